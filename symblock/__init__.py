@@ -1,0 +1,23 @@
+"""symblock: a Transformer block worked forward exactly.
+
+    >>> import symblock
+    >>> trace = symblock.forward(symblock.load("seed-post-ln"))
+    >>> trace["resid2"].value  # exact
+
+Heavy modules (SymPy printing, NumPy, torch) are imported where they are used, so that
+`import symblock` and `symblock --help` stay fast.
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+__all__ = ["load", "forward", "SpecError"]
+
+
+def __getattr__(name: str):
+    if name in ("load", "SpecError", "from_mapping"):
+        from . import spec
+        return getattr(spec, name)
+    if name in ("forward", "Trace", "Step"):
+        from . import block
+        return getattr(block, name)
+    raise AttributeError(f"module 'symblock' has no attribute {name!r}")

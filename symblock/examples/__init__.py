@@ -1,0 +1,1 @@
+"""Built-in example specs, shipped as package data (`symblock examples` lists them)."""

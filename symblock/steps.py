@@ -1,0 +1,211 @@
+"""The step vocabulary of DESIGN.md: which named steps a configuration has, in forward order,
+their shapes, and which parameters each one reads.
+
+Shared by the spec loader (to validate `given` and decide which weights are needed), the exact
+engine, and the NumPy/torch paths (so every backend produces the same names). Pure data, no maths.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+NORM_STATS = {"layernorm": ("mean", "var", "std"), "rmsnorm": ("ms", "rms")}
+HEAD_STEPS = ("scores", "scaled", "masked", "weights", "out")
+GATED = ("swiglu", "geglu")
+
+
+@dataclass(frozen=True)
+class Dims:
+    seq_len: int
+    d_model: int
+    d_ff: int
+    heads: int
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.heads
+
+
+@dataclass(frozen=True)
+class Options:
+    """The `block:` section of a spec (defaults are DESIGN.md's)."""
+    norm_position: str = "post"
+    norm: str = "layernorm"
+    eps: object = 0  # an exact SymPy number once loaded
+    final_norm: bool = False
+    activation: str = "relu"
+    attention_scale: str = "sqrt_dk"
+    causal: bool = False
+    bias: bool = False
+    out_proj: bool = True
+
+    @property
+    def gated(self) -> bool:
+        return self.activation in GATED
+
+
+def norm_steps(name: str, opts: Options) -> list[str]:
+    return [f"{name}.{s}" for s in NORM_STATS[opts.norm]] + [name]
+
+
+def head_steps(h: int, opts: Options) -> list[str]:
+    keep = {"scores", "weights", "out"}
+    if opts.attention_scale != "none":
+        keep.add("scaled")
+    if opts.causal:
+        keep.add("masked")
+    return [f"attn.h{h}.{s}" for s in HEAD_STEPS if s in keep]
+
+
+def attention_steps(dims: Dims, opts: Options) -> list[str]:
+    names = ["attn.q", "attn.k", "attn.v"]
+    for h in range(dims.heads):
+        names += head_steps(h, opts)
+    if dims.heads > 1:
+        names.append("attn.concat")
+    return names + ["attn.out"]
+
+
+def ffn_steps(opts: Options) -> list[str]:
+    return ["ffn.hidden"] + (["ffn.gate"] if opts.gated else []) + ["ffn.act", "ffn.out"]
+
+
+def step_names(dims: Dims, opts: Options) -> list[str]:
+    """Every step of the block, in forward order."""
+    if opts.norm_position == "pre":
+        names = ["x", *norm_steps("norm1", opts), *attention_steps(dims, opts), "resid1",
+                 *norm_steps("norm2", opts), *ffn_steps(opts), "resid2"]
+        if opts.final_norm:
+            names += norm_steps("norm_final", opts)
+    else:
+        names = ["x", *attention_steps(dims, opts), "resid1", *norm_steps("norm1", opts),
+                 *ffn_steps(opts), "resid2", *norm_steps("norm2", opts)]
+    return names + ["output"]
+
+
+def step_shape(name: str, dims: Dims) -> tuple[int, int]:
+    n, d = dims.seq_len, dims.d_model
+    last = name.rsplit(".", 1)[-1]
+    if name.startswith("norm") and last in ("mean", "var", "std", "ms", "rms"):
+        return (n, 1)
+    if name.startswith("attn.h"):
+        return (n, dims.d_head) if last == "out" else (n, n)
+    if name in ("ffn.hidden", "ffn.gate", "ffn.act"):
+        return (n, dims.d_ff)
+    return (n, d)
+
+
+def step_shapes(dims: Dims, opts: Options) -> dict[str, tuple[int, int]]:
+    return {name: step_shape(name, dims) for name in step_names(dims, opts)}
+
+
+# ---------------------------------------------------------------- parameters
+
+def norm_names(opts: Options) -> list[str]:
+    names = ["ln1", "ln2"]
+    if opts.norm_position == "pre" and opts.final_norm:
+        names.append("ln_final")
+    return names
+
+
+def param_shape(name: str, dims: Dims) -> tuple[int, int]:
+    """Math layout: weights (in, out); vectors as 1 × n rows."""
+    d, f = dims.d_model, dims.d_ff
+    return {
+        "W_Q": (d, d), "W_K": (d, d), "W_V": (d, d), "W_O": (d, d),
+        "b_Q": (1, d), "b_K": (1, d), "b_V": (1, d), "b_O": (1, d),
+        "W_1": (d, f), "b_1": (1, f), "W_3": (d, f), "b_3": (1, f),
+        "W_2": (f, d), "b_2": (1, d),
+    }.get(name, (1, d))  # ln*.gamma / ln*.beta
+
+
+def param_names(opts: Options) -> list[str]:
+    """Every parameter this configuration can use, in a fixed order (random draws follow it)."""
+    names = ["W_Q", "b_Q", "W_K", "b_K", "W_V", "b_V"]
+    if opts.out_proj:
+        names += ["W_O", "b_O"]
+    names += ["W_1", "b_1"] + (["W_3", "b_3"] if opts.gated else []) + ["W_2", "b_2"]
+    for ln in norm_names(opts):
+        names += [f"{ln}.gamma"] + ([f"{ln}.beta"] if opts.norm == "layernorm" else [])
+    return names
+
+
+def step_inputs(dims: Dims, opts: Options) -> dict[str, tuple[str, ...]]:
+    """The dependency graph: each step's inputs (step or parameter names), in forward order.
+
+    The engine records these as `Step.inputs`; `computed_steps` walks them backwards."""
+    g: dict[str, tuple[str, ...]] = {"x": ("X",)}
+
+    def norm(name: str, src: str, ln: str) -> str:
+        if opts.norm == "layernorm":
+            g[f"{name}.mean"] = (src,)
+            g[f"{name}.var"] = (src, f"{name}.mean")
+            g[f"{name}.std"] = (f"{name}.var",)
+            g[name] = (src, f"{name}.mean", f"{name}.std", f"{ln}.gamma", f"{ln}.beta")
+        else:
+            g[f"{name}.ms"] = (src,)
+            g[f"{name}.rms"] = (f"{name}.ms",)
+            g[name] = (src, f"{name}.rms", f"{ln}.gamma")
+        return name
+
+    def attention(src: str) -> str:
+        for p in "qkv":
+            g[f"attn.{p}"] = (src, f"W_{p.upper()}", f"b_{p.upper()}")
+        outs = []
+        for h in range(dims.heads):
+            prev = f"attn.h{h}.scores"
+            g[prev] = ("attn.q", "attn.k")
+            for step in head_steps(h, opts)[1:-2]:  # scaled, masked
+                g[step] = (prev,)
+                prev = step
+            g[f"attn.h{h}.weights"] = (prev,)
+            g[f"attn.h{h}.out"] = (f"attn.h{h}.weights", "attn.v")
+            outs.append(f"attn.h{h}.out")
+        if dims.heads > 1:
+            g["attn.concat"] = tuple(outs)
+        heads = "attn.concat" if dims.heads > 1 else outs[0]
+        g["attn.out"] = (heads, "W_O", "b_O") if opts.out_proj else (heads,)
+        return "attn.out"
+
+    def ffn(src: str) -> str:
+        g["ffn.hidden"] = (src, "W_1", "b_1")
+        if opts.gated:
+            g["ffn.gate"] = (src, "W_3", "b_3")
+        g["ffn.act"] = ("ffn.hidden", "ffn.gate") if opts.gated else ("ffn.hidden",)
+        g["ffn.out"] = ("ffn.act", "W_2", "b_2")
+        return "ffn.out"
+
+    if opts.norm_position == "pre":
+        g["resid1"] = ("x", attention(norm("norm1", "x", "ln1")))
+        g["resid2"] = ("resid1", ffn(norm("norm2", "resid1", "ln2")))
+        last = norm("norm_final", "resid2", "ln_final") if opts.final_norm else "resid2"
+    else:
+        g["resid1"] = ("x", attention("x"))
+        h1 = norm("norm1", "resid1", "ln1")
+        g["resid2"] = (h1, ffn(h1))
+        last = norm("norm2", "resid2", "ln2")
+    g["output"] = (last,)
+    assert list(g) == step_names(dims, opts)
+    return g
+
+
+def computed_steps(dims: Dims, opts: Options, given: set[str]) -> list[str]:
+    """Steps the engine computes: those `output` depends on without passing through a given
+    step, in forward order. A given step cuts off everything that only fed it."""
+    graph = step_inputs(dims, opts)
+    need, todo = set(), ["output"]
+    while todo:
+        name = todo.pop()
+        if name in need or name not in graph:
+            continue
+        need.add(name)
+        if name not in given:
+            todo.extend(graph[name])
+    return [n for n in graph if n in need and n not in given]
+
+
+def needed_params(dims: Dims, opts: Options, given: set[str]) -> list[str]:
+    """Parameters read by a computed step, in `param_names` order (biases included; whether an
+    absent one is an error, a draw or zero is the spec loader's call)."""
+    graph = step_inputs(dims, opts)
+    reads = {p for s in computed_steps(dims, opts, given) for p in graph[s]}
+    return [p for p in param_names(opts) if p in reads]
