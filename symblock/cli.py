@@ -1,0 +1,149 @@
+"""The `symblock` command. Thin: parse arguments, call the engine, print. Heavy modules are
+imported inside the commands so that `symblock --help` starts fast.
+
+Exit codes: 0 fine, 1 a check failed (verify/check), 2 bad input (message, no traceback).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+DEFAULT_EXAMPLE = "seed-post-ln"
+
+
+class UsageError(Exception):
+    """Bad input found by the CLI itself (exit 2)."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0
+    from .spec import SpecError
+    try:
+        return args.func(args)
+    except (SpecError, UsageError) as e:
+        print(f"symblock: error: {e}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `symblock forward | head`
+        return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="symblock",
+        description="Work a Transformer block forward exactly (rationals, square roots, e^x), "
+                    "check it numerically, and print every named step.",
+        epilog="Run `symblock COMMAND --help` for a command's options. Specs are YAML or JSON "
+               "(see README.md); `symblock examples` lists the built-in ones.")
+    sub = p.add_subparsers(title="commands", metavar="COMMAND")
+
+    f = sub.add_parser("forward", help="work the block forward exactly and print every step",
+                       description="Work the block forward exactly and print every step in forward "
+                                   "order: name, formula, exact value and a decimal.")
+    _spec_arg(f)
+    f.add_argument("--json", action="store_true", help="print the machine format of DESIGN.md")
+    f.add_argument("--step", metavar="NAME", help="print only this step (e.g. norm1.std)")
+    f.add_argument("--decimals", type=_nonneg, default=4, metavar="N",
+                   help="decimal places in the table (default 4)")
+    f.add_argument("--max-cost", type=_nonneg, metavar="N",
+                   help="raise the exact engine's size limit (multiply-adds; default 2,000,000)")
+    f.set_defaults(func=cmd_forward)
+
+    e = sub.add_parser("examples", help="list the built-in example specs",
+                       description="List the built-in example specs (use a name wherever a SPEC goes).")
+    e.add_argument("--show", metavar="NAME", help="print one example's YAML, to copy and edit")
+    e.set_defaults(func=cmd_examples)
+
+    v = sub.add_parser("verify", help="compare every exact step with NumPy float64 (and torch)",
+                       description="Compute every step again in an independent NumPy float64 path "
+                                   "and, when torch is installed, with real torch.nn modules; print "
+                                   "the largest absolute difference per step. Exit 1 if any differs "
+                                   "by more than the tolerance.")
+    _spec_arg(v)
+    v.add_argument("--json", action="store_true", help="print {ok, backends: {numpy, torch}} as JSON")
+    v.add_argument("--tol", type=float, default=1e-9, help="tolerance (default 1e-9)")
+    v.add_argument("--require-torch", action="store_true",
+                   help="fail (exit 1) when torch is not installed instead of skipping it")
+    v.add_argument("--max-cost", type=_nonneg, metavar="N", help="raise the exact engine's size limit")
+    v.set_defaults(func=cmd_verify)
+
+    try:
+        from . import params
+    except ImportError:
+        params = None
+    if params is not None:
+        pp = sub.add_parser("params", help="count a block's parameters and FLOPs per component",
+                            description="Exact parameter counts per component (attention, FFN, "
+                                        "norms), their shares and formulas, and FLOPs per token.")
+        params.add_arguments(pp)
+        pp.set_defaults(func=params.run)
+    return p
+
+
+def _spec_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("spec", nargs="?", default=DEFAULT_EXAMPLE, metavar="SPEC",
+                   help=f"a spec file (YAML/JSON) or a built-in example name (default: {DEFAULT_EXAMPLE})")
+
+
+def _nonneg(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {n}")
+    return n
+
+
+# ---------------------------------------------------------------- commands
+
+def _trace(args):
+    from . import block, spec
+    return block.forward(spec.load(args.spec), max_cost=getattr(args, "max_cost", None))
+
+
+def cmd_forward(args) -> int:
+    from . import report
+    trace = _trace(args)
+    steps = list(trace)
+    if args.step:
+        if args.step not in trace:
+            raise UsageError(f"--step: no step {args.step!r} in this block; expected one of "
+                             + ", ".join(trace.names()))
+        steps = [trace[args.step]]
+    if args.json:
+        print(report.to_json(steps))
+    else:
+        width = 120 if args.step else report.TEXT_WIDTH  # one step: room for longer closed forms
+        print(report.table(trace, steps, args.decimals, width), end="")
+    return 0
+
+
+def cmd_examples(args) -> int:
+    from . import spec
+    names = spec.example_names()
+    if args.show:
+        if args.show not in names:
+            raise UsageError(f"--show: no example {args.show!r}; expected one of {', '.join(names)}")
+        print(spec.example_text(args.show), end="")
+        return 0
+    for name in names:
+        s = spec.load(name)
+        print(f"{name:<22} {s.title}")
+    return 0
+
+
+def cmd_verify(args) -> int:
+    from . import report, verify
+    from .spec import load
+    spec = load(args.spec)
+    result = verify.run(spec, tol=args.tol, require_torch=args.require_torch, max_cost=args.max_cost)
+    print(report.verify_json(result) if args.json else report.verify_table(result))
+    return 0 if result.ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
