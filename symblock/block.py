@@ -285,7 +285,7 @@ def symbolic_spec(spec: BlockSpec) -> BlockSpec:
         if name.endswith(("gamma", "beta")):
             return m
         r, c = m.shape
-        if r == 1:
+        if name.startswith("b_"):
             return sympy.ImmutableMatrix(1, c, [sympy.Symbol(f"{base}_{{{j + 1}}}", real=True) for j in range(c)])
         return sympy.ImmutableMatrix(r, c, [sympy.Symbol(f"{base}_{{{i + 1}{j + 1}}}", real=True)
                                             for i in range(r) for j in range(c)])

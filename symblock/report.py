@@ -78,6 +78,12 @@ def table(trace: Trace, steps: Iterable[Step], places: int = 4, width: int = TEX
     for s in steps:
         tag = "   (given)" if s.given else ""
         lines.append(f"■ {s.name}   {s.latex}{tag}")
+        if width > TEXT_WIDTH and any(len(fmt_exact(e, width)) > TEXT_WIDTH for r in s.value.rows for e in r):
+            for i, row in enumerate(s.value.rows):  # long closed forms: one entry a line
+                for j, e in enumerate(row):
+                    lines.append(f"    [{i}][{j}] = {fmt_exact(e, width)}  ≈ {fmt_decimal(e, places)}")
+            lines.append("")
+            continue
         ex = _grid([[fmt_exact(e, width) for e in row] for row in s.value.rows])
         dec = _grid([[fmt_decimal(e, places) for e in row] for row in s.value.rows])
         w = max(len(x) for x in ex)
