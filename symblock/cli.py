@@ -11,6 +11,15 @@ import sys
 DEFAULT_EXAMPLE = "seed-post-ln"
 
 
+# Commands that live in their own module: (command, module, one-line help). Each module exposes
+# add_arguments(parser) and run(args) -> exit code, and keeps heavy imports inside run().
+COMMANDS = [
+    ("worksheet", "worksheet", "write a worksheet and its answer key (LaTeX, Markdown, PDF)"),
+    ("check", "check", "check hand-worked answers step by step and diagnose mistakes"),
+    ("params", "params", "count a block's parameters and FLOPs per component"),
+]
+
+
 class UsageError(Exception):
     """Bad input found by the CLI itself (exit 2)."""
 
@@ -70,16 +79,17 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--max-cost", type=_nonneg, metavar="N", help="raise the exact engine's size limit")
     v.set_defaults(func=cmd_verify)
 
-    try:
-        from . import params
-    except ImportError:
-        params = None
-    if params is not None:
-        pp = sub.add_parser("params", help="count a block's parameters and FLOPs per component",
-                            description="Exact parameter counts per component (attention, FFN, "
-                                        "norms), their shares and formulas, and FLOPs per token.")
-        params.add_arguments(pp)
-        pp.set_defaults(func=params.run)
+    import importlib
+    for name, module, summary in COMMANDS:
+        try:
+            mod = importlib.import_module(f".{module}", __package__)
+        except ModuleNotFoundError as e:
+            if e.name != f"{__package__}.{module}":
+                raise
+            continue
+        sp = sub.add_parser(name, help=summary, description=(mod.__doc__ or summary).strip().split("\n\n")[0])
+        mod.add_arguments(sp)
+        sp.set_defaults(func=mod.run)
     return p
 
 
