@@ -121,7 +121,8 @@ class Real:
             if good(b):
                 return b
             if prec >= MAX_PREC:
-                raise UndecidableError(f"could not certify {self.short()} at {prec} bits")
+                raise UndecidableError(f"could not certify a value ≈ {b.mid().str(10, radius=False)} "
+                                       f"at {prec} bits")
             prec *= 4
 
     def sign(self) -> int:
@@ -223,10 +224,39 @@ def _eval(r: Real, child_balls: list) -> arb:
     raise AssertionError(op)
 
 
+SNAP_DENOMINATOR = 10**4  # rationals this simple are recognised when a node equals one
+SNAP_PREC = (512, 2048, MAX_PREC)
+
+
 def _node(op: str, args: tuple, size: int) -> Real:
     r = Real(op=op, args=args, size=min(size, 10**9))
     r.ball = _eval(r, [a.ball for a in _children(r)])
-    return r
+    return _snap(r)
+
+
+def _snap(r: Real) -> Real:
+    """Recognise a node that equals a simple rational (an exact 0 from LayerNorm outputs summing
+    to zero, ±1 from a 2-d LayerNorm row, a softmax-weighted constant): the node is replaced by
+    the rational when they agree at every precision up to MAX_PREC bits (~4900 digits).
+
+    This is the one place where exactness rests on numerics rather than algebra: a value within
+    2^-16384 of a small-denominator rational is taken to be it. Values of this engine's
+    expressions (small integers through +, ·, /, √, exp, erf, tanh) do not come that close
+    without being equal in any case we know of; short closed forms are confirmed by SymPy."""
+    b = r.ball
+    if not b.is_finite() or b.rad() > 1e-20 * (1 + abs(float(b.mid()))):
+        return r
+    mid = float(b.mid())
+    if abs(mid) > 1e15:
+        return r
+    c = Fraction(mid).limit_denominator(SNAP_DENOMINATOR)
+    q = fmpq(c.numerator, c.denominator)
+    if not (b - q).contains(0):
+        return r
+    for prec in SNAP_PREC:
+        if not (r.enclosure(prec) - q).contains(0):
+            return r
+    return Real(q=q)
 
 
 # ---------------------------------------------------------------- building blocks

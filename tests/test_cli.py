@@ -1,0 +1,119 @@
+"""The command line: forward (table, --json, --step), examples, verify, --help."""
+import json
+import subprocess
+import sys
+
+import sympy
+
+from symblock import block, spec
+from symblock.cli import main
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_forward_default_is_the_seed_example(capsys):
+    code, out, err = run(capsys, "forward")
+    assert code == 0 and err == ""
+    assert "Post-LN block, worked by hand" in out
+    # every step, in forward order, with its formula
+    names = [line.split()[1] for line in out.splitlines() if line.startswith("■ ")]
+    assert names == block.forward(spec.load("seed-post-ln")).names()
+    assert "■ resid2   R_2 = H_1 + F" in out
+    assert "[  4  1 ]" in out and "[  4.0000  1.0000 ]" in out
+    assert "[ 2401/1000  599/1000 ]" in out
+
+
+def test_forward_json_parses_back_exactly(capsys):
+    code, out, _ = run(capsys, "forward", "pre-ln-causal-gelu", "--json")
+    data = json.loads(out)
+    trace = block.forward(spec.load("pre-ln-causal-gelu"))
+    assert [s["name"] for s in data["steps"]] == trace.names()
+    seen_null = seen_inf = 0
+    for s, step in zip(data["steps"], trace):
+        assert s["shape"] == list(step.value.shape) and s["latex"] == step.latex
+        for row_e, row_f, row_v in zip(s["exact"], s["float"], step.value.rows):
+            for e, f, v in zip(row_e, row_f, row_v):
+                if e is None:
+                    seen_null += 1
+                elif e == "-oo":
+                    seen_inf += 1
+                    assert f is None
+                    continue
+                else:
+                    back = sympy.sympify(e)
+                    assert abs(sympy.N(back, 40) - sympy.Float(v.digits(35), 40)) < 1e-30
+                assert f == float(v)
+    assert seen_inf > 0  # causal mask entries
+    assert seen_null > 0  # a closed form too long for JSON is null, float still there
+
+
+def test_forward_step_and_unknown_step(capsys):
+    code, out, _ = run(capsys, "forward", "--step", "norm1.std")
+    assert code == 0 and "■ norm1.std" in out and "■ norm1 " not in out
+    assert "901/1000" in out and "0.9010" in out
+    code, out, err = run(capsys, "forward", "--step", "norm9")
+    assert code == 2 and "no step 'norm9'" in err and "norm1.std" in err
+
+
+def test_examples_list_and_show(capsys):
+    code, out, _ = run(capsys, "examples")
+    assert code == 0
+    for name in spec.example_names():
+        assert name in out
+    assert {"seed-post-ln", "pre-ln-causal-gelu", "rmsnorm-swiglu"} <= set(spec.example_names())
+    code, out, _ = run(capsys, "examples", "--show", "seed-post-ln")
+    assert "attn.out: [[1.401, 0.599]" in out
+    code, _, err = run(capsys, "examples", "--show", "nope")
+    assert code == 2 and "seed-post-ln" in err
+
+
+def test_verify_table_and_json(capsys):
+    code, out, _ = run(capsys, "verify", "rmsnorm-swiglu")
+    assert code == 0 and "OK: every step agrees" in out and "norm1.rms" in out
+    code, out, _ = run(capsys, "verify", "--json", "--require-torch")
+    data = json.loads(out)
+    assert code == 0 and data["ok"] is True
+    assert data["backends"]["numpy"]["max_abs_diff"] <= 1e-9
+    assert set(data["backends"]["numpy"]["steps"]) == set(block.forward(spec.load("seed-post-ln")).names())
+
+
+def test_verify_exit_1_on_disagreement(capsys, monkeypatch):
+    from symblock import numeric
+    orig = numeric.forward
+    monkeypatch.setattr(numeric, "forward", lambda s: {**orig(s), "resid1": orig(s)["resid1"] * 2})
+    code, out, _ = run(capsys, "verify")
+    assert code == 1 and "FAILED" in out and "resid1" in out
+
+
+def test_verify_without_torch_is_reported(capsys, monkeypatch):
+    import builtins
+    real_import = builtins.__import__
+
+    def no_torch(name, *a, **k):
+        if name == "torch" or name.startswith("torch."):
+            raise ImportError("No module named 'torch'")
+        return real_import(name, *a, **k)
+
+    monkeypatch.setattr(builtins, "__import__", no_torch)
+    code, out, _ = run(capsys, "verify", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["backends"]["torch"]["available"] is False
+    code, out, _ = run(capsys, "verify", "--require-torch")
+    assert code == 1 and "--require-torch" in out
+
+
+def test_help_does_not_import_heavy_modules():
+    code = ("import sys, symblock.cli as c; c.build_parser(); "
+            "print(sorted(m for m in ('sympy', 'numpy', 'torch', 'jinja2', 'flint') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_python_dash_m(tmp_path):
+    r = subprocess.run([sys.executable, "-m", "symblock", "forward", "--step", "output"],
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 0 and "[  1  -1 ]" in r.stdout
