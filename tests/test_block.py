@@ -175,3 +175,14 @@ def test_symbolic_size_limit():
         assert "symbolic forward is limited" in str(e)
     else:
         raise AssertionError("a 3×4 symbolic forward must be refused")
+
+
+def test_hidden_cancellations_come_out_exact():
+    """LayerNorm rows sum to 0, so a constant W_1 column gives an exact 0 before ReLU, and a
+    2-d LayerNorm row is exactly ±1 even when the attention output is irrational (seed 000 §十七)."""
+    t = fwd(inputs={"X": [[1, 2], [3, -1]]},
+            weights={"W_1": [[2, 1], [2, -1]], "W_2": [[1, 0], [1, 0]], "W_Q": [[1, 1], [0, 1]]})
+    assert not t["attn.out"].value.rows[0][0].is_rational  # e^(…) everywhere upstream
+    assert values(t, "norm1") == sympy.Matrix([[-1, 1], [1, -1]])
+    assert values(t, "ffn.hidden")[:, 0] == sympy.Matrix([0, 0])
+    assert values(t, "ffn.act")[:, 0] == sympy.Matrix([0, 0])
