@@ -1,0 +1,89 @@
+"""Check hand-worked answers against the exact block, entry by entry: each step is correct, wrong,
+carried (right from your own earlier answers) or missing, and a wrong step names the mistake that
+reproduces it (sample variance, no 1/sqrt(d_k), softmax down columns, W transposed, ...).
+
+ANSWERS is YAML or JSON: `{decimals: 3, steps: {STEP_NAME: [[...], ...], ...}}`. Entries may be
+integers, decimals, fractions or exact expressions ("sqrt(2)/2", "E/(1+E)"). A decimal entry is
+judged at max(decimals, the places it is written with); a step may override `decimals` with
+`{decimals: 4, value: [[...]]}`. Exit 0 when nothing is wrong, 1 otherwise, 2 on bad input.
+"""
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("spec", metavar="SPEC", help="the block: a spec file (YAML/JSON) or a built-in example name")
+    p.add_argument("answers", metavar="ANSWERS", help="the hand-worked answers (YAML/JSON)")
+    p.add_argument("--json", action="store_true", help="print {ok, first_break, steps: [...]} as JSON")
+    p.add_argument("--all", action="store_true", help="list every entry, not only the wrong ones")
+    p.add_argument("--max-cost", type=int, metavar="N", help="raise the exact engine's size limit")
+
+
+def run(args) -> int:
+    from . import answers as answers_mod
+    from .block import forward
+    from .marking import check
+    from .spec import load
+    from .steps import step_shapes
+    spec = load(args.spec)
+    trace = forward(spec, max_cost=args.max_cost)
+    answers = answers_mod.load(args.answers, step_shapes(spec.dims, spec.options), set(trace.names()))
+    result = check(spec, trace, answers)
+    print(to_json(result) if args.json else text(result, trace, every_entry=args.all), end="")
+    return 0 if result.ok else 1
+
+
+# ---------------------------------------------------------------- views
+
+def to_json(result) -> str:
+    import json
+    steps = [{"name": s.name, "status": s.status,
+              "entries": [{k: v for k, v in vars(e).items() if v is not None} for e in s.entries],
+              "diagnosis": s.diagnosis,
+              **({"built_on": s.built_on} if s.built_on else {})}
+             for s in result.steps]
+    return json.dumps({"ok": result.ok, "first_break": result.first_break, "spec": result.spec_source,
+                       "answers": result.answers_source, "decimals": result.decimals,
+                       "steps": steps}, ensure_ascii=False, indent=1) + "\n"
+
+
+MARK = {"correct": "✓", "wrong": "✗", "carried": "↪", "missing": "·", "given": "="}
+NOTE = {"missing": "not answered", "given": "given in the spec"}
+
+
+def text(result, trace=None, every_entry: bool = False) -> str:
+    from .mistakes import EXPLANATIONS
+    lines = [f"symblock check: {result.answers_source} against {result.spec_source}"]
+    if trace is not None and trace.spec.title:
+        lines[0] += f"  ({trace.spec.title})"
+    if result.decimals is not None:
+        lines.append(f"decimals: {result.decimals} (an entry written with more places is judged at its own)")
+    lines.append("")
+    width = max(len(s.name) for s in result.steps)
+    for s in result.steps:
+        note = NOTE.get(s.status, "")
+        if s.status == "carried":
+            note = "right from your own " + ", ".join(s.built_on) + " (error carried forward)"
+        if s.status == "wrong" and s.name == result.first_break:
+            note = "← the chain first breaks here"
+        lines.append(f"  {MARK[s.status]} {s.status:<8} {s.name:<{width}}  {note}".rstrip())
+        shown = [e for e in s.entries if every_entry or not e.ok]
+        for e in shown:
+            exp = e.expected + (f" (= {e.exact})" if e.exact and e.exact != e.expected
+                                and len(e.exact) <= 24 and e.expected[:1] != "≈" else "")
+            own = f"; from your own answers {e.own}" if e.own else ""
+            tick = "ok" if e.ok else "wrong"
+            lines.append(f"      [{e.row}][{e.col}]  given {e.given:<10} expected {exp}{own}  {tick}")
+        for code in s.diagnosis:
+            lines.append(f"      diagnosis: {code} — {EXPLANATIONS[code]}")
+        if s.status == "wrong" and not s.diagnosis:
+            lines.append("      diagnosis: none of the catalogued mistakes reproduces these numbers")
+    lines.append("")
+    counts = ", ".join(f"{result.count(st)} {st}" for st in ("correct", "wrong", "carried", "missing")
+                       if result.count(st))
+    if result.ok:
+        lines.append(f"OK: nothing wrong ({counts}).")
+    else:
+        lines.append(f"NOT OK ({counts}). The chain first breaks at {result.first_break}.")
+    return "\n".join(lines) + "\n"
