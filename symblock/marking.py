@@ -15,6 +15,7 @@ Unanswered steps are `missing` (or `given` when the spec pins them); they never 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 from . import exact
 from .mistakes import diagnose, is_rounding_slip
@@ -71,14 +72,27 @@ def matches(entry, value) -> bool:
             return (entry.value - value).sign() == 0
         except exact.UndecidableError:  # equal to ~4900 digits and no short closed form
             return True
-    return value.decimal(entry.places) == entry.decimal
+    try:
+        return value.decimal(entry.places) == entry.decimal
+    except exact.UndecidableError:
+        # the value sits on a rounding tie (to ~4900 digits, e.g. 1/8 written in exps):
+        # either neighbour is a fair rounding
+        diff = entry.value - value
+        half = exact.real(Fraction(1, 2 * 10 ** entry.places))
+        try:
+            return ((diff if diff.sign() >= 0 else -diff) - half).sign() <= 0
+        except exact.UndecidableError:
+            return True
 
 
 def show(value, places: int | None) -> str:
     if value is exact.NEG_INF:
         return "-inf"
     if places is not None:
-        d = value.decimal(places)
+        try:
+            d = value.decimal(places)
+        except exact.UndecidableError:  # a rounding tie: show more digits
+            return value.digits(places + 3)
         return f"{d:.{places}f}" if d != 0 else f"{0:.{places}f}"
     form = exact.to_sympy(value, 40)
     if form is not None and len(str(form)) <= 40:

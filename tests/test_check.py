@@ -1,0 +1,387 @@
+"""`symblock check`: per-entry marking, statuses, exit codes, answer formats, carried-forward
+marking (wrong answers and honest rounding), bad answers files, JSON shape.
+
+Every planted number here is worked by hand or with Python's decimal module, never by the code
+under test."""
+import json
+import subprocess
+import sys
+import textwrap
+from decimal import ROUND_HALF_UP, Decimal, getcontext
+from pathlib import Path
+
+import pytest
+
+from symblock.cli import main
+
+DATA = Path(__file__).parent / "data"
+SEED_ANSWERS = DATA / "seed_000_answers.yaml"
+
+
+def run(tmp_path, capsys, answers: str, spec="seed-post-ln", name="answers.yaml", *flags):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(answers), encoding="utf-8")
+    code = main(["check", str(spec), str(path), *flags])
+    out = capsys.readouterr()
+    return code, out.out, out.err, str(path)
+
+
+def run_json(tmp_path, capsys, answers: str, spec="seed-post-ln", name="answers.yaml"):
+    code, out, err, _ = run(tmp_path, capsys, answers, spec, name, "--json")
+    assert err == ""
+    data = json.loads(out)
+    return code, data, {s["name"]: s for s in data["steps"]}
+
+
+def write_spec(tmp_path, text: str, name="spec.yaml") -> str:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return str(path)
+
+
+# ---------------------------------------------------------------- the seed-000 article
+
+def test_seed_000_chain_as_printed_is_correct(capsys):
+    code = main(["check", "seed-post-ln", str(SEED_ANSWERS), "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and data["ok"] is True and data["first_break"] is None
+    statuses = {s["name"]: s["status"] for s in data["steps"]}
+    answered = ["attn.out", "resid1", "norm1.mean", "norm1.std", "norm1", "ffn.hidden", "ffn.act",
+                "ffn.out", "resid2", "norm2.mean", "norm2.std", "output"]
+    assert all(statuses[n] == "correct" for n in answered), statuses
+    assert statuses["norm1.var"] == "missing" and statuses["x"] == "missing"
+    assert all(e["ok"] for s in data["steps"] for e in s["entries"])
+
+
+def test_seed_000_text_report(capsys):
+    code = main(["check", "seed-post-ln", str(SEED_ANSWERS)])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "✓ correct  norm1.std" in out and "· missing  norm1.var" in out
+    assert out.rstrip().endswith("OK: nothing wrong (12 correct, 4 missing).")
+
+
+SEED = SEED_ANSWERS.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("var_line, ok", [
+    # the article's 0.8118 for 0.811801: judged at its own 4 places although decimals is 3
+    ("  norm1.var: [[0.8118], [0.0154], [0.1849]]", True),
+    # a per-step override says the same thing explicitly
+    ("  norm1.var: {decimals: 4, value: [[0.8118], [0.0154], [0.1849]]}", True),
+    # 3 places: 0.812, 0.015, 0.185
+    ("  norm1.var: [[0.812], [0.015], [0.185]]", True),
+    ("  norm1.var: [[0.8117], [0.0154], [0.1849]]", False),   # 4 places, wrong in the 4th
+    ("  norm1.var: {decimals: 4, value: [[0.812], [0.0154], [0.1849]]}", False),  # 0.8120 != 0.8118
+])
+def test_seed_variance_as_the_article_writes_it(tmp_path, capsys, var_line, ok):
+    code, data, steps = run_json(tmp_path, capsys, SEED + var_line + "\n")
+    assert steps["norm1.var"]["status"] == ("correct" if ok else "wrong")
+    assert code == (0 if ok else 1) and data["ok"] is ok
+
+
+# ---------------------------------------------------------------- statuses and carried forward
+
+def test_slip_in_resid1_is_carried_forward(tmp_path, capsys):
+    # 2.501 instead of 2.401. By hand from the slip: mean 1.55, deviations ±0.951, var 0.904401,
+    # σ 0.951, and the normalised row is still [1, -1] (correct against the truth).
+    answers = """\
+        decimals: 3
+        steps:
+          resid1: [[2.501, 0.599], [1.504, 1.752], [2.576, 1.716]]
+          norm1.mean: [[1.55], [1.628], [2.146]]
+          norm1.var: [[0.904401], [0.015376], [0.1849]]
+          norm1.std: [[0.951], [0.124], [0.43]]
+          norm1: [[1, -1], [-1, 1], [1, -1]]
+        """
+    code, data, steps = run_json(tmp_path, capsys, answers)
+    assert code == 1 and data["ok"] is False and data["first_break"] == "resid1"
+    assert steps["resid1"]["status"] == "wrong"
+    bad = [e for e in steps["resid1"]["entries"] if not e["ok"]]
+    assert [(e["row"], e["col"], e["given"], e["expected"]) for e in bad] == [(0, 0, "2.501", "2.401")]
+    for name in ("norm1.mean", "norm1.var", "norm1.std"):
+        assert steps[name]["status"] == "carried", name
+        assert steps[name]["built_on"] == ["resid1"]
+    assert steps["norm1"]["status"] == "correct"
+    mean0 = steps["norm1.mean"]["entries"][0]
+    assert mean0 == {"row": 0, "col": 0, "given": "1.55", "expected": "1.500", "ok": True,
+                     "own": "1.550", "exact": "3/2"}
+
+
+def test_carried_text_report(tmp_path, capsys):
+    answers = """\
+        decimals: 3
+        steps:
+          resid1: [[2.501, 0.599], [1.504, 1.752], [2.576, 1.716]]
+          norm1.mean: [[1.55], [1.628], [2.146]]
+        """
+    code, out, _, _ = run(tmp_path, capsys, answers)
+    assert code == 1
+    assert "✗ wrong    resid1      ← the chain first breaks here" in out
+    assert "[0][0]  given 2.501      expected 2.401 (= 2401/1000)" in out
+    assert "↪ carried  norm1.mean  right from your own resid1 (error carried forward)" in out
+    assert out.rstrip().endswith("The chain first breaks at resid1.")
+
+
+def test_no_carried_credit_without_the_earlier_answer(tmp_path, capsys):
+    # σ = 0.951 would follow from a slipped resid1, but resid1 was never written: wrong.
+    code, data, steps = run_json(tmp_path, capsys, """\
+        decimals: 3
+        steps:
+          norm1.std: [[0.951], [0.124], [0.43]]
+        """)
+    assert code == 1 and steps["norm1.std"]["status"] == "wrong"
+    assert steps["resid1"]["status"] == "missing"
+
+
+def test_carried_through_a_skipped_step(tmp_path, capsys):
+    # resid1 slipped, mean skipped: σ from the slipped row is 0.951 (the skipped mean follows
+    # the person's resid1), so σ is carried.
+    code, data, steps = run_json(tmp_path, capsys, """\
+        decimals: 3
+        steps:
+          resid1: [[2.501, 0.599], [1.504, 1.752], [2.576, 1.716]]
+          norm1.std: [[0.951], [0.124], [0.43]]
+        """)
+    assert steps["norm1.mean"]["status"] == "missing"
+    assert steps["norm1.std"]["status"] == "carried" and steps["norm1.std"]["built_on"] == ["resid1"]
+
+
+def test_missing_steps_do_not_fail(tmp_path, capsys):
+    code, data, steps = run_json(tmp_path, capsys, "steps:\n  output: [[1, -1], [-1, 1], [1, -1]]\n")
+    assert code == 0 and data["ok"] is True
+    assert steps["output"]["status"] == "correct"
+    assert steps["resid1"]["status"] == "missing" and steps["resid1"]["entries"] == []
+    assert steps["attn.out"]["status"] == "given"  # pinned by the spec, not asked
+
+
+def test_wrong_output_only(tmp_path, capsys):
+    code, data, steps = run_json(tmp_path, capsys, "steps:\n  output: [[1, -1], [1, -1], [1, -1]]\n")
+    assert code == 1 and data["first_break"] == "output"
+    wrong = [(e["row"], e["col"]) for e in steps["output"]["entries"] if not e["ok"]]
+    assert wrong == [(1, 0), (1, 1)]
+
+
+# ---------------------------------------------------------------- honest rounding, small σ
+
+ROUND_SPEC = """\
+    dims: {seq_len: 2, d_model: 3, d_ff: 1, heads: 1}
+    weights:
+      W_1: [[1], [0], [0]]
+      W_2: [[1, 0, 0]]
+    inputs:
+      X: [[1, 0, 0], [0, 1, 0]]
+    given:
+      attn.out: [[0.0123, 1.0456, 1.0321], [0.5, 0.5, 0.25]]
+    """
+
+
+def _r(x: Decimal, places: int) -> Decimal:
+    return x.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+
+
+def _honest_chain(places=3, var_places=6):
+    """A person working LayerNorm on resid1 with numbers rounded to `places` at every step and
+    carried forward (Python decimal, 50 digits)."""
+    getcontext().prec = 50
+    X = [[1, 0, 0], [0, 1, 0]]
+    A = [[Decimal("0.0123"), Decimal("1.0456"), Decimal("1.0321")],
+         [Decimal("0.5"), Decimal("0.5"), Decimal("0.25")]]
+    r1 = [[_r(x + a, places) for x, a in zip(xr, ar)] for xr, ar in zip(X, A)]
+    mean = [_r(sum(r) / 3, places) for r in r1]
+    var = [_r(sum((v - m) ** 2 for v in r) / 3, var_places) for r, m in zip(r1, mean)]
+    std = [_r(v.sqrt(), places) for v in var]
+    norm = [[_r((v - m) / s, places) for v in r] for r, m, s in zip(r1, mean, std)]
+    return r1, mean, var, std, norm
+
+
+def _chain_yaml(r1, mean, var, std, norm):
+    col = lambda xs: "[" + ", ".join(f"[{x}]" for x in xs) + "]"
+    mat = lambda m: "[" + ", ".join("[" + ", ".join(str(x) for x in r) + "]" for r in m) + "]"
+    return (f"decimals: 3\nsteps:\n  resid1: {mat(r1)}\n  norm1.mean: {col(mean)}\n"
+            f"  norm1.var: {col(var)}\n  norm1.std: {col(std)}\n  norm1: {mat(norm)}\n")
+
+
+def test_rounding_carried_forward_honestly_is_correct(tmp_path, capsys):
+    r1, mean, var, std, norm = _honest_chain()
+    # the point of the test: σ ≈ 0.0137 magnifies rounding, so the person's normalised row is
+    # off the truth (-1.2943...) at the 3rd decimal
+    assert norm[0][0] == Decimal("-1.286")
+    spec = write_spec(tmp_path, ROUND_SPEC)
+    code, data, steps = run_json(tmp_path, capsys, _chain_yaml(r1, mean, var, std, norm), spec)
+    assert code == 0, steps
+    for name in ("resid1", "norm1.mean", "norm1.var", "norm1.std", "norm1"):
+        assert steps[name]["status"] == "correct", name
+    e = steps["norm1"]["entries"][0]
+    assert e["ok"] and e["given"] == "-1.286" and e["expected"] == "-1.294" and e["own"] == "-1.286"
+    assert steps["norm1.var"]["entries"][0]["expected"] == "0.000187"  # judged at its 6 places
+
+
+def test_rounding_chain_with_a_real_slip_is_wrong(tmp_path, capsys):
+    r1, mean, var, std, norm = _honest_chain()
+    norm[0][0] = Decimal("-1.290")  # neither the truth (-1.294) nor their own chain (-1.286)
+    spec = write_spec(tmp_path, ROUND_SPEC)
+    code, data, steps = run_json(tmp_path, capsys, _chain_yaml(r1, mean, var, std, norm), spec)
+    assert code == 1 and data["first_break"] == "norm1"
+    assert [e["ok"] for e in steps["norm1"]["entries"]] == [False, True, True, True, True, True]
+
+
+# ---------------------------------------------------------------- answer formats
+
+EXACT_SPEC = """\
+    dims: {seq_len: 2, d_model: 2, d_ff: 2, heads: 1}
+    block: {attention_scale: %s}
+    weights:
+      W_Q: [[1, 0], [0, 1]]
+      W_K: [[1, 0], [0, 1]]
+      W_V: [[1, 0], [0, 1]]
+      W_O: [[1, 0], [0, 1]]
+      W_1: [[1, 0], [0, 1]]
+      W_2: [[1, 0], [0, 1]]
+    inputs:
+      X: [[1, 0], [0, 1]]
+    """
+
+
+@pytest.mark.parametrize("scale, step, value, ok", [
+    # scores = X Xᵀ = I: integers, fractions
+    ("none", "attn.h0.scores", "[[1, 0], [0, 1]]", True),
+    ("none", "attn.h0.scores", '[["2/2", "0/5"], [0, "3/3"]]', True),
+    ("none", "attn.h0.scores", '[[1, "1/2"], [0, 1]]', False),
+    # no scale: softmax([1, 0]) = [e/(1+e), 1/(1+e)], written with E or exp(1)
+    ("none", "attn.h0.weights", '[["E/(1+E)", "1/(1+E)"], ["1/(1+E)", "E/(1+E)"]]', True),
+    ("none", "attn.h0.weights", '[["exp(1)/(1+exp(1))", "1/(E+1)"], ["1 - E/(1+E)", "exp(1)/(exp(1)+1)"]]', True),
+    ("none", "attn.h0.weights", '[["E/(2+E)", "1/(1+E)"], ["1/(1+E)", "E/(1+E)"]]', False),
+    # an exact entry must be exact: 0.7311 is the 4-place rounding, fine as a decimal...
+    ("none", "attn.h0.weights", "[[0.7311, 0.2689], [0.2689, 0.7311]]", True),
+    # ...but the same number as an exact expression string is not e/(1+e)
+    ("none", "attn.h0.weights", '[["7311/10000", 0.2689], [0.2689, 0.7311]]', False),
+    # 1/sqrt(2): sqrt expressions; decimals of sqrt(2)/2 = 0.70710678...
+    ("sqrt_dk", "attn.h0.scaled", '[["sqrt(2)/2", 0], [0, "1/sqrt(2)"]]', True),
+    ("sqrt_dk", "attn.h0.scaled", '[["2^(1/2)/2", 0], [0, "sqrt(2)/2"]]', True),
+    ("sqrt_dk", "attn.h0.scaled", '[[0.707, 0], [0, 0.7071068]]', True),
+    ("sqrt_dk", "attn.h0.scaled", '[[0.708, 0], [0, 0.707]]', False),
+    ("sqrt_dk", "attn.h0.scaled", '[["sqrt(3)/2", 0], [0, "sqrt(2)/2"]]', False),
+    # decimals written as strings are decimal entries too
+    ("sqrt_dk", "attn.h0.scaled", '[["0.707", "0"], ["0", "0.707"]]', True),
+])
+def test_answer_formats(tmp_path, capsys, scale, step, value, ok):
+    spec = write_spec(tmp_path, EXACT_SPEC % scale)
+    code, data, steps = run_json(tmp_path, capsys, f"steps:\n  {step}: {value}\n", spec)
+    assert steps[step]["status"] == ("correct" if ok else "wrong")
+    assert code == (0 if ok else 1)
+
+
+def test_integer_is_exact_without_decimals_and_rounded_with(tmp_path, capsys):
+    spec = write_spec(tmp_path, EXACT_SPEC % "sqrt_dk")
+    # sqrt(2)/2 = 0.707...: "1" is wrong as an exact integer, and wrong at 0 places too (rounds to 1!)
+    code, _, steps = run_json(tmp_path, capsys, "steps:\n  attn.h0.scaled: [[1, 0], [0, 1]]\n", spec)
+    assert steps["attn.h0.scaled"]["status"] == "wrong"
+    code, _, steps = run_json(tmp_path, capsys,
+                              "decimals: 0\nsteps:\n  attn.h0.scaled: [[1, 0], [0, 1]]\n", spec)
+    assert steps["attn.h0.scaled"]["status"] == "correct"
+
+
+def test_json_answers_file_and_flat_column(tmp_path, capsys):
+    answers = json.dumps({"decimals": 3, "steps": {"norm1.mean": [1.5, 1.628, 2.146],
+                                                   "resid1": [[2.401, 0.599], [1.504, 1.752], [2.576, 1.716]]}})
+    # json.dumps writes 2.146 etc.; read back with exact decimals (not binary floats)
+    code, data, steps = run_json(tmp_path, capsys, answers, name="answers.json")
+    assert code == 0 and steps["norm1.mean"]["status"] == "correct"
+    assert steps["resid1"]["entries"][3]["given"] == "1.752"
+
+
+def test_masked_scores_with_minus_infinity(tmp_path, capsys):
+    spec = write_spec(tmp_path, (EXACT_SPEC % "none").replace("block: {attention_scale: none}",
+                                                              "block: {attention_scale: none, causal: true}"))
+    code, data, steps = run_json(tmp_path, capsys, """\
+        steps:
+          attn.h0.masked: [[1, -inf], [0, 1]]
+          attn.h0.weights: [[1, 0], ["1/(1+E)", "E/(1+E)"]]
+        """, spec)
+    assert code == 0, steps
+    assert steps["attn.h0.masked"]["entries"][1]["expected"] == "-inf"
+    code, data, steps = run_json(tmp_path, capsys, "steps:\n  attn.h0.masked: [[1, 0], [0, 1]]\n", spec)
+    assert code == 1 and steps["attn.h0.masked"]["status"] == "wrong"
+
+
+# ---------------------------------------------------------------- bad answers files -> exit 2
+
+@pytest.mark.parametrize("text, name, field, message", [
+    ("steps:\n  attn.foo: [[1]]\n", "a.yaml", "steps.attn.foo", "no such step in this block; expected one of x, attn.out, resid1"),
+    ("steps:\n  attn.q: [[1, 0], [0, 1], [1, 1]]\n", "a.yaml", "steps.attn.q", "not worked in this spec"),
+    ("steps:\n  resid1: [[1, 2], [3, 4]]\n", "a.yaml", "steps.resid1", "expected shape 3×2, got 2×2"),
+    ("steps:\n  resid1: [[1, 2], [3, 4], [5]]\n", "a.yaml", "steps.resid1", "rows have different lengths"),
+    ("steps:\n  norm1.mean: [[1, 2], [3, 4], [5, 6]]\n", "a.yaml", "steps.norm1.mean",
+     "expected shape 3×1, got 3×2 (a 1-column step is a list of one-entry rows"),
+    ("steps:\n  resid1: [[1, 2], [3, abc], [5, 6]]\n", "a.yaml", "steps.resid1[1][1]", "unknown name abc"),
+    ("steps:\n  resid1: [[1, 2], [3, \"1/0\"], [5, 6]]\n", "a.yaml", "steps.resid1[1][1]", "expected a finite real number"),
+    ("steps:\n  resid1: [[1, 2], [3, null], [5, 6]]\n", "a.yaml", "steps.resid1[1][1]", "expected a number"),
+    ("steps:\n  resid1: [[1, 2], [3, -inf], [5, 6]]\n", "a.yaml", "steps.resid1[1][1]", "only appears in a `.masked` step"),
+    ("steps:\n  resid1: 3\n", "a.yaml", "steps.resid1", "expected a 3×2 matrix"),
+    ("steps:\n  resid1: {decimals: 2}\n", "a.yaml", "steps.resid1.value", "missing"),
+    ("steps:\n  resid1: {value: [[1, 2]], places: 2}\n", "a.yaml", "steps.resid1.places", "unknown key"),
+    ("decimals: -1\nsteps:\n  output: [[1, 1], [1, 1], [1, 1]]\n", "a.yaml", "decimals", "expected a whole number of decimal places"),
+    ("decimals: 2.5\nsteps:\n  output: [[1, 1], [1, 1], [1, 1]]\n", "a.yaml", "decimals", "expected a whole number"),
+    ("decimal: 3\nsteps:\n  output: [[1, 1], [1, 1], [1, 1]]\n", "a.yaml", "decimal", "unknown key"),
+    ("decimals: 3\n", "a.yaml", "steps", "expected a mapping of step names"),
+    ("steps: [resid1]\n", "a.yaml", "steps", "expected a mapping of step names"),
+    ("steps:\n  resid1: [[1, 2]\n", "a.yaml", "line 3", "malformed YAML"),
+    ('{"steps": {"resid1": [[1, 2]]', "a.json", "line 1", "malformed JSON"),
+    ("", "a.yaml", None, "the file is empty"),
+    ("- 1\n- 2\n", "a.yaml", None, "expected a mapping at the top level"),
+])
+def test_bad_answers_files(tmp_path, capsys, text, name, field, message):
+    code, out, err, path = run(tmp_path, capsys, text, "seed-post-ln", name)
+    assert code == 2 and out == ""
+    prefix = f"symblock: error: {path}: " + (f"{field}: " if field else "")
+    assert err.startswith(prefix), err
+    assert message in err, err
+
+
+def test_missing_answers_file(tmp_path, capsys):
+    code = main(["check", "seed-post-ln", str(tmp_path / "nope.yaml")])
+    err = capsys.readouterr().err
+    assert code == 2 and "nope.yaml: no such file" in err
+
+
+def test_answers_need_both_arguments(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["check", "seed-post-ln"])
+    assert e.value.code == 2
+
+
+# ---------------------------------------------------------------- JSON shape, CLI
+
+def test_json_shape(tmp_path, capsys):
+    code, data, steps = run_json(tmp_path, capsys, """\
+        decimals: 3
+        steps:
+          resid1: [[2.501, 0.599], [1.504, 1.752], [2.576, 1.716]]
+        """)
+    assert set(data) >= {"ok", "steps", "first_break"}
+    assert [s["name"] for s in data["steps"]] == [
+        "x", "attn.out", "resid1", "norm1.mean", "norm1.var", "norm1.std", "norm1", "ffn.hidden",
+        "ffn.act", "ffn.out", "resid2", "norm2.mean", "norm2.var", "norm2.std", "norm2", "output"]
+    for s in data["steps"]:
+        assert set(s) >= {"name", "status", "entries", "diagnosis"}
+        assert s["status"] in ("correct", "wrong", "carried", "missing", "given")
+        assert isinstance(s["diagnosis"], list)
+    entries = steps["resid1"]["entries"]
+    assert len(entries) == 6
+    assert all(set(e) >= {"row", "col", "given", "expected", "ok"} for e in entries)
+    assert steps["resid1"]["diagnosis"] == []  # 0.1 off: no catalogued slip, not rounding
+
+
+def test_check_module_imports_nothing_heavy():
+    code = ("import sys, symblock.check, symblock.cli; symblock.cli.build_parser(); "
+            "print(sorted(m for m in ('sympy', 'numpy', 'flint', 'yaml') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_help_describes_check(capsys):
+    with pytest.raises(SystemExit):
+        main(["check", "--help"])
+    out = capsys.readouterr().out
+    assert "SPEC" in out and "ANSWERS" in out and "carried" in out
