@@ -17,7 +17,7 @@ from .lang import TEXTS
 
 MAX_EXACT_PLACES = 6        # a terminating decimal up to this many places is shown exactly
 MAX_EXACT_TEX = 26          # longer closed forms are shown as decimals with ≈
-SUBSTITUTE_ENTRIES = 40     # show whole operand matrices when each has at most this many entries
+SUBSTITUTE_ENTRIES = 24     # show whole operand matrices when each has at most this many entries
 ALL_TERMS = 8               # write every term of a row sum up to this many terms
 
 
