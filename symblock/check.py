@@ -61,7 +61,13 @@ def text(result, trace=None, every_entry: bool = False) -> str:
         lines.append(f"decimals: {result.decimals} (an entry written with more places is judged at its own)")
     lines.append("")
     width = max(len(s.name) for s in result.steps)
-    for s in result.steps:
+    runs = _missing_runs(result.steps)
+    for k, s in enumerate(result.steps):
+        if k in runs:
+            if runs[k]:
+                last, n = runs[k]
+                lines.append(f"  {MARK['missing']} missing  {s.name} … {last}  ({n} steps not answered)")
+            continue
         note = NOTE.get(s.status, "")
         if s.status == "carried":
             note = "right from your own " + ", ".join(s.built_on) + " (error carried forward)"
@@ -87,3 +93,19 @@ def text(result, trace=None, every_entry: bool = False) -> str:
     else:
         lines.append(f"NOT OK ({counts}). The chain first breaks at {result.first_break}.")
     return "\n".join(lines) + "\n"
+
+
+def _missing_runs(steps, shortest: int = 3) -> dict[int, tuple | None]:
+    """Runs of at least `shortest` consecutive missing steps, shown as one line: index of the
+    run's first step -> (last name, length); the run's other indices -> None."""
+    out: dict[int, tuple | None] = {}
+    k = 0
+    while k < len(steps):
+        j = k
+        while j < len(steps) and steps[j].status == "missing":
+            j += 1
+        if j - k >= shortest:
+            out[k] = (steps[j - 1].name, j - k)
+            out.update({i: None for i in range(k + 1, j)})
+        k = max(j, k + 1)
+    return out
