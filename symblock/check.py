@@ -76,8 +76,7 @@ def text(result, trace=None, every_entry: bool = False) -> str:
         lines.append(f"  {MARK[s.status]} {s.status:<8} {s.name:<{width}}  {note}".rstrip())
         shown = [e for e in s.entries if every_entry or not e.ok]
         for e in shown:
-            exp = e.expected + (f" (= {e.exact})" if e.exact and e.exact != e.expected
-                                and len(e.exact) <= 24 and e.expected[:1] != "≈" else "")
+            exp = e.expected + (f" (= {e.exact})" if _worth_showing(e) else "")
             own = f"; from your own answers {e.own}" if e.own else ""
             tick = "ok" if e.ok else "wrong"
             lines.append(f"      [{e.row}][{e.col}]  given {e.given:<10} expected {exp}{own}  {tick}")
@@ -93,6 +92,14 @@ def text(result, trace=None, every_entry: bool = False) -> str:
     else:
         lines.append(f"NOT OK ({counts}). The chain first breaks at {result.first_break}.")
     return "\n".join(lines) + "\n"
+
+
+def _worth_showing(e) -> bool:
+    """The closed form beside the rounded truth, when it adds something (not for integers, −∞,
+    or forms too long for a line)."""
+    x = e.exact
+    return bool(x) and x != e.expected and len(x) <= 24 and e.expected[:1] != "≈" \
+        and x not in ("-oo", "oo") and not x.lstrip("-").isdigit()
 
 
 def _missing_runs(steps, shortest: int = 3) -> dict[int, tuple | None]:
