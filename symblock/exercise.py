@@ -25,8 +25,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .spec import SpecError
-
 PRESETS = ("full", "attention", "norm", "ffn")
 EXERCISE_KEYS = ("preset", "ask", "give")
 MAX_TRIES = 50  # seeds tried per wanted variant before giving up
@@ -37,6 +35,11 @@ class Exercise:
     ask: tuple[str, ...]         # steps the student computes, forward order
     data_steps: tuple[str, ...]  # steps printed as given data, forward order
     data_params: tuple[str, ...] # parameters printed as given data (X first)
+
+
+def SpecError(source: str, where: str, message: str):  # noqa: N802 - keeps `symblock --help` light
+    from .spec import SpecError as _SpecError
+    return _SpecError(source, where, message)
 
 
 def preset_steps(preset: str, names: list[str]) -> list[str]:
@@ -179,10 +182,11 @@ def draw_variant(data: dict, source: str, seed: int, max_cost: int | None = None
     """One variant: (spec, trace) for `seed`, or None when that draw is unusable (e.g. a row with
     zero variance and ε = 0). The single place where generation constraints plug in (issue 5)."""
     from .block import forward
+    from .spec import SpecError as _SpecError
     spec = with_seed(data, source, seed)
     try:
         return spec, forward(spec, max_cost=max_cost)
-    except SpecError as e:
+    except _SpecError as e:
         if e.where.startswith("dims"):
             raise
         return None
