@@ -276,7 +276,7 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> BlockSpec:
     for name in param_names(opts):
         raw = _lookup(weights, name)
         shape = param_shape(name, dims)
-        is_vec = shape[0] == 1
+        is_vec = name.startswith("b_") or "." in name  # biases, γ, β: lists, never transposed
         if raw is not None:
             if name not in need:
                 continue  # feeds only given steps: ignored, as DESIGN.md says

@@ -177,3 +177,12 @@ def test_size_limit_refuses_up_front(capsys, tmp_path):
     assert main(["forward", str(big)]) == 2
     err = capsys.readouterr().err
     assert "dims: this block needs about" in err and "limit of 2,000,000" in err and "--max-cost" in err
+
+
+def test_torch_layout_one_row_weight_is_a_matrix_not_a_vector():
+    """d_model = 1: W_1 in torch layout is (d_ff, 1) and must be transposed, not read as a list."""
+    s = spec.from_mapping({"layout": "torch", "dims": {"seq_len": 1, "d_model": 1, "d_ff": 2},
+                           "weights": {"W_1": [[2], [3]]}, "inputs": {"X": [[1]]},
+                           "block": {"eps": 1}, "random": {"seed": 1}})
+    import sympy
+    assert s.params["W_1"] == sympy.Matrix([[2, 3]])
