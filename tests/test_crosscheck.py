@@ -1,13 +1,16 @@
-"""Exact engine = independent NumPy float64 path, on every step, for every option combination.
+"""Exact engine = NumPy float64 = torch.nn, on every step, for every option combination.
 
-The NumPy path (symblock/numeric.py) is separate code written from DESIGN.md's conventions, so
-agreement to 1e-9 on every step checks the exact engine's arithmetic and wiring.
+The NumPy path (symblock/numeric.py) is separate code written from DESIGN.md's conventions and the
+torch path (symblock/torch_ref.py) runs real nn modules, so agreement to 1e-9 on every step checks
+the exact engine's arithmetic, wiring and semantics. torch is imported here unconditionally: CI
+installs it, and a missing torch must fail, not skip.
 """
 import numpy as np
+import torch  # noqa: F401  (fail loudly without torch)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from symblock import block, numeric, spec, verify
+from symblock import block, numeric, spec, torch_ref, verify
 from symblock.exact import Real
 
 TOL = 1e-9
@@ -41,13 +44,14 @@ def specs(draw):
 
 @given(specs())
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-def test_exact_equals_numpy_on_every_step(s):
+def test_exact_equals_numpy_and_torch_on_every_step(s):
     trace = block.forward(s)
-    ref = numeric.forward(s)
-    assert list(ref) == trace.names()
-    for step in trace:
-        want = np.array(step.value.floats())
-        assert verify.max_abs_diff(want, ref[step.name]) <= TOL * max(1.0, np.abs(want[np.isfinite(want)]).max(initial=0)), step.name
+    for backend in (numeric.forward(s), torch_ref.forward(s)):
+        assert list(backend) == trace.names()
+        for step in trace:
+            want = np.array(step.value.floats())
+            scale = max(1.0, np.abs(want[np.isfinite(want)]).max(initial=0))
+            assert verify.max_abs_diff(want, backend[step.name]) <= TOL * scale, step.name
 
 
 @given(specs())
