@@ -96,7 +96,7 @@ def naive_forward(size):
     for k in range(h):
         q, kk, v = Q[:, k * dh:(k + 1) * dh], K[:, k * dh:(k + 1) * dh], V[:, k * dh:(k + 1) * dh]
         S = q * kk.T / sp.sqrt(dh)
-        W = sp.Matrix(n, n, lambda i, j: sp.exp(S[i, j]) / sum(sp.exp(S[i, m]) for m in range(n)))
+        W = sp.Matrix(n, n, lambda i, j, S=S: sp.exp(S[i, j]) / sum(sp.exp(S[i, m]) for m in range(n)))
         heads.append(W * v)
     A = sp.Matrix.hstack(*heads) * p["W_O"]
     H1 = ln(X + A, p["ln1.gamma"], p["ln1.beta"])

@@ -70,7 +70,7 @@ def load(path: str | Path, shapes: Mapping[str, tuple[int, int]], computed: set[
     """Read and validate an answers file against a block's step shapes (steps.step_shapes).
     `computed`: the steps the trace has (others exist in the vocabulary but only feed a given
     step, so there is nothing to check them against). Errors: SpecError naming file and field."""
-    from .spec import SpecError, read_mapping
+    from .spec import read_mapping
     data, source = read_mapping(path, text)
     return from_mapping(data, source, shapes, computed)
 

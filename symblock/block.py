@@ -54,7 +54,7 @@ class Trace:
 
 def cost(spec: BlockSpec) -> int:
     """Multiply-adds of the forward: what the size guard limits."""
-    n, d, f, h = spec.dims.seq_len, spec.dims.d_model, spec.dims.d_ff, spec.dims.heads
+    n, d, f = spec.dims.seq_len, spec.dims.d_model, spec.dims.d_ff
     gates = 3 if spec.options.gated else 2
     return n * d * d * 4 + 2 * n * n * d + gates * n * d * f
 
@@ -213,7 +213,7 @@ def norm(t: _Tracer, name: str, x: Mat | None, src: str, ln: str, out: str) -> M
     eps = t.num(t.o.eps)
     xij = f"({src})_{{ij}}" if "_" in src else f"{src}_{{ij}}"
     gamma = t.params.get(f"{ln}.gamma")
-    eps_tex = f" + \\varepsilon" if t.o.eps != 0 else ""
+    eps_tex = " + \\varepsilon" if t.o.eps != 0 else ""
     if t.o.norm == "layernorm":
         mu = t.step(f"{name}.mean", f"\\mu = \\tfrac{{1}}{{{d}}} \\textstyle\\sum_j {xij}",
                     lambda: x.map_rows(lambda r: [exact.total(r) / d]))

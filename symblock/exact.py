@@ -18,7 +18,7 @@ expressions: the functions at the bottom (`sqrt`, `exp`, `relu`, …) accept bot
 from __future__ import annotations
 
 import itertools
-from decimal import ROUND_HALF_UP, Decimal, localcontext
+from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
 from typing import Iterable, Sequence
 

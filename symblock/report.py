@@ -54,7 +54,7 @@ def fmt_exact(e, width: int = TEXT_WIDTH) -> str:
 
 
 def describe(trace: Trace) -> str:
-    s, d, o = trace.spec, trace.spec.dims, trace.spec.options
+    _s, d, o = trace.spec, trace.spec.dims, trace.spec.options
     heads = f"{d.heads} head" + ("s" if d.heads > 1 else "")
     norm = "LayerNorm" if o.norm == "layernorm" else "RMSNorm"
     bits = [f"seq_len {d.seq_len}", f"d_model {d.d_model}", f"d_ff {d.d_ff}", heads,
