@@ -187,7 +187,7 @@ def draw_variant(data: dict, source: str, seed: int, max_cost: int | None = None
     try:
         return spec, forward(spec, max_cost=max_cost)
     except _SpecError as e:
-        if e.where.startswith("dims"):
+        if e.where.startswith(("dims", "random")):  # random.*: a constraint no draw can meet
             raise
         return None
 

@@ -30,7 +30,9 @@ CHOICES = {
     "attention_scale": ("sqrt_dk", "none"),
 }
 FLAGS = ("final_norm", "causal", "bias", "out_proj")
-RANDOM_KEYS = ("seed", "low", "high")
+RANDOM_KEYS = ("seed", "low", "high", "difficulty", "ranges", "sparsity", "integer_scores", "exact_scale",
+               "exact_norm", "no_degenerate_rows", "relu_mixed", "softmax_distinct", "score_range",
+               "staged", "max_draws")  # all but the first three: constraints (generate.py)
 MAX_DIM = 512  # a typo guard; the engine's cost limit (block.MAX_COST) is the real one
 
 
@@ -132,8 +134,7 @@ def load(name_or_path: str | Path) -> BlockSpec:
 
 # ---------------------------------------------------------------- exact numbers
 
-_ALLOWED = re.compile(r"^[0-9eE+\-*/^().\s]*$|^[0-9+\-*/^().\s,a-zA-Z_]*$")
-_NAMES = {"sqrt": sympy.sqrt, "exp": sympy.exp, "E": sympy.E, "pi": sympy.pi, "log": sympy.log,
+_NAMES = {"sqrt": sympy.sqrt, "exp": sympy.exp, "E": sympy.E, "pi": sympy.pi,
           "erf": sympy.erf, "tanh": sympy.tanh, "Rational": sympy.Rational, "oo": sympy.oo}
 _TRANSFORMS = None
 
@@ -241,6 +242,9 @@ def _int(value: Any, source: str, where: str, lo: int = 1, hi: int | None = MAX_
 def from_mapping(data: Mapping, source: str = "<spec>") -> BlockSpec:
     """Validate a parsed spec. Missing weights/inputs are drawn from `random` when present."""
     _check_keys(data, TOP_KEYS, source, "")
+    if _has_constraints(data.get("random")):  # drawn until the constraints hold (generate.py)
+        from .generate import generate
+        return generate(data, source)
     title = data.get("title") or ""
     if not isinstance(title, str):
         raise SpecError(source, "title", f"expected text, got {_kind(title)}")
@@ -378,6 +382,10 @@ def _dims(dims: Any, inputs: Mapping, weights: Mapping, layout: str, source: str
         raise SpecError(source, "dims.heads", f"expected a divisor of d_model = {vals['d_model']}, "
                                               f"got {vals['heads']}")
     return Dims(**vals)
+
+
+def _has_constraints(rnd: Any) -> bool:
+    return isinstance(rnd, dict) and any(k not in ("seed", "low", "high") for k in rnd)
 
 
 def _random_section(rnd: Any, source: str) -> tuple[int | None, int, int]:
