@@ -17,6 +17,7 @@ COMMANDS = [
     ("worksheet", "worksheet", "write a worksheet and its answer key (LaTeX, Markdown, PDF)"),
     ("check", "check", "check hand-worked answers step by step and diagnose mistakes"),
     ("params", "params", "count a block's parameters and FLOPs per component"),
+    ("stress", "stress", "draw many variants of a spec: rejections per constraint, answer spread"),
 ]
 
 

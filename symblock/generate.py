@@ -64,8 +64,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         "dims": {"seq_len": (2, 3), "d_model": (3, 4), "d_ff": (2, 3, 4), "heads": (1,)},
         "block": {"norm_position": "post", "norm": "layernorm", "eps": 0, "activation": "relu",
                   "causal": False, "bias": False},
-        "random": {"ranges": {"X": [-2, 2], "weights": [-1, 1]}, "integer_scores": True,
-                   "exact_scale": True, "softmax_distinct": True, "score_range": [-4, 4],
+        "random": {"ranges": {"X": [-1, 2], "weights": [-1, 1]}, "integer_scores": True,
+                   "exact_scale": True, "softmax_distinct": True, "score_range": [-6, 6],
                    "no_degenerate_rows": True, "relu_mixed": "rows",
                    "staged": {"step": "attn.out", "decimals": 2}},
     },
@@ -297,7 +297,7 @@ def row_ok_rational(row: list, norm: str, eps: Fraction, exact_norm: bool,
         m = sum((x * x for x in dev), Fraction(0)) / d
     if no_degenerate and (m == 0 or len({abs(x) for x in dev}) == 1):
         return "no_degenerate_rows"
-    if exact_norm and not _is_square(m + eps):
+    if exact_norm and (m + eps == 0 or not _is_square(m + eps)):  # σ = 0 would divide by zero
         return "exact_norm"
     return None
 
@@ -401,7 +401,7 @@ class Variant:
     unstaged: Any                # the trace before staging (the same as `trace` without staging)
     draws: int                   # candidate blocks drawn (accepted one included)
     rejections: Counter          # constraint -> rejected candidates (and rows of X)
-    key: tuple                   # the drawn tensors: equal keys, equal variants
+    key: tuple                   # the drawn tensors ((name, rows), ...): equal keys, equal variants
     constraints: Constraints = field(default_factory=Constraints)
 
 
@@ -661,3 +661,83 @@ def _fix_rows(X: list, seed: int, lo: int, hi: int, norm: str, eps: Fraction, c:
         else:
             return False
     return True
+
+
+# ---------------------------------------------------------------- CLI flags (stress, worksheet)
+
+def add_random_arguments(p) -> None:
+    """Flags that override the spec's `random:` section (the same keys, same validation)."""
+    g = p.add_argument_group("random section overrides")
+    g.add_argument("--difficulty", choices=DIFFICULTIES, help="preset: sizes, options and constraints")
+    g.add_argument("--require", action="append", default=[], metavar="NAME",
+                   choices=(*FLAG_KEYS, "exact_norm", "relu_mixed"),
+                   help="turn a constraint on (repeatable): " + ", ".join((*FLAG_KEYS, "exact_norm", "relu_mixed")))
+    g.add_argument("--range", action="append", default=[], metavar="TENSOR=LO:HI",
+                   help="entry range of a tensor or group (X, weights, biases, W_Q, ...), e.g. X=-2:2")
+    g.add_argument("--sparsity", metavar="P", help="share of zeros in each drawn weight matrix, e.g. 0.25")
+    g.add_argument("--score-range", metavar="LO:HI", help="bound every raw attention score, e.g. -4:4")
+    g.add_argument("--staged", metavar="STEP:K", help="give STEP rounded to K decimals, e.g. attn.out:3")
+    g.add_argument("--max-draws", type=int, metavar="N", help=f"candidate draws before giving up (default {MAX_DRAWS})")
+
+
+def overrides_from_args(args) -> dict:
+    """The `random:` keys the flags set (validated later by parse_random, naming random.KEY)."""
+    from .cli import UsageError
+
+    def pair(text: str, flag: str, conv=int) -> list:
+        lo, sep, hi = text.rpartition(":")
+        try:
+            if not sep:
+                raise ValueError
+            return [conv(lo), conv(hi)]
+        except ValueError:
+            raise UsageError(f"{flag}: expected LO:HI, got {text!r}") from None
+    out: dict[str, Any] = {}
+    if getattr(args, "difficulty", None):
+        out["difficulty"] = args.difficulty
+    for name in getattr(args, "require", None) or []:
+        out[name] = True
+    ranges = {}
+    for item in getattr(args, "range", None) or []:
+        name, eq, rng = item.partition("=")
+        if not eq:
+            raise UsageError(f"--range: expected TENSOR=LO:HI, got {item!r}")
+        ranges[name] = pair(rng, "--range")
+    if ranges:
+        out["ranges"] = ranges
+    if getattr(args, "sparsity", None) is not None:
+        out["sparsity"] = args.sparsity
+    if getattr(args, "score_range", None):
+        out["score_range"] = pair(args.score_range, "--score-range", str)
+    if getattr(args, "staged", None):
+        step, k = pair(args.staged, "--staged", str)
+        if not k.isdigit():
+            raise UsageError(f"--staged: expected STEP:K with K a whole number, got {args.staged!r}")
+        out["staged"] = {"step": step, "decimals": int(k)}
+    if getattr(args, "max_draws", None) is not None:
+        out["max_draws"] = args.max_draws
+    return out
+
+
+def space_bound(v: Variant) -> int:
+    """How many distinct tensor draws this variant's dims and ranges allow (an upper bound on the
+    distinct variants with these dims)."""
+    total = 1
+    for name, t in v.key:
+        n = len(t) * len(t[0])
+        lo, hi = v.constraints.range_of(name)
+        r = hi - lo + 1
+        if v.constraints.sparsity and name.startswith("W_"):
+            k = math.ceil(v.constraints.sparsity * n)
+            total *= math.comb(n, k) * r ** (n - k)
+        else:
+            total *= r ** n
+    return total
+
+
+def dims_choices(data: Mapping, c: Constraints) -> int:
+    """How many dims the difficulty preset can pick for this spec (1 without a preset)."""
+    if not c.difficulty:
+        return 1
+    given = data.get("dims") or {}
+    return math.prod(len(ch) for k, ch in PRESETS[c.difficulty]["dims"].items() if k not in given)
