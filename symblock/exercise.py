@@ -157,13 +157,19 @@ def parse_id(ident: str, spec_arg: str | None) -> tuple[str, int | None]:
     return spec_arg, seed
 
 
-def read(spec_arg: str) -> tuple[dict, str]:
-    """The raw mapping of a spec (example name or file) and its source name."""
+def read(spec_arg: str, overrides: dict | None = None) -> tuple[dict, str]:
+    """The raw mapping of a spec (example name or file) and its source name; `overrides` (from the
+    command line's random-section flags) replace keys of its `random:` section."""
     from .spec import example_names, example_text, read_mapping
     if spec_arg in example_names() and not Path(spec_arg).exists():
         data, _ = read_mapping(f"{spec_arg}.yaml", example_text(spec_arg))
-        return data, f"example:{spec_arg}"
-    return read_mapping(spec_arg)
+        source = f"example:{spec_arg}"
+    else:
+        data, source = read_mapping(spec_arg)
+    if overrides:
+        rnd = data.get("random") if isinstance(data.get("random"), dict) else {"seed": 1}
+        data = {**data, "random": {**rnd, **overrides}}
+    return data, source
 
 
 def with_seed(data: dict, source: str, seed: int):
@@ -192,10 +198,11 @@ def draw_variant(data: dict, source: str, seed: int, max_cost: int | None = None
         return None
 
 
-def draw_variants(spec_arg: str, n: int, seed: int, max_cost: int | None = None) -> list:
+def draw_variants(spec_arg: str, n: int, seed: int, max_cost: int | None = None,
+                  overrides: dict | None = None) -> list:
     """`n` distinct usable variants with seeds seed, seed+1, ... (unusable or repeated draws are
     skipped, deterministically): a list of (id, spec, trace)."""
-    data, source = read(spec_arg)
+    data, source = read(spec_arg, overrides)
     token = spec_token(spec_arg)
     out, seen = [], set()
     for s in range(seed, seed + n * MAX_TRIES):

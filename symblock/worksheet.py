@@ -44,6 +44,8 @@ def add_arguments(p) -> None:
                    help="a directory of templates used before the built-in ones (rendered sandboxed)")
     p.add_argument("--force", action="store_true", help="overwrite existing output files")
     p.add_argument("--max-cost", type=_nonneg, metavar="N", help="raise the exact engine's size limit")
+    from .generate import add_random_arguments
+    add_random_arguments(p)
 
 
 # ---------------------------------------------------------------- orchestration
@@ -53,11 +55,14 @@ def variants(args) -> list[tuple[str, object]]:
     from . import exercise
     from .block import forward
     from .cli import DEFAULT_EXAMPLE, UsageError
+    from .generate import overrides_from_args
+    from .spec import from_mapping
+    overrides = overrides_from_args(args)  # the same flags must be given again with --id
     if args.id is not None:
         if args.variants is not None or args.seed is not None:
             raise UsageError("--id regenerates one variant; it cannot be combined with --variants/--seed")
         spec_arg, seed = exercise.parse_id(args.id, args.spec)
-        data, source = exercise.read(spec_arg)
+        data, source = exercise.read(spec_arg, overrides)
         if seed is None:
             return [(args.id, forward(_load(spec_arg), max_cost=args.max_cost))]
         got = exercise.draw_variant(data, source, seed, args.max_cost)
@@ -69,10 +74,11 @@ def variants(args) -> list[tuple[str, object]]:
         if args.variants < 1:
             raise UsageError("--variants: expected at least 1")
         seed = 1 if args.seed is None else args.seed
-        return [(i, t) for i, _, t in exercise.draw_variants(spec_arg, args.variants, seed, args.max_cost)]
+        return [(i, t) for i, _, t in exercise.draw_variants(spec_arg, args.variants, seed, args.max_cost,
+                                                              overrides)]
     if args.seed is not None:
         raise UsageError("--seed goes with --variants N")
-    spec = _load(spec_arg)
+    spec = from_mapping(*exercise.read(spec_arg, overrides)) if overrides else _load(spec_arg)
     return [(exercise.make_id(exercise.spec_token(spec_arg), spec.seed), forward(spec, max_cost=args.max_cost))]
 
 

@@ -268,3 +268,22 @@ def test_medium_draw_speed():
     for seed in range(20):
         V(seed, difficulty="medium")
     assert time.perf_counter() - t < 5  # the bench's 100 in < 5 s, with room for slow CI
+
+
+def test_worksheet_random_flags_reach_the_variants(tmp_path):
+    """`symblock worksheet --difficulty easy --variants N` draws constrained variants, and --id with
+    the same flags regenerates one byte for byte."""
+    from symblock.cli import main
+    spec_file = tmp_path / "easy.yaml"
+    spec_file.write_text('title: "Easy"\nrandom: {seed: 1}\n')
+    assert main(["worksheet", str(spec_file), "--difficulty", "easy", "--variants", "2", "--seed", "3",
+                 "--format", "markdown", "--out", str(tmp_path / "set")]) == 0
+    ids = sorted(p.name for p in (tmp_path / "set").iterdir())
+    assert len(ids) == 2
+    for ident in ids:  # easy: Post-LN, one head, d_model 3..4
+        key = (tmp_path / "set" / ident / "key.md").read_text()
+        assert "Post-LN" in key and "one head" in key
+    assert main(["worksheet", str(spec_file), "--difficulty", "easy", "--id", ids[0], "--format", "markdown",
+                 "--out", str(tmp_path / "again")]) == 0
+    for name in ("sheet.md", "key.md"):
+        assert (tmp_path / "again" / name).read_bytes() == (tmp_path / "set" / ids[0] / name).read_bytes()
