@@ -18,6 +18,8 @@ COMMANDS = [
     ("check", "check", "check hand-worked answers step by step and diagnose mistakes"),
     ("params", "params", "count a block's parameters and FLOPs per component"),
     ("stress", "stress", "draw many variants of a spec: rejections per constraint, answer spread"),
+    ("derive", "derive", "the block's steps as general formulas in symbols, and verified facts"),
+    ("grad", "grad", "exact gradients of a loss of the output, backwards step by step"),
 ]
 
 
@@ -36,6 +38,9 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except (SpecError, UsageError) as e:
         print(f"symblock: error: {e}", file=sys.stderr)
+        return 2
+    except ArithmeticError as e:  # exact.UndecidableError: a sign no precision could settle
+        print(f"symblock: error: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `symblock forward | head`
         return 0
