@@ -186,3 +186,14 @@ def test_hidden_cancellations_come_out_exact():
     assert values(t, "norm1") == sympy.Matrix([[-1, 1], [1, -1]])
     assert values(t, "ffn.hidden")[:, 0] == sympy.Matrix([0, 0])
     assert values(t, "ffn.act")[:, 0] == sympy.Matrix([0, 0])
+
+
+def test_symbolic_forward_with_causal_mask():
+    """Masked weights are a SymPy 0 in symbolic mode, so later products stay symbolic."""
+    s = spec.from_mapping({"dims": {"seq_len": 2, "d_model": 2, "d_ff": 2}, "block": {"causal": True},
+                           "random": {"seed": 1}})
+    sym = block.forward(block.symbolic_spec(s))
+    w = values(sym, "attn.h0.weights", 10**6)
+    assert w[0, 0] == 1 and w[0, 1] == 0
+    assert values(sym, "attn.h0.masked", 10**6)[0, 1] == -sympy.oo
+    assert values(sym, "attn.h0.out", 10**6)[0, 0].free_symbols  # row 0 is V's row 0, in symbols
