@@ -278,7 +278,7 @@ def fact_scaling() -> Fact:
 
 def _matrix_latex(entries) -> str:
     import sympy
-    return sympy.latex(sympy.Matrix(entries), mat_delim="[", mat_str="bmatrix")
+    return sympy.latex(sympy.Matrix(entries), mat_delim="", mat_str="bmatrix")
 
 
 def render(steps: list[Derived], fmt: str, title: str = "", strict: bool = False) -> str:
