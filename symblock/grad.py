@@ -370,7 +370,7 @@ def symbol(step: Step) -> str:
 
 def wrt_names(trace: Trace) -> list[str]:
     """Names `wrt` accepts: X, the parameters the trace read, and every step."""
-    return [n for n in ["X", *trace.params] if n in trace.params] + trace.names()
+    return list(dict.fromkeys(n for n in ["X", *trace.params] if n in trace.params)) + trace.names()
 
 
 def backward(spec: BlockSpec, loss: str = "sum", wrt: Sequence[str] = ("X",), target=None,
