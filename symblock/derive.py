@@ -173,7 +173,6 @@ def _engine_norm(row, **block_opts):
                               "block": {"norm_position": "pre", **block_opts},
                               "random": {"seed": 0}}, "<fact>")
     from dataclasses import replace
-    from types import MappingProxyType
     sym = replace(block.symbolic_spec(s), X=sympy.ImmutableMatrix([list(row)]))
     t = block._Tracer(sym)
     x = t.step("x", "X", lambda: t.params["X"])

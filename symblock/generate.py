@@ -242,7 +242,7 @@ def apply_difficulty(data: dict, c: Constraints, source: str) -> tuple[dict, dic
     preset = PRESETS[c.difficulty]
     data = copy.deepcopy(data)
     dims = dict(data.get("dims") or {})
-    for i, (key, choices) in enumerate(preset["dims"].items()):
+    for key, choices in preset["dims"].items():
         if key not in dims:
             dims[key] = choices[ints(c.seed, f"dims.{key}", 1, 0, len(choices) - 1)[0]]
     data["dims"] = dims

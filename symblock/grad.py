@@ -25,7 +25,6 @@ step name (e.g. attn.out).
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
@@ -472,7 +471,7 @@ def table(b: Backward, places: int = 4) -> str:
              f"loss: {b.loss}   {b.loss_latex}   = {fmt_exact(b.loss_value, 60)}  ≈ "
              f"{fmt_decimal(b.loss_value, places)}",
              "backwards from the output: dL/d each step that depends on "
-             + ", ".join(b.wrt) + f"; ≈ marks an entry too long to show exactly", ""]
+             + ", ".join(b.wrt) + "; ≈ marks an entry too long to show exactly", ""]
 
     def block(g: Grad, rule: bool) -> None:
         lines.append(f"■ {g.name}   {g.latex}")

@@ -9,7 +9,6 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from symblock import block, grad, spec
 from symblock.cli import main
-from symblock.steps import param_names
 
 torch = pytest.importorskip("torch")
 F = torch.nn.functional
