@@ -22,6 +22,8 @@ GALLERY = [
      "Pre-LN with RMSNorm and a SwiGLU FFN, no output projection"),
     ("seed-post-ln-zh", "seed-post-ln", {"lang": "zh", "title": "手算一个完整的 Transformer Block"},
      "The seed article's block with Chinese prose (xelatex + ctex)"),
+    ("rmsnorm-swiglu-backprop", "rmsnorm-swiglu", {"preset": "backprop"},
+     "Backprop through the RMSNorm + SwiGLU block: L = Σ Y, gradients back to W_2 and W_1"),
 ]
 DEFAULT_DIR = "worksheets"
 COMMAND = "python -m symblock.gallery worksheets --pdf"
@@ -43,7 +45,8 @@ def generate(out: Path, pdf: bool = False) -> list[Path]:
         trace = forward(spec)
         ident = exercise.make_id(exercise.spec_token(spec_name), spec.seed)
         lang = opts.get("lang", "en")
-        files = documents(trace, ident, formats=["latex", "markdown"], lang=lang, title=opts.get("title"))
+        files = documents(trace, ident, formats=["latex", "markdown"], lang=lang, title=opts.get("title"),
+                          preset=opts.get("preset"))
         written += write_files(out / name, files, force=True, pdf_engine=ENGINES[lang] if pdf else None)
         links = " · ".join(f"[{doc}.{ext}]({name}/{doc}.{ext})" for doc in ("sheet", "key")
                            for ext in ("md", "pdf"))

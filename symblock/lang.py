@@ -94,6 +94,16 @@ EN = {
     "s.ffn.act": "Activation, entry by entry.",
     "s.ffn.out": "Second FFN layer: back to $d_{{\\text{{model}}}}$ columns.",
     "s.output": "The block's output.",
+    # backprop worksheets (preset backprop)
+    "g.loss": "The loss is ${0}$, a single number. The tasks go backwards from it: each asks $\\partial L / \\partial A$, a matrix of the shape of $A$.",
+    "g.output": "Gradient of $L$ with respect to the block's output $Y$.",
+    "g.step": "Gradient of $L$ with respect to ${0}$.",
+    "g.param": "Gradient of $L$ with respect to the parameter ${0}$.",
+    "g.through": "Back through ${0}$:",
+    "g.sum": "${0}$ is read by more than one step: the contributions add up.",
+    "g.act": "The derivative of the activation at the first row of $Z$:",
+    "g.colsum": "Sum the columns of $\\partial L / \\partial Y$ over the rows.",
+    "conv_grad": "Gradients: $\\partial L / \\partial A$ has the shape of $A$; where $A$ feeds several steps, the contributions add up; $\\mathrm{{ReLU}}'(0) = 0$.",
 }
 
 ZH = {
@@ -179,6 +189,15 @@ ZH = {
     "s.ffn.act": "激活函数，逐元素。",
     "s.ffn.out": "FFN 第二层：回到 $d_{{\\text{{model}}}}$ 列。",
     "s.output": "block 的输出。",
+    "g.loss": "损失函数是 ${0}$，一个数。题目从它往回推：每道题求 $\\partial L / \\partial A$，一个与 $A$ 形状相同的矩阵。",
+    "g.output": "$L$ 对 block 输出 $Y$ 的梯度。",
+    "g.step": "$L$ 对 ${0}$ 的梯度。",
+    "g.param": "$L$ 对参数 ${0}$ 的梯度。",
+    "g.through": "经过 ${0}$ 往回传：",
+    "g.sum": "${0}$ 被多个步骤用到：各路贡献相加。",
+    "g.act": "激活函数在 $Z$ 第一行各元素处的导数：",
+    "g.colsum": "把 $\\partial L / \\partial Y$ 的各列按行求和。",
+    "conv_grad": "梯度：$\\partial L / \\partial A$ 与 $A$ 形状相同；$A$ 进入多个步骤时各路贡献相加；$\\mathrm{{ReLU}}'(0) = 0$。",
 }
 
 TEXTS = {"en": EN, "zh": ZH}

@@ -33,6 +33,11 @@ def add_arguments(p) -> None:
     p.add_argument("--pdf", action="store_true", help="also compile the LaTeX with latexmk (TeX Live)")
     p.add_argument("--preset", choices=PRESETS,
                    help="which steps to ask (default: the spec's `exercise:` section, else full)")
+    p.add_argument("--loss", choices=("sum", "mse"),
+                   help="--preset backprop: the loss of the output (default: exercise.loss, else sum)")
+    p.add_argument("--wrt", metavar="NAMES",
+                   help="--preset backprop: comma-separated parameters to differentiate, e.g. W_2,W_1 "
+                        "(default: exercise.wrt, else W_2,W_1)")
     p.add_argument("--decimals", type=_nonneg, default=3, metavar="N",
                    help="decimal places of rounded values (default 3)")
     p.add_argument("--lang", choices=LANGS, default="en", help="language of the prose (default en)")
@@ -88,10 +93,10 @@ def _load(spec_arg: str):
 
 
 def documents(trace, ident: str, *, formats, preset=None, lang="en", places=3, title=None,
-              template_dir=None) -> dict[str, str]:
+              template_dir=None, loss=None, wrt=None) -> dict[str, str]:
     """{file name: text} for one variant: sheet and key in each format."""
     from . import exercise, render, sheet
-    ex = exercise.choose(trace, preset)
+    ex = exercise.choose(trace, preset, loss=loss, wrt=wrt)
     model = sheet.build(trace, ex, lang=lang, places=places, ident=ident, title=title)
     out = {}
     for fmt in formats:
@@ -99,6 +104,10 @@ def documents(trace, ident: str, *, formats, preset=None, lang="en", places=3, t
             out[doc + render.FORMATS[fmt]] = render.render(model, fmt, key=(doc == "key"),
                                                            template_dir=template_dir)
     return out
+
+
+def _wrt(text: str | None) -> list[str] | None:
+    return None if text is None else [w.strip() for w in text.split(",") if w.strip()]
 
 
 def parse_formats(text: str) -> list[str]:
@@ -123,7 +132,8 @@ def run(args) -> int:
     many = args.variants is not None
     for ident, trace in sets:
         docs = documents(trace, ident, formats=formats, preset=args.preset, lang=args.lang,
-                         places=args.decimals, title=args.title, template_dir=args.template_dir)
+                         places=args.decimals, title=args.title, template_dir=args.template_dir,
+                         loss=args.loss, wrt=_wrt(args.wrt))
         for name, text in docs.items():
             files[f"{ident}/{name}" if many else name] = text
     written = write_files(Path(args.out), files, force=args.force,
