@@ -11,7 +11,11 @@ How the formulas are made: every weight and input is a Symbol (`w^{Q}_{12}`, `x_
 the spec pins them), and each sub-layer is run by the engine's own code (block.attention,
 block.norm, block.ffn) on a matrix of symbols for *its* input (`r^{(1)}_{ij}` for R_1, ...): a
 step is a formula in the entries of its sub-layer's input, not the whole block expanded (that
-grows exponentially: one entry of a 2 × 2 block's output has ~50,000 operations). Entries with
+grows exponentially: one entry of a 2 × 2 block's output has ~50,000 operations). Attention goes
+further (`_Local`): each of its steps is written in its *direct* inputs, so the scores are
+Σ q k (`q_{ij}`, `k_{ij}`), the weights exp(s_{11})/(exp(s_{11}) + exp(s_{12})), the head's
+output Σ p v, and A = O W^O in `o_{ij}`: the engine's attention code gets, after each step, a
+matrix of symbols named after the step (constants such as −∞ or a masked 0 stay). Entries with
 at most SIMPLIFY_OPS operations are simplified (`sympy.simplify`); entries with more than
 SHOW_OPS are refused with a message naming the limit.
 """
@@ -68,6 +72,51 @@ def symbolic(spec_arg=None):
     return sym
 
 
+class _Local:
+    """A tracer for block.attention that records each step's value (computed from symbols) and
+    hands the next step a matrix of fresh symbols named after it (`S_0` -> `s_{ij}`, `S_0'` ->
+    `s'_{ij}`, `P_0` -> `p_{ij}`; `p^{(0)}_{ij}` with several heads), so that every attention
+    step is a formula in its direct inputs. Entries without symbols (−∞, a masked 0) stay."""
+
+    def __init__(self, tracer, over: dict, src: str):
+        self._t, self._over, self._src, self._tex = tracer, over, src, {}
+
+    def __getattr__(self, name):
+        return getattr(self._t, name)
+
+    def step(self, name: str, latex: str, compute: Callable):
+        value = self._t.step(name, latex, compute)
+        if value is None:
+            return None
+        lhs = latex.split(" = ", 1)[0].strip()
+        self._tex[name] = lhs
+        ins = [self._tex[i] for i in self._t.graph[name] if i in self._tex]
+        self._over[name] = ", ".join(ins) if ins else self._src
+        return _renamed(value, _base(lhs, self._t.dims.heads))
+
+
+def _base(lhs: str, heads: int) -> str:
+    """The symbol base of a step's entries: `S_0'` -> `s'` (`s'^{(0)}` with several heads)."""
+    import re
+    m = re.fullmatch(r"([A-Za-z])(?:_\{?(\w+)\}?)?('?)", lhs)
+    if m is None:
+        raise AssertionError(f"no symbol base for {lhs!r}")
+    base = m.group(1).lower() + m.group(3)
+    return base + (f"^{{({m.group(2)})}}" if m.group(2) and heads > 1 else "")
+
+
+def _renamed(value, base: str):
+    import sympy
+    from . import exact
+    from .matrix import Mat
+
+    def entry(e, i, j):
+        if e is exact.NEG_INF or not sympy.sympify(e).free_symbols:
+            return e
+        return sympy.Symbol(f"{base}_{{{i + 1}{j + 1}}}", real=True)
+    return Mat([[entry(e, i, j) for j, e in enumerate(r)] for i, r in enumerate(value.rows)])
+
+
 def derive(spec_arg=None) -> dict[str, Derived]:
     """Every step of the block, in forward order, as formulas over its sub-layer's input."""
     import sympy
@@ -76,6 +125,7 @@ def derive(spec_arg=None) -> dict[str, Derived]:
     t = block._Tracer(s)
     n, d = s.dims.seq_len, s.dims.d_model
     over: dict[str, str] = {}
+    local: dict[str, str] = {}   # attention steps: the direct inputs they are written in
 
     def inp(tex: str):
         return _symbols(INPUT_SYMBOLS[tex], n, d)
@@ -84,7 +134,7 @@ def derive(spec_arg=None) -> dict[str, Derived]:
         before = len(t.steps)
         run(inp(tex))
         for st in t.steps[before:]:
-            over[st.name] = tex
+            over[st.name] = local.get(st.name, tex)
 
     def resid(name: str, tex: str, a: str, b: str):
         over[name] = f"{a}, {b}"
@@ -94,7 +144,7 @@ def derive(spec_arg=None) -> dict[str, Derived]:
     over["x"] = "X"
     if s.options.norm_position == "pre":
         stage("X", lambda m: block.norm(t, "norm1", m, "X", "ln1", "N_1"))
-        stage("N_1", lambda m: block.attention(t, m, "N_1"))
+        stage("N_1", lambda m: block.attention(_Local(t, local, "N_1"), m, "N_1"))
         resid("resid1", "R_1 = X + A", "X", "A")
         stage("R_1", lambda m: block.norm(t, "norm2", m, "R_1", "ln2", "N_2"))
         stage("N_2", lambda m: block.ffn(t, m, "N_2"))
@@ -105,7 +155,7 @@ def derive(spec_arg=None) -> dict[str, Derived]:
         else:
             last = "R_2"
     else:
-        stage("X", lambda m: block.attention(t, m, "X"))
+        stage("X", lambda m: block.attention(_Local(t, local, "X"), m, "X"))
         resid("resid1", "R_1 = X + A", "X", "A")
         stage("R_1", lambda m: block.norm(t, "norm1", m, "R_1", "ln1", "H_1"))
         stage("H_1", lambda m: block.ffn(t, m, "H_1"))

@@ -59,3 +59,66 @@ def test_cli_formats_and_limits(capsys):
     assert main(["derive", "pre-ln-causal-gelu"]) == 2   # 3 × 4 symbols: over the size limit
     assert "limited to seq_len·d_model <= 8" in capsys.readouterr().err
     assert main(["derive", "seed-post-ln"]) == 2         # a given step has no general formula
+
+
+# ---------------------------------------------------------------- attention in its direct inputs
+
+def _sym(name):
+    return sympy.Symbol(name, real=True)
+
+
+def test_attention_steps_are_written_in_their_direct_inputs(tiny):
+    # scores: Σ q k over the head's columns
+    sc = tiny["attn.h0.scores"]
+    assert sc.over == "Q, K"
+    for i in (1, 2):
+        for j in (1, 2):
+            want = sum(_sym(f"q_{{{i}{c}}}") * _sym(f"k_{{{j}{c}}}") for c in (1, 2))
+            assert sympy.expand(sc.entries[i - 1][j - 1] - want) == 0
+    # scaled: s / √2; weights: the softmax of the scaled scores' symbols
+    assert sympy.simplify(tiny["attn.h0.scaled"].entries[0][1] - _sym("s_{12}") / sympy.sqrt(2)) == 0
+    w = tiny["attn.h0.weights"]
+    s11, s12 = _sym("s'_{11}"), _sym("s'_{12}")
+    assert w.over == "S_0'"
+    assert sympy.simplify(w.entries[0][0] - sympy.exp(s11) / (sympy.exp(s11) + sympy.exp(s12))) == 0
+    out = tiny["attn.h0.out"]
+    assert out.over == "P_0, V"
+    assert sympy.expand(out.entries[1][0] - (_sym("p_{21}") * _sym("v_{11}") + _sym("p_{22}") * _sym("v_{21}"))) == 0
+    a = tiny["attn.out"]
+    assert a.over == "O_0" and _sym("o_{11}") in a.entries[0][0].free_symbols
+    assert all(e.count_ops() < 20 for d in (sc, w, out, a) for r in d.entries for e in r)
+
+
+def test_unscaled_causal_two_heads_in_direct_inputs(tmp_path):
+    path = tmp_path / "d.yaml"
+    path.write_text("dims: {seq_len: 2, d_model: 4, d_ff: 2, heads: 2}\n"
+                    "block: {norm_position: pre, attention_scale: none, causal: true}\n"
+                    "random: {seed: 1}\n")
+    d = derive.derive(str(path))
+    # no scaling: softmax straight over the masked scores m = s where j <= i
+    w = d["attn.h1.weights"].entries
+    m21, m22 = _sym("m^{(1)}_{21}"), _sym("m^{(1)}_{22}")
+    assert w[0] == [1, 0]
+    assert sympy.simplify(w[1][0] - sympy.exp(m21) / (sympy.exp(m21) + sympy.exp(m22))) == 0
+    assert d["attn.h1.masked"].entries[0][1] == -sympy.oo
+    # head 1 uses columns 3, 4 of Q and K
+    want = _sym("q_{23}") * _sym("k_{13}") + _sym("q_{24}") * _sym("k_{14}")
+    assert sympy.expand(d["attn.h1.scores"].entries[1][0] - want) == 0
+    assert d["attn.concat"].over == "O_0, O_1" and d["attn.out"].over == "O"
+    assert d["attn.q"].over == "N_1"
+
+
+def test_direct_input_formulas_agree_with_the_numbers(tiny):
+    """Substituting the forward's own numbers for the direct inputs gives the forward's value."""
+    from symblock import block
+    s = spec.from_mapping(derive.TINY)
+    tr = block.forward(s)
+    subs = {}
+    for base, step in (("q", "attn.q"), ("k", "attn.k"), ("v", "attn.v"), ("s", "attn.h0.scores"),
+                       ("s'", "attn.h0.scaled"), ("p", "attn.h0.weights"), ("o", "attn.h0.out")):
+        for i, row in enumerate(tr[step].value.floats()):
+            subs.update({_sym(f"{base}_{{{i + 1}{j + 1}}}"): x for j, x in enumerate(row)})
+    for step in ("attn.h0.scores", "attn.h0.scaled", "attn.h0.weights", "attn.h0.out"):
+        for got, want in zip(tiny[step].entries, tr[step].value.floats()):
+            for g, w in zip(got, want):
+                assert abs(float(g.subs(subs)) - w) < 1e-12 * max(1, abs(w)), step
