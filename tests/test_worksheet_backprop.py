@@ -5,7 +5,6 @@ bad options exit 2 naming the field."""
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 
 import pytest
 
