@@ -464,25 +464,18 @@ def sqrt(x):
     return _sqrt(real(x))
 
 
-def exp(x):
-    if _sym(x):
-        import sympy
-        return sympy.exp(x)
-    return _unary("exp", real(x), 1)
+def _elementary(op: str, at_zero: int):
+    """exp, erf, tanh: a graph node for a Real (exact at 0), the SymPy function for a symbol."""
+    def f(x):
+        if _sym(x):
+            import sympy
+            return getattr(sympy, op)(x)
+        return _unary(op, real(x), at_zero)
+    f.__name__ = f.__qualname__ = op
+    return f
 
 
-def erf(x):
-    if _sym(x):
-        import sympy
-        return sympy.erf(x)
-    return _unary("erf", real(x), 0)
-
-
-def tanh(x):
-    if _sym(x):
-        import sympy
-        return sympy.tanh(x)
-    return _unary("tanh", real(x), 0)
+exp, erf, tanh = _elementary("exp", 1), _elementary("erf", 0), _elementary("tanh", 0)
 
 
 def relu(x):
