@@ -19,7 +19,7 @@ COMMANDS = [
     ("params", "params", "count a block's parameters and FLOPs per component"),
     ("stress", "stress", "draw many variants of a spec: rejections per constraint, answer spread"),
     ("derive", "derive", "the block's steps as general formulas in symbols, and verified facts"),
-    ("grad", "grad", "exact gradients of a loss of the output, backwards step by step"),
+    ("grad", "grad_cli", "exact gradients of a loss of the output, backwards step by step"),
 ]
 
 

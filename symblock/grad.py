@@ -28,25 +28,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .block import Step, Trace
-    from .spec import BlockSpec
-
-# The engine's modules are imported on first use (`_load`), so that `symblock --help`, which
-# imports this module for its arguments, loads neither FLINT nor SymPy.
-exact = Mat = SpecError = forward = ACTIVATIONS = None
-
-
-def _load() -> None:
-    global exact, Mat, SpecError, forward, ACTIVATIONS
-    if exact is None:
-        from . import exact as _exact
-        from .block import ACTIVATIONS as _acts, forward as _forward
-        from .matrix import Mat as _Mat
-        from .spec import SpecError as _SpecError
-        exact, Mat, SpecError, forward, ACTIVATIONS = _exact, _Mat, _SpecError, _forward, _acts
+from . import exact
+from .block import ACTIVATIONS, Step, Trace, forward
+from .matrix import Mat
+from .spec import BlockSpec, SpecError
+from .steps import head_columns
+from .steps import step_kind as vocabulary_kind
 
 LOSSES = ("sum", "mse")
 GRAD_PREFIX = "grad."
@@ -147,15 +134,9 @@ def _linear(step: Step, g: Mat, v, spec, want) -> dict:
     return out
 
 
-def _head_cols(name: str, spec: BlockSpec) -> tuple[int, int]:
-    h = int(name.split(".")[1][1:])
-    dh = spec.dims.d_head
-    return h * dh, (h + 1) * dh
-
-
 def _scores(step: Step, g: Mat, v, spec, want) -> dict:
     """S = Q_h K_hᵀ: dQ_h = dS K_h, dK_h = dSᵀ Q_h (into head h's columns of Q, K)."""
-    lo, hi = _head_cols(step.name, spec)
+    lo, hi = head_columns(step.name, spec.dims)
     q, k = step.inputs
     d = spec.dims.d_model
     out = {}
@@ -194,7 +175,7 @@ def _softmax(step: Step, g: Mat, v, spec, want) -> dict:
 
 def _head_out(step: Step, g: Mat, v, spec, want) -> dict:
     """O_h = P_h V_h: dP_h = dO V_hᵀ, dV_h = P_hᵀ dO (into head h's columns of V)."""
-    lo, hi = _head_cols(step.name, spec)
+    lo, hi = head_columns(step.name, spec.dims)
     p, vv = step.inputs
     out = {}
     if want(p):
@@ -335,29 +316,25 @@ RULES: dict[str, tuple[Rule, str]] = {
 }
 
 
+_RULE_OF_KIND = {
+    "x": "identity", "output": "identity", "resid": "residual", "concat": "concat",
+    "q": "linear", "k": "linear", "v": "linear", "attn_out": "linear", "hidden": "linear",
+    "gate": "linear", "ffn_out": "linear", "scores": "scores", "scaled": "scaled",
+    "masked": "masked", "weights": "softmax", "head_out": "head_out",
+    "mean": "mean", "var": "var", "ms": "ms", "std": "root", "rms": "root",
+}
+
+
 def step_kind(name: str, spec: BlockSpec) -> str:
     """Which local rule a step name uses."""
-    last = name.rsplit(".", 1)[-1]
-    if name in ("output", "x") or (name == "attn.out" and not spec.options.out_proj):
+    kind = vocabulary_kind(name)
+    if kind == "attn_out" and not spec.options.out_proj:
         return "identity"
-    if name in ("resid1", "resid2"):
-        return "residual"
-    if name in ("attn.q", "attn.k", "attn.v", "attn.out", "ffn.hidden", "ffn.gate", "ffn.out"):
-        return "linear"
-    if name == "attn.concat":
-        return "concat"
-    if name == "ffn.act":
+    if kind == "act":
         return "gated" if spec.options.gated else "activation"
-    if name.startswith("attn.h"):
-        return {"scores": "scores", "scaled": "scaled", "masked": "masked", "weights": "softmax",
-                "out": "head_out"}[last]
-    if name.startswith("norm"):
-        if last in ("std", "rms"):
-            return "root"
-        if last in ("mean", "var", "ms"):
-            return last
+    if kind == "norm":
         return spec.options.norm
-    raise AssertionError(f"no backward rule for step {name!r}")
+    return _RULE_OF_KIND[kind]
 
 
 def symbol(step: Step) -> str:
@@ -377,7 +354,6 @@ def backward(spec: BlockSpec, loss: str = "sum", wrt: Sequence[str] = ("X",), ta
     """dL/d every step that depends on a `wrt` name (reverse order) and dL/d each `wrt` name.
 
     `target` (mse only): a SymPy matrix the shape of the output; None means zeros."""
-    _load()
     if loss not in LOSSES:
         raise SpecError(spec.source, "--loss", f"expected one of {', '.join(LOSSES)}, got {loss!r}")
     trace = trace or forward(spec, max_cost=max_cost)
@@ -444,102 +420,3 @@ def _param_tex(name: str) -> str:
         return f"{kind}^{{{sub}}}" if sub in "QKVO" else f"{kind}_{{{sub}}}"
     ln, part = name.split(".")
     return f"\\{part}^{{({ln})}}"
-
-
-# ---------------------------------------------------------------- output
-
-def to_json(b: Backward) -> str:
-    import json
-    from .report import exact_str, float_or_none
-
-    def entry(g: Grad) -> dict:
-        return {"name": g.name, "of": g.of, "shape": list(g.value.shape), "latex": g.latex,
-                "rule": g.rule,
-                "exact": [[exact_str(e) for e in r] for r in g.value.rows],
-                "float": [[float_or_none(e) for e in r] for r in g.value.rows]}
-
-    data = {"loss": b.loss, "latex": b.loss_latex,
-            "value": {"exact": exact_str(b.loss_value), "float": float(b.loss_value)},
-            "steps": [entry(g) for g in b.steps], "wrt": [entry(g) for g in b.wrt.values()]}
-    return json.dumps(data, ensure_ascii=False, indent=1)
-
-
-def table(b: Backward, places: int = 4) -> str:
-    from .report import describe, fmt_decimal, fmt_exact
-    spec = b.trace.spec
-    lines = [f"{spec.title or 'symblock'}  ({spec.source})", describe(b.trace),
-             f"loss: {b.loss}   {b.loss_latex}   = {fmt_exact(b.loss_value, 60)}  ≈ "
-             f"{fmt_decimal(b.loss_value, places)}",
-             "backwards from the output: dL/d each step that depends on "
-             + ", ".join(b.wrt) + "; ≈ marks an entry too long to show exactly", ""]
-
-    def block(g: Grad, rule: bool) -> None:
-        lines.append(f"■ {g.name}   {g.latex}")
-        if rule and g.rule:
-            lines.append(f"    rule: {g.rule}")
-        ex = [[fmt_exact(e) for e in r] for r in g.value.rows]
-        dec = [[fmt_decimal(e, places) for e in r] for r in g.value.rows]
-        a, d = _grid(ex), _grid(dec)
-        w = max(len(x) for x in a)
-        for i, (x, y) in enumerate(zip(a, d)):
-            lines.append(f"    {x.ljust(w)}{' ≈ ' if i == len(a) // 2 else '   '}{y}")
-        lines.append("")
-
-    for g in b.steps:
-        block(g, True)
-    lines.append("gradients with respect to " + ", ".join(b.wrt) + ":")
-    lines.append("")
-    for g in b.wrt.values():
-        block(g, False)
-    return "\n".join(lines).rstrip() + "\n"
-
-
-def _grid(cells: list[list[str]]) -> list[str]:
-    widths = [max(len(r[j]) for r in cells) for j in range(len(cells[0]))]
-    return ["[ " + "  ".join(c.rjust(w) for c, w in zip(r, widths)) + " ]" for r in cells]
-
-
-# ---------------------------------------------------------------- command
-
-def add_arguments(p) -> None:
-    p.add_argument("spec", nargs="?", default="seed-post-ln", metavar="SPEC",
-                   help="a spec file (YAML/JSON) or a built-in example name (default: seed-post-ln)")
-    p.add_argument("--loss", choices=LOSSES, default="sum",
-                   help="sum: L = Σ Y_ij; mse: L = mean of (Y_ij − T_ij)² over all entries (default sum)")
-    p.add_argument("--wrt", default="X", metavar="NAMES",
-                   help="comma-separated parameters or steps, e.g. W_2,W_1,X or ln2.gamma (default X)")
-    p.add_argument("--target", metavar="MATRIX|FILE",
-                   help="mse target T: a matrix like '[[1,0],[0,1],[1,1]]' or a YAML/JSON file "
-                        "holding one (default: zeros)")
-    p.add_argument("--json", action="store_true", help="print {loss, value, steps, wrt} as JSON")
-    p.add_argument("--decimals", type=int, default=4, metavar="N", help="decimal places (default 4)")
-    p.add_argument("--max-cost", type=int, metavar="N", help="raise the exact engine's size limit")
-
-
-def _target(text: str | None, spec: BlockSpec):
-    if text is None:
-        return None
-    import os
-    import yaml
-    from . import spec as specmod
-    raw = text
-    if os.path.exists(text):
-        with open(text, encoding="utf-8") as f:
-            raw = f.read()
-    data = yaml.load(raw, Loader=specmod._ExactLoader)
-    if isinstance(data, dict) and "target" in data:
-        data = data["target"]
-    n, d = spec.dims.seq_len, spec.dims.d_model
-    return specmod.parse_matrix(data, (n, d), "--target", "target")
-
-
-def run(args) -> int:
-    _load()
-    from . import spec as specmod
-    s = specmod.load(args.spec)
-    if args.target is not None and args.loss != "mse":
-        raise SpecError(s.source, "--target", "a target only goes with --loss mse")
-    wrt = [w.strip() for w in args.wrt.split(",") if w.strip()]
-    b = backward(s, args.loss, wrt, target=_target(args.target, s), max_cost=args.max_cost)
-    print(to_json(b) if args.json else table(b, args.decimals), end="" if not args.json else "\n")
-    return 0

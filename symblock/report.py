@@ -77,21 +77,21 @@ def table(trace: Trace, steps: Iterable[Step], places: int = 4, width: int = TEX
              f"(`--json` or `--step` for more); decimals rounded to {places} places", ""]
     for s in steps:
         tag = "   (given)" if s.given else ""
-        lines.append(f"■ {s.name}   {s.latex}{tag}")
-        if width > TEXT_WIDTH and any(len(fmt_exact(e, width)) > TEXT_WIDTH for r in s.value.rows for e in r):
-            for i, row in enumerate(s.value.rows):  # long closed forms: one entry a line
-                for j, e in enumerate(row):
-                    lines.append(f"    [{i}][{j}] = {fmt_exact(e, width)}  ≈ {fmt_decimal(e, places)}")
-            lines.append("")
-            continue
-        ex = _grid([[fmt_exact(e, width) for e in row] for row in s.value.rows])
-        dec = _grid([[fmt_decimal(e, places) for e in row] for row in s.value.rows])
-        w = max(len(x) for x in ex)
-        for i, (a, b) in enumerate(zip(ex, dec)):
-            mid = " ≈ " if i == len(ex) // 2 else "   "
-            lines.append(f"    {a.ljust(w)}{mid}{b}")
-        lines.append("")
+        lines += [f"■ {s.name}   {s.latex}{tag}", *matrix_lines(s.value, places, width), ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def matrix_lines(value, places: int = 4, width: int = TEXT_WIDTH) -> list[str]:
+    """A matrix as its exact entries beside their decimals; one entry a line when a wide view
+    (`width` > TEXT_WIDTH) has closed forms too long for a grid."""
+    if width > TEXT_WIDTH and any(len(fmt_exact(e, width)) > TEXT_WIDTH for r in value.rows for e in r):
+        return [f"    [{i}][{j}] = {fmt_exact(e, width)}  ≈ {fmt_decimal(e, places)}"
+                for i, row in enumerate(value.rows) for j, e in enumerate(row)]
+    ex = _grid([[fmt_exact(e, width) for e in row] for row in value.rows])
+    dec = _grid([[fmt_decimal(e, places) for e in row] for row in value.rows])
+    w = max(len(x) for x in ex)
+    return [f"    {a.ljust(w)}{' ≈ ' if i == len(ex) // 2 else '   '}{b}"
+            for i, (a, b) in enumerate(zip(ex, dec))]
 
 
 # ---------------------------------------------------------------- verify

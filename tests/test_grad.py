@@ -364,3 +364,23 @@ def test_cli_text_and_json(capsys, tmp_path):
     assert main(["grad", "seed-post-ln", "--wrt", "W_Q"]) == 2
     assert "no parameter or step 'W_Q'" in capsys.readouterr().err
     assert main(["grad", "seed-post-ln", "--target", "[[1]]"]) == 2
+
+
+def test_command_glue_matches_the_engine(capsys):
+    from symblock import grad_cli
+    from symblock.cli import main
+    assert grad_cli.LOSSES == grad.LOSSES
+    assert main(["grad", "--loss", "mse", "--target", "[[1, 0], [0"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("symblock: error: --target: expected a matrix") and "Traceback" not in err
+
+
+def test_loss_line_shows_the_closed_form_only_when_short(capsys):
+    from symblock.cli import main
+    assert main(["grad", "rmsnorm-swiglu", "--wrt", "W_2"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("loss:"))
+    assert line.endswith("≈ 19.9801") and "= ≈" not in line
+    assert main(["grad", "seed-post-ln", "--loss", "mse", "--wrt", "W_2",
+                 "--target", "[[1, 0], [0, 1], [1/2, -2]]"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("loss:"))
+    assert line.endswith("= 13/24  ≈ 0.5417")  # (0 + 1 + 1 + 0 + 1/4 + 1)/6: worked by hand
