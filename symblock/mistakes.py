@@ -15,7 +15,8 @@ from typing import Callable, Sequence
 
 from . import exact
 from .matrix import Mat
-from .onestep import (activate, affine, centred_var, full_norm, head_cols, kind, linear,
+from .steps import head_columns
+from .onestep import (activate, affine, centred_var, full_norm, kind, linear,
                       ln_of, mask_with, norm_prefix, norm_source, num, row_mean, row_meansq,
                       softmax_cols, softmax_rows)
 
@@ -164,7 +165,7 @@ def _softmax_axis(name, env, spec):
 
 
 def _scores_transposed(name, env, spec):
-    lo, hi = head_cols(name, spec)
+    lo, hi = head_columns(name, spec.dims)
     return [env["attn.k"].cols(lo, hi) @ env["attn.q"].cols(lo, hi).T]
 
 

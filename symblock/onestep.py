@@ -7,37 +7,11 @@ absent bias is simply not in it. The formulas are DESIGN.md's conventions, writt
 """
 from __future__ import annotations
 
-import re
-
 from . import exact
 from .block import ACTIVATIONS, causal_mask, softmax
 from .matrix import Mat
-
-HEAD = re.compile(r"^attn\.h(\d+)\.(scores|scaled|masked|weights|out)$")
-STATS = ("mean", "var", "std", "ms", "rms")
-
-
-def kind(name: str) -> str:
-    """A step's kind: 'q' 'k' 'v' 'scores' 'scaled' 'masked' 'weights' 'head_out' 'concat'
-    'attn_out' 'resid' 'hidden' 'gate' 'act' 'ffn_out' 'output' 'x', or for norms 'norm' and the
-    statistic ('mean', 'var', 'std', 'ms', 'rms')."""
-    m = HEAD.match(name)
-    if m:
-        return "head_out" if m.group(2) == "out" else m.group(2)
-    if name.startswith("norm"):
-        last = name.rsplit(".", 1)[-1]
-        return last if last in STATS and "." in name else "norm"
-    return {"attn.q": "q", "attn.k": "k", "attn.v": "v", "attn.concat": "concat",
-            "attn.out": "attn_out", "resid1": "resid", "resid2": "resid", "ffn.hidden": "hidden",
-            "ffn.gate": "gate", "ffn.act": "act", "ffn.out": "ffn_out", "output": "output",
-            "x": "x"}[name]
-
-
-def head_cols(name: str, spec) -> tuple[int, int]:
-    h = int(HEAD.match(name).group(1))
-    dh = spec.dims.d_head
-    return h * dh, (h + 1) * dh
-
+from .steps import head_columns, step_inputs
+from .steps import step_kind as kind
 
 def norm_prefix(name: str) -> str:
     return name.split(".")[0]
@@ -48,11 +22,8 @@ def ln_of(prefix: str) -> str:
 
 
 def norm_source(prefix: str, spec) -> str:
-    """The step a norm normalises (DESIGN.md: Pre-LN norm1 <- x, norm2 <- resid1; Post-LN
-    norm1 <- resid1, norm2 <- resid2; norm_final <- resid2)."""
-    pre = spec.options.norm_position == "pre"
-    return {"norm1": "x" if pre else "resid1", "norm2": "resid1" if pre else "resid2",
-            "norm_final": "resid2"}[prefix]
+    """The step a norm normalises (its first input in the step graph)."""
+    return step_inputs(spec.dims, spec.options)[prefix][0]
 
 
 # ---------------------------------------------------------------- small exact helpers
@@ -136,17 +107,17 @@ def compute(name: str, env, spec) -> Mat:
         p = k.upper()
         return linear(src, env, f"W_{p}", f"b_{p}")
     if k == "scores":
-        lo, hi = head_cols(name, spec)
+        lo, hi = head_columns(name, spec.dims)
         return env["attn.q"].cols(lo, hi) @ env["attn.k"].cols(lo, hi).T
     if k == "scaled":
-        lo, hi = head_cols(name, spec)
+        lo, hi = head_columns(name, spec.dims)
         return src.scale(1 / exact.sqrt(num(hi - lo)))
     if k == "masked":
         return causal_mask(src)
     if k == "weights":
         return softmax_rows(src)
     if k == "head_out":
-        lo, hi = head_cols(name, spec)
+        lo, hi = head_columns(name, spec.dims)
         return src @ env["attn.v"].cols(lo, hi)
     if k == "concat":
         return Mat.hstack([env[i] for i in ins])

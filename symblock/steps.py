@@ -82,6 +82,31 @@ def step_names(dims: Dims, opts: Options) -> list[str]:
     return names + ["output"]
 
 
+NORM_STAT_NAMES = ("mean", "var", "std", "ms", "rms")
+_KINDS = {"x": "x", "attn.q": "q", "attn.k": "k", "attn.v": "v", "attn.concat": "concat",
+          "attn.out": "attn_out", "resid1": "resid", "resid2": "resid", "ffn.hidden": "hidden",
+          "ffn.gate": "gate", "ffn.act": "act", "ffn.out": "ffn_out", "output": "output"}
+
+
+def step_kind(name: str) -> str:
+    """What a step computes, whichever instance it is: 'q' 'k' 'v' 'scores' 'scaled' 'masked'
+    'weights' 'head_out' 'concat' 'attn_out' 'resid' 'hidden' 'gate' 'act' 'ffn_out' 'output' 'x',
+    'norm', or a norm statistic ('mean' 'var' 'std' 'ms' 'rms')."""
+    if name.startswith("attn.h"):
+        last = name.rsplit(".", 1)[-1]
+        return "head_out" if last == "out" else last
+    if name.startswith("norm"):
+        last = name.rsplit(".", 1)[-1]
+        return last if "." in name and last in NORM_STAT_NAMES else "norm"
+    return _KINDS[name]
+
+
+def head_columns(name: str, dims: Dims) -> tuple[int, int]:
+    """The columns of Q, K, V that head step `attn.hH.*` uses: [H·d_head, (H+1)·d_head)."""
+    h = int(name.split(".")[1][1:])
+    return h * dims.d_head, (h + 1) * dims.d_head
+
+
 def step_shape(name: str, dims: Dims) -> tuple[int, int]:
     n, d = dims.seq_len, dims.d_model
     last = name.rsplit(".", 1)[-1]
