@@ -190,13 +190,8 @@ def softmax(row: tuple) -> list:
 
     live = [None if s is exact.NEG_INF else e(s) for s in row]
     kept = [x for x in live if x is not None]
-    total, zero = exact.total(kept), exact.like(kept[0], sympy_zero())
+    total, zero = exact.total(kept), exact.like(kept[0], 0)
     return [zero if x is None else x / total for x in live]
-
-
-def sympy_zero():
-    import sympy
-    return sympy.S.Zero
 
 
 def ffn(t: _Tracer, x: Mat | None, src: str) -> Mat | None:

@@ -511,7 +511,3 @@ def is_symbolic(x) -> bool:
 def to_sympy(x, max_size: int = CLOSED_FORM_SIZE):
     """Closed form of any entry (Real or SymPy), or None when too large to show."""
     return x.to_sympy(max_size) if isinstance(x, Real) else x
-
-
-def to_float(x) -> float:
-    return float(x)

@@ -60,9 +60,6 @@ class BlockSpec:
     seed: int | None = None
     exercise: Mapping[str, Any] = field(default_factory=dict)
 
-    def param(self, name: str) -> Matrix | None:
-        return self.params.get(name)
-
 
 # ---------------------------------------------------------------- reading files
 
