@@ -1,12 +1,19 @@
 """The `symblock` command. Thin: parse arguments, call the engine, print. Heavy modules are
 imported inside the commands so that `symblock --help` starts fast.
 
-Exit codes: 0 fine, 1 a check failed (verify/check), 2 bad input (message, no traceback).
+Exit codes: 0 fine, 1 a check failed (verify/check), 2 bad input (message, no traceback),
+3 an internal error (a bug: "please report"; `--debug` or SYMBLOCK_DEBUG=1 shows the traceback).
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import os
 import sys
+import traceback
+
+from .errors import SpecError, UndecidableError, UsageError, printable
 
 DEFAULT_EXAMPLE = "seed-post-ln"
 
@@ -23,27 +30,61 @@ COMMANDS = [
 ]
 
 
-class UsageError(Exception):
-    """Bad input found by the CLI itself (exit 2)."""
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 0
-    from .spec import SpecError
+    with _printable_streams():
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 0
+        try:
+            return args.func(args)
+        except (SpecError, UsageError, UndecidableError) as e:
+            print(f"symblock: error: {e}", file=sys.stderr)
+            return 2
+        except BrokenPipeError:  # `symblock forward | head`
+            return 0
+        except KeyboardInterrupt:
+            print("symblock: interrupted", file=sys.stderr)
+            return 130
+        except Exception as e:  # a bug of ours, never disguised as bad input
+            if args.debug or os.environ.get("SYMBLOCK_DEBUG"):
+                traceback.print_exc()
+            else:
+                print(f"symblock: internal error, please report: {type(e).__name__}: {e}\n"
+                      "(run again with --debug for the traceback)", file=sys.stderr)
+            return 3
+
+
+class _Printable(io.TextIOBase):
+    """A text stream that escapes control characters before they reach the terminal."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(printable(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+    @property
+    def encoding(self):
+        return getattr(self._stream, "encoding", "utf-8")
+
+
+@contextlib.contextmanager
+def _printable_streams():
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Printable(out), _Printable(err)
     try:
-        return args.func(args)
-    except (SpecError, UsageError) as e:
-        print(f"symblock: error: {e}", file=sys.stderr)
-        return 2
-    except ArithmeticError as e:  # exact.UndecidableError: a sign no precision could settle
-        print(f"symblock: error: {type(e).__name__}: {e}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:  # `symblock forward | head`
-        return 0
+        yield
+    finally:
+        sys.stdout, sys.stderr = out, err
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,6 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "check it numerically, and print every named step.",
         epilog="Run `symblock COMMAND --help` for a command's options. Specs are YAML or JSON "
                "(see README.md); `symblock examples` lists the built-in ones.")
+    p.add_argument("--debug", action="store_true",
+                   help="show the traceback of an internal error (also SYMBLOCK_DEBUG=1)")
     sub = p.add_subparsers(title="commands", metavar="COMMAND")
 
     f = sub.add_parser("forward", help="work the block forward exactly and print every step",

@@ -24,6 +24,8 @@ from typing import Iterable, Sequence
 
 from flint import arb, ctx, fmpq, fmpz
 
+from .errors import UndecidableError  # noqa: F401  (re-exported)
+
 PREC = 128          # bits carried at construction (~38 digits)
 MAX_PREC = 1 << 14  # refinement gives up here (~4900 digits)
 DIGITS = 30         # decimals are certified to at least this many significant digits
@@ -31,11 +33,6 @@ CLOSED_FORM_SIZE = 60  # largest expression tree shown as a closed form
 
 _serial = itertools.count()
 ctx.prec = PREC  # construction-time balls; refinement raises it locally and restores it
-
-
-class UndecidableError(ArithmeticError):
-    """A sign or zero test that certified numerics could not settle (the value is, or is
-    indistinguishable from, zero and no short closed form proves it)."""
 
 
 def _with_prec(prec: int, fn, *a):

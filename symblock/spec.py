@@ -20,6 +20,7 @@ from typing import Any, Mapping
 import sympy
 import yaml
 
+from .errors import SpecError  # noqa: F401  (re-exported: spec.SpecError is public)
 from .steps import Dims, Options, needed_params, norm_names, param_names, param_shape, step_shapes
 
 TOP_KEYS = ("title", "layout", "dims", "block", "weights", "inputs", "given", "random", "exercise")
@@ -34,14 +35,6 @@ RANDOM_KEYS = ("seed", "low", "high", "difficulty", "ranges", "sparsity", "integ
                "exact_norm", "no_degenerate_rows", "relu_mixed", "softmax_distinct", "score_range",
                "staged", "max_draws")  # all but the first three: constraints (generate.py)
 MAX_DIM = 512  # a typo guard; the engine's cost limit (block.MAX_COST) is the real one
-
-
-class SpecError(ValueError):
-    """A spec problem, said once: `FILE: FIELD: what was expected`."""
-
-    def __init__(self, source: str, where: str, message: str):
-        self.source, self.where, self.message = source, where, message
-        super().__init__(f"{source}: {where}: {message}" if where else f"{source}: {message}")
 
 
 Matrix = sympy.ImmutableMatrix
