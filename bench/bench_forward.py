@@ -28,14 +28,14 @@ NAIVE_SIZES = 3    # the naive baseline only for the first sizes (the rest are f
 
 
 def make_spec(n, d, f, h, act):
-    from symblock import spec
+    from symblock.engine import spec
     return spec.from_mapping({"dims": {"seq_len": n, "d_model": d, "d_ff": f, "heads": h},
                               "block": {"activation": act, "eps": "1/100000"},
                               "random": {"seed": 1, "low": -2, "high": 2}}, "bench")
 
 
 def exact_once(s):
-    from symblock import block
+    from symblock.engine import block
     t0 = time.perf_counter()
     trace = block.forward(s)
     t1 = time.perf_counter()
@@ -58,7 +58,7 @@ def time_exact(s, runs=5):
 
 
 def time_numpy(s, runs=20):
-    from symblock import numeric
+    from symblock.reference import numeric
     ts = []
     for _ in range(runs):
         t0 = time.perf_counter()

@@ -21,7 +21,7 @@ N = 100
 
 
 def bench(difficulty: str, n: int = N):
-    from symblock import generate
+    from symblock.exercises import generate
     t = time.perf_counter()
     draws, rej = 0, Counter()
     for seed in range(1, n + 1):
@@ -36,7 +36,7 @@ def main(argv=None) -> int:
     p.add_argument("--write", action="store_true")
     p.add_argument("-n", type=int, default=N)
     args = p.parse_args(argv)
-    import symblock.block  # noqa: F401  (import time not measured)
+    import symblock.engine.block  # noqa: F401  (import time not measured)
     rows = ["| preset | variants | total time | per variant | draws/variant | rejections (first failing check) |",
             "|---|---|---|---|---|---|"]
     for d in ("easy", "medium", "hard"):

@@ -14,10 +14,13 @@ __all__ = ["load", "forward", "SpecError"]
 
 
 def __getattr__(name: str):
-    if name in ("load", "SpecError", "from_mapping"):
-        from . import spec
-        return getattr(spec, name)
+    if name in ("load", "from_mapping"):  # with generation constraints (exercises.generate)
+        from symblock.exercises import generate
+        return getattr(generate, name)
+    if name == "SpecError":
+        from symblock.errors import SpecError
+        return SpecError
     if name in ("forward", "Trace", "Step"):
-        from . import block
+        from symblock.engine import block
         return getattr(block, name)
     raise AttributeError(f"module 'symblock' has no attribute {name!r}")

@@ -13,20 +13,20 @@ import os
 import sys
 import traceback
 
-from .errors import SpecError, UndecidableError, UsageError, printable
+from symblock.errors import SpecError, UndecidableError, UsageError, printable
+from symblock.options import DEFAULT_EXAMPLE, add_spec_argument, nonneg  # noqa: F401  (DEFAULT_EXAMPLE re-exported)
 
-DEFAULT_EXAMPLE = "seed-post-ln"
 
 
 # Commands that live in their own module: (command, module, one-line help). Each module exposes
 # add_arguments(parser) and run(args) -> exit code, and keeps heavy imports inside run().
 COMMANDS = [
-    ("worksheet", "worksheet", "write a worksheet and its answer key (LaTeX, Markdown, PDF)"),
-    ("check", "check", "check hand-worked answers step by step and diagnose mistakes"),
-    ("params", "params", "count a block's parameters and FLOPs per component"),
-    ("stress", "stress", "draw many variants of a spec: rejections per constraint, answer spread"),
-    ("derive", "derive", "the block's steps as general formulas in symbols, and verified facts"),
-    ("grad", "grad_cli", "exact gradients of a loss of the output, backwards step by step"),
+    ("worksheet", "commands.worksheet", "write a worksheet and its answer key (LaTeX, Markdown, PDF)"),
+    ("check", "commands.check", "check hand-worked answers step by step and diagnose mistakes"),
+    ("params", "commands.params", "count a block's parameters and FLOPs per component"),
+    ("stress", "commands.stress", "draw many variants of a spec: rejections per constraint, answer spread"),
+    ("derive", "commands.derive", "the block's steps as general formulas in symbols, and verified facts"),
+    ("grad", "commands.grad", "exact gradients of a loss of the output, backwards step by step"),
 ]
 
 
@@ -101,12 +101,12 @@ def build_parser() -> argparse.ArgumentParser:
     f = sub.add_parser("forward", help="work the block forward exactly and print every step",
                        description="Work the block forward exactly and print every step in forward "
                                    "order: name, formula, exact value and a decimal.")
-    _spec_arg(f)
+    add_spec_argument(f)
     f.add_argument("--json", action="store_true", help="print the machine format of DESIGN.md")
     f.add_argument("--step", metavar="NAME", help="print only this step (e.g. norm1.std)")
-    f.add_argument("--decimals", type=_nonneg, default=4, metavar="N",
+    f.add_argument("--decimals", type=nonneg, default=4, metavar="N",
                    help="decimal places in the table (default 4)")
-    f.add_argument("--max-cost", type=_nonneg, metavar="N",
+    f.add_argument("--max-cost", type=nonneg, metavar="N",
                    help="raise the exact engine's size limit (multiply-adds; default 2,000,000)")
     f.set_defaults(func=cmd_forward)
 
@@ -120,20 +120,20 @@ def build_parser() -> argparse.ArgumentParser:
                                    "and, when torch is installed, with real torch.nn modules; print "
                                    "the largest absolute difference per step. Exit 1 if any differs "
                                    "by more than the tolerance.")
-    _spec_arg(v)
+    add_spec_argument(v)
     v.add_argument("--json", action="store_true", help="print {ok, backends: {numpy, torch}} as JSON")
     v.add_argument("--tol", type=float, default=1e-9, help="tolerance (default 1e-9)")
     v.add_argument("--require-torch", action="store_true",
                    help="fail (exit 1) when torch is not installed instead of skipping it")
-    v.add_argument("--max-cost", type=_nonneg, metavar="N", help="raise the exact engine's size limit")
+    v.add_argument("--max-cost", type=nonneg, metavar="N", help="raise the exact engine's size limit")
     v.set_defaults(func=cmd_verify)
 
     import importlib
     for name, module, summary in COMMANDS:
         try:
-            mod = importlib.import_module(f".{module}", __package__)
+            mod = importlib.import_module(f"symblock.{module}")
         except ModuleNotFoundError as e:
-            if e.name != f"{__package__}.{module}":
+            if e.name != f"symblock.{module}":
                 raise
             continue
         sp = sub.add_parser(name, help=summary, description=(mod.__doc__ or summary).strip().split("\n\n")[0])
@@ -142,30 +142,16 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _spec_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("spec", nargs="?", default=DEFAULT_EXAMPLE, metavar="SPEC",
-                   help=f"a spec file (YAML/JSON) or a built-in example name (default: {DEFAULT_EXAMPLE})")
-
-
-def _nonneg(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {n}")
-    return n
-
-
 # ---------------------------------------------------------------- commands
 
 def _trace(args):
-    from . import block, spec
-    return block.forward(spec.load(args.spec), max_cost=getattr(args, "max_cost", None))
+    from symblock.engine import block
+    from symblock.exercises.generate import load
+    return block.forward(load(args.spec), max_cost=getattr(args, "max_cost", None))
 
 
 def cmd_forward(args) -> int:
-    from . import report
+    from symblock.engine import report
     trace = _trace(args)
     steps = list(trace)
     if args.step:
@@ -182,7 +168,8 @@ def cmd_forward(args) -> int:
 
 
 def cmd_examples(args) -> int:
-    from . import spec
+    from symblock.engine import spec
+    from symblock.exercises.generate import load
     names = spec.example_names()
     if args.show:
         if args.show not in names:
@@ -190,14 +177,15 @@ def cmd_examples(args) -> int:
         print(spec.example_text(args.show), end="")
         return 0
     for name in names:
-        s = spec.load(name)
+        s = load(name)
         print(f"{name:<22} {s.title}")
     return 0
 
 
 def cmd_verify(args) -> int:
-    from . import report, verify
-    from .spec import load
+    from symblock.engine import report
+    from symblock.reference import verify
+    from symblock.exercises.generate import load
     spec = load(args.spec)
     result = verify.run(spec, tol=args.tol, require_torch=args.require_torch, max_cost=args.max_cost)
     print(report.verify_json(result) if args.json else report.verify_table(result))

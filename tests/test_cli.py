@@ -5,7 +5,7 @@ import sys
 
 import sympy
 
-from symblock import block, spec
+from symblock.engine import block, spec
 from symblock.cli import main
 
 
@@ -82,7 +82,7 @@ def test_verify_table_and_json(capsys):
 
 
 def test_verify_exit_1_on_disagreement(capsys, monkeypatch):
-    from symblock import numeric
+    from symblock.reference import numeric
     orig = numeric.forward
     monkeypatch.setattr(numeric, "forward", lambda s: {**orig(s), "resid1": orig(s)["resid1"] * 2})
     code, out, _ = run(capsys, "verify")

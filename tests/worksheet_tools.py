@@ -29,7 +29,7 @@ def need(program: str) -> str:
 def compile_tex(tex: Path, engine: str) -> str:
     """Compile with the real engine through symblock's own latexmk call; return the log text.
     Fails on errors and on any overfull box wider than 1pt."""
-    from symblock.worksheet import compile_pdf
+    from symblock.sheets.worksheet import compile_pdf
     need("latexmk")
     need(engine)
     compile_pdf(tex, engine)

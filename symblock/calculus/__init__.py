@@ -1,0 +1,1 @@
+"""Calculus on the trace: exact gradients, symbolic derivations, parameter counts."""

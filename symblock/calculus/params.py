@@ -1,0 +1,350 @@
+"""Exact parameter counts and FLOPs per token of one Transformer block: `symblock params`.
+
+    >>> from symblock.calculus.params import count
+    >>> c = count(d_model=32, heads=4, d_ff=128)
+    >>> c.attention, c.ffn, c.norm, c.total
+    (4224, 8352, 128, 12704)
+    >>> str(c.formula("attention")), c.formula("attention").substituted(c.env)
+    ('4·d² + 4·d', '4·32² + 4·32')
+
+What is counted (the conventions of DESIGN.md; d = d_model, f = d_ff):
+
+- attention: W_Q, W_K, W_V, W_O (d × d each) and, with biases, b_Q, b_K, b_V, b_O (d each).
+  The number of heads changes nothing here: the h heads are column blocks of the same d × d
+  matrices (d_head = d / h), so `heads` is only checked to divide d_model.
+- ffn: W_1 (d × f), b_1 (f), W_2 (f × d), b_2 (d); gated activations (swiglu, geglu) add the gate
+  W_3 (d × f) and b_3 (f), as in `(act(x W_1 + b_1) ⊙ (x W_3 + b_3)) W_2 + b_2`.
+- norm: ln1 and ln2, plus ln_final with `final_norm`; LayerNorm has γ and β (d each),
+  RMSNorm γ only.
+- `bias=False` drops every additive bias: the linear layers' b_* and LayerNorm's β, as torch's
+  `nn.TransformerEncoderLayer(bias=False)` and nanoGPT's `bias=False` do.
+- Not counted: token/position embeddings and the unembedding (they belong to the model, not the
+  block), dropout and activations (no parameters).
+
+Counts are Python ints; every total comes with its formula (a `Formula`, printed like
+`4·d² + 4·d`, with `.substituted(env)` giving `4·32² + 4·32` and `.sympy()` a SymPy
+expression).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+NORMS = ("layernorm", "rmsnorm")
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu", "swiglu", "geglu")
+GATED = ("swiglu", "geglu")
+COMPONENTS = ("attention", "ffn", "norm")
+DEFAULT_SEQ_LEN = 512  # the context length of the original Transformer and BERT
+
+_SYMBOL_ORDER = ("n", "d", "f")  # seq_len, d_model, d_ff: the order symbols print in a monomial
+_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+# ------------------------------------------------------------------------------- formulas
+
+@dataclass(frozen=True)
+class Formula:
+    """A polynomial with positive integer coefficients in n (seq_len), d (d_model), f (d_ff).
+
+    `terms` is a tuple of (coefficient, monomial) pairs, a monomial being a tuple of symbol
+    names with repetition (("d", "d") is d²; sums put the factors in the order n, d, f). Terms
+    print in order of falling degree, ties in the order they were first added, so a sum reads
+    like the architecture (`2·d·f + f + d`)."""
+    terms: tuple[tuple[int, tuple[str, ...]], ...]
+
+    @staticmethod
+    def of(*symbols: str, coef: int = 1, as_given: bool = False) -> "Formula":
+        """One monomial; `as_given` keeps the factor order (W_2 is f·d), sums reorder it."""
+        mono = symbols if as_given else tuple(sorted(symbols, key=_SYMBOL_ORDER.index))
+        return Formula(((coef, mono),))
+
+    def __add__(self, other: "Formula") -> "Formula":
+        coefs: dict[tuple[str, ...], int] = {}
+        for c, mono in self.terms + other.terms:
+            mono = tuple(sorted(mono, key=_SYMBOL_ORDER.index))
+            coefs[mono] = coefs.get(mono, 0) + c
+        # stable sort: terms of equal degree keep the order they were first seen in
+        ordered = sorted(coefs.items(), key=lambda kv: -len(kv[0]))
+        return Formula(tuple((c, mono) for mono, c in ordered if c))
+
+    def value(self, env: Mapping[str, int]) -> int:
+        total = 0
+        for c, mono in self.terms:
+            term = c
+            for s in mono:
+                term *= env[s]
+            total += term
+        return total
+
+    def _render(self, name) -> str:
+        parts = []
+        for c, mono in self.terms:
+            factors = [] if c == 1 and mono else [str(c)]
+            for s in dict.fromkeys(mono):
+                p = mono.count(s)
+                factors.append(name(s) + (str(p).translate(_SUPERSCRIPT) if p > 1 else ""))
+            parts.append("·".join(factors))
+        return " + ".join(parts) or "0"
+
+    def __str__(self) -> str:
+        return self._render(lambda s: s)
+
+    def substituted(self, env: Mapping[str, int]) -> str:
+        """The formula with the numbers put in: `4·d² + 4·d` -> `4·32² + 4·32`."""
+        return self._render(lambda s: str(env[s]))
+
+    def sympy(self):
+        """The same polynomial as a SymPy expression in the symbols n, d, f (imports SymPy)."""
+        import sympy
+        sym = {s: sympy.Symbol(s, positive=True, integer=True) for s in _SYMBOL_ORDER}
+        return sympy.Add(*(c * sympy.Mul(*(sym[s] for s in mono)) for c, mono in self.terms))
+
+
+def _sum(formulas: Iterable[Formula]) -> Formula:
+    total = Formula(())
+    for f in formulas:
+        total = total + f
+    return total
+
+
+# --------------------------------------------------------------------------------- counts
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter tensor: its name (as in a spec's `weights:`), component, math-layout shape
+    ((in, out) for a weight, (1, n) for a vector), formula and exact count."""
+    name: str
+    component: str
+    shape: tuple[int, int]
+    formula: Formula
+    count: int
+
+
+@dataclass(frozen=True)
+class Flop:
+    """One matmul of the block: FLOPs per token (2 per multiply-add), formula and exact count."""
+    name: str
+    formula: Formula
+    count: int
+
+
+@dataclass(frozen=True)
+class Counts:
+    """The parameters and FLOPs per token of one block, exact. Build it with `count(...)`."""
+    d_model: int
+    heads: int
+    d_ff: int
+    bias: bool
+    norm_type: str      # "layernorm" | "rmsnorm" (`norm` is the norms' parameter count)
+    activation: str
+    final_norm: bool
+    seq_len: int
+    params: tuple[Param, ...] = field(repr=False)
+    flops: tuple[Flop, ...] = field(repr=False)
+
+    @property
+    def env(self) -> dict[str, int]:
+        """The values of the formulas' symbols: n = seq_len, d = d_model, f = d_ff."""
+        return {"n": self.seq_len, "d": self.d_model, "f": self.d_ff}
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.heads
+
+    def of(self, component: str) -> tuple[Param, ...]:
+        if component not in COMPONENTS:
+            raise KeyError(f"unknown component {component!r}; "
+                           f"expected one of {', '.join(COMPONENTS)}")
+        return tuple(p for p in self.params if p.component == component)
+
+    @property
+    def attention(self) -> int:
+        return sum(p.count for p in self.of("attention"))
+
+    @property
+    def ffn(self) -> int:
+        return sum(p.count for p in self.of("ffn"))
+
+    @property
+    def norm(self) -> int:
+        return sum(p.count for p in self.of("norm"))
+
+    @property
+    def total(self) -> int:
+        return sum(p.count for p in self.params)
+
+    def formula(self, component: str = "total") -> Formula:
+        """`attention`, `ffn`, `norm`, `total`, or a parameter name such as `W_Q`."""
+        if component == "total":
+            return _sum(p.formula for p in self.params)
+        if component in COMPONENTS:
+            return _sum(p.formula for p in self.of(component))
+        for p in self.params:
+            if p.name == component:
+                return p.formula
+        raise KeyError(f"unknown component or parameter {component!r}")
+
+    def share(self, component: str) -> float:
+        """The fraction of the block's parameters in a component or a single parameter."""
+        part = self.formula(component).value(self.env) if component != "total" else self.total
+        return part / self.total
+
+    @property
+    def flops_per_token(self) -> int:
+        return sum(f.count for f in self.flops)
+
+    @property
+    def flops_formula(self) -> Formula:
+        return _sum(f.formula for f in self.flops)
+
+    def to_dict(self) -> dict:
+        """The `--json` document: component counts at the top, then the detail."""
+        env = self.env
+        names = ["attention", "ffn", "norm", "total"]
+        return {
+            "attention": self.attention,
+            "ffn": self.ffn,
+            "norm": self.norm,
+            "total": self.total,
+            "shares": {c: self.share(c) for c in COMPONENTS},
+            "formulas": {c: str(self.formula(c)) for c in names},
+            "substituted": {c: self.formula(c).substituted(env) for c in names},
+            "params": {p.name: p.count for p in self.params},
+            "shapes": {p.name: list(p.shape) for p in self.params},
+            "flops_per_token": {
+                **{f.name: f.count for f in self.flops},
+                "total": self.flops_per_token,
+                "formula": str(self.flops_formula),
+                "substituted": self.flops_formula.substituted(env),
+                "seq_len": self.seq_len,
+                "convention": "forward pass, matmuls only, 2 FLOPs per multiply-add; "
+                              "each token attends to seq_len positions",
+            },
+            "config": {"d_model": self.d_model, "heads": self.heads, "d_head": self.d_head,
+                       "d_ff": self.d_ff, "bias": self.bias, "norm": self.norm_type,
+                       "activation": self.activation, "final_norm": self.final_norm,
+                       "seq_len": self.seq_len},
+        }
+
+    def table(self) -> str:
+        """The human-readable report: aligned rows (component, formula, numbers, count, share)."""
+        env = self.env
+        norms = 3 if self.final_norm else 2
+        kind = "LayerNorm" if self.norm_type == "layernorm" else "RMSNorm"
+        head = [f"Transformer block: d = d_model = {self.d_model}, heads = {self.heads} "
+                f"(d_head = {self.d_head}), f = d_ff = {self.d_ff}",
+                f"{kind} ×{norms}, {self.activation} FFN"
+                f"{' (gated)' if self.activation in GATED else ''}, "
+                f"{'with' if self.bias else 'no'} biases", ""]
+        rows = []
+        for comp in COMPONENTS:
+            form = self.formula(comp)
+            rows.append((comp, str(form), form.substituted(env), self.formula(comp).value(env),
+                         self.share(comp)))
+            for p in self.of(comp):
+                rows.append(("  " + p.name, str(p.formula), p.formula.substituted(env), p.count,
+                             p.count / self.total))
+        total = self.formula("total")
+        rows.append(("total", str(total), total.substituted(env), self.total, 1.0))
+        out = head + _aligned(("parameters", "formula", "with numbers", "count", "share"), rows)
+        out += ["", f"FLOPs per token, forward pass (matmuls only, 2 per multiply-add; "
+                    f"n = seq_len = {self.seq_len} positions attended):"]
+        ftotal = self.flops_per_token
+        frows = [(f.name, str(f.formula), f.formula.substituted(env), f.count, f.count / ftotal)
+                 for f in self.flops]
+        frows.append(("total", str(self.flops_formula), self.flops_formula.substituted(env),
+                      ftotal, 1.0))
+        out += _aligned(("FLOPs", "formula", "with numbers", "count", "share"), frows)
+        return "\n".join(out)
+
+
+def _aligned(header: tuple[str, ...], rows: list[tuple]) -> list[str]:
+    cells = [list(header)] + [[r[0], r[1], r[2], f"{r[3]:,}", f"{r[4]:.2%}"] for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    right = (False, False, False, True, True)
+    lines = []
+    for i, row in enumerate(cells):
+        lines.append("  ".join(c.rjust(w) if r else c.ljust(w)
+                               for c, w, r in zip(row, widths, right)).rstrip())
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return lines
+
+
+def _positive_int(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if value <= 0:
+        raise ValueError(f"{name} must be a positive integer, got {value}")
+    return value
+
+
+def count(d_model: int, heads: int, d_ff: int | None = None, bias: bool = True,
+          norm: str = "layernorm", activation: str = "relu", final_norm: bool = False,
+          seq_len: int = DEFAULT_SEQ_LEN) -> Counts:
+    """Count the parameters of one Transformer block exactly, and its FLOPs per token.
+
+    `d_ff=None` means 4·d_model. Raises ValueError with a one-line message for a non-positive
+    dimension, heads not dividing d_model, or an unknown norm/activation.
+
+    FLOPs convention (per token, forward pass): matrix multiplications only, 2 FLOPs per
+    multiply-add (the convention of Kaplan et al. 2020 and torch's FlopCounterMode):
+      attention_proj    x W_Q, x W_K, x W_V and concat(heads) W_O: 4 · 2·d² = 8·d²
+      attention_scores  q_h · k_h over n = seq_len positions, all heads: 2·n·d
+      attention_values  weights_h · V_h over n positions, all heads: 2·n·d
+      ffn               x W_1 and h W_2 (and x W_3 when gated): 2·2·d·f (3·2·d·f gated)
+    The score and value terms assume the token attends to all n positions (no causal mask; with
+    one, a token at position i attends to i, (n + 1)/2 on average). Not counted: bias additions,
+    scaling, softmax, activation, gating product, norms and residual additions — element-wise
+    work of order d + n·h per token. So the total is 2·(weight-matrix parameters) + 4·n·d.
+    """
+    d_model = _positive_int("d_model", d_model)
+    heads = _positive_int("heads", heads)
+    d_ff = 4 * d_model if d_ff is None else _positive_int("d_ff", d_ff)
+    seq_len = _positive_int("seq_len", seq_len)
+    if d_model % heads:
+        raise ValueError(f"d_model = {d_model} is not divisible by heads = {heads} "
+                         f"(each head gets d_model / heads columns)")
+    if norm not in NORMS:
+        raise ValueError(f"norm must be one of {', '.join(NORMS)}, got {norm!r}")
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {', '.join(ACTIVATIONS)}, got {activation!r}")
+    bias, final_norm = bool(bias), bool(final_norm)
+    gated = activation in GATED
+    env = {"n": seq_len, "d": d_model, "f": d_ff}
+    size = {"d": d_model, "f": d_ff}
+
+    params: list[Param] = []
+
+    def add(name: str, component: str, shape: tuple[str, str]) -> None:
+        symbols = [s for s in shape if s != "1"]
+        form = Formula.of(*symbols, as_given=True)  # W_2 reads f·d, like its shape
+        params.append(Param(name, component, tuple(size.get(s, 1) for s in shape), form,
+                            form.value(env)))
+
+    for p in "QKVO":
+        add(f"W_{p}", "attention", ("d", "d"))
+        if bias:
+            add(f"b_{p}", "attention", ("1", "d"))
+    for w, b, shape in (("W_1", "b_1", ("d", "f")), ("W_3", "b_3", ("d", "f")),
+                        ("W_2", "b_2", ("f", "d"))):
+        if w == "W_3" and not gated:
+            continue
+        add(w, "ffn", shape)
+        if bias:
+            add(b, "ffn", ("1", shape[1]))
+    for ln in ("ln1", "ln2") + (("ln_final",) if final_norm else ()):
+        add(f"{ln}.gamma", "norm", ("1", "d"))
+        if norm == "layernorm" and bias:
+            add(f"{ln}.beta", "norm", ("1", "d"))
+
+    flops = [("attention_proj", Formula.of("d", "d", coef=8)),
+             ("attention_scores", Formula.of("n", "d", coef=2)),
+             ("attention_values", Formula.of("n", "d", coef=2)),
+             ("ffn", Formula.of("d", "f", coef=6 if gated else 4))]
+    return Counts(d_model, heads, d_ff, bias, norm, activation, final_norm, seq_len,
+                  params=tuple(params),
+                  flops=tuple(Flop(name, form, form.value(env)) for name, form in flops))
+
+
+# ------------------------------------------------------------------------------------ CLI

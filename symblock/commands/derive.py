@@ -1,0 +1,41 @@
+"""The block's steps as general formulas in symbols, and tutorial facts verified by SymPy:
+`symblock derive`.
+
+The argparse glue over `symblock.calculus.derive`.
+"""
+from __future__ import annotations
+
+from symblock.calculus.derive import FORMATS, TooLarge, derive, facts, render, render_facts, symbolic
+
+
+def add_arguments(p) -> None:
+    p.add_argument("spec", nargs="?", metavar="SPEC",
+                   help="a spec (file or built-in example) whose numbers are replaced by symbols; "
+                        "default: a tiny Post-LN block (seq_len 2, d_model 2, d_ff 2)")
+    p.add_argument("--step", metavar="NAME", help="only this step (e.g. norm1)")
+    p.add_argument("--format", choices=FORMATS, default="text", help="latex, markdown or text (default)")
+    p.add_argument("--facts", action="store_true",
+                   help="print the facts tutorials state in prose, derived and verified by SymPy "
+                        "(exit 1 if one fails)")
+
+
+def run(args) -> int:
+    from symblock.engine.spec import SpecError
+    if args.facts:
+        fs = facts()
+        print(render_facts(fs, args.format), end="")
+        return 0 if all(f.verified for f in fs) else 1
+    from symblock.exercises.generate import load
+    s = symbolic(None if args.spec is None else load(args.spec))
+    steps = derive(s)
+    chosen = list(steps.values())
+    if args.step:
+        if args.step not in steps:
+            raise SpecError(s.source, "--step", f"no step {args.step!r}; expected one of " + ", ".join(steps))
+        chosen = [steps[args.step]]
+    try:
+        text = render(chosen, args.format, s.title, strict=bool(args.step))
+    except TooLarge as e:
+        raise SpecError(s.source, "--step" if args.step else "dims", str(e)) from None
+    print(text, end="")
+    return 0

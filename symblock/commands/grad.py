@@ -1,0 +1,101 @@
+"""Exact gradients of a loss of the block's output, backwards step by step (`symblock grad`).
+
+The command's glue: arguments, the target matrix, the text and JSON views. The maths is
+`symblock/calculus/grad.py`, imported only when the command runs so that `symblock --help` stays light.
+"""
+from __future__ import annotations
+
+LOSSES = ("sum", "mse")  # grad.LOSSES, repeated here so that --help does not load the engine
+
+
+def to_json(b) -> str:
+    import json
+    from symblock.engine.report import exact_str, float_or_none
+
+    def entry(g) -> dict:
+        return {"name": g.name, "of": g.of, "shape": list(g.value.shape), "latex": g.latex,
+                "rule": g.rule,
+                "exact": [[exact_str(e) for e in r] for r in g.value.rows],
+                "float": [[float_or_none(e) for e in r] for r in g.value.rows]}
+
+    data = {"loss": b.loss, "latex": b.loss_latex,
+            "value": {"exact": exact_str(b.loss_value), "float": float(b.loss_value)},
+            "steps": [entry(g) for g in b.steps], "wrt": [entry(g) for g in b.wrt.values()]}
+    return json.dumps(data, ensure_ascii=False, indent=1)
+
+
+def table(b, places: int = 4) -> str:
+    from symblock.engine.report import describe, fmt_decimal, fmt_exact, matrix_lines
+    spec = b.trace.spec
+    closed = fmt_exact(b.loss_value, 60)  # "≈" alone when the closed form is too long
+    value = (f"= {closed}  " if closed != "≈" else "") + f"≈ {fmt_decimal(b.loss_value, places)}"
+    lines = [f"{spec.title or 'symblock'}  ({spec.source})", describe(b.trace),
+             f"loss: {b.loss}   {b.loss_latex}   {value}",
+             "backwards from the output: dL/d each step that depends on "
+             + ", ".join(b.wrt) + "; ≈ marks an entry too long to show exactly", ""]
+
+    def block(g, rule: bool) -> None:
+        lines.append(f"■ {g.name}   {g.latex}")
+        if rule and g.rule:
+            lines.append(f"    rule: {g.rule}")
+        lines.extend([*matrix_lines(g.value, places), ""])
+
+    for g in b.steps:
+        block(g, True)
+    lines.append("gradients with respect to " + ", ".join(b.wrt) + ":")
+    lines.append("")
+    for g in b.wrt.values():
+        block(g, False)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+# ---------------------------------------------------------------- command
+
+def add_arguments(p) -> None:
+    from symblock.options import nonneg
+    p.add_argument("spec", nargs="?", default="seed-post-ln", metavar="SPEC",
+                   help="a spec file (YAML/JSON) or a built-in example name (default: seed-post-ln)")
+    p.add_argument("--loss", choices=LOSSES, default="sum",
+                   help="sum: L = Σ Y_ij; mse: L = mean of (Y_ij − T_ij)² over all entries (default sum)")
+    p.add_argument("--wrt", default="X", metavar="NAMES",
+                   help="comma-separated parameters or steps, e.g. W_2,W_1,X or ln2.gamma (default X)")
+    p.add_argument("--target", metavar="MATRIX|FILE",
+                   help="mse target T: a matrix like '[[1,0],[0,1],[1,1]]' or a YAML/JSON file "
+                        "holding one (default: zeros)")
+    p.add_argument("--json", action="store_true", help="print {loss, value, steps, wrt} as JSON")
+    p.add_argument("--decimals", type=nonneg, default=4, metavar="N", help="decimal places (default 4)")
+    p.add_argument("--max-cost", type=nonneg, metavar="N", help="raise the exact engine's size limit")
+
+
+def _target(text: str | None, spec):
+    if text is None:
+        return None
+    import os
+    import yaml
+    from symblock.engine import spec as specmod
+    raw = text
+    if os.path.exists(text):
+        with open(text, encoding="utf-8") as f:
+            raw = f.read()
+    try:
+        data = yaml.load(raw, Loader=specmod._ExactLoader)
+    except yaml.YAMLError as e:
+        raise specmod.SpecError("--target", "", f"expected a matrix like [[1, 0], [0, 1]] or a file "
+                                f"holding one: {getattr(e, 'problem', None) or e}") from None
+    if isinstance(data, dict) and "target" in data:
+        data = data["target"]
+    n, d = spec.dims.seq_len, spec.dims.d_model
+    return specmod.parse_matrix(data, (n, d), "--target", "target")
+
+
+def run(args) -> int:
+    from symblock.engine import spec as specmod
+    from symblock.calculus.grad import backward
+    from symblock.exercises.generate import load
+    s = load(args.spec)
+    if args.target is not None and args.loss != "mse":
+        raise specmod.SpecError(s.source, "--target", "a target only goes with --loss mse")
+    wrt = [w.strip() for w in args.wrt.split(",") if w.strip()]
+    b = backward(s, args.loss, wrt, target=_target(args.target, s), max_cost=args.max_cost)
+    print(to_json(b) if args.json else table(b, args.decimals), end="" if not args.json else "\n")
+    return 0

@@ -1,0 +1,68 @@
+"""Exact parameter counts and FLOPs per token of one Transformer block: `symblock params`.
+
+The argparse glue over `symblock.calculus.params`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from symblock.calculus.params import ACTIVATIONS, DEFAULT_SEQ_LEN, NORMS, count
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the options of `symblock params` to a (sub)parser."""
+    if not parser.description:
+        parser.description = ("Exact parameter counts of one Transformer block (attention W_Q "
+                              "W_K W_V W_O, FFN, norms) with the formula of each, shares, and "
+                              "FLOPs per token. Embeddings belong to the model, not the block, "
+                              "and are not counted.")
+    parser.add_argument("--d-model", type=int, required=True, metavar="D",
+                        help="model width d (rows and columns of W_Q, W_K, W_V, W_O)")
+    parser.add_argument("--heads", type=int, required=True, metavar="H",
+                        help="number of attention heads; must divide D. It does not change "
+                             "the counts: the heads share the same d×d matrices")
+    parser.add_argument("--d-ff", type=int, default=None, metavar="F",
+                        help="FFN hidden width f (W_1 is d×f, W_2 is f×d); default 4·D")
+    parser.add_argument("--no-bias", dest="bias", action="store_false",
+                        help="no additive biases: drop b_Q b_K b_V b_O, b_1 b_2 (b_3) and "
+                             "LayerNorm's β (as torch's bias=False does); default: with biases")
+    parser.add_argument("--norm", choices=NORMS, default="layernorm",
+                        help="layernorm: γ and β per norm (default); rmsnorm: γ only")
+    parser.add_argument("--activation", choices=ACTIVATIONS, default="relu",
+                        help="FFN activation (default relu); the gated swiglu and geglu add "
+                             "a third matrix W_3 (d×f) and b_3")
+    parser.add_argument("--final-norm", action="store_true",
+                        help="count a final norm ln_final after the block (Pre-LN stacks)")
+    parser.add_argument("--seq-len", type=int, default=DEFAULT_SEQ_LEN, metavar="N",
+                        help="positions each token attends to, for the attention score/value "
+                             f"FLOPs (default {DEFAULT_SEQ_LEN}); parameter counts do not "
+                             "depend on it")
+    parser.add_argument("--json", action="store_true",
+                        help='print JSON: {"attention": int, "ffn": int, "norm": int, '
+                             '"total": int, "shares", "formulas", "params", '
+                             '"flops_per_token", ...}')
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the table (or JSON) for parsed arguments; 0 on success, 2 on a bad value."""
+    try:
+        c = count(args.d_model, args.heads, args.d_ff, bias=args.bias, norm=args.norm,
+                  activation=args.activation, final_norm=args.final_norm, seq_len=args.seq_len)
+    except ValueError as e:
+        print(f"symblock params: error: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps(c.to_dict(), indent=2, ensure_ascii=False) if args.json else c.table())
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m symblock.calculus.params ...`: the same command without the symblock CLI."""
+    parser = argparse.ArgumentParser(prog="symblock params")
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,42 @@
+"""Draw many variants of a spec and report what students would meet (R/exams' stress test).
+
+The argparse glue over `symblock.exercises.stress`.
+"""
+from __future__ import annotations
+
+import json
+
+from symblock.exercises.stress import stress, text
+
+
+def add_arguments(p) -> None:
+    from symblock.options import DEFAULT_EXAMPLE, nonneg
+    from symblock.exercises.generate import add_random_arguments
+    p.add_argument("spec", nargs="?", default=None, metavar="SPEC",
+                   help="a spec file or built-in example name with a `random:` section (default: "
+                        f"{DEFAULT_EXAMPLE}; with --difficulty and no SPEC, a preset block)")
+    p.add_argument("-n", type=nonneg, default=200, metavar="N", help="variants to draw (default 200)")
+    p.add_argument("--seed", type=nonneg, default=1, metavar="S", help="first seed (default 1)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--max-cost", type=nonneg, metavar="N", help="raise the exact engine's size limit")
+    add_random_arguments(p)
+
+
+def run(args) -> int:
+    from symblock.exercises import variants
+    from symblock.errors import UsageError
+    from symblock.options import DEFAULT_EXAMPLE
+    from symblock.exercises.generate import overrides_from_args
+    overrides = overrides_from_args(args)
+    if args.spec is None and overrides.get("difficulty"):
+        data, source = {}, f"preset:{overrides['difficulty']}"
+    else:
+        data, source = variants.read(args.spec or DEFAULT_EXAMPLE)
+    if not isinstance(data.get("random"), dict) and not overrides:
+        raise UsageError(f"{source}: stress needs a `random:` section (or flags such as --difficulty) "
+                         "to draw variants from")
+    if args.n < 1:
+        raise UsageError("-n: expected at least 1")
+    report = stress(data, source, args.n, args.seed, overrides, args.max_cost)
+    print(json.dumps(report.to_dict(), indent=1) if args.json else text(report), end="" if not args.json else "\n")
+    return 0

@@ -1,0 +1,117 @@
+"""Write a worksheet and its answer key (LaTeX and Markdown, optionally PDF) for a block spec.
+
+The argparse glue over `symblock.sheets.worksheet` (documents, files) and `symblock.exercises`
+(presets, variants, IDs).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from symblock.sheets.worksheet import ENGINES, documents, write_files
+
+
+def add_arguments(p) -> None:
+    from symblock.options import DEFAULT_EXAMPLE, nonneg
+    from symblock.exercises.presets import PRESETS
+    from symblock.sheets.lang import LANGS
+    p.add_argument("spec", nargs="?", default=None, metavar="SPEC",
+                   help=f"a spec file (YAML/JSON) or a built-in example name (default: {DEFAULT_EXAMPLE})")
+    p.add_argument("--out", metavar="DIR", required=True, help="directory to write into")
+    p.add_argument("--format", default="latex,markdown", metavar="LIST",
+                   help="comma-separated: latex, markdown (default both)")
+    p.add_argument("--pdf", action="store_true", help="also compile the LaTeX with latexmk (TeX Live)")
+    p.add_argument("--preset", choices=PRESETS,
+                   help="which steps to ask (default: the spec's `exercise:` section, else full)")
+    p.add_argument("--loss", choices=("sum", "mse"),
+                   help="--preset backprop: the loss of the output (default: variants.loss, else sum)")
+    p.add_argument("--wrt", metavar="NAMES",
+                   help="--preset backprop: comma-separated parameters to differentiate, e.g. W_2,W_1 "
+                        "(default: variants.wrt, else W_2,W_1)")
+    p.add_argument("--decimals", type=nonneg, default=3, metavar="N",
+                   help="decimal places of rounded values (default 3)")
+    p.add_argument("--lang", choices=LANGS, default="en", help="language of the prose (default en)")
+    p.add_argument("--title", help="title printed on sheet and key (default: the spec's title)")
+    p.add_argument("--variants", type=nonneg, metavar="N", help="write N variants drawn from --seed")
+    p.add_argument("--seed", type=nonneg, metavar="S", help="first seed of --variants (default 1)")
+    p.add_argument("--id", metavar="ID", help="regenerate the variant with this worksheet ID")
+    p.add_argument("--template-dir", metavar="DIR",
+                   help="a directory of templates used before the built-in ones (rendered sandboxed)")
+    p.add_argument("--force", action="store_true", help="overwrite existing output files")
+    p.add_argument("--max-cost", type=nonneg, metavar="N", help="raise the exact engine's size limit")
+    from symblock.exercises.generate import add_random_arguments
+    add_random_arguments(p)
+
+
+def variants(args) -> list[tuple[str, object]]:
+    """(id, trace) for each document set to write, as the options ask."""
+    from symblock.exercises import variants
+    from symblock.engine.block import forward
+    from symblock.errors import UsageError
+    from symblock.options import DEFAULT_EXAMPLE
+    from symblock.exercises.generate import overrides_from_args
+    from symblock.exercises.generate import from_mapping
+    overrides = overrides_from_args(args)  # the same flags must be given again with --id
+    if args.id is not None:
+        if args.variants is not None or args.seed is not None:
+            raise UsageError("--id regenerates one variant; it cannot be combined with --variants/--seed")
+        spec_arg, seed = variants.parse_id(args.id, args.spec)
+        data, source = variants.read(spec_arg, overrides)
+        if seed is None:
+            return [(args.id, forward(_load(spec_arg), max_cost=args.max_cost))]
+        got = variants.draw_variant(data, source, seed, args.max_cost)
+        if got is None:
+            raise UsageError(f"--id {args.id}: seed {seed} does not give a usable block")
+        return [(args.id, got[1])]
+    spec_arg = args.spec or DEFAULT_EXAMPLE
+    if args.variants is not None:
+        if args.variants < 1:
+            raise UsageError("--variants: expected at least 1")
+        seed = 1 if args.seed is None else args.seed
+        return [(i, t) for i, _, t in variants.draw_variants(spec_arg, args.variants, seed, args.max_cost,
+                                                              overrides)]
+    if args.seed is not None:
+        raise UsageError("--seed goes with --variants N")
+    spec = from_mapping(*variants.read(spec_arg, overrides)) if overrides else _load(spec_arg)
+    return [(variants.make_id(variants.spec_token(spec_arg), spec.seed), forward(spec, max_cost=args.max_cost))]
+
+
+def _load(spec_arg: str):
+    from symblock.exercises.generate import load
+    return load(spec_arg)
+
+
+def _wrt(text: str | None) -> list[str] | None:
+    return None if text is None else [w.strip() for w in text.split(",") if w.strip()]
+
+
+def parse_formats(text: str) -> list[str]:
+    from symblock.errors import UsageError
+    from symblock.sheets.render import FORMATS
+    fmts = [f.strip() for f in text.split(",") if f.strip()]
+    bad = [f for f in fmts if f not in FORMATS]
+    if bad or not fmts:
+        raise UsageError(f"--format: expected a comma-separated list of {', '.join(FORMATS)}, got {text!r}")
+    return list(dict.fromkeys(fmts))
+
+
+def run(args) -> int:
+    from symblock.errors import UsageError
+    formats = parse_formats(args.format)
+    if args.pdf and "latex" not in formats:
+        raise UsageError("--pdf needs the latex format (--format latex,...)")
+    if args.template_dir and not Path(args.template_dir).is_dir():
+        raise UsageError(f"--template-dir: {args.template_dir} is not a directory")
+    files: dict[str, str] = {}
+    sets = variants(args)
+    many = args.variants is not None
+    for ident, trace in sets:
+        docs = documents(trace, ident, formats=formats, preset=args.preset, lang=args.lang,
+                         places=args.decimals, title=args.title, template_dir=args.template_dir,
+                         loss=args.loss, wrt=_wrt(args.wrt))
+        for name, text in docs.items():
+            files[f"{ident}/{name}" if many else name] = text
+    written = write_files(Path(args.out), files, force=args.force,
+                          pdf_engine=ENGINES[args.lang] if args.pdf else None)
+    for path in written:
+        print(path)
+    return 0

@@ -1,0 +1,1 @@
+"""The exact engine: numbers, matrices, the step vocabulary, specs, and the block forward."""

@@ -1,0 +1,296 @@
+"""The block, forward, exactly: `forward(spec) -> Trace` of named steps (DESIGN.md).
+
+`forward` reads like the architecture; every `t.step(...)` records one named Step with its
+formula, its inputs (from the step graph in steps.py) and its exact value. A step that is given in
+the spec is taken as given, and a step that only fed given steps is never computed, so weights it
+would read may be left out. The same code runs on SymPy Symbols (`symbolic_spec`).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Callable, Iterator, Mapping
+
+from symblock.engine import exact
+from symblock.engine.matrix import Mat
+from symblock.engine.spec import BlockSpec, SpecError
+from symblock.engine.steps import computed_steps, step_inputs
+
+# Size guard: multiply-adds of one forward. (16, 32, 128, 4) needs ~0.2 M and runs in seconds.
+MAX_COST = int(os.environ.get("SYMBLOCK_MAX_COST", 2_000_000))
+MAX_SYMBOLIC_ENTRIES = 8  # seq_len·d_model and d_ff of a symbolic forward
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    latex: str                 # the formula, e.g. "Q = X W^{Q}"
+    inputs: tuple[str, ...]    # step or parameter names (steps.step_inputs)
+    value: Mat
+    given: bool = False        # pinned by the spec, not computed
+
+
+class Trace:
+    """The ordered, named steps of one forward; consumers only read it."""
+
+    def __init__(self, steps: list[Step], params: Mapping[str, Mat], spec: BlockSpec):
+        self.steps = tuple(steps)
+        self.params = params
+        self.spec = spec
+        self._by_name = {s.name: s for s in steps}
+
+    def __getitem__(self, name: str) -> Step:
+        return self._by_name[name]
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._by_name
+
+    def __iter__(self) -> Iterator[Step]:
+        return iter(self.steps)
+
+    def names(self) -> list[str]:
+        return [s.name for s in self.steps]
+
+
+def cost(spec: BlockSpec) -> int:
+    """Multiply-adds of the forward: what the size guard limits."""
+    n, d, f = spec.dims.seq_len, spec.dims.d_model, spec.dims.d_ff
+    gates = 3 if spec.options.gated else 2
+    return n * d * d * 4 + 2 * n * n * d + gates * n * d * f
+
+
+def is_symbolic(spec: BlockSpec) -> bool:
+    mats = list(spec.params.values()) + ([spec.X] if spec.X is not None else [])
+    return any(getattr(e, "free_symbols", None) for m in mats for e in m)
+
+
+def check_size(spec: BlockSpec, max_cost: int | None = None) -> None:
+    limit = MAX_COST if max_cost is None else max_cost
+    if is_symbolic(spec):
+        n, d, f = spec.dims.seq_len, spec.dims.d_model, spec.dims.d_ff
+        if n * d > MAX_SYMBOLIC_ENTRIES or f > MAX_SYMBOLIC_ENTRIES:
+            raise SpecError(spec.source, "dims", f"a symbolic forward is limited to seq_len·d_model <= "
+                            f"{MAX_SYMBOLIC_ENTRIES} and d_ff <= {MAX_SYMBOLIC_ENTRIES} (got {n}·{d}, {f}): "
+                            "general formulas grow exponentially with size")
+        return
+    c = cost(spec)
+    if c > limit:
+        raise SpecError(spec.source, "dims", f"this block needs about {c:,} exact multiply-adds, over "
+                        f"the exact engine's limit of {limit:,}; use smaller dims, or raise the limit "
+                        "with --max-cost N (or SYMBLOCK_MAX_COST=N)")
+
+
+class _Tracer:
+    def __init__(self, spec: BlockSpec):
+        self.spec, self.o, self.dims = spec, spec.options, spec.dims
+        self.graph = step_inputs(spec.dims, spec.options)
+        self.todo = set(computed_steps(spec.dims, spec.options, set(spec.given)))
+        self.symbolic = is_symbolic(spec)
+        self.params = {k: Mat.from_sympy(v, self.symbolic) for k, v in spec.params.items()}
+        if spec.X is not None:
+            self.params["X"] = Mat.from_sympy(spec.X, self.symbolic)
+        self.steps: list[Step] = []
+
+    def step(self, name: str, latex: str, compute: Callable[[], Mat]) -> Mat | None:
+        if name in self.spec.given:
+            value, given = Mat.from_sympy(self.spec.given[name], self.symbolic), True
+        elif name in self.todo:
+            value, given = compute(), False
+        else:
+            return None  # only fed given steps
+        self.steps.append(Step(name, latex, () if given else self.graph[name], value, given))
+        return value
+
+    def linear(self, x: Mat, w: str, b: str) -> Mat:
+        y = x @ self.params[w]
+        return y + self.params[b] if b in self.params else y
+
+    def num(self, v):
+        """A constant in this forward's number type (exact Real, or SymPy when symbolic)."""
+        import sympy
+        return sympy.sympify(v) if self.symbolic else exact.from_sympy(sympy.sympify(v))
+
+
+def forward(spec: BlockSpec, max_cost: int | None = None) -> Trace:
+    """Run the block on the spec and record every step (DESIGN.md's vocabulary and order)."""
+    check_size(spec, max_cost)
+    t = _Tracer(spec)
+    x = t.step("x", "X", lambda: t.params["X"])
+    if t.o.norm_position == "pre":
+        n1 = norm(t, "norm1", x, "X", "ln1", "N_1")
+        a = attention(t, n1, "N_1")
+        r1 = t.step("resid1", r"R_1 = X + A", lambda: x + a)
+        n2 = norm(t, "norm2", r1, "R_1", "ln2", "N_2")
+        f = ffn(t, n2, "N_2")
+        r2 = t.step("resid2", r"R_2 = R_1 + F", lambda: r1 + f)
+        y, y_tex = (norm(t, "norm_final", r2, "R_2", "ln_final", "N_f"), "N_f") if t.o.final_norm \
+            else (r2, "R_2")
+    else:
+        a = attention(t, x, "X")
+        r1 = t.step("resid1", r"R_1 = X + A", lambda: x + a)
+        h1 = norm(t, "norm1", r1, "R_1", "ln1", "H_1")
+        f = ffn(t, h1, "H_1")
+        r2 = t.step("resid2", r"R_2 = H_1 + F", lambda: h1 + f)
+        y, y_tex = norm(t, "norm2", r2, "R_2", "ln2", "H_2"), "H_2"
+    t.step("output", f"Y = {y_tex}", lambda: y)
+    return Trace(t.steps, t.params, spec)
+
+
+# ---------------------------------------------------------------- sub-layers
+
+def attention(t: _Tracer, x: Mat | None, src: str) -> Mat | None:
+    dh, heads = t.dims.d_head, t.dims.heads
+    proj = {}
+    for p in "QKV":
+        bias = f" + b^{{{p}}}" if f"b_{p}" in t.params else ""
+        proj[p] = t.step(f"attn.{p.lower()}", f"{p} = {src} W^{{{p}}}{bias}",
+                         lambda p=p: t.linear(x, f"W_{p}", f"b_{p}"))
+    outs = [head(t, h, proj["Q"], proj["K"], proj["V"], h * dh, (h + 1) * dh) for h in range(heads)]
+    if heads > 1:
+        cat = t.step("attn.concat", r"O = [O_0, \dots, O_{%d}]" % (heads - 1), lambda: Mat.hstack(outs))
+    else:
+        cat = outs[0]
+    cat_tex = "O" if heads > 1 else "O_0"
+    if not t.o.out_proj:
+        return t.step("attn.out", f"A = {cat_tex}", lambda: cat)
+    bias = " + b^{O}" if "b_O" in t.params else ""
+    return t.step("attn.out", f"A = {cat_tex} W^{{O}}{bias}", lambda: t.linear(cat, "W_O", "b_O"))
+
+
+def head(t: _Tracer, h: int, q: Mat, k: Mat, v: Mat, lo: int, hi: int) -> Mat | None:
+    name = f"attn.h{h}"
+    s = t.step(f"{name}.scores", f"S_{h} = Q_{h} K_{h}^{{\\top}}", lambda: q.cols(lo, hi) @ k.cols(lo, hi).T)
+    tex = f"S_{h}"
+    if t.o.attention_scale == "sqrt_dk":
+        s = t.step(f"{name}.scaled", f"S_{h}' = S_{h} / \\sqrt{{d_k}},\\ d_k = {hi - lo}",
+                   lambda s=s: s.scale(1 / exact.sqrt(t.num(hi - lo))))
+        tex = f"S_{h}'"
+    if t.o.causal:
+        s = t.step(f"{name}.masked", f"M_{h} = {tex} + \\mathrm{{mask}}\\ (-\\infty \\text{{ where }} j > i)",
+                   lambda s=s: causal_mask(s))
+        tex = f"M_{h}"
+    w = t.step(f"{name}.weights", f"P_{h} = \\mathrm{{softmax}}({tex})\\ \\text{{(each row)}}",
+               lambda s=s: s.map_rows(softmax))
+    return t.step(f"{name}.out", f"O_{h} = P_{h} V_{h}", lambda: w @ v.cols(lo, hi))
+
+
+def causal_mask(s: Mat) -> Mat:
+    return Mat([[e if j <= i else exact.NEG_INF for j, e in enumerate(r)] for i, r in enumerate(s.rows)])
+
+
+def softmax(row: tuple) -> list:
+    """exp(s_j) / Σ_k exp(s_k); masked entries (−∞) get an exact 0. Equal scores share one exp."""
+    cache: dict = {}
+
+    def e(s):
+        key = (s.q,) if isinstance(s, exact.Real) and s.is_rational else id(s)
+        if key not in cache:
+            cache[key] = exact.exp(s)
+        return cache[key]
+
+    live = [None if s is exact.NEG_INF else e(s) for s in row]
+    kept = [x for x in live if x is not None]
+    total, zero = exact.total(kept), exact.like(kept[0], 0)
+    return [zero if x is None else x / total for x in live]
+
+
+def ffn(t: _Tracer, x: Mat | None, src: str) -> Mat | None:
+    b1 = " + b_1" if "b_1" in t.params else ""
+    z = t.step("ffn.hidden", f"Z = {src} W_1{b1}", lambda: t.linear(x, "W_1", "b_1"))
+    act, act_tex = ACTIVATIONS[t.o.activation]
+    if t.o.gated:
+        b3 = " + b_3" if "b_3" in t.params else ""
+        g = t.step("ffn.gate", f"G = {src} W_3{b3}", lambda: t.linear(x, "W_3", "b_3"))
+        u = t.step("ffn.act", f"U = \\mathrm{{{act_tex}}}(Z) \\odot G", lambda: z.map(act) * g)
+    else:
+        u = t.step("ffn.act", f"U = \\mathrm{{{act_tex}}}(Z)", lambda: z.map(act))
+    b2 = " + b_2" if "b_2" in t.params else ""
+    return t.step("ffn.out", f"F = U W_2{b2}", lambda: t.linear(u, "W_2", "b_2"))
+
+
+def norm(t: _Tracer, name: str, x: Mat | None, src: str, ln: str, out: str) -> Mat | None:
+    """LayerNorm (population variance, ε inside the root) or RMSNorm, with per-row statistics."""
+    d = t.dims.d_model
+    eps = t.num(t.o.eps)
+    xij = f"({src})_{{ij}}" if "_" in src else f"{src}_{{ij}}"
+    gamma = t.params.get(f"{ln}.gamma")
+    eps_tex = " + \\varepsilon" if t.o.eps != 0 else ""
+    if t.o.norm == "layernorm":
+        mu = t.step(f"{name}.mean", f"\\mu = \\tfrac{{1}}{{{d}}} \\textstyle\\sum_j {xij}",
+                    lambda: x.map_rows(lambda r: [exact.total(r) / d]))
+        var = t.step(f"{name}.var", f"\\sigma^2 = \\tfrac{{1}}{{{d}}} \\textstyle\\sum_j ({xij} - \\mu_i)^2",
+                     lambda: (x - mu).map_rows(lambda r: [exact.dot(r, r) / d]))
+        std = t.step(f"{name}.std", f"\\sigma = \\sqrt{{\\sigma^2{eps_tex}}}",
+                     lambda: _root(t, name, "var", var, eps))
+        beta = t.params.get(f"{ln}.beta")
+        return t.step(name, f"{out} = ({src} - \\mu) / \\sigma \\cdot \\gamma + \\beta",
+                      lambda: ((x - mu) / std) * gamma + beta)
+    ms = t.step(f"{name}.ms", f"m = \\tfrac{{1}}{{{d}}} \\textstyle\\sum_j {xij}^2",
+                lambda: x.map_rows(lambda r: [exact.dot(r, r) / d]))
+    rms = t.step(f"{name}.rms", f"r = \\sqrt{{m{eps_tex}}}", lambda: _root(t, name, "ms", ms, eps))
+    return t.step(name, f"{out} = {src} / r \\cdot \\gamma", lambda: (x / rms) * gamma)
+
+
+def _root(t: _Tracer, name: str, stat: str, m: Mat, eps) -> Mat:
+    for i, (v,) in enumerate(m.rows):
+        if not exact.is_symbolic(v) and not exact.is_symbolic(eps) and exact.sign(v + eps) == 0:
+            what = "variance" if stat == "var" else "mean square"
+            raise SpecError(t.spec.source, f"{name}.{stat}[{i}]",
+                            f"row {i} of the {name} input has zero {what} and ε = 0, so the norm would "
+                            "divide by zero; set block.eps > 0 (e.g. \"1e-5\") or change the inputs")
+    return m.map(lambda v: exact.sqrt(v + eps))
+
+
+# ---------------------------------------------------------------- activations (exact and symbolic)
+
+def gelu(x):
+    """Exact erf form (torch's default): x/2 · (1 + erf(x/√2))."""
+    return x / 2 * (1 + exact.erf(x / exact.sqrt(exact.like(x, 2))))
+
+
+def gelu_tanh(x):
+    """The tanh approximation: x/2 · (1 + tanh(√(2/π) (x + 0.044715 x³)))."""
+    import sympy
+    c = exact.like(x, sympy.sqrt(2 / sympy.pi))
+    k = exact.like(x, sympy.Rational(44715, 1000000))
+    return x / 2 * (1 + exact.tanh(c * (x + k * x * x * x)))
+
+
+def silu(x):
+    return x / (1 + exact.exp(-x))
+
+
+ACTIVATIONS: dict[str, tuple[Callable, str]] = {
+    "relu": (exact.relu, "ReLU"),
+    "gelu": (gelu, "GELU"),
+    "gelu_tanh": (gelu_tanh, "GELU_{tanh}"),
+    "silu": (silu, "SiLU"),
+    "swiglu": (silu, "SiLU"),
+    "geglu": (gelu, "GELU"),
+}
+
+
+def symbolic_spec(spec: BlockSpec) -> BlockSpec:
+    """The same block with every weight and input replaced by a Symbol (w^{Q}_{12}, x_{21});
+    γ, β and ε stay as the spec pins them. For tiny dimensions only (see check_size)."""
+    import sympy
+    from dataclasses import replace
+    from types import MappingProxyType
+
+    def syms(name: str, m):
+        base = {"X": "x"}.get(name, name)
+        if name.startswith("W_"):
+            base = f"w^{{{name[2:]}}}"
+        elif name.startswith("b_"):
+            base = f"b^{{{name[2:]}}}"
+        if name.endswith(("gamma", "beta")):
+            return m
+        r, c = m.shape
+        if name.startswith("b_"):
+            return sympy.ImmutableMatrix(1, c, [sympy.Symbol(f"{base}_{{{j + 1}}}", real=True) for j in range(c)])
+        return sympy.ImmutableMatrix(r, c, [sympy.Symbol(f"{base}_{{{i + 1}{j + 1}}}", real=True)
+                                            for i in range(r) for j in range(c)])
+
+    params = {k: syms(k, v) for k, v in spec.params.items()}
+    X = syms("X", spec.X) if spec.X is not None else None
+    return replace(spec, params=MappingProxyType(params), X=X)

@@ -1,0 +1,98 @@
+"""An immutable matrix of exact entries (`exact.Real`, or SymPy expressions in symbolic mode).
+
+Only what the block needs: matmul through `exact.dot` (one graph node per entry), elementwise
+arithmetic with a 1 × n row broadcast over rows (biases, γ, β), column blocks for heads.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterable, Sequence
+
+from symblock.engine import exact
+
+
+class Mat:
+    __slots__ = ("rows",)
+
+    def __init__(self, rows: Iterable[Sequence]):
+        self.rows = tuple(tuple(r) for r in rows)
+
+    @classmethod
+    def from_sympy(cls, m, symbolic: bool = False) -> "Mat":
+        """From a SymPy matrix: exact Reals, or (symbolic) the SymPy entries as they are."""
+        return cls(m.tolist() if symbolic else [[exact.from_sympy(e) for e in row] for row in m.tolist()])
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (len(self.rows), len(self.rows[0]) if self.rows else 0)
+
+    def __getitem__(self, ij):
+        i, j = ij
+        return self.rows[i][j]
+
+    def __iter__(self):
+        return iter(self.rows)
+
+    @property
+    def T(self) -> "Mat":
+        return Mat(zip(*self.rows))
+
+    def __matmul__(self, other: "Mat") -> "Mat":
+        if self.shape[1] != other.shape[0]:
+            raise ValueError(f"cannot multiply {self.shape} by {other.shape}")
+        cols = list(zip(*other.rows))
+        return Mat([[exact.dot(r, c) for c in cols] for r in self.rows])
+
+    def _zip(self, other: "Mat", f: Callable) -> "Mat":
+        if other.shape[0] == 1 and self.shape[0] != 1:  # a row vector, broadcast over rows
+            return Mat([[f(a, b) for a, b in zip(r, other.rows[0])] for r in self.rows])
+        if other.shape[1] == 1 and self.shape[1] != 1:  # a column (per-row statistic)
+            return Mat([[f(a, o[0]) for a in r] for r, o in zip(self.rows, other.rows)])
+        if other.shape != self.shape:
+            raise ValueError(f"shapes {self.shape} and {other.shape} do not match")
+        return Mat([[f(a, b) for a, b in zip(r, s)] for r, s in zip(self.rows, other.rows)])
+
+    def __add__(self, other: "Mat") -> "Mat":
+        return self._zip(other, lambda a, b: a + b)
+
+    def __sub__(self, other: "Mat") -> "Mat":
+        return self._zip(other, lambda a, b: a - b)
+
+    def __mul__(self, other: "Mat") -> "Mat":
+        """Elementwise (Hadamard) product, with row/column broadcasting."""
+        return self._zip(other, lambda a, b: a * b)
+
+    def __truediv__(self, other: "Mat") -> "Mat":
+        return self._zip(other, lambda a, b: a / b)
+
+    def scale(self, c) -> "Mat":
+        return self.map(lambda a: a * c)
+
+    def map(self, f: Callable) -> "Mat":
+        return Mat([[f(a) for a in r] for r in self.rows])
+
+    def map_rows(self, f: Callable[[tuple], Sequence]) -> "Mat":
+        return Mat([f(r) for r in self.rows])
+
+    def cols(self, start: int, stop: int) -> "Mat":
+        return Mat([r[start:stop] for r in self.rows])
+
+    @staticmethod
+    def hstack(mats: Sequence["Mat"]) -> "Mat":
+        return Mat([sum((m.rows[i] for m in mats), ()) for i in range(mats[0].shape[0])])
+
+    def tolist(self) -> list[list]:
+        return [list(r) for r in self.rows]
+
+    def to_sympy(self, max_size: int = exact.CLOSED_FORM_SIZE):
+        """Closed forms as a SymPy matrix; raises if an entry is too large to show."""
+        import sympy
+        entries = [[exact.to_sympy(e, max_size) for e in r] for r in self.rows]
+        if any(e is None for r in entries for e in r):
+            raise ValueError("an entry's closed form is too large to build; raise max_size")
+        return sympy.ImmutableMatrix(entries)
+
+    def floats(self) -> list[list[float]]:
+        return [[float(e) for e in r] for r in self.rows]
+
+    def __repr__(self) -> str:
+        return f"Mat({[[exact.to_sympy(e) for e in r] for r in self.rows]})"

@@ -1,0 +1,136 @@
+"""Plain-text and JSON views of a Trace and of a verification (what the CLI prints).
+
+Readers only: values come from the Trace; nothing here recomputes the maths.
+"""
+from __future__ import annotations
+
+import json
+import math
+from typing import Iterable
+
+from symblock.engine import exact
+from symblock.engine.block import Step, Trace
+
+JSON_CLOSED_FORM_SIZE = 400  # larger closed forms are `null` in --json (the value stays exact)
+TEXT_WIDTH = 28              # longer closed forms are shown as their decimal in the table
+
+
+def exact_str(e, max_size: int = JSON_CLOSED_FORM_SIZE) -> str | None:
+    """The closed form as text that `sympy.sympify` parses back to the same value, or None."""
+    form = exact.to_sympy(e, max_size)
+    return None if form is None else str(form)
+
+
+def float_or_none(e) -> float | None:
+    """JSON has no infinities: a masked (−∞) entry is null in `float` and "-oo" in `exact`."""
+    v = float(e)
+    return v if math.isfinite(v) else None
+
+
+def to_json(steps: Iterable[Step]) -> str:
+    out = [{"name": s.name, "shape": list(s.value.shape), "latex": s.latex, "given": s.given,
+            "exact": [[exact_str(e) for e in row] for row in s.value.rows],
+            "float": [[float_or_none(e) for e in row] for row in s.value.rows]}
+           for s in steps]
+    body = ",\n ".join(json.dumps(s, ensure_ascii=False) for s in out)
+    return '{"steps": [\n ' + body + "\n]}" if out else '{"steps": []}'
+
+
+
+def fmt_decimal(e, places: int) -> str:
+    if e is exact.NEG_INF:
+        return "-inf"
+    d = exact.real(e).decimal(places)
+    return f"{d:.{places}f}" if d != 0 else f"{0:.{places}f}"
+
+
+def fmt_exact(e, width: int = TEXT_WIDTH) -> str:
+    if e is exact.NEG_INF:
+        return "-oo"
+    s = exact_str(e, exact.CLOSED_FORM_SIZE if width <= TEXT_WIDTH else JSON_CLOSED_FORM_SIZE)
+    if s is None or len(s) > width:
+        return "≈"
+    return s
+
+
+def describe(trace: Trace) -> str:
+    d, o = trace.spec.dims, trace.spec.options
+    heads = f"{d.heads} head" + ("s" if d.heads > 1 else "")
+    norm = "LayerNorm" if o.norm == "layernorm" else "RMSNorm"
+    bits = [f"seq_len {d.seq_len}", f"d_model {d.d_model}", f"d_ff {d.d_ff}", heads,
+            "Pre-LN" + (" + final norm" if o.final_norm else "") if o.norm_position == "pre" else "Post-LN",
+            f"{norm} (ε = {o.eps})", o.activation, "causal" if o.causal else "no mask",
+            "scale 1/√d_k" if o.attention_scale == "sqrt_dk" else "no scale"]
+    return " · ".join(bits)
+
+
+def _grid(cells: list[list[str]]) -> list[str]:
+    widths = [max(len(r[j]) for r in cells) for j in range(len(cells[0]))]
+    return ["[ " + "  ".join(c.rjust(w) for c, w in zip(r, widths)) + " ]" for r in cells]
+
+
+def table(trace: Trace, steps: Iterable[Step], places: int = 4, width: int = TEXT_WIDTH) -> str:
+    """Every step: name and formula, then the exact matrix beside its decimals."""
+    title = trace.spec.title or "symblock"
+    lines = [f"{title}  ({trace.spec.source})", describe(trace),
+             "exact values; ≈ marks an entry whose closed form is too long to show "
+             f"(`--json` or `--step` for more); decimals rounded to {places} places", ""]
+    for s in steps:
+        tag = "   (given)" if s.given else ""
+        lines += [f"■ {s.name}   {s.latex}{tag}", *matrix_lines(s.value, places, width), ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def matrix_lines(value, places: int = 4, width: int = TEXT_WIDTH) -> list[str]:
+    """A matrix as its exact entries beside their decimals; one entry a line when a wide view
+    (`width` > TEXT_WIDTH) has closed forms too long for a grid."""
+    if width > TEXT_WIDTH and any(len(fmt_exact(e, width)) > TEXT_WIDTH for r in value.rows for e in r):
+        return [f"    [{i}][{j}] = {fmt_exact(e, width)}  ≈ {fmt_decimal(e, places)}"
+                for i, row in enumerate(value.rows) for j, e in enumerate(row)]
+    ex = _grid([[fmt_exact(e, width) for e in row] for row in value.rows])
+    dec = _grid([[fmt_decimal(e, places) for e in row] for row in value.rows])
+    w = max(len(x) for x in ex)
+    return [f"    {a.ljust(w)}{' ≈ ' if i == len(ex) // 2 else '   '}{b}"
+            for i, (a, b) in enumerate(zip(ex, dec))]
+
+
+# ---------------------------------------------------------------- verify
+
+def verify_table(result) -> str:
+    names = list(result.steps)
+    backends = list(result.backends)
+    head = ["step"] + [f"{b} max |Δ|" for b in backends]
+    rows = [[n] + [_diff(result.backends[b], n) for b in backends] for n in names]
+    w = [max(len(r[j]) for r in [head] + rows) for j in range(len(head))]
+    out = ["  ".join(c.ljust(w[j]) for j, c in enumerate(head)), "  ".join("-" * x for x in w)]
+    out += ["  ".join(c.ljust(w[j]) for j, c in enumerate(r)) for r in rows]
+    out.append("")
+    for b, res in result.backends.items():
+        if not res.available:
+            out.append(f"{b}: not run ({res.reason})")
+        else:
+            extra = f"; {res.note}" if res.note else ""
+            out.append(f"{b}: largest difference {res.max_abs_diff:.3g} over {len(res.steps)} steps "
+                       f"(tolerance {result.tol:g}){extra}")
+    out.append("OK: every step agrees" if result.ok else "FAILED: " + "; ".join(result.problems))
+    return "\n".join(out)
+
+
+def _diff(res, name: str) -> str:
+    if not res.available:
+        return "–"
+    v = res.steps.get(name)
+    return "–" if v is None else f"{v:.2e}"
+
+
+def verify_json(result) -> str:
+    backends = {}
+    for b, res in result.backends.items():
+        if res.available:
+            backends[b] = {"available": True, "max_abs_diff": res.max_abs_diff, "steps": res.steps}
+            if res.note:
+                backends[b]["note"] = res.note
+        else:
+            backends[b] = {"available": False, "reason": res.reason}
+    return json.dumps({"ok": result.ok, "tol": result.tol, "backends": backends,
+                       "problems": result.problems}, indent=1)

@@ -1,0 +1,409 @@
+"""Load and validate a block spec (YAML/JSON or a built-in example) into a frozen `BlockSpec`.
+
+Every value that leaves this module is exact (SymPy Integer/Rational, or an exact expression such
+as sqrt(2)); every error names the file, the field and what was expected. Weights are stored in
+math layout (in, out) whatever the spec's `layout`, vectors as 1 × n rows.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import random as _random
+import re
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from importlib import resources
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Mapping
+
+import sympy
+import yaml
+
+from symblock.errors import SpecError  # noqa: F401  (re-exported: spec.SpecError is public)
+from symblock.engine.steps import Dims, Options, needed_params, norm_names, param_names, param_shape, step_shapes
+
+TOP_KEYS = ("title", "layout", "dims", "block", "weights", "inputs", "given", "random", "exercise")
+CHOICES = {
+    "norm_position": ("post", "pre"),
+    "norm": ("layernorm", "rmsnorm"),
+    "activation": ("relu", "gelu", "gelu_tanh", "silu", "swiglu", "geglu"),
+    "attention_scale": ("sqrt_dk", "none"),
+}
+FLAGS = ("final_norm", "causal", "bias", "out_proj")
+RANDOM_KEYS = ("seed", "low", "high", "difficulty", "ranges", "sparsity", "integer_scores", "exact_scale",
+               "exact_norm", "no_degenerate_rows", "relu_mixed", "softmax_distinct", "score_range",
+               "staged", "max_draws")  # all but the first three: constraints (generate.py)
+MAX_DIM = 512  # a typo guard; the engine's cost limit (block.MAX_COST) is the real one
+
+
+Matrix = sympy.ImmutableMatrix
+
+
+@dataclass(frozen=True)
+class BlockSpec:
+    """A validated spec: everything the engine and the NumPy/torch paths need, exact."""
+    dims: Dims
+    options: Options
+    params: Mapping[str, Matrix]   # math layout; only the parameters the computed steps read
+    X: Matrix | None               # None only when the step `x` is given
+    given: Mapping[str, Matrix]
+    title: str = ""
+    source: str = "<spec>"
+    seed: int | None = None
+    exercise: Mapping[str, Any] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------- reading files
+
+class _ExactLoader(yaml.SafeLoader):
+    """YAML loader that keeps decimals as written (1.401 stays 1401/1000, not a binary float)."""
+
+
+def _decimal(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
+    text = loader.construct_scalar(node)
+    try:
+        return Decimal(text.replace("_", ""))
+    except InvalidOperation:  # .inf, .nan: let validation reject them by name
+        return text
+
+
+_ExactLoader.add_constructor("tag:yaml.org,2002:float", _decimal)
+
+
+def read_mapping(path: Path | str, text: str | None = None) -> tuple[dict, str]:
+    """Parse a YAML or JSON file into a dict; errors name the file and the line."""
+    path = Path(path)
+    source = str(path)
+    if text is None:
+        if not path.exists():
+            raise SpecError(source, "", "no such file (give a spec path or a built-in example name; "
+                                        "`symblock examples` lists them)")
+        if path.is_dir():
+            raise SpecError(source, "", "is a directory, expected a YAML or JSON spec file")
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise SpecError(source, "", "is not UTF-8 text") from None
+    if not text.strip():
+        raise SpecError(source, "", "the file is empty; expected a YAML or JSON mapping")
+    try:
+        if path.suffix.lower() == ".json":
+            data = json.loads(text, parse_float=Decimal)
+        else:
+            data = yaml.load(text, Loader=_ExactLoader)
+    except json.JSONDecodeError as e:
+        raise SpecError(source, f"line {e.lineno}", f"malformed JSON: {e.msg}") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else ""
+        raise SpecError(source, where, f"malformed YAML: {getattr(e, 'problem', None) or e}") from None
+    if not isinstance(data, dict):
+        raise SpecError(source, "", f"expected a mapping at the top level, got {kind_of(data)}")
+    return data, source
+
+
+def example_names() -> list[str]:
+    return sorted(p.name[:-5] for p in resources.files("symblock.examples").iterdir()
+                  if p.name.endswith(".yaml"))
+
+
+def example_text(name: str) -> str:
+    return resources.files("symblock.examples").joinpath(f"{name}.yaml").read_text(encoding="utf-8")
+
+
+def read_spec(name_or_path: str | Path) -> tuple[dict, str]:
+    """The raw mapping and source name of a spec file, or of a built-in example by name."""
+    text = str(name_or_path)
+    if text in example_names() and not Path(text).exists():
+        data, _ = read_mapping(f"{text}.yaml", example_text(text))
+        return data, f"example:{text}"
+    return read_mapping(name_or_path)
+
+
+def load(name_or_path: str | Path) -> BlockSpec:
+    """A spec from a file path, or a built-in example by name (no generation constraints:
+    `symblock.load` draws those)."""
+    return from_mapping(*read_spec(name_or_path))
+
+
+# ---------------------------------------------------------------- exact numbers
+
+_NAMES = {"sqrt": sympy.sqrt, "exp": sympy.exp, "E": sympy.E, "pi": sympy.pi,
+          "erf": sympy.erf, "tanh": sympy.tanh, "Rational": sympy.Rational, "oo": sympy.oo}
+_TRANSFORMS = None
+
+
+def parse_exact(value: Any, source: str, where: str, allow_inf: bool = False) -> sympy.Expr:
+    """An exact real number from an int, a decimal (exact as written) or a string such as
+    "1/2", "1e-5", "sqrt(2)/2", "E/(1+E)"."""
+    global _TRANSFORMS
+    if isinstance(value, bool) or value is None:
+        raise SpecError(source, where, f"expected a number, got {kind_of(value)}")
+    if isinstance(value, int):
+        return sympy.Integer(value)
+    if isinstance(value, float):  # from Python callers: take the shortest repr, as written
+        value = Decimal(repr(value))
+    if isinstance(value, Decimal):
+        if not value.is_finite():
+            raise SpecError(source, where, f"expected a finite number, got {value}")
+        return sympy.Rational(str(value))
+    if not isinstance(value, str):
+        raise SpecError(source, where, f"expected a number, got {kind_of(value)}")
+    text = value.strip()
+    words = set(re.findall(r"[A-Za-z_]+", text)) - {"e"}
+    bad = sorted(w for w in words if w not in _NAMES and not re.fullmatch(r"[eE]", w))
+    if not text or bad or len(text) > 500:
+        extra = f" (unknown name {', '.join(bad)})" if bad else ""
+        raise SpecError(source, where, f"expected a number or exact expression such as 3, 1.25, "
+                                       f"\"1/2\", \"sqrt(2)\", got {value!r}{extra}")
+    if _TRANSFORMS is None:
+        from sympy.parsing.sympy_parser import (convert_xor, rationalize,
+                                                standard_transformations)
+        _TRANSFORMS = standard_transformations + (convert_xor, rationalize)
+    from sympy.parsing.sympy_parser import parse_expr
+    try:
+        expr = parse_expr(text, local_dict=dict(_NAMES), global_dict={"Integer": sympy.Integer,
+                          "Rational": sympy.Rational, "Float": sympy.Float, "Symbol": sympy.Symbol},
+                          transformations=_TRANSFORMS)
+    except Exception:
+        raise SpecError(source, where, f"could not parse {value!r} as an exact number") from None
+    if expr.free_symbols or not expr.is_number:
+        raise SpecError(source, where, f"expected a number, got {value!r}")
+    if allow_inf and expr == -sympy.oo:
+        return expr
+    if expr.has(sympy.oo, -sympy.oo, sympy.zoo, sympy.nan) or expr.is_real is False:
+        raise SpecError(source, where, f"expected a finite real number, got {value!r}")
+    return expr
+
+
+def parse_matrix(value: Any, shape: tuple[int, int] | None, source: str, where: str,
+                 vector: bool = False, allow_inf: bool = False) -> Matrix:
+    """A list of rows (or, with vector=True, a flat list read as one row) of exact numbers."""
+    if vector and isinstance(value, list) and all(not isinstance(v, list) for v in value):
+        value = [value]
+    if not isinstance(value, list) or not value or not all(isinstance(r, list) for r in value):
+        what = "a list of numbers" if vector else "a matrix: a list of rows, e.g. [[1, 0], [0, 1]]"
+        raise SpecError(source, where, f"expected {what}, got {kind_of(value)}")
+    widths = {len(r) for r in value}
+    if len(widths) != 1 or 0 in widths:
+        raise SpecError(source, where, f"rows have different lengths {sorted(widths)}; "
+                                       "expected every row to have the same number of entries")
+    got = (len(value), len(value[0]))
+    if shape is not None and got != shape:
+        want = f"{shape[1]} entries" if vector else f"shape {shape[0]}×{shape[1]}"
+        have = f"{got[1]} entries" if vector else f"{got[0]}×{got[1]}"
+        raise SpecError(source, where, f"expected {want}, got {have}")
+    entries = [[parse_exact(v, source, f"{where}[{j}]" if vector else f"{where}[{i}][{j}]",
+                            allow_inf=allow_inf) for j, v in enumerate(row)]
+               for i, row in enumerate(value)]
+    return Matrix(entries)
+
+
+def kind_of(v: Any) -> str:
+    if v is None:
+        return "nothing (null)"
+    if isinstance(v, bool):
+        return f"a boolean ({str(v).lower()})"
+    if isinstance(v, (list, tuple)):
+        return "a list"
+    if isinstance(v, dict):
+        return "a mapping"
+    if isinstance(v, str):
+        return f"the text {v!r}"
+    return f"{v!r}"
+
+
+def check_keys(data: Mapping, allowed: tuple[str, ...], source: str, where: str) -> None:
+    if not isinstance(data, dict):
+        raise SpecError(source, where, f"expected a mapping, got {kind_of(data)}")
+    for key in data:
+        if key not in allowed:
+            prefix = f"{where}." if where else ""
+            raise SpecError(source, f"{prefix}{key}", f"unknown key; expected one of {', '.join(allowed)}")
+
+
+def int_field(value: Any, source: str, where: str, lo: int = 1, hi: int | None = MAX_DIM) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SpecError(source, where, f"expected a whole number, got {kind_of(value)}")
+    if value < lo or (hi is not None and value > hi):
+        rng = f"{lo}..{hi}" if hi is not None else f">= {lo}"
+        raise SpecError(source, where, f"expected a whole number in {rng}, got {value}")
+    return value
+
+
+# ---------------------------------------------------------------- the spec
+
+def from_mapping(data: Mapping, source: str = "<spec>") -> BlockSpec:
+    """Validate a parsed spec. Missing weights/inputs are drawn from `random` (seed, low, high)
+    when present; a `random:` section with constraints is `exercises.generate.from_mapping`'s."""
+    check_keys(data, TOP_KEYS, source, "")
+    rnd = data.get("random")
+    if has_constraints(rnd):  # drawn until the constraints hold: exercises.generate
+        key = next(k for k in rnd if k not in ("seed", "low", "high"))
+        raise SpecError(source, f"random.{key}", "a generation constraint: load this spec with "
+                        "symblock.load (symblock.exercises.generate.load), which draws until it holds")
+    title = data.get("title") or ""
+    if not isinstance(title, str):
+        raise SpecError(source, "title", f"expected text, got {kind_of(title)}")
+    layout = data.get("layout", "math")
+    if layout not in ("math", "torch"):
+        raise SpecError(source, "layout", f"expected math or torch, got {kind_of(layout)}")
+    opts = _options(data.get("block") or {}, source)
+    weights = data.get("weights") or {}
+    check_keys(weights, tuple(all_param_keys()), source, "weights")
+    for ln in ("ln1", "ln2", "ln_final"):
+        if weights.get(ln) is not None:
+            check_keys(weights[ln], ("gamma", "beta"), source, f"weights.{ln}")
+    inputs = data.get("inputs") or {}
+    check_keys(inputs, ("X",), source, "inputs")
+    dims = _dims(data.get("dims") or {}, inputs, weights, layout, source)
+
+    shapes = step_shapes(dims, opts)
+    given_raw = data.get("given") or {}
+    if not isinstance(given_raw, dict):
+        raise SpecError(source, "given", f"expected a mapping of step names to matrices, got {kind_of(given_raw)}")
+    given = {}
+    for name, value in given_raw.items():
+        if name not in shapes:
+            raise SpecError(source, f"given.{name}", "no such step in this block; expected one of "
+                                                     + ", ".join(shapes))
+        given[name] = parse_matrix(value, shapes[name], source, f"given.{name}",
+                                   allow_inf=name.endswith(".masked"))
+
+    rnd = data.get("random")
+    seed, low, high = _random_section(rnd, source)
+    need = needed_params(dims, opts, set(given))
+    params: dict[str, Matrix] = {}
+    for name in param_names(opts):
+        raw = _lookup(weights, name)
+        shape = param_shape(name, dims)
+        is_vec = name.startswith("b_") or "." in name  # biases, γ, β: lists, never transposed
+        if raw is not None:
+            if name not in need:
+                continue  # feeds only given steps: ignored, as DESIGN.md says
+            want = shape if (layout == "math" or is_vec) else (shape[1], shape[0])
+            m = parse_matrix(raw, want, source, f"weights.{name}", vector=is_vec)
+            params[name] = m if (layout == "math" or is_vec) else m.T
+        elif name in need:
+            if name.endswith(".gamma"):
+                params[name] = Matrix.ones(*shape)
+            elif name.endswith(".beta"):
+                params[name] = Matrix.zeros(*shape)
+            elif name.startswith("b_"):
+                if opts.bias and seed is not None:
+                    params[name] = draw(seed, name, shape, low, high)
+            elif seed is not None:
+                params[name] = draw(seed, name, shape, low, high)
+            else:
+                raise SpecError(source, f"weights.{name}", f"missing; expected a {shape[0]}×{shape[1]} "
+                                "matrix (or add a `random: {seed: 1}` section to draw missing weights)")
+    if opts.bias and seed is None:
+        missing = [b for b in need if b.startswith("b_") and b not in params]
+        if missing:
+            raise SpecError(source, f"weights.{missing[0]}", "missing, and block.bias is true; give the "
+                            "bias vectors or add a `random: {seed: 1}` section to draw them")
+    X = None
+    if "x" not in given:
+        if "X" in inputs:
+            X = parse_matrix(inputs["X"], (dims.seq_len, dims.d_model), source, "inputs.X")
+        elif seed is not None:
+            X = draw(seed, "X", (dims.seq_len, dims.d_model), low, high)
+        else:
+            raise SpecError(source, "inputs.X", f"missing; expected a {dims.seq_len}×{dims.d_model} "
+                            "matrix (or a `random` section)")
+    exercise = data.get("exercise") or {}
+    if not isinstance(exercise, dict):
+        raise SpecError(source, "exercise", f"expected a mapping, got {kind_of(exercise)}")
+    return BlockSpec(dims=dims, options=opts, params=MappingProxyType(params), X=X,
+                     given=MappingProxyType(given), title=title, source=source, seed=seed,
+                     exercise=MappingProxyType(dict(exercise)))
+
+
+def all_param_keys() -> list[str]:
+    full = Options(norm_position="pre", final_norm=True, activation="swiglu")
+    return [p for p in param_names(full) if "." not in p] + norm_names(full)
+
+
+def _lookup(weights: Mapping, name: str) -> Any:
+    """weights.W_Q, or weights.ln1.gamma for a norm parameter (sections checked beforehand)."""
+    if "." not in name:
+        return weights.get(name)
+    ln, part = name.split(".")
+    return (weights.get(ln) or {}).get(part)
+
+
+def _options(block: Any, source: str) -> Options:
+    check_keys(block, tuple(CHOICES) + FLAGS + ("eps",), source, "block")
+    kw: dict[str, Any] = {}
+    for key, choices in CHOICES.items():
+        if key in block:
+            if block[key] not in choices:
+                raise SpecError(source, f"block.{key}", f"expected one of {', '.join(choices)}, "
+                                                        f"got {kind_of(block[key])}")
+            kw[key] = block[key]
+    for key in FLAGS:
+        if key in block:
+            if not isinstance(block[key], bool):
+                raise SpecError(source, f"block.{key}", f"expected true or false, got {kind_of(block[key])}")
+            kw[key] = block[key]
+    eps = parse_exact(block.get("eps", 0), source, "block.eps")
+    if eps < 0:
+        raise SpecError(source, "block.eps", f"expected ε >= 0, got {eps}")
+    kw["eps"] = eps
+    opts = Options(**kw)
+    if opts.final_norm and opts.norm_position != "pre":
+        raise SpecError(source, "block.final_norm", "only a Pre-LN block has a final norm; "
+                                                    "set norm_position: pre or final_norm: false")
+    return opts
+
+
+def _dims(dims: Any, inputs: Mapping, weights: Mapping, layout: str, source: str) -> Dims:
+    check_keys(dims, ("seq_len", "d_model", "d_ff", "heads"), source, "dims")
+    guess: dict[str, int] = {}
+    X = inputs.get("X")
+    if isinstance(X, list) and X and isinstance(X[0], list):
+        guess["seq_len"], guess["d_model"] = len(X), len(X[0])
+    W1 = weights.get("W_1")
+    if isinstance(W1, list) and W1 and isinstance(W1[0], list):
+        guess["d_ff"] = len(W1[0]) if layout == "math" else len(W1)
+    guess["heads"] = 1
+    vals = {}
+    for key in ("seq_len", "d_model", "d_ff", "heads"):
+        if key in dims:
+            vals[key] = int_field(dims[key], source, f"dims.{key}")
+        elif key in guess:
+            vals[key] = guess[key]
+        else:
+            raise SpecError(source, f"dims.{key}", "missing; expected a whole number")
+    if vals["d_model"] % vals["heads"]:
+        raise SpecError(source, "dims.heads", f"expected a divisor of d_model = {vals['d_model']}, "
+                                              f"got {vals['heads']}")
+    return Dims(**vals)
+
+
+def has_constraints(rnd: Any) -> bool:
+    """Whether a `random:` section holds generation constraints (more than seed, low, high)."""
+    return isinstance(rnd, dict) and any(k not in ("seed", "low", "high") for k in rnd)
+
+
+def _random_section(rnd: Any, source: str) -> tuple[int | None, int, int]:
+    if rnd is None:
+        return None, -2, 2
+    check_keys(rnd, RANDOM_KEYS, source, "random")
+    seed = int_field(rnd.get("seed", 0), source, "random.seed", lo=0, hi=None)
+    low = int_field(rnd.get("low", -2), source, "random.low", lo=-1000, hi=1000)
+    high = int_field(rnd.get("high", 2), source, "random.high", lo=-1000, hi=1000)
+    if low > high:
+        raise SpecError(source, "random.high", f"expected high >= low = {low}, got {high}")
+    return seed, low, high
+
+
+def draw(seed: int, name: str, shape: tuple[int, int], low: int, high: int) -> Matrix:
+    """Integers in [low, high] for one tensor. Each tensor has its own stream (seeded from the
+    seed and its name), so giving one weight does not change the others' draws. Only
+    `random.random()` is used: its sequence is guaranteed across Python versions."""
+    digest = hashlib.sha256(f"symblock:{seed}:{name}".encode()).digest()
+    rng = _random.Random(int.from_bytes(digest[:8], "big"))
+    span = high - low + 1
+    return Matrix(shape[0], shape[1], [low + int(rng.random() * span) for _ in range(shape[0] * shape[1])])

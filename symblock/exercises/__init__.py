@@ -1,0 +1,1 @@
+"""Exercises: constrained random variants, presets (which steps a sheet asks), IDs, stress tests."""

@@ -1,0 +1,205 @@
+"""What a worksheet asks: presets and the spec's `exercise:` section (variants and IDs: variants.py).
+
+An exercise is the list of steps a student computes (`ask`, in forward order) and the data
+printed for them: every parameter an asked step reads, and every step an asked step reads that is
+not itself asked (printed as given). Spec section:
+
+    exercise:
+      preset: full            # full | attention | norm | ffn (default full)
+      ask: [resid1, norm1]    # step names or preset names; replaces the preset
+      give: [norm1.mean]      # steps printed as data instead of asked
+
+The `backprop` preset asks gradient steps instead (from `symblock/calculus/grad.py`): dL/dY, then
+dL/d(step) backwards for every step that depends on a `wrt` name, then dL/d each `wrt` parameter;
+the data are the forward values those backward rules read. Its options (flags --loss/--wrt of
+`symblock worksheet` override them):
+
+    exercise:
+      preset: backprop
+      loss: sum               # sum | mse (default sum, as `symblock grad`)
+      wrt: [W_2, W_1]         # parameters or steps (default [W_2, W_1])
+      target: [[1, 0], ...]   # mse only: the target T (default zeros)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from symblock.errors import SpecError
+
+PRESETS = ("full", "attention", "norm", "ffn", "backprop")
+EXERCISE_KEYS = ("preset", "ask", "give", "loss", "wrt", "target")
+BACKPROP_KEYS = ("loss", "wrt", "target")
+BACKPROP_WRT = ("W_2", "W_1")
+
+
+@dataclass(frozen=True)
+class Exercise:
+    ask: tuple[str, ...]         # steps the student computes, forward order
+    data_steps: tuple[str, ...]  # steps printed as given data, forward order
+    data_params: tuple[str, ...] # parameters printed as given data (X first)
+    backward: object = None      # backprop preset: the grad.Backward whose steps are asked
+    target: object = None        # backprop with mse: the target T (a Mat), printed as data
+
+
+def preset_steps(preset: str, names: list[str]) -> list[str]:
+    """The steps a preset asks, among the computed step names (forward order)."""
+    if preset == "full":
+        return [n for n in names if n not in ("x", "output")]
+    prefix = {"attention": "attn.", "norm": "norm", "ffn": "ffn."}[preset]
+    return [n for n in names if n.startswith(prefix)]
+
+
+def choose(trace, preset: str | None = None, loss: str | None = None,
+           wrt: list[str] | None = None) -> Exercise:
+    """Validate the spec's `exercise:` section and decide what is asked and given.
+    A `preset` from the command line replaces the section's `preset` and `ask`; `loss` and `wrt`
+    (backprop only) replace the section's."""
+    spec = trace.spec
+    src, ex = spec.source, dict(spec.exercise)
+    for key in ex:
+        if key not in EXERCISE_KEYS:
+            raise SpecError(src, f"exercise.{key}", f"unknown key; expected one of {', '.join(EXERCISE_KEYS)}")
+    effective = preset if preset is not None else ex.get("preset", "full")
+    if effective == "backprop":
+        return choose_backprop(trace, ex, loss, wrt)
+    for key in BACKPROP_KEYS:
+        if key in ex:
+            raise SpecError(src, f"exercise.{key}", f"goes with `preset: backprop` only (this exercise's "
+                                                    f"preset is {effective!r})")
+    if loss is not None or wrt is not None:
+        raise SpecError(src, "--loss" if loss is not None else "--wrt", "goes with --preset backprop only")
+    computed = [s.name for s in trace if not s.given]
+    all_names = trace.names()
+
+    def names_list(key: str) -> list[str]:
+        value = ex.get(key) or []
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list):
+            raise SpecError(src, f"exercise.{key}", "expected a list of step names")
+        return value
+
+    give = names_list("give")
+    for i, name in enumerate(give):
+        if name not in all_names:
+            raise SpecError(src, f"exercise.give[{i}]", f"no step {name!r} in this block; expected one of "
+                            + ", ".join(all_names))
+    if preset is None:
+        preset = ex.get("preset", "full")
+        if preset not in PRESETS:
+            raise SpecError(src, "exercise.preset", f"expected one of {', '.join(PRESETS)}, got {preset!r}")
+        asked_raw = names_list("ask")
+    else:
+        asked_raw = []
+    if asked_raw:
+        asked: list[str] = []
+        for i, name in enumerate(asked_raw):
+            if not isinstance(name, str):
+                raise SpecError(src, f"exercise.ask[{i}]", "expected a step name")
+            if name in PRESETS:
+                asked += preset_steps(name, computed)
+            elif name in trace and trace[name].given:
+                raise SpecError(src, f"exercise.ask[{i}]", f"{name} is given in the spec (`given:`), "
+                                "so it cannot be asked")
+            elif name not in computed:
+                raise SpecError(src, f"exercise.ask[{i}]", f"no computed step {name!r} in this block; "
+                                "expected a preset (" + ", ".join(PRESETS) + ") or one of " + ", ".join(computed))
+            else:
+                asked.append(name)
+    else:
+        asked = preset_steps(preset, computed)
+    ask = [n for n in computed if n in set(asked) and n not in give]
+    if not ask:
+        where = "exercise.ask" if asked_raw else "exercise"
+        raise SpecError(src, where, f"nothing to ask: preset {preset!r} with these `give` steps leaves no "
+                                    "computed step (this block computes " + ", ".join(computed) + ")")
+    reads = set(give)
+    for name in ask:
+        reads.update(trace[name].inputs)
+    data_steps = tuple(n for n in all_names if n in reads and n not in ask)
+    data_params = tuple(p for p in trace.params if p in reads or (p == "X" and "x" in reads))
+    data_params = tuple(p for p in data_params if not (p == "X" and "x" in data_steps))
+    return Exercise(tuple(ask), data_steps, data_params)
+
+
+def choose_backprop(trace, ex: dict, loss: str | None, wrt: list[str] | None) -> Exercise:
+    """The backprop preset: the gradient steps of `grad.backward` are asked, and the forward
+    values their rules read are given."""
+    from symblock.calculus import grad
+    src = trace.spec.source
+    for key in ("ask", "give"):
+        if ex.get(key):
+            raise SpecError(src, f"exercise.{key}", "not with `preset: backprop`, which asks the gradient "
+                                                    "steps; choose them with exercise.wrt")
+    where_loss = "--loss" if loss is not None else "exercise.loss"
+    loss = loss if loss is not None else ex.get("loss", "sum")
+    if loss not in grad.LOSSES:
+        raise SpecError(src, where_loss, f"expected one of {', '.join(grad.LOSSES)}, got {loss!r}")
+    where_wrt = "--wrt" if wrt is not None else "exercise.wrt"
+    if wrt is None:
+        wrt = ex.get("wrt", list(BACKPROP_WRT))
+        if isinstance(wrt, str):
+            wrt = [wrt]
+    if not isinstance(wrt, list) or not wrt:
+        raise SpecError(src, where_wrt, "expected a non-empty list of parameter or step names, e.g. [W_2, W_1]")
+    known = grad.wrt_names(trace)
+    for i, name in enumerate(wrt):
+        if name not in known:
+            raise SpecError(src, f"{where_wrt}[{i}]" if where_wrt == "exercise.wrt" else where_wrt,
+                            f"no parameter or step {name!r} in this block; expected one of " + ", ".join(known))
+    target = None
+    if "target" in ex:
+        if loss != "mse":
+            raise SpecError(src, "exercise.target", "a target only goes with loss mse")
+        from symblock.engine.spec import parse_matrix
+        n, d = trace["output"].value.shape
+        target = parse_matrix(ex["target"], (n, d), src, "exercise.target")
+    back = grad.backward(trace.spec, loss, list(dict.fromkeys(wrt)), target=target, trace=trace)
+    ask = [g.name for g in back.steps] + [g.name for g in back.wrt.values() if g.of not in trace
+                                          and not (g.of == "X" and "x" in live_names(back))]
+    live = {g.of for g in back.steps}
+    reads: set[str] = set()
+    if loss == "mse":
+        reads.add("output")
+    for g in back.steps:
+        for c in consumers(trace, g.of, live):
+            reads.update(backward_reads(trace, c, g.of))
+    for g in back.wrt.values():
+        if g.of not in trace:
+            for c in consumers(trace, g.of, live):
+                reads.update(backward_reads(trace, c, g.of))
+    data_steps = tuple(n for n in trace.names() if n in reads)
+    data_params = tuple(p for p in trace.params if p in reads)
+    from symblock.engine.matrix import Mat
+    tmat = None
+    if loss == "mse":
+        tmat = Mat.from_sympy(target) if target is not None else grad.zeros(*trace["output"].value.shape)
+    return Exercise(tuple(ask), data_steps, data_params, backward=back, target=tmat)
+
+
+def live_names(back) -> set[str]:
+    return {g.of for g in back.steps}
+
+
+def consumers(trace, name: str, live: set[str]) -> list:
+    """The live steps that read `name` (a step or parameter): dL/d`name` flows back from them."""
+    return [s for s in trace if s.name in live and name in s.inputs]
+
+
+def backward_reads(trace, step, target: str) -> list[str]:
+    """The forward values `step`'s backward rule (grad.py) reads to pass dL/d`step` on to `target`."""
+    from symblock.calculus.grad import step_kind
+    kind = step_kind(step.name, trace.spec)
+    ins = list(step.inputs)
+    if kind in ("identity", "residual", "concat", "masked", "scaled", "mean"):
+        return []
+    if kind in ("softmax", "root"):
+        return [step.name]
+    if kind == "linear":
+        src, w, b = ins
+        return [w] if target == src else [src] if target == w else []
+    if kind in ("activation", "gated"):
+        return ins  # Z (and the gate G)
+    if kind in ("scores", "head_out"):
+        return [i for i in ins if i != target]
+    return [i for i in ins if i != target or kind in ("var", "ms")]  # norms: x, μ, σ / r, γ

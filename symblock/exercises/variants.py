@@ -1,0 +1,126 @@
+"""Variants drawn from a seed, and worksheet IDs.
+
+Worksheet IDs: `<spec>` or `<spec>.<seed>`, where `<spec>` is a built-in example's name or, for a
+spec file, `h` + the first 8 characters of the lower-case base32 SHA-256 of the file's bytes, and
+`<seed>` is the `random.seed` that drew the variant. `symblock worksheet [SPEC] --id ID` loads the
+same spec (a file must be given again and must hash to the same token), re-draws with that seed
+and so regenerates the same files, given the same options (--preset, --lang, --decimals).
+"""
+from __future__ import annotations
+
+import base64
+import copy
+import hashlib
+import re
+from pathlib import Path
+
+from symblock.errors import SpecError
+
+MAX_TRIES = 50  # seeds tried per wanted variant before giving up
+
+
+def spec_token(spec_arg: str) -> str:
+    """The `<spec>` part of an ID: an example name, or `h` + a hash of the spec file's bytes."""
+    from symblock.engine.spec import example_names
+    if spec_arg in example_names() and not Path(spec_arg).exists():
+        return spec_arg
+    path = Path(spec_arg)
+    if not path.is_file():
+        raise SpecError(str(path), "", "no such file (give a spec path or a built-in example name; "
+                                       "`symblock examples` lists them)")
+    digest = hashlib.sha256(path.read_bytes()).digest()
+    return "h" + base64.b32encode(digest).decode("ascii")[:8].lower()
+
+
+def make_id(token: str, seed: int | None) -> str:
+    return token if seed is None else f"{token}.{seed}"
+
+
+_ID = re.compile(r"^([A-Za-z0-9_-]+?)(?:\.(\d{1,18}))?$")
+
+
+def parse_id(ident: str, spec_arg: str | None) -> tuple[str, int | None]:
+    """The spec to load and the seed for a worksheet ID; `spec_arg` is the SPEC the user gave."""
+    from symblock.errors import UsageError
+    from symblock.engine.spec import example_names
+    m = _ID.match(ident or "")
+    if not m:
+        raise UsageError(f"--id: {ident!r} is not a worksheet ID (expected NAME or NAME.SEED, "
+                         "as printed on a sheet, e.g. pre-ln-causal-gelu.7)")
+    token, seed = m.group(1), m.group(2)
+    seed = int(seed) if seed is not None else None
+    if spec_arg is None:
+        if token not in example_names():
+            hint = " (a spec file's ID: give the file too, `symblock worksheet FILE --id ID`)" \
+                if re.fullmatch(r"h[a-z2-7]{8}", token) else ""
+            raise UsageError(f"--id: no built-in example {token!r}{hint}")
+        return token, seed
+    have = spec_token(spec_arg)
+    if have != token:
+        raise UsageError(f"--id: {ident} was made from spec {token!r}, but {spec_arg} is {have!r} "
+                         "(the file changed, or it is another spec)")
+    return spec_arg, seed
+
+
+def read(spec_arg: str, overrides: dict | None = None) -> tuple[dict, str]:
+    """The raw mapping of a spec (example name or file) and its source name; `overrides` (from the
+    command line's random-section flags) replace keys of its `random:` section."""
+    from symblock.engine.spec import example_names, example_text, read_mapping
+    if spec_arg in example_names() and not Path(spec_arg).exists():
+        data, _ = read_mapping(f"{spec_arg}.yaml", example_text(spec_arg))
+        source = f"example:{spec_arg}"
+    else:
+        data, source = read_mapping(spec_arg)
+    if overrides:
+        rnd = data.get("random") if isinstance(data.get("random"), dict) else {"seed": 1}
+        data = {**data, "random": {**rnd, **overrides}}
+    return data, source
+
+
+def with_seed(data: dict, source: str, seed: int):
+    """The spec with its `random.seed` replaced: missing weights/inputs are drawn again."""
+    from symblock.exercises.generate import from_mapping
+    rnd = data.get("random")
+    if not isinstance(rnd, dict):
+        raise SpecError(source, "random", "variants need a `random:` section (e.g. `random: {seed: 1, "
+                                          "low: -2, high: 2}`) and weights or inputs left out for it to draw")
+    data = copy.deepcopy(data)
+    data["random"] = {**rnd, "seed": seed}
+    return from_mapping(data, source)
+
+
+def draw_variant(data: dict, source: str, seed: int, max_cost: int | None = None):
+    """One variant: (spec, trace) for `seed`, or None when that draw is unusable (e.g. a row with
+    zero variance and ε = 0). The single place where generation constraints plug in (issue 5)."""
+    from symblock.engine.block import forward
+    spec = with_seed(data, source, seed)
+    try:
+        return spec, forward(spec, max_cost=max_cost)
+    except SpecError as e:
+        if e.where.startswith(("dims", "random")):  # random.*: a constraint no draw can meet
+            raise
+        return None
+
+
+def draw_variants(spec_arg: str, n: int, seed: int, max_cost: int | None = None,
+                  overrides: dict | None = None) -> list:
+    """`n` distinct usable variants with seeds seed, seed+1, ... (unusable or repeated draws are
+    skipped, deterministically): a list of (id, spec, trace)."""
+    data, source = read(spec_arg, overrides)
+    token = spec_token(spec_arg)
+    out, seen = [], set()
+    for s in range(seed, seed + n * MAX_TRIES):
+        got = draw_variant(data, source, s, max_cost)
+        if got is None:
+            continue
+        spec, trace = got
+        key = (tuple(sorted((k, tuple(v)) for k, v in spec.params.items())), tuple(spec.X or ()))
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append((make_id(token, s), spec, trace))
+        if len(out) == n:
+            return out
+    raise SpecError(source, "random", f"found only {len(out)} distinct usable variants in seeds {seed}.."
+                    f"{seed + n * MAX_TRIES - 1}; leave more weights or inputs out for `random` to draw, or "
+                    "widen random.low/high")

@@ -1,0 +1,1 @@
+"""Grading: answers files, per-entry marking with carried errors, and mistake diagnosis."""

@@ -1,0 +1,406 @@
+"""The mistake catalogue: each known slip as data (a stable code, a one-line explanation, the steps
+it shows in, and the step recomputed with the slip), and `diagnose`, which names every slip whose
+recomputation reproduces a person's wrong numbers.
+
+A rule recomputes ONE step from the values before it (the person's own answers where given, else
+the values their chain implies, else the truth), so a slip is named where it was made; later
+steps built on it are then marked `carried` by the checker, not diagnosed again.
+Add a slip by adding a `Mistake` to CATALOGUE; codes are stable identifiers (DESIGN.md).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Callable, Sequence
+
+from symblock.engine import exact
+from symblock.engine.matrix import Mat
+from symblock.engine.steps import head_columns
+from symblock.grading.onestep import (activate, affine, centred_var, full_norm, kind, linear,
+                      ln_of, mask_with, norm_prefix, norm_source, num, row_mean, row_meansq,
+                      softmax_cols, softmax_rows)
+
+
+@dataclass(frozen=True)
+class Mistake:
+    code: str
+    explanation: str
+    where: str                                   # the steps it applies to, for people
+    applies: Callable[[str, object], bool]       # (step name, spec) -> bool
+    compute: Callable[[str, dict, object], Sequence[Mat]]  # candidate values of the step
+
+
+def _pre(spec) -> bool:
+    return spec.options.norm_position == "pre"
+
+
+def _kinds(*ks: str, when: Callable[[object], bool] = lambda spec: True):
+    return lambda name, spec: kind(name) in ks and when(spec)
+
+
+def _eps(spec):
+    return num(spec.options.eps)
+
+
+def _ln(spec) -> bool:
+    return spec.options.norm == "layernorm"
+
+
+# ---------------------------------------------------------------- norms
+
+def _sample_variance(name, env, spec):
+    p = norm_prefix(name)
+    src, d = env[norm_source(p, spec)], spec.dims.d_model
+    if d < 2:
+        return []
+    var = centred_var(src, env[f"{p}.mean"], d - 1)
+    k = kind(name)
+    if k == "var":
+        return [var]
+    std = var.map(lambda v: exact.sqrt(v + _eps(spec)))
+    if k == "std":
+        return [std]
+    return [affine((src - env[f"{p}.mean"]) / std, env, ln_of(p))]
+
+
+def _eps_outside(name, env, spec):
+    p, k, eps = norm_prefix(name), kind(name), _eps(spec)
+    stat = f"{p}.var" if _ln(spec) else f"{p}.ms"
+    root = env[stat].map(lambda v: exact.sqrt(v) + eps)
+    if k in ("std", "rms"):
+        return [root]
+    src = env[norm_source(p, spec)]
+    if _ln(spec):
+        return [affine((src - env[f"{p}.mean"]) / root, env, ln_of(p))]
+    return [affine(src / root, env, ln_of(p), beta=False)]
+
+
+def _no_sqrt(name, env, spec):
+    p, k, eps = norm_prefix(name), kind(name), _eps(spec)
+    stat = f"{p}.var" if _ln(spec) else f"{p}.ms"
+    den = env[stat].map(lambda v: v + eps)
+    if k in ("std", "rms"):
+        return [den]
+    src = env[norm_source(p, spec)]
+    if _ln(spec):
+        return [affine((src - env[f"{p}.mean"]) / den, env, ln_of(p))]
+    return [affine(src / den, env, ln_of(p), beta=False)]
+
+
+def _affine_missing(name, env, spec):
+    p = norm_prefix(name)
+    src = env[norm_source(p, spec)]
+    if _ln(spec):
+        return [(src - env[f"{p}.mean"]) / env[f"{p}.std"]]
+    return [src / env[f"{p}.rms"]]
+
+
+def _rms_as_layernorm(name, env, spec):
+    """Spec asks RMSNorm; the person centred the row (LayerNorm): ms -> variance, rms -> std."""
+    p, k, eps = norm_prefix(name), kind(name), _eps(spec)
+    src = env[norm_source(p, spec)]
+    mu = row_mean(src)
+    var = centred_var(src, mu)
+    if k == "ms":
+        return [var]
+    std = var.map(lambda v: exact.sqrt(v + eps))
+    if k == "rms":
+        return [std]
+    return [affine((src - mu) / std, env, ln_of(p), beta=False)]
+
+
+def _layernorm_as_rms(name, env, spec):
+    """Spec asks LayerNorm; the person did not centre (RMSNorm): var -> mean square, std -> rms."""
+    p, k, eps = norm_prefix(name), kind(name), _eps(spec)
+    src = env[norm_source(p, spec)]
+    ms = row_meansq(src)
+    if k == "var":
+        return [ms]
+    rms = ms.map(lambda v: exact.sqrt(v + eps))
+    if k == "std":
+        return [rms]
+    return [affine(src / rms, env, ln_of(p), beta=False), affine(src / rms, env, ln_of(p))]
+
+
+# ---------------------------------------------------------------- attention
+
+def _scaled_by(name, env, spec, factor):
+    """The head's chain from scores with `factor` in place of 1/sqrt(d_k)."""
+    k = kind(name)
+    prefix = name.rsplit(".", 1)[0]
+    s = env[f"{prefix}.scores"].scale(factor)
+    if k == "scaled":
+        return [s]
+    if spec.options.causal:
+        s = mask_with(s, exact.NEG_INF)
+        if k == "masked":
+            return [s]
+    return [softmax_rows(s)]
+
+
+def _no_scale(name, env, spec):
+    return _scaled_by(name, env, spec, exact.ONE)
+
+
+def _scale_d_model(name, env, spec):
+    return _scaled_by(name, env, spec, 1 / exact.sqrt(num(spec.dims.d_model)))
+
+
+def _scale_no_sqrt(name, env, spec):
+    return _scaled_by(name, env, spec, 1 / num(spec.dims.d_head))
+
+
+def _softmax_input(name, env, spec):
+    from symblock.engine.steps import step_inputs
+    return env[step_inputs(spec.dims, spec.options)[name][0]]
+
+
+def _unmasked(name, env, spec):
+    prefix = name.rsplit(".", 1)[0]
+    return env[f"{prefix}.scaled"] if f"{prefix}.scaled" in env else env[f"{prefix}.scores"]
+
+
+def _softmax_axis(name, env, spec):
+    return [softmax_cols(_softmax_input(name, env, spec))]
+
+
+def _scores_transposed(name, env, spec):
+    lo, hi = head_columns(name, spec.dims)
+    return [env["attn.k"].cols(lo, hi) @ env["attn.q"].cols(lo, hi).T]
+
+
+def _mask_after_softmax(name, env, spec):
+    return [mask_with(softmax_rows(_unmasked(name, env, spec)), exact.ZERO)]
+
+
+def _mask_zero(name, env, spec):
+    m = mask_with(_unmasked(name, env, spec), exact.ZERO)
+    return [m] if kind(name) == "masked" else [softmax_rows(m)]
+
+
+def _mask_missing(name, env, spec):
+    m = _unmasked(name, env, spec)
+    return [m] if kind(name) == "masked" else [softmax_rows(m)]
+
+
+# ---------------------------------------------------------------- linear maps, residuals, order
+
+LINEAR = {"q": ("W_Q", "b_Q"), "k": ("W_K", "b_K"), "v": ("W_V", "b_V"), "attn_out": ("W_O", "b_O"),
+          "hidden": ("W_1", "b_1"), "gate": ("W_3", "b_3"), "ffn_out": ("W_2", "b_2")}
+
+
+def _linear_input(name, env, spec):
+    from symblock.engine.steps import step_inputs
+    return env[step_inputs(spec.dims, spec.options)[name][0]]
+
+
+def _is_linear(name, spec) -> bool:
+    return kind(name) in LINEAR and (kind(name) != "attn_out" or spec.options.out_proj)
+
+
+def _transposed(name, env, spec):
+    w, b = LINEAR[kind(name)]
+    W = env[w]
+    if W.shape[0] != W.shape[1]:
+        return []
+    return [linear(_linear_input(name, env, spec), env, w, b, transpose=True)]
+
+
+def _bias_missing(name, env, spec):
+    w, b = LINEAR[kind(name)]
+    if b not in env:
+        return []
+    return [linear(_linear_input(name, env, spec), env, w, b, bias=False)]
+
+
+def _missing_residual(name, env, spec):
+    return [env["attn.out"] if name == "resid1" else env["ffn.out"]]
+
+
+def _order_swapped(name, env, spec):
+    """Post-LN done as Pre-LN, or the other way round: the step reads (or is) the other
+    arrangement's value."""
+    k, pre = kind(name), _pre(spec)
+    if k in ("q", "k", "v"):
+        src = env["x"] if pre else full_norm(env["x"], env, "ln1", spec)
+        w, b = LINEAR[k]
+        return [linear(src, env, w, b)]
+    if name.startswith("norm1") and not pre:  # Pre-LN's norm1 normalises x
+        return [_norm_step_of(name, env["x"], env, spec)]
+    if name == "resid2" and not pre:          # Pre-LN: resid2 = resid1 + F
+        return [env["resid1"] + env["ffn.out"]]
+    if name == "output":
+        if pre and not spec.options.final_norm:
+            return [full_norm(env["resid2"], env, "ln2", spec)]
+        if not pre:
+            return [env["resid2"]]
+    return []
+
+
+def _order_applies(name, spec) -> bool:
+    k, pre = kind(name), _pre(spec)
+    return (k in ("q", "k", "v") or (name.startswith("norm1") and not pre)
+            or (name == "resid2" and not pre)
+            or (name == "output" and (not pre or not spec.options.final_norm)))
+
+
+def _norm_step_of(name, src, env, spec):
+    """One norm step (statistic or the normalised rows) computed from `src`, correctly."""
+    p, k, eps = norm_prefix(name), kind(name), _eps(spec)
+    mu = row_mean(src)
+    if k == "mean":
+        return mu
+    if k == "var":
+        return centred_var(src, mu)
+    if k == "ms":
+        return row_meansq(src)
+    if k == "std":
+        return centred_var(src, mu).map(lambda v: exact.sqrt(v + eps))
+    if k == "rms":
+        return row_meansq(src).map(lambda v: exact.sqrt(v + eps))
+    return full_norm(src, env, ln_of(p), spec)
+
+
+# ---------------------------------------------------------------- FFN
+
+def _ffn_from(name, env, spec, act: Mat):
+    return [act] if kind(name) == "act" else [linear(act, env, "W_2", "b_2")]
+
+
+def _activation_missing(name, env, spec):
+    h = env["ffn.hidden"]
+    return _ffn_from(name, env, spec, h * env["ffn.gate"] if spec.options.gated else h)
+
+
+def _gelu_for_relu(name, env, spec):
+    h = env["ffn.hidden"]
+    return [v for a in ("gelu", "gelu_tanh") for v in _ffn_from(name, env, spec, activate(h, env, spec, a))]
+
+
+def _relu_for_gelu(name, env, spec):
+    return _ffn_from(name, env, spec, activate(env["ffn.hidden"], env, spec, "relu"))
+
+
+# ---------------------------------------------------------------- the catalogue
+
+CATALOGUE: tuple[Mistake, ...] = (
+    Mistake("ln_sample_variance", "LayerNorm variance divided by n−1 (sample variance) instead of n",
+            "norm*.var, norm*.std, norm*", _kinds("var", "std", "norm", when=_ln), _sample_variance),
+    Mistake("ln_eps_outside_sqrt", "ε added after the square root, sqrt(σ²) + ε, instead of sqrt(σ² + ε)",
+            "norm*.std / .rms, norm*", _kinds("std", "rms", "norm", when=lambda s: s.options.eps != 0),
+            _eps_outside),
+    Mistake("norm_no_sqrt", "divided by the variance (or mean square) itself: the square root was forgotten",
+            "norm*.std / .rms, norm*", _kinds("std", "rms", "norm"), _no_sqrt),
+    Mistake("norm_affine_missing", "γ and β not applied after normalising",
+            "norm*", _kinds("norm"), _affine_missing),
+    Mistake("rms_as_layernorm", "RMSNorm asked, but the row was centred (LayerNorm: mean subtracted)",
+            "norm*.ms, norm*.rms, norm*", _kinds("ms", "rms", "norm", when=lambda s: not _ln(s)),
+            _rms_as_layernorm),
+    Mistake("layernorm_as_rms", "LayerNorm asked, but the mean was not subtracted (RMSNorm)",
+            "norm*.var, norm*.std, norm*", _kinds("var", "std", "norm", when=_ln), _layernorm_as_rms),
+    Mistake("attn_no_scale", "scores not divided by sqrt(d_k)",
+            "attn.h*.scaled / .masked / .weights",
+            _kinds("scaled", "masked", "weights", when=lambda s: s.options.attention_scale == "sqrt_dk"),
+            _no_scale),
+    Mistake("attn_scale_d_model", "scores divided by sqrt(d_model) instead of sqrt(d_k) = sqrt(d_model / heads)",
+            "attn.h*.scaled / .masked / .weights",
+            _kinds("scaled", "masked", "weights", when=lambda s: s.options.attention_scale == "sqrt_dk"),
+            _scale_d_model),
+    Mistake("attn_scale_no_sqrt", "scores divided by d_k instead of sqrt(d_k)",
+            "attn.h*.scaled / .masked / .weights",
+            _kinds("scaled", "masked", "weights", when=lambda s: s.options.attention_scale == "sqrt_dk"),
+            _scale_no_sqrt),
+    Mistake("scores_transposed", "scores computed as K Qᵀ instead of Q Kᵀ", "attn.h*.scores",
+            _kinds("scores"), _scores_transposed),
+    Mistake("softmax_wrong_axis", "softmax taken down each column instead of along each row",
+            "attn.h*.weights", _kinds("weights"), _softmax_axis),
+    Mistake("mask_after_softmax", "causal mask applied after the softmax (masked weights zeroed, rows "
+            "no longer sum to 1)", "attn.h*.weights", _kinds("weights", when=lambda s: s.options.causal),
+            _mask_after_softmax),
+    Mistake("mask_zero_not_inf", "masked scores set to 0 instead of −∞ (future positions still get weight)",
+            "attn.h*.masked / .weights", _kinds("masked", "weights", when=lambda s: s.options.causal),
+            _mask_zero),
+    Mistake("mask_missing", "causal mask not applied (future positions attended to)",
+            "attn.h*.masked / .weights", _kinds("masked", "weights", when=lambda s: s.options.causal),
+            _mask_missing),
+    Mistake("weight_transposed", "weight matrix used transposed (x Wᵀ instead of x W)",
+            "attn.q/k/v, attn.out, ffn.hidden/gate/out (square W only)", _is_linear, _transposed),
+    Mistake("bias_missing", "bias vector not added", "attn.q/k/v, attn.out, ffn.hidden/gate/out",
+            _is_linear, _bias_missing),
+    Mistake("missing_residual", "residual connection forgotten: the sub-layer output without its input added",
+            "resid1, resid2", _kinds("resid"), _missing_residual),
+    Mistake("norm_order_swapped", "Pre-LN and Post-LN swapped (normalised before the sub-layer instead "
+            "of after, or the other way round)", "attn.q/k/v, norm1*, resid2, output",
+            _order_applies, _order_swapped),
+    Mistake("activation_missing", "activation function not applied in the FFN",
+            "ffn.act, ffn.out", _kinds("act", "ffn_out"), _activation_missing),
+    Mistake("gelu_instead_of_relu", "GELU used where ReLU was asked",
+            "ffn.act, ffn.out", _kinds("act", "ffn_out", when=lambda s: s.options.activation == "relu"),
+            _gelu_for_relu),
+    Mistake("relu_instead_of_gelu", "ReLU used where GELU was asked",
+            "ffn.act, ffn.out",
+            _kinds("act", "ffn_out", when=lambda s: s.options.activation in ("gelu", "gelu_tanh", "geglu")),
+            _relu_for_gelu),
+)
+
+ROUNDING = ("rounding", "off by at most one unit in the last place: rounded the wrong way, or "
+                        "truncated instead of rounded")
+BY_CODE = {m.code: m for m in CATALOGUE}
+EXPLANATIONS = {**{m.code: m.explanation for m in CATALOGUE}, ROUNDING[0]: ROUNDING[1]}
+
+
+def diagnose(name: str, spec, answer, envs: Sequence[dict], matches) -> list[str]:
+    """Codes of every catalogued slip that reproduces the person's numbers for step `name`.
+    `envs`: the values to recompute from (the person's chain, then the truth); `matches(entry,
+    value) -> bool` is the checker's acceptance rule, so rounding is judged the same way."""
+    found = []
+    for m in CATALOGUE:
+        if not m.applies(name, spec):
+            continue
+        if any(_reproduces(answer, value, matches) for env in envs for value in _candidates(m, name, env, spec)):
+            found.append(m.code)
+    return found
+
+
+def _candidates(m: Mistake, name: str, env: dict, spec) -> list[Mat]:
+    try:
+        return list(m.compute(name, env, spec))
+    except (KeyError, ArithmeticError, ValueError):  # a value it needs is absent, or 1/0, sqrt(<0)
+        return []
+
+
+def _reproduces(answer, value: Mat, matches) -> bool:
+    if value.shape != answer.shape:
+        return False
+    try:
+        return all(matches(e, v) for er, vr in zip(answer.entries, value.rows) for e, v in zip(er, vr))
+    except exact.UndecidableError:
+        return False
+
+
+def is_rounding_slip(answer, values: Sequence[Mat]) -> bool:
+    """Every decimal entry is within one unit of its last place of one of `values` (the truth, or
+    the person's own recomputation), and at least one entry is a decimal."""
+    if not any(e.places is not None for r in answer.entries for e in r):
+        return False
+    for value in values:
+        if value is None:
+            continue
+        ok = True
+        for er, vr in zip(answer.entries, value.rows):
+            for e, v in zip(er, vr):
+                if e.value is exact.NEG_INF or v is exact.NEG_INF:
+                    ok = ok and e.value is v
+                    continue
+                unit = exact.real(Fraction(1, 10 ** e.places)) if e.places is not None else exact.ZERO
+                try:
+                    ok = ok and (abs_(e.value - v) - unit).sign() <= 0
+                except exact.UndecidableError:
+                    pass  # equal to ~4900 digits
+        if ok:
+            return True
+    return False
+
+
+def abs_(x):
+    return -x if x.sign() < 0 else x

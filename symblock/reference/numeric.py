@@ -1,0 +1,189 @@
+"""The same block in NumPy float64: an independent path to cross-check the exact engine.
+
+Written from DESIGN.md's conventions, not translated from the SymPy objects, so that a slip in one
+shows up as a disagreement. Produces the same step names as the exact trace (steps.py decides
+which exist): every computed step, and every given step (as given).
+
+    >>> from symblock.engine.spec import load
+    >>> forward(load("seed-post-ln"))["output"]  # float64 array, [[1, -1], [-1, 1], [1, -1]]
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+
+from symblock.engine import steps
+
+
+def forward(spec) -> dict[str, np.ndarray]:
+    """Every computed or given step of `spec`, forward order: name -> float64 2-D array."""
+    dims, opts = spec.dims, spec.options
+    t = _Trace(spec)
+    x = t("x", lambda: _floats(spec.X))
+    if opts.norm_position == "pre":
+        attn = attention(t, norm(t, "norm1", x, "ln1"))
+        r1 = t("resid1", lambda: x + attn)
+        mlp = ffn(t, norm(t, "norm2", r1, "ln2"))
+        r2 = t("resid2", lambda: r1 + mlp)
+        last = norm(t, "norm_final", r2, "ln_final") if opts.final_norm else r2
+    else:
+        attn = attention(t, x)
+        r1 = t("resid1", lambda: x + attn)
+        h1 = norm(t, "norm1", r1, "ln1")
+        mlp = ffn(t, h1)
+        r2 = t("resid2", lambda: h1 + mlp)
+        last = norm(t, "norm2", r2, "ln2")
+    t("output", lambda: last.copy())
+    return {name: t.values[name] for name in steps.step_names(dims, opts) if name in t.values}
+
+
+class _Trace:
+    """Records steps by name. A given step keeps the spec's value; a step cut off by a given one
+    is never computed (its inputs, and the weights they need, may be missing): it reads as None."""
+
+    def __init__(self, spec):
+        self.opts, self.dims = spec.options, spec.dims
+        self.eps = float(spec.options.eps)
+        self.params = {name: _floats(m) for name, m in spec.params.items()}
+        self.values = {name: _floats(m) for name, m in spec.given.items()}
+        self.computed = set(steps.computed_steps(spec.dims, spec.options, set(spec.given)))
+
+    def __call__(self, name: str, compute: Callable[[], np.ndarray]) -> np.ndarray | None:
+        if name in self.computed:
+            self.values[name] = np.asarray(compute(), dtype=np.float64)
+        return self.values.get(name)
+
+    def p(self, name: str) -> np.ndarray | None:
+        return self.params.get(name)
+
+
+def _floats(m) -> np.ndarray:
+    """An exact SymPy matrix as float64 (-oo, allowed in a given mask, becomes -inf)."""
+    return np.array([[float(v) for v in row] for row in m.tolist()], dtype=np.float64)
+
+
+def linear(x: np.ndarray, W: np.ndarray, b: np.ndarray | None) -> np.ndarray:
+    """Row vectors, math layout: x W + b (an absent bias means no bias)."""
+    return x @ W if b is None else x @ W + b
+
+
+# ---------------------------------------------------------------- norms
+
+def norm(t: _Trace, name: str, x: np.ndarray, ln: str) -> np.ndarray:
+    """LayerNorm (population variance, eps inside the sqrt) or RMSNorm, with its row statistics."""
+    if t.opts.norm == "layernorm":
+        # Shift by the first entry: a constant row then has its mean exactly, so its variance is
+        # exactly 0 (as in the exact engine) instead of rounding noise.
+        mean = t(f"{name}.mean", lambda: x[:, :1] + np.mean(x - x[:, :1], axis=1, keepdims=True))
+        var = t(f"{name}.var", lambda: np.mean((x - mean) ** 2, axis=1, keepdims=True))
+        std = t(f"{name}.std", lambda: np.sqrt(var + t.eps))
+        return t(name, lambda: _affine(_divide(name, x - mean, std, "std", "variance"),
+                                       t.p(f"{ln}.gamma"), t.p(f"{ln}.beta")))
+    ms = t(f"{name}.ms", lambda: np.mean(x ** 2, axis=1, keepdims=True))
+    rms = t(f"{name}.rms", lambda: np.sqrt(ms + t.eps))
+    return t(name, lambda: _affine(_divide(name, x, rms, "rms", "mean square"),
+                                   t.p(f"{ln}.gamma"), None))
+
+
+def _affine(x: np.ndarray, gamma: np.ndarray | None, beta: np.ndarray | None) -> np.ndarray:
+    """Elementwise x · γ + β (γ defaults to 1, β to 0)."""
+    y = x if gamma is None else x * gamma
+    return y if beta is None else y + beta
+
+
+def _divide(name: str, num: np.ndarray, den: np.ndarray, stat: str, what: str) -> np.ndarray:
+    """num / den per row, refusing a zero denominator with the step and row named (the exact
+    engine reports the same row as a spec error; a NaN here would only hide it)."""
+    rows = np.flatnonzero(den[:, 0] == 0)
+    if rows.size:
+        which = f"row {rows[0]} has" if rows.size == 1 else f"rows {', '.join(map(str, rows))} have"
+        raise ValueError(f"{name}: {which} zero {what} and eps = 0 "
+                         f"({stat} = 0): cannot normalise")
+    return num / den
+
+
+# ---------------------------------------------------------------- attention
+
+def attention(t: _Trace, x: np.ndarray) -> np.ndarray:
+    """Multi-head self-attention: heads read contiguous column blocks, concatenated in order."""
+    q = t("attn.q", lambda: linear(x, t.p("W_Q"), t.p("b_Q")))
+    k = t("attn.k", lambda: linear(x, t.p("W_K"), t.p("b_K")))
+    v = t("attn.v", lambda: linear(x, t.p("W_V"), t.p("b_V")))
+    outs = [head(t, h, q, k, v) for h in range(t.dims.heads)]
+    heads = t("attn.concat", lambda: np.concatenate(outs, axis=1)) if t.dims.heads > 1 else outs[0]
+    if t.opts.out_proj:
+        return t("attn.out", lambda: linear(heads, t.p("W_O"), t.p("b_O")))
+    return t("attn.out", lambda: heads.copy())
+
+
+def head(t: _Trace, h: int, q, k, v) -> np.ndarray:
+    """One head: softmax(mask(Q_h K_h^T / sqrt(d_head))) V_h, each stage its own step."""
+    d = t.dims.d_head
+    cols, p = slice(h * d, (h + 1) * d), f"attn.h{h}"
+    scores = t(f"{p}.scores", lambda: q[:, cols] @ k[:, cols].T)
+    scaled = scores
+    if t.opts.attention_scale == "sqrt_dk":
+        scaled = t(f"{p}.scaled", lambda: scores / math.sqrt(d))
+    masked = t(f"{p}.masked", lambda: causal_mask(scaled)) if t.opts.causal else scaled
+    weights = t(f"{p}.weights", lambda: softmax(masked))
+    return t(f"{p}.out", lambda: weights @ v[:, cols])
+
+
+def causal_mask(s: np.ndarray) -> np.ndarray:
+    """-inf where j > i: position i attends only to itself and earlier positions."""
+    return np.where(np.triu(np.ones(s.shape, dtype=bool), k=1), -np.inf, s)
+
+
+def softmax(s: np.ndarray) -> np.ndarray:
+    """Row softmax, stable: subtracting the row max changes nothing exactly but keeps exp finite;
+    a -inf entry gets weight exactly 0."""
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+# ---------------------------------------------------------------- feed-forward
+
+_erf = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def relu(x: np.ndarray) -> np.ndarray:
+    return np.maximum(x, 0.0)
+
+
+def gelu(x: np.ndarray) -> np.ndarray:
+    """Exact GELU, x Φ(x) = x/2 (1 + erf(x/√2)) (torch's default)."""
+    return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
+
+
+def gelu_tanh(x: np.ndarray) -> np.ndarray:
+    """The tanh approximation of GELU (GPT-2's, torch's approximate='tanh')."""
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def sigmoid(x: np.ndarray) -> np.ndarray:
+    """1/(1+e^-x), written with e^-|x| so neither branch overflows."""
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+
+
+def silu(x: np.ndarray) -> np.ndarray:
+    return x * sigmoid(x)
+
+
+# A gated activation applies its base activation to the hidden layer, then multiplies by the gate.
+ACTIVATIONS = {"relu": relu, "gelu": gelu, "gelu_tanh": gelu_tanh, "silu": silu,
+               "swiglu": silu, "geglu": gelu}
+
+
+def ffn(t: _Trace, x: np.ndarray) -> np.ndarray:
+    """act(x W_1 + b_1) W_2 + b_2; gated: (act(x W_1 + b_1) ⊙ (x W_3 + b_3)) W_2 + b_2."""
+    act = ACTIVATIONS[t.opts.activation]
+    hidden = t("ffn.hidden", lambda: linear(x, t.p("W_1"), t.p("b_1")))
+    if t.opts.gated:
+        gate = t("ffn.gate", lambda: linear(x, t.p("W_3"), t.p("b_3")))
+        a = t("ffn.act", lambda: act(hidden) * gate)
+    else:
+        a = t("ffn.act", lambda: act(hidden))
+    return t("ffn.out", lambda: linear(a, t.p("W_2"), t.p("b_2")))

@@ -1,0 +1,1 @@
+"""Sheets: the worksheet model built from a trace, and thin writers (templates) for each format."""

@@ -1,0 +1,125 @@
+"""symblock derive: formulas from the engine on symbols, simplified; facts verified by SymPy."""
+import pytest
+import sympy
+
+from symblock.calculus import derive
+from symblock.engine import spec
+from symblock.cli import main
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return derive.derive()
+
+
+def test_layernorm_of_2d_rows_is_a_sign(tiny):
+    r = {(i, j): sympy.Symbol(f"r^{{(1)}}_{{{i}{j}}}", real=True) for i in (1, 2) for j in (1, 2)}
+    rows = tiny["norm1"].entries
+    for i in (1, 2):
+        assert rows[i - 1][0] == sympy.sign(r[i, 1] - r[i, 2])
+        assert rows[i - 1][1] == -sympy.sign(r[i, 1] - r[i, 2])
+    assert tiny["norm1"].over == "R_1"
+
+
+def test_steps_are_the_blocks_in_order_and_agree_with_numbers(tiny):
+    from symblock.engine import block
+    s = spec.from_mapping(derive.TINY)
+    assert list(tiny) == block.forward(s).names()
+    # attn.q in symbols: Q = X W^Q entrywise
+    x = sympy.Matrix(2, 2, lambda i, j: sympy.Symbol(f"x_{{{i + 1}{j + 1}}}", real=True))
+    w = sympy.Matrix(2, 2, lambda i, j: sympy.Symbol(f"w^{{Q}}_{{{i + 1}{j + 1}}}", real=True))
+    assert sympy.expand(sympy.Matrix(tiny["attn.q"].entries) - x * w) == sympy.zeros(2, 2)
+    # residual in the symbols of its two summands
+    assert tiny["resid2"].entries[0][0] == sympy.Symbol("h^{(1)}_{11}", real=True) + sympy.Symbol("f_{11}", real=True)
+
+
+def test_facts_are_verified():
+    fs = derive.facts()
+    assert {f.name for f in fs} >= {"layernorm_2d", "softmax_shift", "causal_first_row",
+                                    "layernorm_mean_var", "softmax_sums_to_one", "scaling_sqrt_dk"}
+    assert all(f.verified for f in fs)
+
+
+def test_a_false_fact_would_not_verify():
+    # the 2-d LayerNorm check must be able to fail: a row of 3 is not ±1
+    a, b, c = sympy.symbols("a b c", real=True)
+    y = derive._engine_norm([a, b, c])
+    t = sympy.Symbol("t", positive=True)
+    assert sympy.simplify(y[0].subs({a: b + t, c: b}) - sympy.sign(t)) != 0
+
+
+def test_cli_formats_and_limits(capsys):
+    assert main(["derive", "--step", "norm1", "--format", "markdown"]) == 0
+    out = capsys.readouterr().out
+    assert "### `norm1`" in out and "$$" in out and r"\operatorname{sign}" in out
+    assert main(["derive", "--step", "attn.q", "--format", "latex"]) == 0
+    assert r"\begin{bmatrix}" in capsys.readouterr().out
+    assert main(["derive", "--facts"]) == 0
+    assert "verified by SymPy" in capsys.readouterr().out
+    assert main(["derive", "--step", "nope"]) == 2
+    assert main(["derive", "pre-ln-causal-gelu"]) == 2   # 3 × 4 symbols: over the size limit
+    assert "limited to seq_len·d_model <= 8" in capsys.readouterr().err
+    assert main(["derive", "seed-post-ln"]) == 2         # a given step has no general formula
+
+
+# ---------------------------------------------------------------- attention in its direct inputs
+
+def _sym(name):
+    return sympy.Symbol(name, real=True)
+
+
+def test_attention_steps_are_written_in_their_direct_inputs(tiny):
+    # scores: Σ q k over the head's columns
+    sc = tiny["attn.h0.scores"]
+    assert sc.over == "Q, K"
+    for i in (1, 2):
+        for j in (1, 2):
+            want = sum(_sym(f"q_{{{i}{c}}}") * _sym(f"k_{{{j}{c}}}") for c in (1, 2))
+            assert sympy.expand(sc.entries[i - 1][j - 1] - want) == 0
+    # scaled: s / √2; weights: the softmax of the scaled scores' symbols
+    assert sympy.simplify(tiny["attn.h0.scaled"].entries[0][1] - _sym("s_{12}") / sympy.sqrt(2)) == 0
+    w = tiny["attn.h0.weights"]
+    s11, s12 = _sym("s'_{11}"), _sym("s'_{12}")
+    assert w.over == "S_0'"
+    assert sympy.simplify(w.entries[0][0] - sympy.exp(s11) / (sympy.exp(s11) + sympy.exp(s12))) == 0
+    out = tiny["attn.h0.out"]
+    assert out.over == "P_0, V"
+    assert sympy.expand(out.entries[1][0] - (_sym("p_{21}") * _sym("v_{11}") + _sym("p_{22}") * _sym("v_{21}"))) == 0
+    a = tiny["attn.out"]
+    assert a.over == "O_0" and _sym("o_{11}") in a.entries[0][0].free_symbols
+    assert all(e.count_ops() < 20 for d in (sc, w, out, a) for r in d.entries for e in r)
+
+
+def test_unscaled_causal_two_heads_in_direct_inputs(tmp_path):
+    path = tmp_path / "d.yaml"
+    path.write_text("dims: {seq_len: 2, d_model: 4, d_ff: 2, heads: 2}\n"
+                    "block: {norm_position: pre, attention_scale: none, causal: true}\n"
+                    "random: {seed: 1}\n")
+    d = derive.derive(str(path))
+    # no scaling: softmax straight over the masked scores m = s where j <= i
+    w = d["attn.h1.weights"].entries
+    m21, m22 = _sym("m^{(1)}_{21}"), _sym("m^{(1)}_{22}")
+    assert w[0] == [1, 0]
+    assert sympy.simplify(w[1][0] - sympy.exp(m21) / (sympy.exp(m21) + sympy.exp(m22))) == 0
+    assert d["attn.h1.masked"].entries[0][1] == -sympy.oo
+    # head 1 uses columns 3, 4 of Q and K
+    want = _sym("q_{23}") * _sym("k_{13}") + _sym("q_{24}") * _sym("k_{14}")
+    assert sympy.expand(d["attn.h1.scores"].entries[1][0] - want) == 0
+    assert d["attn.concat"].over == "O_0, O_1" and d["attn.out"].over == "O"
+    assert d["attn.q"].over == "N_1"
+
+
+def test_direct_input_formulas_agree_with_the_numbers(tiny):
+    """Substituting the forward's own numbers for the direct inputs gives the forward's value."""
+    from symblock.engine import block
+    s = spec.from_mapping(derive.TINY)
+    tr = block.forward(s)
+    subs = {}
+    for base, step in (("q", "attn.q"), ("k", "attn.k"), ("v", "attn.v"), ("s", "attn.h0.scores"),
+                       ("s'", "attn.h0.scaled"), ("p", "attn.h0.weights"), ("o", "attn.h0.out")):
+        for i, row in enumerate(tr[step].value.floats()):
+            subs.update({_sym(f"{base}_{{{i + 1}{j + 1}}}"): x for j, x in enumerate(row)})
+    for step in ("attn.h0.scores", "attn.h0.scaled", "attn.h0.weights", "attn.h0.out"):
+        for got, want in zip(tiny[step].entries, tr[step].value.floats()):
+            for g, w in zip(got, want):
+                assert abs(float(g.subs(subs)) - w) < 1e-12 * max(1, abs(w)), step

@@ -1,0 +1,387 @@
+"""symblock grad: exact gradients against torch autograd (float64), SymPy diff of the symbolic
+forward, and hand-worked cases."""
+import json
+import math
+
+import pytest
+import sympy
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
+
+from symblock.engine import block, spec
+from symblock.calculus import grad
+from symblock.cli import main
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+REL = 1e-9
+ABS = 1e-12
+
+
+# ---------------------------------------------------------------- an independent torch reference
+
+def _t(m):
+    return torch.tensor([[float(sympy.N(e, 30)) for e in row] for row in m.tolist()], dtype=torch.float64)
+
+
+def torch_grads(s, loss: str, target=None):
+    """The block written directly in torch (functional ops, torch's own LayerNorm/RMSNorm and
+    scaled_dot_product_attention), autograd to every parameter, X and the module-level steps.
+    A given step is a constant tensor, as in the exact engine."""
+    o, d = s.options, s.dims
+    leaves = {k: _t(v).requires_grad_() for k, v in s.params.items()}
+    given = {k: _t(v) for k, v in s.given.items()}
+    if s.X is not None:
+        leaves["X"] = _t(s.X).requires_grad_()
+    steps = {}
+
+    def put(name, fn):
+        v = given[name] if name in given else fn()
+        if v.requires_grad:
+            v.retain_grad()
+        steps[name] = v
+        return v
+
+    def lin(x, w, b):
+        y = x @ leaves[w]
+        return y + leaves[b] if b in leaves else y
+
+    def norm(name, x, ln):
+        g = leaves[f"{ln}.gamma"].reshape(-1)
+        if o.norm == "layernorm":
+            fn = lambda: F.layer_norm(x, (d.d_model,), g, leaves[f"{ln}.beta"].reshape(-1), float(o.eps))
+        else:
+            fn = lambda: F.rms_norm(x, (d.d_model,), g, float(o.eps))
+        return put(name, fn)
+
+    def attention(x):
+        if "attn.out" in given:
+            return put("attn.out", None)
+        q, k, v = (put(f"attn.{p}", lambda p=p: lin(x, f"W_{p.upper()}", f"b_{p.upper()}")) for p in "qkv")
+        split = lambda m: m.reshape(d.seq_len, d.heads, d.d_head).transpose(0, 1)
+        scale = 1 / math.sqrt(d.d_head) if o.attention_scale == "sqrt_dk" else 1.0
+        heads = F.scaled_dot_product_attention(split(q), split(k), split(v), is_causal=o.causal, scale=scale)
+        cat = heads.transpose(0, 1).reshape(d.seq_len, d.d_model)
+        return put("attn.out", lambda: lin(cat, "W_O", "b_O") if o.out_proj else cat)
+
+    def ffn(x):
+        z = put("ffn.hidden", lambda: lin(x, "W_1", "b_1"))
+        act = {"relu": F.relu, "gelu": F.gelu, "gelu_tanh": lambda t: F.gelu(t, approximate="tanh"),
+               "silu": F.silu, "swiglu": F.silu, "geglu": F.gelu}[o.activation]
+        if o.gated:
+            gate = put("ffn.gate", lambda: lin(x, "W_3", "b_3"))
+            u = put("ffn.act", lambda: act(z) * gate)
+        else:
+            u = put("ffn.act", lambda: act(z))
+        return put("ffn.out", lambda: lin(u, "W_2", "b_2"))
+
+    x = put("x", lambda: leaves["X"] * 1)
+    if o.norm_position == "pre":
+        r1 = put("resid1", lambda: x + attention(norm("norm1", x, "ln1")))
+        r2 = put("resid2", lambda: r1 + ffn(norm("norm2", r1, "ln2")))
+        y = norm("norm_final", r2, "ln_final") if o.final_norm else r2
+    else:
+        r1 = put("resid1", lambda: x + attention(x))
+        h1 = norm("norm1", r1, "ln1")
+        r2 = put("resid2", lambda: h1 + ffn(h1))
+        y = norm("norm2", r2, "ln2")
+    y = put("output", lambda: y * 1)
+    if loss == "sum":
+        L = y.sum()
+    else:
+        L = F.mse_loss(y, _t(target) if target is not None else torch.zeros_like(y))
+    L.backward()
+    out = {k: t.grad for k, t in leaves.items()}
+    out.update({k: t.grad for k, t in steps.items() if t.grad is not None})
+    return float(L.detach()), out
+
+
+def close(exact_mat, ref, what, scale=0.0):
+    got = exact_mat.floats()
+    ref = ref.tolist()
+    scale = max([scale] + [abs(v) for r in ref for v in r])
+    for i, (a, b) in enumerate(zip(got, ref)):
+        for j, (x, y) in enumerate(zip(a, b)):
+            # 1e-9 relative to `scale`: the largest gradient entry of the spec (an entry that comes
+            # from cancelling large terms, e.g. through a saturated softmax, carries their float64
+            # error); an entry that is an exact 0 in
+            # the engine is float64 noise (~1e-17) in torch, hence the absolute floor
+            assert abs(x - y) <= max(REL * scale, ABS), f"{what}[{i}][{j}]: exact {x!r} vs torch {y!r}"
+
+
+def check_against_torch(s, loss, target=None):
+    trace = block.forward(s)
+    names = grad.wrt_names(trace)
+    b = grad.backward(s, loss, names, target=target, trace=trace)
+    L, ref = torch_grads(s, loss, target)
+    assert math.isclose(float(b.loss_value), L, rel_tol=REL, abs_tol=1e-12)
+    compared = 0
+    scale = max(float(t.abs().max()) for t in ref.values())
+    for name, g in b.wrt.items():
+        if name in ref:
+            close(g.value, ref[name], f"{s.source} {loss} d/d{name}", scale)
+            compared += 1
+        elif name in s.params or name == "X":
+            raise AssertionError(f"torch has no gradient for {name}")
+    return compared
+
+
+# ---------------------------------------------------------------- torch autograd
+
+TARGET = {"seed-post-ln": sympy.Matrix([[1, 0], [0, 1], [sympy.Rational(1, 2), -2]])}
+
+
+@pytest.mark.parametrize("example", spec.example_names())
+@pytest.mark.parametrize("loss", ["sum", "mse"])
+def test_every_example_every_wrt_matches_torch(example, loss):
+    s = spec.load(example)
+    n, d = s.dims.seq_len, s.dims.d_model
+    target = TARGET.get(example, sympy.Matrix(n, d, lambda i, j: sympy.Rational(i - j, 3)))
+    for tgt in ([None, target] if loss == "mse" else [None]):
+        assert check_against_torch(s, loss, tgt) >= 5
+
+
+SETTINGS = dict(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@st.composite
+def random_specs(draw):
+    heads = draw(st.sampled_from([1, 2]))
+    d_model = heads * draw(st.integers(1, 2)) + (1 if heads == 1 else 0)
+    pre = draw(st.booleans())
+    norm = draw(st.sampled_from(["layernorm", "rmsnorm"]))
+    activation = draw(st.sampled_from(["relu", "gelu", "gelu_tanh", "silu", "swiglu", "geglu"]))
+    data = {
+        "dims": {"seq_len": draw(st.integers(1, 3)), "d_model": d_model,
+                 "d_ff": draw(st.integers(1, 3)), "heads": heads},
+        "block": {"norm_position": "pre" if pre else "post", "norm": norm,
+                  "eps": draw(st.sampled_from([0, "1/10", "1e-5"])),
+                  "final_norm": pre and draw(st.booleans()), "activation": activation,
+                  "attention_scale": draw(st.sampled_from(["sqrt_dk", "none"])),
+                  "causal": draw(st.booleans()), "bias": draw(st.booleans()),
+                  "out_proj": draw(st.booleans())},
+        "random": {"seed": draw(st.integers(0, 10**6)), "low": -2, "high": 2},
+    }
+    if draw(st.booleans()):  # γ and β away from 1 and 0
+        o = data["block"]
+        lns = ["ln1", "ln2"] + (["ln_final"] if o["final_norm"] else [])
+        data["weights"] = {ln: {"gamma": draw(st.lists(st.sampled_from([-2, "1/2", 1, 3]), min_size=d_model, max_size=d_model)),
+                                **({"beta": [1] * d_model} if norm == "layernorm" else {})} for ln in lns}
+    return data
+
+
+@settings(**SETTINGS)
+@given(random_specs(), st.sampled_from(["sum", "mse"]))
+def test_random_specs_match_torch(data, loss):
+    try:
+        s = spec.from_mapping(data)
+        check = block.forward(s)
+    except spec.SpecError as e:  # a zero-variance row with ε = 0: not a gradient question
+        assert "divide by zero" in str(e)
+        return
+    # A near-constant row (σ or r ≈ 1e-6 with ε = 0) is ill-conditioned in float64: torch loses up to
+    # ~10 digits there (the exact engine does not; see test_float64_loses_digits_at_tiny_sigma).
+    assume(min(abs(v) for st in check if st.name.endswith((".std", ".rms"))
+               for r in st.value.floats() for v in r) > 0.05)
+    # Likewise a ReLU input within float64 noise of the kink (found: an exact 2.08e-16 that torch
+    # computes as ≤ 0): the certified sign decides the exact derivative, float64 cannot.
+    if s.options.activation == "relu":
+        assume(all(v == 0 or abs(v) > 1e-9 for r in check["ffn.hidden"].value.floats() for v in r))
+    n, d = s.dims.seq_len, s.dims.d_model
+    target = sympy.Matrix(n, d, lambda i, j: (i + 2 * j) % 3 - 1) if loss == "mse" else None
+    check_against_torch(s, loss, target)
+
+
+def test_float64_loses_digits_at_tiny_sigma():
+    """Found by Hypothesis: resid1 row 1 is [5, 4.999994…] (σ ≈ 2.9e-6). torch float64 gets dL/dX
+    wrong in the 4th digit; the exact gradient is the one mpmath at 60 digits agrees with."""
+    s = spec.from_mapping({
+        "dims": {"seq_len": 2, "d_model": 2, "d_ff": 1, "heads": 1},
+        "block": {"norm_position": "pre", "out_proj": False},
+        "random": {"seed": 129, "low": -2, "high": 2},
+        "weights": {"ln1": {"gamma": [-2, -2], "beta": [1, 1]}, "ln2": {"gamma": [-2, -2], "beta": [1, 1]}}})
+    b = grad.backward(s, "sum", ["X"])
+    assert float(b.trace["norm2.std"].value.rows[1][0]) < 1e-5
+    _, ref = torch_grads(s, "sum")
+    got, want = b.wrt["X"].value.floats(), ref["X"].tolist()
+    assert max(abs(x - y) for a, c in zip(got, want) for x, y in zip(a, c)) > 1e-6  # torch is off
+    # finite differences at 60 digits on the exact engine's own forward agree with the exact gradient
+    import mpmath
+    mpmath.mp.dps = 60
+    h = sympy.Rational(1, 10**25)
+    for i in range(2):
+        for j in range(2):
+            def L(dx):
+                X = sympy.Matrix(s.X)
+                X[i, j] += dx
+                from dataclasses import replace
+                tr = block.forward(replace(s, X=sympy.ImmutableMatrix(X)))
+                return sum(mpmath.mpf(e.digits(50)) for r in tr["output"].value.rows for e in r)
+            fd = (L(h) - L(-h)) / (2 * mpmath.mpf(h))
+            assert abs(fd - mpmath.mpf(b.wrt["X"].value.rows[i][j].digits(50))) < 1e-15
+
+
+def test_intermediate_steps_match_torch():
+    """dL/d step for the module-level steps (not only the parameters)."""
+    s = spec.load("rmsnorm-swiglu")
+    trace = block.forward(s)
+    b = grad.backward(s, "mse", ["X"], trace=trace)
+    _, ref = torch_grads(s, "mse")
+    by_name = {g.of: g for g in b.steps}
+    for name in ["output", "resid2", "ffn.out", "ffn.act", "ffn.gate", "ffn.hidden", "norm2",
+                 "resid1", "attn.out", "attn.q", "attn.k", "attn.v", "norm1", "x"]:
+        close(by_name[name].value, ref[name], name)
+
+
+def test_relu_at_exactly_zero_has_gradient_zero_like_torch():
+    # x W_1 has an exact 0 in ffn.hidden: torch and symblock both give it derivative 0
+    s = spec.from_mapping({
+        "dims": {"seq_len": 2, "d_model": 2, "d_ff": 2, "heads": 1},
+        "block": {"norm_position": "pre"},
+        "weights": {"W_Q": [[1, 0], [0, 1]], "W_K": [[1, 0], [0, 1]], "W_V": [[1, 0], [0, 1]],
+                    "W_O": [[1, 0], [0, 1]], "W_1": [[1, 1], [1, 0]], "W_2": [[1, 2], [3, 4]]},
+        "inputs": {"X": [[1, -1], [2, 0]]}})
+    trace = block.forward(s)
+    assert trace["ffn.hidden"].value.rows[0][0].sign() == 0   # LN row [1, -1] → [1, -1]; 1 − 1 = 0
+    b = grad.backward(s, "sum", ["W_1"], trace=trace)
+    dz = next(g for g in b.steps if g.of == "ffn.hidden").value
+    assert dz.rows[0][0].sign() == 0
+    check_against_torch(s, "sum")
+
+
+# ---------------------------------------------------------------- SymPy diff of the symbolic forward
+
+def test_sympy_diff_of_the_symbolic_forward_agrees():
+    """Third path: one entry at a time becomes a Symbol t, the engine's symbolic forward gives L(t),
+    sympy.diff, then t = its value; against the exact gradient entry."""
+    from dataclasses import replace
+    from types import MappingProxyType
+    s = spec.from_mapping({
+        "dims": {"seq_len": 2, "d_model": 2, "d_ff": 2, "heads": 1},
+        "block": {"norm_position": "pre", "activation": "relu", "bias": True, "norm": "rmsnorm",
+                  "attention_scale": "none"},
+        "random": {"seed": 11, "low": -2, "high": 2}})
+    target = sympy.Matrix([[1, 0], [0, -1]])
+    picks = [("W_2", 1, 0), ("W_1", 0, 1), ("W_Q", 1, 1), ("W_V", 0, 0), ("b_1", 0, 1),
+             ("X", 1, 0)]
+    b = grad.backward(s, "mse", sorted({p[0] for p in picks}), target=target)
+    t = sympy.Symbol("t", real=True)
+    live = 0
+    for name, i, j in picks:
+        m = sympy.Matrix(s.X if name == "X" else s.params[name])
+        value = m[i, j]
+        m[i, j] = t
+        m = sympy.ImmutableMatrix(m)
+        one = replace(s, X=m) if name == "X" else replace(s, params=MappingProxyType({**s.params, name: m}))
+        out = block.forward(one)["output"].value.to_sympy(10**9)
+        L = sum((out[r, c] - target[r, c]) ** 2 for r in range(2) for c in range(2)) / 4
+        want = sympy.diff(L, t).subs(t, value).evalf(40)
+        got = b.wrt[name].value.rows[i][j]
+        assert abs(float(got) - float(want)) <= 1e-12 * max(1.0, abs(float(want))), (name, i, j)
+        live += abs(float(got)) > 1e-6
+    assert live >= 3  # mostly live entries, not a trivial 0 = 0
+
+
+# ---------------------------------------------------------------- hand-worked cases
+
+def test_sum_loss_after_a_layernorm_has_zero_gradient():
+    """Each LN output row (γ=1, β=0) sums to 0, so L = Σ Y is constant: every gradient is exactly 0,
+    and dL/dμ = −Σ_j 1/σ = −2/σ for the last norm (σ of norm2 in seed 000 is 3/2: −4/3)."""
+    s = spec.load("seed-post-ln")
+    b = grad.backward(s, "sum", ["W_2", "W_1", "X", "attn.out"])
+    for g in b.wrt.values():
+        assert all(e.is_rational and e.q == 0 for r in g.value.rows for e in r)
+    mean = next(g for g in b.steps if g.of == "norm2.mean").value
+    std = b.trace["norm2.std"].value
+    for (m,), (sd,) in zip(mean.rows, std.rows):
+        assert float(m) == pytest.approx(-2 / float(sd), rel=1e-15)
+    assert [str(m.to_sympy()) for (m,) in mean.rows] == ["-4/3", "-4/3", "-4/3"]
+
+
+def test_bias_of_the_last_linear_layer_by_hand():
+    """Pre-LN without a final norm: Y = R_1 + U W_2 + b_2, so with L = Σ Y, dL/db_2 = [n, …, n]
+    and dL/dW_2 = Uᵀ 1 (column sums of U repeated); with mse, dL/dY = 2(Y − T)/(n d)."""
+    s = spec.load("rmsnorm-swiglu")
+    s = spec.from_mapping({"dims": {"seq_len": 2, "d_model": 4, "d_ff": 3, "heads": 1},
+                           "block": {"norm_position": "pre", "norm": "rmsnorm", "activation": "swiglu",
+                                     "bias": True, "out_proj": False},
+                           "inputs": {"X": [[2, 0, 1, -1], [1, 1, 0, 2]]},
+                           "random": {"seed": 3, "low": -1, "high": 1}})
+    b = grad.backward(s, "sum", ["b_2", "W_2"])
+    assert [[str(e.to_sympy()) for e in r] for r in b.wrt["b_2"].value.rows] == [["2"] * 4]
+    u = b.trace["ffn.act"].value.floats()
+    for i in range(3):
+        for j in range(4):
+            assert float(b.wrt["W_2"].value.rows[i][j]) == pytest.approx(u[0][i] + u[1][i], rel=1e-14)
+    target = sympy.Matrix([[1, 2, 3, 4], [0, 0, 0, 0]])
+    m = grad.backward(s, "mse", ["W_2"], target=target)
+    y = m.trace["output"].value
+    dy = m.steps[0]
+    assert dy.of == "output"
+    for i in range(2):
+        for j in range(4):
+            want = 2 * (y.rows[i][j] - int(target[i, j])) / 8
+            assert (dy.value.rows[i][j] - want).sign() == 0
+
+
+def test_backward_order_and_only_dependent_steps():
+    s = spec.load("pre-ln-causal-gelu")
+    b = grad.backward(s, "sum", ["W_2"])
+    assert [g.of for g in b.steps] == ["output", "norm_final", "norm_final.std", "norm_final.var",
+                                        "norm_final.mean", "resid2", "ffn.out"]
+    full = grad.backward(s, "sum", ["X"])
+    order = [g.of for g in full.steps]
+    assert order == list(reversed(block.forward(s).names()))
+    assert all(g.name == "grad." + g.of for g in full.steps)
+
+
+def test_bad_wrt_and_target_are_named():
+    s = spec.load("seed-post-ln")
+    with pytest.raises(spec.SpecError, match="W_Q"):
+        grad.backward(s, "sum", ["W_Q"])  # attn.out is given: W_Q is not read
+    with pytest.raises(spec.SpecError, match="--target"):
+        grad.backward(s, "mse", ["X"], target=sympy.Matrix([[1, 2]]))
+
+
+# ---------------------------------------------------------------- command line
+
+def test_cli_text_and_json(capsys, tmp_path):
+    assert main(["grad", "seed-post-ln", "--loss", "mse", "--wrt", "W_2,X",
+                 "--target", "[[1, 0], [0, 1], [1/2, -2]]"]) == 0
+    out = capsys.readouterr().out
+    assert "■ grad.output" in out and "■ grad.W_2" in out and "■ grad.X" in out
+    assert main(["grad", "seed-post-ln", "--loss", "mse", "--wrt", "W_2", "--json",
+                 "--target", "[[1, 0], [0, 1], [0.5, -2]]"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["loss"] == "mse" and [w["name"] for w in data["wrt"]] == ["grad.W_2"]
+    b = grad.backward(spec.load("seed-post-ln"), "mse", ["W_2"], target=TARGET["seed-post-ln"])
+    for row_e, row_v in zip(data["wrt"][0]["exact"], b.wrt["W_2"].value.rows):
+        for e, v in zip(row_e, row_v):
+            assert sympy.simplify(sympy.sympify(e) - v.to_sympy(10**6)) == 0
+    assert sympy.sympify(data["value"]["exact"]) == b.loss_value.to_sympy(10**6)
+    f = tmp_path / "t.yaml"
+    f.write_text("target: [[1, 0], [0, 1], [0.5, -2]]\n")
+    assert main(["grad", "seed-post-ln", "--loss", "mse", "--wrt", "W_2", "--json", "--target", str(f)]) == 0
+    assert json.loads(capsys.readouterr().out)["wrt"] == data["wrt"]
+    assert main(["grad", "seed-post-ln", "--wrt", "W_Q"]) == 2
+    assert "no parameter or step 'W_Q'" in capsys.readouterr().err
+    assert main(["grad", "seed-post-ln", "--target", "[[1]]"]) == 2
+
+
+def test_command_glue_matches_the_engine(capsys):
+    from symblock.commands import grad as grad_cli
+    from symblock.cli import main
+    assert grad_cli.LOSSES == grad.LOSSES
+    assert main(["grad", "--loss", "mse", "--target", "[[1, 0], [0"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("symblock: error: --target: expected a matrix") and "Traceback" not in err
+
+
+def test_loss_line_shows_the_closed_form_only_when_short(capsys):
+    from symblock.cli import main
+    assert main(["grad", "rmsnorm-swiglu", "--wrt", "W_2"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("loss:"))
+    assert line.endswith("≈ 19.9801") and "= ≈" not in line
+    assert main(["grad", "seed-post-ln", "--loss", "mse", "--wrt", "W_2",
+                 "--target", "[[1, 0], [0, 1], [1/2, -2]]"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("loss:"))
+    assert line.endswith("= 13/24  ≈ 0.5417")  # (0 + 1 + 1 + 0 + 1/4 + 1)/6: worked by hand

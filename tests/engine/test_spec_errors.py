@@ -1,0 +1,188 @@
+"""Bad input: one clear message naming the file, the field and what was expected; exit 2."""
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from symblock.engine import spec
+from symblock.cli import main
+
+GOOD = textwrap.dedent("""\
+    dims: {seq_len: 2, d_model: 2, d_ff: 2, heads: 1}
+    weights:
+      W_Q: [[1, 0], [0, 1]]
+      W_K: [[1, 0], [0, 1]]
+      W_V: [[1, 0], [0, 1]]
+      W_O: [[1, 0], [0, 1]]
+      W_1: [[1, 0], [0, 1]]
+      W_2: [[1, 0], [0, 1]]
+    inputs:
+      X: [[1, 0], [0, 2]]
+    """)
+
+
+def run_cli(tmp_path, text, name="spec.yaml", capsys=None):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    code = main(["forward", str(path)])
+    err = capsys.readouterr().err
+    return code, err, str(path)
+
+
+def test_good_spec_loads(tmp_path, capsys):
+    code, err, _ = run_cli(tmp_path, GOOD, capsys=capsys)
+    assert code == 0 and err == ""
+
+
+@pytest.mark.parametrize("edit, field, expected", [
+    (("W_Q: [[1, 0], [0, 1]]", "W_Q: [[1, 0], [0, abc]]"), "weights.W_Q[1][1]", "expected a number"),
+    (("W_Q: [[1, 0], [0, 1]]", "W_Q: [[1, 0, 0], [0, 1, 0]]"), "weights.W_Q", "expected shape 2×2, got 2×3"),
+    (("W_Q: [[1, 0], [0, 1]]", "W_Q: [[1, 0], [0]]"), "weights.W_Q", "different lengths"),
+    (("W_Q: [[1, 0], [0, 1]]", "W_Q: 5"), "weights.W_Q", "expected a matrix"),
+    (("W_Q: [[1, 0], [0, 1]]", "W_Q: [[1, 0], [0, true]]"), "weights.W_Q[1][1]", "got a boolean"),
+    (("W_Q: [[1, 0], [0, 1]]", "W_Q: [[1, 0], [0, \"foo(2)\"]]"), "weights.W_Q[1][1]", "unknown name foo"),
+    (("heads: 1", "heads: 3"), "dims.heads", "divisor of d_model = 2, got 3"),
+    (("heads: 1", "heads: 0"), "dims.heads", "whole number in 1.."),
+    (("dims:", "colour: red\ndims:"), "colour", "unknown key; expected one of title"),
+    (("W_Q:", "W_Z: [[1]]\n  W_Q:"), "weights.W_Z", "unknown key"),
+    (("inputs:", "block: {activation: swish}\ninputs:"), "block.activation",
+     "expected one of relu, gelu, gelu_tanh, silu, swiglu, geglu, got the text 'swish'"),
+    (("inputs:", "block: {norm: batchnorm}\ninputs:"), "block.norm", "expected one of layernorm, rmsnorm"),
+    (("inputs:", "block: {causal: maybe}\ninputs:"), "block.causal", "expected true or false"),
+    (("inputs:", "block: {eps: -1}\ninputs:"), "block.eps", "ε >= 0"),
+    (("inputs:", "block: {final_norm: true}\ninputs:"), "block.final_norm", "only a Pre-LN block"),
+    (("inputs:", "given: {attn.nope: [[1, 2], [3, 4]]}\ninputs:"), "given.attn.nope", "no such step"),
+    (("inputs:", "given: {attn.out: [[1, 2]]}\ninputs:"), "given.attn.out", "expected shape 2×2, got 1×2"),
+    (("  W_1: [[1, 0], [0, 1]]\n", ""), "weights.W_1", "missing; expected a 2×2 matrix"),
+    (("X: [[1, 0], [0, 2]]", "X: [[1, 1], [2, 2]]"), "norm1.var[0]", "zero variance and ε = 0"),
+    (("inputs:", "layout: sideways\ninputs:"), "layout", "expected math or torch"),
+])
+def test_each_bad_field_is_named(tmp_path, capsys, edit, field, expected):
+    old, new = edit
+    assert old in GOOD
+    code, err, path = run_cli(tmp_path, GOOD.replace(old, new, 1), capsys=capsys)
+    assert code == 2
+    assert err.startswith(f"symblock: error: {path}: {field}:"), err
+    assert expected in err
+    assert "Traceback" not in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("text, name, expected", [
+    ("dims: {seq_len: [1, 2\n", "bad.yaml", "line 2: malformed YAML: expected ',' or ']'"),
+    ('{"dims": {"seq_len": 2,}}', "bad.json", "line 1: malformed JSON"),
+    ("", "empty.yaml", "the file is empty"),
+    ("   \n", "blank.yaml", "the file is empty"),
+    ("- 1\n- 2\n", "list.yaml", "expected a mapping at the top level"),
+])
+def test_unreadable_files(tmp_path, capsys, text, name, expected):
+    code, err, path = run_cli(tmp_path, text, name=name, capsys=capsys)
+    assert code == 2
+    assert err.startswith(f"symblock: error: {path}: ") and expected in err
+
+
+def test_missing_path(tmp_path, capsys):
+    path = tmp_path / "nope.yaml"
+    assert main(["forward", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: no such file" in err and "symblock examples" in err
+
+
+def test_rmsnorm_zero_row_and_eps_cures_it(tmp_path, capsys):
+    text = GOOD.replace("inputs:", "block: {norm: rmsnorm, norm_position: pre}\ninputs:").replace("[[1, 0], [0, 2]]", "[[0, 0], [0, 2]]")
+    code, err, path = run_cli(tmp_path, text, capsys=capsys)
+    assert code == 2 and "norm1.ms[0]" in err and "zero mean square" in err
+    code, err, _ = run_cli(tmp_path, text.replace("{norm: rmsnorm,", "{norm: rmsnorm, eps: \"1e-5\","),
+                           capsys=capsys)
+    assert code == 0, err
+
+
+def test_json_spec_same_as_yaml(tmp_path):
+    import json
+    import yaml
+    data = yaml.safe_load(GOOD)
+    (tmp_path / "s.json").write_text(json.dumps(data))
+    (tmp_path / "s.yaml").write_text(GOOD)
+    a, b = spec.load(tmp_path / "s.json"), spec.load(tmp_path / "s.yaml")
+    assert a.params == b.params and a.X == b.X and a.dims == b.dims
+
+
+def test_decimals_are_exact_as_written(tmp_path):
+    text = GOOD.replace("X: [[1, 0], [0, 2]]", "X: [[0.1, 0.2], [1.401, \"1/3\"]]")
+    for name, body in (("s.yaml", text), ("s.json", None)):
+        if body is None:
+            body = '{"dims": {"seq_len": 2, "d_model": 2, "d_ff": 2}, "inputs": {"X": [[0.1, 0.2], [1.401, "1/3"]]}, "random": {"seed": 1}}'
+        (tmp_path / name).write_text(body)
+        X = spec.load(tmp_path / name).X
+        import sympy
+        assert X[0, 0] == sympy.Rational(1, 10) and X[1, 0] == sympy.Rational(1401, 1000)
+        assert X[1, 1] == sympy.Rational(1, 3)
+
+
+def test_exact_entry_strings():
+    import sympy
+    p = lambda s: spec.parse_exact(s, "f", "w")  # noqa: E731
+    assert p("1e-5") == sympy.Rational(1, 100000)
+    assert p("sqrt(2)/2") == sympy.sqrt(2) / 2
+    assert p("2^3") == 8  # ^ is a power, as people write it
+    assert p("E/(1+E)") == sympy.E / (1 + sympy.E)
+    with pytest.raises(spec.SpecError, match="finite real"):
+        p("sqrt(-1)")
+    with pytest.raises(spec.SpecError, match="unknown name"):
+        p("__import__('os')")
+
+
+def test_torch_layout_transposes_weights(tmp_path):
+    math_spec = spec.from_mapping({"dims": {"seq_len": 1, "d_model": 2, "d_ff": 3},
+                                   "weights": {"W_1": [[1, 2, 3], [4, 5, 6]]},
+                                   "inputs": {"X": [[1, 2]]}, "random": {"seed": 1}})
+    torch_spec = spec.from_mapping({"layout": "torch", "dims": {"seq_len": 1, "d_model": 2, "d_ff": 3},
+                                    "weights": {"W_1": [[1, 4], [2, 5], [3, 6]]},
+                                    "inputs": {"X": [[1, 2]]}, "random": {"seed": 1}})
+    assert math_spec.params["W_1"] == torch_spec.params["W_1"]
+    with pytest.raises(spec.SpecError, match=r"weights\.W_1: expected shape 3×2, got 2×3"):
+        spec.from_mapping({"layout": "torch", "dims": {"seq_len": 1, "d_model": 2, "d_ff": 3},
+                           "weights": {"W_1": [[1, 2, 3], [4, 5, 6]]}, "inputs": {"X": [[1, 2]]},
+                           "random": {"seed": 1}})
+
+
+def test_random_fill_is_reproducible_and_independent_per_tensor():
+    base = {"dims": {"seq_len": 2, "d_model": 2, "d_ff": 2}, "random": {"seed": 5, "low": -3, "high": 3}}
+    a, b = spec.from_mapping(base), spec.from_mapping(base)
+    assert a.params == b.params and a.X == b.X
+    entries = [e for m in a.params.values() for e in m if m is not a.params.get("ln1.gamma")]
+    assert all(-3 <= e <= 3 and e.is_Integer for e in entries)
+    pinned = spec.from_mapping({**base, "weights": {"W_Q": [[9, 9], [9, 9]]}})
+    assert pinned.params["W_K"] == a.params["W_K"] and pinned.params["W_Q"] != a.params["W_Q"]
+    other = spec.from_mapping({**base, "random": {"seed": 6, "low": -3, "high": 3}})
+    assert other.params != a.params
+
+
+def test_given_step_lets_weights_be_left_out():
+    s = spec.load("seed-post-ln")
+    assert "W_Q" not in s.params and "W_1" in s.params
+
+
+def test_cli_bad_input_no_traceback_subprocess(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(GOOD.replace("heads: 1", "heads: 3"))
+    r = subprocess.run([sys.executable, "-m", "symblock", "forward", str(bad)], capture_output=True, text=True)
+    assert r.returncode == 2
+    assert "Traceback" not in r.stderr and "dims.heads" in r.stderr and r.stdout == ""
+
+
+def test_size_limit_refuses_up_front(capsys, tmp_path):
+    big = tmp_path / "big.yaml"
+    big.write_text("dims: {seq_len: 64, d_model: 64, d_ff: 256, heads: 4}\nrandom: {seed: 1}\n")
+    assert main(["forward", str(big)]) == 2
+    err = capsys.readouterr().err
+    assert "dims: this block needs about" in err and "limit of 2,000,000" in err and "--max-cost" in err
+
+
+def test_torch_layout_one_row_weight_is_a_matrix_not_a_vector():
+    """d_model = 1: W_1 in torch layout is (d_ff, 1) and must be transposed, not read as a list."""
+    s = spec.from_mapping({"layout": "torch", "dims": {"seq_len": 1, "d_model": 1, "d_ff": 2},
+                           "weights": {"W_1": [[2], [3]]}, "inputs": {"X": [[1]]},
+                           "block": {"eps": 1}, "random": {"seed": 1}})
+    import sympy
+    assert s.params["W_1"] == sympy.Matrix([[2, 3]])

@@ -1,0 +1,263 @@
+"""Mistake diagnosis: every catalogue entry planted in an answers file and named by `symblock
+check`. The planted numbers come from an independent path: the NumPy float64 forward
+(symblock.reference.numeric) for the truth, and the mistake written out here in NumPy, rounded to 8
+places. Nothing here calls the mutation code under test."""
+import json
+import math
+import textwrap
+
+import numpy as np
+import pytest
+
+from symblock.reference import numeric
+from symblock.engine import spec as spec_mod
+from symblock.cli import main
+from symblock.grading.mistakes import CATALOGUE, EXPLANATIONS
+
+# Post-LN, LayerNorm with ε = 1/10 and an affine γ/β, two causal heads (d_k = 3, d_model = 6,
+# so sqrt(d_k), d_k and sqrt(d_model) all differ), biases, ReLU, square W_1.
+SPEC_A = """\
+    dims: {seq_len: 3, d_model: 6, d_ff: 6, heads: 2}
+    block: {norm_position: post, norm: layernorm, eps: "1/10", activation: relu, causal: true,
+            bias: true, attention_scale: sqrt_dk}
+    weights:
+      ln1: {gamma: [2, 1, 1, 1, 1, 3], beta: [0, 1, 0, 0, -1, 0]}
+    inputs:
+      X: [[1, 0, 2, -1, 0, 1], [0, 1, -1, 2, 1, 0], [2, -1, 0, 1, 1, -2]]
+    random: {seed: 11, low: -1, high: 1}
+    """
+# Pre-LN, RMSNorm with ε = 1/10, one head, exact GELU, no final norm.
+SPEC_B = """\
+    dims: {seq_len: 2, d_model: 4, d_ff: 3, heads: 1}
+    block: {norm_position: pre, norm: rmsnorm, eps: "1/10", activation: gelu, bias: true}
+    inputs:
+      X: [[2, 0, 1, -1], [1, 1, 0, 2]]
+    random: {seed: 5, low: -1, high: 1}
+    """
+SPECS = {"A": SPEC_A, "B": SPEC_B}
+
+
+@pytest.fixture(scope="module")
+def worlds(tmp_path_factory):
+    """spec letter -> (spec path, truth floats by step, params floats)."""
+    d = tmp_path_factory.mktemp("specs")
+    out = {}
+    for key, text in SPECS.items():
+        path = d / f"spec_{key}.yaml"
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+        s = spec_mod.load(path)
+        P = {k: np.array(v.tolist(), dtype=float) for k, v in s.params.items()}
+        out[key] = (str(path), numeric.forward(s), P, s)
+    return out
+
+
+# ---------------------------------------------------------------- NumPy building blocks
+
+def softmax_rows(s):
+    e = np.where(np.isneginf(s), 0.0, np.exp(np.where(np.isneginf(s), 0.0, s) - 0))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def causal(s, fill):
+    s = s.copy()
+    s[np.triu_indices(s.shape[0], 1)] = fill
+    return s
+
+
+def ln(x, g, b, eps, ddof=0):
+    mu = x.mean(axis=1, keepdims=True)
+    var = ((x - mu) ** 2).sum(axis=1, keepdims=True) / (x.shape[1] - ddof)
+    return (x - mu) / np.sqrt(var + eps) * g + b
+
+
+def rms(x, g, eps):
+    return x / np.sqrt((x ** 2).mean(axis=1, keepdims=True) + eps) * g
+
+
+gelu = np.vectorize(lambda z: z / 2 * (1 + math.erf(z / math.sqrt(2))))
+EPS = 0.1
+
+
+def head(T, h, dk=3):
+    return T["attn.q"][:, h * dk:(h + 1) * dk], T["attn.k"][:, h * dk:(h + 1) * dk]
+
+
+# (id, spec, step, expected code, planted value from truth T and params P)
+PLANTED = [
+    ("sample-var", "A", "norm1.var", "ln_sample_variance",
+     lambda T, P: ((T["resid1"] - T["resid1"].mean(1, keepdims=True)) ** 2).sum(1, keepdims=True) / 5),
+    ("sample-var-norm", "A", "norm1", "ln_sample_variance",
+     lambda T, P: ln(T["resid1"], P["ln1.gamma"], P["ln1.beta"], EPS, ddof=1)),
+    ("eps-outside", "A", "norm1.std", "ln_eps_outside_sqrt", lambda T, P: np.sqrt(T["norm1.var"]) + EPS),
+    ("eps-outside-rms", "B", "norm2.rms", "ln_eps_outside_sqrt", lambda T, P: np.sqrt(T["norm2.ms"]) + EPS),
+    ("no-sqrt", "A", "norm2.std", "norm_no_sqrt", lambda T, P: T["norm2.var"] + EPS),
+    ("affine-missing", "A", "norm1", "norm_affine_missing",
+     lambda T, P: (T["resid1"] - T["norm1.mean"]) / T["norm1.std"]),
+    ("ln-as-rms", "A", "norm1.var", "layernorm_as_rms", lambda T, P: (T["resid1"] ** 2).mean(1, keepdims=True)),
+    ("rms-as-ln-ms", "B", "norm1.ms", "rms_as_layernorm",
+     lambda T, P: T["x"].var(axis=1, keepdims=True)),
+    ("rms-as-ln", "B", "norm1", "rms_as_layernorm",
+     lambda T, P: ln(T["x"], P["ln1.gamma"], 0, EPS)),
+    ("no-scale", "A", "attn.h0.scaled", "attn_no_scale", lambda T, P: T["attn.h0.scores"]),
+    ("no-scale-weights", "A", "attn.h1.weights", "attn_no_scale",
+     lambda T, P: softmax_rows(causal(T["attn.h1.scores"], -np.inf))),
+    ("scale-d-model", "A", "attn.h1.scaled", "attn_scale_d_model", lambda T, P: T["attn.h1.scores"] / math.sqrt(6)),
+    ("scale-no-sqrt", "A", "attn.h0.scaled", "attn_scale_no_sqrt", lambda T, P: T["attn.h0.scores"] / 3),
+    ("scores-KQ", "A", "attn.h1.scores", "scores_transposed",
+     lambda T, P: head(T, 1)[1] @ head(T, 1)[0].T),
+    ("softmax-columns", "A", "attn.h0.weights", "softmax_wrong_axis",
+     lambda T, P: softmax_rows(T["attn.h0.masked"].T).T),
+    ("softmax-columns-nomask", "B", "attn.h0.weights", "softmax_wrong_axis",
+     lambda T, P: softmax_rows(T["attn.h0.scaled"].T).T),
+    ("mask-after", "A", "attn.h0.weights", "mask_after_softmax",
+     lambda T, P: causal(softmax_rows(T["attn.h0.scaled"]), 0.0)),
+    ("mask-zero", "A", "attn.h1.masked", "mask_zero_not_inf", lambda T, P: causal(T["attn.h1.scaled"], 0.0)),
+    ("mask-zero-weights", "A", "attn.h1.weights", "mask_zero_not_inf",
+     lambda T, P: softmax_rows(causal(T["attn.h1.scaled"], 0.0))),
+    ("mask-missing", "A", "attn.h0.weights", "mask_missing", lambda T, P: softmax_rows(T["attn.h0.scaled"])),
+    ("WQ-transposed", "A", "attn.q", "weight_transposed", lambda T, P: T["x"] @ P["W_Q"].T + P["b_Q"]),
+    ("WO-transposed", "A", "attn.out", "weight_transposed", lambda T, P: T["attn.concat"] @ P["W_O"].T + P["b_O"]),
+    ("W1-transposed", "A", "ffn.hidden", "weight_transposed", lambda T, P: T["norm1"] @ P["W_1"].T + P["b_1"]),
+    ("bias-missing", "A", "attn.k", "bias_missing", lambda T, P: T["x"] @ P["W_K"]),
+    ("bias-missing-ffn", "B", "ffn.out", "bias_missing", lambda T, P: T["ffn.act"] @ P["W_2"]),
+    ("no-residual-1", "A", "resid1", "missing_residual", lambda T, P: T["attn.out"]),
+    ("no-residual-2", "A", "resid2", "missing_residual", lambda T, P: T["ffn.out"]),
+    ("post-as-pre-q", "A", "attn.q", "norm_order_swapped",
+     lambda T, P: ln(T["x"], P["ln1.gamma"], P["ln1.beta"], EPS) @ P["W_Q"] + P["b_Q"]),
+    ("post-as-pre-norm1", "A", "norm1.mean", "norm_order_swapped", lambda T, P: T["x"].mean(1, keepdims=True)),
+    ("post-as-pre-resid2", "A", "resid2", "norm_order_swapped", lambda T, P: T["resid1"] + T["ffn.out"]),
+    ("post-as-pre-output", "A", "output", "norm_order_swapped", lambda T, P: T["resid2"]),
+    ("pre-as-post-q", "B", "attn.q", "norm_order_swapped", lambda T, P: T["x"] @ P["W_Q"] + P["b_Q"]),
+    ("pre-as-post-output", "B", "output", "norm_order_swapped",
+     lambda T, P: rms(T["resid2"], P["ln2.gamma"], EPS)),
+    ("no-activation", "A", "ffn.act", "activation_missing", lambda T, P: T["ffn.hidden"]),
+    ("no-activation-out", "A", "ffn.out", "activation_missing", lambda T, P: T["ffn.hidden"] @ P["W_2"] + P["b_2"]),
+    ("gelu-for-relu", "A", "ffn.act", "gelu_instead_of_relu", lambda T, P: gelu(T["ffn.hidden"])),
+    ("relu-for-gelu", "B", "ffn.act", "relu_instead_of_gelu", lambda T, P: np.maximum(T["ffn.hidden"], 0)),
+]
+
+
+def fmt(v, places=8):
+    return "-inf" if np.isneginf(v) else f"{v:.{places}f}"
+
+
+def answers_yaml(steps: dict, places=8) -> str:
+    lines = [f"decimals: {places}", "steps:"]
+    for name, m in steps.items():
+        m = np.atleast_2d(m)
+        rows = ", ".join("[" + ", ".join(fmt(v, places) for v in r) + "]" for r in m)
+        lines.append(f"  {name}: [{rows}]")
+    return "\n".join(lines) + "\n"
+
+
+def check(tmp_path, capsys, spec_path, steps, places=8):
+    path = tmp_path / "answers.yaml"
+    path.write_text(answers_yaml(steps, places), encoding="utf-8")
+    code = main(["check", spec_path, str(path), "--json"])
+    out = capsys.readouterr()
+    assert out.err == ""
+    data = json.loads(out.out)
+    return code, data, {s["name"]: s for s in data["steps"]}
+
+
+@pytest.mark.parametrize("case, key, step, code, planted", PLANTED, ids=[p[0] for p in PLANTED])
+def test_planted_mistake_is_diagnosed(tmp_path, capsys, worlds, case, key, step, code, planted):
+    spec_path, T, P, _ = worlds[key]
+    value = planted(T, P)
+    assert value.shape == T[step].shape
+    finite = np.isfinite(T[step]) & np.isfinite(value)
+    assert not np.allclose(value[finite], T[step][finite]) or not np.array_equal(
+        np.isneginf(value), np.isneginf(T[step])), "the planted mistake must change the step"
+    rc, data, steps = check(tmp_path, capsys, spec_path, {step: value})
+    assert rc == 1 and data["first_break"] == step
+    assert steps[step]["status"] == "wrong"
+    assert steps[step]["diagnosis"] == [code]  # named, and nothing else reproduces it
+
+
+def test_every_catalogue_entry_is_planted():
+    planted = {p[3] for p in PLANTED}
+    assert {m.code for m in CATALOGUE} <= planted
+    assert all(EXPLANATIONS[m.code] for m in CATALOGUE)
+
+
+@pytest.mark.parametrize("case, key, step, code, planted", PLANTED, ids=[p[0] for p in PLANTED])
+def test_truth_gets_no_diagnosis(tmp_path, capsys, worlds, case, key, step, code, planted):
+    """The same step written correctly is correct (the plant, not the step, is diagnosed)."""
+    spec_path, T, P, _ = worlds[key]
+    rc, data, steps = check(tmp_path, capsys, spec_path, {step: T[step]})
+    assert rc == 0 and steps[step]["status"] == "correct" and steps[step]["diagnosis"] == []
+
+
+def test_diagnosis_is_specific(tmp_path, capsys, worlds):
+    """Codes are not shouted at every wrong step: a transposed W_Q is only that."""
+    spec_path, T, P, _ = worlds["A"]
+    rc, data, steps = check(tmp_path, capsys, spec_path, {"attn.q": T["x"] @ P["W_Q"].T + P["b_Q"]})
+    assert steps["attn.q"]["diagnosis"] == ["weight_transposed"]
+    rc, data, steps = check(tmp_path, capsys, spec_path, {"resid1": T["attn.out"]})
+    assert steps["resid1"]["diagnosis"] == ["missing_residual"]
+
+
+def test_mistake_then_carried_forward(tmp_path, capsys, worlds):
+    """W_Q transposed at attn.q is diagnosed there; scores and weights built on that q are
+    carried, not wrong; the chain first breaks at attn.q."""
+    spec_path, T, P, _ = worlds["A"]
+    q = T["x"] @ P["W_Q"].T + P["b_Q"]
+    s0 = q[:, :3] @ T["attn.k"][:, :3].T
+    w0 = softmax_rows(causal(s0 / math.sqrt(3), -np.inf))
+    rc, data, steps = check(tmp_path, capsys, spec_path,
+                            {"attn.q": q, "attn.h0.scores": s0, "attn.h0.weights": w0})
+    assert rc == 1 and data["first_break"] == "attn.q"
+    assert steps["attn.q"]["diagnosis"] == ["weight_transposed"]
+    assert steps["attn.h0.scores"]["status"] == "carried"
+    assert steps["attn.h0.weights"]["status"] == "carried"
+    assert steps["attn.h0.weights"]["built_on"] == ["attn.q"]
+
+
+def test_mistake_diagnosed_from_the_persons_own_inputs(tmp_path, capsys, worlds):
+    """A wrong resid1 (a slip), then norm1.var with n−1 computed from that wrong resid1: the
+    variance is diagnosed from the person's own resid1, not the truth."""
+    spec_path, T, P, _ = worlds["A"]
+    r1 = T["resid1"].copy()
+    r1[0, 0] += 1
+    var_s = ((r1 - r1.mean(1, keepdims=True)) ** 2).sum(1, keepdims=True) / 5
+    rc, data, steps = check(tmp_path, capsys, spec_path, {"resid1": r1, "norm1.var": var_s})
+    assert steps["resid1"]["status"] == "wrong"
+    assert steps["norm1.var"]["status"] == "wrong"
+    assert steps["norm1.var"]["diagnosis"] == ["ln_sample_variance"]
+
+
+def test_rounding_slip(tmp_path, capsys, worlds):
+    spec_path, T, P, _ = worlds["A"]
+    v = np.round(T["attn.h0.scaled"], 3)
+    v[1, 0] += 0.001  # one unit in the last place off
+    rc, data, steps = check(tmp_path, capsys, spec_path, {"attn.h0.scaled": v}, places=3)
+    assert steps["attn.h0.scaled"]["status"] == "wrong"
+    assert steps["attn.h0.scaled"]["diagnosis"] == ["rounding"]
+    v[1, 0] += 0.001  # two units: not a rounding slip
+    rc, data, steps = check(tmp_path, capsys, spec_path, {"attn.h0.scaled": v}, places=3)
+    assert steps["attn.h0.scaled"]["diagnosis"] == []
+
+
+def test_text_report_explains_codes(tmp_path, capsys, worlds):
+    spec_path, T, P, _ = worlds["A"]
+    path = tmp_path / "answers.yaml"
+    path.write_text(answers_yaml({"resid1": T["attn.out"]}, 4), encoding="utf-8")
+    code = main(["check", spec_path, str(path)])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert ("diagnosis: missing_residual — residual connection forgotten: the sub-layer output "
+            "without its input added") in out
+
+
+@pytest.mark.parametrize("example", spec_mod.example_names())
+def test_every_step_of_every_example_checks(tmp_path, capsys, example):
+    """Answer every step of a built-in example with NumPy's values to 9 places: all correct."""
+    s = spec_mod.load(example)
+    T = numeric.forward(s)
+    path = tmp_path / "answers.yaml"
+    path.write_text(answers_yaml(T, 9), encoding="utf-8")
+    code = main(["check", example, str(path), "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0, [(x["name"], x["status"]) for x in data["steps"] if x["status"] != "correct"]
+    assert {x["status"] for x in data["steps"]} == {"correct"}
+    assert len(data["steps"]) == len(T)
