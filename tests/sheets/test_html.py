@@ -80,6 +80,8 @@ def test_gallery_page_typesets_every_formula(browser, page):
         grids = browser.find_elements(By.CSS_SELECTOR, "table.grid")
         tasks = browser.find_elements(By.CSS_SELECTOR, "article.task")
         assert len(grids) == len(tasks) > 0
+        # answers save for symblock check, which marks forward steps (not a backprop sheet's)
+        assert bool(browser.find_elements(By.ID, "save-yaml")) == ("backprop" not in page)
 
 
 def _download(downloads: Path, pattern: str, timeout: float = 10) -> Path:
