@@ -17,7 +17,7 @@ PAGE = "worksheet.html.j2"
 INDEX = "index.html.j2"
 KATEX = "katex"  # the folder of KaTeX's files, in the templates' package data and in the output
 KATEX_FILES = ("katex.min.js", "katex.min.css", "LICENSE")
-_INLINE = re.compile(r"\$([^$]+)\$")
+_INLINE = re.compile(r"\$([^$]+)\$([,.;:)）。，；：、]*)")  # math and the punctuation that follows it
 
 
 def _markup(text: str):
@@ -42,7 +42,10 @@ def prose(text) -> str:
     out, pos = [], 0
     for m in _INLINE.finditer(str(text)):
         out.append(str(escape(str(text)[pos:m.start()])))
-        out.append(str(math(m.group(1))))
+        if m.group(2):  # no line break between a formula and its comma
+            out.append(f'<span class="nobr">{math(m.group(1))}{escape(m.group(2))}</span>')
+        else:
+            out.append(str(math(m.group(1))))
         pos = m.end()
     out.append(str(escape(str(text)[pos:])))
     return _markup("".join(out))
