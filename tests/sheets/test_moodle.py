@@ -138,3 +138,23 @@ def test_user_text_cannot_break_the_xml_or_add_a_sub_question(tmp_path, title):
     trace = block.forward(load("seed-post-ln"))
     entries = sum(len(r) for name in grids(question) for r in trace[name].value.rows)
     assert len(SUB.findall(question.find("questiontext/text").text)) == entries == 66
+
+
+def test_all_math_of_the_question_and_its_feedback_is_valid_tex(tmp_path):
+    """Every \\(...\\) and \\[...\\] of the question text, the general feedback and (unescaped from
+    the Cloze syntax) the sub-questions' exact-value feedback typesets with KaTeX."""
+    import html
+    from worksheet_tools import katex_check
+    question = write(tmp_path, "pre-ln-causal-gelu").findall("question")[1]
+    frags = []
+    for where in ("questiontext/text", "generalfeedback/text"):
+        text = question.find(where).text
+        plain = SUB.sub("", text)
+        for m in re.finditer(r"\\\((.+?)\\\)|\\\[(.+?)\\\]", plain, re.S):
+            frags.append({"tex": html.unescape(m.group(1) or m.group(2)), "display": m.group(2) is not None,
+                          "where": where})
+        for _, inner in SUB.findall(text):
+            feedback = unescape(html.unescape(re.split(r"(?<!\\)#", inner, maxsplit=1)[1]))
+            frags += [{"tex": t, "display": False, "where": "feedback"} for t in re.findall(r"\\\((.+?)\\\)", feedback)]
+    assert katex_check(frags) == len(frags) > 100
+    assert any(f["where"] == "feedback" and r"\sqrt" in f["tex"] for f in frags)

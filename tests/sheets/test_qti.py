@@ -103,3 +103,23 @@ def test_user_title_is_escaped(tmp_path):
     [doc] = assessments(write(tmp_path, "--title", title))
     assert doc.find("q:assessment", NS).get("title") == f"{title} · seed-post-ln"
     assert doc.find(".//q:item[@ident='x']", NS) is None
+
+
+def test_every_equation_image_is_valid_tex(tmp_path):
+    """Canvas renders each equation image from its LaTeX: all of them typeset with KaTeX, and the
+    image's address carries the same LaTeX."""
+    import html
+    import re
+    from urllib.parse import unquote
+    from worksheet_tools import katex_check
+    zf = write(tmp_path, "pre-ln-causal-gelu")
+    frags = []
+    for doc in assessments(zf):
+        for text in doc.iterfind(".//q:mattext", NS):
+            for img in re.findall(r"<img [^>]*>", text.text):
+                tex = html.unescape(re.search(r'data-equation-content="([^"]*)"', img).group(1))
+                src = re.search(r'src="/equation_images/([^"?]*)\?scale=1"', img).group(1)
+                assert unquote(html.unescape(src)) == tex
+                frags.append({"tex": tex, "display": False, "where": "qti"})
+    unique = list({f["tex"]: f for f in frags}.values())
+    assert katex_check(unique) == len(unique) > 50
