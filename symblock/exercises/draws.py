@@ -40,25 +40,38 @@ def draw_tensor(seed: int, name: str, shape: tuple[int, int], lo: int, hi: int,
 
 
 
-def row_ok_rational(row: list, norm: str, eps: Fraction, exact_norm: bool,
-                    no_degenerate: bool) -> str | None:
-    """The failing constraint for one rational norm-input row, or None (cheap: integers when it
-    can, Fractions otherwise)."""
+def grid(c: Constraints) -> list[Fraction]:
+    """The values an entry of X takes: the multiples of random.x_step in random.ranges.X."""
+    lo, hi = c.range_of("X")
+    step = c.x_step
+    return [k * step for k in range(math.ceil(lo / step), math.floor(hi / step) + 1)]
+
+
+def draw_x(seed: int, shape: tuple[int, int], c: Constraints) -> list[list]:
+    """X on its stream: plain integers (spec.draw's) when the step is 1, else grid values."""
+    if c.x_step == 1:
+        return draw_tensor(seed, "X", shape, *c.range_of("X"))
+    values = grid(c)
+    flat = ints(seed, "X", shape[0] * shape[1], 0, len(values) - 1)
+    return [[values[i] for i in flat[r * shape[1]:(r + 1) * shape[1]]] for r in range(shape[0])]
+
+
+def row_check(row: list, norm: str, eps: Fraction, c: Constraints, exact_norm: bool) -> str | None:
+    """The failing constraint for one rational norm-input row, or None, with the numbers: exact
+    σ (rms), no degenerate row, σ (rms) >= norm_min."""
     d = len(row)
-    if eps == 0 and all(isinstance(x, int) or getattr(x, "denominator", 2) == 1 for x in row):
-        row = [int(x) for x in row]  # scaled by d: d·x_j − Σx and d²·σ² = d·Σx² − (Σx)²
-        total = sum(row) if norm == "layernorm" else 0
-        dev = [d * x - total for x in row]
-        m = Fraction(sum(x * x for x in dev), d ** 3)
-    else:
-        row = [Fraction(x) for x in row]
-        mu = sum(row, Fraction(0)) / d if norm == "layernorm" else Fraction(0)
-        dev = [x - mu for x in row]
-        m = sum((x * x for x in dev), Fraction(0)) / d
-    if no_degenerate and (m == 0 or len({abs(x) for x in dev}) == 1):
-        return "no_degenerate_rows"
-    if exact_norm and (m + eps == 0 or not is_square(m + eps)):  # σ = 0 would divide by zero
-        return "exact_norm"
+    row = [Fraction(x) for x in row]
+    mu = sum(row, Fraction(0)) / d if norm == "layernorm" else Fraction(0)
+    dev = [x - mu for x in row]
+    m = sum((x * x for x in dev), Fraction(0)) / d + eps  # σ² (mean square) with ε
+    what = "σ²" if norm == "layernorm" else "rms²"
+    shown = "[" + ", ".join(map(str, row)) + "]"
+    if c.no_degenerate_rows and (m == eps or len({abs(x) for x in dev}) == 1):
+        return f"no_degenerate_rows: row {shown} is constant or normalises to ±1"
+    if exact_norm and (m == 0 or not is_square(m)):  # σ = 0 would divide by zero
+        return f"exact_norm: row {shown} has {what} = {m}, not a square"
+    if c.norm_min and m < c.norm_min ** 2:
+        return f"norm_min: row {shown} has {what} = {m} < ({c.norm_min})²"
     return None
 
 
@@ -67,59 +80,82 @@ def is_square(q: Fraction) -> bool:
         math.isqrt(q.denominator) ** 2 == q.denominator
 
 
+_FAMILIES: dict = {}
 
-def enumerate_rows(c: Constraints, d: int, norm: str, eps: Fraction, source: str) -> None:
-    """When the rows of X are few enough to list, prove a row constraint impossible at once."""
+
+def row_family(c: Constraints, d: int, norm: str, eps: Fraction) -> dict | None:
+    """Every row of d grid values that passes the first norm's row checks, grouped by its σ² (rms²):
+    {σ²: [row, ...]}; None when the grid is too large to list (rows are then redrawn)."""
+    values = grid(c)
+    if len(values) ** d > ENUMERATE_ROWS:
+        return None
+    key = (tuple(values), d, norm, eps, "norm1" in c.exact_norm, c.no_degenerate_rows, c.norm_min)
+    if key not in _FAMILIES:
+        _FAMILIES[key] = dict(sorted(_list_family(c, d, norm, eps).items()))
+    return _FAMILIES[key]
+
+
+def _list_family(c: Constraints, d: int, norm: str, eps: Fraction) -> dict:
+    """row_family's listing, on the grid's integer indices k (x = k·step) while ε = 0: d²σ² =
+    step²·(d·Σk² − (Σk)²), so σ is exact iff d·Σk² − (Σk)² is a square (Σk² for RMSNorm)."""
+    step, exact_norm, fam = c.x_step, "norm1" in c.exact_norm, {}
     lo, hi = c.range_of("X")
-    span = hi - lo + 1
-    if span ** d > ENUMERATE_ROWS:
+    ks = range(math.ceil(lo / step), math.floor(hi / step) + 1)
+    low2 = (c.norm_min or 0) ** 2 * d * d / (step * step)
+    for k in itertools.product(ks, repeat=d):
+        if eps:
+            row = [x * step for x in k]
+            if row_check(row, norm, eps, c, exact_norm) is None:
+                mu = sum(row) / d if norm == "layernorm" else 0
+                fam.setdefault(sum((x - mu) ** 2 for x in row) / d + eps, []).append(tuple(row))
+            continue
+        s1 = sum(k) if norm == "layernorm" else 0
+        num = d * sum(x * x for x in k) - s1 * s1 * (1 if norm == "layernorm" else 0)
+        if num == 0 or (exact_norm and math.isqrt(num) ** 2 != num) or num < low2:
+            continue
+        if c.no_degenerate_rows and len({abs(d * x - s1) for x in k}) == 1:
+            continue
+        fam.setdefault(Fraction(num, d * d) * step * step, []).append(tuple(x * step for x in k))
+    return fam
+
+
+def check_family(c: Constraints, d: int, norm: str, eps: Fraction, source: str) -> None:
+    """An empty family: no row can pass, so fail at once, naming the constraints and the grid."""
+    fam = row_family(c, d, norm, eps)
+    if fam is None or fam:
         return
-    for row in itertools.product(range(lo, hi + 1), repeat=d):
-        if row_ok_rational([Fraction(v) for v in row], norm, eps, "norm1" in c.exact_norm,
-                           c.no_degenerate_rows) is None:
-            return
-    exact_norm = "norm1" in c.exact_norm
-    which = "exact_norm" if exact_norm else "no_degenerate_rows"
-    what = ("a nonzero, non-degenerate row whose " if c.no_degenerate_rows else "a row whose ") + \
-        ("variance" if norm == "layernorm" else "mean square") + " is a perfect square (σ exact)" \
-        if exact_norm else "a row that is neither constant nor normalised to ±1"
-    raise err(source, f"random.{which}", f"no row of {d} integers in {lo}..{hi} is {what}"
-               f"{' with ε = ' + str(eps) if eps else ''}; widen random.ranges.X or change d_model")
+    lo, hi = c.range_of("X")
+    which = "exact_norm" if "norm1" in c.exact_norm else "norm_min" if c.norm_min else "no_degenerate_rows"
+    wants = [w for w, on in (("non-degenerate", c.no_degenerate_rows),
+                             ("with a square σ² (exact σ)" if norm == "layernorm" else "with exact rms",
+                              "norm1" in c.exact_norm),
+                             (f"with σ >= {c.norm_min}", c.norm_min)) if on]
+    step = "" if c.x_step == 1 else f" in steps of {c.x_step}"
+    raise err(source, f"random.{which}", f"no row of {d} values in {lo}..{hi}{step} is "
+              + " and ".join(wants) + f"{' with ε = ' + str(eps) if eps else ''}; widen random.ranges.X, "
+              "use random.x_step: 1/2, or change d_model")
 
 
-_VALID_ROWS: dict = {}
+def pick_rows(X: list, seed: int, family: dict) -> None:
+    """Replace every row of X by a row of the family: first a σ (rms) class uniformly, then a row
+    of that class uniformly, so every student of a set meets different σ, not one pattern."""
+    classes = list(family)
+    picks = ints(seed, "X#class", len(X), 0, len(classes) - 1)
+    for i, k in enumerate(picks):
+        rows = family[classes[k]]
+        X[i] = list(rows[ints(seed, f"X[{i}]#row", 1, 0, len(rows) - 1)[0]])
 
 
-def valid_rows(d: int, lo: int, hi: int, norm: str, eps: Fraction, exact_norm: bool,
-               no_degenerate: bool) -> list[tuple[int, ...]]:
-    """Every integer row in lo..hi that passes the first norm's row checks (enumerated once)."""
-    key = (d, lo, hi, norm, eps, exact_norm, no_degenerate)
-    if key not in _VALID_ROWS:
-        _VALID_ROWS[key] = [r for r in itertools.product(range(lo, hi + 1), repeat=d)
-                            if row_ok_rational([Fraction(v) for v in r], norm, eps, exact_norm,
-                                               no_degenerate) is None]
-    return _VALID_ROWS[key]
-
-
-def fix_rows(X: list, seed: int, lo: int, hi: int, norm: str, eps: Fraction, c: Constraints,
-              rejections: Counter) -> bool:
-    """Redraw each row of X that fails the first norm's row checks: uniformly among the valid
-    rows when they are few enough to list, else on its own stream until one passes."""
-    flags = ("norm1" in c.exact_norm, c.no_degenerate_rows)
-    few = (hi - lo + 1) ** len(X[0]) <= ENUMERATE_ROWS
+def fix_rows(X: list, seed: int, norm: str, eps: Fraction, c: Constraints, redraws: Counter) -> bool:
+    """Grids too large to list: redraw each failing row of X on its own stream until one passes."""
     for i in range(len(X)):
         for j in range(ROW_DRAWS):
-            if j > 0 and few:
-                rows = valid_rows(len(X[i]), lo, hi, norm, eps, *flags)
-                X[i] = list(rows[ints(seed, f"X[{i}]#valid", 1, 0, len(rows) - 1)[0]])
-                break
-            row = X[i] if j == 0 else ints(seed, f"X[{i}]#{j}", len(X[i]), lo, hi)
-            bad = row_ok_rational([Fraction(v) for v in row], norm, eps, *flags)
+            row = X[i] if j == 0 else draw_x(sub_seed(seed, 10**6 + 1000 * i + j), (1, len(X[i])), c)[0]
+            bad = row_check(row, norm, eps, c, "norm1" in c.exact_norm)
             if bad is None:
                 X[i] = row
                 break
-            rejections[bad] += 1
+            redraws[bad.split(":")[0]] += 1
         else:
             return False
     return True
-

@@ -17,8 +17,16 @@ The spec's `random:` section may state constraints besides `seed`, `low`, `high`
       relu_mixed: rows              # the activation's input (ffn.hidden) has an entry > 0 and one
                                     #   < 0 in every row (true = rows), every column, or both
       softmax_distinct: true        # no two live (unmasked) entries of a softmax row are equal
-      score_range: [-4, 4]          # every raw score S = Q_h K_h^T lies in [lo, hi] (so does the
-                                    #   softmax input, since 1/sqrt(d_k) <= 1 only shrinks it)
+      score_range: [-4, 4]          # every raw score S = Q_h K_h^T lies in [lo, hi]
+      scaled_range: [-3, 3]         # every softmax input (the scaled score) lies in [lo, hi]: e^x small
+      softmax_weights: [0.02, 0.9]  # every live weight of a softmax row with two or more live
+                                    #   entries lies in [lo, hi]: neither one-hot nor vanishing
+      norm_min: 1/2                 # σ (LayerNorm) / rms (RMSNorm) >= this in every norm row
+      x_step: 1/2                   # X entries are multiples of this (half-integers: richer exact-σ rows)
+      norm_params: [norm1]          # draw γ (ranges.gamma, default [1, 2]) and β (ranges.beta, [-1, 1])
+      distinct_mistakes: true       # no two catalogued mistakes give the same numbers on an asked
+                                    #   step: judged by grading on a whole set (worksheet, stress),
+                                    #   which skips such seeds; the generator itself ignores it
       staged: {step: attn.out, decimals: 3}   # give this step rounded to k decimals (exact
                                     #   decimals), as the seed article gives A(X); later steps are
                                     #   computed from the given values, so they stay rational
@@ -26,12 +34,17 @@ The spec's `random:` section may state constraints besides `seed`, `low`, `high`
 
 How a variant is drawn (`variant`): every drawn tensor has its own stream (spec.draw's scheme, so
 attempt 0 of a spec without ranges or sparsity draws exactly what `spec.draw` draws); a rejected
-candidate is redrawn with the sub-seed sha256(seed, attempt). Cheap exact checks on a partial
-computation run first: when the first norm reads X (Pre-LN), each row of X is redrawn on its own
-until it satisfies exact_norm / no_degenerate_rows. The rest is checked on the exact trace. After
-`max_draws` candidates the generator raises SpecError naming the constraint that rejected most;
-constraints that no draw can meet (exact_scale with d_head 2, no_degenerate_rows with a 2-d
-LayerNorm, exact_norm on rows no integer row in range satisfies) fail before any draw.
+candidate is redrawn with the sub-seed sha256(seed, attempt). Constraints are built into the draws
+where they can be: when the first norm reads X (Pre-LN), each row of X is picked from the listed
+family of grid rows that pass its row checks (exact σ, non-degenerate, σ >= norm_min): first a σ
+class, then a row of it, so a set meets every σ the grid allows; then, while the attention input is
+rational, W_Q and W_K (W_V too for integer_scores) are redrawn on their own streams until the
+scores, computed in Fractions, meet score_range / scaled_range / softmax_distinct /
+softmax_weights (stage.py: up to STAGE_BATCHES × 256 candidates scored at once in exact integers; a refit counts as a redraw, not a draw). Everything is then
+checked again on the exact trace. After `max_draws` candidates the generator raises SpecError
+naming the constraint that rejected most, with the numbers of its last failure; constraints that
+no draw can meet (exact_scale with d_head 2, no_degenerate_rows with a 2-d LayerNorm, a row family
+that is empty) fail before any draw.
 Same spec + seed → same variant on any machine (only `random.random()` and sha256 are used).
 """
 from __future__ import annotations
@@ -43,13 +56,15 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any, Mapping
 
-from symblock.exercises.checks import (check_activation, check_attention, check_norms, precheck_attention,
-                                       static_checks)
+from symblock.exercises.checks import (attention_input, check_activation, check_attention, check_norms,
+                                       check_scores, static_checks, wants_attention)
 from symblock.exercises.constraints import (CONSTRAINT_KEYS, DIFFICULTIES, FLAG_KEYS, MAX_DRAWS,  # noqa: F401
-                                            MAX_FORWARDS, NORMS, Constraints, err, has_constraints,
-                                            parse_random)
+                                            MAX_FORWARDS, NORM_PARAMS, NORMS, STAGE_BATCHES, Constraints, err,
+                                            has_constraints, parse_random)
 from symblock.exercises.difficulty import PRESETS, apply_difficulty, dims_choices  # noqa: F401
-from symblock.exercises.draws import draw_tensor, enumerate_rows, fix_rows, ints, sub_seed  # noqa: F401
+from symblock.exercises.draws import (check_family, draw_tensor, draw_x, fix_rows, ints, pick_rows,  # noqa: F401
+                                      row_family, sub_seed)
+from symblock.exercises.stage import fit_attention, fit_ffn
 from symblock.exercises.flags import add_random_arguments, overrides_from_args  # noqa: F401
 
 
@@ -59,9 +74,11 @@ class Variant:
     trace: Any                   # its exact Trace
     unstaged: Any                # the trace before staging (the same as `trace` without staging)
     draws: int                   # candidate blocks drawn (accepted one included)
-    rejections: Counter          # constraint -> rejected candidates (and rows of X)
+    rejections: Counter          # constraint -> rejected candidates
     key: tuple                   # the drawn tensors ((name, rows), ...): equal keys, equal variants
     constraints: Constraints = field(default_factory=Constraints)
+    redraws: Counter = field(default_factory=Counter)  # constraint -> rows of X / attention weights redrawn
+    forwards: int = 0            # candidates worked through exactly
 
 
 def merge_random(data: Mapping, overrides: Mapping | None) -> dict:
@@ -100,10 +117,11 @@ class Plan:
     data: dict                   # the spec mapping with the preset filled in
     probe: Any                   # the spec without its drawn tensors (validated dims, block, given)
     graph: Mapping               # step -> its inputs
-    drawn: list                  # parameters to draw
+    drawn: list                  # parameters to draw (γ, β of norm_params included)
     draw_x: bool                 # X is drawn too
-    rows_checked: bool           # rows of X are chosen to pass the first norm's checks
+    rows_checked: bool           # rows of X must pass the first norm's row checks
     eps: Fraction
+    family: dict | None = None   # σ² -> the grid rows that pass them (None: too many to list)
 
 
 def plan(data: Mapping, source: str, overrides: Mapping | None = None) -> Plan:
@@ -127,31 +145,59 @@ def plan(data: Mapping, source: str, overrides: Mapping | None = None) -> Plan:
                   + ", ".join(step_names(dims, opts)))
     static_checks(c, dims, opts, source)
     weights_raw = data.get("weights") or {}
+    lns = {NORM_PARAMS[n] for n in c.norm_params}
     drawn = [n for n in specmod.needed_params(dims, opts, set(probe.given))
-             if "." not in n and specmod._lookup(weights_raw, n) is None
-             and (not n.startswith("b_") or opts.bias)]
+             if specmod._lookup(weights_raw, n) is None
+             and ("." not in n or n.split(".")[0] in lns) and (not n.startswith("b_") or opts.bias)]
     draw_x = probe.X is not None and "X" not in (data.get("inputs") or {})
     eps = Fraction(str(opts.eps))
     rows_checked = (draw_x and opts.norm_position == "pre" and "norm1" not in probe.given
-                    and ("norm1" in c.exact_norm or c.no_degenerate_rows))
+                    and bool("norm1" in c.exact_norm or c.no_degenerate_rows or c.norm_min))
+    family = None
     if rows_checked:
-        enumerate_rows(c, dims.d_model, opts.norm, eps, source)
-    return Plan(c, data, probe, step_inputs(dims, opts), drawn, draw_x, rows_checked, eps)
+        check_family(c, dims.d_model, opts.norm, eps, source)
+        family = row_family(c, dims.d_model, opts.norm, eps)
+    return Plan(c, data, probe, step_inputs(dims, opts), drawn, draw_x, rows_checked, eps, family)
 
 
-def draw_candidate(p: Plan, s: int, rejections: Counter) -> dict | None:
-    """The tensors of one candidate drawn with sub-seed `s`, or None when a row of X could not be
-    fixed; cheap checks are the caller's."""
+ATTENTION = ("W_Q", "W_K", "b_Q", "b_K")
+
+
+def draw_candidate(p: Plan, s: int, redraws: Counter) -> tuple[dict | None, str | None]:
+    """The tensors of one candidate drawn with sub-seed `s`, or (None, the constraint that failed)
+    when no row of X or no attention weights met their cheap checks."""
     from symblock.engine.steps import param_shape
     c, dims = p.c, p.probe.dims
     tensors = {n: draw_tensor(s, n, param_shape(n, dims), *c.range_of(n), c.sparsity) for n in p.drawn}
     if p.draw_x:
-        lo, hi = c.range_of("X")
-        X = draw_tensor(s, "X", (dims.seq_len, dims.d_model), lo, hi)
-        if p.rows_checked and not fix_rows(X, s, lo, hi, p.probe.options.norm, p.eps, c, rejections):
-            return None
+        X = draw_x(s, (dims.seq_len, dims.d_model), c)
+        if p.family:
+            pick_rows(X, s, p.family)
+        elif p.rows_checked and not fix_rows(X, s, p.probe.options.norm, p.eps, c, redraws):
+            return None, "rows of X: " + next(iter(redraws), "exact_norm")
         tensors["X"] = X
-    return tensors
+    if not wants_attention(c):
+        return tensors, None
+    A = attention_input(tensors, p.probe)
+    if A is None:
+        return tensors, None
+    failed = check_scores(A, tensors, p.probe, c)
+    if failed is None:
+        return tensors, None
+    redraws[failed.split(":")[0]] += 1
+    redraw = [n for n in p.drawn if n in ATTENTION or (c.integer_scores and n in ("W_V", "b_V"))]
+    if redraw and fit_attention(A, tensors, redraw, p.probe, c, s, STAGE_BATCHES) is not None:
+        redraws["attention weights refit"] += 1
+        failed = check_scores(A, tensors, p.probe, c)  # exact: the float margin is not trusted
+    return (tensors, None) if failed is None else (None, failed)
+
+
+def literal(v):
+    """A drawn entry as the spec reads it exactly: an int, or a decimal / fraction string."""
+    q = Fraction(v)
+    if q.denominator == 1:
+        return int(q)
+    return str(q)
 
 
 def work(p: Plan, tensors: dict, source: str, max_cost: int | None):
@@ -161,14 +207,18 @@ def work(p: Plan, tensors: dict, source: str, max_cost: int | None):
     data, c = p.data, p.c
     mapping = {k: v for k, v in data.items() if k != "random"}
     mapping["random"] = {"seed": c.seed, "low": c.low, "high": c.high}
-    w = dict(data.get("weights") or {})
+    w = copy.deepcopy(dict(data.get("weights") or {}))
     for n in p.drawn:
         m = tensors[n]
-        w[n] = m[0] if n.startswith("b_") else (m if data.get("layout", "math") == "math"
-                                                else [list(r) for r in zip(*m)])
+        if "." in n:
+            ln, part = n.split(".")
+            w[ln] = {**(w.get(ln) or {}), part: m[0]}
+        else:
+            w[n] = m[0] if n.startswith("b_") else (m if data.get("layout", "math") == "math"
+                                                    else [list(r) for r in zip(*m)])
     mapping["weights"] = w
     if p.draw_x:
-        mapping["inputs"] = {**(data.get("inputs") or {}), "X": tensors["X"]}
+        mapping["inputs"] = {**(data.get("inputs") or {}), "X": [[literal(v) for v in row] for row in tensors["X"]]}
     spec0 = specmod.from_mapping(mapping, source)
     trace0 = block.forward(spec0, max_cost=max_cost)
     if not c.staged:
@@ -180,6 +230,25 @@ def work(p: Plan, tensors: dict, source: str, max_cost: int | None):
     return spec0, trace0, spec1, block.forward(spec1, max_cost=max_cost)
 
 
+def refit_ffn(p: Plan, tensors: dict, trace, attempt: int, redraws: Counter) -> bool:
+    """relu_mixed failed on the exact trace: refit W_1 / b_1 to the FFN input it read (stage.py)."""
+    redraw = [n for n in p.drawn if n in ("W_1", "b_1")]
+    if not redraw:
+        return False
+    u = [[float(e) for e in row] for row in trace[p.graph["ffn.hidden"][0]].value.rows]
+    if fit_ffn(u, tensors, redraw, p.probe, p.c, sub_seed(p.c.seed, attempt), STAGE_BATCHES) is None:
+        return False
+    redraws["ffn weights refit"] += 1
+    return True
+
+
+def exact_checks(p: Plan, trace0, trace1) -> str | None:
+    steps = {st.name: st.value for st in trace0}
+    steps.update({st.name: st.value for st in trace1})
+    return check_attention(steps, p.graph, p.c) or check_norms(steps, p.graph, p.probe.options.norm, p.c) \
+        or check_activation(steps, p.c)
+
+
 def variant(data: Mapping, source: str, overrides: Mapping | None = None,
             max_cost: int | None = None) -> Variant:
     """Draw the spec's variant for its `random.seed`: reproducible, all constraints checked on
@@ -187,41 +256,42 @@ def variant(data: Mapping, source: str, overrides: Mapping | None = None,
     from symblock.engine import spec as specmod
     p = plan(data, source, overrides)
     c = p.c
-    rejections: Counter = Counter()
+    rejections, redraws, last = Counter(), Counter(), {}
     forwards = 0
     for attempt in range(c.max_draws):
-        tensors = draw_candidate(p, sub_seed(c.seed, attempt), rejections)
-        if tensors is None:
-            continue
-        pre = precheck_attention(tensors, p.probe, c)
-        if pre:
-            rejections[pre] += 1
-            continue
-        forwards += 1
-        if forwards > MAX_FORWARDS:
-            break
-        try:
-            spec0, trace0, spec1, trace1 = work(p, tensors, source, max_cost)
-        except specmod.SpecError as e:
-            if e.where.startswith("dims"):
-                raise
-            rejections["no_degenerate_rows" if c.no_degenerate_rows else "zero_variance"] += 1
-            continue
-        steps = {st.name: st.value for st in trace0}
-        steps.update({st.name: st.value for st in trace1})
-        failed = check_attention(steps, p.graph, c) or check_norms(steps, p.graph, p.probe.options.norm, c) \
-            or check_activation(steps, c)
-        if failed:
-            rejections[failed] += 1
-            continue
-        key = tuple(sorted((n, tuple(map(tuple, t))) for n, t in tensors.items()))
-        return Variant(replace(spec1, seed=c.seed), trace1, trace0, attempt + 1, rejections, key, c)
+        tensors, failed = draw_candidate(p, sub_seed(c.seed, attempt), redraws)
+        if tensors is not None:
+            if forwards >= MAX_FORWARDS:
+                break
+            forwards += 1
+            try:
+                spec0, trace0, spec1, trace1 = work(p, tensors, source, max_cost)
+                failed = exact_checks(p, trace0, trace1)
+                if failed and failed.startswith("relu_mixed") and refit_ffn(p, tensors, trace1, attempt, redraws):
+                    forwards += 1
+                    spec0, trace0, spec1, trace1 = work(p, tensors, source, max_cost)
+                    failed = exact_checks(p, trace0, trace1)
+            except specmod.SpecError as e:
+                if e.where.startswith("dims"):
+                    raise
+                failed = ("no_degenerate_rows" if c.no_degenerate_rows else "zero_variance") + ": " + e.message
+        if failed is None:
+            key = tuple(sorted((n, tuple(map(tuple, t))) for n, t in tensors.items()))
+            return Variant(replace(spec1, seed=c.seed), trace1, trace0, attempt + 1, rejections, key, c,
+                           redraws, forwards)
+        name = failed.split(":")[0]
+        rejections[name] += 1
+        last[name] = failed
+    raise give_up(source, attempt + 1, forwards, rejections, last)
+
+
+def give_up(source: str, draws: int, forwards: int, rejections: Counter, last: dict):
     worst = rejections.most_common(1)[0][0] if rejections else "random"
     counts = ", ".join(f"{k} {v}" for k, v in rejections.most_common())
-    raise err(source, f"random.{worst}" if worst != "random" else "random",
-              f"no draw met the constraints in {attempt + 1} draws ({min(forwards, MAX_FORWARDS)} worked "
-              f"through exactly; rejected by: {counts}); "
-              "widen random.ranges, drop a constraint, or raise random.max_draws")
+    where = f"random.{worst}" if worst in CONSTRAINT_KEYS else "random"
+    return err(source, where, f"no draw met the constraints in {draws} draws ({forwards} worked through "
+               f"exactly; rejected by: {counts}); last failure: {last.get(worst, '')}; "
+               "widen random.ranges, drop a constraint, or raise random.max_draws")
 
 
 def space_bound(v: Variant) -> int:

@@ -203,3 +203,98 @@ def backward_reads(trace, step, target: str) -> list[str]:
     if kind in ("scores", "head_out"):
         return [i for i in ins if i != target]
     return [i for i in ins if i != target or kind in ("var", "ms")]  # norms: x, μ, σ / r, γ
+
+
+# ---------------------------------------------------------------- how long it takes by hand
+
+# The cost model: a person writes one answer cell in about 10 s (read the inputs, round, write), does
+# one multiply-add of small numbers in about 4 s, and one e^x, square root, erf or tanh on a basic
+# calculator in about 20 s. Causal masks are honoured (masked scores are not computed).
+SECONDS = {"cell": 10, "madd": 4, "special": 20}
+
+
+@dataclass(frozen=True)
+class Estimate:
+    cells: int        # answer cells the student writes
+    madds: int        # multiply-adds (additions and subtractions count as one)
+    specials: int     # exponentials, square roots, erf / tanh
+    per_step: tuple   # (step, cells, madds, specials) for each asked step
+
+    @property
+    def minutes(self) -> int:
+        s = self.cells * SECONDS["cell"] + self.madds * SECONDS["madd"] + self.specials * SECONDS["special"]
+        return -(-s // 60)
+
+    def text(self) -> str:
+        return (f"about {self.minutes} min ({self.cells} answer cells, {self.madds} multiply-adds, "
+                f"{self.specials} exponentials / roots)")
+
+
+def estimate(trace, exercise: Exercise) -> Estimate:
+    """The time a person needs for the asked steps, by the cost model above (SECONDS)."""
+    rows = []
+    for name in exercise.ask:
+        if name.startswith("grad."):
+            cells, madds, specials = _grad_cost(trace, exercise, name[5:])
+        else:
+            cells, (madds, specials) = _cells(trace[name].value), _forward_cost(trace, trace[name])
+        rows.append((name, cells, madds, specials))
+    return Estimate(sum(r[1] for r in rows), sum(r[2] for r in rows), sum(r[3] for r in rows), tuple(rows))
+
+
+def _cells(m) -> int:
+    r, c = m.shape
+    return r * c
+
+
+def _live(m) -> list[int]:
+    from symblock.engine import exact
+    return [sum(e is not exact.NEG_INF for e in row) for row in m.rows]
+
+
+def _forward_cost(trace, step) -> tuple[int, int]:
+    """(multiply-adds, specials) of working one forward step from its inputs."""
+    from symblock.calculus.grad import step_kind
+    spec, v = trace.spec, step.value
+    n, m = v.shape
+    try:
+        kind = step_kind(step.name, spec)
+    except KeyError:
+        return n * m, 0   # e.g. a dropout mask applied: one multiply per entry
+    ins = [trace[i].value if i in trace else trace.params.get(i) for i in step.inputs]
+    if kind == "linear":
+        k = ins[0].shape[1]
+        return n * m * k + (n * m if len(step.inputs) > 2 and step.inputs[2] in trace.params else 0), 0
+    if kind in ("scores", "head_out"):
+        head = step.name.rsplit(".", 1)[0]
+        live = _live(trace[f"{head}.weights"].value)  # causal: the masked entries are not worked
+        return sum(live) * spec.dims.d_head, 0  # a dot product of length d_k (d_v) per live entry
+    if kind == "scaled":
+        return sum(_live(trace[step.name.replace(".scaled", ".weights")].value)), 0
+    if kind == "softmax":
+        live = sum(_live(ins[0]))
+        return 2 * live, live
+    if kind in ("mean", "residual"):
+        return n * (ins[0].shape[1] if kind == "mean" else m), 0
+    if kind in ("var", "ms"):
+        return 2 * n * ins[0].shape[1], 0
+    if kind == "root":
+        return n, n
+    if kind in ("layernorm", "rmsnorm"):
+        return 3 * n * m, 0
+    if kind in ("activation", "gated"):
+        smooth = spec.options.activation not in ("relu",)
+        return (2 * n * m if smooth else 0) + (n * m if kind == "gated" else 0), n * m if smooth else 0
+    return 0, 0  # identity, concat, masked: copying
+
+
+def _grad_cost(trace, exercise: Exercise, of: str) -> tuple[int, int, int]:
+    """A gradient step costs what its consumers' forward products cost (the transposed products
+    have as many multiply-adds), without their specials (their values are read off the data)."""
+    back = exercise.backward
+    live = {g.of for g in back.steps}
+    grad = next((g for g in (*back.steps, *back.wrt.values()) if g.of == of), None)
+    cells = _cells(grad.value) if grad is not None else 0
+    users = consumers(trace, of, live)
+    madds = sum(_forward_cost(trace, s)[0] for s in users) if users else cells
+    return cells, madds, 0
