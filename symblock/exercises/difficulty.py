@@ -23,7 +23,7 @@ PRESETS: dict[str, dict[str, Any]] = {
                   "causal": False, "bias": False},
         "random": {"ranges": {"X": [-2, 2], "weights": [-1, 1]}, "integer_scores": True,
                    "exact_scale": True, "softmax_distinct": True, "score_range": [-6, 6],
-                   "no_degenerate_rows": True, "norm_min": "1/2", "relu_mixed": "rows",
+                   "no_degenerate_rows": True, "norm_min": "1/2", "relu_mixed": "rows", "norm_params": ["norm1"],
                    "distinct_mistakes": True, "staged": {"step": "attn.out", "decimals": 2}},
     },
     "medium": {  # Pre-LN, exact σ for the first norm (half-integer X), rational scale, small e^x

@@ -136,12 +136,26 @@ def check_family(c: Constraints, d: int, norm: str, eps: Fraction, source: str) 
               "use random.x_step: 1/2, or change d_model")
 
 
-def pick_rows(X: list, seed: int, family: dict) -> None:
-    """Replace every row of X by a row of the family: first a σ (rms) class uniformly, then a row
-    of that class uniformly, so every student of a set meets different σ, not one pattern."""
+def class_digits(seed: int, rows: int, classes: int) -> list[int]:
+    """The σ class of each row, as a function of the variant's seed that walks through every
+    combination before repeating one: combination (a·seed + b) mod classes^rows, with a coprime to
+    it, so any run of M = classes^rows consecutive seeds (a worksheet set) meets each combination
+    once and a longer run repeats one at most ceil(n / M) times."""
+    M = classes ** rows
+    a = max(1, round(M * 0.618034))
+    while math.gcd(a, M) != 1:
+        a += 1
+    b = ints(0, f"classes:{classes}:{rows}", 1, 0, M - 1)[0]
+    idx = (a * seed + b) % M
+    return [(idx // classes ** i) % classes for i in range(rows)]
+
+
+def pick_rows(X: list, seed: int, family: dict, variant_seed: int) -> None:
+    """Replace every row of X by a row of the family: its σ (rms) class by class_digits of the
+    variant's seed (redraws keep it), then a row of that class uniformly on the stream of `seed`,
+    so a set meets every σ the grid allows, not one pattern."""
     classes = list(family)
-    picks = ints(seed, "X#class", len(X), 0, len(classes) - 1)
-    for i, k in enumerate(picks):
+    for i, k in enumerate(class_digits(variant_seed, len(X), len(classes))):
         rows = family[classes[k]]
         X[i] = list(rows[ints(seed, f"X[{i}]#row", 1, 0, len(rows) - 1)[0]])
 

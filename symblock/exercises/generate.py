@@ -37,7 +37,8 @@ attempt 0 of a spec without ranges or sparsity draws exactly what `spec.draw` dr
 candidate is redrawn with the sub-seed sha256(seed, attempt). Constraints are built into the draws
 where they can be: when the first norm reads X (Pre-LN), each row of X is picked from the listed
 family of grid rows that pass its row checks (exact σ, non-degenerate, σ >= norm_min): first a σ
-class, then a row of it, so a set meets every σ the grid allows; then, while the attention input is
+class (walking through every combination of classes over consecutive seeds), then a row of
+it, so a set meets every σ the grid allows; then, while the attention input is
 rational, W_Q and W_K (W_V too for integer_scores) are redrawn on their own streams until the
 scores, computed in Fractions, meet score_range / scaled_range / softmax_distinct /
 softmax_weights (stage.py: up to STAGE_BATCHES × 256 candidates scored at once in exact integers; a refit counts as a redraw, not a draw). Everything is then
@@ -124,11 +125,9 @@ class Plan:
     family: dict | None = None   # σ² -> the grid rows that pass them (None: too many to list)
 
 
-def plan(data: Mapping, source: str, overrides: Mapping | None = None) -> Plan:
-    """Parse the constraints, fill in the preset, validate the rest, and fail at once on a
-    constraint no draw can meet."""
-    from symblock.engine import spec as specmod
-    from symblock.engine.steps import step_inputs, step_names
+def with_preset(data: Mapping, source: str, overrides: Mapping | None = None) -> tuple[dict, Constraints]:
+    """The mapping with its difficulty preset filled in, and the constraints in force (the
+    preset's under the spec's own)."""
     data = merge_random(data, overrides)
     rnd = data.get("random")
     c = parse_random(rnd, source)
@@ -136,6 +135,19 @@ def plan(data: Mapping, source: str, overrides: Mapping | None = None) -> Plan:
     if preset_random:
         c = parse_random({**preset_random, **{k: v for k, v in rnd.items() if k != "difficulty"}}, source)
         c = replace(c, difficulty=rnd.get("difficulty"))
+    return data, c
+
+
+def constraints_of(data: Mapping, source: str, overrides: Mapping | None = None) -> Constraints:
+    return with_preset(data, source, overrides)[1]
+
+
+def plan(data: Mapping, source: str, overrides: Mapping | None = None) -> Plan:
+    """Parse the constraints, fill in the preset, validate the rest, and fail at once on a
+    constraint no draw can meet."""
+    from symblock.engine import spec as specmod
+    from symblock.engine.steps import step_inputs, step_names
+    data, c = with_preset(data, source, overrides)
     plain = {"seed": c.seed, "low": c.low, "high": c.high}
     base_map = {**{k: v for k, v in data.items() if k != "random"}, "random": plain}
     probe = specmod.from_mapping(base_map, source)  # validates dims, block, weights, given
@@ -172,7 +184,7 @@ def draw_candidate(p: Plan, s: int, redraws: Counter) -> tuple[dict | None, str 
     if p.draw_x:
         X = draw_x(s, (dims.seq_len, dims.d_model), c)
         if p.family:
-            pick_rows(X, s, p.family)
+            pick_rows(X, s, p.family, c.seed)
         elif p.rows_checked and not fix_rows(X, s, p.probe.options.norm, p.eps, c, redraws):
             return None, "rows of X: " + next(iter(redraws), "exact_norm")
         tensors["X"] = X

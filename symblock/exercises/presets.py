@@ -16,9 +16,11 @@ the data are the forward values those backward rules read. Its options (flags --
 
     exercise:
       preset: backprop
-      loss: sum               # sum | mse (default sum, as `symblock grad`)
+      loss: mse               # mse | sum (default mse: with `sum` dL/dY and the steps it flows
+                              #   through unchanged are all-ones matrices in every variant)
       wrt: [W_2, W_1]         # parameters or steps (default [W_2, W_1])
-      target: [[1, 0], ...]   # mse only: the target T (default zeros)
+      target: [[1, 0], ...]   # mse only: the target T (default: integers in -2..2 drawn from
+                              #   random.seed, stream "exercise.target"; zeros without a seed)
 """
 from __future__ import annotations
 
@@ -30,6 +32,8 @@ PRESETS = ("full", "attention", "norm", "ffn", "backprop")
 EXERCISE_KEYS = ("preset", "ask", "give", "loss", "wrt", "target")
 BACKPROP_KEYS = ("loss", "wrt", "target")
 BACKPROP_WRT = ("W_2", "W_1")
+BACKPROP_LOSS = "mse"
+TARGET_RANGE = (-2, 2)  # the drawn integer target of the default mse loss
 
 
 @dataclass(frozen=True)
@@ -132,7 +136,7 @@ def choose_backprop(trace, ex: dict, loss: str | None, wrt: list[str] | None) ->
             raise SpecError(src, f"exercise.{key}", "not with `preset: backprop`, which asks the gradient "
                                                     "steps; choose them with exercise.wrt")
     where_loss = "--loss" if loss is not None else "exercise.loss"
-    loss = loss if loss is not None else ex.get("loss", "sum")
+    loss = loss if loss is not None else ex.get("loss", BACKPROP_LOSS)
     if loss not in grad.LOSSES:
         raise SpecError(src, where_loss, f"expected one of {', '.join(grad.LOSSES)}, got {loss!r}")
     where_wrt = "--wrt" if wrt is not None else "exercise.wrt"
@@ -154,6 +158,8 @@ def choose_backprop(trace, ex: dict, loss: str | None, wrt: list[str] | None) ->
         from symblock.engine.spec import parse_matrix
         n, d = trace["output"].value.shape
         target = parse_matrix(ex["target"], (n, d), src, "exercise.target")
+    elif loss == "mse" and trace.spec.seed is not None:
+        target = drawn_target(trace.spec.seed, trace["output"].value.shape)
     back = grad.backward(trace.spec, loss, list(dict.fromkeys(wrt)), target=target, trace=trace)
     ask = [g.name for g in back.steps] + [g.name for g in back.wrt.values() if g.of not in trace
                                           and not (g.of == "X" and "x" in live_names(back))]
@@ -175,6 +181,15 @@ def choose_backprop(trace, ex: dict, loss: str | None, wrt: list[str] | None) ->
     if loss == "mse":
         tmat = Mat.from_sympy(target) if target is not None else grad.zeros(*trace["output"].value.shape)
     return Exercise(tuple(ask), data_steps, data_params, backward=back, target=tmat)
+
+
+def drawn_target(seed: int, shape: tuple[int, int]):
+    """The default mse target: integers drawn from the spec's seed, so each variant's gradients
+    differ (dL/dY = 2 (Y − T) / (n·d))."""
+    import sympy
+    from symblock.exercises.draws import ints
+    n, d = shape
+    return sympy.ImmutableMatrix(n, d, ints(seed, "exercise.target", n * d, *TARGET_RANGE))
 
 
 def live_names(back) -> set[str]:
