@@ -228,7 +228,10 @@ def check_scores(A: list, tensors: dict, probe, c: Constraints) -> str | None:
                 bad = [v for v in live if scaled_cmp(Fraction(int(v.p), int(v.q)), lo, dk) < 0
                        or scaled_cmp(Fraction(int(v.p), int(v.q)), hi, dk) > 0]
                 if bad:
-                    return f"scaled_range: {where} has {bad[0]}/√{dk} outside [{lo}, {hi}]"
+                    x = Fraction(int(bad[0].p), int(bad[0].q))
+                    shown = f"{x}/{math.isqrt(dk)} = {x / math.isqrt(dk)}" if math.isqrt(dk) ** 2 == dk \
+                        else f"{x}/√{dk} ≈ {float(x) / math.sqrt(dk):.4g}"
+                    return f"scaled_range: {where} has the softmax input {shown} outside [{lo}, {hi}]"
             if c.softmax_distinct and len(set(live)) < len(live):
                 return f"softmax_distinct: {where} has two equal live scores {[str(v) for v in live]}"
             if c.softmax_weights and len(live) > 1:

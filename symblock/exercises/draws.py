@@ -126,12 +126,12 @@ def check_family(c: Constraints, d: int, norm: str, eps: Fraction, source: str) 
         return
     lo, hi = c.range_of("X")
     which = "exact_norm" if "norm1" in c.exact_norm else "norm_min" if c.norm_min else "no_degenerate_rows"
-    wants = [w for w, on in (("non-degenerate", c.no_degenerate_rows),
-                             ("with a square σ² (exact σ)" if norm == "layernorm" else "with exact rms",
+    wants = [w for w, on in (("not degenerate (constant, or normalised to ±1)", c.no_degenerate_rows),
+                             ("σ² a square (exact σ)" if norm == "layernorm" else "rms² a square (exact rms)",
                               "norm1" in c.exact_norm),
-                             (f"with σ >= {c.norm_min}", c.norm_min)) if on]
+                             (f"σ >= {c.norm_min}", c.norm_min)) if on]
     step = "" if c.x_step == 1 else f" in steps of {c.x_step}"
-    raise err(source, f"random.{which}", f"no row of {d} values in {lo}..{hi}{step} is "
+    raise err(source, f"random.{which}", f"no row of {d} values in {lo}..{hi}{step} has "
               + " and ".join(wants) + f"{' with ε = ' + str(eps) if eps else ''}; widen random.ranges.X, "
               "use random.x_step: 1/2, or change d_model")
 
