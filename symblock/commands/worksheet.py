@@ -72,9 +72,13 @@ def variants(args) -> list[tuple[str, object]]:
             raise UsageError("--variants: expected at least 1")
         seed = 1 if args.seed is None else args.seed
         from symblock.grading.ambiguity import judge
-        return [(i, t) for i, _, t in variants.draw_variants(spec_arg, args.variants, seed, args.max_cost,
-                                                              overrides, judge(args.preset, args.loss, _wrt(args.wrt),
-                                                                               args.decimals))]
+        drawn = variants.draw_variants(spec_arg, args.variants, seed, args.max_cost, overrides,
+                                       judge(args.preset, args.loss, _wrt(args.wrt), args.decimals))
+        if not args.allow_repeats:  # every student's exercise differs (exercises/stress.py)
+            from symblock.exercises.presets import choose
+            from symblock.exercises.stress import require_variety
+            require_variety([(t, choose(t, args.preset, args.loss, _wrt(args.wrt))) for _, _, t in drawn])
+        return [(i, t) for i, _, t in drawn]
     if args.seed is not None:
         raise UsageError("--seed goes with --variants N")
     spec = from_mapping(*variants.read(spec_arg, overrides)) if overrides else _load(spec_arg)
@@ -110,10 +114,6 @@ def run(args) -> int:
     files: dict[str, str] = {}
     sets = variants(args)
     many = args.variants is not None
-    if many and not args.allow_repeats:  # every student's exercise differs (exercises/stress.py)
-        from symblock.exercises.presets import choose
-        from symblock.exercises.stress import require_variety
-        require_variety([(t, choose(t, args.preset, args.loss, _wrt(args.wrt))) for _, t in sets])
     for ident, trace in sets:
         docs = documents(trace, ident, formats=formats, preset=args.preset, lang=args.lang,
                          places=args.decimals, title=args.title, template_dir=args.template_dir,
