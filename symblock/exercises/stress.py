@@ -16,6 +16,8 @@ most common one repeats, with a warning on every step below the guarantee (`prob
 The variety guarantee (DESIGN.md: every student's exercise differs): in a set of n variants no asked
 step repeats its answer matrix in more than 10% of the variants (at most max(1, n // 10) share one),
 and every per-row statistic (.mean .var .std .ms .rms) takes at least min(5, n) distinct values.
+Steps that read only data the spec gives (the same in every variant by the author's choice, e.g. the
+norm of a given X) are named, not held against the set.
 Answers are compared exactly (rationals as fractions, other entries to 30 digits).
 """
 from __future__ import annotations
@@ -106,6 +108,21 @@ def variety(answers: list[dict]) -> dict[str, Variety]:
     return out
 
 
+def fixed_steps(traces: list) -> set[str]:
+    """Steps computed only from data that is the same in every variant (given by the spec, not
+    drawn): the same answer for everybody by the author's choice, so outside the guarantee."""
+    if not traces:
+        return set()
+    first = traces[0]
+    same = {p for p, m in first.params.items()
+            if all(p in t.params and answer_key(t.params[p]) == answer_key(m) for t in traces[1:])}
+    fixed: set[str] = set()
+    for step in first:
+        if all(i in same or i in fixed for i in step.inputs):
+            fixed.add(step.name)
+    return fixed
+
+
 def problems(var: dict[str, Variety]) -> list[str]:
     return [p for v in var.values() if (p := v.problem())]
 
@@ -121,7 +138,9 @@ def asked_answers(trace, exercise) -> dict:
 def require_variety(traces_and_exercises: list) -> None:
     """The set's variety guarantee, or UsageError listing what breaks it (worksheet --variants)."""
     from symblock.errors import UsageError
-    bad = problems(variety([asked_answers(t, ex) for t, ex in traces_and_exercises]))
+    fixed = fixed_steps([t for t, _ in traces_and_exercises])
+    bad = problems(variety([{k: v for k, v in asked_answers(t, ex).items() if k not in fixed}
+                            for t, ex in traces_and_exercises]))
     if bad:
         raise UsageError("the variants are too alike to hand out: " + "; ".join(bad)
                          + " (widen random.ranges, draw more of the block, or pass --allow-repeats)")
@@ -143,6 +162,7 @@ class Report:
     minutes: tuple = ()               # (min, max) of presets.estimate over the set
     max_exponent: float = 0.0         # largest |x| of an e^x in a softmax
     skipped: dict = field(default_factory=dict)   # seeds a judge (distinct_mistakes) turned down
+    fixed: tuple = ()                 # asked steps that read only data given by the spec
 
     @property
     def estimated_valid(self) -> float:
@@ -157,7 +177,7 @@ class Report:
                 "estimated_valid": float(f"{self.estimated_valid:.3g}"),
                 "redraws": dict(self.redraws), "forwards": self.forwards,
                 "minutes": list(self.minutes), "max_exponent": round(self.max_exponent, 4),
-                "skipped": dict(self.skipped),
+                "skipped": dict(self.skipped), "fixed": list(self.fixed),
                 "variety": [vars(v) for v in self.variety.values()],
                 "variety_problems": problems(self.variety),
                 "steps": [vars(s) for s in self.steps.values()]}
@@ -173,7 +193,7 @@ def stress(data: dict, source: str, n: int, first_seed: int = 1, overrides: dict
     from symblock.exercises.variants import MAX_TRIES
     report = Report(source, first_seed, n)
     rejections, redraws, skipped = Counter(), Counter(), Counter()
-    keys, space, answers, minutes = set(), 0, [], []
+    keys, space, answers, minutes, traces = set(), 0, [], [], []
     seed, c, accepted = first_seed, None, 0
     while accepted < n and seed < first_seed + n * MAX_TRIES:
         v = variant(data, source, overrides={**(overrides or {}), "seed": seed}, max_cost=max_cost)
@@ -194,6 +214,7 @@ def stress(data: dict, source: str, n: int, first_seed: int = 1, overrides: dict
             report.steps.setdefault(step.name, StepStats(step.name)).add(step.value)
         report.max_exponent = max(report.max_exponent, largest_exponent(v.trace))
         got = asked(v.trace)
+        traces.append(v.trace)
         if got is not None:
             answers.append(got[0])
             minutes.append(got[1])
@@ -201,7 +222,9 @@ def stress(data: dict, source: str, n: int, first_seed: int = 1, overrides: dict
     report.rejections, report.redraws, report.skipped = dict(rejections), dict(redraws), dict(skipped)
     report.distinct = len(keys)
     report.space = space * dims_choices(data, c) if c is not None else 0
-    report.variety = variety(answers)
+    fixed = fixed_steps(traces)
+    report.fixed = tuple(n for n in (answers[0] if answers else {}) if n in fixed)
+    report.variety = variety([{k: v for k, v in a.items() if k not in fixed} for a in answers])
     report.minutes = (min(minutes), max(minutes)) if minutes else ()
     return report
 
@@ -278,6 +301,8 @@ def variety_table(r: Report) -> list[str]:
         mark = "  << below the guarantee" if v.problem() else ""
         out.append(f"{v.step:<{width}}  {v.distinct:>8}  {v.largest_group:>11}  "
                    f"{'' if v.values is None else v.values:>6}{mark}")
+    if r.fixed:
+        out.append("the same in every variant by the spec (read only given data): " + ", ".join(r.fixed))
     bad = problems(r.variety)
     out += [f"warning: {p}" for p in bad] or ["every asked step meets the variety guarantee"]
     return out

@@ -232,3 +232,12 @@ def test_worksheet_refuses_a_set_too_alike_unless_allow_repeats(tmp_path, capsys
     assert main(["stress", str(p), "-n", "12"]) == 0
     out = capsys.readouterr().out
     assert "<< below the guarantee" in out and "warning: " in out
+
+
+def test_steps_fixed_by_the_spec_are_named_not_held_against_the_set(capsys):
+    """pre-ln-causal-gelu gives X: its first norm is the same for everybody by the author's choice."""
+    import json
+    assert main(["stress", "pre-ln-causal-gelu", "-n", "3", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert {"norm1.mean", "norm1.std", "norm1"} <= set(got["fixed"])
+    assert "norm1.std" not in {v["step"] for v in got["variety"]} and not got["variety_problems"]
