@@ -37,8 +37,11 @@ def fit_attention(A: list, tensors: dict, redraw: list[str], probe, c: Constrain
     fixed = {}
     for name in ("W_Q", "W_K", "W_V", "b_Q", "b_K", "b_V"):
         if name not in redraw and (name in tensors or name in probe.params):
-            m = tensors[name] if name in tensors else probe.params[name].tolist()
-            fixed[name] = np.array([[int(Fraction(str(v))) for v in row] for row in m], dtype=dtype)
+            m = [[Fraction(str(v)) for v in row] for row in (tensors[name] if name in tensors
+                                                              else probe.params[name].tolist())]
+            if any(v.denominator != 1 for row in m for v in row):
+                return None  # a given non-integer weight: no integer scoring (the draw is checked as usual)
+            fixed[name] = np.array([[int(v) for v in row] for row in m], dtype=dtype)
     for b in range(batches):
         cand = {n: _batch(sub_seed(seed, 10**6 + b), n, param_shape(n, dims), c, dtype) for n in redraw}
         ok = _passing(AL, L, {**fixed, **cand}, dims, opts, c)
