@@ -68,24 +68,24 @@ def add_arguments(p) -> None:
 
 
 def _target(text: str | None, spec):
+    """The --target matrix: written inline, or in a YAML/JSON file (read as specs are: bounded,
+    exact decimals, a clear error for a directory, a binary file or an oversized number)."""
     if text is None:
         return None
     import os
-    import yaml
-    from symblock.engine import spec as specmod
-    raw = text
+    from symblock.engine import files, spec as specmod
+    source, raw = "--target", text
     if os.path.exists(text):
-        with open(text, encoding="utf-8") as f:
-            raw = f.read()
+        source, raw = text, files.read_text(text, "a YAML or JSON file holding the target matrix")
     try:
-        data = yaml.load(raw, Loader=specmod._ExactLoader)
-    except yaml.YAMLError as e:
-        raise specmod.SpecError("--target", "", f"expected a matrix like [[1, 0], [0, 1]] or a file "
-                                f"holding one: {getattr(e, 'problem', None) or e}") from None
+        data = files.parse(raw, source, json_syntax=text.lower().endswith(".json"))
+    except specmod.SpecError as e:
+        raise specmod.SpecError(source, e.where, f"expected a matrix like [[1, 0], [0, 1]] or a file "
+                                f"holding one: {e.message}") from None
     if isinstance(data, dict) and "target" in data:
         data = data["target"]
     n, d = spec.dims.seq_len, spec.dims.d_model
-    return specmod.parse_matrix(data, (n, d), "--target", "target")
+    return specmod.parse_matrix(data, (n, d), source, "target")
 
 
 def run(args) -> int:

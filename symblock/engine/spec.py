@@ -7,19 +7,17 @@ math layout (in, out) whatever the spec's `layout`, vectors as 1 × n rows.
 from __future__ import annotations
 
 import hashlib
-import json
 import random as _random
 import re
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
 import sympy
-import yaml
-
+from symblock.engine import files, numbers
 from symblock.errors import SpecError  # noqa: F401  (re-exported: spec.SpecError is public)
 from symblock.engine.steps import Dims, Options, needed_params, norm_names, param_names, param_shape, step_shapes
 
@@ -56,48 +54,18 @@ class BlockSpec:
 
 # ---------------------------------------------------------------- reading files
 
-class _ExactLoader(yaml.SafeLoader):
-    """YAML loader that keeps decimals as written (1.401 stays 1401/1000, not a binary float)."""
-
-
-def _decimal(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
-    text = loader.construct_scalar(node)
-    try:
-        return Decimal(text.replace("_", ""))
-    except InvalidOperation:  # .inf, .nan: let validation reject them by name
-        return text
-
-
-_ExactLoader.add_constructor("tag:yaml.org,2002:float", _decimal)
-
-
 def read_mapping(path: Path | str, text: str | None = None) -> tuple[dict, str]:
-    """Parse a YAML or JSON file into a dict; errors name the file and the line."""
+    """Parse a YAML or JSON file into a dict; errors name the file and the line (engine.files)."""
     path = Path(path)
     source = str(path)
     if text is None:
         if not path.exists():
             raise SpecError(source, "", "no such file (give a spec path or a built-in example name; "
                                         "`symblock examples` lists them)")
-        if path.is_dir():
-            raise SpecError(source, "", "is a directory, expected a YAML or JSON spec file")
-        try:
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            raise SpecError(source, "", "is not UTF-8 text") from None
+        text = files.read_text(path, "a YAML or JSON spec file")
     if not text.strip():
         raise SpecError(source, "", "the file is empty; expected a YAML or JSON mapping")
-    try:
-        if path.suffix.lower() == ".json":
-            data = json.loads(text, parse_float=Decimal)
-        else:
-            data = yaml.load(text, Loader=_ExactLoader)
-    except json.JSONDecodeError as e:
-        raise SpecError(source, f"line {e.lineno}", f"malformed JSON: {e.msg}") from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else ""
-        raise SpecError(source, where, f"malformed YAML: {getattr(e, 'problem', None) or e}") from None
+    data = files.parse(text, source, json_syntax=path.suffix.lower() == ".json")
     if not isinstance(data, dict):
         raise SpecError(source, "", f"expected a mapping at the top level, got {kind_of(data)}")
     return data, source
@@ -140,14 +108,19 @@ def parse_exact(value: Any, source: str, where: str, allow_inf: bool = False) ->
     global _TRANSFORMS
     if isinstance(value, bool) or value is None:
         raise SpecError(source, where, f"expected a number, got {kind_of(value)}")
-    if isinstance(value, int):
-        return sympy.Integer(value)
-    if isinstance(value, float):  # from Python callers: take the shortest repr, as written
-        value = Decimal(repr(value))
-    if isinstance(value, Decimal):
-        if not value.is_finite():
-            raise SpecError(source, where, f"expected a finite number, got {value}")
-        return sympy.Rational(str(value))
+    try:
+        if isinstance(value, int):
+            numbers.check_int(value)
+            return sympy.Integer(value)
+        if isinstance(value, float):  # from Python callers: take the shortest repr, as written
+            value = Decimal(repr(value))
+        if isinstance(value, Decimal):
+            if not value.is_finite():
+                raise SpecError(source, where, f"expected a finite number, got {value}")
+            numbers.check_decimal(value)
+            return sympy.Rational(str(value))
+    except numbers.TooLarge as e:
+        raise SpecError(source, where, f"{e}; expected a number of at most {numbers.MAX_DIGITS} digits") from None
     if not isinstance(value, str):
         raise SpecError(source, where, f"expected a number, got {kind_of(value)}")
     text = value.strip()
@@ -157,6 +130,13 @@ def parse_exact(value: Any, source: str, where: str, allow_inf: bool = False) ->
         extra = f" (unknown name {', '.join(bad)})" if bad else ""
         raise SpecError(source, where, f"expected a number or exact expression such as 3, 1.25, "
                                        f"\"1/2\", \"sqrt(2)\", got {value!r}{extra}")
+    try:
+        numbers.check_text(text)
+    except numbers.TooLarge as e:
+        raise SpecError(source, where, f"{e}, got {value!r}") from None
+    except SyntaxError:
+        raise SpecError(source, where, f"could not parse {value!r} as an exact number: expected numbers, "
+                        "+ - * / ** and sqrt, exp, erf, tanh, E, pi") from None
     if _TRANSFORMS is None:
         from sympy.parsing.sympy_parser import (convert_xor, rationalize,
                                                 standard_transformations)
@@ -174,6 +154,12 @@ def parse_exact(value: Any, source: str, where: str, allow_inf: bool = False) ->
         return expr
     if expr.has(sympy.oo, -sympy.oo, sympy.zoo, sympy.nan) or expr.is_real is False:
         raise SpecError(source, where, f"expected a finite real number, got {value!r}")
+    if not expr.is_Rational:  # what the exact engine cannot hold is refused here, with its field
+        from symblock.engine import exact
+        try:
+            exact.from_sympy(expr)
+        except (ValueError, ZeroDivisionError) as e:
+            raise SpecError(source, where, f"cannot use {value!r} exactly: {e}") from None
     return expr
 
 
