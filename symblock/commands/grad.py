@@ -80,8 +80,9 @@ def _target(text: str | None, spec):
     try:
         data = files.parse(raw, source, json_syntax=text.lower().endswith(".json"))
     except specmod.SpecError as e:
-        raise specmod.SpecError(source, e.where, f"expected a matrix like [[1, 0], [0, 1]] or a file "
-                                f"holding one: {e.message}") from None
+        where = f" ({e.where})" if e.where else ""
+        raise specmod.SpecError(source, "", f"expected a matrix like [[1, 0], [0, 1]] or a file "
+                                f"holding one: {e.message}{where}") from None
     if isinstance(data, dict) and "target" in data:
         data = data["target"]
     n, d = spec.dims.seq_len, spec.dims.d_model
