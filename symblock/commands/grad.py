@@ -52,7 +52,7 @@ def table(b, places: int = 4) -> str:
 # ---------------------------------------------------------------- command
 
 def add_arguments(p) -> None:
-    from symblock.options import nonneg
+    from symblock.options import MAX_DECIMALS, decimals, nonneg
     p.add_argument("spec", nargs="?", default="seed-post-ln", metavar="SPEC",
                    help="a spec file (YAML/JSON) or a built-in example name (default: seed-post-ln)")
     p.add_argument("--loss", choices=LOSSES, default="sum",
@@ -63,7 +63,8 @@ def add_arguments(p) -> None:
                    help="mse target T: a matrix like '[[1,0],[0,1],[1,1]]' or a YAML/JSON file "
                         "holding one (default: zeros)")
     p.add_argument("--json", action="store_true", help="print {loss, value, steps, wrt} as JSON")
-    p.add_argument("--decimals", type=nonneg, default=4, metavar="N", help="decimal places (default 4)")
+    p.add_argument("--decimals", type=decimals, default=4, metavar="N",
+                   help=f"decimal places (default 4, at most {MAX_DECIMALS})")
     p.add_argument("--max-cost", type=nonneg, metavar="N", help="raise the exact engine's size limit")
 
 

@@ -11,7 +11,7 @@ from symblock.sheets.worksheet import ENGINES, documents, write_files
 
 
 def add_arguments(p) -> None:
-    from symblock.options import DEFAULT_EXAMPLE, nonneg
+    from symblock.options import DEFAULT_EXAMPLE, MAX_DECIMALS, MAX_SEED, MAX_VARIANTS, bounded, decimals, nonneg
     from symblock.exercises.presets import PRESETS
     from symblock.sheets.lang import LANGS
     p.add_argument("spec", nargs="?", default=None, metavar="SPEC",
@@ -27,12 +27,13 @@ def add_arguments(p) -> None:
     p.add_argument("--wrt", metavar="NAMES",
                    help="--preset backprop: comma-separated parameters to differentiate, e.g. W_2,W_1 "
                         "(default: variants.wrt, else W_2,W_1)")
-    p.add_argument("--decimals", type=nonneg, default=3, metavar="N",
-                   help="decimal places of rounded values (default 3)")
+    p.add_argument("--decimals", type=decimals, default=3, metavar="N",
+                   help=f"decimal places of rounded values (default 3, at most {MAX_DECIMALS})")
     p.add_argument("--lang", choices=LANGS, default="en", help="language of the prose (default en)")
     p.add_argument("--title", help="title printed on sheet and key (default: the spec's title)")
-    p.add_argument("--variants", type=nonneg, metavar="N", help="write N variants drawn from --seed")
-    p.add_argument("--seed", type=nonneg, metavar="S", help="first seed of --variants (default 1)")
+    p.add_argument("--variants", type=bounded(1, MAX_VARIANTS), metavar="N",
+                   help=f"write N variants drawn from --seed (at most {MAX_VARIANTS:,})")
+    p.add_argument("--seed", type=bounded(0, MAX_SEED), metavar="S", help="first seed of --variants (default 1)")
     p.add_argument("--id", metavar="ID", help="regenerate the variant with this worksheet ID")
     p.add_argument("--template-dir", metavar="DIR",
                    help="a directory of templates used before the built-in ones (rendered sandboxed)")

@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import Any, Mapping
 
 import sympy
-from symblock.engine import files, numbers
+from symblock.engine import cost, files, numbers
 from symblock.errors import SpecError  # noqa: F401  (re-exported: spec.SpecError is public)
 from symblock.engine.steps import Dims, Options, needed_params, norm_names, param_names, param_shape, step_shapes
 
@@ -220,15 +220,13 @@ def int_field(value: Any, source: str, where: str, lo: int = 1, hi: int | None =
 
 # ---------------------------------------------------------------- the spec
 
-def from_mapping(data: Mapping, source: str = "<spec>") -> BlockSpec:
+def from_mapping(data: Mapping, source: str = "<spec>", max_cost: int | None = None) -> BlockSpec:
     """Validate a parsed spec. Missing weights/inputs are drawn from `random` (seed, low, high)
-    when present; a `random:` section with constraints is `exercises.generate.from_mapping`'s."""
+    when present; a `random:` section with constraints is `exercises.generate.from_mapping`'s.
+    The size guard (engine/cost.py, `max_cost`) runs as soon as the dims are known, before any
+    matrix is parsed or drawn."""
     check_keys(data, TOP_KEYS, source, "")
-    rnd = data.get("random")
-    if has_constraints(rnd):  # drawn until the constraints hold: exercises.generate
-        key = next(k for k in rnd if k not in ("seed", "low", "high"))
-        raise SpecError(source, f"random.{key}", "a generation constraint: load this spec with "
-                        "symblock.load (symblock.exercises.generate.load), which draws until it holds")
+    _no_constraints(data.get("random"), source)
     title = data.get("title") or ""
     if not isinstance(title, str):
         raise SpecError(source, "title", f"expected text, got {kind_of(title)}")
@@ -236,30 +234,71 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> BlockSpec:
     if layout not in ("math", "torch"):
         raise SpecError(source, "layout", f"expected math or torch, got {kind_of(layout)}")
     opts = _options(data.get("block") or {}, source)
-    weights = data.get("weights") or {}
+    weights, inputs = _weights_section(data.get("weights") or {}, source), data.get("inputs") or {}
+    check_keys(inputs, ("X",), source, "inputs")
+    dims = _dims(data.get("dims") or {}, inputs, weights, layout, source)
+    given_raw = data.get("given") or {}
+    if not isinstance(given_raw, dict):
+        raise SpecError(source, "given", f"expected a mapping of step names to matrices, got {kind_of(given_raw)}")
+    cost.check(dims, opts, source, set(given_raw), max_cost)
+    given = _given(given_raw, dims, opts, source)
+    seed, low, high = _random_section(data.get("random"), source)
+    params = _params(weights, dims, opts, layout, set(given), (seed, low, high), source)
+    X = None
+    if "x" not in given:
+        if "X" in inputs:
+            X = parse_matrix(inputs["X"], (dims.seq_len, dims.d_model), source, "inputs.X")
+        elif seed is not None:
+            X = draw(seed, "X", (dims.seq_len, dims.d_model), low, high)
+        else:
+            raise SpecError(source, "inputs.X", f"missing; expected a {dims.seq_len}×{dims.d_model} "
+                            "matrix (or a `random` section)")
+    exercise = data.get("exercise") or {}
+    if not isinstance(exercise, dict):
+        raise SpecError(source, "exercise", f"expected a mapping, got {kind_of(exercise)}")
+    return BlockSpec(dims=dims, options=opts, params=MappingProxyType(params), X=X,
+                     given=MappingProxyType(given), title=title, source=source, seed=seed,
+                     exercise=MappingProxyType(dict(exercise)))
+
+
+def _no_constraints(rnd: Any, source: str) -> None:
+    if has_constraints(rnd):  # drawn until the constraints hold: exercises.generate
+        key = next(k for k in rnd if k not in ("seed", "low", "high"))
+        raise SpecError(source, f"random.{key}", "a generation constraint: load this spec with "
+                        "symblock.load (symblock.exercises.generate.load), which draws until it holds")
+
+
+def _weights_section(weights: Any, source: str) -> Mapping:
     check_keys(weights, tuple(all_param_keys()), source, "weights")
     for ln in ("ln1", "ln2", "ln_final"):
         if weights.get(ln) is not None:
             check_keys(weights[ln], ("gamma", "beta"), source, f"weights.{ln}")
-    inputs = data.get("inputs") or {}
-    check_keys(inputs, ("X",), source, "inputs")
-    dims = _dims(data.get("dims") or {}, inputs, weights, layout, source)
+    return weights
 
+
+def _given(given_raw: Mapping, dims: Dims, opts: Options, source: str) -> dict[str, Matrix]:
+    """The pinned steps; −∞ only where a mask puts it, and never a whole row of it."""
     shapes = step_shapes(dims, opts)
-    given_raw = data.get("given") or {}
-    if not isinstance(given_raw, dict):
-        raise SpecError(source, "given", f"expected a mapping of step names to matrices, got {kind_of(given_raw)}")
     given = {}
     for name, value in given_raw.items():
         if name not in shapes:
             raise SpecError(source, f"given.{name}", "no such step in this block; expected one of "
                                                      + ", ".join(shapes))
-        given[name] = parse_matrix(value, shapes[name], source, f"given.{name}",
-                                   allow_inf=name.endswith(".masked"))
+        given[name] = m = parse_matrix(value, shapes[name], source, f"given.{name}",
+                                       allow_inf=name.endswith(".masked"))
+        for i in range(m.rows):
+            if all(e == -sympy.oo for e in m.row(i)):
+                raise SpecError(source, f"given.{name}[{i}]", "every entry of this row is −∞, so its "
+                                "softmax divides by zero; expected at least one finite score a row")
+    return given
 
-    rnd = data.get("random")
-    seed, low, high = _random_section(rnd, source)
-    need = needed_params(dims, opts, set(given))
+
+def _params(weights: Mapping, dims: Dims, opts: Options, layout: str, given: set[str],
+            rnd: tuple[int | None, int, int], source: str) -> dict[str, Matrix]:
+    """The parameters the computed steps read: as given (math layout), defaulted (γ = 1, β = 0)
+    or drawn from `random`."""
+    seed, low, high = rnd
+    need = needed_params(dims, opts, given)
     params: dict[str, Matrix] = {}
     for name in param_names(opts):
         raw = _lookup(weights, name)
@@ -276,12 +315,9 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> BlockSpec:
                 params[name] = Matrix.ones(*shape)
             elif name.endswith(".beta"):
                 params[name] = Matrix.zeros(*shape)
-            elif name.startswith("b_"):
-                if opts.bias and seed is not None:
-                    params[name] = draw(seed, name, shape, low, high)
-            elif seed is not None:
+            elif seed is not None and (opts.bias or not name.startswith("b_")):
                 params[name] = draw(seed, name, shape, low, high)
-            else:
+            elif not name.startswith("b_"):
                 raise SpecError(source, f"weights.{name}", f"missing; expected a {shape[0]}×{shape[1]} "
                                 "matrix (or add a `random: {seed: 1}` section to draw missing weights)")
     if opts.bias and seed is None:
@@ -289,21 +325,7 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> BlockSpec:
         if missing:
             raise SpecError(source, f"weights.{missing[0]}", "missing, and block.bias is true; give the "
                             "bias vectors or add a `random: {seed: 1}` section to draw them")
-    X = None
-    if "x" not in given:
-        if "X" in inputs:
-            X = parse_matrix(inputs["X"], (dims.seq_len, dims.d_model), source, "inputs.X")
-        elif seed is not None:
-            X = draw(seed, "X", (dims.seq_len, dims.d_model), low, high)
-        else:
-            raise SpecError(source, "inputs.X", f"missing; expected a {dims.seq_len}×{dims.d_model} "
-                            "matrix (or a `random` section)")
-    exercise = data.get("exercise") or {}
-    if not isinstance(exercise, dict):
-        raise SpecError(source, "exercise", f"expected a mapping, got {kind_of(exercise)}")
-    return BlockSpec(dims=dims, options=opts, params=MappingProxyType(params), X=X,
-                     given=MappingProxyType(given), title=title, source=source, seed=seed,
-                     exercise=MappingProxyType(dict(exercise)))
+    return params
 
 
 def all_param_keys() -> list[str]:

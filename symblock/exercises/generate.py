@@ -22,7 +22,8 @@ The spec's `random:` section may state constraints besides `seed`, `low`, `high`
       staged: {step: attn.out, decimals: 3}   # give this step rounded to k decimals (exact
                                     #   decimals), as the seed article gives A(X); later steps are
                                     #   computed from the given values, so they stay rational
-      max_draws: 1000               # candidate blocks tried before giving up (default 1000)
+      max_draws: 1000               # candidate blocks tried before giving up (default 2000, at most
+                                    #   20000; fewer for large blocks: see draw_limits)
 
 How a variant is drawn (`variant`): every drawn tensor has its own stream (spec.draw's scheme, so
 attempt 0 of a spec without ranges or sparsity draws exactly what `spec.draw` draws); a rejected
@@ -52,7 +53,9 @@ NORMS = ("norm1", "norm2", "norm_final")
 CONSTRAINT_KEYS = ("difficulty", "ranges", "sparsity", *FLAG_KEYS, "exact_norm", "relu_mixed", "score_range",
                    "staged", "max_draws")
 RELU_MODES = ("rows", "columns", "both")
-MAX_DRAWS = 2000      # candidate blocks drawn before giving up
+MAX_DRAWS = 2000      # candidate blocks drawn before giving up (default of random.max_draws)
+MAX_DRAWS_LIMIT = 20_000  # the largest random.max_draws / --max-draws (some seconds of cheap draws)
+DRAW_BUDGET = 4_000_000   # entries drawn and multiply-adds prechecked, over all draws of one variant
 MAX_FORWARDS = 200    # candidates that pass the cheap checks and reach the exact forward
 ROW_DRAWS = 500       # redraws of one row of X before the candidate counts as rejected
 ENUMERATE_ROWS = 20000  # rows of X small enough to enumerate: an impossible row constraint fails at once
@@ -201,7 +204,7 @@ def parse_random(rnd: Any, source: str) -> Constraints:
             raise _err(source, "random.staged.step", f"expected a step name such as attn.out, got {step!r}")
         kw["staged"] = (step, int_field(st.get("decimals", 3), source, "random.staged.decimals", lo=0, hi=12))
     if "max_draws" in rnd:
-        kw["max_draws"] = int_field(rnd["max_draws"], source, "random.max_draws", lo=1, hi=10**6)
+        kw["max_draws"] = int_field(rnd["max_draws"], source, "random.max_draws", lo=1, hi=MAX_DRAWS_LIMIT)
     return Constraints(**kw)
 
 
@@ -450,7 +453,7 @@ def variant(data: Mapping, source: str, overrides: Mapping | None = None,
     plain = {"seed": c.seed, "low": c.low, "high": c.high}
     base_map = {**{k: v for k, v in data.items() if k != "random"}, "random": plain}
     given_raw = data.get("given") or {}
-    probe = specmod.from_mapping(base_map, source)  # validates dims, block, weights, given
+    probe = specmod.from_mapping(base_map, source, max_cost)  # validates (and sizes) before drawing
     dims, opts = probe.dims, probe.options
     graph = step_inputs(dims, opts)
     if c.staged and c.staged[0] not in step_names(dims, opts):
@@ -472,7 +475,8 @@ def variant(data: Mapping, source: str, overrides: Mapping | None = None,
 
     rejections: Counter = Counter()
     forwards = 0
-    for attempt in range(c.max_draws):
+    max_draws, max_forwards = draw_limits(c, dims, opts, drawn, draw_x, set(probe.given), max_cost)
+    for attempt in range(max_draws):
         s = sub_seed(c.seed, attempt)
         tensors = {n: draw_tensor(s, n, param_shape(n, dims), *c.range_of(n), c.sparsity) for n in drawn}
         if draw_x:
@@ -486,7 +490,7 @@ def variant(data: Mapping, source: str, overrides: Mapping | None = None,
             rejections[pre] += 1
             continue
         forwards += 1
-        if forwards > MAX_FORWARDS:
+        if forwards > max_forwards:
             break
         mapping = {k: v for k, v in data.items() if k != "random"}
         mapping["random"] = {"seed": c.seed, "low": c.low, "high": c.high}
@@ -525,9 +529,25 @@ def variant(data: Mapping, source: str, overrides: Mapping | None = None,
     worst = rejections.most_common(1)[0][0] if rejections else "random"
     counts = ", ".join(f"{k} {v}" for k, v in rejections.most_common())
     raise _err(source, f"random.{worst}" if worst != "random" else "random",
-               f"no draw met the constraints in {attempt + 1} draws ({min(forwards, MAX_FORWARDS)} worked "
+               f"no draw met the constraints in {attempt + 1} draws ({min(forwards, max_forwards)} worked "
                f"through exactly; rejected by: {counts}); "
                "widen random.ranges, drop a constraint, or raise random.max_draws")
+
+
+def draw_limits(c: Constraints, dims, opts, drawn: list, draw_x: bool, given: set,
+                max_cost: int | None) -> tuple[int, int]:
+    """How many candidates to draw and how many to work through exactly, decided before drawing:
+    random.max_draws, but no more than DRAW_BUDGET entries drawn and prechecked in all, and
+    MAX_FORWARDS exact forwards, but no more than the engine's cost limit buys (engine/cost.py)."""
+    from symblock.engine import cost
+    from symblock.engine.steps import param_shape
+    n, d = dims.seq_len, dims.d_model
+    per_draw = sum(math.prod(param_shape(p, dims)) for p in drawn) + (n * d if draw_x else 0)
+    if c.integer_scores or c.score_range or c.softmax_distinct:
+        per_draw += 3 * n * d * d + n * n * d  # _precheck_attention's projections and scores
+    per_forward = cost.cost(dims, opts, given) * (2 if c.staged else 1)
+    return (max(1, min(c.max_draws, DRAW_BUDGET // max(per_draw, 1))),
+            max(1, min(MAX_FORWARDS, cost.limit(max_cost) // max(per_forward, 1))))
 
 
 def _fractions(m) -> list | None:
@@ -691,7 +711,9 @@ def add_random_arguments(p) -> None:
     g.add_argument("--sparsity", metavar="P", help="share of zeros in each drawn weight matrix, e.g. 0.25")
     g.add_argument("--score-range", metavar="LO:HI", help="bound every raw attention score, e.g. -4:4")
     g.add_argument("--staged", metavar="STEP:K", help="give STEP rounded to K decimals, e.g. attn.out:3")
-    g.add_argument("--max-draws", type=int, metavar="N", help=f"candidate draws before giving up (default {MAX_DRAWS})")
+    from symblock.options import bounded
+    g.add_argument("--max-draws", type=bounded(1, MAX_DRAWS_LIMIT), metavar="N",
+                   help=f"candidate draws before giving up (default {MAX_DRAWS}, at most {MAX_DRAWS_LIMIT:,})")
 
 
 def overrides_from_args(args) -> dict:
