@@ -98,6 +98,9 @@ def parse_formats(text: str) -> list[str]:
 def run(args) -> int:
     from symblock.errors import UsageError
     formats = parse_formats(args.format)
+    if args.title is not None:
+        from symblock.engine.spec import check_text
+        check_text(args.title, "--title", "")
     if args.pdf and "latex" not in formats:
         raise UsageError("--pdf needs the latex format (--format latex,...)")
     if args.template_dir and not Path(args.template_dir).is_dir():
@@ -111,8 +114,13 @@ def run(args) -> int:
                          loss=args.loss, wrt=_wrt(args.wrt))
         for name, text in docs.items():
             files[f"{ident}/{name}" if many else name] = text
-    written = write_files(Path(args.out), files, force=args.force,
-                          pdf_engine=ENGINES[args.lang] if args.pdf else None)
+    try:
+        written = write_files(Path(args.out), files, force=args.force,
+                              pdf_engine=ENGINES[args.lang] if args.pdf else None)
+    except OSError as e:  # /proc/..., /sys/..., a read-only disk, a name too long: the folder, not a bug
+        where = f" ({e.filename})" if e.filename and ".symblock-" not in str(e.filename) \
+            and str(e.filename) != args.out else ""
+        raise UsageError(f"--out {args.out}: cannot write there: {e.strerror or e}{where}") from None
     for path in written:
         print(path)
     return 0

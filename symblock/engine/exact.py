@@ -103,7 +103,7 @@ class Real:
         """A certified ball around the value, computed at `prec` bits (memoised)."""
         if self.q is not None:
             return arb(self.q) if prec <= PREC else _with_prec(prec, arb, self.q)
-        if prec <= PREC:
+        if prec <= PREC or self.op == "neginf":
             return self.ball
         b = self._hi.get(prec)
         if b is None:
@@ -138,7 +138,10 @@ class Real:
     def __float__(self) -> float:
         """Correctly rounded to the nearest double (both ends of the ball round alike)."""
         if self.q is not None:
-            return int(self.q.p) / int(self.q.q)
+            try:
+                return int(self.q.p) / int(self.q.q)
+            except OverflowError:  # beyond a double, as float arithmetic would have it
+                return float("inf") if self.q > 0 else float("-inf")
         if self is NEG_INF:
             return float("-inf")
         b = self._refine(lambda b: b.is_finite() and float(b.lower()) == float(b.upper()))

@@ -200,6 +200,18 @@ def kind_of(v: Any) -> str:
     return f"{v!r}"
 
 
+def check_text(value: Any, source: str, where: str) -> str:
+    """Text that can be written to a UTF-8 file (no lone surrogates such as "\\ud800")."""
+    if not isinstance(value, str):
+        raise SpecError(source, where, f"expected text, got {kind_of(value)}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise SpecError(source, where, f"expected text that UTF-8 can hold; character {e.start} is "
+                        f"{ascii(value[e.start])} (a lone surrogate, or a byte that was not UTF-8)") from None
+    return value
+
+
 def check_keys(data: Mapping, allowed: tuple[str, ...], source: str, where: str) -> None:
     if not isinstance(data, dict):
         raise SpecError(source, where, f"expected a mapping, got {kind_of(data)}")
@@ -227,9 +239,7 @@ def from_mapping(data: Mapping, source: str = "<spec>", max_cost: int | None = N
     matrix is parsed or drawn."""
     check_keys(data, TOP_KEYS, source, "")
     _no_constraints(data.get("random"), source)
-    title = data.get("title") or ""
-    if not isinstance(title, str):
-        raise SpecError(source, "title", f"expected text, got {kind_of(title)}")
+    title = check_text(data.get("title") or "", source, "title")
     layout = data.get("layout", "math")
     if layout not in ("math", "torch"):
         raise SpecError(source, "layout", f"expected math or torch, got {kind_of(layout)}")
@@ -290,7 +300,24 @@ def _given(given_raw: Mapping, dims: Dims, opts: Options, source: str) -> dict[s
             if all(e == -sympy.oo for e in m.row(i)):
                 raise SpecError(source, f"given.{name}[{i}]", "every entry of this row is −∞, so its "
                                 "softmax divides by zero; expected at least one finite score a row")
+        _check_sign(name, m, source)
     return given
+
+
+def _check_sign(name: str, m: Matrix, source: str) -> None:
+    """A given variance or mean square is >= 0, a given σ or rms > 0 (the norm takes its root,
+    or divides by it)."""
+    last = name.rsplit(".", 1)[-1]
+    if last not in ("var", "ms", "std", "rms"):
+        return
+    from symblock.engine import exact
+    for i in range(m.rows):
+        s = exact.from_sympy(m[i, 0]).sign()
+        if s < 0 or (s == 0 and last in ("std", "rms")):
+            what = {"var": "a variance is never negative", "ms": "a mean square is never negative",
+                    "std": "the norm divides by σ, so it must be > 0",
+                    "rms": "the norm divides by the rms, so it must be > 0"}[last]
+            raise SpecError(source, f"given.{name}[{i}][0]", f"{what}; got {m[i, 0]}")
 
 
 def _params(weights: Mapping, dims: Dims, opts: Options, layout: str, given: set[str],

@@ -141,12 +141,21 @@ def _pair(v: Any, source: str, where: str, exact: bool = False) -> tuple:
     if not isinstance(v, list) or len(v) != 2:
         raise _err(source, where, f"expected [low, high], e.g. [-2, 2], got {v!r}")
     if exact:
-        lo, hi = (Fraction(str(parse_exact(x, source, f"{where}[{i}]"))) for i, x in enumerate(v))
+        lo, hi = (_rational(x, source, f"{where}[{i}]") for i, x in enumerate(v))
     else:
         lo, hi = (int_field(x, source, f"{where}[{i}]", lo=-1000, hi=1000) for i, x in enumerate(v))
     if lo > hi:
         raise _err(source, where, f"expected low <= high, got [{v[0]}, {v[1]}]")
     return lo, hi
+
+
+def _rational(v: Any, source: str, where: str) -> Fraction:
+    """An exact rational (0.25, "1/4"); sqrt(2)/2 is refused: constraints compare Fractions."""
+    from symblock.engine.spec import parse_exact
+    x = parse_exact(v, source, where)
+    if not x.is_Rational:
+        raise _err(source, where, f"expected a rational number such as 0.25 or \"1/4\", got {v!r}")
+    return Fraction(int(x.p), int(x.q))
 
 
 def parse_random(rnd: Any, source: str) -> Constraints:
@@ -174,10 +183,10 @@ def parse_random(rnd: Any, source: str) -> Constraints:
             raise _err(source, f"random.ranges.{name}", f"unknown tensor; expected one of {', '.join(tensors)}")
     kw["ranges"] = {k: _pair(v, source, f"random.ranges.{k}") for k, v in ranges.items()}
     if rnd.get("sparsity") is not None:
-        p = parse_exact(rnd["sparsity"], source, "random.sparsity")
+        p = _rational(rnd["sparsity"], source, "random.sparsity")
         if not (0 <= p < 1):
             raise _err(source, "random.sparsity", f"expected a share of zeros in [0, 1), got {rnd['sparsity']}")
-        kw["sparsity"] = Fraction(str(p))
+        kw["sparsity"] = p
     for key in FLAG_KEYS:
         if key in rnd:
             kw[key] = _bool(rnd[key], source, f"random.{key}")
@@ -242,9 +251,15 @@ def apply_difficulty(data: dict, c: Constraints, source: str) -> tuple[dict, dic
     and the preset's random constraints under the spec's own."""
     if c.difficulty is None:
         return data, {}
+    from symblock.engine.spec import CHOICES, FLAGS, check_keys, int_field
     preset = PRESETS[c.difficulty]
     data = copy.deepcopy(data)
-    dims = dict(data.get("dims") or {})
+    dims = data.get("dims") or {}
+    check_keys(dims, ("seq_len", "d_model", "d_ff", "heads"), source, "dims")
+    dims = dict(dims)
+    for key, value in dims.items():  # validated before the preset reads them
+        int_field(value, source, f"dims.{key}")
+    check_keys(data.get("block") or {}, tuple(CHOICES) + FLAGS + ("eps",), source, "block")
     for key, choices in preset["dims"].items():
         if key not in dims:
             dims[key] = choices[ints(c.seed, f"dims.{key}", 1, 0, len(choices) - 1)[0]]
@@ -442,6 +457,7 @@ def variant(data: Mapping, source: str, overrides: Mapping | None = None,
     """Draw the spec's variant for its `random.seed`: reproducible, all constraints checked on
     exact values, bounded; raises SpecError naming the constraint that could not be met."""
     from symblock.engine import block, spec as specmod
+    from symblock.engine.exact import NEG_INF
     from symblock.engine.steps import param_shape, step_inputs, step_names
     data = merge_random(data, overrides)
     rnd = data.get("random")
@@ -507,7 +523,7 @@ def variant(data: Mapping, source: str, overrides: Mapping | None = None,
             spec1, trace1 = spec0, trace0
             if c.staged:
                 step, k = c.staged
-                mapping["given"] = {**given_raw, step: [[e.decimal(k) for e in row]
+                mapping["given"] = {**given_raw, step: [["-oo" if e is NEG_INF else e.decimal(k) for e in row]
                                                         for row in trace0[step].value.rows]}
                 spec1 = specmod.from_mapping(mapping, source)
                 trace1 = block.forward(spec1, max_cost=max_cost)
