@@ -257,9 +257,12 @@ def test_answers_written_to_38_and_61_places_are_accepted(tmp_path, capsys):
 
 
 def test_a_wrong_answer_of_1e40_is_marked_wrong_exit_1(tmp_path, capsys):
-    text = "steps:\n  norm1.std: [[1.0e+40], [0.124], [0.43]]\n"
+    """The later steps are recomputed from the person's 1e40 (carried errors), and their
+    decimals have 44 digits: that used to overflow Decimal's 28-digit context."""
+    text = ("decimals: 3\nsteps:\n  resid1: [[1.0e+40, 0.599], [1.504, 1.752], [2.576, 1.716]]\n"
+            "  norm1.mean: [[1.5], [1.628], [2.146]]\n  norm1.std: [[0.901], [0.124], [0.43]]\n")
     code, out, err = cli(capsys, "check", "seed-post-ln", write(tmp_path, "a.yaml", text))
-    assert code == 1 and "wrong    norm1.std" in out and err == ""
+    assert code == 1 and "wrong    resid1" in out and err == "", err
 
 
 # ---------------------------------------------------------------- given steps the engine cannot use
