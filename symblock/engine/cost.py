@@ -3,9 +3,10 @@ too large for exact arithmetic is refused before any matrix is parsed or drawn.
 
 The unit is one exact multiply-add; every entry a step makes costs NODE more (a new graph node
 with its certified ball: an exp, a division, a square root), so the n² softmax entries of
-seq_len 512 count, not only the multiply-adds of the projections. Measured (bench/): about
-10 µs a unit, so the default limit of 2,000,000 is some 20 s of work on a laptop. Only the
-steps the engine computes count (a given step cuts off what fed it).
+seq_len 512 count, not only the multiply-adds of the projections. Measured (bench/README.md,
+bench/README_cost.md): about 5 µs a unit on a quiet machine, within a factor of 4 across shapes,
+so the default limit of 2,000,000 is some 10 s of work. Only the steps the engine computes count
+(a given step cuts off what fed it).
 """
 from __future__ import annotations
 
