@@ -763,7 +763,7 @@ def overrides_from_args(args) -> dict:
         out["score_range"] = pair(args.score_range, "--score-range", str)
     if getattr(args, "staged", None):
         step, k = pair(args.staged, "--staged", str)
-        if not k.isdigit():
+        if not k.isdigit() or len(k) > 6:
             raise UsageError(f"--staged: expected STEP:K with K a whole number, got {args.staged!r}")
         out["staged"] = {"step": step, "decimals": int(k)}
     if getattr(args, "max_draws", None) is not None:

@@ -433,3 +433,11 @@ def test_every_documented_maximum_is_in_help_and_readme(capsys):
         assert text in " ".join(capsys.readouterr().out.split()), (argv, text)
     for limit in ("10,000", "1,000", "30", "20,000", "1000 digits", "16 MiB", "2,000,000"):
         assert limit in readme, limit
+
+
+def test_a_large_exact_entry_is_shown_in_full_on_the_key(tmp_path, capsys):
+    """10**40 + 1 used to be shown as 10**40 (Decimal's 28 digits rounded it, silently)."""
+    p = write(tmp_path, "s.yaml", seed_with("inputs:\n  X: [[1, 0]", 'inputs:\n  X: [["10**40 + 1", 0]'))
+    code, _, err = cli(capsys, "worksheet", p, "--format", "markdown", "--out", tmp_path / "w")
+    assert code == 0, err
+    assert "10000000000000000000000000000000000000001" in (tmp_path / "w" / "key.md").read_text()
