@@ -107,6 +107,9 @@ def run(args) -> int:
         raise UsageError(f"--template-dir: {args.template_dir} is not a directory")
     files: dict[str, str | bytes] = {}
     sets = variants(args)
+    from symblock.engine.spec import check_text
+    for _, trace in sets:  # printed escaped by forward; a file needs text UTF-8 can hold
+        check_text(trace.spec.title, trace.spec.source, "title")
     many = args.variants is not None
     models: list[dict] = []
     for ident, trace in sets:

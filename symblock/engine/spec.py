@@ -239,7 +239,9 @@ def from_mapping(data: Mapping, source: str = "<spec>", max_cost: int | None = N
     matrix is parsed or drawn."""
     check_keys(data, TOP_KEYS, source, "")
     _no_constraints(data.get("random"), source)
-    title = check_text(data.get("title") or "", source, "title")
+    title = data.get("title") or ""
+    if not isinstance(title, str):
+        raise SpecError(source, "title", f"expected text, got {kind_of(title)}")
     layout = data.get("layout", "math")
     if layout not in ("math", "torch"):
         raise SpecError(source, "layout", f"expected math or torch, got {kind_of(layout)}")
