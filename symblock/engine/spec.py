@@ -21,9 +21,12 @@ import sympy
 import yaml
 
 from symblock.errors import SpecError  # noqa: F401  (re-exported: spec.SpecError is public)
-from symblock.engine.steps import Dims, Options, needed_params, norm_names, param_names, param_shape, step_shapes
+from symblock.engine import inputs as inputs_mod
+from symblock.engine.steps import (Dims, Options, batch_prefixes, needed_params, norm_names, param_names,
+                                   param_shape, step_shapes)
 
-TOP_KEYS = ("title", "layout", "dims", "block", "weights", "inputs", "given", "random", "exercise")
+TOP_KEYS = ("title", "layout", "dims", "block", "weights", "inputs", "given", "random", "exercise",
+            "dropout")
 CHOICES = {
     "norm_position": ("post", "pre"),
     "norm": ("layernorm", "rmsnorm"),
@@ -52,6 +55,16 @@ class BlockSpec:
     source: str = "<spec>"
     seed: int | None = None
     exercise: Mapping[str, Any] = field(default_factory=dict)
+    batch: tuple = ()              # a batch: each sequence's X (None where `bI.x` is given); X is None
+    key_padding_mask: tuple = ()   # one tuple of bools per sequence (True = a padding key), or ()
+    dropout_p: Any = 0             # exact; the masks scale what they keep by 1/(1 − p)
+    dropout_masks: Mapping[str, Matrix] = field(default_factory=dict)  # full step name -> 0/1
+
+    def sequences(self) -> list[tuple[str, Matrix | None, tuple | None]]:
+        """(step prefix, X, padding row or None) of each sequence: one, or a batch's."""
+        xs = self.batch if self.dims.batch else (self.X,)
+        pads = self.key_padding_mask or (None,) * len(xs)
+        return list(zip(batch_prefixes(self.dims), xs, pads))
 
 
 # ---------------------------------------------------------------- reading files
@@ -256,8 +269,9 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> BlockSpec:
         if weights.get(ln) is not None:
             check_keys(weights[ln], ("gamma", "beta"), source, f"weights.{ln}")
     inputs = data.get("inputs") or {}
-    check_keys(inputs, ("X",), source, "inputs")
+    check_keys(inputs, ("X", "key_padding_mask"), source, "inputs")
     dims = _dims(data.get("dims") or {}, inputs, weights, layout, source)
+    opts = inputs_mod.structure(opts, dims, inputs, data.get("dropout"), source)
 
     shapes = step_shapes(dims, opts)
     given_raw = data.get("given") or {}
@@ -303,21 +317,19 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> BlockSpec:
         if missing:
             raise SpecError(source, f"weights.{missing[0]}", "missing, and block.bias is true; give the "
                             "bias vectors or add a `random: {seed: 1}` section to draw them")
-    X = None
-    if "x" not in given:
-        if "X" in inputs:
-            X = parse_matrix(inputs["X"], (dims.seq_len, dims.d_model), source, "inputs.X")
-        elif seed is not None:
-            X = draw(seed, "X", (dims.seq_len, dims.d_model), low, high)
-        else:
-            raise SpecError(source, "inputs.X", f"missing; expected a {dims.seq_len}×{dims.d_model} "
-                            "matrix (or a `random` section)")
+    X, batch = _inputs_X(inputs, dims, given, seed, low, high, source)
+    padding = inputs_mod.padding(inputs.get("key_padding_mask"), dims, opts, source)
+    dropout = data.get("dropout")
+    dropout_p = inputs_mod.dropout_p(parse_exact((dropout or {}).get("p", 0), source, "dropout.p"), source)
+    masks = inputs_mod.dropout_masks(dropout, shapes, source)
     exercise = data.get("exercise") or {}
     if not isinstance(exercise, dict):
         raise SpecError(source, "exercise", f"expected a mapping, got {kind_of(exercise)}")
     return BlockSpec(dims=dims, options=opts, params=MappingProxyType(params), X=X,
                      given=MappingProxyType(given), title=title, source=source, seed=seed,
-                     exercise=MappingProxyType(dict(exercise)))
+                     exercise=MappingProxyType(dict(exercise)), batch=batch,
+                     key_padding_mask=padding, dropout_p=dropout_p,
+                     dropout_masks=MappingProxyType(masks))
 
 
 def all_param_keys() -> list[str]:
@@ -359,11 +371,14 @@ def _options(block: Any, source: str) -> Options:
 
 
 def _dims(dims: Any, inputs: Mapping, weights: Mapping, layout: str, source: str) -> Dims:
-    check_keys(dims, ("seq_len", "d_model", "d_ff", "heads"), source, "dims")
+    check_keys(dims, ("seq_len", "d_model", "d_ff", "heads", "d_k", "d_v"), source, "dims")
     guess: dict[str, int] = {}
-    X = inputs.get("X")
+    batch = inputs_mod.batch_size(inputs)
+    X = inputs_mod.first_matrix(inputs.get("X"))
     if isinstance(X, list) and X and isinstance(X[0], list):
         guess["seq_len"], guess["d_model"] = len(X), len(X[0])
+    elif isinstance(pad := inputs_mod.first_mask(inputs.get("key_padding_mask")), list):
+        guess["seq_len"] = len(pad)
     W1 = weights.get("W_1")
     if isinstance(W1, list) and W1 and isinstance(W1[0], list):
         guess["d_ff"] = len(W1[0]) if layout == "math" else len(W1)
@@ -376,10 +391,32 @@ def _dims(dims: Any, inputs: Mapping, weights: Mapping, layout: str, source: str
             vals[key] = guess[key]
         else:
             raise SpecError(source, f"dims.{key}", "missing; expected a whole number")
-    if vals["d_model"] % vals["heads"]:
+    for key in ("d_k", "d_v"):
+        if key in dims:
+            vals[key] = int_field(dims[key], source, f"dims.{key}")
+    if vals["d_model"] % vals["heads"] and not ("d_k" in vals and "d_v" in vals):
         raise SpecError(source, "dims.heads", f"expected a divisor of d_model = {vals['d_model']}, "
-                                              f"got {vals['heads']}")
-    return Dims(**vals)
+                                              f"got {vals['heads']} (or give dims.d_k and dims.d_v, "
+                                              "the per-head widths)")
+    return Dims(**vals, batch=batch)
+
+
+def _inputs_X(inputs: Mapping, dims: Dims, given: Mapping, seed, low: int, high: int,
+              source: str) -> tuple[Matrix | None, tuple]:
+    """(X, ()) for one sequence, (None, (X_0, X_1, …)) for a batch; None where `x` is given."""
+    shape, out = (dims.seq_len, dims.d_model), []
+    for prefix, where, raw in inputs_mod.x_sources(inputs, dims, given, source):
+        if raw is inputs_mod.GIVEN:
+            out.append(None)
+        elif raw is not inputs_mod.MISSING:
+            out.append(parse_matrix(raw, shape, source, where))
+        elif seed is not None:
+            out.append(draw(seed, f"{prefix}X", shape, low, high))
+        else:
+            raise SpecError(source, "inputs.X", f"missing; expected a {shape[0]}×{shape[1]} matrix"
+                            + (f" for each of the {dims.batch} sequences" if dims.batch else "")
+                            + " (or a `random` section)")
+    return (None, tuple(out)) if dims.batch else (out[0], ())
 
 
 def has_constraints(rnd: Any) -> bool:
