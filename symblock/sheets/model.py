@@ -187,9 +187,17 @@ class _Builder:
         eps = sympy.latex(sympy.sympify(o.eps))
         scale = self.t("conv_scale", d.d_head) if o.attention_scale == "sqrt_dk" else self.t("conv_noscale")
         cols = r"1, \dots, d" if d.heads == 1 else r"h d_k + 1, \dots, (h + 1) d_k"
+        if d.heads * d.d_k != d.d_model or d.d_k != d.d_v:  # issue 15: other projection widths
+            cols = rf"h d_k + 1, \dots, (h + 1) d_k\ (d_k = {d.d_k};\ V\!: d_v = {d.d_v})"
         out = [self.t("conv_rows", d.seq_len, d.d_model), self.t("conv_attn", scale, cols)]
         if o.causal:
             out.append(self.t("conv_mask"))
+        if o.padding:  # issue 15: the key padding mask, shown like the causal one
+            keys = [str(j + 1) for j, p in enumerate(self.spec.key_padding_mask[0]) if p]
+            out.append(self.t("conv_padding", ", ".join(keys) or "—"))
+        if o.dropout:
+            import sympy as _s
+            out.append(self.t("conv_dropout", _s.latex(self.spec.dropout_p)))
         out.append(self.t(f"conv_{o.norm}", eps))
         if o.norm_position == "post":
             out.append(self.t("conv_post"))
@@ -219,7 +227,8 @@ class _Builder:
         if o.gated and self.T is not TEXTS["en"]:
             act += "（门控）"
         return self.t("describe", n=d.seq_len, d=d.d_model, f=d.d_ff, heads=heads, order=order,
-                      norm=norm, act=act, mask=self.t("mask_on" if o.causal else "mask_off"))
+                      norm=norm, act=act, mask=self.t("mask_on" if o.causal else "mask_pad" if o.padding
+                                                      else "mask_off"))
 
     def data(self) -> list[dict]:
         """The given matrices: the input X first, then parameters, then given steps."""
@@ -231,7 +240,10 @@ class _Builder:
         first = [item(s.name, step_symbol(s), s.value, "step", s.given) for s in steps if s.name == "x"]
         params = [item(p, param_symbol(p), self.trace.params[p], "param", False) for p in self.ex.data_params]
         rest = [item(s.name, step_symbol(s), s.value, "step", s.given) for s in steps if s.name != "x"]
-        return first + params + rest
+        from symblock.engine.matrix import Mat
+        masks = [item(f"dropout.masks.{n}", rf"D_{{\mathrm{{{n}}}}}", Mat.from_sympy(m), "param", False)
+                 for n, m in self.spec.dropout_masks.items()]  # the fixed dropout masks, given
+        return first + params + masks + rest
 
     def task(self, i: int, name: str) -> dict:
         step = self.trace[name]
@@ -246,9 +258,12 @@ class _Builder:
     # -- prose: what is computed
     def what(self, step) -> Safe:
         name = step.name
+        if name.endswith(".dropped"):
+            return self.t("s.dropped", src=self.symbol(step.inputs[0]))
         parts = name.split(".")
         if name.startswith("attn.h"):
-            return self.t(f"s.{parts[2]}", h=int(parts[1][1:]))
+            pad = "_pad" if parts[2] == "masked" and self.o.padding and not self.o.causal else ""
+            return self.t(f"s.{parts[2]}{pad}", h=int(parts[1][1:]))
         if name.startswith("norm"):
             src = self.symbol(step.inputs[0])
             norm = "LayerNorm" if self.o.norm == "layernorm" else "RMSNorm"
@@ -267,6 +282,8 @@ class _Builder:
     def work(self, step) -> list[tuple[str | None, str | None]]:
         name = step.name
         last = name.rsplit(".", 1)[-1]
+        if last == "dropped":
+            return [(self.t("dropped_text"), None)]
         if name in ("attn.q", "attn.k", "attn.v", "ffn.hidden", "ffn.gate", "ffn.out") or \
                 (name == "attn.out" and self.o.out_proj):
             return self.work_linear(step)
@@ -362,6 +379,8 @@ class _Builder:
         return [(self.t("scale_text", c), None), (None, first)]
 
     def work_masked(self, step, h: int) -> list:
+        if self.o.padding:
+            return [(self.t("pad_text" if not self.o.causal else "mask_pad_text"), None)]
         return [(self.t("mask_text"), None)]
 
     def work_weights(self, step, h: int) -> list:
@@ -383,8 +402,8 @@ class _Builder:
                 (None, r"\begin{aligned} " + r" \\ ".join(lines) + r" \end{aligned}")]
 
     def work_out(self, step, h: int) -> list:
-        lo, hi = h * self.dims.d_head, (h + 1) * self.dims.d_head
-        p, v = self.value(f"attn.h{h}.weights"), self.value("attn.v").cols(lo, hi)
+        lo, hi = h * self.dims.d_v, (h + 1) * self.dims.d_v
+        p, v = self.value(step.inputs[0]), self.value("attn.v").cols(lo, hi)
         out = []
         sub = self._substitute(step_symbol(step), [(f"P_{h}", p), (f"V_{h}", v)])
         if sub:
@@ -649,6 +668,11 @@ def build(trace, exercise, *, lang: str = "en", places: int = 3, ident: str = ""
           title: str | None = None) -> dict:
     """The worksheet (and key) as plain data for the templates."""
     backprop = getattr(exercise, "backward", None) is not None
+    if trace.spec.dims.batch:
+        from symblock.errors import SpecError
+        raise SpecError(trace.spec.source, "inputs.X", "worksheets work one sequence; this spec is a "
+                        f"batch of {trace.spec.dims.batch}: give inputs.X one matrix (and "
+                        "key_padding_mask one list) per worksheet")
     b = (_GradBuilder if backprop else _Builder)(trace, exercise, lang, places)
     spec = trace.spec
     return {
