@@ -93,7 +93,8 @@ class _Tracer:
             if X is not None:
                 self.params[f"{prefix}X"] = Mat.from_sympy(X, self.symbolic)
         self.steps: list[Step] = []
-        self.prefix, self.pad = "", None   # the sequence being worked (a batch: b0., b1., …)
+        # the sequence being worked (a batch: b0., b1., …) and its padding row
+        self.prefix, self.pad = "", spec.key_padding_mask[0] if spec.key_padding_mask else None
 
     def step(self, name: str, latex: str, compute: Callable[[], Mat]) -> Mat | None:
         """Record step `name` (of the current sequence); with a dropout mask on it, also
