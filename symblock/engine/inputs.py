@@ -89,14 +89,33 @@ def dropout_p(p, source: str):
     return p
 
 
-def dropout_masks(dropout: Any, shapes: Mapping[str, tuple[int, int]], source: str) -> dict:
-    """Each mask as an exact 0/1 matrix of its step's shape."""
+def draw_mask(seed: int, name: str, shape: tuple[int, int], p) -> sympy.ImmutableMatrix:
+    """A fixed dropout mask drawn from the seed: each entry dropped with probability p, from the
+    mask's own stream (spec.draw's scheme: sha256 of the seed and name, `random.random()`)."""
+    import hashlib
+    import random
+    from fractions import Fraction
+    digest = hashlib.sha256(f"symblock:{seed}:dropout.{name}".encode()).digest()
+    rng, q = random.Random(int.from_bytes(digest[:8], "big")), Fraction(str(p))
+    return sympy.ImmutableMatrix(shape[0], shape[1],
+                                 [0 if Fraction(rng.random()) < q else 1 for _ in range(shape[0] * shape[1])])
+
+
+def dropout_masks(dropout: Any, shapes: Mapping[str, tuple[int, int]], source: str,
+                  seed: int | None = None, p=0) -> dict:
+    """Each mask as an exact 0/1 matrix of its step's shape; `random` draws it from the seed."""
     if dropout is None:
         return {}
     out = {}
     for name, raw in dropout["masks"].items():
         where = f"dropout.masks.{name}"
         rows, cols = shapes[name]
+        if raw == "random":
+            if seed is None:
+                raise SpecError(source, where, "`random` draws the mask from random.seed; add a "
+                                "`random: {seed: 1}` section or give the 0/1 matrix")
+            out[name] = draw_mask(seed, name, (rows, cols), p)
+            continue
         if not _is_matrix(raw) or len(raw) != rows or any(not isinstance(r, list) or len(r) != cols
                                                           for r in raw):
             raise SpecError(source, where, f"expected a {rows}×{cols} matrix of 0 and 1, "

@@ -321,7 +321,7 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> BlockSpec:
     padding = inputs_mod.padding(inputs.get("key_padding_mask"), dims, opts, source)
     dropout = data.get("dropout")
     dropout_p = inputs_mod.dropout_p(parse_exact((dropout or {}).get("p", 0), source, "dropout.p"), source)
-    masks = inputs_mod.dropout_masks(dropout, shapes, source)
+    masks = inputs_mod.dropout_masks(dropout, shapes, source, seed, dropout_p)
     exercise = data.get("exercise") or {}
     if not isinstance(exercise, dict):
         raise SpecError(source, "exercise", f"expected a mapping, got {kind_of(exercise)}")

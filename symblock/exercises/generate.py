@@ -452,6 +452,9 @@ def variant(data: Mapping, source: str, overrides: Mapping | None = None,
     given_raw = data.get("given") or {}
     probe = specmod.from_mapping(base_map, source)  # validates dims, block, weights, given
     dims, opts = probe.dims, probe.options
+    if dims.batch:  # the constraints read one sequence's steps (issue 15: not yet per batch)
+        raise _err(source, "random", f"generation constraints work on one sequence; this spec is a batch "
+                   f"of {dims.batch}: keep only random.seed/low/high, or give one sequence")
     graph = step_inputs(dims, opts)
     if c.staged and c.staged[0] not in step_names(dims, opts):
         raise _err(source, "random.staged.step", f"no step {c.staged[0]!r} in this block; expected one of "

@@ -214,3 +214,17 @@ def test_dropout_mask_scales_what_it_keeps():
 def test_bad_dropout_sections(dropout, where):
     with pytest.raises(SpecError, match=where):
         padded(dropout=dropout)
+
+
+def test_a_dropout_mask_can_be_drawn_from_the_seed():
+    """`masks: {step: random}` draws a fixed 0/1 mask (each entry dropped with probability p) from
+    the seed; the same seed gives the same mask, and about a share p of 60 entries is dropped."""
+    data = {"dims": {"seq_len": 6, "d_model": 2, "d_ff": 10, "heads": 1}, "block": {"eps": "1/100"},
+            "random": {"seed": 5}, "dropout": {"p": "1/2", "masks": {"ffn.act": "random"}}}
+    m = spec.from_mapping(data).dropout_masks["ffn.act"]
+    assert m == spec.from_mapping(data).dropout_masks["ffn.act"] and set(m) <= {0, 1}
+    assert 15 <= list(m).count(0) <= 45
+    data["random"]["seed"] = 6
+    assert spec.from_mapping(data).dropout_masks["ffn.act"] != m
+    with pytest.raises(SpecError, match="dropout.masks.ffn.act.*random.seed"):
+        padded(dropout={"p": "1/2", "masks": {"ffn.act": "random"}})
