@@ -371,6 +371,8 @@ def backward(spec: BlockSpec, loss: str = "sum", wrt: Sequence[str] = ("X",), ta
     if loss not in LOSSES:
         raise SpecError(spec.source, "--loss", f"expected one of {', '.join(LOSSES)}, got {loss!r}")
     trace = trace or forward(spec, max_cost=max_cost)
+    if spec.dims.batch:  # X in a batch: every sequence's input, b0.X, b1.X, …
+        wrt = [x for w in wrt for x in ([f"{p}X" for p in batch_prefixes(spec.dims)] if w == "X" else [w])]
     known = wrt_names(trace)
     for name in wrt:
         if name not in known:
@@ -433,6 +435,8 @@ def backward(spec: BlockSpec, loss: str = "sum", wrt: Sequence[str] = ("X",), ta
 def _param_tex(name: str) -> str:
     if name == "X":
         return "X"
+    if name.endswith(".X"):  # a batch's b1.X
+        return f"X^{{({name[:-2]})}}"
     if name.startswith(("W_", "b_")):
         kind, sub = name.split("_", 1)
         return f"{kind}^{{{sub}}}" if sub in "QKVO" else f"{kind}_{{{sub}}}"

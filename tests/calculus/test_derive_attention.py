@@ -30,3 +30,15 @@ def test_a_batch_is_one_sequence_at_a_time():
                            "inputs": {"key_padding_mask": [[False, True], [False, False]]}, "random": {"seed": 1}})
     with pytest.raises(spec.SpecError, match="derive writes one sequence"):
         derive(s)
+
+
+def test_grad_of_a_batch_takes_x_as_every_sequences_input(capsys):
+    """`symblock grad padding-batch`: --wrt X means b0.X and b1.X; the target is the batch's
+    outputs stacked (6 × 4); the padded row of b1 still gets a gradient through its own query."""
+    from symblock.calculus import grad
+    s = spec.load("padding-batch")
+    b = grad.backward(s, "sum", ["X"])
+    assert list(b.wrt) == ["b0.X", "b1.X"] and b.wrt["b1.X"].latex.endswith("X^{(b1)}")
+    import sympy as sp
+    with pytest.raises(spec.SpecError, match=r"6×4 matrix \(the batch's outputs stacked\)"):
+        grad.backward(s, "mse", ["X"], target=sp.zeros(3, 4))
