@@ -316,8 +316,7 @@ def count(d_model: int, heads: int, d_ff: int | None = None, bias: bool = True,
     if widths and (d_k is None or d_v is None) and d_model % heads:
         raise ValueError(f"d_model = {d_model} is not divisible by heads = {heads}: give both d_k and d_v")
     if widths:
-        d_k = _positive_int("d_k", d_k if d_k is not None else d_model // heads)
-        d_v = _positive_int("d_v", d_v if d_v is not None else d_model // heads)
+        d_k, d_v = (_positive_int(n, w if w is not None else d_model // heads) for n, w in (("d_k", d_k), ("d_v", d_v)))
     elif d_model % heads:
         raise ValueError(f"d_model = {d_model} is not divisible by heads = {heads} "
                          f"(each head gets d_model / heads columns)")

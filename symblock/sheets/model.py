@@ -13,6 +13,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 from symblock.engine import exact
+from symblock.engine.steps import split_batch
 from symblock.sheets.lang import TEXTS
 
 MAX_EXACT_PLACES = 6        # a terminating decimal up to this many places is shown exactly
@@ -145,6 +146,8 @@ def grid(rows: int, cols: int, places: int) -> str:
 def param_symbol(name: str) -> str:
     if name == "X":
         return "X"
+    if name.endswith(".X"):  # a batch's input: b1.X
+        return f"X^{{({name[:-2]})}}"
     if "." in name:
         ln, part = name.split(".")
         tag = {"ln1": "1", "ln2": "2", "ln_final": "f"}[ln]
@@ -193,8 +196,10 @@ class _Builder:
         if o.causal:
             out.append(self.t("conv_mask"))
         if o.padding:  # issue 15: the key padding mask, shown like the causal one
-            keys = [str(j + 1) for j, p in enumerate(self.spec.key_padding_mask[0]) if p]
-            out.append(self.t("conv_padding", ", ".join(keys) or "—"))
+            rows = self.spec.key_padding_mask
+            keys = [", ".join(str(j + 1) for j, p in enumerate(r) if p) or "—" for r in rows]
+            out.append(self.t("conv_padding", keys[0] if len(rows) == 1 else
+                              "; ".join(f"b{b}: {k}" for b, k in enumerate(keys))))
         if o.dropout:
             import sympy as _s
             out.append(self.t("conv_dropout", _s.latex(self.spec.dropout_p)))
@@ -257,7 +262,7 @@ class _Builder:
 
     # -- prose: what is computed
     def what(self, step) -> Safe:
-        name = step.name
+        name = split_batch(step.name)[1]  # a batch's b1.attn.q reads as attn.q
         if name.endswith(".dropped"):
             return self.t("s.dropped", src=self.symbol(step.inputs[0]))
         parts = name.split(".")
@@ -280,7 +285,7 @@ class _Builder:
 
     # -- work shown: a list of (prose or None, display math or None)
     def work(self, step) -> list[tuple[str | None, str | None]]:
-        name = step.name
+        name = split_batch(step.name)[1]
         last = name.rsplit(".", 1)[-1]
         if last == "dropped":
             return [(self.t("dropped_text"), None)]
@@ -358,7 +363,7 @@ class _Builder:
 
     def work_scores(self, step, h: int) -> list:
         lo, hi = h * self.dims.d_head, (h + 1) * self.dims.d_head
-        q, k = self.value("attn.q").cols(lo, hi), self.value("attn.k").cols(lo, hi)
+        q, k = (self.value(n).cols(lo, hi) for n in step.inputs)
         out = []
         sub = self._substitute(step_symbol(step), [(f"Q_{h}", q), (rf"K_{h}^{{\top}}", k.T)])
         if sub:
@@ -403,7 +408,7 @@ class _Builder:
 
     def work_out(self, step, h: int) -> list:
         lo, hi = h * self.dims.d_v, (h + 1) * self.dims.d_v
-        p, v = self.value(step.inputs[0]), self.value("attn.v").cols(lo, hi)
+        p, v = self.value(step.inputs[0]), self.value(step.inputs[1]).cols(lo, hi)
         out = []
         sub = self._substitute(step_symbol(step), [(f"P_{h}", p), (f"V_{h}", v)])
         if sub:
@@ -536,7 +541,7 @@ class _Builder:
     def work_act(self, step) -> list:
         act = self.o.activation
         base = {"swiglu": "silu", "geglu": "gelu"}.get(act, act)
-        z = self.value("ffn.hidden")
+        z = self.value(step.inputs[0])
         out = [(self.t(f"act_{base}") + (" " + self.t("gated") if self.o.gated else ""), None)]
         from symblock.engine.block import ACTIVATIONS
         fn = ACTIVATIONS[act][1]
@@ -544,7 +549,7 @@ class _Builder:
         ops = [num(e, self.places) for e in row]
         approx = any(a for _, a in ops)
         if self.o.gated:
-            g = self.value("ffn.gate").rows[0]
+            g = self.value(step.inputs[1]).rows[0]
             gops = [operand(e, self.places) for e in g]
             approx = approx or any(a for _, a in gops)
             terms = [rf"\mathrm{{{fn}}}({t}) \cdot {tg}" for (t, _), (tg, _) in zip(ops, gops)]
@@ -668,11 +673,6 @@ def build(trace, exercise, *, lang: str = "en", places: int = 3, ident: str = ""
           title: str | None = None) -> dict:
     """The worksheet (and key) as plain data for the templates."""
     backprop = getattr(exercise, "backward", None) is not None
-    if trace.spec.dims.batch:
-        from symblock.errors import SpecError
-        raise SpecError(trace.spec.source, "inputs.X", "worksheets work one sequence; this spec is a "
-                        f"batch of {trace.spec.dims.batch}: give inputs.X one matrix (and "
-                        "key_padding_mask one list) per worksheet")
     b = (_GradBuilder if backprop else _Builder)(trace, exercise, lang, places)
     spec = trace.spec
     return {
