@@ -130,7 +130,8 @@ _KINDS = {"x": "x", "attn.q": "q", "attn.k": "k", "attn.v": "v", "attn.concat": 
 def step_kind(name: str) -> str:
     """What a step computes, whichever instance it is: 'q' 'k' 'v' 'scores' 'scaled' 'masked'
     'weights' 'head_out' 'concat' 'attn_out' 'resid' 'hidden' 'gate' 'act' 'ffn_out' 'output' 'x',
-    'norm', or a norm statistic ('mean' 'var' 'std' 'ms' 'rms')."""
+    'norm', a norm statistic ('mean' 'var' 'std' 'ms' 'rms'), or 'dropped' (`<step>.dropped`);
+    a batch's `b1.` prefix changes nothing."""
     name = split_batch(name)[1]
     if name.endswith(DROPPED):
         return "dropped"
