@@ -147,11 +147,34 @@ def x_sources(inputs: Mapping, dims: Dims, given: Mapping, source: str) -> list[
     return out
 
 
-def padding(raw: Any, dims: Dims, opts: Options, source: str) -> tuple:
+def _stream(seed: int, name: str):
+    import hashlib
+    import random
+    digest = hashlib.sha256(f"symblock:{seed}:{name}".encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+def draw_lengths(seed: int, dims: Dims) -> list[list[bool]]:
+    """`key_padding_mask: random`: each sequence's length drawn from 1..seq_len (its own stream,
+    spec.draw's scheme), the keys after it padding, as a padded batch has them."""
+    rows = []
+    for prefix in batch_prefixes(dims):
+        n = dims.seq_len
+        length = 1 + int(_stream(seed, f"{prefix}key_padding_mask").random() * n)
+        rows.append([j >= length for j in range(n)])
+    return rows if dims.batch else rows[0]
+
+
+def padding(raw: Any, dims: Dims, opts: Options, source: str, seed: int | None = None) -> tuple:
     """One tuple of bools per sequence; a query left with no key to attend to is an error
-    (its softmax has no terms: torch gives NaN)."""
+    (its softmax has no terms: torch gives NaN). `random` draws each sequence's length."""
     if raw is None:
         return ()
+    if raw == "random":
+        if seed is None:
+            raise SpecError(source, "inputs.key_padding_mask", "`random` draws the sequence lengths "
+                            "from random.seed; add a `random: {seed: 1}` section or give the mask")
+        raw = draw_lengths(seed, dims)
     if dims.batch and not (isinstance(raw, list) and len(raw) == dims.batch):
         raise SpecError(source, "inputs.key_padding_mask", f"expected {dims.batch} lists of "
                         f"{dims.seq_len} booleans, one per sequence, got {_what(raw)}")

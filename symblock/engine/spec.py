@@ -318,7 +318,7 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> BlockSpec:
             raise SpecError(source, f"weights.{missing[0]}", "missing, and block.bias is true; give the "
                             "bias vectors or add a `random: {seed: 1}` section to draw them")
     X, batch = _inputs_X(inputs, dims, given, seed, low, high, source)
-    padding = inputs_mod.padding(inputs.get("key_padding_mask"), dims, opts, source)
+    padding = inputs_mod.padding(inputs.get("key_padding_mask"), dims, opts, source, seed)
     dropout = data.get("dropout")
     dropout_p = inputs_mod.dropout_p(parse_exact((dropout or {}).get("p", 0), source, "dropout.p"), source)
     masks = inputs_mod.dropout_masks(dropout, shapes, source, seed, dropout_p)

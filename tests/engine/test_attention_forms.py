@@ -228,3 +228,21 @@ def test_a_dropout_mask_can_be_drawn_from_the_seed():
     assert spec.from_mapping(data).dropout_masks["ffn.act"] != m
     with pytest.raises(SpecError, match="dropout.masks.ffn.act.*random.seed"):
         padded(dropout={"p": "1/2", "masks": {"ffn.act": "random"}})
+
+
+def test_sequence_lengths_can_be_drawn_from_the_seed():
+    """`key_padding_mask: random` draws each sequence's length (trailing keys padded, key 0
+    never), reproducibly; across seeds every length 1..4 appears."""
+    def mask(seed, X=None):
+        inputs = {"key_padding_mask": "random"} | ({"X": X} if X else {})
+        return spec.from_mapping({"dims": {"seq_len": 4, "d_model": 2, "d_ff": 1, "heads": 1},
+                                  "block": {"eps": "1/100", "causal": True}, "inputs": inputs,
+                                  "random": {"seed": seed}}).key_padding_mask
+    rows = [mask(seed)[0] for seed in range(40)]
+    assert rows[0] == mask(0)[0] and all(not r[0] for r in rows)
+    assert all(list(r) == sorted(r) for r in rows)  # padding only after the length
+    assert {r.count(False) for r in rows} == {1, 2, 3, 4}
+    batch = mask(3, [[[1, 0]] * 4, [[0, 1]] * 4, [[1, 1]] * 4])
+    assert len(batch) == 3
+    with pytest.raises(SpecError, match="inputs.key_padding_mask.*random.seed"):
+        padded(inputs={"key_padding_mask": "random"})
