@@ -329,7 +329,6 @@ def count(d_model: int, heads: int, d_ff: int | None = None, bias: bool = True,
     env = {"n": seq_len, "d": d_model, "f": d_ff}
     if widths:
         env |= {"h": heads, "k": d_k, "v": d_v}
-    size = {"d": d_model, "f": d_ff}
 
     params: list[Param] = []
 
