@@ -210,7 +210,12 @@ def _norm_step_of(name, src, env, spec):
 # ---------------------------------------------------------------- FFN
 
 def _ffn_from(name, env, spec, act: Mat):
-    return [act] if kind(name) == "act" else [linear(act, env, "W_2", "b_2")]
+    if kind(name) == "act":
+        return [act]
+    dropped = split_batch(name)[0] + "ffn.act"
+    if dropped in spec.dropout_masks:  # ffn.out reads the dropped activation
+        act = (act * Mat.from_sympy(spec.dropout_masks[dropped])).scale(num(1 / (1 - spec.dropout_p)))
+    return [linear(act, env, "W_2", "b_2")]
 
 
 def _activation_missing(name, env, spec):

@@ -123,6 +123,8 @@ PLANTED = [
      lambda T, P: softmax_dead_rows_zero(query_padded(T["b1.attn.h0.scaled"], PAD_C[1]))),
     ("dropout-no-rescale", "C", "b0.ffn.act.dropped", "dropout_no_rescale",
      lambda T, P: T["b0.ffn.act"] * DROP_C),
+    ("no-activation-out-dropped", "C", "b0.ffn.out", "activation_missing",
+     lambda T, P: (T["b0.ffn.hidden"] * DROP_C * 2) @ P["W_2"]),
     ("sample-var", "A", "norm1.var", "ln_sample_variance",
      lambda T, P: ((T["resid1"] - T["resid1"].mean(1, keepdims=True)) ** 2).sum(1, keepdims=True) / 5),
     ("sample-var-norm", "A", "norm1", "ln_sample_variance",
