@@ -46,11 +46,13 @@ class Exercise:
 
 
 def preset_steps(preset: str, names: list[str]) -> list[str]:
-    """The steps a preset asks, among the computed step names (forward order)."""
+    """The steps a preset asks, among the computed step names (forward order; a batch's steps
+    by their names without the b0., b1. prefix)."""
+    from symblock.engine.steps import split_batch
     if preset == "full":
-        return [n for n in names if n not in ("x", "output")]
+        return [n for n in names if split_batch(n)[1] not in ("x", "output")]
     prefix = {"attention": "attn.", "norm": "norm", "ffn": "ffn."}[preset]
-    return [n for n in names if n.startswith(prefix)]
+    return [n for n in names if split_batch(n)[1].startswith(prefix)]
 
 
 def choose(trace, preset: str | None = None, loss: str | None = None,

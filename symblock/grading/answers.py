@@ -15,7 +15,7 @@ An entry is either
   Without any `decimals`, an integer must be exact and a decimal is judged at its written places;
 * an *exact* entry: a string with a fraction or an expression (`"1/3"`, `"sqrt(2)/2"`,
   `"E/(1+E)"`, `"exp(1)/(1+exp(1))"`), which must equal the value exactly;
-* `"-inf"` (also `-oo`, `-.inf`, `-∞`) in a `.masked` step, for a masked score.
+* `"-inf"` (also `-oo`, `-.inf`, `-∞`) in a `.masked` step (or `.scaled`, masked before scaling), for a masked score.
 """
 from __future__ import annotations
 
@@ -109,7 +109,7 @@ def from_mapping(data: Mapping, source: str, shapes: Mapping[str, tuple[int, int
                 places = _decimals(value["decimals"], source, f"{where}.decimals")
             value, where = value["value"], f"{where}.value"
         rows = _rows(value, shapes[name], source, where)
-        masked = name.endswith(".masked")
+        masked = name.endswith((".masked", ".scaled"))  # .scaled: masked, then scaled
         entries = tuple(tuple(parse_entry(v, places, source, f"{where}[{i}][{j}]", masked)
                               for j, v in enumerate(row)) for i, row in enumerate(rows))
         out[name] = StepAnswer(name, entries, places)

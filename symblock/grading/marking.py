@@ -19,7 +19,7 @@ from fractions import Fraction
 
 from symblock.engine import exact
 from symblock.grading.mistakes import diagnose, is_rounding_slip
-from symblock.grading.onestep import compute
+from symblock.grading.onestep import compute, equivalents
 
 CORRECT, WRONG, CARRIED, MISSING, GIVEN = "correct", "wrong", "carried", "missing", "given"
 
@@ -107,6 +107,16 @@ def closed_form(value) -> str | None:
     return str(form) if form is not None else None
 
 
+def _equivalent(answer, name, chain, spec) -> bool:
+    """Whether every entry matches another right value of the step (onestep.equivalents)."""
+    try:
+        alts = equivalents(name, chain, spec)
+    except (ArithmeticError, ValueError, KeyError):
+        return False
+    return any(all(matches(e, v) for er, vr in zip(answer.entries, alt.rows) for e, v in zip(er, vr))
+               for alt in alts)
+
+
 def check(spec, trace, answers) -> CheckResult:
     truth = dict(trace.params)
     truth.update({s.name: s.value for s in trace})
@@ -141,6 +151,9 @@ def check(spec, trace, answers) -> CheckResult:
                 if o is not None and show(o, e.places) != er.expected:
                     er.own = show(o, e.places)
                 entries.append(er)
+        if not all(er.ok for er in entries) and _equivalent(answer, name, chain, spec):
+            for er in entries:
+                er.ok = True  # an order DESIGN.md marks correct (mask, then scale)
         if all(er.ok for er in entries):
             status = CARRIED if needed_own and built_on else CORRECT
         else:
