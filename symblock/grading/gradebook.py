@@ -88,7 +88,8 @@ class Variants:
         token = ident.rsplit(".", 1)[0]
         if token != self.token:
             return f"id {ident} was made from another spec ({token!r}; this set's spec is {self.token!r})"
-        return f"id {ident} is not a variant of this set (its IDs: {', '.join(sorted(self.seeds))})"
+        ids = list(self.seeds)
+        return f"id {ident} is not a variant of this set ({len(ids)} variants, {ids[0]} … {ids[-1]})"
 
     def marker(self, ident: str):
         if ident not in self._markers:

@@ -151,13 +151,14 @@ def is_slip(entry, value) -> bool:
     return _within(entry.value, value, unit)
 
 
-def judge(entry, truth, own) -> tuple[str, bool]:
-    """(mark, whether it needed the person's own chain); carried is decided by the step."""
+def judge(entry, truth, honest, own) -> tuple[str, bool]:
+    """(mark, whether it needed the person's own chain with its wrong answers): tried against the
+    truth, then `honest` (the item from their chain with each wrong entry put right: their honest
+    rounding), then `own` (from their chain as it is); carried is decided by the step."""
     for mark, test in ((CORRECT, matches), (ROUNDED, fewer_places), (SLIP, is_slip)):
-        if test(entry, truth):
-            return mark, False
-        if own is not None and test(entry, own):
-            return mark, True
+        for value, via_own in ((truth, False), (honest, False), (own, True)):
+            if value is not None and test(entry, value):
+                return mark, via_own
     return WRONG, False
 
 
@@ -203,35 +204,55 @@ def check(spec, trace, answers, asked=None, backward=None, items=None) -> CheckR
     truth = dict(trace.params)
     truth.update({it.name: it.value for it in items})
     chain = dict(trace.params)       # the person's chain: name -> Mat
+    fixed = dict(trace.params)       # the chain with each wrong or carried entry put right
     bad: dict[str, list[str]] = {}   # name -> the wrong/carried answers its chain value rests on
     results = []
     for it in items:
         name = it.name
         deps = [i for i in it.inputs if i in truth and i not in trace.params]
         built_on = sorted({b for i in deps for b in bad.get(i, [])})
-        own = None
-        if not it.given and any(chain[i] is not truth[i] for i in deps):
-            try:
-                own = it.recompute(chain)
-            except (ArithmeticError, ValueError, KeyError):
-                own = None  # e.g. the person's σ is 0: nothing to recompute from
+        own = _recompute(it, chain, deps, truth)
+        honest = own if all(fixed[i] is chain[i] for i in deps) else _recompute(it, fixed, deps, truth)
         answer = answers.steps.get(name)
         is_asked = asked is None or name in asked
         if answer is None or not answer.answered:
             results.append(StepResult(name, GIVEN if it.given else MISSING, built_on=built_on, asked=is_asked))
             chain[name] = own if own is not None else it.value
+            fixed[name] = chain[name] if honest is own else (honest if honest is not None else it.value)
             bad[name] = built_on
             continue
-        result = mark_step(it, answer, own, built_on, spec, chain, truth)
+        result = mark_step(it, answer, own, honest, built_on, spec, chain, truth)
         result.asked = is_asked
         results.append(result)
         chain[name] = answer.values(own if own is not None else it.value)
+        fixed[name] = _put_right(chain[name], result, honest if honest is not None else it.value)
         bad[name] = [name] if result.status == WRONG else (built_on if result.status == CARRIED else [])
     return CheckResult(results, spec.source, answers.source, answers.decimals,
                        getattr(answers, "ident", None), getattr(answers, "name", None))
 
 
-def mark_step(it, answer, own, built_on: list[str], spec, chain, truth) -> StepResult:
+def _recompute(it, chain, deps, truth):
+    """The item from `chain`, or None when the chain is the truth there (or cannot give it)."""
+    if it.given or all(chain[i] is truth[i] for i in deps):
+        return None
+    try:
+        return it.recompute(chain)
+    except (ArithmeticError, ValueError, KeyError):
+        return None  # e.g. the person's σ is 0: nothing to recompute from
+
+
+def _put_right(mine, result, right):
+    """`mine` with the wrong, carried and blank entries taken from `right` (the same object when
+    nothing changes, so later items know nothing needs recomputing)."""
+    from symblock.engine.matrix import Mat
+    bad = {(e.row, e.col) for e in result.entries if e.mark in (WRONG, CARRIED, BLANK)}
+    if not bad:
+        return mine
+    return Mat([[right.rows[i][j] if (i, j) in bad else v for j, v in enumerate(row)]
+                for i, row in enumerate(mine.rows)])
+
+
+def mark_step(it, answer, own, honest, built_on: list[str], spec, chain, truth) -> StepResult:
     entries, needed_own = [], False
     for i, row in enumerate(answer.entries):
         for j, e in enumerate(row):
@@ -240,7 +261,7 @@ def mark_step(it, answer, own, built_on: list[str], spec, chain, truth) -> StepR
             if e is None:
                 entries.append(EntryResult(i, j, None, show(t, answer.decimals), False, mark=BLANK))
                 continue
-            mark, via_own = judge(e, t, o)
+            mark, via_own = judge(e, t, honest.rows[i][j] if honest is not None else None, o)
             needed_own = needed_own or via_own
             if via_own and mark == CORRECT and built_on:
                 mark = CARRIED
