@@ -124,11 +124,49 @@ def load(path: str | Path, shapes: Mapping[str, tuple[int, int]], computed: set[
 
 
 def read(path: str | Path, text: str | None = None) -> tuple[dict, str]:
-    """The raw mapping of an answers file: YAML/JSON as they are, CSV turned into the same form."""
+    """The raw mapping of an answers file: YAML/JSON as they are, CSV turned into the same form.
+    YAML goes through libyaml when it is there (a class's files are long); anything it does not
+    take cleanly is read again by the spec reader, whose messages name the line."""
     from symblock.engine.spec import read_mapping
-    if Path(path).suffix.lower() == ".csv":
+    suffix = Path(path).suffix.lower()
+    if suffix == ".csv":
         return read_csv(path, text)
+    if suffix in (".yaml", ".yml") and _FAST is not None:
+        try:
+            raw = text if text is not None else Path(path).read_text(encoding="utf-8")
+            data = _yaml.load(raw, Loader=_FAST)
+            if isinstance(data, dict):
+                return data, str(path)
+        except (OSError, UnicodeDecodeError, _yaml.YAMLError, _Duplicate):
+            pass
     return read_mapping(path, text)
+
+
+try:
+    import yaml as _yaml
+
+    class _Duplicate(Exception):
+        pass
+
+    class _FAST(_yaml.CSafeLoader):
+        """libyaml with the spec reader's rules: decimals as written, no duplicate keys."""
+
+        def construct_mapping(self, node, deep=False):
+            keys = [self.construct_object(k, deep=deep) for k, _ in node.value]
+            if len(set(map(repr, keys))) != len(keys):
+                raise _Duplicate
+            return super().construct_mapping(node, deep=deep)
+
+    def _decimal(loader, node):
+        text = loader.construct_scalar(node)
+        try:
+            return Decimal(text.replace("_", ""))
+        except ArithmeticError:
+            return text
+
+    _FAST.add_constructor("tag:yaml.org,2002:float", _decimal)
+except (ImportError, AttributeError):   # PyYAML without libyaml
+    _FAST, _Duplicate = None, Exception
 
 
 def read_csv(path: str | Path, text: str | None = None) -> tuple[dict, str]:

@@ -126,7 +126,7 @@ def grade(manifest: dict, files: list[Path], credit, max_cost: int | None = None
             if why:
                 rejected.append(Rejected(path.name, name, ident, why))
                 continue
-            result = pool.marker(ident).mark(data, path.name, default)
+            result = pool.marker(ident).mark(data, path.name, default, forms=False)
         except (SpecError, UsageError) as e:   # this file's input, named; the others are still graded
             rejected.append(Rejected(path.name, name, ident, str(e)))
             continue

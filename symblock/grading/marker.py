@@ -16,6 +16,7 @@ class Marker:
             self.items += plan.backward_items(exercise.backward, self.spec)
         self.shapes = plan.shapes(trace, self.items)
         self.computed = {i.name for i in self.items}
+        self.memo: dict = {}   # the truth's printed forms, shared by every file of this variant
 
     @classmethod
     def for_answers(cls, trace, data, loss: str | None = None, wrt: list[str] | None = None) -> "Marker":
@@ -27,7 +28,9 @@ class Marker:
         preset = "backprop" if backprop and trace.spec.exercise.get("preset") != "backprop" else None
         return cls(trace, presets.choose(trace, preset, loss=loss, wrt=wrt))
 
-    def mark(self, data: dict, source: str, default: answers_mod.Policy | None = None):
-        """A CheckResult for one answers mapping (answers.read); only asked steps count as missing."""
+    def mark(self, data: dict, source: str, default: answers_mod.Policy | None = None, forms: bool = True):
+        """A CheckResult for one answers mapping (answers.read); only asked steps count as missing.
+        `forms=False` leaves out the closed forms of right entries (grade's feedback shows none)."""
         answers = answers_mod.from_mapping(data, source, self.shapes, self.computed, default)
-        return check(self.spec, self.trace, answers, asked=set(self.exercise.ask), items=self.items)
+        return check(self.spec, self.trace, answers, asked=set(self.exercise.ask), items=self.items, memo=self.memo,
+                     forms=forms)

@@ -186,6 +186,17 @@ def show(value, places: int | None, entry=None) -> str:
     return "≈" + value.digits(10)
 
 
+@dataclass(frozen=True)
+class _Style:
+    """What `show` reads of an entry (hashable, for the memo)."""
+    tol: Fraction | None
+    sig_figs: int | None
+
+    def __init__(self, e):
+        object.__setattr__(self, "tol", e.tol)
+        object.__setattr__(self, "sig_figs", e.sig_figs)
+
+
 def closed_form(value) -> str | None:
     if value is exact.NEG_INF:
         return "-oo"
@@ -195,9 +206,12 @@ def closed_form(value) -> str | None:
 
 # ---------------------------------------------------------------- the walk
 
-def check(spec, trace, answers, asked=None, backward=None, items=None) -> CheckResult:
+def check(spec, trace, answers, asked=None, backward=None, items=None, memo: dict | None = None,
+          forms: bool = True) -> CheckResult:
     """Mark `answers` against the trace (and a backprop exercise's `backward`). `asked`: the
-    steps the exercise asks (None: every step), so an unasked, unanswered step is no `missing`."""
+    steps the exercise asks (None: every step), so an unasked, unanswered step is no `missing`.
+    `memo`: a dict kept beside the trace (Marker) so the truth's printed forms are made once;
+    `forms=False`: closed forms only beside entries that are not right (what feedback shows)."""
     from symblock.grading import plan
     if items is None:
         items = plan.forward_items(trace, spec) + (plan.backward_items(backward, spec) if backward else [])
@@ -221,7 +235,8 @@ def check(spec, trace, answers, asked=None, backward=None, items=None) -> CheckR
             fixed[name] = chain[name] if honest is own else (honest if honest is not None else it.value)
             bad[name] = built_on
             continue
-        result = mark_step(it, answer, own, honest, built_on, spec, chain, truth)
+        result = mark_step(it, answer, own, honest, built_on, spec, chain, truth,
+                           {} if memo is None else memo, forms)
         result.asked = is_asked
         results.append(result)
         chain[name] = answer.values(own if own is not None else it.value)
@@ -252,21 +267,29 @@ def _put_right(mine, result, right):
                 for i, row in enumerate(mine.rows)])
 
 
-def mark_step(it, answer, own, honest, built_on: list[str], spec, chain, truth) -> StepResult:
+def mark_step(it, answer, own, honest, built_on: list[str], spec, chain, truth, memo: dict,
+              forms: bool = True) -> StepResult:
     entries, needed_own = [], False
+
+    def known(fn, t, *key):   # the truth's printed forms, once per trace
+        k = (fn.__name__, id(t), *key)
+        if k not in memo:
+            memo[k] = fn(t, *key)
+        return memo[k]
     for i, row in enumerate(answer.entries):
         for j, e in enumerate(row):
             t = it.value.rows[i][j]
             o = own.rows[i][j] if own is not None else None
             if e is None:
-                entries.append(EntryResult(i, j, None, show(t, answer.decimals), False, mark=BLANK))
+                entries.append(EntryResult(i, j, None, known(show, t, answer.decimals), False, mark=BLANK))
                 continue
             mark, via_own = judge(e, t, honest.rows[i][j] if honest is not None else None, o)
             needed_own = needed_own or via_own
             if via_own and mark == CORRECT and built_on:
                 mark = CARRIED
-            er = EntryResult(i, j, e.text, show(t, e.places, e), mark in (CORRECT, CARRIED, ROUNDED),
-                             exact=closed_form(t), mark=mark)
+            right = mark in (CORRECT, CARRIED, ROUNDED)
+            er = EntryResult(i, j, e.text, known(show, t, e.places, _Style(e)), right,
+                             exact=known(closed_form, t) if forms or not right else None, mark=mark)
             if o is not None and show(o, e.places, e) != er.expected:
                 er.own = show(o, e.places, e)
             entries.append(er)
