@@ -17,6 +17,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                                                 "name (may be left out when ANSWERS carries an example's id:)")
     p.add_argument("answers", metavar="ANSWERS", nargs="?", help="the hand-worked answers (YAML, JSON or CSV)")
     p.add_argument("--id", metavar="ID", help="the worksheet ID the answers are for (default: the file's id:)")
+    from symblock.exercises.presets import PRESETS
+    p.add_argument("--preset", choices=PRESETS, help="the steps the sheet asked (default: the spec's "
+                                                     "exercise section, else full); only they count as missing")
     p.add_argument("--loss", choices=("sum", "mse"), help="backprop answers (grad.*): the loss (default: "
                                                           "the spec's exercise.loss, else sum)")
     p.add_argument("--wrt", metavar="NAMES", help="backprop answers: comma-separated parameters "
@@ -48,7 +51,7 @@ def run(args) -> int:
             raise UsageError(f"check: give SPEC, or an `id:` in {source} (a worksheet ID)")
         trace = forward(load(spec_arg), max_cost=args.max_cost)
     wrt = None if args.wrt is None else [w.strip() for w in args.wrt.split(",") if w.strip()]
-    marker = Marker.for_answers(trace, data, loss=args.loss, wrt=wrt)
+    marker = Marker.for_answers(trace, data, loss=args.loss, wrt=wrt, preset=args.preset)
     result = marker.mark(data, source)
     print(to_json(result) if args.json else text(result, trace, every_entry=args.all, lang=args.lang), end="")
     return 0 if result.ok else 1

@@ -19,13 +19,16 @@ class Marker:
         self.memo: dict = {}   # the truth's printed forms, shared by every file of this variant
 
     @classmethod
-    def for_answers(cls, trace, data, loss: str | None = None, wrt: list[str] | None = None) -> "Marker":
-        """The spec's own exercise, or its backprop exercise when the answers give `grad.*` steps."""
+    def for_answers(cls, trace, data, loss: str | None = None, wrt: list[str] | None = None,
+                    preset: str | None = None) -> "Marker":
+        """The exercise `preset` asks (default: the spec's own), or its backprop exercise when the
+        answers give `grad.*` steps."""
         from symblock.exercises import presets
         steps = data.get("steps") if isinstance(data, dict) else None
         grads = isinstance(steps, dict) and any(str(k).startswith("grad.") for k in steps)
         backprop = grads or loss is not None or wrt is not None
-        preset = "backprop" if backprop and trace.spec.exercise.get("preset") != "backprop" else None
+        if preset is None and backprop and trace.spec.exercise.get("preset") != "backprop":
+            preset = "backprop"
         return cls(trace, presets.choose(trace, preset, loss=loss, wrt=wrt))
 
     def mark(self, data: dict, source: str, default: answers_mod.Policy | None = None, forms: bool = True):
