@@ -128,7 +128,14 @@ def _within(a, b, tol: Fraction) -> bool:
 
 def _max1(value) -> Fraction:
     """max(1, |value|) as a rational a little above it (a tolerance scale, never below the truth)."""
-    return max(Fraction(1), abs(Fraction(float(value)).limit_denominator(10 ** 12)) * Fraction(1001, 1000))
+    try:
+        f = abs(float(value))
+    except OverflowError:
+        f = float("inf")
+    if f == float("inf"):   # beyond a double: a power of 10 above it is scale enough
+        text = value.digits(3).lower()
+        return Fraction(10) ** (int(text.split("e")[1]) + 1 if "e" in text else len(text))
+    return max(Fraction(1), Fraction(f).limit_denominator(10 ** 12) * Fraction(1001, 1000))
 
 
 def fewer_places(entry, value) -> bool:

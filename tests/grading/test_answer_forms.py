@@ -239,6 +239,9 @@ def test_a_backprop_set_is_graded(tmp_path, capsys):
     ident = manifest["variants"][0]["id"]
     blank = (set_dir / ident / "answers.yaml").read_text(encoding="utf-8")
     assert f"id: {ident}" in blank and "grad.W_1: [[null, null, null], [null, null, null]]" in blank
+    csv_lines = (set_dir / ident / "answers.csv").read_text(encoding="utf-8").splitlines()
+    assert csv_lines[:4] == ["step,row,col,value", f"id,,,{ident}", "name,,,", "decimals,,,3"]
+    assert "grad.W_1,1,2," in csv_lines and len(csv_lines) == 4 + sum(v.size for v in relu_grads(spec_path)[1].values())
     T, G = relu_grads(spec_path)   # the weights are given, so both variants share these FFN numbers
     answers = tmp_path / "answers"
     answers.mkdir()
