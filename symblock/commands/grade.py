@@ -38,6 +38,11 @@ def run(args) -> int:
     man = manifest.read(args.set_dir)
     answers_dir = Path(args.answers_dir)
     out = Path(args.out) if args.out else answers_dir / "graded"
+    if not args.force:   # refuse before the work (write_files checks every file again)
+        from symblock.errors import UsageError
+        for name in ("gradebook.csv", "summary.md", "feedback"):
+            if (out / name).exists():
+                raise UsageError(f"--out: {out / name} already exists; use --force to overwrite, or another directory")
     cls = gradebook.grade(man, gradebook.answer_files(answers_dir), credit, max_cost=args.max_cost)
     files = {"gradebook.csv": classreport.gradebook_csv(cls),
              "summary.md": classreport.summary_md(cls, credit, args.lang)}
