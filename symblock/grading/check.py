@@ -37,7 +37,9 @@ COUNTED = ("correct", "rounded", "slip", "wrong", "carried", "missing")
 def text(result, trace=None, every_entry: bool = False, lang: str = "en") -> str:
     from symblock.grading.lang import explanation, words
     w = words(lang)
-    lines = [w["header"].format(answers=result.answers_source, spec=result.spec_source)]
+    who = ", ".join(x for x in (result.name, result.ident) if x)
+    answers = f"{result.answers_source} ({who})" if who else result.answers_source
+    lines = [w["header"].format(answers=answers, spec=result.spec_source)]
     if trace is not None and trace.spec.title:
         lines[0] += f"  ({trace.spec.title})"
     if result.decimals is not None:
