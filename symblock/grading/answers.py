@@ -137,7 +137,7 @@ def read(path: str | Path, text: str | None = None) -> tuple[dict, str]:
             data = _yaml.load(raw, Loader=_FAST)
             if isinstance(data, dict):
                 return data, str(path)
-        except (OSError, UnicodeDecodeError, _yaml.YAMLError, _Duplicate):
+        except (OSError, UnicodeDecodeError, RecursionError, _yaml.YAMLError, _Duplicate):
             pass
     return read_mapping(path, text)
 
