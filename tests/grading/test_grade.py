@@ -289,3 +289,29 @@ def test_a_re_commented_and_renamed_spec_keeps_its_ids(klass, tmp_path, capsys):
     # and `check` takes the answers' id: against the renamed file
     answers = klass["answers"] / "student00.yaml"
     assert main(["check", str(other), str(answers), "--json"]) == 0
+
+
+def test_a_set_drawn_with_random_flags_is_rebuilt_from_its_manifest(tmp_path, capsys):
+    """`--difficulty easy` is recorded in the manifest: grade redraws the same variants."""
+    from symblock.exercises import variants
+    from symblock.reference import numeric
+    spec_file = tmp_path / "easy.yaml"
+    spec_file.write_text('title: "Easy"\nrandom: {seed: 1}\n', encoding="utf-8")
+    set_dir, answers = tmp_path / "set", tmp_path / "answers"
+    assert main(["worksheet", str(spec_file), "--difficulty", "easy", "--variants", "2", "--seed", "5",
+                 "--format", "markdown", "--out", str(set_dir)]) == 0
+    manifest = yaml.safe_load((set_dir / "manifest.yaml").read_text(encoding="utf-8"))
+    assert manifest["random_flags"] == {"difficulty": "easy"}
+    spec_file.unlink()   # the set needs no spec file any more
+    answers.mkdir()
+    data, source = variants.read(str(set_dir / "manifest.yaml"))
+    for v in manifest["variants"]:
+        from symblock.exercises.generate import merge_random
+        spec, _ = variants.draw_variant(merge_random(data["spec"], {"difficulty": "easy"}), "easy.yaml", v["seed"])
+        T = numeric.forward(spec)
+        steps = {s: [[f"{x:.3f}" for x in row] for row in T[s]] for s in manifest["asked"]}
+        write_yaml(answers / f"{v['seed']}.yaml", v["id"], f"s{v['seed']}", steps)
+    assert main(["grade", str(set_dir), str(answers)]) == 0
+    book = read_gradebook(answers / "graded" / "gradebook.csv")
+    max_total = str(len(manifest["asked"]))
+    assert {r["total"] for r in book.values()} == {max_total + ".00"}
