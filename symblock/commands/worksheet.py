@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from symblock.sheets.worksheet import ENGINES, documents, write_files
+from symblock.sheets.worksheet import ENGINES, bundle, documents, write_files
 
 
 def add_arguments(p) -> None:
@@ -18,7 +18,7 @@ def add_arguments(p) -> None:
                    help=f"a spec file (YAML/JSON) or a built-in example name (default: {DEFAULT_EXAMPLE})")
     p.add_argument("--out", metavar="DIR", required=True, help="directory to write into")
     p.add_argument("--format", default="latex,markdown", metavar="LIST",
-                   help="comma-separated: latex, markdown (default both)")
+                   help="comma-separated: latex, markdown, html, moodle, qti, ipynb (default latex,markdown)")
     p.add_argument("--pdf", action="store_true", help="also compile the LaTeX with latexmk (TeX Live)")
     p.add_argument("--preset", choices=PRESETS,
                    help="which steps to ask (default: the spec's `exercise:` section, else full)")
@@ -101,15 +101,17 @@ def run(args) -> int:
         raise UsageError("--pdf needs the latex format (--format latex,...)")
     if args.template_dir and not Path(args.template_dir).is_dir():
         raise UsageError(f"--template-dir: {args.template_dir} is not a directory")
-    files: dict[str, str] = {}
+    files: dict[str, str | bytes] = {}
     sets = variants(args)
     many = args.variants is not None
+    models: list[dict] = []
     for ident, trace in sets:
         docs = documents(trace, ident, formats=formats, preset=args.preset, lang=args.lang,
                          places=args.decimals, title=args.title, template_dir=args.template_dir,
-                         loss=args.loss, wrt=_wrt(args.wrt))
+                         loss=args.loss, wrt=_wrt(args.wrt), models=models)
         for name, text in docs.items():
             files[f"{ident}/{name}" if many else name] = text
+    files.update(bundle(models, formats, many, args.template_dir))
     if many:  # the set remembers itself: manifest.yaml and blank answers files, for `symblock grade`
         from symblock.grading.manifest import set_files
         from symblock.exercises.generate import overrides_from_args
