@@ -339,7 +339,8 @@ def _reproduces(answer, value: Mat, matches) -> bool:
     if value.shape != answer.shape:
         return False
     try:
-        return all(matches(e, v) for er, vr in zip(answer.entries, value.rows) for e, v in zip(er, vr))
+        return all(matches(e, v) for er, vr in zip(answer.entries, value.rows) for e, v in zip(er, vr)
+                   if e is not None)
     except exact.UndecidableError:
         return False
 
@@ -347,7 +348,7 @@ def _reproduces(answer, value: Mat, matches) -> bool:
 def is_rounding_slip(answer, values: Sequence[Mat]) -> bool:
     """Every decimal entry is within one unit of its last place of one of `values` (the truth, or
     the person's own recomputation), and at least one entry is a decimal."""
-    if not any(e.places is not None for r in answer.entries for e in r):
+    if not any(e is not None and e.places is not None for r in answer.entries for e in r):
         return False
     for value in values:
         if value is None:
@@ -355,6 +356,8 @@ def is_rounding_slip(answer, values: Sequence[Mat]) -> bool:
         ok = True
         for er, vr in zip(answer.entries, value.rows):
             for e, v in zip(er, vr):
+                if e is None:
+                    continue
                 if e.value is exact.NEG_INF or v is exact.NEG_INF:
                     ok = ok and e.value is v
                     continue

@@ -272,10 +272,13 @@ def test_rounding_slip(tmp_path, capsys, worlds):
     v = np.round(T["attn.h0.scaled"], 3)
     v[1, 0] += 0.001  # one unit in the last place off
     rc, data, steps = check(tmp_path, capsys, spec_path, {"attn.h0.scaled": v}, places=3)
-    assert steps["attn.h0.scaled"]["status"] == "wrong"
-    assert steps["attn.h0.scaled"]["diagnosis"] == ["rounding"]
+    assert steps["attn.h0.scaled"]["status"] == "slip"   # its own lighter status, ok stays true
+    assert steps["attn.h0.scaled"]["diagnosis"] == ["rounding"] and data["ok"] and rc == 0
+    marks = [e["mark"] for e in steps["attn.h0.scaled"]["entries"]]
+    assert marks.count("slip") == 1 and marks.count("correct") == len(marks) - 1
     v[1, 0] += 0.001  # two units: not a rounding slip
     rc, data, steps = check(tmp_path, capsys, spec_path, {"attn.h0.scaled": v}, places=3)
+    assert steps["attn.h0.scaled"]["status"] == "wrong"
     assert steps["attn.h0.scaled"]["diagnosis"] == []
 
 
