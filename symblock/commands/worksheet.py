@@ -19,7 +19,9 @@ def add_arguments(p) -> None:
     p.add_argument("--out", metavar="DIR", required=True, help="directory to write into")
     p.add_argument("--format", default="latex,markdown", metavar="LIST",
                    help="comma-separated: latex, markdown (default both)")
-    p.add_argument("--pdf", action="store_true", help="also compile the LaTeX with latexmk (TeX Live)")
+    p.add_argument("--pdf", action="store_true", help="also compile the LaTeX (TeX Live: pdflatex, or xelatex for zh)")
+    p.add_argument("--jobs", type=nonneg, metavar="N",
+                   help="LaTeX compiles run at once (default or 0: the number of cores; at most 64)")
     p.add_argument("--preset", choices=PRESETS,
                    help="which steps to ask (default: the spec's `exercise:` section, else full)")
     p.add_argument("--loss", choices=("sum", "mse"),
@@ -101,17 +103,27 @@ def run(args) -> int:
         raise UsageError("--pdf needs the latex format (--format latex,...)")
     if args.template_dir and not Path(args.template_dir).is_dir():
         raise UsageError(f"--template-dir: {args.template_dir} is not a directory")
-    files: dict[str, str] = {}
     sets = variants(args)
-    many = args.variants is not None
-    for ident, trace in sets:
-        docs = documents(trace, ident, formats=formats, preset=args.preset, lang=args.lang,
+    engine = ENGINES[args.lang] if args.pdf else None
+    if args.jobs is not None and args.jobs > 64:
+        raise UsageError(f"--jobs: expected at most 64, got {args.jobs}")
+    jobs = args.jobs or None
+
+    def render(ident, trace):
+        return documents(trace, ident, formats=formats, preset=args.preset, lang=args.lang,
                          places=args.decimals, title=args.title, template_dir=args.template_dir,
                          loss=args.loss, wrt=_wrt(args.wrt))
-        for name, text in docs.items():
-            files[f"{ident}/{name}" if many else name] = text
-    written = write_files(Path(args.out), files, force=args.force,
-                          pdf_engine=ENGINES[args.lang] if args.pdf else None)
+    if args.variants is None:
+        (ident, trace), = sets
+        written = write_files(Path(args.out), render(ident, trace), force=args.force, pdf_engine=engine,
+                              jobs=jobs)
+    else:
+        from symblock.sheets.sets import write_set
+        result = write_set(Path(args.out), [(i, lambda i=i, t=t: render(i, t)) for i, t in sets], formats,
+                           force=args.force, pdf_engine=engine, jobs=jobs)
+        written = result.written
     for path in written:
         print(path)
+    if args.variants is not None and result.failed:
+        raise result.error(Path(args.out), len(sets))
     return 0
