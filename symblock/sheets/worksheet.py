@@ -251,6 +251,17 @@ def require(program: str) -> None:
 COMPILE_TIMEOUT = 600  # seconds per LaTeX run
 MAX_RUNS = 3           # LaTeX runs per document while the log asks for another (labels, outlines)
 _RERUN = re.compile(r"Rerun to get|Please rerun|Rerun LaTeX")
+_ERROR = re.compile(r"^(?:!|\S*\.tex:\d+: )")  # `! …` or `./key.tex:12: …` (-file-line-error)
+
+
+def _first_error(log: str) -> str:
+    """The log's first error with the input line it stopped at (`l.12 \\foo`)."""
+    lines = log.splitlines()
+    for i, line in enumerate(lines):
+        if _ERROR.match(line):
+            where = next((x.strip() for x in lines[i + 1:i + 12] if re.match(r"l\.\d+ ", x)), "")
+            return line.strip() + (f" ({where})" if where else "")
+    return log[-500:].strip()
 
 
 def compile_pdf(tex: Path, engine: str = "pdflatex", children: _Children | None = None) -> Path:
@@ -269,9 +280,7 @@ def compile_pdf(tex: Path, engine: str = "pdflatex", children: _Children | None 
         code, output = children.run(cmd, tex.parent, env)
         text = log.read_text(errors="replace") if log.exists() else output.decode(errors="replace")
         if code != 0 or not pdf.exists():
-            errors = [line for line in text.splitlines() if line.startswith("!") or ":error" in line.lower()
-                      or ".tex:" in line]
-            raise UsageError(f"{engine} failed on {tex.name}: " + ("; ".join(errors[:3]) or text[-500:]))
+            raise UsageError(f"{engine} failed on {tex.name}: {_first_error(text)}")
         if not _RERUN.search(text):
             break
     return pdf
