@@ -103,11 +103,11 @@ def run(args) -> int:
         raise UsageError("--pdf needs the latex format (--format latex,...)")
     if args.template_dir and not Path(args.template_dir).is_dir():
         raise UsageError(f"--template-dir: {args.template_dir} is not a directory")
-    sets = variants(args)
-    engine = ENGINES[args.lang] if args.pdf else None
     if args.jobs is not None and args.jobs > 64:
         raise UsageError(f"--jobs: expected at most 64, got {args.jobs}")
     jobs = args.jobs or None
+    engine = ENGINES[args.lang] if args.pdf else None
+    sets = variants(args)
 
     def render(ident, trace):
         return documents(trace, ident, formats=formats, preset=args.preset, lang=args.lang,
