@@ -82,12 +82,12 @@ def bench_commands(baseline: Path, runs: int) -> list[str]:
             cells = []
             for command in COMMANDS:
                 argv = command.split() + [str(path)] + ([str(answers)] if command == "check" else [])
-                walls = {"before": [], "after": []}
+                got = {"before": [], "after": []}
                 for _ in range(runs):  # interleaved, so that a burst of load hits both alike
                     for label, code in (("before", baseline), ("after", REPO)):
-                        walls[label].append(timed(argv, code, tmp)[0])
-                b, a = statistics.median(walls["before"]), statistics.median(walls["after"])
-                cells.append(f"{b:.2f} → **{a:.2f}**")
+                        got[label].append(timed(argv, code, tmp))
+                (bw, bc), (aw, ac) = [[statistics.median(x) for x in zip(*got[k])] for k in ("before", "after")]
+                cells.append(f"{bw:.2f} → **{aw:.2f}** (CPU {bc:.2f} → {ac:.2f})")
             rows.append(f"| {name} | " + " | ".join(cells) + " |")
     head = ["| block | " + " | ".join(f"`{c}`" for c in COMMANDS) + " |",
             "|---|" + "---|" * len(COMMANDS)]
@@ -107,7 +107,9 @@ def bench_imports(runs: int) -> list[str]:
 
 
 def bench_set(baseline: Path, variants: int) -> list[str]:
-    rows = ["| run | wall | CPU (all processes) | load before |", "|---|---|---|---|"]
+    rows = ["CPU is the user + system time of symblock and every LaTeX process it ran; on an idle "
+            "machine the parallel run's wall time is about CPU / cores plus the rendering (~5 s).", "",
+            "| run | wall | CPU (all processes) | load before |", "|---|---|---|---|"]
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         (tmp / "medium.yaml").write_text(SET_SPEC)
@@ -139,7 +141,9 @@ def main() -> int:
              "developers, so the load average is given; before and after runs are interleaved.", "",
              f"Machine: {platform.machine()}, {cores} cores, Python {platform.python_version()}, "
              f"{platform.system()}; load average at start {os.getloadavg()[0]:.1f}.", "",
-             f"## Single commands (median of {args.runs} runs, seconds: before → after)", ""]
+             f"## Single commands (median of {args.runs} runs, seconds: wall before → after, and CPU)", "",
+             "CPU time (user + system of the process) depends far less on the other developers' load "
+             "than wall time does; on an idle machine wall ≈ CPU for these single-threaded commands.", ""]
     lines += bench_commands(args.baseline, args.runs)
     lines += ["", "Import floor (median of 3): " + ", ".join(bench_imports(3)) + ".", ""]
     if not args.no_set:
