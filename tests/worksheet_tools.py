@@ -1,4 +1,4 @@
-"""Shared by tests/test_worksheet*.py: the real tools (TeX Live via latexmk, KaTeX via node) and
+"""Shared by tests/test_worksheet*.py: the real tools (TeX Live, KaTeX via node) and
 readers of generated documents. Missing tools FAIL the tests (CI installs them), never skip."""
 from __future__ import annotations
 
@@ -27,10 +27,9 @@ def need(program: str) -> str:
 
 
 def compile_tex(tex: Path, engine: str) -> str:
-    """Compile with the real engine through symblock's own latexmk call; return the log text.
+    """Compile with the real engine through symblock's own compile call; return the log text.
     Fails on errors and on any overfull box wider than 1pt."""
     from symblock.sheets.worksheet import compile_pdf
-    need("latexmk")
     need(engine)
     compile_pdf(tex, engine)
     log = tex.with_suffix(".log").read_text(errors="replace")

@@ -19,7 +19,9 @@ def add_arguments(p) -> None:
     p.add_argument("--out", metavar="DIR", required=True, help="directory to write into")
     p.add_argument("--format", default="latex,markdown", metavar="LIST",
                    help="comma-separated: latex, markdown, html, moodle, qti, ipynb (default latex,markdown)")
-    p.add_argument("--pdf", action="store_true", help="also compile the LaTeX with latexmk (TeX Live)")
+    p.add_argument("--pdf", action="store_true", help="also compile the LaTeX (TeX Live: pdflatex, or xelatex for zh)")
+    p.add_argument("--jobs", type=nonneg, metavar="N",
+                   help="LaTeX compiles run at once (default or 0: the number of cores; at most 64)")
     p.add_argument("--preset", choices=PRESETS,
                    help="which steps to ask (default: the spec's `exercise:` section, else full)")
     p.add_argument("--loss", choices=("sum", "mse"),
@@ -115,34 +117,44 @@ def run(args) -> int:
         raise UsageError("--pdf needs the latex format (--format latex,...)")
     if args.template_dir and not Path(args.template_dir).is_dir():
         raise UsageError(f"--template-dir: {args.template_dir} is not a directory")
-    files: dict[str, str | bytes] = {}
+    if args.jobs is not None and args.jobs > 64:
+        raise UsageError(f"--jobs: expected at most 64, got {args.jobs}")
+    jobs = args.jobs or None
+    engine = ENGINES[args.lang] if args.pdf else None
     sets = variants(args)
     from symblock.engine.spec import check_text
     for _, trace in sets:  # printed escaped by forward; a file needs text UTF-8 can hold
         check_text(trace.spec.title, trace.spec.source, "title")
     many = args.variants is not None
     models: list[dict] = []
-    for ident, trace in sets:
-        docs = documents(trace, ident, formats=formats, preset=args.preset, lang=args.lang,
-                         places=args.decimals, title=args.title, template_dir=args.template_dir,
-                         loss=args.loss, wrt=_wrt(args.wrt), models=models)
-        for name, text in docs.items():
-            files[f"{ident}/{name}" if many else name] = text
-    files.update(bundle(models, formats, many, args.template_dir))
+    docs = {ident: documents(trace, ident, formats=formats, preset=args.preset, lang=args.lang,
+                             places=args.decimals, title=args.title, template_dir=args.template_dir,
+                             loss=args.loss, wrt=_wrt(args.wrt), models=models)
+            for ident, trace in sets}
+    extra = bundle(models, formats, many, args.template_dir)  # html, moodle, qti, ipynb
     if many:  # the set remembers itself: manifest.yaml and blank answers files, for `symblock grade`
         from symblock.grading.manifest import set_files
         from symblock.exercises.generate import overrides_from_args
         from symblock.options import DEFAULT_EXAMPLE
-        files.update(set_files(sets, args.spec or DEFAULT_EXAMPLE, overrides=overrides_from_args(args),
+        extra.update(set_files(sets, args.spec or DEFAULT_EXAMPLE, overrides=overrides_from_args(args),
                                preset=args.preset, loss=args.loss, wrt=_wrt(args.wrt),
                                decimals=args.decimals, lang=args.lang))
     try:
-        written = write_files(Path(args.out), files, force=args.force,
-                              pdf_engine=ENGINES[args.lang] if args.pdf else None)
+        if not many:
+            (ident, _), = sets
+            written = write_files(Path(args.out), {**docs[ident], **extra}, force=args.force,
+                                  pdf_engine=engine, jobs=jobs)
+        else:
+            from symblock.sheets.sets import write_set
+            result = write_set(Path(args.out), [(i, lambda i=i: docs[i]) for i, _ in sets], formats,
+                               force=args.force, pdf_engine=engine, jobs=jobs, extra=extra)
+            written = result.written
     except OSError as e:  # /proc/..., /sys/..., a read-only disk, a name too long: the folder, not a bug
         where = f" ({e.filename})" if e.filename and ".symblock-" not in str(e.filename) \
             and str(e.filename) != args.out else ""
         raise UsageError(f"--out {args.out}: cannot write there: {e.strerror or e}{where}") from None
     for path in written:
         print(path)
+    if args.variants is not None and result.failed:
+        raise result.error(Path(args.out), len(sets))
     return 0

@@ -10,7 +10,9 @@ tree (DESIGN.md, Performance notes); SymPy and `evalf` walk the tree. Here
 * every node carries a certified enclosure (an Arb ball) computed once at construction and
   refined on demand at higher precision, memoised per node, so decimals are certified and signs
   (ReLU, σ > 0) are decided rigorously, at cost linear in the graph;
-* a closed SymPy form is built on request, only while its tree stays small (`to_sympy`).
+* a closed form is written on request, only while its tree stays small (decided from the node's
+  tree size before anything is built): as text straight from the graph (`text`, no SymPy), or
+  as a SymPy expression for algebra (`to_sympy`); both in closed.py.
 
 Values are immutable. Symbolic mode (SymPy Symbols in the same forward) uses plain SymPy
 expressions: the functions at the bottom (`sqrt`, `exp`, `relu`, …) accept both.
@@ -24,24 +26,14 @@ from typing import Iterable, Sequence
 
 from flint import arb, ctx, fmpq, fmpz
 
+from symblock.engine import closed
+from symblock.engine.balls import MAX_PREC, PREC, children, node_ball, snap, with_prec
 from symblock.errors import UndecidableError  # noqa: F401  (re-exported)
 
-PREC = 128          # bits carried at construction (~38 digits)
-MAX_PREC = 1 << 14  # refinement gives up here (~4900 digits)
 DIGITS = 30         # decimals are certified to at least this many significant digits
 CLOSED_FORM_SIZE = 60  # largest expression tree shown as a closed form
 
 _serial = itertools.count()
-ctx.prec = PREC  # construction-time balls; refinement raises it locally and restores it
-
-
-def _with_prec(prec: int, fn, *a):
-    old = ctx.prec
-    ctx.prec = prec
-    try:
-        return fn(*a)
-    finally:
-        ctx.prec = old
 
 
 class Real:
@@ -102,13 +94,13 @@ class Real:
     def enclosure(self, prec: int = PREC) -> arb:
         """A certified ball around the value, computed at `prec` bits (memoised)."""
         if self.q is not None:
-            return arb(self.q) if prec <= PREC else _with_prec(prec, arb, self.q)
+            return arb(self.q) if prec <= PREC else with_prec(prec, arb, self.q)
         if prec <= PREC or self.op == "neginf":
             return self.ball
         b = self._hi.get(prec)
         if b is None:
-            args = [a.enclosure(prec) if isinstance(a, Real) else a for a in _children(self)]
-            b = self._hi[prec] = _with_prec(prec, _eval, self, args)
+            args = [a.enclosure(prec) if isinstance(a, Real) else a for a in children(self)]
+            b = self._hi[prec] = with_prec(prec, node_ball, self, args)
         return b
 
     def _refine(self, good) -> arb:
@@ -175,12 +167,12 @@ class Real:
         if self.size > max_size:
             return None
         if self._sym is None:
-            self._sym = _to_sympy(self)
+            self._sym = closed.sympy_form(self, lambda f: f.to_sympy(10**9))
         return self._sym
 
     def short(self) -> str:
-        e = self.to_sympy()
-        return str(e) if e is not None else f"≈{self.digits(12)}"
+        t = text(self)
+        return t if t is not None else f"≈{self.digits(12)}"
 
     def __repr__(self) -> str:
         return f"Real({self.short()})"
@@ -198,79 +190,18 @@ def _round(b: arb, places: int, q: Decimal) -> tuple[Decimal, Decimal]:
     head = Decimal(b.mid().str(3, radius=False).replace("e", "E"))
     int_digits = max(head.adjusted() + 1, 0)
     digits = int_digits + places + 40
-    ends = _with_prec(max(ctx.prec, 4 * digits), lambda: (b.lower(), b.upper()))
+    ends = with_prec(max(ctx.prec, 4 * digits), lambda: (b.lower(), b.upper()))
     context = _context(int_digits + 1, places)
     return tuple(Decimal(x.mid().str(digits, radius=False).replace("e", "E")).quantize(q, context=context)
                  for x in ends)
 
 
-def _children(r: Real):
-    if r.op == "sum":
-        return [f for _, fs in r.args[1] for f in fs]
-    return [] if r.op in ("const", "neginf") else list(r.args)
-
-
-def _eval(r: Real, child_balls: list) -> arb:
-    """One node's ball from its children's balls (at the current ctx.prec)."""
-    op = r.op
-    if op == "sum":
-        it = iter(child_balls)
-        acc = arb(r.args[0])
-        for c, fs in r.args[1]:
-            t = next(it)
-            for _ in fs[1:]:
-                t = t * next(it)
-            acc += t * c if c != 1 else t
-        return acc
-    if op == "const":
-        return arb.pi()
-    (x,) = child_balls
-    if op == "inv":
-        return 1 / x
-    if op == "sqrt":
-        return x.sqrt()
-    if op == "exp":
-        return x.exp()
-    if op == "erf":
-        return x.erf()
-    if op == "tanh":
-        return x.tanh()
-    raise AssertionError(op)
-
-
-SNAP_DENOMINATOR = 10**4  # rationals this simple are recognised when a node equals one
-SNAP_PREC = (512, 2048, MAX_PREC)
-
-
 def _node(op: str, args: tuple, size: int) -> Real:
     r = Real(op=op, args=args, size=min(size, 10**9))
-    r.ball = _eval(r, [a.ball for a in _children(r)])
-    return _snap(r)
+    r.ball = node_ball(r, [a.ball for a in children(r)])
+    q = snap(r)
+    return r if q is None else Real(q=q)
 
-
-def _snap(r: Real) -> Real:
-    """Recognise a node that equals a simple rational (an exact 0 from LayerNorm outputs summing
-    to zero, ±1 from a 2-d LayerNorm row, a softmax-weighted constant): the node is replaced by
-    the rational when they agree at every precision up to MAX_PREC bits (~4900 digits).
-
-    This is the one place where exactness rests on numerics rather than algebra: a value within
-    2^-16384 of a small-denominator rational is taken to be it. Values of this engine's
-    expressions (small integers through +, ·, /, √, exp, erf, tanh) do not come that close
-    without being equal in any case we know of; short closed forms are confirmed by SymPy."""
-    b = r.ball
-    if not b.is_finite() or b.rad() > 1e-20 * (1 + abs(float(b.mid()))):
-        return r
-    mid = float(b.mid())
-    if abs(mid) > 1e15:
-        return r
-    c = Fraction(mid).limit_denominator(SNAP_DENOMINATOR)
-    q = fmpq(c.numerator, c.denominator)
-    if not (b - q).contains(0):
-        return r
-    for prec in SNAP_PREC:
-        if not (r.enclosure(prec) - q).contains(0):
-            return r
-    return Real(q=q)
 
 
 # ---------------------------------------------------------------- building blocks
@@ -397,27 +328,6 @@ def _unary(op: str, x: Real, at_zero) -> Real:
 
 # ---------------------------------------------------------------- SymPy bridge
 
-def _to_sympy(r: Real):
-    import sympy
-    if r.q is not None:
-        return sympy.Rational(int(r.q.p), int(r.q.q))
-    if r is NEG_INF:
-        return -sympy.oo
-    op = r.op
-    if op == "sum":
-        c0, terms = r.args
-        parts = [sympy.Rational(int(c0.p), int(c0.q))]
-        for c, fs in terms:
-            parts.append(sympy.Rational(int(c.p), int(c.q)) * sympy.Mul(*[f.to_sympy(10**9) for f in fs]))
-        return sympy.Add(*parts)
-    if op == "const":
-        return sympy.pi
-    (x,) = r.args
-    x = x.to_sympy(10**9)
-    return {"inv": lambda: 1 / x, "sqrt": lambda: sympy.sqrt(x), "exp": lambda: sympy.exp(x),
-            "erf": lambda: sympy.erf(x), "tanh": lambda: sympy.tanh(x)}[op]()
-
-
 def from_sympy(e) -> Real:
     """An exact SymPy number (Rational, sqrt, exp, E, pi, erf, tanh, + − · /) as a Real."""
     import sympy
@@ -520,6 +430,15 @@ def like(x, v):
 
 def is_symbolic(x) -> bool:
     return _sym(x)
+
+
+def text(x, max_size: int = CLOSED_FORM_SIZE, memo: dict | None = None) -> str | None:
+    """Closed form of any entry as text that `sympy.sympify` parses back to the value, written
+    from the graph without SymPy, or None when its tree is larger than max_size. `memo` (one
+    dict for many entries) writes shared nodes once."""
+    if not isinstance(x, Real):
+        return str(x)  # a SymPy expression (symbolic mode)
+    return None if x.size > max_size else closed.text(x, memo)
 
 
 def to_sympy(x, max_size: int = CLOSED_FORM_SIZE):

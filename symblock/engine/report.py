@@ -15,10 +15,10 @@ JSON_CLOSED_FORM_SIZE = 400  # larger closed forms are `null` in --json (the val
 TEXT_WIDTH = 28              # longer closed forms are shown as their decimal in the table
 
 
-def exact_str(e, max_size: int = JSON_CLOSED_FORM_SIZE) -> str | None:
-    """The closed form as text that `sympy.sympify` parses back to the same value, or None."""
-    form = exact.to_sympy(e, max_size)
-    return None if form is None else str(form)
+def exact_str(e, max_size: int = JSON_CLOSED_FORM_SIZE, memo: dict | None = None) -> str | None:
+    """The closed form as text that `sympy.sympify` parses back to the same value, or None when
+    its tree is larger than `max_size`. Written from the graph: printing never imports SymPy."""
+    return exact.text(e, max_size, memo)
 
 
 def float_or_none(e) -> float | None:
@@ -28,8 +28,9 @@ def float_or_none(e) -> float | None:
 
 
 def to_json(steps: Iterable[Step]) -> str:
+    memo: dict = {}  # steps share nodes (a softmax row's sum): write each once
     out = [{"name": s.name, "shape": list(s.value.shape), "latex": s.latex, "given": s.given,
-            "exact": [[exact_str(e) for e in row] for row in s.value.rows],
+            "exact": [[exact_str(e, memo=memo) for e in row] for row in s.value.rows],
             "float": [[float_or_none(e) for e in row] for row in s.value.rows]}
            for s in steps]
     body = ",\n ".join(json.dumps(s, ensure_ascii=False) for s in out)

@@ -188,9 +188,9 @@ def show(value, places: int | None, entry=None) -> str:
         except exact.UndecidableError:  # a rounding tie: show more digits
             return value.digits(places + 3)
         return f"{d:.{places}f}" if d != 0 else f"{0:.{places}f}"
-    form = exact.to_sympy(value, 40)
-    if form is not None and len(str(form)) <= 40:
-        return str(form)
+    form = exact.text(value, 40)  # written from the graph: no SymPy expression per entry
+    if form is not None and len(form) <= 40:
+        return form
     return "≈" + value.digits(10)
 
 
@@ -208,8 +208,7 @@ class _Style:
 def closed_form(value) -> str | None:
     if value is exact.NEG_INF:
         return "-oo"
-    form = exact.to_sympy(value, 40)
-    return str(form) if form is not None else None
+    return exact.text(value, 40)
 
 
 def _equivalent(answer, name, chain, spec) -> bool:

@@ -291,7 +291,7 @@ def test_bad_input_exits_2(tmp_path, capsys, argv, message):
 def test_pdf_without_tex_names_the_missing_program(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))
     assert run("--pdf", "--out", str(tmp_path / "o")) == 2
-    assert "latexmk" in capsys.readouterr().err
+    assert "needs pdflatex, which is not installed" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
 
 

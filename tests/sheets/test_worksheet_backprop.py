@@ -13,7 +13,7 @@ from symblock import cli
 from symblock.calculus import grad
 from symblock.sheets.model import dec_tex, exact_tex, is_plain
 from symblock.sheets.worksheet import documents
-from test_grad import torch_grads
+from torch_grad_tools import torch_grads
 from worksheet_tools import (compile_tex, katex_check, key_answers_md, key_answers_tex,
                              math_fragments, matrices, parse_entry)
 

@@ -1,5 +1,5 @@
 """Every kind of generated .tex compiles with the real TeX Live (pdflatex for en, xelatex + ctex
-for zh) through symblock's latexmk call: no errors, no overfull box wider than 1pt, up to the
+for zh) through symblock's compile call: no errors, no overfull box wider than 1pt, up to the
 largest supported size (seq_len 5, d_model 8, d_ff 16). Fails, never skips, without TeX."""
 from __future__ import annotations
 

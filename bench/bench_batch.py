@@ -1,0 +1,180 @@
+"""Time what users wait for around the engine, before and after: single commands (forward,
+forward --json, verify, check) and a 30-variant worksheet set with every PDF.
+
+    python bench/bench_batch.py --baseline DIR            # print the tables
+    python bench/bench_batch.py --baseline DIR --write    # also write bench/README_batch.md
+
+DIR is a checkout of the code to compare with (e.g. `git archive <commit> | tar -x -C DIR`); its
+`symblock` package is put first on PYTHONPATH, the current one is this checkout's. Every timing is
+a fresh process (`python -m symblock ...`), as a user runs it: imports included. The machine is
+shared, so the load average is printed beside each table and before/after run interleaved.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+BLOCKS = [  # (name, dims, block options): d_model 2..8, the issue's 5×8 causal 4-head block last
+    ("3×2 post relu", {"seq_len": 3, "d_model": 2, "d_ff": 3, "heads": 1}, {"activation": "relu", "eps": "1/1000"}),
+    ("3×4 pre gelu causal 2h", {"seq_len": 3, "d_model": 4, "d_ff": 8, "heads": 2},
+     {"norm_position": "pre", "activation": "gelu", "causal": True, "final_norm": True}),
+    ("4×6 rmsnorm swiglu 2h", {"seq_len": 4, "d_model": 6, "d_ff": 12, "heads": 2},
+     {"norm": "rmsnorm", "activation": "swiglu", "eps": "1/100"}),
+    ("5×8 pre gelu causal 4h", {"seq_len": 5, "d_model": 8, "d_ff": 16, "heads": 4},
+     {"norm_position": "pre", "activation": "gelu", "causal": True, "final_norm": True, "eps": "1/100000"}),
+]
+COMMANDS = ["forward", "forward --json", "verify", "check"]
+SET_SPEC = 'title: "Medium exercise"\nrandom: {seed: 7, difficulty: medium}\n'  # README's medium.yaml
+
+
+def env_for(code: Path) -> dict:
+    return dict(os.environ, PYTHONPATH=str(code), PYTHONDONTWRITEBYTECODE="1")
+
+
+def timed(argv: list[str], code: Path, cwd: Path) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the process and its children) of one run."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "symblock", *argv], cwd=cwd, env=env_for(code),
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(argv)} failed ({code}): {proc.stderr.decode()[-400:]}")
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def write_blocks(tmp: Path) -> list[tuple[str, Path, Path]]:
+    """Spec and answers file (every step, rounded to 3 places) for each block."""
+    import yaml
+    from symblock.engine import block, spec
+    out = []
+    for i, (name, dims, opts) in enumerate(BLOCKS):
+        path = tmp / f"block{i}.yaml"
+        path.write_text(yaml.safe_dump({"title": name, "dims": dims, "block": opts,
+                                        "random": {"seed": 3, "low": -2, "high": 2}}))
+        trace = block.forward(spec.load(path))
+        steps = {s.name: [[float(block.exact.real(e).decimal(3)) for e in row] for row in s.value.rows]
+                 for s in trace if not s.given and s.name != "x"
+                 and all(e is not block.exact.NEG_INF for row in s.value.rows for e in row)}
+        answers = tmp / f"answers{i}.yaml"
+        answers.write_text(yaml.safe_dump({"decimals": 3, "steps": steps}))
+        out.append((name, path, answers))
+    return out
+
+
+def bench_commands(baseline: Path, runs: int) -> list[str]:
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        for name, path, answers in write_blocks(tmp):
+            cells = []
+            for command in COMMANDS:
+                argv = command.split() + [str(path)] + ([str(answers)] if command == "check" else [])
+                got = {"before": [], "after": []}
+                for _ in range(runs):  # interleaved, so that a burst of load hits both alike
+                    for label, code in (("before", baseline), ("after", REPO)):
+                        got[label].append(timed(argv, code, tmp))
+                (bw, bc), (aw, ac) = [[statistics.median(x) for x in zip(*got[k])] for k in ("before", "after")]
+                cells.append(f"{bw:.2f} → **{aw:.2f}** (CPU {bc:.2f} → {ac:.2f})")
+            rows.append(f"| {name} | " + " | ".join(cells) + " |")
+    head = ["| block | " + " | ".join(f"`{c}`" for c in COMMANDS) + " |",
+            "|---|" + "---|" * len(COMMANDS)]
+    return head + rows
+
+
+def bench_imports(runs: int) -> list[str]:
+    out = []
+    for mod in ("sympy", "torch", "numpy", "flint"):
+        ts = []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-c", f"import {mod}"], check=True)
+            ts.append(time.perf_counter() - t0)
+        out.append(f"`import {mod}` {statistics.median(ts):.2f} s")
+    return out
+
+
+def bench_set(baseline: Path, variants: int) -> list[str]:
+    rows = ["CPU is the user + system time of symblock and every LaTeX process it ran; on an idle "
+            "machine the parallel run's wall time is about CPU / cores plus the rendering (~5 s).", "",
+            "| run | wall | CPU (all processes) | load before |", "|---|---|---|---|"]
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        (tmp / "medium.yaml").write_text(SET_SPEC)
+        for label, code, extra in (("before (serial latexmk, no set files)", baseline, []),
+                                   ("after, --jobs 1", REPO, ["--jobs", "1"]),
+                                   ("after (default --jobs = cores)", REPO, [])):
+            load = os.getloadavg()[0]
+            out = tmp / label.split()[0] / str(len(extra))
+            wall, cpu = timed(["worksheet", "medium.yaml", "--variants", str(variants), "--pdf",
+                               "--out", str(out), *extra], code, tmp)
+            pdfs = len(list(out.rglob("*.pdf")))
+            rows.append(f"| {label}: {pdfs} PDFs | {wall:.1f} s | {cpu:.1f} s | {load:.1f} |")
+    return rows
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--baseline", type=Path, required=True, help="a checkout of the code before")
+    p.add_argument("--runs", type=int, default=5, help="runs per command (median; default 5)")
+    p.add_argument("--variants", type=int, default=30, help="variants in the set (default 30)")
+    p.add_argument("--no-set", action="store_true", help="skip the worksheet set")
+    p.add_argument("--write", action="store_true", help="write bench/README_batch.md")
+    args = p.parse_args()
+    cores = len(os.sched_getaffinity(0))
+    lines = ["# Batch output and single commands", "",
+             "`python bench/bench_batch.py --baseline DIR --write` regenerates this file (DIR: a checkout "
+             "of the code before, here the commit this branch started from). Every figure is a fresh "
+             "`python -m symblock` process, imports included. The machine is shared by several "
+             "developers, so the load average is given; before and after runs are interleaved.", "",
+             f"Machine: {platform.machine()}, {cores} cores, Python {platform.python_version()}, "
+             f"{platform.system()}; load average at start {os.getloadavg()[0]:.1f}.", "",
+             f"## Single commands (median of {args.runs} runs, seconds: wall before → after, and CPU)", "",
+             "CPU time (user + system of the process) depends far less on the other developers' load "
+             "than wall time does; on an idle machine wall ≈ CPU for these single-threaded commands.", ""]
+    lines += bench_commands(args.baseline, args.runs)
+    lines += ["", "Import floor (median of 3): " + ", ".join(bench_imports(3)) + ".", ""]
+    if not args.no_set:
+        lines += [f"## A set: {args.variants} medium variants with every PDF", "",
+                  f"`symblock worksheet medium.yaml --variants {args.variants} --pdf` on the README's "
+                  "medium.yaml (`random: {seed: 7, difficulty: medium}`). After: each variant's sheet and "
+                  "key plus the set's sheets.pdf and keys.pdf.", ""]
+        lines += bench_set(args.baseline, args.variants)
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.write:
+        (HERE / "README_batch.md").write_text(text + NOTES)
+    return 0
+
+
+NOTES = """
+## What changed, and what is left
+
+- **Closed forms without SymPy.** `forward --json` and the tables print each entry's exact form
+  written straight from the engine's graph (`engine/closed.py`): whether it is short is decided from
+  the node's tree size before anything is written, and shared nodes are written once per output.
+  Before, SymPy built an expression per entry and printed it (seconds on a 5×8 block).
+- **What is left is imports.** Every command still imports SymPy (~0.6–2 s depending on the load),
+  because `engine/spec.py` parses entries with SymPy and stores SymPy matrices in `BlockSpec`; `verify`
+  also imports torch. Getting under 1 s on a loaded machine needs spec parsing without SymPy (exact
+  rationals from `fractions`/FLINT for plain numbers, SymPy only for expressions like `sqrt(2)`).
+- **Sets.** pdflatex runs directly, once per document (latexmk ran it twice: the second run was only
+  for an `.aux` these documents do not use), compiles run in parallel, and the two set documents
+  (one LaTeX run each) go first once every variant is rendered, so that the longest job does not
+  come last.
+"""
+
+if __name__ == "__main__":
+    raise SystemExit(main())

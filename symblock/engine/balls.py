@@ -1,0 +1,88 @@
+"""Certified Arb balls for the nodes of exact.py: the working precision, one node's ball from its
+children's balls, and recognising a node whose ball pins down a simple rational.
+
+Below exact.py and independent of it: these functions read a node's `op`, `args` and `ball`
+(and `enclosure(prec)` for refinement) and never build one.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+from flint import arb, ctx, fmpq
+
+PREC = 128          # bits carried at construction (~38 digits)
+MAX_PREC = 1 << 14  # refinement gives up here (~4900 digits)
+SNAP_DENOMINATOR = 10**4  # rationals this simple are recognised when a node equals one
+SNAP_PREC = (512, 2048, MAX_PREC)
+
+ctx.prec = PREC  # construction-time balls; refinement raises it locally and restores it
+
+
+def with_prec(prec: int, fn, *a):
+    """fn(*a) computed at `prec` bits."""
+    old = ctx.prec
+    ctx.prec = prec
+    try:
+        return fn(*a)
+    finally:
+        ctx.prec = old
+
+
+def children(r) -> list:
+    """The nodes a node is made from, in the order `node_ball` takes their balls."""
+    if r.op == "sum":
+        return [f for _, fs in r.args[1] for f in fs]
+    return [] if r.op in ("const", "neginf") else list(r.args)
+
+
+def node_ball(r, child_balls: list) -> arb:
+    """One node's ball from its children's balls (at the current ctx.prec)."""
+    op = r.op
+    if op == "sum":
+        it = iter(child_balls)
+        acc = arb(r.args[0])
+        for c, fs in r.args[1]:
+            t = next(it)
+            for _ in fs[1:]:
+                t = t * next(it)
+            acc += t * c if c != 1 else t
+        return acc
+    if op == "const":
+        return arb.pi()
+    (x,) = child_balls
+    if op == "inv":
+        return 1 / x
+    if op == "sqrt":
+        return x.sqrt()
+    if op == "exp":
+        return x.exp()
+    if op == "erf":
+        return x.erf()
+    if op == "tanh":
+        return x.tanh()
+    raise AssertionError(op)
+
+
+def snap(r) -> fmpq | None:
+    """The simple rational a node equals, or None (an exact 0 from LayerNorm outputs summing
+    to zero, ±1 from a 2-d LayerNorm row, a softmax-weighted constant): recognised when they
+    agree at every precision up to MAX_PREC bits (~4900 digits).
+
+    This is the one place where exactness rests on numerics rather than algebra: a value within
+    2^-16384 of a small-denominator rational is taken to be it. Values of this engine's
+    expressions (small integers through +, ·, /, √, exp, erf, tanh) do not come that close
+    without being equal in any case we know of; short closed forms are confirmed by SymPy."""
+    b = r.ball
+    if not b.is_finite() or b.rad() > 1e-20 * (1 + abs(float(b.mid()))):
+        return None
+    mid = float(b.mid())
+    if abs(mid) > 1e15:
+        return None
+    c = Fraction(mid).limit_denominator(SNAP_DENOMINATOR)
+    q = fmpq(c.numerator, c.denominator)
+    if not (b - q).contains(0):
+        return None
+    for prec in SNAP_PREC:
+        if not (r.enclosure(prec) - q).contains(0):
+            return None
+    return q

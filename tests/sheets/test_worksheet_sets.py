@@ -1,0 +1,239 @@
+"""worksheet --variants N: the set files (one document holding every variant), parallel compiles,
+progress only on a terminal, and output that appears in whole units (issue 10, "Partial output"):
+a variant's files or the set files land whole or not at all, a failed variant keeps the finished
+ones, and no temporary folder survives an error, SIGINT or SIGTERM."""
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import re
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import time
+from pathlib import Path
+
+import pytest
+
+from symblock import cli
+from symblock.sheets.render import package_template_dir
+from symblock.sheets.sets import combined
+from worksheet_tools import need
+
+IDS = ["pre-ln-causal-gelu.40", "pre-ln-causal-gelu.41", "pre-ln-causal-gelu.42"]  # --seed 40
+
+
+def run(*argv: str) -> int:
+    return cli.main(["worksheet", "pre-ln-causal-gelu", "--seed", "40", *argv])
+
+
+def body(tex: str) -> str:
+    return tex[tex.index("\\begin{document}") + len("\\begin{document}"):tex.rindex("\\end{document}")].strip("\n")
+
+
+def leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.rglob(".symblock-*"))
+
+
+def failing_templates(tmp_path: Path, ident_suffix: str) -> Path:
+    """The built-in LaTeX template with an undefined command in one variant's body."""
+    tdir = tmp_path / "templates"
+    tdir.mkdir()
+    text = (Path(package_template_dir()) / "worksheet.tex.j2").read_text()
+    text = text.replace("\\begin{document}\n", "\\begin{document}\n((* if ident.endswith('"
+                        + ident_suffix + "') *))\\symblockundefinedcommand((* endif *))\n", 1)
+    (tdir / "worksheet.tex.j2").write_text(text)
+    return tdir
+
+
+# ---------------------------------------------------------------- the set files
+
+def test_set_files_hold_every_variant_in_order(tmp_path, capsys):
+    out = tmp_path / "set"
+    assert run("--variants", "3", "--out", str(out)) == 0
+    assert sorted(p.name for p in out.iterdir()) == sorted(IDS + ["keys.tex", "sheets.tex"])
+    printed = capsys.readouterr().out.split()
+    assert printed[-2:] == [str(out / "sheets.tex"), str(out / "keys.tex")]
+    for doc, set_doc in (("sheet", "sheets"), ("key", "keys")):
+        whole = (out / f"{set_doc}.tex").read_text()
+        first = (out / IDS[0] / f"{doc}.tex").read_text()
+        assert whole.startswith(first[:first.index("\\begin{document}")])  # the shared preamble, once
+        assert whole.count("\\documentclass") == 1 and whole.count("\\begin{document}") == 1
+        starts = [whole.index(f"\\symblockvariant{{{i}}}") for i in IDS]
+        assert starts == sorted(starts)
+        for i, ident in enumerate(IDS):  # each variant's body, verbatim, in its own slot
+            chunk = whole[starts[i]:starts[i + 1] if i + 1 < len(IDS) else len(whole)]
+            assert body((out / ident / f"{doc}.tex").read_text()) in chunk
+    again = tmp_path / "again"
+    assert run("--variants", "3", "--out", str(again)) == 0
+    for name in ("sheets.tex", "keys.tex"):
+        assert (again / name).read_bytes() == (out / name).read_bytes()
+
+
+def test_markdown_only_set_has_no_set_files(tmp_path):
+    out = tmp_path / "md"
+    assert run("--variants", "2", "--format", "markdown", "--out", str(out)) == 0
+    assert sorted(p.name for p in out.iterdir()) == IDS[:2]
+
+
+def test_combined_refuses_variants_whose_preambles_differ():
+    a = "\\documentclass{article}\n\\begin{document}\nA\n\\end{document}\n"
+    b = a.replace("article", "report")
+    assert "\\symblockvariant{x.1}" in combined([("x.1", a), ("x.2", a)])
+    with pytest.raises(Exception, match="x.2: its LaTeX preamble differs"):
+        combined([("x.1", a), ("x.2", b)])
+    with pytest.raises(Exception, match="no \\\\begin"):
+        combined([("x.1", "no document here")])
+
+
+def test_jobs_is_bounded(tmp_path, capsys):
+    assert run("--variants", "2", "--jobs", "65", "--out", str(tmp_path / "o")) == 2
+    assert "--jobs: expected at most 64" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def pages(pdf: Path) -> list[str]:
+    """The text of each page (pdftotext), last page included."""
+    need("pdftotext")
+    text = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True,
+                          check=True).stdout
+    return text.split("\f")[:-1]
+
+
+@pytest.mark.slow
+def test_set_pdf_numbers_each_variant_from_one_on_an_odd_page(tmp_path, capsys):
+    out = tmp_path / "set"
+    assert run("--variants", "3", "--pdf", "--format", "latex", "--jobs", "2", "--out", str(out)) == 0
+    for doc, set_doc in (("sheet", "sheets"), ("key", "keys")):
+        have = pages(out / f"{set_doc}.pdf")
+        at = 0
+        for ident in IDS:
+            own = len(pages(out / ident / f"{doc}.pdf"))
+            assert at % 2 == 0, f"{ident} starts on page {at + 1} of {set_doc}.pdf (must be odd)"
+            for n in range(1, own + 1):  # footer: the ID and the page number within the variant
+                footer = [line for line in have[at].splitlines() if line.strip()][-1].split()
+                assert footer == [ident, str(n)], (set_doc, at, footer)
+                at += 1
+            if own % 2:
+                assert have[at].strip() == "", f"{set_doc}: the page after an odd-length variant is blank"
+                at += 1
+        assert at == len(have)
+
+
+# ---------------------------------------------------------------- failures keep finished units
+
+@pytest.mark.slow
+def test_a_failed_variant_keeps_the_others_and_names_itself(tmp_path, capsys):
+    out = tmp_path / "set"
+    tdir = failing_templates(tmp_path, ".41")
+    code = run("--variants", "3", "--pdf", "--format", "latex", "--template-dir", str(tdir), "--out", str(out))
+    assert code == 2
+    cap = capsys.readouterr()
+    assert "variant pre-ln-causal-gelu.41 failed" in cap.err and "symblockundefinedcommand" in cap.err
+    assert "2 of 3 variants were written" in cap.err and "set files were not" in cap.err
+    assert sorted(p.name for p in out.iterdir()) == [IDS[0], IDS[2]]  # no set files, no .41
+    for ident in (IDS[0], IDS[2]):
+        assert sorted(p.name for p in (out / ident).iterdir()) == ["key.pdf", "key.tex", "sheet.pdf", "sheet.tex"]
+        assert str(out / ident / "key.pdf") in cap.out
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.slow
+def test_a_failed_compile_leaves_no_new_folders(tmp_path, capsys):
+    tdir = failing_templates(tmp_path, "")  # every variant fails
+    assert cli.main(["worksheet", "--pdf", "--template-dir", str(tdir), "--out",
+                     str(tmp_path / "newp" / "sub")]) == 2
+    assert "symblockundefinedcommand" in capsys.readouterr().err
+    assert not (tmp_path / "newp").exists() and leftovers(tmp_path) == []
+
+
+# ---------------------------------------------------------------- every target checked first
+
+def test_force_onto_a_directory_where_a_file_goes_moves_nothing(tmp_path, capsys):
+    out = tmp_path / "ws"
+    assert cli.main(["worksheet", "--out", str(out)]) == 0
+    (out / "key.md").unlink()
+    (out / "key.md").mkdir()
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    assert cli.main(["worksheet", "--preset", "ffn", "--force", "--out", str(out)]) == 2
+    assert "key.md is a directory where a file of the output goes" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+    assert (out / "key.md").is_dir() and list((out / "key.md").iterdir()) == []
+    assert leftovers(tmp_path) == []
+
+
+def test_a_file_blocking_a_variant_folder_writes_no_variant(tmp_path, capsys):
+    out = tmp_path / "set"
+    out.mkdir()
+    (out / IDS[1]).write_text("in the way")
+    assert run("--variants", "3", "--force", "--out", str(out)) == 2
+    assert f"{IDS[1]} is a file where a folder of the output goes" in capsys.readouterr().err
+    assert sorted(p.name for p in out.iterdir()) == [IDS[1]]
+    assert leftovers(tmp_path) == []
+
+
+def test_an_unwritable_folder_is_refused_before_writing(tmp_path, capsys, monkeypatch):
+    from symblock.sheets import worksheet
+    out = tmp_path / "ro"
+    out.mkdir()
+    real_access = os.access  # the tests run as root, who may write anywhere: say the folder is read-only
+    monkeypatch.setattr(worksheet.os, "access", lambda p, mode: Path(p) != out and real_access(p, mode))
+    assert run("--variants", "2", "--out", str(out)) == 2
+    assert f"cannot write into {out} (permission denied)" in capsys.readouterr().err
+    assert list(out.iterdir()) == [] and leftovers(tmp_path) == []
+
+
+# ---------------------------------------------------------------- signals and progress
+
+def _start(tmp_path: Path, out: Path, *extra: str, stderr=subprocess.PIPE) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "symblock", "worksheet", "pre-ln-causal-gelu",
+                             "--seed", "40", "--variants", "3", "--pdf", "--format", "latex",
+                             "--jobs", "1", "--out", str(out), *extra],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=stderr)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_during_pdf_removes_the_staging_folder(tmp_path, sig):
+    need("pdflatex")
+    out = tmp_path / "set"
+    proc = _start(tmp_path, out)
+    deadline = time.monotonic() + 120
+    while not list(tmp_path.glob(".symblock-*/*/*.log")):  # a compile is under way
+        assert proc.poll() is None and time.monotonic() < deadline, "the run ended before a compile began"
+        time.sleep(0.02)
+    proc.send_signal(sig)
+    proc.communicate(timeout=60)
+    assert proc.returncode == (128 + sig if sig == signal.SIGTERM else 130)
+    assert leftovers(tmp_path) == []
+    for variant in (out.iterdir() if out.exists() else []):  # what landed is whole
+        assert variant.is_dir() and sorted(p.name for p in variant.iterdir()) == \
+            ["key.pdf", "key.tex", "sheet.pdf", "sheet.tex"]
+    assert not (out / "sheets.pdf").exists()
+
+
+def test_progress_shows_on_a_terminal_and_is_quiet_otherwise(tmp_path, capsys):
+    assert run("--variants", "2", "--format", "markdown", "--out", str(tmp_path / "quiet")) == 0
+    assert capsys.readouterr().err == ""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))  # a real terminal's size
+    proc = subprocess.Popen([sys.executable, "-m", "symblock", "worksheet", "pre-ln-causal-gelu", "--seed",
+                             "40", "--variants", "2", "--format", "markdown", "--out", str(tmp_path / "tty")],
+                            stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    proc.communicate(timeout=120)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(master)
+    assert proc.returncode == 0
+    assert re.search(rb"worksheets: +\d+%.*2/2", seen), seen
