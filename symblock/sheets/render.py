@@ -16,7 +16,7 @@ import unicodedata
 from importlib import resources
 
 from symblock.errors import UsageError
-from symblock.sheets.model import Safe
+from symblock.sheets.numbers import Safe
 
 FORMATS = {"latex": ".tex", "markdown": ".md"}
 TEMPLATE = {"latex": "worksheet.tex.j2", "markdown": "worksheet.md.j2"}

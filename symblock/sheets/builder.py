@@ -1,0 +1,135 @@
+"""The sheet builder: the sections of a worksheet (conventions, description, given data) and one
+task per asked step, with the working of each kind of step from its mixin (work_*.py)."""
+from __future__ import annotations
+
+from symblock.sheets.lang import TEXTS
+from symblock.sheets.numbers import Safe, grid, matrix_value, param_symbol, shape_tex, step_symbol
+from symblock.sheets.work_attention import AttentionWork
+from symblock.sheets.work_ffn import FfnWork
+from symblock.sheets.work_linear import LinearWork
+from symblock.sheets.work_norm import NormWork
+
+
+class Builder(LinearWork, AttentionWork, NormWork, FfnWork):
+    def __init__(self, trace, exercise, lang: str, places: int):
+        self.trace, self.ex, self.places = trace, exercise, places
+        self.spec, self.o, self.dims = trace.spec, trace.spec.options, trace.spec.dims
+        self.T = TEXTS[lang]
+
+    def t(self, key: str, *args, **kw) -> Safe:
+        return Safe(self.T[key].format(*args, **kw))
+
+    def value(self, name: str):
+        return self.trace[name].value if name in self.trace else self.trace.params[name]
+
+    def symbol(self, name: str) -> str:
+        if name in self.trace:
+            return step_symbol(self.trace[name])
+        return param_symbol(name)
+
+    # -- sections
+    def conventions(self) -> list[Safe]:
+        d, o = self.dims, self.o
+        import sympy
+        eps = sympy.latex(sympy.sympify(o.eps))
+        scale = self.t("conv_scale", d.d_head) if o.attention_scale == "sqrt_dk" else self.t("conv_noscale")
+        cols = r"1, \dots, d" if d.heads == 1 else r"h d_k + 1, \dots, (h + 1) d_k"
+        out = [self.t("conv_rows", d.seq_len, d.d_model), self.t("conv_attn", scale, cols)]
+        if o.causal:
+            out.append(self.t("conv_mask"))
+        out.append(self.t(f"conv_{o.norm}", eps))
+        if o.norm_position == "post":
+            out.append(self.t("conv_post"))
+        else:
+            out.append(self.t("conv_pre", self.t("conv_final") if o.final_norm else ""))
+        out.append(self.t("conv_ffn", self.ffn_formula()))
+        out.append(self.t("conv_round", self.places))
+        return out
+
+    def ffn_formula(self) -> str:
+        from symblock.engine.block import ACTIVATIONS
+        act = ACTIVATIONS[self.o.activation][1]
+        p = self.trace.params
+        b = lambda n: f" + b_{n}" if f"b_{n}" in p else ""  # noqa: E731
+        inner = rf"\mathrm{{{act}}}(x W_1{b(1)})"
+        if self.o.gated:
+            inner = rf"\left({inner} \odot (x W_3{b(3)})\right)"
+        return rf"{inner} W_2{b(2)}"
+
+    def describe(self) -> Safe:
+        d, o = self.dims, self.o
+        from symblock.engine.block import ACTIVATIONS
+        heads = self.t("heads_1") if d.heads == 1 else self.t("heads_n", d.heads)
+        order = self.t("post") if o.norm_position == "post" else self.t("pre_final" if o.final_norm else "pre")
+        norm = "LayerNorm" if o.norm == "layernorm" else "RMSNorm"
+        act = "$\\mathrm{" + ACTIVATIONS[o.activation][1] + "}$" + (" (gated)" if o.gated and self.T is TEXTS["en"] else "")
+        if o.gated and self.T is not TEXTS["en"]:
+            act += "（门控）"
+        return self.t("describe", n=d.seq_len, d=d.d_model, f=d.d_ff, heads=heads, order=order,
+                      norm=norm, act=act, mask=self.t("mask_on" if o.causal else "mask_off"))
+
+    def data(self) -> list[dict]:
+        """The given matrices: the input X first, then parameters, then given steps."""
+        def item(name, symbol, mat, kind, given):
+            return {"symbol": Safe(symbol), "name": name, "kind": kind, "given": given,
+                    "shape": Safe(shape_tex(*mat.shape)),
+                    "math": Safe(f"{symbol} {matrix_value(mat, self.places)}")}
+        steps = [self.trace[n] for n in self.ex.data_steps]
+        first = [item(s.name, step_symbol(s), s.value, "step", s.given) for s in steps if s.name == "x"]
+        params = [item(p, param_symbol(p), self.trace.params[p], "param", False) for p in self.ex.data_params]
+        rest = [item(s.name, step_symbol(s), s.value, "step", s.given) for s in steps if s.name != "x"]
+        return first + params + rest
+
+    def task(self, i: int, name: str) -> dict:
+        step = self.trace[name]
+        r, c = step.value.shape
+        return {"n": i, "name": name, "heading": self.t("task", i), "what": self.what(step),
+                "formula": Safe(step.latex), "shape": Safe(shape_tex(r, c)),
+                "grid": Safe(f"{step_symbol(step)} = {grid(r, c, self.places)}"),
+                "work": [{"text": Safe(t) if t else None, "math": Safe(m) if m else None}
+                         for t, m in self.work(step)],
+                "answer": Safe(f"{step_symbol(step)} {matrix_value(step.value, self.places)}")}
+
+    # -- prose: what is computed
+    def what(self, step) -> Safe:
+        name = step.name
+        parts = name.split(".")
+        if name.startswith("attn.h"):
+            return self.t(f"s.{parts[2]}", h=int(parts[1][1:]))
+        if name.startswith("norm"):
+            src = self.symbol(step.inputs[0])
+            norm = "LayerNorm" if self.o.norm == "layernorm" else "RMSNorm"
+            key = f"s.{parts[1]}" if len(parts) > 1 else f"s.{self.o.norm}"
+            return self.t(key, src=src, norm=norm)
+        if name in ("ffn.hidden", "ffn.gate"):
+            w = "W_1" if name == "ffn.hidden" else "W_3"
+            b = "b_1" if name == "ffn.hidden" else "b_3"
+            return self.t(f"s.{name}", src=self.symbol(step.inputs[0]), w=w,
+                          b=f" + {b}" if b in self.trace.params else "")
+        if name == "attn.out" and not self.o.out_proj:
+            return self.t("s.attn.out_noproj")
+        return self.t(f"s.{name}")
+
+    # -- work shown: a list of (prose or None, display math or None)
+    def work(self, step) -> list[tuple[str | None, str | None]]:
+        name = step.name
+        last = name.rsplit(".", 1)[-1]
+        if name in ("attn.q", "attn.k", "attn.v", "ffn.hidden", "ffn.gate", "ffn.out") or \
+                (name == "attn.out" and self.o.out_proj):
+            return self.work_linear(step)
+        if name.startswith("attn.h"):
+            h = int(name.split(".")[1][1:])
+            return getattr(self, f"work_{last}")(step, h)
+        if name in ("resid1", "resid2"):
+            return self.work_add(step)
+        if name.startswith("norm"):
+            kind = last if last in ("mean", "var", "std", "ms", "rms") else self.o.norm
+            return getattr(self, f"work_{kind}")(step)
+        if name == "ffn.act":
+            return self.work_act(step)
+        if name == "attn.concat":
+            return [(self.t("concat"), None)]
+        if name == "output":
+            return [(self.t("copy"), None)]
+        return []
+
