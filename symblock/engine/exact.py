@@ -18,7 +18,7 @@ expressions: the functions at the bottom (`sqrt`, `exp`, `relu`, …) accept bot
 from __future__ import annotations
 
 import itertools
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_UP, Decimal, localcontext
 from fractions import Fraction
 from typing import Iterable, Sequence
 
@@ -184,7 +184,10 @@ class Real:
 
 def _round(x: arb, places: int, q: Decimal) -> Decimal:
     text = x.mid().str(places + 40, radius=False)
-    return Decimal(text.replace("e", "E")).quantize(q, rounding=ROUND_HALF_UP)
+    d = Decimal(text.replace("e", "E"))
+    with localcontext() as ctx:  # room for every digit of a large value (e^67 ≈ 1.3·10²⁹)
+        ctx.prec = max(28, d.adjusted() + places + 2)
+        return d.quantize(q, rounding=ROUND_HALF_UP)
 
 
 def _children(r: Real):

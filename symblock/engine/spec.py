@@ -52,6 +52,7 @@ class BlockSpec:
     source: str = "<spec>"
     seed: int | None = None
     exercise: Mapping[str, Any] = field(default_factory=dict)
+    titles: Mapping[str, str] = field(default_factory=dict)   # per language, from `title: {en, zh}`
 
 
 # ---------------------------------------------------------------- reading files
@@ -244,8 +245,16 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> BlockSpec:
         raise SpecError(source, f"random.{key}", "a generation constraint: load this spec with "
                         "symblock.load (symblock.exercises.generate.load), which draws until it holds")
     title = data.get("title") or ""
+    titles: dict[str, str] = {}
+    if isinstance(title, dict):  # one title per language: {en: ..., zh: ...}
+        for lang, text in title.items():
+            if not isinstance(text, str) or not isinstance(lang, str):
+                raise SpecError(source, f"title.{lang}", f"expected text, got {kind_of(text)}")
+        titles = dict(title)
+        title = titles.get("en") or next(iter(titles.values()), "")
     if not isinstance(title, str):
-        raise SpecError(source, "title", f"expected text, got {kind_of(title)}")
+        raise SpecError(source, "title", f"expected text or a mapping of languages to text "
+                                         f"({{en: ..., zh: ...}}), got {kind_of(title)}")
     layout = data.get("layout", "math")
     if layout not in ("math", "torch"):
         raise SpecError(source, "layout", f"expected math or torch, got {kind_of(layout)}")
@@ -317,7 +326,7 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> BlockSpec:
         raise SpecError(source, "exercise", f"expected a mapping, got {kind_of(exercise)}")
     return BlockSpec(dims=dims, options=opts, params=MappingProxyType(params), X=X,
                      given=MappingProxyType(given), title=title, source=source, seed=seed,
-                     exercise=MappingProxyType(dict(exercise)))
+                     exercise=MappingProxyType(dict(exercise)), titles=MappingProxyType(titles))
 
 
 def all_param_keys() -> list[str]:

@@ -8,6 +8,7 @@ not itself asked (printed as given). Spec section:
       preset: full            # full | attention | norm | ffn (default full)
       ask: [resid1, norm1]    # step names or preset names; replaces the preset
       give: [norm1.mean]      # steps printed as data instead of asked
+      points: {norm1.std: 2}  # points per asked step (default 1 each; the grader reads it too)
 
 The `backprop` preset asks gradient steps instead (from `symblock/calculus/grad.py`): dL/dY, then
 dL/d(step) backwards for every step that depends on a `wrt` name, then dL/d each `wrt` parameter;
@@ -22,12 +23,13 @@ the data are the forward values those backward rules read. Its options (flags --
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from symblock.errors import SpecError
 
 PRESETS = ("full", "attention", "norm", "ffn", "backprop")
-EXERCISE_KEYS = ("preset", "ask", "give", "loss", "wrt", "target")
+EXERCISE_KEYS = ("preset", "ask", "give", "loss", "wrt", "target", "points")
 BACKPROP_KEYS = ("loss", "wrt", "target")
 BACKPROP_WRT = ("W_2", "W_1")
 
@@ -39,6 +41,25 @@ class Exercise:
     data_params: tuple[str, ...] # parameters printed as given data (X first)
     backward: object = None      # backprop preset: the grad.Backward whose steps are asked
     target: object = None        # backprop with mse: the target T (a Mat), printed as data
+    points: Mapping[str, int | float] = field(default_factory=dict)  # per asked step (all of them)
+
+    @property
+    def total(self) -> int | float:
+        return sum(self.points.values())
+
+
+def parse_points(ex: dict, ask: tuple[str, ...], src: str) -> dict[str, int | float]:
+    """`exercise.points`: a mapping of asked step names to points ≥ 0; the others get 1."""
+    given = ex.get("points") or {}
+    if not isinstance(given, dict):
+        raise SpecError(src, "exercise.points", "expected a mapping of asked step names to points, "
+                                                "e.g. {norm1.std: 2}")
+    for name, value in given.items():
+        if name not in ask:
+            raise SpecError(src, f"exercise.points.{name}", "not an asked step; expected one of " + ", ".join(ask))
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            raise SpecError(src, f"exercise.points.{name}", f"expected a number >= 0, got {value!r}")
+    return {name: given.get(name, 1) for name in ask}
 
 
 def preset_steps(preset: str, names: list[str]) -> list[str]:
@@ -119,7 +140,7 @@ def choose(trace, preset: str | None = None, loss: str | None = None,
     data_steps = tuple(n for n in all_names if n in reads and n not in ask)
     data_params = tuple(p for p in trace.params if p in reads or (p == "X" and "x" in reads))
     data_params = tuple(p for p in data_params if not (p == "X" and "x" in data_steps))
-    return Exercise(tuple(ask), data_steps, data_params)
+    return Exercise(tuple(ask), data_steps, data_params, points=parse_points(ex, tuple(ask), src))
 
 
 def choose_backprop(trace, ex: dict, loss: str | None, wrt: list[str] | None) -> Exercise:
@@ -174,7 +195,8 @@ def choose_backprop(trace, ex: dict, loss: str | None, wrt: list[str] | None) ->
     tmat = None
     if loss == "mse":
         tmat = Mat.from_sympy(target) if target is not None else grad.zeros(*trace["output"].value.shape)
-    return Exercise(tuple(ask), data_steps, data_params, backward=back, target=tmat)
+    return Exercise(tuple(ask), data_steps, data_params, backward=back, target=tmat,
+                    points=parse_points(ex, tuple(ask), src))
 
 
 def live_names(back) -> set[str]:

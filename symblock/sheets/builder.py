@@ -2,22 +2,61 @@
 task per asked step, with the working of each kind of step from its mixin (work_*.py)."""
 from __future__ import annotations
 
-from symblock.sheets.lang import TEXTS
-from symblock.sheets.numbers import Safe, grid, matrix_value, param_symbol, shape_tex, step_symbol
+from symblock.sheets.lang import MATH_TEXT, TEXTS
+from symblock.sheets.numbers import (Safe, dec_tex, exact_tex, grid, is_plain, matrix_value, outcome,
+                                     param_symbol, shape_tex, show, step_symbol)
 from symblock.sheets.work_attention import AttentionWork
 from symblock.sheets.work_ffn import FfnWork
 from symblock.sheets.work_linear import LinearWork
 from symblock.sheets.work_norm import NormWork
 
 
+DATA_WIDTH = 60     # characters of matrix entries printed side by side on one line
+DATA_PER_LINE = 3
+
+
 class Builder(LinearWork, AttentionWork, NormWork, FfnWork):
     def __init__(self, trace, exercise, lang: str, places: int):
         self.trace, self.ex, self.places = trace, exercise, places
         self.spec, self.o, self.dims = trace.spec, trace.spec.options, trace.spec.dims
-        self.T = TEXTS[lang]
+        self.T, self.lang = TEXTS[lang], lang
+
+    def math(self, tex: str) -> Safe:
+        """A formula of the engine or of grad.py with its `\\text{...}` words in the sheet's language."""
+        for en, local in MATH_TEXT.get(self.lang, {}).items():
+            tex = tex.replace(rf"\text{{{en}}}", rf"\text{{{local}}}")
+        return Safe(tex)
+
+    def points(self, name: str) -> Safe | None:
+        pts = self.ex.points.get(name) if self.spec.exercise.get("points") else None
+        if pts is None:
+            return None
+        return self.t("points" if pts == 1 else "points_n", f"{pts:g}")
 
     def t(self, key: str, *args, **kw) -> Safe:
         return Safe(self.T[key].format(*args, **kw))
+
+    def show(self, e, guard: int = 0, short: bool = True):
+        return show(e, self.places, guard, short)
+
+    def outcome(self, computed, true, exact_in: bool) -> str:
+        return outcome(computed, true, exact_in, self.places, self.T["from_exact"])
+
+    def tuple_outcome(self, computed: list, true: list, exact_in: bool) -> str:
+        """`= (…)` / `≈ (…)` for a row of results (None: an entry left out, printed as …)."""
+        def tup(cells):
+            return r"\left(" + ", ".join(r"\dots" if c is None else c for c in cells) + r"\right)"
+        kept = [(c, t) for c, t in zip(computed, true) if t is not None]
+        if exact_in:
+            plain = all(is_plain(t) for _, t in kept)
+            cells = [None if t is None else exact_tex(t) if is_plain(t) else dec_tex(t, self.places) for t in true]
+            return ("= " if plain else r"\approx ") + tup(cells)
+        cells = [None if c is None else dec_tex(c, self.places) for c in computed]
+        out = r"\approx " + tup(cells)
+        if any(dec_tex(c, self.places) != dec_tex(t, self.places) for c, t in kept):
+            out += " " + self.T["from_exact"].format(
+                tup([None if t is None else dec_tex(t, self.places) for t in true]))
+        return out
 
     def value(self, name: str):
         return self.trace[name].value if name in self.trace else self.trace.params[name]
@@ -62,9 +101,7 @@ class Builder(LinearWork, AttentionWork, NormWork, FfnWork):
         heads = self.t("heads_1") if d.heads == 1 else self.t("heads_n", d.heads)
         order = self.t("post") if o.norm_position == "post" else self.t("pre_final" if o.final_norm else "pre")
         norm = "LayerNorm" if o.norm == "layernorm" else "RMSNorm"
-        act = "$\\mathrm{" + ACTIVATIONS[o.activation][1] + "}$" + (" (gated)" if o.gated and self.T is TEXTS["en"] else "")
-        if o.gated and self.T is not TEXTS["en"]:
-            act += "（门控）"
+        act = "$\\mathrm{" + ACTIVATIONS[o.activation][1] + "}$" + (self.T["gated_tag"] if o.gated else "")
         return self.t("describe", n=d.seq_len, d=d.d_model, f=d.d_ff, heads=heads, order=order,
                       norm=norm, act=act, mask=self.t("mask_on" if o.causal else "mask_off"))
 
@@ -72,7 +109,8 @@ class Builder(LinearWork, AttentionWork, NormWork, FfnWork):
         """The given matrices: the input X first, then parameters, then given steps."""
         def item(name, symbol, mat, kind, given):
             return {"symbol": Safe(symbol), "name": name, "kind": kind, "given": given,
-                    "shape": Safe(shape_tex(*mat.shape)),
+                    "shape": Safe(shape_tex(*mat.shape)), "rows": mat.shape[0],
+                    "width": sum(max(len(dec_tex(e, self.places)) for e in col) + 2 for col in mat.T.rows),
                     "math": Safe(f"{symbol} {matrix_value(mat, self.places)}")}
         steps = [self.trace[n] for n in self.ex.data_steps]
         first = [item(s.name, step_symbol(s), s.value, "step", s.given) for s in steps if s.name == "x"]
@@ -80,11 +118,30 @@ class Builder(LinearWork, AttentionWork, NormWork, FfnWork):
         rest = [item(s.name, step_symbol(s), s.value, "step", s.given) for s in steps if s.name != "x"]
         return first + params + rest
 
+    def data_rows(self, items: list[dict]) -> list[dict]:
+        """The given data packed for print: a norm's γ and β on one line, small matrices side by
+        side (up to DATA_WIDTH characters of entries), each line with its items' labels."""
+        rows: list[list[dict]] = []
+        for item in items:
+            last = rows[-1] if rows else None
+            pair = last is not None and item["name"].endswith(".beta") and \
+                last[-1]["name"] == item["name"].replace(".beta", ".gamma")
+            fits = last is not None and len(last) < DATA_PER_LINE and \
+                sum(x["width"] + len(x["symbol"]) for x in last) + item["width"] + len(item["symbol"]) <= DATA_WIDTH
+            is_norm = item["name"].endswith((".gamma", ".beta"))
+            if pair or (fits and not is_norm and not any(x["name"].endswith((".gamma", ".beta")) for x in last)):
+                last.append(item)
+            else:
+                rows.append([item])
+        return [{"members": r, "rows": max(x["rows"] for x in r),
+                 "math": Safe(r" ,\qquad ".join(x["math"] for x in r))} for r in rows]
+
     def task(self, i: int, name: str) -> dict:
         step = self.trace[name]
         r, c = step.value.shape
         return {"n": i, "name": name, "heading": self.t("task", i), "what": self.what(step),
-                "formula": Safe(step.latex), "shape": Safe(shape_tex(r, c)),
+                "points": self.points(name), "rows": r,
+                "formula": self.math(step.latex), "shape": Safe(shape_tex(r, c)),
                 "grid": Safe(f"{step_symbol(step)} = {grid(r, c, self.places)}"),
                 "work": [{"text": Safe(t) if t else None, "math": Safe(m) if m else None}
                          for t, m in self.work(step)],

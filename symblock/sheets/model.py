@@ -16,21 +16,26 @@ from symblock.sheets.work_grad import GradBuilder
 
 
 def build(trace, exercise, *, lang: str = "en", places: int = 3, ident: str = "",
-          title: str | None = None) -> dict:
-    """The worksheet (and key) as plain data for the templates."""
+          title: str | None = None, space: float = 0) -> dict:
+    """The worksheet (and key) as plain data for the templates. `space`: centimetres of working
+    space under each task's grid on the sheet (0: none)."""
     backprop = getattr(exercise, "backward", None) is not None
     b = (GradBuilder if backprop else Builder)(trace, exercise, lang, places)
     spec = trace.spec
+    data = b.data()
     return {
         "lang": lang,
-        "title": title if title is not None else (spec.title or "Transformer block"),
+        "title": title if title is not None else (spec.titles.get(lang) or spec.title or TEXTS[lang]["default_title"]),
         "ident": ident,
         "describe": b.describe(),
         "loss": b.loss() if backprop else None,
         "conventions": b.conventions(),
-        "data": b.data(),
+        "data": data,
+        "data_rows": b.data_rows(data),
         "tasks": [b.task(i, n) for i, n in enumerate(exercise.ask, 1)],
         "approx_note": b.t("approx_note", places),
         "places": places,
+        "space": space,
+        "total": b.t("total", f"{exercise.total:g}") if spec.exercise.get("points") else None,
         "t": {k: Safe(v) for k, v in TEXTS[lang].items() if "{" not in v},
     }

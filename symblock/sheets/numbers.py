@@ -9,6 +9,7 @@ from symblock.engine import exact
 
 MAX_EXACT_PLACES = 6        # a terminating decimal up to this many places is shown exactly
 MAX_EXACT_TEX = 26          # longer closed forms are shown as decimals with ≈
+OPERAND_DIGITS = 4          # an irrational operand is shown exactly with at most this many digits (√5/2)
 SUBSTITUTE_ENTRIES = 24     # show whole operand matrices when each has at most this many entries
 ALL_TERMS = 8               # write every term of a row sum up to this many terms
 
@@ -65,13 +66,93 @@ def exact_tex(e) -> str | None:
     return tex if len(tex) <= MAX_EXACT_TEX else None
 
 
+SCI_HIGH, SCI_LOW = 10**6, Fraction(1, 10**4)   # outside [10⁻⁴, 10⁶): scientific notation
+
+
+def scientific(e, places: int) -> tuple[Decimal, int] | None:
+    """(mantissa rounded to `places` decimals, exponent) when |e| ≥ 10⁶ or 0 < |e| < 10⁻⁴."""
+    a = exact.real(e)
+    if a.sign() == 0:
+        return None
+    a = a if a.sign() > 0 else -a
+    if (a - exact.real(SCI_HIGH)).sign() < 0 and (a - exact.real(SCI_LOW)).sign() >= 0:
+        return None
+    k = Decimal(a.digits(12)).adjusted()
+    for k in (k - 1, k, k + 1):   # the 12 digits fix the exponent up to the rounding of 9.99…
+        m = (exact.real(e) * exact.real(Fraction(10) ** -k)).decimal(places)
+        if 1 <= abs(m) < 10:
+            return m, k
+    raise AssertionError(f"no exponent for {a.digits(12)}")
+
+
 def dec_tex(e, places: int) -> str:
+    """The rounded decimal; `1.235 \\times 10^{7}` when |e| ≥ 10⁶ or 0 < |e| < 10⁻⁴."""
     if e is exact.NEG_INF:
         return r"-\infty"
+    sci = scientific(e, places)
+    if sci is not None:
+        return rf"{sci[0]:.{places}f} \times 10^{{{sci[1]}}}"
     d = exact.real(e).decimal(places)
     if d == 0:
         d = abs(d)
     return f"{d:.{places}f}"
+
+
+def dec_value(e, places: int):
+    """Exactly the number `dec_tex(e, places)` prints."""
+    sci = scientific(e, places)
+    if sci is not None:
+        return exact.real(Fraction(sci[0]) * Fraction(10) ** sci[1])
+    return exact.real(Fraction(exact.real(e).decimal(places)))
+
+
+class Shown:
+    """A number as a line of working prints it: `tex`, and `value`, exactly the printed number
+    (the true value when `exact`, else the rounded decimal). Lines compute from `value`."""
+    __slots__ = ("tex", "value", "exact")
+
+    def __init__(self, tex: str, value, is_exact: bool):
+        self.tex, self.value, self.exact = tex, value, is_exact
+
+    @property
+    def base(self) -> str:
+        """Parenthesised unless a plain non-negative number (for a power: (−0.5)², (⅓)²)."""
+        plain = not self.tex.startswith("-") and "\\" not in self.tex
+        return self.tex if plain else f"({self.tex})"
+
+    @property
+    def op(self) -> str:
+        """Parenthesised when negative or in scientific notation (so that 1·(−1) reads right)."""
+        return f"({self.tex})" if self.tex.startswith("-") or r"\times" in self.tex else self.tex
+
+
+def show(e, places: int, guard: int = 0, short: bool = True) -> Shown:
+    """The exact form when it is short (−1/3, 5/3, √5/2), else the decimal to `places` (+ `guard`
+    digits for display-only intermediates such as e^x; `short=False`: exact only when plain)."""
+    if e is exact.NEG_INF:
+        return Shown(r"-\infty", e, True)
+    tex = exact_tex(e) if short or is_plain(e) else None
+    if tex is not None and not e.is_rational and sum(c.isdigit() for c in tex) > OPERAND_DIGITS:
+        tex = None  # 17√251/1255 is exact but no help to a person: its decimal is
+    if tex is not None:
+        return Shown(tex, e, True)
+    return Shown(dec_tex(e, places + guard), dec_value(e, places + guard), False)
+
+
+def outcome(computed, true, exact_in: bool, places: int, note: str) -> str:
+    """The relation and result of a line whose operands are printed: exact operands give the
+    exact result; rounded ones give what they give, and when that rounds differently from the
+    exact value, both (`note` is the translated "(from exact values …)", with {0} for it)."""
+    if exact_in:
+        return result(true, places)
+    if computed is exact.NEG_INF:
+        return r"= -\infty"
+    q = fraction(computed)
+    same = q is not None and exact.real(q).decimal(places) == q
+    got = ("= " if same else r"\approx ") + dec_tex(computed, places)
+    if true is not exact.NEG_INF and dec_tex(computed, places) != dec_tex(true, places):
+        got += " " + note.format(dec_tex(true, places))
+    return got
 
 
 def num(e, places: int) -> tuple[str, bool]:
@@ -101,9 +182,15 @@ def result(e, places: int, approx_in: bool = False) -> str:
     return rf"\approx {dec_tex(e, places)}"
 
 
+MATRIX_COLS = 10   # amsmath's default MaxMatrixCols: wider matrices are arrays (no counter to set)
+
+
 def bmatrix(cells: list[list[str]]) -> str:
     body = r" \\ ".join(" & ".join(row) for row in cells)
-    return r"\begin{bmatrix} " + body + r" \end{bmatrix}"
+    cols = max((len(r) for r in cells), default=1)
+    if cols <= MATRIX_COLS:
+        return r"\begin{bmatrix} " + body + r" \end{bmatrix}"
+    return r"\left[\begin{array}{" + "c" * cols + "} " + body + r" \end{array}\right]"
 
 
 def matrix_value(mat, places: int) -> str:

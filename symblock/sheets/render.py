@@ -27,8 +27,10 @@ LATEX_DELIMITERS = dict(block_start_string="((*", block_end_string="*))",
 
 _TEX_SPECIAL = {
     "\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#",
-    "^": r"\textasciicircum{}", "_": r"\_", "%": r"\%", "~": r"\textasciitilde{}",
-    "<": r"\ensuremath{<}", ">": r"\ensuremath{>}", "|": r"\ensuremath{|}", '"': "''",
+    "^": r"\textasciicircum{}", "%": r"\%", "~": r"\textasciitilde{}",
+    "<": r"\ensuremath{<}", ">": r"\ensuremath{>}", "|": r"\ensuremath{|}",
+    # the typewriter glyphs, so that text copied from the PDF keeps `_` and straight quotes
+    "_": r"{\ttfamily\char95}", '"': r"{\ttfamily\char34}",
     "[": "{[}", "]": "{]}",
 }
 # characters pdflatex (utf8 inputenc, OT1) prints; others become "?" in pdflatex documents
@@ -168,7 +170,8 @@ def environment(fmt: str, template_dir: str | None = None, unicode_ok: bool = Fa
                       keep_trailing_newline=True, autoescape=False, **options)
     env.globals["range"] = _budget_range(env)
     if fmt == "latex":
-        env.filters["code"] = lambda s: Safe(r"\texttt{" + latex_escape(s, unicode_ok) + "}")
+        env.filters["code"] = lambda s: Safe(r"\texttt{" + latex_escape(s, unicode_ok)
+                                             .replace(r"{\ttfamily\char", r"{\char") + "}")
     else:
         env.filters["code"] = lambda s: Safe("`" + str(s).replace("`", "'") + "`")
     return env

@@ -1,37 +1,37 @@
 """Working of the FFN's activation (gated or not), entry by entry. A mixin of builder.Builder."""
 from __future__ import annotations
 
-from symblock.sheets.numbers import dec_tex, exact_tex, is_plain, num, operand, rel, step_symbol
+from symblock.sheets.numbers import step_symbol
+
+ROW_ENTRIES = 4   # entries of the first row written out (else the first two and …)
 
 
 class FfnWork:
-
     def work_act(self, step) -> list:
+        from symblock.engine.block import ACTIVATIONS
         act = self.o.activation
         base = {"swiglu": "silu", "geglu": "gelu"}.get(act, act)
-        z = self.value("ffn.hidden")
+        fn, name = ACTIVATIONS[act]
         out = [(self.t(f"act_{base}") + (" " + self.t("gated") if self.o.gated else ""), None)]
-        from symblock.engine.block import ACTIVATIONS
-        fn = ACTIVATIONS[act][1]
-        row = z.rows[0]
-        ops = [num(e, self.places) for e in row]
-        approx = any(a for _, a in ops)
-        if self.o.gated:
-            g = self.value("ffn.gate").rows[0]
-            gops = [operand(e, self.places) for e in g]
-            approx = approx or any(a for _, a in gops)
-            terms = [rf"\mathrm{{{fn}}}({t}) \cdot {tg}" for (t, _), (tg, _) in zip(ops, gops)]
-        else:
-            terms = [rf"\mathrm{{{fn}}}({t})" for t, _ in ops]
-        if len(terms) > 4:
-            terms = terms[:2] + [r"\dots"]
-        vals = [exact_tex(e) if is_plain(e) else dec_tex(e, self.places) for e in step.value.rows[0]]
-        if len(vals) > 4:
-            vals = vals[:2] + [r"\dots"]
-        approx = approx or not all(is_plain(e) for e in step.value.rows[0])
-        lhs = step_symbol(step)
-        out.append((None, rf"({lhs})_{{1\cdot}} = \left(" + ", ".join(terms) + r"\right) " + rel(approx)
-                    + r" \left(" + ", ".join(vals) + r"\right)"))
+        z = self.value("ffn.hidden").rows[0]
+        g = self.value("ffn.gate").rows[0] if self.o.gated else None
+        cols = list(range(len(z))) if len(z) <= ROW_ENTRIES else [0, 1, None]
+        terms, got, true, exact_in = [], [], [], True
+        for j in cols:
+            if j is None:
+                terms.append(r"\dots")
+                got.append(None)
+                true.append(None)
+                continue
+            a = self.show(z[j])
+            tex, val, ex = rf"\mathrm{{{name}}}({a.tex})", fn(a.value), a.exact
+            if g is not None:
+                b = self.show(g[j])
+                tex, val, ex = rf"{tex} \cdot {b.op}", val * b.value, ex and b.exact
+            terms.append(tex)
+            got.append(val)
+            true.append(step.value.rows[0][j])
+            exact_in = exact_in and ex
+        out.append((None, rf"({step_symbol(step)})_{{1\cdot}} = \left(" + ", ".join(terms) + r"\right) "
+                    + self.tuple_outcome(got, true, exact_in)))
         return out
-
-

@@ -1,9 +1,13 @@
 """Backprop tasks (preset backprop): the builder for gradient steps."""
 from __future__ import annotations
 
+from fractions import Fraction
+
+from symblock.engine import exact
 from symblock.sheets.builder import Builder
-from symblock.sheets.numbers import (Safe, grid, is_plain, matrix_value, num, operand, param_symbol, rel,
-                                      result, shape_tex)
+from symblock.sheets.numbers import Safe, grid, matrix_value, param_symbol, rel, shape_tex
+
+ROW_ENTRIES = 6   # entries of a row written out (else the first three and …)
 
 
 class GradBuilder(Builder):
@@ -49,11 +53,12 @@ class GradBuilder(Builder):
             formula = r" \quad\text{and}\quad ".join(RULES[step_kind(s.name, self.spec)][1] for s in cons)
             work = [(self.t("g.sum", self.symbol(g.of)), None)] if len(cons) > 1 else []
             for s in cons:
-                work.append((self.t("g.through", s.latex), None))
+                work.append((self.t("g.through", self.math(s.latex)), None))
                 if len(cons) == 1:
                     work += self.work_back(s, g)
         return {"n": i, "name": name, "heading": self.t("task", i), "what": what,
-                "formula": Safe(formula), "shape": Safe(shape_tex(r, c)),
+                "points": self.points(name), "rows": r,
+                "formula": self.math(formula), "shape": Safe(shape_tex(r, c)),
                 "grid": Safe(f"{sym} = {grid(r, c, self.places)}"),
                 "work": [{"text": Safe(t) if t else None, "math": Safe(m) if m else None} for t, m in work],
                 "answer": Safe(f"{sym} {matrix_value(g.value, self.places)}")}
@@ -62,11 +67,11 @@ class GradBuilder(Builder):
         n, d = g.value.shape
         if self.back.loss == "sum":
             return [(None, r"\partial L / \partial Y_{ij} = 1")]
-        y, t = self.value("output").rows[0][0], self.ex.target.rows[0][0]
-        (ty, ay), (tt, at) = num(y, self.places), operand(t, self.places)
+        y, t = self.show(self.value("output").rows[0][0]), self.show(self.ex.target.rows[0][0])
+        computed = (y.value - t.value) * exact.real(Fraction(2, n * d))
         return [(None, rf"\partial L / \partial Y_{{ij}} = \tfrac{{2}}{{{n * d}}} (Y_{{ij}} - T_{{ij}})"),
-                (None, rf"(\partial L / \partial Y)_{{11}} = \tfrac{{2}}{{{n * d}}} ({ty} - {tt}) "
-                 + result(g.value.rows[0][0], self.places, ay or at))]
+                (None, rf"(\partial L / \partial Y)_{{11}} = \tfrac{{2}}{{{n * d}}} ({y.tex} - {t.op}) "
+                 + self.outcome(computed, g.value.rows[0][0], y.exact and t.exact))]
 
     def work_back(self, step, g) -> list:
         """The numbers of the one step `g` flows back from, for the rules written out entry by
@@ -94,17 +99,50 @@ class GradBuilder(Builder):
             pos = self.positions(*g.value.shape, inner)
             out.append((self.t("first_entries" if len(pos) > 1 else "first_entry"), None))
             return out + self.dot_entries(step, a_rows, b_cols, pos, lhs=lhs, value=g.value)
-        if kind in ("activation", "gated") and g.of == step.inputs[0]:
-            from symblock.calculus.grad import act_derivative
-            z = self.value(g.of).rows[0]
-            der = [act_derivative(self.o.activation)(e) for e in z]
-            zs, ds = [num(e, self.places)[0] for e in z], [num(e, self.places)[0] for e in der]
-            approx = any(not is_plain(e) for e in der)
-            if len(zs) > 4:
-                zs, ds = zs[:2] + [r"\dots"], ds[:2] + [r"\dots"]
-            return [(self.t("g.act"), None),
-                    (None, r"\mathrm{act}'\left(" + ", ".join(zs) + r"\right) " + rel(approx)
-                     + r" \left(" + ", ".join(ds) + r"\right)")]
+        if kind in ("activation", "gated"):
+            return self.work_act_back(step, g)
         return []
 
-
+    def work_act_back(self, step, g) -> list:
+        """U = act(Z) (⊙ G): dZ = dU ⊙ act'(Z) (⊙ G), dG = dU ⊙ act(Z); every row, each local
+        derivative from the printed z with one guard digit, each product from printed numbers."""
+        from symblock.calculus.grad import act_derivative
+        from symblock.engine.block import ACTIVATIONS
+        act, gated = self.o.activation, self.o.gated
+        base = {"swiglu": "silu", "geglu": "gelu"}.get(act, act)
+        fn, name = ACTIVATIONS[act]
+        wrt_z = g.of == step.inputs[0]
+        local, local_tex = (act_derivative(act), rf"\mathrm{{{name}}}'") if wrt_z else (fn, rf"\mathrm{{{name}}}")
+        Z, up = self.value(step.inputs[0]), self.grads["grad." + step.name].value
+        G = self.value(step.inputs[1]) if gated and wrt_z else None
+        n, d = g.value.shape
+        cols = list(range(d)) if d <= ROW_ENTRIES else [0, 1, 2, None]
+        lines = []
+        for i in range(n):
+            zs = [None if j is None else self.show(Z.rows[i][j]) for j in cols]
+            ders = [None if z is None else self.show(local(z.value), guard=1, short=False) for z in zs]
+            lines.append(rf"{local_tex}(Z_{{{i + 1}\cdot}}) &= \left("
+                         + ", ".join(r"\dots" if z is None else rf"{local_tex}({z.tex})" for z in zs) + r"\right) "
+                         + rel(not all(x is None or x.exact for x in ders)) + r" \left("
+                         + ", ".join(r"\dots" if x is None else x.tex for x in ders) + r"\right)")
+            parts, got, true, exact_in = [], [], [], True
+            for j, z, der in zip(cols, zs, ders):
+                if j is None:
+                    parts.append(r"\dots")
+                    got.append(None)
+                    true.append(None)
+                    continue
+                u = self.show(up.rows[i][j])
+                tex, val, ex = rf"{u.op} \cdot {der.op}", u.value * local(z.value), u.exact and z.exact
+                if G is not None:
+                    gg = self.show(G.rows[i][j])
+                    tex, val, ex = rf"{tex} \cdot {gg.op}", val * gg.value, ex and gg.exact
+                parts.append(tex)
+                got.append(val)
+                true.append(g.value.rows[i][j])
+                exact_in = exact_in and ex
+            lines.append(rf"({g.latex})_{{{i + 1}\cdot}} &= \left(" + ", ".join(parts) + r"\right) "
+                         + self.tuple_outcome(got, true, exact_in))
+        key = f"g.act_{base}" if wrt_z else "g.act_value"
+        return [(self.t(key), None), (self.t("g.rows"), None),
+                (None, r"\begin{aligned} " + r" \\ ".join(lines) + r" \end{aligned}")]

@@ -1,9 +1,15 @@
 """Working of the products and sums of the block: linear layers, scores, head outputs, residuals.
-A mixin of builder.Builder (it reads self.trace, self.places, self.t, self.value, self.symbol)."""
+A mixin of builder.Builder (it reads self.trace, self.places, self.t, self.value, self.symbol).
+
+Every product is worked from the operands as printed (numbers.show): exact when short, else the
+rounded decimal; the result is what those printed numbers give (builder.outcome)."""
 from __future__ import annotations
 
-from symblock.sheets.numbers import (ALL_TERMS, SUBSTITUTE_ENTRIES, num, operand, operand_matrix,
-                                     param_symbol, result, step_symbol)
+from symblock.engine import exact
+from symblock.sheets.numbers import SUBSTITUTE_ENTRIES, bmatrix, param_symbol, step_symbol
+
+TERMS_PER_LINE = 6   # a long sum of products continues on the next line
+MAX_TERMS = 24       # longer sums are written with Σ (no operands printed)
 
 
 class LinearWork:
@@ -11,33 +17,36 @@ class LinearWork:
         """`lhs = A B = [a] [b]`: the operands' numbers, when they are small enough to print."""
         if any(m.shape[0] * m.shape[1] > SUBSTITUTE_ENTRIES for _, m in parts):
             return None
-        mats = [operand_matrix(m, self.places)[0] for _, m in parts]
+        mats = [bmatrix([[self.show(e).tex for e in r] for r in m.rows]) for _, m in parts]
         syms = op.join(s for s, _ in parts)
         return None, f"{lhs} = {syms} = " + op.join(mats)
 
+    def dot_line(self, lhs: str, xs, ys, bias, true) -> str:
+        """`(lhs) &= x₁·y₁ + … [+ b] ≈ r`, continued over lines when long."""
+        if len(xs) > MAX_TERMS:
+            return rf"{lhs} &= \textstyle\sum_{{k=1}}^{{{len(xs)}}} \cdots " + self.outcome(true, true, True)
+        sx, sy = [self.show(x) for x in xs], [self.show(y) for y in ys]
+        terms = [rf"{a.op} \cdot {b.op}" for a, b in zip(sx, sy)]
+        computed = exact.dot([a.value for a in sx], [b.value for b in sy])
+        shown = sx + sy
+        if bias is not None:
+            sb = self.show(bias)
+            terms.append(sb.op)
+            computed = computed + sb.value
+            shown.append(sb)
+        chunks = [" + ".join(terms[k:k + TERMS_PER_LINE]) for k in range(0, len(terms), TERMS_PER_LINE)]
+        body = r" \\ &\quad + ".join(chunks)
+        return rf"{lhs} &= {body} " + self.outcome(computed, true, all(s.exact for s in shown))
+
     def dot_entries(self, step, a_rows, b_cols, positions, bias=None, lhs=None,
-                     value=None) -> list[tuple[str | None, str]]:
-        """Entries (i, j) of A·B written out as sums of products, with their exact results
+                    value=None) -> list[tuple[str | None, str]]:
+        """Entries (i, j) of A·B written out as sums of products, with their results
         (of `value`, default the step's; `lhs` names it, default the step's symbol)."""
         lhs = step_symbol(step) if lhs is None else lhs
         value_of = step.value if value is None else value
-        lines = []
-        for i, j in positions:
-            terms, approx = [], False
-            for x, y in zip(a_rows[i], b_cols[j]):
-                (tx, ax), (ty, ay) = operand(x, self.places), operand(y, self.places)
-                approx |= ax or ay
-                terms.append(rf"{tx} \cdot {ty}")
-            if len(terms) > ALL_TERMS:
-                terms = terms[:3] + [r"\cdots"] + terms[-1:]
-            if bias is not None:
-                tb, ab = operand(bias[j], self.places)
-                approx |= ab
-                terms.append(tb)
-            value = value_of.rows[i][j]
-            lines.append(rf"({lhs})_{{{i + 1}{j + 1}}} = " + " + ".join(terms) + " " + result(value, self.places, approx))
-        return [(None, r"\begin{aligned} " + r" \\ ".join(l.replace(" = ", " &= ", 1) for l in lines)
-                 + r" \end{aligned}")] if lines else []
+        lines = [self.dot_line(rf"({lhs})_{{{i + 1}{j + 1}}}", a_rows[i], b_cols[j],
+                               None if bias is None else bias[j], value_of.rows[i][j]) for i, j in positions]
+        return [(None, r"\begin{aligned} " + r" \\ ".join(lines) + r" \end{aligned}")] if lines else []
 
     def positions(self, rows: int, cols: int, inner: int, row: int = 0) -> list[tuple[int, int]]:
         k = min(cols, 3) if inner <= 4 else 1
@@ -53,7 +62,7 @@ class LinearWork:
         sub = self.substitute(lhs, parts)
         if sub:
             if bias is not None:
-                sub = (None, sub[1] + " + " + operand_matrix(self.trace.params[b], self.places)[0])
+                sub = (None, sub[1] + " + " + bmatrix([[self.show(e).tex for e in bias]]))
             out.append(sub)
         pos = self.positions(*step.value.shape, x.shape[1])
         out.append((self.t("first_entries" if len(pos) > 1 else "first_entry"), None))
@@ -71,6 +80,7 @@ class LinearWork:
         out.append((self.t("first_entries" if len(pos) > 1 else "first_entry"), None))
         out += self.dot_entries(step, q.rows, k.rows, pos)
         return out
+
     def work_out(self, step, h: int) -> list:
         lo, hi = h * self.dims.d_head, (h + 1) * self.dims.d_head
         p, v = self.value(f"attn.h{h}.weights"), self.value("attn.v").cols(lo, hi)
@@ -91,7 +101,7 @@ class LinearWork:
         sub = self.substitute(lhs, [(self.symbol(a), A), (self.symbol(b), B)], op=" + ")
         if sub:
             return [sub]
-        (ta, xa), (tb, xb) = num(A.rows[0][0], self.places), operand(B.rows[0][0], self.places)
+        sa, sb = self.show(A.rows[0][0]), self.show(B.rows[0][0])
         return [(self.t("elementwise"), None),
-                (None, rf"({lhs})_{{11}} = {ta} + {tb} " + result(step.value.rows[0][0], self.places, xa or xb))]
-
+                (None, rf"({lhs})_{{11}} = {sa.tex} + {sb.op} "
+                 + self.outcome(sa.value + sb.value, step.value.rows[0][0], sa.exact and sb.exact))]

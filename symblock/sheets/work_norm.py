@@ -1,57 +1,81 @@
 """Working of the norms, row by row as in the seed article: mean, variance, root, normalised rows.
-A mixin of builder.Builder."""
+A mixin of builder.Builder.
+
+Each row is worked from its printed operands (the row's entries, μ, σ as the earlier tasks give
+them); deviations x − μ carry one guard digit when they are not short and exact."""
 from __future__ import annotations
 
-from symblock.sheets.numbers import ALL_TERMS, dec_tex, exact_tex, is_plain, num, operand, rel, result
+from symblock.engine import exact
+
+ALL_TERMS = 8    # a row sum is written out up to this many terms (else with Σ)
+MAX_ROWS = 6     # rows written out
+ROW_ENTRIES = 8  # entries of a normalised row written out (else the first ones and …)
 
 
 class NormWork:
-    # -- norms, row by row as in the seed article
     def rows_block(self, lines: list[str]) -> list:
         return [(self.t("per_row"), None), (None, r"\begin{aligned} " + r" \\ ".join(lines) + r" \end{aligned}")]
 
-    def terms(self, items: list[str]) -> str:
-        if len(items) > ALL_TERMS:
-            items = items[:2] + [r"\cdots"] + items[-1:]
-        return " + ".join(items)
+    def stat_rows(self, step, sym: str, terms_of, value_of, src: str | None = None) -> list:
+        """`sym_i = (t₁ + … + t_d)/d ≈ r` per row; `terms_of(i)` gives the printed terms and
+        operands, `value_of(i)` what they give; wide rows are written with Σ."""
+        d, lines = self.dims.d_model, []
+        for i in range(min(self.dims.seq_len, MAX_ROWS)):
+            true = step.value.rows[i][0]
+            if d > ALL_TERMS:
+                lines.append(rf"{sym}_{{{i + 1}}} &= \tfrac{{1}}{{{d}}} \textstyle\sum_j \cdots "
+                             + self.outcome(true, true, True))
+                continue
+            texts, shown = terms_of(i)
+            line = rf"{sym}_{{{i + 1}}} &= \frac{{{texts[0]}}}{{{d}}}"
+            for rel, t in texts[1:]:   # a second form (the deviations) on its own row when wide
+                line += (r" \\ &" if d > 2 else " ") + rf"{rel} \frac{{{t}}}{{{d}}}"
+            lines.append(line + " " + self.outcome(value_of(i, shown), true, all(s.exact for s in shown)))
+        return self.rows_block(lines)
 
     def work_mean(self, step) -> list:
-        x, d = self.value(step.inputs[0]), self.dims.d_model
-        lines = []
-        for i, row in enumerate(x.rows):
-            ops = [num(row[0], self.places)] + [operand(e, self.places) for e in row[1:]]
-            approx = any(a for _, a in ops)
-            lines.append(rf"\mu_{{{i + 1}}} &= \frac{{{self.terms([t for t, _ in ops])}}}{{{d}}} "
-                         + result(step.value.rows[i][0], self.places, approx))
-        return self.rows_block(lines)
+        x = self.value(step.inputs[0])
+
+        def terms(i):
+            shown = [self.show(e) for e in x.rows[i]]
+            return [" + ".join([shown[0].tex] + [s.op for s in shown[1:]])], shown
+        return self.stat_rows(step, r"\mu", terms,
+                              lambda i, shown: exact.total([s.value for s in shown]) / len(shown))
 
     def work_var(self, step) -> list:
         src, mean = step.inputs
-        x, mu, d = self.value(src), self.value(mean), self.dims.d_model
-        lines = []
-        for i, row in enumerate(x.rows):
-            m = mu.rows[i][0]
-            tm, am = operand(m, self.places)
-            ops = [num(e, self.places) for e in row]
-            approx = am or any(a for _, a in ops)
-            first = self.terms([rf"({t} - {tm})^2" for t, _ in ops])
-            devs = [operand(e - m, self.places) for e in row]
-            line = rf"\sigma^2_{{{i + 1}}} &= \frac{{{first}}}{{{d}}}"
-            if d <= 4:
-                line += rf" {rel(approx)} \frac{{{self.terms([f'{t}^2' for t, _ in devs])}}}{{{d}}}"
-                approx = approx or any(a for _, a in devs)
-            lines.append(line + " " + result(step.value.rows[i][0], self.places, approx))
-        return self.rows_block(lines)
+        x, mu = self.value(src), self.value(mean)
+
+        def terms(i):
+            m = self.show(mu.rows[i][0])
+            xs = [self.show(e) for e in x.rows[i]]
+            first = " + ".join(rf"({s.tex} - {m.op})^2" for s in xs)
+            devs = [self.show(s.value - m.value, guard=1) for s in xs]
+            rel = "=" if all(t.exact for t in devs) else r"\approx"
+            texts = [first] + ([(rel, " + ".join(f"{t.base}^2" for t in devs))] if len(xs) <= 4 else [])
+            return texts, [m] + xs
+        return self.stat_rows(step, r"\sigma^2", terms, lambda i, shown: exact.total(
+            [(s.value - shown[0].value) * (s.value - shown[0].value) for s in shown[1:]]) / (len(shown) - 1))
+
+    def work_ms(self, step) -> list:
+        x = self.value(step.inputs[0])
+
+        def terms(i):
+            shown = [self.show(e) for e in x.rows[i]]
+            return [" + ".join(f"{s.base}^2" for s in shown)], shown
+        return self.stat_rows(step, "m", terms,
+                              lambda i, shown: exact.total([s.value * s.value for s in shown]) / len(shown))
 
     def root_rows(self, step, sym: str, inner_sym: str) -> list:
         v = self.value(step.inputs[0])
         import sympy
+        eps_val = exact.from_sympy(sympy.sympify(self.o.eps))
         eps_tex = "" if self.o.eps == 0 else " + " + sympy.latex(sympy.sympify(self.o.eps))
         lines = []
-        for i, (e,) in enumerate(v.rows):
-            t, a = num(e, self.places)
-            lines.append(rf"{sym}_{{{i + 1}}} &= \sqrt{{{inner_sym}_{{{i + 1}}}{eps_tex}}} = \sqrt{{{t}{eps_tex}}} "
-                         + result(step.value.rows[i][0], self.places, a))
+        for i in range(min(self.dims.seq_len, MAX_ROWS)):
+            a = self.show(v.rows[i][0])
+            lines.append(rf"{sym}_{{{i + 1}}} &= \sqrt{{{inner_sym}_{{{i + 1}}}{eps_tex}}} = \sqrt{{{a.tex}{eps_tex}}} "
+                         + self.outcome(exact.sqrt(a.value + eps_val), step.value.rows[i][0], a.exact))
         return self.rows_block(lines)
 
     def work_std(self, step) -> list:
@@ -60,56 +84,57 @@ class NormWork:
     def work_rms(self, step) -> list:
         return self.root_rows(step, "r", "m")
 
-    def work_ms(self, step) -> list:
-        x, d = self.value(step.inputs[0]), self.dims.d_model
-        lines = []
-        for i, row in enumerate(x.rows):
-            ops = [operand(e, self.places) for e in row]
-            approx = any(a for _, a in ops)
-            lines.append(rf"m_{{{i + 1}}} &= \frac{{{self.terms([f'{t}^2' for t, _ in ops])}}}{{{d}}} "
-                         + result(step.value.rows[i][0], self.places, approx))
-        return self.rows_block(lines)
+    def affine_parts(self, gamma, beta):
+        """The printed γ and β of a norm, or None when γ = 1 and β = 0 (they change nothing)."""
+        g = [self.show(e) for e in gamma.rows[0]]
+        b = [self.show(e) for e in beta.rows[0]] if beta is not None else None
+        trivial = all(s.exact and s.tex == "1" for s in g) and (b is None or all(s.exact and s.tex == "0" for s in b))
+        return None if trivial else (g, b)
 
-    def affine(self, gamma, beta) -> str:
-        """` \\odot γ + β` unless γ = 1 and β = 0 (then the scale and shift change nothing)."""
-        trivial = all(is_plain(g) and exact_tex(g) == "1" for g in gamma.rows[0]) and \
-            (beta is None or all(is_plain(b) and exact_tex(b) == "0" for b in beta.rows[0]))
-        if trivial:
-            return ""
-        return r" \odot \gamma" + (r" + \beta" if beta is not None else "")
-
-    def norm_rows(self, step, fracs) -> list:
+    def norm_rows(self, step, entry, gamma, beta) -> list:
+        """`i: (entry₁, …) ≈ (…)`; `entry(i, j)` gives (tex, value, operands exact)."""
         d = self.dims.d_model
-        rows = range(self.dims.seq_len) if d <= 4 else range(1)
+        rows = range(min(self.dims.seq_len, MAX_ROWS)) if d <= 4 else range(1)
+        affine = self.affine_parts(gamma, beta)
+        cols = list(range(d)) if d <= ROW_ENTRIES else list(range(3)) + [None]
         lines = []
         for i in rows:
-            parts, approx = fracs(i)
-            if len(parts) > ALL_TERMS:
-                parts = parts[:2] + [r"\cdots"] + parts[-1:]
-            vals = [exact_tex(e) if is_plain(e) else dec_tex(e, self.places) for e in step.value.rows[i]]
-            approx = approx or not all(is_plain(e) for e in step.value.rows[i])
-            lines.append(rf"i = {i + 1}:\ & \left(" + ", ".join(parts) + r"\right)" + self.affine_tex
-                         + f" {rel(approx)} " + r"\left(" + ", ".join(vals) + r"\right)")
+            parts, got, true, exact_in = [], [], [], True
+            for j in cols:
+                if j is None:
+                    parts.append(r"\dots")
+                    got.append(None)
+                    true.append(None)
+                    continue
+                tex, val, ex = entry(i, j)
+                if affine is not None:
+                    g, b = affine
+                    tex = rf"{tex} \cdot {g[j].op}" + (f" + {b[j].op}" if b is not None else "")
+                    val = val * g[j].value + (b[j].value if b is not None else exact.ZERO)
+                    ex = ex and g[j].exact and (b is None or b[j].exact)
+                parts.append(tex)
+                got.append(val)
+                true.append(step.value.rows[i][j])
+                exact_in = exact_in and ex
+            lines.append(rf"i = {i + 1}:\ & \left(" + ", ".join(parts) + r"\right) "
+                         + self.tuple_outcome(got, true, exact_in))
         return self.rows_block(lines)
 
     def work_layernorm(self, step) -> list:
         src, mean, std, g, b = step.inputs
         x, mu, sd = self.value(src), self.value(mean), self.value(std)
-        self.affine_tex = self.affine(self.trace.params[g], self.trace.params.get(b))
 
-        def fracs(i):
-            (tm, am), (ts, as_) = operand(mu.rows[i][0], self.places), num(sd.rows[i][0], self.places)
-            ops = [num(e, self.places) for e in x.rows[i]]
-            return [rf"\frac{{{t} - {tm}}}{{{ts}}}" for t, _ in ops], am or as_ or any(a for _, a in ops)
-        return self.norm_rows(step, fracs)
+        def entry(i, j):
+            m, s, v = self.show(mu.rows[i][0]), self.show(sd.rows[i][0]), self.show(x.rows[i][j])
+            return (rf"\frac{{{v.tex} - {m.op}}}{{{s.tex}}}", (v.value - m.value) / s.value,
+                    m.exact and s.exact and v.exact)
+        return self.norm_rows(step, entry, self.trace.params[g], self.trace.params.get(b))
 
     def work_rmsnorm(self, step) -> list:
         src, rms, g = step.inputs
         x, r = self.value(src), self.value(rms)
-        self.affine_tex = self.affine(self.trace.params[g], None)
 
-        def fracs(i):
-            tr, ar = num(r.rows[i][0], self.places)
-            ops = [num(e, self.places) for e in x.rows[i]]
-            return [rf"\frac{{{t}}}{{{tr}}}" for t, _ in ops], ar or any(a for _, a in ops)
-        return self.norm_rows(step, fracs)
+        def entry(i, j):
+            s, v = self.show(r.rows[i][0]), self.show(x.rows[i][j])
+            return rf"\frac{{{v.tex}}}{{{s.tex}}}", v.value / s.value, s.exact and v.exact
+        return self.norm_rows(step, entry, self.trace.params[g], None)
