@@ -39,6 +39,15 @@ class Builder(LinearWork, AttentionWork, NormWork, FfnWork):
     def show(self, e, guard: int = 0, short: bool = True):
         return show(e, self.places, guard, short)
 
+    def shows(self, values: list) -> list:
+        """The operands of one line: all exact when each has a short exact form, else every
+        non-plain one as its decimal, so that the line computes what the rounded chain of earlier
+        answers gives (the checker's carry-forward) and never a mix of the two."""
+        out = [None if v is None else self.show(v) for v in values]
+        if all(s is None or s.exact for s in out):
+            return out
+        return [None if v is None else self.show(v, short=False) for v in values]
+
     def outcome(self, computed, true, exact_in: bool) -> str:
         return outcome(computed, true, exact_in, self.places, self.T["from_exact"])
 
@@ -107,16 +116,18 @@ class Builder(LinearWork, AttentionWork, NormWork, FfnWork):
 
     def data(self) -> list[dict]:
         """The given matrices: the input X first, then parameters, then given steps."""
-        def item(name, symbol, mat, kind, given):
-            return {"symbol": Safe(symbol), "name": name, "kind": kind, "given": given,
-                    "shape": Safe(shape_tex(*mat.shape)), "rows": mat.shape[0],
-                    "width": sum(max(len(dec_tex(e, self.places)) for e in col) + 2 for col in mat.T.rows),
-                    "math": Safe(f"{symbol} {matrix_value(mat, self.places)}")}
+        item = self.data_item
         steps = [self.trace[n] for n in self.ex.data_steps]
         first = [item(s.name, step_symbol(s), s.value, "step", s.given) for s in steps if s.name == "x"]
         params = [item(p, param_symbol(p), self.trace.params[p], "param", False) for p in self.ex.data_params]
         rest = [item(s.name, step_symbol(s), s.value, "step", s.given) for s in steps if s.name != "x"]
         return first + params + rest
+
+    def data_item(self, name, symbol, mat, kind, given) -> dict:
+        return {"symbol": Safe(symbol), "name": name, "kind": kind, "given": given,
+                "shape": Safe(shape_tex(*mat.shape)), "rows": mat.shape[0],
+                "width": sum(max(len(self.show(e).tex) for e in col) + 2 for col in mat.T.rows),
+                "math": Safe(f"{symbol} {matrix_value(mat, self.places)}")}
 
     def data_rows(self, items: list[dict]) -> list[dict]:
         """The given data packed for print: a norm's γ and β on one line, small matrices side by

@@ -29,7 +29,7 @@ class AttentionWork:
 
     def softmax_row(self, i: int, row, true_row) -> list[str]:
         """Four aligned lines: the row maximum, the exponentials, their sum, the weights."""
-        shown = [self.show(e) for e in row]
+        shown = self.shows(list(row))
         finite = [s.value for s in shown if s.value is not exact.NEG_INF]
         top = max(finite, key=lambda v: float(v))
         for v in finite:   # the float picked a candidate; make sure it is the maximum
@@ -44,9 +44,9 @@ class AttentionWork:
         ex_tex = ["0" if e is None else e.tex for e in exps]
         rel = "=" if all(e is None or e.exact for e in exps) else r"\approx"
         sum_rel = "=" if tot.exact else r"\approx"
-        exact_in = all(s.exact for s in shown)
-        denom = exact.total([exact.exp(s.value - top) for s in shown if s.value is not exact.NEG_INF])
-        weights = [exact.ZERO if s.value is exact.NEG_INF else exact.exp(s.value - top) / denom for s in shown]
+        exact_in = all(s.exact for s in shown) and all(d is None or d.exact for d in diffs)
+        denom = exact.total([exact.exp(d.value) for d in diffs if d is not None])
+        weights = [exact.ZERO if d is None else exact.exp(d.value) / denom for d in diffs]
         n = i + 1
         return [rf"i = {n}:\ & \max_j = {m.tex}",
                 r"& \left(" + ", ".join(f"e^{{{a}}}" for a in args) + rf"\right) {rel} \left(" + ", ".join(ex_tex)

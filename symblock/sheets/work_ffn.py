@@ -16,6 +16,10 @@ class FfnWork:
         z = self.value("ffn.hidden").rows[0]
         g = self.value("ffn.gate").rows[0] if self.o.gated else None
         cols = list(range(len(z))) if len(z) <= ROW_ENTRIES else [0, 1, None]
+        shown = self.shows([z[j] for j in cols if j is not None] + ([g[j] for j in cols if j is not None] if g else []))
+        k = len([j for j in cols if j is not None])
+        sz = dict(zip([j for j in cols if j is not None], shown[:k]))
+        sg = dict(zip([j for j in cols if j is not None], shown[k:]))
         terms, got, true, exact_in = [], [], [], True
         for j in cols:
             if j is None:
@@ -23,10 +27,10 @@ class FfnWork:
                 got.append(None)
                 true.append(None)
                 continue
-            a = self.show(z[j])
+            a = sz[j]
             tex, val, ex = rf"\mathrm{{{name}}}({a.tex})", fn(a.value), a.exact
             if g is not None:
-                b = self.show(g[j])
+                b = sg[j]
                 tex, val, ex = rf"{tex} \cdot {b.op}", val * b.value, ex and b.exact
             terms.append(tex)
             got.append(val)

@@ -32,8 +32,7 @@ class GradBuilder(Builder):
         out = super().data()
         if self.ex.target is not None:
             t = self.ex.target
-            out.append({"symbol": Safe("T"), "name": "target", "kind": "target", "given": False,
-                        "shape": Safe(shape_tex(*t.shape)), "math": Safe(f"T {matrix_value(t, self.places)}")})
+            out.append(self.data_item("target", "T", t, "target", False))
         return out
 
     def gsym(self, name: str) -> str:
@@ -67,7 +66,7 @@ class GradBuilder(Builder):
         n, d = g.value.shape
         if self.back.loss == "sum":
             return [(None, r"\partial L / \partial Y_{ij} = 1")]
-        y, t = self.show(self.value("output").rows[0][0]), self.show(self.ex.target.rows[0][0])
+        y, t = self.shows([self.value("output").rows[0][0], self.ex.target.rows[0][0]])
         computed = (y.value - t.value) * exact.real(Fraction(2, n * d))
         return [(None, rf"\partial L / \partial Y_{{ij}} = \tfrac{{2}}{{{n * d}}} (Y_{{ij}} - T_{{ij}})"),
                 (None, rf"(\partial L / \partial Y)_{{11}} = \tfrac{{2}}{{{n * d}}} ({y.tex} - {t.op}) "
@@ -119,23 +118,25 @@ class GradBuilder(Builder):
         cols = list(range(d)) if d <= ROW_ENTRIES else [0, 1, 2, None]
         lines = []
         for i in range(n):
-            zs = [None if j is None else self.show(Z.rows[i][j]) for j in cols]
+            k = len(cols)
+            row = self.shows([None if j is None else Z.rows[i][j] for j in cols]
+                             + [None if j is None else up.rows[i][j] for j in cols]
+                             + [None if j is None or G is None else G.rows[i][j] for j in cols])
+            zs, us, gs = row[:k], row[k:2 * k], row[2 * k:]
             ders = [None if z is None else self.show(local(z.value), guard=1, short=False) for z in zs]
             lines.append(rf"{local_tex}(Z_{{{i + 1}\cdot}}) &= \left("
                          + ", ".join(r"\dots" if z is None else rf"{local_tex}({z.tex})" for z in zs) + r"\right) "
                          + rel(not all(x is None or x.exact for x in ders)) + r" \left("
                          + ", ".join(r"\dots" if x is None else x.tex for x in ders) + r"\right)")
             parts, got, true, exact_in = [], [], [], True
-            for j, z, der in zip(cols, zs, ders):
+            for j, z, der, u, gg in zip(cols, zs, ders, us, gs):
                 if j is None:
                     parts.append(r"\dots")
                     got.append(None)
                     true.append(None)
                     continue
-                u = self.show(up.rows[i][j])
                 tex, val, ex = rf"{u.op} \cdot {der.op}", u.value * local(z.value), u.exact and z.exact
                 if G is not None:
-                    gg = self.show(G.rows[i][j])
                     tex, val, ex = rf"{tex} \cdot {gg.op}", val * gg.value, ex and gg.exact
                 parts.append(tex)
                 got.append(val)

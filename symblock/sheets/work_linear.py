@@ -25,12 +25,12 @@ class LinearWork:
         """`(lhs) &= x₁·y₁ + … [+ b] ≈ r`, continued over lines when long."""
         if len(xs) > MAX_TERMS:
             return rf"{lhs} &= \textstyle\sum_{{k=1}}^{{{len(xs)}}} \cdots " + self.outcome(true, true, True)
-        sx, sy = [self.show(x) for x in xs], [self.show(y) for y in ys]
+        shown = self.shows(list(xs) + list(ys) + [bias])
+        sx, sy, sb = shown[:len(xs)], shown[len(xs):-1], shown[-1]
         terms = [rf"{a.op} \cdot {b.op}" for a, b in zip(sx, sy)]
         computed = exact.dot([a.value for a in sx], [b.value for b in sy])
         shown = sx + sy
         if bias is not None:
-            sb = self.show(bias)
             terms.append(sb.op)
             computed = computed + sb.value
             shown.append(sb)
@@ -101,7 +101,7 @@ class LinearWork:
         sub = self.substitute(lhs, [(self.symbol(a), A), (self.symbol(b), B)], op=" + ")
         if sub:
             return [sub]
-        sa, sb = self.show(A.rows[0][0]), self.show(B.rows[0][0])
+        sa, sb = self.shows([A.rows[0][0], B.rows[0][0]])
         return [(self.t("elementwise"), None),
                 (None, rf"({lhs})_{{11}} = {sa.tex} + {sb.op} "
                  + self.outcome(sa.value + sb.value, step.value.rows[0][0], sa.exact and sb.exact))]

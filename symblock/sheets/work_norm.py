@@ -37,7 +37,7 @@ class NormWork:
         x = self.value(step.inputs[0])
 
         def terms(i):
-            shown = [self.show(e) for e in x.rows[i]]
+            shown = self.shows(list(x.rows[i]))
             return [" + ".join([shown[0].tex] + [s.op for s in shown[1:]])], shown
         return self.stat_rows(step, r"\mu", terms,
                               lambda i, shown: exact.total([s.value for s in shown]) / len(shown))
@@ -47,8 +47,7 @@ class NormWork:
         x, mu = self.value(src), self.value(mean)
 
         def terms(i):
-            m = self.show(mu.rows[i][0])
-            xs = [self.show(e) for e in x.rows[i]]
+            m, *xs = self.shows([mu.rows[i][0]] + list(x.rows[i]))
             first = " + ".join(rf"({s.tex} - {m.op})^2" for s in xs)
             devs = [self.show(s.value - m.value, guard=1) for s in xs]
             rel = "=" if all(t.exact for t in devs) else r"\approx"
@@ -61,7 +60,7 @@ class NormWork:
         x = self.value(step.inputs[0])
 
         def terms(i):
-            shown = [self.show(e) for e in x.rows[i]]
+            shown = self.shows(list(x.rows[i]))
             return [" + ".join(f"{s.base}^2" for s in shown)], shown
         return self.stat_rows(step, "m", terms,
                               lambda i, shown: exact.total([s.value * s.value for s in shown]) / len(shown))
@@ -125,7 +124,8 @@ class NormWork:
         x, mu, sd = self.value(src), self.value(mean), self.value(std)
 
         def entry(i, j):
-            m, s, v = self.show(mu.rows[i][0]), self.show(sd.rows[i][0]), self.show(x.rows[i][j])
+            m, s, *vs = self.shows([mu.rows[i][0], sd.rows[i][0]] + list(x.rows[i]))
+            v = vs[j]
             return (rf"\frac{{{v.tex} - {m.op}}}{{{s.tex}}}", (v.value - m.value) / s.value,
                     m.exact and s.exact and v.exact)
         return self.norm_rows(step, entry, self.trace.params[g], self.trace.params.get(b))
@@ -135,6 +135,7 @@ class NormWork:
         x, r = self.value(src), self.value(rms)
 
         def entry(i, j):
-            s, v = self.show(r.rows[i][0]), self.show(x.rows[i][j])
+            s, *vs = self.shows([r.rows[i][0]] + list(x.rows[i]))
+            v = vs[j]
             return rf"\frac{{{v.tex}}}{{{s.tex}}}", v.value / s.value, s.exact and v.exact
         return self.norm_rows(step, entry, self.trace.params[g], None)
