@@ -48,10 +48,14 @@ class Builder(LinearWork, AttentionWork, NormWork, FfnWork):
             return out
         return [None if v is None else self.show(v, short=False) for v in values]
 
-    def outcome(self, computed, true, exact_in: bool) -> str:
-        return outcome(computed, true, exact_in, self.places, self.T["from_exact"])
+    def note(self, aligned: bool) -> str:
+        """The "(from exact values …)" note; in an aligned block on a row of its own."""
+        return (r"\\ &\quad " if aligned else "") + self.T["from_exact"]
 
-    def tuple_outcome(self, computed: list, true: list, exact_in: bool) -> str:
+    def outcome(self, computed, true, exact_in: bool, aligned: bool = False) -> str:
+        return outcome(computed, true, exact_in, self.places, self.note(aligned))
+
+    def tuple_outcome(self, computed: list, true: list, exact_in: bool, aligned: bool = False) -> str:
         """`= (…)` / `≈ (…)` for a row of results (None: an entry left out, printed as …)."""
         def tup(cells):
             return r"\left(" + ", ".join(r"\dots" if c is None else c for c in cells) + r"\right)"
@@ -63,7 +67,7 @@ class Builder(LinearWork, AttentionWork, NormWork, FfnWork):
         cells = [None if c is None else dec_tex(c, self.places) for c in computed]
         out = r"\approx " + tup(cells)
         if any(dec_tex(c, self.places) != dec_tex(t, self.places) for c, t in kept):
-            out += " " + self.T["from_exact"].format(
+            out += " " + self.note(aligned).format(
                 tup([None if t is None else dec_tex(t, self.places) for t in true]))
         return out
 

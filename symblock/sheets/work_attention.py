@@ -53,7 +53,7 @@ class AttentionWork:
                 + r"\right)",
                 r"& \textstyle\sum = " + " + ".join("0" if e is None else e.op for e in exps) + f" {sum_rel} {tot.tex}",
                 rf"& P_{{{n}\cdot}} = \left(" + ", ".join(r"\frac{" + t + "}{" + tot.tex + "}" for t in ex_tex)
-                + r"\right) " + self.tuple_outcome(weights, list(true_row), exact_in)]
+                + r"\right) " + self.tuple_outcome(weights, list(true_row), exact_in, aligned=True)]
 
     def work_weights(self, step, h: int) -> list:
         s = self.value(step.inputs[0])

@@ -142,8 +142,8 @@ class GradBuilder(Builder):
                 got.append(val)
                 true.append(g.value.rows[i][j])
                 exact_in = exact_in and ex
-            lines.append(rf"({g.latex})_{{{i + 1}\cdot}} &= \left(" + ", ".join(parts) + r"\right) "
-                         + self.tuple_outcome(got, true, exact_in))
+            lines.append(rf"({g.latex})_{{{i + 1}\cdot}} &= \left(" + ", ".join(parts) + r"\right) \\ &"
+                         + self.tuple_outcome(got, true, exact_in, aligned=True))
         key = f"g.act_{base}" if wrt_z else "g.act_value"
         return [(self.t(key), None), (self.t("g.rows"), None),
                 (None, r"\begin{aligned} " + r" \\ ".join(lines) + r" \end{aligned}")]

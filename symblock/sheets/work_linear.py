@@ -36,7 +36,7 @@ class LinearWork:
             shown.append(sb)
         chunks = [" + ".join(terms[k:k + TERMS_PER_LINE]) for k in range(0, len(terms), TERMS_PER_LINE)]
         body = r" \\ &\quad + ".join(chunks)
-        return rf"{lhs} &= {body} " + self.outcome(computed, true, all(s.exact for s in shown))
+        return rf"{lhs} &= {body} " + self.outcome(computed, true, all(s.exact for s in shown), aligned=True)
 
     def dot_entries(self, step, a_rows, b_cols, positions, bias=None, lhs=None,
                     value=None) -> list[tuple[str | None, str]]:

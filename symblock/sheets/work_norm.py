@@ -30,7 +30,7 @@ class NormWork:
             line = rf"{sym}_{{{i + 1}}} &= \frac{{{texts[0]}}}{{{d}}}"
             for rel, t in texts[1:]:   # a second form (the deviations) on its own row when wide
                 line += (r" \\ &" if d > 2 else " ") + rf"{rel} \frac{{{t}}}{{{d}}}"
-            lines.append(line + " " + self.outcome(value_of(i, shown), true, all(s.exact for s in shown)))
+            lines.append(line + " " + self.outcome(value_of(i, shown), true, all(s.exact for s in shown), aligned=True))
         return self.rows_block(lines)
 
     def work_mean(self, step) -> list:
@@ -74,7 +74,7 @@ class NormWork:
         for i in range(min(self.dims.seq_len, MAX_ROWS)):
             a = self.show(v.rows[i][0])
             lines.append(rf"{sym}_{{{i + 1}}} &= \sqrt{{{inner_sym}_{{{i + 1}}}{eps_tex}}} = \sqrt{{{a.tex}{eps_tex}}} "
-                         + self.outcome(exact.sqrt(a.value + eps_val), step.value.rows[i][0], a.exact))
+                         + self.outcome(exact.sqrt(a.value + eps_val), step.value.rows[i][0], a.exact, aligned=True))
         return self.rows_block(lines)
 
     def work_std(self, step) -> list:
@@ -116,7 +116,7 @@ class NormWork:
                 true.append(step.value.rows[i][j])
                 exact_in = exact_in and ex
             lines.append(rf"i = {i + 1}:\ & \left(" + ", ".join(parts) + r"\right) "
-                         + self.tuple_outcome(got, true, exact_in))
+                         + self.tuple_outcome(got, true, exact_in, aligned=True))
         return self.rows_block(lines)
 
     def work_layernorm(self, step) -> list:

@@ -107,8 +107,8 @@ def test_every_heading_and_given_label_asks_for_room(tmp_path):
 def test_chinese_sheets_have_no_english_prose():
     from symblock.sheets.gallery import GALLERY
     sources = [(s, o) for _, s, o, _ in GALLERY if o.get("lang") == "zh"]
-    sources += [(s, {"lang": "zh", "preset": p}) for s in spec.example_names() for p in (None, "backprop")
-                if not (p == "backprop" and s != "rmsnorm-swiglu")]
+    sources += [(s, {"lang": "zh", "preset": p, "title": "练习"}) for s in spec.example_names()
+                for p in (None, "backprop") if not (p == "backprop" and s != "rmsnorm-swiglu")]
     for src, opts in sources:
         trace = block.forward(spec.load(src))
         docs = documents(trace, "x", formats=["markdown"], lang="zh", title=opts.get("title"),
@@ -122,12 +122,17 @@ def test_chinese_sheets_have_no_english_prose():
 def test_title_per_language_and_bad_titles(tmp_path, capsys):
     from symblock import cli
     text = spec.example_text("seed-post-ln")
-    assert "zh:" in text
-    zh = documents(block.forward(spec.load("seed-post-ln")), "x", formats=["markdown"], lang="zh")
+    line = next(l for l in text.splitlines() if l.startswith("title:"))
+    path = tmp_path / "t.yaml"
+    path.write_text(text.replace(line, 'title: {en: "Worked by hand", zh: "手算 Post-LN block"}'))
+    trace = block.forward(spec.load(str(path)))
+    assert trace.spec.title == "Worked by hand"
+    zh = documents(trace, "x", formats=["markdown"], lang="zh")
     assert zh["sheet.md"].startswith("# 手算 Post-LN block\n")
-    bad = tmp_path / "t.yaml"
-    bad.write_text(text.replace(text.splitlines()[3], "title: {en: [1]}"))
-    assert cli.main(["worksheet", str(bad), "--out", str(tmp_path / "o")]) == 2
+    en = documents(trace, "x", formats=["markdown"])
+    assert en["sheet.md"].startswith("# Worked by hand\n")
+    path.write_text(text.replace(line, "title: {en: [1]}"))
+    assert cli.main(["worksheet", str(path), "--out", str(tmp_path / "o")]) == 2
     assert "title.en" in capsys.readouterr().err
 
 
