@@ -31,6 +31,8 @@ def add_arguments(p) -> None:
                    help="decimal places of rounded values (default 3)")
     p.add_argument("--lang", choices=LANGS, default="en", help="language of the prose (default en)")
     p.add_argument("--title", help="title printed on sheet and key (default: the spec's title)")
+    p.add_argument("--space", type=float, default=0, metavar="CM",
+                   help="working space under each task's grid on the sheet, in cm (default none)")
     p.add_argument("--variants", type=nonneg, metavar="N", help="write N variants drawn from --seed")
     p.add_argument("--seed", type=nonneg, metavar="S", help="first seed of --variants (default 1)")
     p.add_argument("--id", metavar="ID", help="regenerate the variant with this worksheet ID")
@@ -97,6 +99,8 @@ def parse_formats(text: str) -> list[str]:
 def run(args) -> int:
     from symblock.errors import UsageError
     formats = parse_formats(args.format)
+    if not args.space >= 0:
+        raise UsageError(f"--space: expected centimetres >= 0, got {args.space:g}")
     if args.pdf and "latex" not in formats:
         raise UsageError("--pdf needs the latex format (--format latex,...)")
     if args.template_dir and not Path(args.template_dir).is_dir():
@@ -107,7 +111,7 @@ def run(args) -> int:
     for ident, trace in sets:
         docs = documents(trace, ident, formats=formats, preset=args.preset, lang=args.lang,
                          places=args.decimals, title=args.title, template_dir=args.template_dir,
-                         loss=args.loss, wrt=_wrt(args.wrt))
+                         loss=args.loss, wrt=_wrt(args.wrt), space=args.space)
         for name, text in docs.items():
             files[f"{ident}/{name}" if many else name] = text
     written = write_files(Path(args.out), files, force=args.force,

@@ -49,7 +49,7 @@ EN = {
     "approx_note": "$\\approx$ marks a value rounded to {0} decimal places; $=$ is exact.",
     # conventions box
     "conv_rows": "Tokens are rows: $X$ is $n \\times d$ ($n = {0}$, $d = {1}$); a linear layer is $y = xW + b$ with $W$ of shape (in, out).",
-    "conv_attn": "Attention per head $h$: $S_h = Q_h K_h^{{\\top}}${0}, softmax along each row, $O_h = P_h V_h$; head $h$ uses columns ${1}$ of $Q$, $K$, $V$.",
+    "conv_attn": "Attention per head $h$: $S_h = Q_h K_h^{{\\top}}${0}, softmax along each row (subtracting the row's maximum first changes nothing and keeps every $e^x \\le 1$), $O_h = P_h V_h$; head $h$ uses columns ${1}$ of $Q$, $K$, $V$.",
     "conv_scale": " scaled by $1/\\sqrt{{d_k}}$, $d_k = {0}$",
     "conv_noscale": " (not scaled)",
     "conv_mask": "Causal mask: entries with $j > i$ are set to $-\\infty$ before the softmax, so their weight is $0$.",
@@ -158,7 +158,7 @@ ZH = {
     "gated": "再与门控 $G$ 逐元素相乘。",
     "approx_note": "$\\approx$ 表示四舍五入到 {0} 位小数的值；$=$ 表示精确值。",
     "conv_rows": "每个 token 是一行：$X$ 的形状是 $n \\times d$（$n = {0}$，$d = {1}$）；线性层是 $y = xW + b$，$W$ 的形状为（输入，输出）。",
-    "conv_attn": "每个头 $h$：$S_h = Q_h K_h^{{\\top}}${0}，按行做 softmax，$O_h = P_h V_h$；头 $h$ 使用 $Q$、$K$、$V$ 的第 ${1}$ 列。",
+    "conv_attn": "每个头 $h$：$S_h = Q_h K_h^{{\\top}}${0}，按行做 softmax（先减去该行最大值，结果不变，且每个 $e^x \\le 1$），$O_h = P_h V_h$；头 $h$ 使用 $Q$、$K$、$V$ 的第 ${1}$ 列。",
     "conv_scale": "，再乘以 $1/\\sqrt{{d_k}}$，$d_k = {0}$",
     "conv_noscale": "（不缩放）",
     "conv_mask": "因果掩码：softmax 之前把 $j > i$ 的元素设为 $-\\infty$，它们的权重为 $0$。",

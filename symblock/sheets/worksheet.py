@@ -25,12 +25,12 @@ ENGINES = {"en": "pdflatex", "zh": "xelatex"}
 
 
 def documents(trace, ident: str, *, formats, preset=None, lang="en", places=3, title=None,
-              template_dir=None, loss=None, wrt=None) -> dict[str, str]:
+              template_dir=None, loss=None, wrt=None, space=0) -> dict[str, str]:
     """{file name: text} for one variant: sheet and key in each format."""
     from symblock.exercises import presets
     from symblock.sheets import render, model as sheet
     ex = presets.choose(trace, preset, loss=loss, wrt=wrt)
-    model = sheet.build(trace, ex, lang=lang, places=places, ident=ident, title=title)
+    model = sheet.build(trace, ex, lang=lang, places=places, ident=ident, title=title, space=space)
     out = {}
     for fmt in formats:
         for doc in DOCS:

@@ -156,7 +156,13 @@ def test_points_per_task_and_total(tmp_path, capsys):
     assert "exercise.points.norm9" in capsys.readouterr().err
 
 
-def test_working_space_under_each_grid():
+def test_working_space_under_each_grid(tmp_path, capsys):
+    from symblock import cli
+    assert cli.main(["worksheet", "--space", "2.5", "--format", "latex", "--out", str(tmp_path / "w")]) == 0
+    assert "\\vspace{2.5cm}" in (tmp_path / "w" / "sheet.tex").read_text()
+    assert "\\vspace" not in (tmp_path / "w" / "key.tex").read_text()
+    assert cli.main(["worksheet", "--space", "-1", "--out", str(tmp_path / "x")]) == 2
+    assert "--space" in capsys.readouterr().err
     from symblock.exercises.presets import choose
     from symblock.sheets import model, render
     trace = block.forward(spec.load("seed-post-ln"))
@@ -181,6 +187,17 @@ def test_huge_and_tiny_values_in_scientific_notation(tmp_path):
     tex = tmp_path / "key.tex"
     tex.write_text(docs["key.tex"])
     compile_tex(tex, "pdflatex")
+
+
+def test_values_past_decimals_28_digits_print():
+    """e^67 ≈ 1.25·10²⁹ has more digits than Decimal's default context (issue 13's crash)."""
+    from symblock.engine import exact
+    from symblock.sheets.numbers import dec_tex
+    big = exact.exp(exact.real(67))
+    assert dec_tex(big, 3) == r"1.252 \times 10^{29}"
+    assert str(big.decimal(2)).startswith("125236317084221")
+    assert dec_tex(exact.real(10**6), 3) == r"1.000 \times 10^{6}" and dec_tex(exact.real(999999), 3) == "999999.000"
+    assert dec_tex(exact.exp(exact.real(-10)), 3) == r"4.540 \times 10^{-5}"
 
 
 @pytest.mark.slow

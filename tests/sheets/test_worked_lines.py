@@ -109,6 +109,9 @@ ENTRY_LINE = re.compile(r"\((?P<sym>[^()]+)\)_\{(?P<i>\d)(?P<j>\d)\} &= [^\\]*?.
                         r"(?P<r>-?\d+\.\d+)(?: \\quad \(\\text\{[^}]*\} \\approx (?P<t>-?\d+\.\d+)\))?$")
 
 
+ROW_LINE = re.compile(r"i = (?P<i>\d+):\\ & \\left\(.*\\right\) (?:=|\\approx) \\left\((?P<r>[-\d., ]+|.*?)\\right\)$")
+
+
 def key_entry_results(key: str) -> dict[str, dict[tuple[int, int], str]]:
     """{step: {(i, j): the result its worked line prints}} of the sum-of-products lines."""
     out: dict[str, dict] = {}
@@ -119,10 +122,16 @@ def key_entry_results(key: str) -> dict[str, dict[tuple[int, int], str]]:
                 m = ENTRY_LINE.match(row.strip())
                 if m:
                     out.setdefault(name, {})[(int(m["i"]) - 1, int(m["j"]) - 1)] = m["r"]
+                m = ROW_LINE.match(row.strip())
+                if m and re.fullmatch(r"norm\d|norm_final", name):   # a normalised row, entry by entry
+                    for j, v in enumerate(m["r"].split(", ")):
+                        if v != r"\dots":
+                            out.setdefault(name, {})[(int(m["i"]) - 1, j)] = v
     return out
 
 
-def test_what_a_key_line_leads_to_the_checker_accepts_from_the_rounded_chain(tmp_path):
+@pytest.mark.parametrize("difficulty", ["easy", "hard"])
+def test_what_a_key_line_leads_to_the_checker_accepts_from_the_rounded_chain(tmp_path, difficulty):
     """A person who copies the key's printed (rounded) numbers forward and writes what a worked
     line gives is never marked wrong, also where the line says "(from exact values …)"."""
     from symblock.grading import answers as answers_mod, marking
@@ -130,12 +139,14 @@ def test_what_a_key_line_leads_to_the_checker_accepts_from_the_rounded_chain(tmp
     from symblock.exercises.presets import choose
     from symblock.engine import exact
     seen_notes = 0
-    for ident, trace, key in draw_keys(tmp_path, "hard", 4):
+    rows_seen = 0
+    for ident, trace, key in draw_keys(tmp_path, difficulty, 6):
         results = key_entry_results(key)
         seen_notes += key.count("from exact values")
         asked = choose(trace).ask
         rounded = {n: [["-inf" if e is exact.NEG_INF else str(exact.real(e).decimal(3)) for e in row] for row in trace[n].value.rows] for n in asked}
         shapes = step_shapes(trace.spec.dims, trace.spec.options)
+        rows_seen += sum(n.startswith("norm") for n in results)
         for name, entries in results.items():
             steps = {n: rounded[n] for n in asked[:asked.index(name)]}
             mine = [row[:] for row in rounded[name]]
@@ -146,4 +157,4 @@ def test_what_a_key_line_leads_to_the_checker_accepts_from_the_rounded_chain(tmp
             result = marking.check(trace.spec, trace, ans)
             status = {s.name: s.status for s in result.steps}
             assert status[name] != "wrong", (ident, name, entries)
-    assert seen_notes > 0
+    assert seen_notes > 0 and rows_seen > 0
