@@ -115,6 +115,11 @@ def test_chinese_sheets_have_no_english_prose():
                          preset=opts.get("preset"))
         for name, text in docs.items():
             assert not prose_words(text), (src, name, sorted(set(prose_words(text))))
+    from worksheet_tools import REPO
+    committed = sorted((REPO / "worksheets").glob("*-zh/*.md"))
+    assert committed
+    for path in committed:                       # the gallery as committed, too
+        assert not prose_words(path.read_text()), (path, sorted(set(prose_words(path.read_text()))))
     en = documents(block.forward(spec.load("seed-post-ln")), "x", formats=["markdown"])["key.md"]
     assert {"Row", "the"} <= set(prose_words(en))   # the reader does see English
 
