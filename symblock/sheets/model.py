@@ -2,9 +2,10 @@
 
 `build(trace, exercise, ...)` says, for each asked step, what is computed (prose), the formula,
 the numbers going in, the work (entries written out: sums of products, per-row statistics,
-exponentials) and the result. Results always come from the Trace; the only numbers computed here
-are display-only intermediates of the work shown (a deviation x − μ, an exponential e^s and their
-sum). Math is LaTeX that both TeX (amsmath) and KaTeX accept; prose comes from `lang.py`; both
+exponentials) and the result. Answers always come from the Trace. A line of working computes
+from the operands it prints (numbers.show: exact when short, else the rounded decimal), so that
+it is true of its own numbers and gives what the checker accepts from a rounded chain; where
+that rounds differently from the exact value it says so. Math is LaTeX that both TeX (amsmath) and KaTeX accept; prose comes from `lang.py`; both
 are marked `Safe`. Everything else (titles, file names) is user text that the writers escape.
 """
 from __future__ import annotations

@@ -11,7 +11,6 @@ MAX_EXACT_PLACES = 6        # a terminating decimal up to this many places is sh
 MAX_EXACT_TEX = 26          # longer closed forms are shown as decimals with ≈
 OPERAND_DIGITS = 4          # an irrational operand is shown exactly with at most this many digits (√5/2)
 SUBSTITUTE_ENTRIES = 24     # show whole operand matrices when each has at most this many entries
-ALL_TERMS = 8               # write every term of a row sum up to this many terms
 
 
 class Safe(str):
@@ -155,17 +154,8 @@ def outcome(computed, true, exact_in: bool, places: int, note: str) -> str:
     return got
 
 
-def num(e, places: int) -> tuple[str, bool]:
-    """A number as it goes into written-out work: (tex, approximate?)."""
-    if is_plain(e):
-        return exact_tex(e), False
-    return dec_tex(e, places), True
 
 
-def operand(e, places: int) -> tuple[str, bool]:
-    """`num`, parenthesised when negative (so that 1·(−1) reads right)."""
-    tex, approx = num(e, places)
-    return (f"({tex})" if tex.startswith("-") else tex), approx
 
 
 def rel(approx: bool) -> str:
@@ -206,9 +196,6 @@ def matrix_value(mat, places: int) -> str:
     return r"\approx " + dec
 
 
-def operand_matrix(mat, places: int) -> tuple[str, bool]:
-    cells = [[num(e, places) for e in r] for r in mat.rows]
-    return bmatrix([[c for c, _ in r] for r in cells]), any(a for r in cells for _, a in r)
 
 
 def grid(rows: int, cols: int, places: int) -> str:

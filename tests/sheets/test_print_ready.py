@@ -66,7 +66,7 @@ def variant_docs(tmp_path, difficulty: str, n: int, **kw) -> list[dict]:
 @pytest.mark.slow
 @pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
 def test_sets_compile_without_overfull_boxes_and_keep_headings_with_their_grids(tmp_path, difficulty):
-    docs = variant_docs(tmp_path, difficulty, 30)
+    docs = variant_docs(tmp_path, difficulty, 10)
     for doc, body in (("sheet", 2), ("key", 3)):
         tex = tmp_path / f"{difficulty}-{doc}.tex"
         tex.write_text(combined([d[f"{doc}.tex"] for d in docs]))

@@ -65,8 +65,14 @@ def test_every_worked_line_of_the_gallery_follows_from_its_numbers():
         assert n >= 10, f"{name}: only {n} worked lines read back"
         total += n
         errors += errs
+    committed = sorted((Path(__file__).parents[2] / "worksheets").glob("*/key.md"))
+    assert len(committed) == len(GALLERY)
+    for path in committed:                        # and the gallery as committed
+        n, errs = check_key(path.read_text(), str(path))
+        total += n
+        errors += errs
     assert not errors, "\n".join(errors[:10])
-    assert total > 150
+    assert total > 300
 
 
 def draw_keys(tmp_path, difficulty: str, n: int, **kw):
