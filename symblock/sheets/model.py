@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from symblock.sheets.builder import Builder
 from symblock.sheets.lang import TEXTS
-from symblock.sheets.numbers import Safe  # noqa: F401  (re-exported: the writers' trusted text)
+from symblock.sheets.numbers import Safe, cells  # noqa: F401  (re-exported for the writers)
 from symblock.sheets.work_grad import GradBuilder
 
 
@@ -24,6 +24,9 @@ def build(trace, exercise, *, lang: str = "en", places: int = 3, ident: str = ""
     b = (GradBuilder if backprop else Builder)(trace, exercise, lang, places)
     spec = trace.spec
     data = b.data()
+    tasks = [b.task(i, n) for i, n in enumerate(exercise.ask, 1)]
+    for task in tasks:
+        task["cells"] = cells(b.grads[task["name"]].value if backprop else trace[task["name"]].value, places)
     return {
         "lang": lang,
         "title": title if title is not None else (spec.titles.get(lang) or spec.title or TEXTS[lang]["default_title"]),
@@ -33,7 +36,7 @@ def build(trace, exercise, *, lang: str = "en", places: int = 3, ident: str = ""
         "conventions": b.conventions(),
         "data": data,
         "data_rows": b.data_rows(data),
-        "tasks": [b.task(i, n) for i, n in enumerate(exercise.ask, 1)],
+        "tasks": tasks,
         "approx_note": b.t("approx_note", places),
         "places": places,
         "space": space,

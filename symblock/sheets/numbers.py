@@ -91,6 +91,13 @@ def dec_tex(e, places: int) -> str:
     sci = scientific(e, places)
     if sci is not None:
         return rf"{sci[0]:.{places}f} \times 10^{{{sci[1]}}}"
+    return fixed(e, places)
+
+
+def fixed(e, places: int) -> str:
+    """The rounded decimal, always positional (for the writers that grade: a number to parse)."""
+    if e is exact.NEG_INF:
+        return r"-\infty"
     d = exact.real(e).decimal(places)
     if d == 0:
         d = abs(d)
@@ -207,6 +214,14 @@ def grid(rows: int, cols: int, places: int) -> str:
 
 
 # ---------------------------------------------------------------- symbols
+
+def cells(mat, places: int) -> list[list[dict]]:
+    """Each entry of an answer for the writers that grade (HTML, Moodle, QTI, notebook): its short
+    exact form (LaTeX, or None), its decimal rounded to `places`, and a 12-place decimal for a
+    tolerance centred on the exact value (None for a masked −∞)."""
+    return [[{"exact": exact_tex(e), "decimal": fixed(e, places), "plain": is_plain(e),
+              "precise": None if e is exact.NEG_INF else fixed(e, 12)} for e in row] for row in mat.rows]
+
 
 def param_symbol(name: str) -> str:
     if name == "X":
