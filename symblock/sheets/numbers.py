@@ -128,8 +128,21 @@ class Shown:
 
     @property
     def op(self) -> str:
-        """Parenthesised when negative or in scientific notation (so that 1·(−1) reads right)."""
-        return f"({self.tex})" if self.tex.startswith("-") or r"\times" in self.tex else self.tex
+        """Parenthesised when negative, a sum (1 + √6) or in scientific notation, so that a
+        product such as 1·(−1) or (1 + √6)·2 reads right."""
+        wrap = self.tex.startswith("-") or r"\times" in self.tex or compound(self.tex)
+        return f"({self.tex})" if wrap else self.tex
+
+
+def compound(tex: str) -> bool:
+    """A sum or difference at the top level of a LaTeX form (`1 - \\frac{\\sqrt{2}}{2}`)."""
+    depth = 0
+    for i, ch in enumerate(tex):
+        depth += ch == "{"
+        depth -= ch == "}"
+        if depth == 0 and ch in "+-" and i > 0 and tex[i - 1] == " ":
+            return True
+    return False
 
 
 def show(e, places: int, guard: int = 0, short: bool = True) -> Shown:
