@@ -108,6 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "order: name, formula, exact value and a decimal.")
     add_spec_argument(f)
     f.add_argument("--json", action="store_true", help="print the machine format of DESIGN.md")
+    f.add_argument("--format", choices=("text", "latex"), default="text",
+                   help="latex: a snippet for notes (each step's formula and value; amsmath only)")
     f.add_argument("--step", metavar="NAME", help="print only this step (e.g. norm1.std)")
     f.add_argument("--decimals", type=decimals, default=4, metavar="N",
                    help=f"decimal places in the table (default 4, at most {MAX_DECIMALS})")
@@ -166,6 +168,8 @@ def cmd_forward(args) -> int:
         steps = [trace[args.step]]
     if args.json:
         print(report.to_json(steps))
+    elif args.format == "latex":
+        print(report.latex(steps, args.decimals), end="")
     else:
         width = 120 if args.step else report.TEXT_WIDTH  # one step: room for longer closed forms
         print(report.table(trace, steps, args.decimals, width), end="")

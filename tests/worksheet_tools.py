@@ -93,12 +93,17 @@ def parse_entry(tex: str) -> tuple[float, bool]:
         return float(-v if m.group(1) else v), True
     if re.fullmatch(r"-?\d+(\.\d+)?", tex):
         return float(tex), True
+    m = re.fullmatch(r"(-?\d+\.\d+) \\times 10\^\{(-?\d+)\}", tex)   # scientific: 1.235 \times 10^{7}
+    if m:
+        return float(m.group(1)) * 10.0 ** int(m.group(2)), True
     return float("nan"), False  # a closed form such as \sqrt{5}: its decimal matrix follows
 
 
 def matrices(math: str) -> list[list[list[str]]]:
     out = []
-    for body in re.findall(r"\\begin\{bmatrix\}(.*?)\\end\{bmatrix\}", math, re.S):
+    bodies = re.findall(r"\\begin\{bmatrix\}(.*?)\\end\{bmatrix\}|\\begin\{array\}\{c+\}(.*?)\\end\{array\}",
+                        math, re.S)
+    for body in (a or b for a, b in bodies):
         out.append([[c.strip() for c in row.split("&")] for row in body.split(r"\\")])
     return out
 
@@ -116,7 +121,8 @@ def key_answers_md(text: str) -> dict[str, str]:
 def key_answers_tex(text: str) -> dict[str, str]:
     answers = {}
     for sec in text.split(r"\subsection*{")[1:]:
-        name = re.search(r"\\texttt\{([^}]+)\}", sec).group(1).replace(r"\_", "_")
+        name = re.search(r"\\texttt\{((?:[^{}]|\{\\char\d+\})+)\}", sec).group(1)
+        name = re.sub(r"\{\\char(\d+)\}", lambda m: chr(int(m.group(1))), name)
         m = re.search(r"\\textbf\{[^}]+:\}\s*\n\\fitmath\{(.*?)\}\n", sec, re.S)
         answers[name] = m.group(1)
     return answers

@@ -91,6 +91,17 @@ class Formula:
     def __str__(self) -> str:
         return self._render(lambda s: s)
 
+    def latex(self, env: Mapping[str, int] | None = None) -> str:
+        """The formula in LaTeX (`4 d^{2} + 4 d`), or with the numbers put in (`4 \\cdot 32^{2}`)."""
+        parts = []
+        for c, mono in self.terms:
+            factors = [] if c == 1 and mono else [str(c)]
+            for s in dict.fromkeys(mono):
+                p = mono.count(s)
+                factors.append((s if env is None else str(env[s])) + (f"^{{{p}}}" if p > 1 else ""))
+            parts.append((" " if env is None else r" \cdot ").join(factors))
+        return " + ".join(parts) or "0"
+
     def substituted(self, env: Mapping[str, int]) -> str:
         """The formula with the numbers put in: `4·d² + 4·d` -> `4·32² + 4·32`."""
         return self._render(lambda s: str(env[s]))
@@ -235,6 +246,25 @@ class Counts:
                        **({"d_k": self.d_k, "d_v": self.d_v} if self.d_k is not None else {})},
         }
 
+    def latex(self) -> str:
+        """A snippet for notes (amsmath only): each parameter and component with its formula,
+        the numbers put in and the count, then the FLOPs per token."""
+        env = self.env
+        lines = [rf"% symblock params: d = {self.d_model}, heads = {self.heads}, f = {self.d_ff}, "
+                 rf"n = {self.seq_len}; needs \usepackage{{amsmath}}", r"\begin{align*}"]
+        rows = []
+        for comp in COMPONENTS:
+            for p in self.of(comp):
+                rows.append((_param_tex(p.name), p.formula, p.count))
+            rows.append((rf"P_{{\text{{{comp}}}}}", self.formula(comp), self.formula(comp).value(env)))
+        rows.append((r"P_{\text{total}}", self.formula("total"), self.total))
+        rows.append((r"\text{FLOPs per token}", self.flops_formula, self.flops_per_token))
+        body = [rf"{sym} &= {f.latex()} = " + (f"{f.latex(env)} = " if f.latex(env) != str(n) else "") + _group(n)
+                for sym, f, n in rows]
+        lines.append(" \\\\\n".join(body))
+        lines.append(r"\end{align*}")
+        return "\n".join(lines)
+
     def table(self) -> str:
         """The human-readable report: aligned rows (component, formula, numbers, count, share)."""
         env = self.env
@@ -267,6 +297,20 @@ class Counts:
                       ftotal, 1.0))
         out += _aligned(("FLOPs", "formula", "with numbers", "count", "share"), frows)
         return "\n".join(out)
+
+
+def _param_tex(name: str) -> str:
+    """W_Q -> W_{Q}, b_1 -> b_{1}, ln1.gamma -> \\gamma_{\\text{ln1}}."""
+    if "." in name:
+        ln, part = name.split(".")
+        return rf"\{part}_{{\text{{{ln.replace('_', '')}}}}}"
+    kind, sub = name.split("_", 1)
+    return f"{kind}_{{{sub}}}"
+
+
+def _group(n: int) -> str:
+    """7087872 -> 7\\,087\\,872 (thin spaces between groups of three digits)."""
+    return f"{n:,}".replace(",", r"\,")
 
 
 def _aligned(header: tuple[str, ...], rows: list[tuple]) -> list[str]:

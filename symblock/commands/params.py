@@ -45,6 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="positions each token attends to, for the attention score/value "
                              f"FLOPs (default {DEFAULT_SEQ_LEN}); parameter counts do not "
                              "depend on it")
+    parser.add_argument("--format", choices=("text", "latex"), default="text",
+                        help="latex: a snippet for notes (an align* block, amsmath only)")
     parser.add_argument("--json", action="store_true",
                         help='print JSON: {"attention": int, "ffn": int, "norm": int, '
                              '"total": int, "shares", "formulas", "params", '
@@ -60,7 +62,10 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as e:
         print(f"symblock params: error: {e}", file=sys.stderr)
         return 2
-    print(json.dumps(c.to_dict(), indent=2, ensure_ascii=False) if args.json else c.table())
+    if args.json:
+        print(json.dumps(c.to_dict(), indent=2, ensure_ascii=False))
+    else:
+        print(c.latex() if args.format == "latex" else c.table())
     return 0
 
 

@@ -34,6 +34,8 @@ def add_arguments(p) -> None:
                    help=f"decimal places of rounded values (default 3, at most {MAX_DECIMALS})")
     p.add_argument("--lang", choices=LANGS, default="en", help="language of the prose (default en)")
     p.add_argument("--title", help="title printed on sheet and key (default: the spec's title)")
+    p.add_argument("--space", type=float, default=0, metavar="CM",
+                   help="working space under each task's grid on the sheet, in cm (default none)")
     p.add_argument("--variants", type=bounded(1, MAX_VARIANTS), metavar="N",
                    help=f"write N variants drawn from --seed (at most {MAX_VARIANTS:,})")
     p.add_argument("--seed", type=bounded(0, MAX_SEED), metavar="S", help="first seed of --variants (default 1)")
@@ -113,6 +115,8 @@ def run(args) -> int:
     if args.title is not None:
         from symblock.engine.spec import check_text
         check_text(args.title, "--title", "")
+    if not 0 <= args.space <= 30:
+        raise UsageError(f"--space: expected centimetres from 0 to 30, got {args.space:g}")
     if args.pdf and "latex" not in formats:
         raise UsageError("--pdf needs the latex format (--format latex,...)")
     if args.template_dir and not Path(args.template_dir).is_dir():
@@ -129,7 +133,7 @@ def run(args) -> int:
     models: list[dict] = []
     docs = {ident: documents(trace, ident, formats=formats, preset=args.preset, lang=args.lang,
                              places=args.decimals, title=args.title, template_dir=args.template_dir,
-                             loss=args.loss, wrt=_wrt(args.wrt), models=models)
+                             loss=args.loss, wrt=_wrt(args.wrt), space=args.space, models=models)
             for ident, trace in sets}
     extra = bundle(models, formats, many, args.template_dir)  # html, moodle, qti, ipynb
     if many:  # the set remembers itself: manifest.yaml and blank answers files, for `symblock grade`

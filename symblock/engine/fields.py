@@ -52,3 +52,18 @@ def int_field(value: Any, source: str, where: str, lo: int = 1, hi: int | None =
         rng = f"{lo}..{hi}" if hi is not None else f">= {lo}"
         raise SpecError(source, where, f"expected a whole number in {rng}, got {value}")
     return value
+
+
+def title_field(title: Any, source: str) -> tuple[str, dict[str, str]]:
+    """The title, and one per language when the spec gives `title: {en: ..., zh: ...}`."""
+    titles: dict[str, str] = {}
+    if isinstance(title, dict):
+        for lang, text in title.items():
+            if not isinstance(text, str) or not isinstance(lang, str):
+                raise SpecError(source, f"title.{lang}", f"expected text, got {kind_of(text)}")
+        titles = dict(title)
+        title = titles.get("en") or next(iter(titles.values()), "")
+    if not isinstance(title, str):
+        raise SpecError(source, "title", f"expected text or a mapping of languages to text "
+                                         f"({{en: ..., zh: ...}}), got {kind_of(title)}")
+    return title, titles

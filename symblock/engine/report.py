@@ -142,3 +142,63 @@ def verify_json(result) -> str:
             backends[b] = {"available": False, "reason": res.reason}
     return json.dumps({"ok": result.ok, "tol": result.tol, "backends": backends,
                        "problems": result.problems}, indent=1)
+
+
+# ---------------------------------------------------------------- LaTeX snippets for notes
+
+LATEX_EXACT = 40   # longer closed forms are left to the decimal matrix
+LATEX_MATRIX_COLS = 10   # amsmath's MaxMatrixCols: wider matrices are arrays
+
+
+def latex_matrix(cells: list[list[str]]) -> str:
+    body = r" \\ ".join(" & ".join(r) for r in cells)
+    cols = max(len(r) for r in cells)
+    if cols <= LATEX_MATRIX_COLS:
+        return r"\begin{bmatrix} " + body + r" \end{bmatrix}"
+    return r"\left[\begin{array}{" + "c" * cols + "} " + body + r" \end{array}\right]"
+
+
+def terminating(e, places: int = 6) -> str | None:
+    """The exact decimal text of a rational entry that terminates within `places` places."""
+    from decimal import Decimal
+    from fractions import Fraction
+    q = Fraction(exact.to_sympy(e).p, exact.to_sympy(e).q) * 10 ** places
+    if q.denominator != 1:
+        return None
+    text = format(Decimal(q.numerator).scaleb(-places).normalize(), "f")
+    return "0" if text in ("0", "-0") else text
+
+
+def latex_entry(e) -> str | None:
+    """The exact entry in LaTeX when its closed form is short, else None."""
+    if e is exact.NEG_INF:
+        return r"-\infty"
+    if e.is_rational and terminating(e):
+        return terminating(e)
+    form = exact.to_sympy(e)
+    if form is None:
+        return None
+    import sympy
+    tex = sympy.latex(form)
+    return tex if len(tex) <= LATEX_EXACT else None
+
+
+def latex(steps: Iterable[Step], places: int = 4) -> str:
+    """Each step as a snippet that compiles in a bare `article` with amsmath: its formula, then
+    its value (the exact matrix when every entry is short, and the decimals)."""
+    out = [r"% symblock forward: needs only \usepackage{amsmath}"]
+    for s in steps:
+        rows = s.value.rows
+        lhs = s.latex.split(" = ")[0].strip()
+        exact_cells = [[latex_entry(e) for e in r] for r in rows]
+        dec = latex_matrix([[r"-\infty" if e is exact.NEG_INF else fmt_decimal(e, places) for e in r]
+                            for r in rows])
+        if all(c is not None for r in exact_cells for c in r):
+            value = "= " + latex_matrix(exact_cells)
+            if not all(e is exact.NEG_INF or (e.is_rational and terminating(e)) for r in rows for e in r):
+                value += r" \approx " + dec
+        else:
+            value = r"\approx " + dec
+        out += [f"% {s.name}", r"\begin{equation*}", s.latex, r"\end{equation*}",
+                r"\begin{equation*}", f"{lhs} {value}", r"\end{equation*}"]
+    return "\n".join(out) + "\n"

@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 import sympy
 from symblock.engine import cost, files, numbers
-from symblock.engine.fields import MAX_DIM, check_keys, check_text, int_field, kind_of  # noqa: F401  (re-exported)
+from symblock.engine.fields import MAX_DIM, check_keys, check_text, int_field, kind_of, title_field  # noqa: F401
 from symblock.errors import SpecError  # noqa: F401  (re-exported: spec.SpecError is public)
 from symblock.engine import inputs as inputs_mod
 from symblock.engine.steps import (Dims, Options, batch_prefixes, needed_params, norm_names, param_names,
@@ -54,6 +54,7 @@ class BlockSpec:
     source: str = "<spec>"
     seed: int | None = None
     exercise: Mapping[str, Any] = field(default_factory=dict)
+    titles: Mapping[str, str] = field(default_factory=dict)   # per language, from `title: {en, zh}`
     batch: tuple = ()              # a batch: each sequence's X (None where `bI.x` is given); X is None
     key_padding_mask: tuple = ()   # one tuple of bools per sequence (True = a padding key), or ()
     dropout_p: Any = 0             # exact; the masks scale what they keep by 1/(1 − p)
@@ -209,9 +210,7 @@ def from_mapping(data: Mapping, source: str = "<spec>", max_cost: int | None = N
     matrix is parsed or drawn."""
     check_keys(data, TOP_KEYS, source, "")
     _no_constraints(data.get("random"), source)
-    title = data.get("title") or ""
-    if not isinstance(title, str):
-        raise SpecError(source, "title", f"expected text, got {kind_of(title)}")
+    title, titles = title_field(data.get("title") or "", source)
     layout = data.get("layout", "math")
     if layout not in ("math", "torch"):
         raise SpecError(source, "layout", f"expected math or torch, got {kind_of(layout)}")
@@ -239,7 +238,7 @@ def from_mapping(data: Mapping, source: str = "<spec>", max_cost: int | None = N
                      given=MappingProxyType(given), title=title, source=source, seed=seed,
                      exercise=MappingProxyType(dict(exercise)), batch=batch,
                      key_padding_mask=padding, dropout_p=dropout_p,
-                     dropout_masks=MappingProxyType(masks))
+                     dropout_masks=MappingProxyType(masks), titles=MappingProxyType(titles))
 
 
 def _no_constraints(rnd: Any, source: str) -> None:

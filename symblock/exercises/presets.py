@@ -46,6 +46,10 @@ class Exercise:
     target: object = None        # backprop with mse: the target T (a Mat), printed as data
     points: dict = field(default_factory=dict)  # asked step -> points (exercise.points, default 1)
 
+    @property
+    def total(self) -> int:
+        return sum(self.points.values())
+
 
 def preset_steps(preset: str, names: list[str]) -> list[str]:
     """The steps a preset asks, among the computed step names (forward order; a batch's steps
@@ -200,7 +204,8 @@ def choose_backprop(trace, ex: dict, loss: str | None, wrt: list[str] | None) ->
     tmat = None
     if loss == "mse":
         tmat = Mat.from_sympy(target) if target is not None else grad.zeros(*trace["output"].value.shape)
-    return Exercise(tuple(ask), data_steps, data_params, backward=back, target=tmat)
+    return with_points(Exercise(tuple(ask), data_steps, data_params, backward=back, target=tmat),
+                       ex.get("points"), src, trace)
 
 
 def drawn_target(seed: int, shape: tuple[int, int]):

@@ -11,6 +11,7 @@ LANGS = ("en", "zh")
 
 EN = {
     "sheet": "Worksheet",
+    "default_title": "Transformer block",
     "key": "Answer key",
     "id": "Worksheet ID",
     "name_line": "Name",
@@ -55,7 +56,7 @@ EN = {
     "approx_note": "$\\approx$ marks a value rounded to {0} decimal places; $=$ is exact.",
     # conventions box
     "conv_rows": "Tokens are rows: $X$ is $n \\times d$ ($n = {0}$, $d = {1}$); a linear layer is $y = xW + b$ with $W$ of shape (in, out).",
-    "conv_attn": "Attention per head $h$: $S_h = Q_h K_h^{{\\top}}${0}, softmax along each row, $O_h = P_h V_h$; head $h$ uses columns ${1}$ of $Q$, $K$, $V$.",
+    "conv_attn": "Attention per head $h$: $S_h = Q_h K_h^{{\\top}}${0}, softmax along each row (subtracting the row's maximum first changes nothing and keeps every $e^x \\le 1$), $O_h = P_h V_h$; head $h$ uses columns ${1}$ of $Q$, $K$, $V$.",
     "conv_scale": " scaled by $1/\\sqrt{{d_k}}$, $d_k = {0}$",
     "conv_noscale": " (not scaled)",
     "conv_mask": "Causal mask: entries with $j > i$ are set to $-\\infty$ before the softmax, so their weight is $0$.",
@@ -109,13 +110,26 @@ EN = {
     "g.param": "Gradient of $L$ with respect to the parameter ${0}$.",
     "g.through": "Back through ${0}$:",
     "g.sum": "${0}$ is read by more than one step: the contributions add up.",
-    "g.act": "The derivative of the activation at the first row of $Z$:",
+    "from_exact": "\\quad (\\text{{from exact values: }} \\approx {0})",
+    "softmax_max": "Row by row; first subtract the row's maximum (it cancels in the quotient and keeps every $e^x \\le 1$). The exponentials and their sum carry one more digit:",
+    "gated_tag": " (gated)",
+    "points": "{0} pt",
+    "points_n": "{0} pts",
+    "total": "Total: {0} points",
+    "working": "Working:",
+    "g.act_relu": "$\\mathrm{{ReLU}}'(z) = 1$ for $z > 0$, else $0$.",
+    "g.act_gelu": "$\\mathrm{{GELU}}'(z) = \\Phi(z) + z\\,\\varphi(z)$ with $\\Phi(z) = \\tfrac{{1}}{{2}}\\left(1 + \\operatorname{{erf}}(z/\\sqrt{{2}})\\right)$ and $\\varphi(z) = e^{{-z^2/2}}/\\sqrt{{2\\pi}}$.",
+    "g.act_gelu_tanh": "$\\mathrm{{GELU}}_{{\\tanh}}'(z) = \\tfrac{{1}}{{2}}(1 + t) + \\tfrac{{1}}{{2}} z\\,(1 - t^2)\\, c\\,(1 + 3k z^2)$ with $t = \\tanh\\left(c\\,(z + k z^3)\\right)$, $c = \\sqrt{{2/\\pi}}$, $k = 0.044715$.",
+    "g.act_silu": "$\\mathrm{{SiLU}}'(z) = s(z)\\left(1 + z\\,(1 - s(z))\\right)$ with $s(z) = 1/(1 + e^{{-z}})$.",
+    "g.act_value": "Back to the gate: $\\partial L / \\partial G = \\partial L / \\partial U \\odot \\mathrm{{act}}(Z)$, entry by entry.",
+    "g.rows": "Every row: the local derivative at each entry (one more digit), then the product with the gradient coming back:",
     "g.colsum": "Sum the columns of $\\partial L / \\partial Y$ over the rows.",
     "conv_grad": "Gradients: $\\partial L / \\partial A$ has the shape of $A$; where $A$ feeds several steps, the contributions add up; $\\mathrm{{ReLU}}'(0) = 0$.",
 }
 
 ZH = {
     "sheet": "练习题",
+    "default_title": "Transformer block 手算练习",
     "key": "参考答案",
     "id": "练习编号",
     "name_line": "姓名",
@@ -159,7 +173,7 @@ ZH = {
     "gated": "再与门控 $G$ 逐元素相乘。",
     "approx_note": "$\\approx$ 表示四舍五入到 {0} 位小数的值；$=$ 表示精确值。",
     "conv_rows": "每个 token 是一行：$X$ 的形状是 $n \\times d$（$n = {0}$，$d = {1}$）；线性层是 $y = xW + b$，$W$ 的形状为（输入，输出）。",
-    "conv_attn": "每个头 $h$：$S_h = Q_h K_h^{{\\top}}${0}，按行做 softmax，$O_h = P_h V_h$；头 $h$ 使用 $Q$、$K$、$V$ 的第 ${1}$ 列。",
+    "conv_attn": "每个头 $h$：$S_h = Q_h K_h^{{\\top}}${0}，按行做 softmax（先减去该行最大值，结果不变，且每个 $e^x \\le 1$），$O_h = P_h V_h$；头 $h$ 使用 $Q$、$K$、$V$ 的第 ${1}$ 列。",
     "conv_scale": "，再乘以 $1/\\sqrt{{d_k}}$，$d_k = {0}$",
     "conv_noscale": "（不缩放）",
     "conv_mask": "因果掩码：softmax 之前把 $j > i$ 的元素设为 $-\\infty$，它们的权重为 $0$。",
@@ -211,9 +225,29 @@ ZH = {
     "g.param": "$L$ 对参数 ${0}$ 的梯度。",
     "g.through": "经过 ${0}$ 往回传：",
     "g.sum": "${0}$ 被多个步骤用到：各路贡献相加。",
-    "g.act": "激活函数在 $Z$ 第一行各元素处的导数：",
+    "from_exact": "\\quad (\\text{{由精确值：}} \\approx {0})",
+    "softmax_max": "逐行计算；先减去该行的最大值（它在商中约去，并使每个 $e^x \\le 1$）。指数及其和多保留一位小数：",
+    "gated_tag": "（门控）",
+    "points": "{0} 分",
+    "points_n": "{0} 分",
+    "total": "共 {0} 分",
+    "working": "计算：",
+    "g.act_relu": "当 $z > 0$ 时 $\\mathrm{{ReLU}}'(z) = 1$，否则为 $0$。",
+    "g.act_gelu": "$\\mathrm{{GELU}}'(z) = \\Phi(z) + z\\,\\varphi(z)$，其中 $\\Phi(z) = \\tfrac{{1}}{{2}}\\left(1 + \\operatorname{{erf}}(z/\\sqrt{{2}})\\right)$，$\\varphi(z) = e^{{-z^2/2}}/\\sqrt{{2\\pi}}$。",
+    "g.act_gelu_tanh": "$\\mathrm{{GELU}}_{{\\tanh}}'(z) = \\tfrac{{1}}{{2}}(1 + t) + \\tfrac{{1}}{{2}} z\\,(1 - t^2)\\, c\\,(1 + 3k z^2)$，其中 $t = \\tanh\\left(c\\,(z + k z^3)\\right)$，$c = \\sqrt{{2/\\pi}}$，$k = 0.044715$。",
+    "g.act_silu": "$\\mathrm{{SiLU}}'(z) = s(z)\\left(1 + z\\,(1 - s(z))\\right)$，其中 $s(z) = 1/(1 + e^{{-z}})$。",
+    "g.act_value": "传回门控：$\\partial L / \\partial G = \\partial L / \\partial U \\odot \\mathrm{{act}}(Z)$，逐元素。",
+    "g.rows": "逐行计算：先求每个元素处的局部导数（多保留一位小数），再乘以传回的梯度：",
     "g.colsum": "把 $\\partial L / \\partial Y$ 的各列按行求和。",
     "conv_grad": "梯度：$\\partial L / \\partial A$ 与 $A$ 形状相同；$A$ 进入多个步骤时各路贡献相加；$\\mathrm{{ReLU}}'(0) = 0$。",
+}
+
+# English words inside the formulas of the engine and of grad.py (`\text{...}`), per language
+MATH_TEXT = {
+    "zh": {"(each row)": "（逐行）", " where ": "，其中 ", "passes through": "原样传回",
+           "copied to both summands": "复制给两个加数", "split into the heads' column blocks": "拆分到各头的列块",
+           "and": "以及", "given: a constant": "已知：常数", "key ": "第 ", " is padding": " 个键是填充",
+           " or key ": " 或第 "},
 }
 
 TEXTS = {"en": EN, "zh": ZH}

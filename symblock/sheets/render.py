@@ -16,7 +16,7 @@ import unicodedata
 from importlib import resources
 
 from symblock.errors import UsageError
-from symblock.sheets.model import Safe
+from symblock.sheets.numbers import Safe
 
 FORMATS = {"latex": ".tex", "markdown": ".md", "html": ".html", "moodle": ".xml", "qti": ".zip",
            "ipynb": ".ipynb"}
@@ -29,8 +29,10 @@ LATEX_DELIMITERS = dict(block_start_string="((*", block_end_string="*))",
 
 _TEX_SPECIAL = {
     "\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#",
-    "^": r"\textasciicircum{}", "_": r"\_", "%": r"\%", "~": r"\textasciitilde{}",
-    "<": r"\ensuremath{<}", ">": r"\ensuremath{>}", "|": r"\ensuremath{|}", '"': "''",
+    "^": r"\textasciicircum{}", "%": r"\%", "~": r"\textasciitilde{}",
+    "<": r"\ensuremath{<}", ">": r"\ensuremath{>}", "|": r"\ensuremath{|}",
+    # the typewriter glyphs, so that text copied from the PDF keeps `_` and straight quotes
+    "_": r"{\ttfamily\char95}", '"': r"{\ttfamily\char34}",
     "[": "{[}", "]": "{]}",
 }
 # characters pdflatex (utf8 inputenc, OT1) prints; others become "?" in pdflatex documents
@@ -173,7 +175,8 @@ def environment(fmt: str, template_dir: str | None = None, unicode_ok: bool = Fa
                       keep_trailing_newline=True, autoescape=fmt in MARKUP, **options)
     env.globals["range"] = _budget_range(env)
     if fmt == "latex":
-        env.filters["code"] = lambda s: Safe(r"\texttt{" + latex_escape(s, unicode_ok) + "}")
+        env.filters["code"] = lambda s: Safe(r"\texttt{" + latex_escape(s, unicode_ok)
+                                             .replace(r"{\ttfamily\char", r"{\char") + "}")
     elif fmt not in MARKUP:
         env.filters["code"] = lambda s: Safe("`" + str(s).replace("`", "'") + "`")
     env.filters.update(filters or {})

@@ -35,13 +35,14 @@ SET_WRITERS = {"html": "symblock.sheets.html", "moodle": "symblock.sheets.moodle
 
 
 def documents(trace, ident: str, *, formats, preset=None, lang="en", places=3, title=None,
-              template_dir=None, loss=None, wrt=None, models: list | None = None) -> dict[str, str]:
+              template_dir=None, loss=None, wrt=None, models: list | None = None,
+              space=0) -> dict[str, str]:
     """{file name: text} for one variant: sheet and key in each format (the SET_WRITERS' files
     come from `bundle`, which reads the sheet models collected into `models`)."""
     from symblock.exercises import presets
     from symblock.sheets import render, model as sheet
     ex = presets.choose(trace, preset, loss=loss, wrt=wrt)
-    model = sheet.build(trace, ex, lang=lang, places=places, ident=ident, title=title)
+    model = sheet.build(trace, ex, lang=lang, places=places, ident=ident, title=title, space=space)
     if models is not None:
         models.append(model)
     out = {}

@@ -227,7 +227,7 @@ def test_worksheet_refuses_a_set_too_alike_unless_allow_repeats(tmp_path, capsys
     assert "too alike" in err and "--allow-repeats" in err
     assert not (tmp_path / "a").exists()  # nothing half-written
     assert main([*args, "--out", str(tmp_path / "b"), "--allow-repeats"]) == 0
-    assert len(list((tmp_path / "b").iterdir())) == 12
+    assert len(list((tmp_path / "b").iterdir())) == 13  # 12 variants + manifest.yaml
     # stress says the same, step by step
     assert main(["stress", str(p), "-n", "12"]) == 0
     out = capsys.readouterr().out

@@ -171,7 +171,7 @@ def test_user_text_is_escaped_in_latex_and_markdown():
     tex, md = docs["key.tex"], docs["key.md"]
     assert "\\input{" not in tex and "\\write18{" not in tex
     assert r"\textbackslash{}input\{/etc/passwd\}" in tex
-    assert r"\$x\$ \& \% \# \_" in tex
+    assert r"\$x\$ \& \% \# {\ttfamily\char95}" in tex
     title_line = md.splitlines()[0]
     assert title_line.startswith("# \\\\input\\{/etc/passwd\\}")
     assert "<b>" not in md and "&lt;b&gt;" in title_line and "\\$x\\$" in title_line

@@ -5,13 +5,15 @@ bad options exit 2 naming the field."""
 from __future__ import annotations
 
 import math
+import sys
+from pathlib import Path
 
 import pytest
 
 from symblock.engine import block, spec
 from symblock import cli
 from symblock.calculus import grad
-from symblock.sheets.model import dec_tex, exact_tex, is_plain
+from symblock.sheets.numbers import dec_tex, exact_tex, is_plain
 from symblock.sheets.worksheet import documents
 from torch_grad_tools import torch_grads
 from worksheet_tools import (compile_tex, katex_check, key_answers_md, key_answers_tex,

@@ -54,9 +54,11 @@ def failing_templates(tmp_path: Path, ident_suffix: str) -> Path:
 def test_set_files_hold_every_variant_in_order(tmp_path, capsys):
     out = tmp_path / "set"
     assert run("--variants", "3", "--out", str(out)) == 0
-    assert sorted(p.name for p in out.iterdir()) == sorted(IDS + ["keys.tex", "sheets.tex"])
+    assert sorted(p.name for p in out.iterdir()) == sorted(IDS + ["keys.tex", "manifest.yaml", "sheets.tex"])
     printed = capsys.readouterr().out.split()
-    assert printed[-2:] == [str(out / "sheets.tex"), str(out / "keys.tex")]
+    sets = [p for p in printed if p in (str(out / "sheets.tex"), str(out / "keys.tex"))]
+    assert sets == [str(out / "sheets.tex"), str(out / "keys.tex")]
+    assert printed.index(sets[0]) > max(printed.index(str(out / i / "key.tex")) for i in IDS)  # variants first
     for doc, set_doc in (("sheet", "sheets"), ("key", "keys")):
         whole = (out / f"{set_doc}.tex").read_text()
         first = (out / IDS[0] / f"{doc}.tex").read_text()
@@ -76,7 +78,7 @@ def test_set_files_hold_every_variant_in_order(tmp_path, capsys):
 def test_markdown_only_set_has_no_set_files(tmp_path):
     out = tmp_path / "md"
     assert run("--variants", "2", "--format", "markdown", "--out", str(out)) == 0
-    assert sorted(p.name for p in out.iterdir()) == IDS[:2]
+    assert sorted(p.name for p in out.iterdir()) == sorted(IDS[:2] + ["manifest.yaml"])  # no sheets/keys.tex
 
 
 def test_combined_refuses_variants_whose_preambles_differ():
@@ -236,4 +238,4 @@ def test_progress_shows_on_a_terminal_and_is_quiet_otherwise(tmp_path, capsys):
         seen += chunk
     os.close(master)
     assert proc.returncode == 0
-    assert re.search(rb"worksheets: +\d+%.*2/2", seen), seen
+    assert re.search(rb"worksheets: +\d+%.*/3", seen), seen  # 2 variants + the set unit (manifest)

@@ -1,0 +1,226 @@
+"""The sheet builder: the sections of a worksheet (conventions, description, given data) and one
+task per asked step, with the working of each kind of step from its mixin (work_*.py)."""
+from __future__ import annotations
+
+from symblock.engine.steps import split_batch
+from symblock.sheets.lang import MATH_TEXT, TEXTS
+from symblock.sheets.numbers import (Safe, dec_tex, exact_tex, grid, is_plain, matrix_value, outcome,
+                                     param_symbol, shape_tex, show, step_symbol)
+from symblock.sheets.work_attention import AttentionWork
+from symblock.sheets.work_ffn import FfnWork
+from symblock.sheets.work_linear import LinearWork
+from symblock.sheets.work_norm import NormWork
+
+
+DATA_WIDTH = 60     # characters of matrix entries printed side by side on one line
+DATA_PER_LINE = 3
+
+
+class Builder(LinearWork, AttentionWork, NormWork, FfnWork):
+    def __init__(self, trace, exercise, lang: str, places: int):
+        self.trace, self.ex, self.places = trace, exercise, places
+        self.spec, self.o, self.dims = trace.spec, trace.spec.options, trace.spec.dims
+        self.T, self.lang = TEXTS[lang], lang
+
+    def math(self, tex: str) -> Safe:
+        """A formula of the engine or of grad.py with its `\\text{...}` words in the sheet's language."""
+        for en, local in MATH_TEXT.get(self.lang, {}).items():
+            tex = tex.replace(rf"\text{{{en}}}", rf"\text{{{local}}}")
+        return Safe(tex)
+
+    def points(self, name: str) -> Safe | None:
+        pts = self.ex.points.get(name) if self.spec.exercise.get("points") else None
+        if pts is None:
+            return None
+        return self.t("points" if pts == 1 else "points_n", f"{pts:g}")
+
+    def t(self, key: str, *args, **kw) -> Safe:
+        return Safe(self.T[key].format(*args, **kw))
+
+    def show(self, e, guard: int = 0, short: bool = True):
+        return show(e, self.places, guard, short)
+
+    def shows(self, values: list) -> list:
+        """The operands of one line: all exact when each has a short exact form, else every
+        non-plain one as its decimal, so that the line computes what the rounded chain of earlier
+        answers gives (the checker's carry-forward) and never a mix of the two."""
+        out = [None if v is None else self.show(v) for v in values]
+        if all(s is None or s.exact for s in out):
+            return out
+        return [None if v is None else self.show(v, short=False) for v in values]
+
+    def note(self, aligned: bool) -> str:
+        """The "(from exact values …)" note; in an aligned block on a row of its own."""
+        return (r"\\ &\quad " if aligned else "") + self.T["from_exact"]
+
+    def outcome(self, computed, true, exact_in: bool, aligned: bool = False) -> str:
+        return outcome(computed, true, exact_in, self.places, self.note(aligned))
+
+    def tuple_outcome(self, computed: list, true: list, exact_in: bool, aligned: bool = False) -> str:
+        """`= (…)` / `≈ (…)` for a row of results (None: an entry left out, printed as …)."""
+        def tup(cells):
+            return r"\left(" + ", ".join(r"\dots" if c is None else c for c in cells) + r"\right)"
+        kept = [(c, t) for c, t in zip(computed, true) if t is not None]
+        if exact_in:
+            plain = all(is_plain(t) for _, t in kept)
+            cells = [None if t is None else exact_tex(t) if is_plain(t) else dec_tex(t, self.places) for t in true]
+            return ("= " if plain else r"\approx ") + tup(cells)
+        cells = [None if c is None else dec_tex(c, self.places) for c in computed]
+        out = r"\approx " + tup(cells)
+        if any(dec_tex(c, self.places) != dec_tex(t, self.places) for c, t in kept):
+            out += " " + self.note(aligned).format(
+                tup([None if t is None else dec_tex(t, self.places) for t in true]))
+        return out
+
+    def value(self, name: str):
+        return self.trace[name].value if name in self.trace else self.trace.params[name]
+
+    def symbol(self, name: str) -> str:
+        if name in self.trace:
+            return step_symbol(self.trace[name])
+        return param_symbol(name)
+
+    # -- sections
+    def conventions(self) -> list[Safe]:
+        d, o = self.dims, self.o
+        import sympy
+        eps = sympy.latex(sympy.sympify(o.eps))
+        scale = self.t("conv_scale", d.d_head) if o.attention_scale == "sqrt_dk" else self.t("conv_noscale")
+        cols = r"1, \dots, d" if d.heads == 1 else r"h d_k + 1, \dots, (h + 1) d_k"
+        if d.heads * d.d_k != d.d_model or d.d_k != d.d_v:  # issue 15: other projection widths
+            cols = rf"h d_k + 1, \dots, (h + 1) d_k\ (d_k = {d.d_k};\ V\!: d_v = {d.d_v})"
+        out = [self.t("conv_rows", d.seq_len, d.d_model), self.t("conv_attn", scale, cols)]
+        if o.causal:
+            out.append(self.t("conv_mask"))
+        if o.padding:  # issue 15: the key padding mask, shown like the causal one
+            rows = self.spec.key_padding_mask
+            keys = [", ".join(str(j + 1) for j, p in enumerate(r) if p) or "—" for r in rows]
+            out.append(self.t("conv_padding", keys[0] if len(rows) == 1 else
+                              "; ".join(f"b{b}: {k}" for b, k in enumerate(keys))))
+        if o.dropout:
+            out.append(self.t("conv_dropout", sympy.latex(self.spec.dropout_p)))
+        out.append(self.t(f"conv_{o.norm}", eps))
+        if o.norm_position == "post":
+            out.append(self.t("conv_post"))
+        else:
+            out.append(self.t("conv_pre", self.t("conv_final") if o.final_norm else ""))
+        out.append(self.t("conv_ffn", self.ffn_formula()))
+        out.append(self.t("conv_round", self.places))
+        return out
+
+    def ffn_formula(self) -> str:
+        from symblock.engine.block import ACTIVATIONS
+        act = ACTIVATIONS[self.o.activation][1]
+        p = self.trace.params
+        b = lambda n: f" + b_{n}" if f"b_{n}" in p else ""  # noqa: E731
+        inner = rf"\mathrm{{{act}}}(x W_1{b(1)})"
+        if self.o.gated:
+            inner = rf"\left({inner} \odot (x W_3{b(3)})\right)"
+        return rf"{inner} W_2{b(2)}"
+
+    def describe(self) -> Safe:
+        d, o = self.dims, self.o
+        from symblock.engine.block import ACTIVATIONS
+        heads = self.t("heads_1") if d.heads == 1 else self.t("heads_n", d.heads)
+        order = self.t("post") if o.norm_position == "post" else self.t("pre_final" if o.final_norm else "pre")
+        norm = "LayerNorm" if o.norm == "layernorm" else "RMSNorm"
+        act = "$\\mathrm{" + ACTIVATIONS[o.activation][1] + "}$" + (self.T["gated_tag"] if o.gated else "")
+        return self.t("describe", n=d.seq_len, d=d.d_model, f=d.d_ff, heads=heads, order=order,
+                      norm=norm, act=act, mask=self.t("mask_on" if o.causal else "mask_pad" if o.padding
+                                                      else "mask_off"))
+
+    def data(self) -> list[dict]:
+        """The given matrices: the input X first, then parameters, then given steps."""
+        item = self.data_item
+        steps = [self.trace[n] for n in self.ex.data_steps]
+        first = [item(s.name, step_symbol(s), s.value, "step", s.given) for s in steps if s.name == "x"]
+        params = [item(p, param_symbol(p), self.trace.params[p], "param", False) for p in self.ex.data_params]
+        rest = [item(s.name, step_symbol(s), s.value, "step", s.given) for s in steps if s.name != "x"]
+        from symblock.engine.matrix import Mat
+        masks = [item(f"dropout.masks.{n}", rf"D_{{\mathrm{{{n}}}}}", Mat.from_sympy(m), "param", False)
+                 for n, m in self.spec.dropout_masks.items()]  # the fixed dropout masks, given
+        return first + params + masks + rest
+
+    def data_item(self, name, symbol, mat, kind, given) -> dict:
+        return {"symbol": Safe(symbol), "name": name, "kind": kind, "given": given,
+                "shape": Safe(shape_tex(*mat.shape)), "rows": mat.shape[0],
+                "width": sum(max(len(self.show(e).tex) for e in col) + 2 for col in mat.T.rows),
+                "math": Safe(f"{symbol} {matrix_value(mat, self.places)}")}
+
+    def data_rows(self, items: list[dict]) -> list[dict]:
+        """The given data packed for print: a norm's γ and β on one line, small matrices side by
+        side (up to DATA_WIDTH characters of entries), each line with its items' labels."""
+        rows: list[list[dict]] = []
+        for item in items:
+            last = rows[-1] if rows else None
+            pair = last is not None and item["name"].endswith(".beta") and \
+                last[-1]["name"] == item["name"].replace(".beta", ".gamma")
+            fits = last is not None and len(last) < DATA_PER_LINE and \
+                sum(x["width"] + len(x["symbol"]) for x in last) + item["width"] + len(item["symbol"]) <= DATA_WIDTH
+            is_norm = item["name"].endswith((".gamma", ".beta"))
+            if pair or (fits and not is_norm and not any(x["name"].endswith((".gamma", ".beta")) for x in last)):
+                last.append(item)
+            else:
+                rows.append([item])
+        return [{"members": r, "rows": max(x["rows"] for x in r),
+                 "math": Safe(r" ,\qquad ".join(x["math"] for x in r))} for r in rows]
+
+    def task(self, i: int, name: str) -> dict:
+        step = self.trace[name]
+        r, c = step.value.shape
+        return {"n": i, "name": name, "heading": self.t("task", i), "what": self.what(step),
+                "points": self.points(name), "rows": r,
+                "formula": self.math(step.latex), "shape": Safe(shape_tex(r, c)),
+                "grid": Safe(f"{step_symbol(step)} = {grid(r, c, self.places)}"),
+                "work": [{"text": Safe(t) if t else None, "math": Safe(m) if m else None}
+                         for t, m in self.work(step)],
+                "answer": Safe(f"{step_symbol(step)} {matrix_value(step.value, self.places)}")}
+
+    # -- prose: what is computed
+    def what(self, step) -> Safe:
+        name = split_batch(step.name)[1]  # a batch's b1.attn.q reads as attn.q
+        if name.endswith(".dropped"):
+            return self.t("s.dropped", src=self.symbol(step.inputs[0]))
+        parts = name.split(".")
+        if name.startswith("attn.h"):
+            pad = "_pad" if parts[2] == "masked" and self.o.padding and not self.o.causal else ""
+            return self.t(f"s.{parts[2]}{pad}", h=int(parts[1][1:]))
+        if name.startswith("norm"):
+            src = self.symbol(step.inputs[0])
+            norm = "LayerNorm" if self.o.norm == "layernorm" else "RMSNorm"
+            key = f"s.{parts[1]}" if len(parts) > 1 else f"s.{self.o.norm}"
+            return self.t(key, src=src, norm=norm)
+        if name in ("ffn.hidden", "ffn.gate"):
+            w = "W_1" if name == "ffn.hidden" else "W_3"
+            b = "b_1" if name == "ffn.hidden" else "b_3"
+            return self.t(f"s.{name}", src=self.symbol(step.inputs[0]), w=w,
+                          b=f" + {b}" if b in self.trace.params else "")
+        if name == "attn.out" and not self.o.out_proj:
+            return self.t("s.attn.out_noproj")
+        return self.t(f"s.{name}")
+
+    # -- work shown: a list of (prose or None, display math or None)
+    def work(self, step) -> list[tuple[str | None, str | None]]:
+        name = split_batch(step.name)[1]
+        last = name.rsplit(".", 1)[-1]
+        if last == "dropped":
+            return [(self.t("dropped_text"), None)]
+        if name in ("attn.q", "attn.k", "attn.v", "ffn.hidden", "ffn.gate", "ffn.out") or \
+                (name == "attn.out" and self.o.out_proj):
+            return self.work_linear(step)
+        if name.startswith("attn.h"):
+            h = int(name.split(".")[1][1:])
+            return getattr(self, f"work_{last}")(step, h)
+        if name in ("resid1", "resid2"):
+            return self.work_add(step)
+        if name.startswith("norm"):
+            kind = last if last in ("mean", "var", "std", "ms", "rms") else self.o.norm
+            return getattr(self, f"work_{kind}")(step)
+        if name == "ffn.act":
+            return self.work_act(step)
+        if name == "attn.concat":
+            return [(self.t("concat"), None)]
+        if name == "output":
+            return [(self.t("copy"), None)]
+        return []
+

@@ -1,0 +1,259 @@
+"""Numbers and symbols as the sheets print them: exact forms when short, rounded decimals
+otherwise, matrices, answer grids and the LaTeX symbols of steps and parameters."""
+from __future__ import annotations
+
+from decimal import Context, Decimal
+from fractions import Fraction
+
+from symblock.engine import exact
+
+MAX_EXACT_PLACES = 6        # a terminating decimal up to this many places is shown exactly
+MAX_EXACT_TEX = 26          # longer closed forms are shown as decimals with ≈
+OPERAND_DIGITS = 4          # an irrational operand is shown exactly with at most this many digits (√5/2)
+SUBSTITUTE_ENTRIES = 24     # show whole operand matrices when each has at most this many entries
+
+
+class Safe(str):
+    """Trusted text, valid as LaTeX math/prose and as Markdown (from this package, never a user)."""
+
+
+# ---------------------------------------------------------------- numbers
+
+def fraction(e) -> Fraction | None:
+    if e is exact.NEG_INF or not e.is_rational:
+        return None
+    r = e.to_sympy()
+    return Fraction(int(r.p), int(r.q))
+
+
+def terminating(q: Fraction) -> str | None:
+    """The exact decimal text of q when it terminates within MAX_EXACT_PLACES places."""
+    scaled = q * 10 ** MAX_EXACT_PLACES
+    if scaled.denominator != 1:
+        return None
+    wide = Context(prec=scaled.numerator.bit_length() // 3 + 2)  # 28 digits would round 10**40 + 1
+    d = Decimal(scaled.numerator).scaleb(-MAX_EXACT_PLACES, wide).normalize(wide)
+    text = format(d, "f")
+    return "0" if text in ("-0", "0") else text
+
+
+def is_plain(e) -> bool:
+    """An integer, a short terminating decimal or −∞: exact and already a decimal."""
+    if e is exact.NEG_INF:
+        return True
+    q = fraction(e)
+    return q is not None and terminating(q) is not None
+
+
+def exact_tex(e) -> str | None:
+    """A short exact form in LaTeX, or None when the value is best shown as a decimal."""
+    if e is exact.NEG_INF:
+        return r"-\infty"
+    q = fraction(e)
+    if q is not None:
+        text = terminating(q)
+        if text is not None:
+            return text
+        if len(str(abs(q.numerator))) + len(str(q.denominator)) <= 6:
+            sign = "-" if q < 0 else ""
+            return rf"{sign}\frac{{{abs(q.numerator)}}}{{{q.denominator}}}"
+        return None
+    form = e.to_sympy(24)
+    if form is None:
+        return None
+    import sympy
+    tex = sympy.latex(form)
+    return tex if len(tex) <= MAX_EXACT_TEX else None
+
+
+SCI_HIGH, SCI_LOW = 10**6, Fraction(1, 10**4)   # outside [10⁻⁴, 10⁶): scientific notation
+
+
+def scientific(e, places: int) -> tuple[Decimal, int] | None:
+    """(mantissa rounded to `places` decimals, exponent) when |e| ≥ 10⁶ or 0 < |e| < 10⁻⁴."""
+    a = exact.real(e)
+    if a.sign() == 0:
+        return None
+    a = a if a.sign() > 0 else -a
+    if (a - exact.real(SCI_HIGH)).sign() < 0 and (a - exact.real(SCI_LOW)).sign() >= 0:
+        return None
+    k = Decimal(a.digits(12)).adjusted()
+    for k in (k - 1, k, k + 1):   # the 12 digits fix the exponent up to the rounding of 9.99…
+        m = (exact.real(e) * exact.real(Fraction(10) ** -k)).decimal(places)
+        if 1 <= abs(m) < 10:
+            return m, k
+    raise AssertionError(f"no exponent for {a.digits(12)}")
+
+
+def dec_tex(e, places: int) -> str:
+    """The rounded decimal; `1.235 \\times 10^{7}` when |e| ≥ 10⁶ or 0 < |e| < 10⁻⁴."""
+    if e is exact.NEG_INF:
+        return r"-\infty"
+    sci = scientific(e, places)
+    if sci is not None:
+        return rf"{sci[0]:.{places}f} \times 10^{{{sci[1]}}}"
+    return fixed(e, places)
+
+
+def fixed(e, places: int) -> str:
+    """The rounded decimal, always positional (for the writers that grade: a number to parse)."""
+    if e is exact.NEG_INF:
+        return r"-\infty"
+    d = exact.real(e).decimal(places)
+    if d == 0:
+        d = abs(d)
+    return f"{d:.{places}f}"
+
+
+def dec_value(e, places: int):
+    """Exactly the number `dec_tex(e, places)` prints."""
+    sci = scientific(e, places)
+    if sci is not None:
+        return exact.real(Fraction(sci[0]) * Fraction(10) ** sci[1])
+    return exact.real(Fraction(exact.real(e).decimal(places)))
+
+
+class Shown:
+    """A number as a line of working prints it: `tex`, and `value`, exactly the printed number
+    (the true value when `exact`, else the rounded decimal). Lines compute from `value`."""
+    __slots__ = ("tex", "value", "exact")
+
+    def __init__(self, tex: str, value, is_exact: bool):
+        self.tex, self.value, self.exact = tex, value, is_exact
+
+    @property
+    def base(self) -> str:
+        """Parenthesised unless a plain non-negative number (for a power: (−0.5)², (⅓)²)."""
+        plain = not self.tex.startswith("-") and "\\" not in self.tex
+        return self.tex if plain else f"({self.tex})"
+
+    @property
+    def op(self) -> str:
+        """Parenthesised when negative, a sum (1 + √6) or in scientific notation, so that a
+        product such as 1·(−1) or (1 + √6)·2 reads right."""
+        wrap = self.tex.startswith("-") or r"\times" in self.tex or compound(self.tex)
+        return f"({self.tex})" if wrap else self.tex
+
+
+def compound(tex: str) -> bool:
+    """A sum or difference at the top level of a LaTeX form (`1 - \\frac{\\sqrt{2}}{2}`)."""
+    depth = 0
+    for i, ch in enumerate(tex):
+        depth += ch == "{"
+        depth -= ch == "}"
+        if depth == 0 and ch in "+-" and i > 0 and tex[i - 1] == " ":
+            return True
+    return False
+
+
+def show(e, places: int, guard: int = 0, short: bool = True) -> Shown:
+    """The exact form when it is short (−1/3, 5/3, √5/2), else the decimal to `places` (+ `guard`
+    digits for display-only intermediates such as e^x; `short=False`: exact only when plain)."""
+    if e is exact.NEG_INF:
+        return Shown(r"-\infty", e, True)
+    tex = exact_tex(e) if short or is_plain(e) else None
+    if tex is not None and not e.is_rational and sum(c.isdigit() for c in tex) > OPERAND_DIGITS:
+        tex = None  # 17√251/1255 is exact but no help to a person: its decimal is
+    if tex is not None:
+        return Shown(tex, e, True)
+    return Shown(dec_tex(e, places + guard), dec_value(e, places + guard), False)
+
+
+def outcome(computed, true, exact_in: bool, places: int, note: str) -> str:
+    """The relation and result of a line whose operands are printed: exact operands give the
+    exact result; rounded ones give what they give, and when that rounds differently from the
+    exact value, both (`note` is the translated "(from exact values …)", with {0} for it)."""
+    if exact_in:
+        return result(true, places)
+    if computed is exact.NEG_INF:
+        return r"= -\infty"
+    q = fraction(computed)
+    same = q is not None and exact.real(q).decimal(places) == q
+    got = ("= " if same else r"\approx ") + dec_tex(computed, places)
+    if true is not exact.NEG_INF and dec_tex(computed, places) != dec_tex(true, places):
+        got += " " + note.format(dec_tex(true, places))
+    return got
+
+
+
+
+
+
+def rel(approx: bool) -> str:
+    return r"\approx" if approx else "="
+
+
+def result(e, places: int, approx_in: bool = False) -> str:
+    """`= 3`, `= \\frac{1}{3} \\approx 0.333` or `\\approx 0.447` for a computed entry."""
+    tex = exact_tex(e)
+    if tex is not None and is_plain(e):
+        return f"{rel(approx_in)} {tex}"
+    if tex is not None and not approx_in:
+        return rf"= {tex} \approx {dec_tex(e, places)}"
+    return rf"\approx {dec_tex(e, places)}"
+
+
+MATRIX_COLS = 10   # amsmath's default MaxMatrixCols: wider matrices are arrays (no counter to set)
+
+
+def bmatrix(cells: list[list[str]]) -> str:
+    body = r" \\ ".join(" & ".join(row) for row in cells)
+    cols = max((len(r) for r in cells), default=1)
+    if cols <= MATRIX_COLS:
+        return r"\begin{bmatrix} " + body + r" \end{bmatrix}"
+    return r"\left[\begin{array}{" + "c" * cols + "} " + body + r" \end{array}\right]"
+
+
+def matrix_value(mat, places: int) -> str:
+    """`= [exact]`, `= [exact] ≈ [decimals]` or `≈ [decimals]` for a whole matrix."""
+    rows = mat.rows
+    exact_cells = [[exact_tex(e) for e in r] for r in rows]
+    dec = bmatrix([[dec_tex(e, places) for e in r] for r in rows])
+    if all(c is not None for r in exact_cells for c in r):
+        out = "= " + bmatrix(exact_cells)
+        if not all(is_plain(e) for r in rows for e in r):
+            out += r" \approx " + dec
+        return out
+    return r"\approx " + dec
+
+
+
+
+def grid(rows: int, cols: int, places: int) -> str:
+    """An empty grid of the step's shape to write the answer in."""
+    cell = r"\vphantom{\Big|}\hphantom{-0." + "0" * max(places, 1) + "}"
+    spec = "|" + "c|" * cols
+    body = r" \\ \hline ".join(" & ".join([cell] * cols) for _ in range(rows))
+    return r"\begin{array}{" + spec + r"} \hline " + body + r" \\ \hline \end{array}"
+
+
+# ---------------------------------------------------------------- symbols
+
+def cells(mat, places: int) -> list[list[dict]]:
+    """Each entry of an answer for the writers that grade (HTML, Moodle, QTI, notebook): its short
+    exact form (LaTeX, or None), its decimal rounded to `places`, and a 12-place decimal for a
+    tolerance centred on the exact value (None for a masked −∞)."""
+    return [[{"exact": exact_tex(e), "decimal": fixed(e, places), "plain": is_plain(e),
+              "precise": None if e is exact.NEG_INF else fixed(e, 12)} for e in row] for row in mat.rows]
+
+
+def param_symbol(name: str) -> str:
+    if name == "X":
+        return "X"
+    if name.endswith(".X"):  # a batch's input: b1.X
+        return f"X^{{({name[:-2]})}}"
+    if "." in name:
+        ln, part = name.split(".")
+        tag = {"ln1": "1", "ln2": "2", "ln_final": "f"}[ln]
+        return rf"\{part}^{{({tag})}}"
+    kind, sub = name.split("_")
+    return f"{kind}^{{{sub}}}" if sub in "QKVO" else f"{kind}_{sub}"
+
+
+def step_symbol(step) -> str:
+    return step.latex.split(" = ")[0].strip()
+
+
+def shape_tex(r: int, c: int) -> str:
+    return rf"{r} \times {c}"
+

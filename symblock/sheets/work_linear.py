@@ -1,0 +1,107 @@
+"""Working of the products and sums of the block: linear layers, scores, head outputs, residuals.
+A mixin of builder.Builder (it reads self.trace, self.places, self.t, self.value, self.symbol).
+
+Every product is worked from the operands as printed (numbers.show): exact when short, else the
+rounded decimal; the result is what those printed numbers give (builder.outcome)."""
+from __future__ import annotations
+
+from symblock.engine import exact
+from symblock.sheets.numbers import SUBSTITUTE_ENTRIES, bmatrix, param_symbol, step_symbol
+
+TERMS_PER_LINE = 6   # a long sum of products continues on the next line
+MAX_TERMS = 24       # longer sums are written with Σ (no operands printed)
+
+
+class LinearWork:
+    def substitute(self, lhs: str, parts: list[tuple[str, object]], op: str = " ") -> tuple[None, str] | None:
+        """`lhs = A B = [a] [b]`: the operands' numbers, when they are small enough to print."""
+        if any(m.shape[0] * m.shape[1] > SUBSTITUTE_ENTRIES for _, m in parts):
+            return None
+        mats = [bmatrix([[self.show(e).tex for e in r] for r in m.rows]) for _, m in parts]
+        syms = op.join(s for s, _ in parts)
+        return None, f"{lhs} = {syms} = " + op.join(mats)
+
+    def dot_line(self, lhs: str, xs, ys, bias, true) -> str:
+        """`(lhs) &= x₁·y₁ + … [+ b] ≈ r`, continued over lines when long."""
+        if len(xs) > MAX_TERMS:
+            return rf"{lhs} &= \textstyle\sum_{{k=1}}^{{{len(xs)}}} \cdots " + self.outcome(true, true, True)
+        shown = self.shows(list(xs) + list(ys) + [bias])
+        sx, sy, sb = shown[:len(xs)], shown[len(xs):-1], shown[-1]
+        terms = [rf"{a.op} \cdot {b.op}" for a, b in zip(sx, sy)]
+        computed = exact.dot([a.value for a in sx], [b.value for b in sy])
+        shown = sx + sy
+        if bias is not None:
+            terms.append(sb.op)
+            computed = computed + sb.value
+            shown.append(sb)
+        chunks = [" + ".join(terms[k:k + TERMS_PER_LINE]) for k in range(0, len(terms), TERMS_PER_LINE)]
+        body = r" \\ &\quad + ".join(chunks)
+        return rf"{lhs} &= {body} " + self.outcome(computed, true, all(s.exact for s in shown), aligned=True)
+
+    def dot_entries(self, step, a_rows, b_cols, positions, bias=None, lhs=None,
+                    value=None) -> list[tuple[str | None, str]]:
+        """Entries (i, j) of A·B written out as sums of products, with their results
+        (of `value`, default the step's; `lhs` names it, default the step's symbol)."""
+        lhs = step_symbol(step) if lhs is None else lhs
+        value_of = step.value if value is None else value
+        lines = [self.dot_line(rf"({lhs})_{{{i + 1}{j + 1}}}", a_rows[i], b_cols[j],
+                               None if bias is None else bias[j], value_of.rows[i][j]) for i, j in positions]
+        return [(None, r"\begin{aligned} " + r" \\ ".join(lines) + r" \end{aligned}")] if lines else []
+
+    def positions(self, rows: int, cols: int, inner: int, row: int = 0) -> list[tuple[int, int]]:
+        k = min(cols, 3) if inner <= 4 else 1
+        return [(row, j) for j in range(k)]
+
+    def work_linear(self, step) -> list:
+        src, w, b = (list(step.inputs) + [None])[:3]
+        x, W = self.value(src), self.value(w)
+        bias = self.trace.params[b].rows[0] if b and b in self.trace.params else None
+        lhs = step_symbol(step)
+        parts = [(self.symbol(src), x), (param_symbol(w), W)]
+        out = []
+        sub = self.substitute(lhs, parts)
+        if sub:
+            if bias is not None:
+                sub = (None, sub[1] + " + " + bmatrix([[self.show(e).tex for e in bias]]))
+            out.append(sub)
+        pos = self.positions(*step.value.shape, x.shape[1])
+        out.append((self.t("first_entries" if len(pos) > 1 else "first_entry"), None))
+        out += self.dot_entries(step, x.rows, W.T.rows, pos, bias)
+        return out
+
+    def work_scores(self, step, h: int) -> list:
+        lo, hi = h * self.dims.d_head, (h + 1) * self.dims.d_head
+        q, k = (self.value(n).cols(lo, hi) for n in step.inputs)
+        out = []
+        sub = self.substitute(step_symbol(step), [(f"Q_{h}", q), (rf"K_{h}^{{\top}}", k.T)])
+        if sub:
+            out.append(sub)
+        pos = self.positions(*step.value.shape, hi - lo)
+        out.append((self.t("first_entries" if len(pos) > 1 else "first_entry"), None))
+        out += self.dot_entries(step, q.rows, k.rows, pos)
+        return out
+
+    def work_out(self, step, h: int) -> list:
+        lo, hi = h * self.dims.d_v, (h + 1) * self.dims.d_v
+        p, v = self.value(step.inputs[0]), self.value(step.inputs[1]).cols(lo, hi)
+        out = []
+        sub = self.substitute(step_symbol(step), [(f"P_{h}", p), (f"V_{h}", v)])
+        if sub:
+            out.append(sub)
+        n = self.dims.seq_len
+        pos = self.positions(*step.value.shape, n, row=n - 1)  # the last row mixes every value row
+        out.append((self.t("first_entries" if len(pos) > 1 else "first_entry"), None))
+        out += self.dot_entries(step, p.rows, v.T.rows, pos)
+        return out
+
+    def work_add(self, step) -> list:
+        a, b = step.inputs
+        A, B = self.value(a), self.value(b)
+        lhs = step_symbol(step)
+        sub = self.substitute(lhs, [(self.symbol(a), A), (self.symbol(b), B)], op=" + ")
+        if sub:
+            return [sub]
+        sa, sb = self.shows([A.rows[0][0], B.rows[0][0]])
+        return [(self.t("elementwise"), None),
+                (None, rf"({lhs})_{{11}} = {sa.tex} + {sb.op} "
+                 + self.outcome(sa.value + sb.value, step.value.rows[0][0], sa.exact and sb.exact))]

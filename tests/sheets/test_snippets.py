@@ -1,0 +1,69 @@
+"""Snippets for lecture notes: `forward --format latex [--step]` and `params --format latex`
+compile inside a bare `article` with only amsmath; a task pasted from key.tex compiles with the
+one-line preamble the template (and README) names; any size renders (d_model 72, e^67)."""
+from __future__ import annotations
+
+import pytest
+
+from symblock import cli
+from worksheet_tools import compile_tex
+
+BARE = "\\documentclass{article}\n\\usepackage{amsmath}\n\\begin{document}\n%s\n\\end{document}\n"
+
+
+def snippet(capsys, *argv) -> str:
+    assert cli.main(list(argv)) == 0
+    return capsys.readouterr().out
+
+
+def compile_bare(tmp_path, body: str, preamble: str = "", name: str = "s", overfull_ok: bool = False):
+    """Compile in a bare article (errors fail; wide displays may overflow a narrow page)."""
+    from symblock.sheets.worksheet import compile_pdf
+    tex = tmp_path / f"{name}.tex"
+    tex.write_text((BARE % body).replace("\\begin{document}", preamble + "\\begin{document}"))
+    if overfull_ok:
+        assert compile_pdf(tex).stat().st_size > 1000
+    else:
+        compile_tex(tex, "pdflatex")
+
+
+@pytest.mark.slow
+def test_forward_and_params_snippets_compile_with_amsmath_only(tmp_path, capsys):
+    wide = tmp_path / "wide.yaml"
+    wide.write_text("dims: {seq_len: 2, d_model: 12, d_ff: 4, heads: 1}\nrandom: {seed: 1}\n")
+    parts = [snippet(capsys, "forward", "pre-ln-causal-gelu", "--format", "latex"),
+             snippet(capsys, "forward", "rmsnorm-swiglu", "--format", "latex", "--step", "norm1"),
+             snippet(capsys, "forward", str(wide), "--format", "latex", "--step", "attn.q"),
+             snippet(capsys, "params", "--d-model", "768", "--heads", "12", "--format", "latex")]
+    assert r"\begin{array}{cccccccccccc}" in parts[2]      # 12 columns: no MaxMatrixCols needed
+    assert "1\\,024" not in parts[3] and "7\\,087\\,872" in parts[3]  # GPT-2 small's block
+    assert "\\fitmath" not in "".join(parts) and "\\newcommand" not in "".join(parts)
+    compile_bare(tmp_path, "\n".join(parts), overfull_ok=True)
+
+
+def test_forward_latex_step_shows_formula_and_exact_value(capsys):
+    out = snippet(capsys, "forward", "--format", "latex", "--step", "norm1.std")
+    assert r"\sigma = \sqrt{\sigma^2}" in out
+    assert r"\sigma = \begin{bmatrix} 0.901 \\ 0.124 \\ 0.43 \end{bmatrix}" in out  # the seed article's σ
+    out = snippet(capsys, "forward", "pre-ln-causal-gelu", "--format", "latex", "--step", "norm1.std")
+    assert r"\frac{\sqrt{5}}{2}" in out and r"\approx \begin{bmatrix} 1.1180" in out
+
+
+def test_params_latex_formulas(capsys):
+    out = snippet(capsys, "params", "--d-model", "32", "--heads", "4", "--format", "latex")
+    assert r"P_{\text{attention}} &= 4 d^{2} + 4 d = 4 \cdot 32^{2} + 4 \cdot 32 = 4\,224" in out
+    assert r"b_{Q} &= d = 32 \\" in out
+
+
+@pytest.mark.slow
+def test_a_task_pasted_from_the_key_compiles_with_the_named_preamble(tmp_path):
+    from symblock.engine import block, spec
+    from symblock.sheets.worksheet import documents
+    key = documents(block.forward(spec.load("pre-ln-causal-gelu")), "t", formats=["latex"])["key.tex"]
+    line = next(l for l in key.splitlines() if l.startswith("\\newsavebox\\fitbox"))
+    readme = (compile_tex.__globals__["REPO"] / "README.md").read_text()
+    assert line in readme, "README must name the one-line preamble of a pasted task"
+    tasks = key.split("\\subsection*{")
+    task = "\\subsection*{" + tasks[5].split("\\end{document}")[0]
+    task = task.split("\\needspace")[0]   # a task runs from its heading to its answer
+    compile_bare(tmp_path, task, "\\usepackage{graphicx}\n" + line + "\n", "pasted")
