@@ -1,5 +1,6 @@
 """The committed gallery (worksheets/) is what `python -m symblock.sheets.gallery worksheets --pdf`
-generates today, byte for byte (.tex, .md, README.md), and its LaTeX compiles. PDFs are not
+generates today, byte for byte (.tex, .md, README.md), and its LaTeX compiles. This says the
+gallery is current, not that it is right (test_key_numbers.py checks the keys' numbers). PDFs are not
 compared (TeX output is not byte-stable across TeX Live versions); they are recompiled instead."""
 from __future__ import annotations
 
@@ -28,8 +29,10 @@ def test_committed_gallery_is_current(fresh):
     stale = sorted(n for n in want if have.get(n) != want[n])
     extra = sorted(set(have) - set(want))
     assert not stale and not extra, (
-        f"worksheets/ is out of date (differs: {stale}, not generated any more: {extra}); "
-        f"regenerate it with `{COMMAND}` and commit the result")
+        f"worksheets/ differs from a fresh generation (differs: {stale}, not generated any more: "
+        f"{extra}). Regenerate with `{COMMAND}` into a scratch directory and read the diff first: "
+        "commit the regenerated gallery only if every change is one you meant (a changed number "
+        "in a key is a bug until shown otherwise; tests/sheets/test_key_numbers.py checks them)")
     for name, *_ in GALLERY:
         for doc in ("sheet", "key"):
             assert (GALLERY_DIR / name / f"{doc}.pdf").is_file(), f"missing PDF: run `{COMMAND}`"
