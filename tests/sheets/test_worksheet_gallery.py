@@ -30,9 +30,9 @@ def test_committed_gallery_is_current(fresh):
     extra = sorted(set(have) - set(want))
     assert not stale and not extra, (
         f"worksheets/ differs from a fresh generation (differs: {stale}, not generated any more: "
-        f"{extra}). Regenerate with `{COMMAND}` into a scratch directory and read the diff first: "
-        "commit the regenerated gallery only if every change is one you meant (a changed number "
-        "in a key is a bug until shown otherwise; tests/sheets/test_key_numbers.py checks them)")
+        f"{extra}). Read the differences first (`python -m symblock.sheets.gallery /tmp/gallery && "
+        "diff -r worksheets /tmp/gallery`): a changed number in a key is a bug until shown "
+        f"otherwise. Only when every change is one you meant, run `{COMMAND}` and commit it")
     for name, *_ in GALLERY:
         for doc in ("sheet", "key"):
             assert (GALLERY_DIR / name / f"{doc}.pdf").is_file(), f"missing PDF: run `{COMMAND}`"
