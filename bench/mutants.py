@@ -14,12 +14,12 @@ file it would change has uncommitted edits. Runs outside the normal test run: it
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import re
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,12 +138,12 @@ def apply(bug: Bug) -> tuple[Path, str]:
 
 
 def run_tests(bug: Bug) -> tuple[int, float]:
+    # no stale bytecode: the changed file's .pyc is removed and none is written while it is changed
+    Path(importlib.util.cache_from_source(str(REPO / bug.path))).unlink(missing_ok=True)
     env = dict(os.environ, CI="true", PYTHONDONTWRITEBYTECODE="1")
-    with tempfile.TemporaryDirectory() as cache:
-        env["PYTHONPYCACHEPREFIX"] = cache  # never a stale .pyc of the unmutated file
-        t = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
-                               *bug.tests], cwd=REPO, env=env, capture_output=True, text=True)
+    t = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+                           *bug.tests], cwd=REPO, env=env, capture_output=True, text=True)
     return proc.returncode, time.perf_counter() - t
 
 
