@@ -33,7 +33,8 @@ COMMANDS = [
 def main(argv: list[str] | None = None) -> int:
     with _printable_streams():
         parser = build_parser()
-        args = parser.parse_args(argv)
+        from symblock.exercises.flags import join_values
+        args = parser.parse_args(join_values(argv))  # `--score-range -6:6` as the README writes it
         if not getattr(args, "func", None):
             parser.print_help()
             return 0

@@ -38,3 +38,7 @@ def test_wheel_installs_and_runs(tmp_path):
     assert r.returncode == 0, r.stderr  # templates come from the wheel's package data
     assert (tmp_path / "ws" / "key.tex").read_text().startswith("%") or "documentclass" in (tmp_path / "ws" / "key.tex").read_text()
     assert "Answer key" in (tmp_path / "ws" / "key.md").read_text()
+    r = subprocess.run([str(env_dir / "bin" / "symblock"), "worksheet", "--format", "html", "--out", "web"], **run)
+    assert r.returncode == 0, r.stderr  # KaTeX comes from the wheel's package data
+    assert (tmp_path / "web" / "katex" / "katex.min.js").stat().st_size > 200_000
+    assert len(list((tmp_path / "web" / "katex" / "fonts").glob("*.woff2"))) == 20

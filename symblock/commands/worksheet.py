@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from symblock.sheets.worksheet import ENGINES, documents, write_files
+from symblock.sheets.worksheet import ENGINES, bundle, documents, write_files
 
 
 def add_arguments(p) -> None:
@@ -18,12 +18,13 @@ def add_arguments(p) -> None:
                    help=f"a spec file (YAML/JSON) or a built-in example name (default: {DEFAULT_EXAMPLE})")
     p.add_argument("--out", metavar="DIR", required=True, help="directory to write into")
     p.add_argument("--format", default="latex,markdown", metavar="LIST",
-                   help="comma-separated: latex, markdown (default both)")
+                   help="comma-separated: latex, markdown, html, moodle, qti, ipynb (default latex,markdown)")
     p.add_argument("--pdf", action="store_true", help="also compile the LaTeX with latexmk (TeX Live)")
     p.add_argument("--preset", choices=PRESETS,
                    help="which steps to ask (default: the spec's `exercise:` section, else full)")
     p.add_argument("--loss", choices=("sum", "mse"),
-                   help="--preset backprop: the loss of the output (default: variants.loss, else sum)")
+                   help="--preset backprop: the loss of the output (default: the spec's exercise.loss, else mse "
+                        "against an integer target drawn from the seed)")
     p.add_argument("--wrt", metavar="NAMES",
                    help="--preset backprop: comma-separated parameters to differentiate, e.g. W_2,W_1 "
                         "(default: variants.wrt, else W_2,W_1)")
@@ -37,6 +38,9 @@ def add_arguments(p) -> None:
     p.add_argument("--template-dir", metavar="DIR",
                    help="a directory of templates used before the built-in ones (rendered sandboxed)")
     p.add_argument("--force", action="store_true", help="overwrite existing output files")
+    p.add_argument("--allow-repeats", action="store_true",
+                   help="--variants: write the set even when some asked step repeats its answer in more "
+                        "than 10%% of the variants (or a statistic takes fewer than 5 values)")
     p.add_argument("--max-cost", type=nonneg, metavar="N", help="raise the exact engine's size limit")
     from symblock.exercises.generate import add_random_arguments
     add_random_arguments(p)
@@ -67,8 +71,14 @@ def variants(args) -> list[tuple[str, object]]:
         if args.variants < 1:
             raise UsageError("--variants: expected at least 1")
         seed = 1 if args.seed is None else args.seed
-        return [(i, t) for i, _, t in variants.draw_variants(spec_arg, args.variants, seed, args.max_cost,
-                                                              overrides)]
+        from symblock.grading.ambiguity import judge
+        drawn = variants.draw_variants(spec_arg, args.variants, seed, args.max_cost, overrides,
+                                       judge(args.preset, args.loss, _wrt(args.wrt), args.decimals))
+        if not args.allow_repeats:  # every student's exercise differs (exercises/stress.py)
+            from symblock.exercises.presets import choose
+            from symblock.exercises.stress import require_variety
+            require_variety([(t, choose(t, args.preset, args.loss, _wrt(args.wrt))) for _, _, t in drawn])
+        return [(i, t) for i, _, t in drawn]
     if args.seed is not None:
         raise UsageError("--seed goes with --variants N")
     spec = from_mapping(*variants.read(spec_arg, overrides)) if overrides else _load(spec_arg)
@@ -101,15 +111,17 @@ def run(args) -> int:
         raise UsageError("--pdf needs the latex format (--format latex,...)")
     if args.template_dir and not Path(args.template_dir).is_dir():
         raise UsageError(f"--template-dir: {args.template_dir} is not a directory")
-    files: dict[str, str] = {}
+    files: dict[str, str | bytes] = {}
     sets = variants(args)
     many = args.variants is not None
+    models: list[dict] = []
     for ident, trace in sets:
         docs = documents(trace, ident, formats=formats, preset=args.preset, lang=args.lang,
                          places=args.decimals, title=args.title, template_dir=args.template_dir,
-                         loss=args.loss, wrt=_wrt(args.wrt))
+                         loss=args.loss, wrt=_wrt(args.wrt), models=models)
         for name, text in docs.items():
             files[f"{ident}/{name}" if many else name] = text
+    files.update(bundle(models, formats, many, args.template_dir))
     written = write_files(Path(args.out), files, force=args.force,
                           pdf_engine=ENGINES[args.lang] if args.pdf else None)
     for path in written:

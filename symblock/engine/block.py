@@ -29,6 +29,14 @@ class Step:
     value: Mat
     given: bool = False        # pinned by the spec, not computed
 
+    # ---- Jupyter display: name, formula, exact value and decimal
+    def _repr_latex_(self) -> str:
+        return rf"$\text{{{self.name}}}:\quad {self.latex} \quad {self.value.latex()}$"
+
+    def _repr_markdown_(self) -> str:
+        given = " (given)" if self.given else ""
+        return f"**`{self.name}`**{given} ${self.latex}$\n\n$$\n{self.value.latex()}\n$$\n"
+
 
 class Trace:
     """The ordered, named steps of one forward; consumers only read it."""
@@ -50,6 +58,33 @@ class Trace:
 
     def names(self) -> list[str]:
         return [s.name for s in self.steps]
+
+    # ---- Jupyter display: a table of steps (formula, exact value, decimal)
+    def _rows(self):
+        for s in self.steps:
+            m = s.value.latex()
+            exact_part, _, dec = m.partition(r" \approx ")
+            if exact_part.startswith(r"\approx"):
+                exact_part, dec = "", exact_part[len(r"\approx "):]
+            yield s, exact_part, dec or exact_part
+
+    def _repr_markdown_(self) -> str:
+        def cell(tex: str) -> str:
+            return f"${tex}$" if tex else "≈"
+        lines = ["| step | formula | exact | decimal |", "|---|---|---|---|"]
+        for s, ex, dec in self._rows():
+            lines.append(f"| `{s.name}`{' (given)' if s.given else ''} | {cell(s.latex)} | {cell(ex)} | {cell(dec)} |")
+        return "\n".join(lines) + "\n"
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        def cell(tex: str) -> str:
+            return f"<td>${escape(tex)}$</td>" if tex else "<td>≈</td>"
+        rows = "".join(f"<tr><td><code>{escape(s.name)}</code>{' (given)' if s.given else ''}</td>{cell(s.latex)}"
+                       f"{cell(ex)}{cell(dec)}</tr>" for s, ex, dec in self._rows())
+        return ('<table class="symblock-trace"><thead><tr><th>step</th><th>formula</th><th>exact</th>'
+                f"<th>decimal</th></tr></thead><tbody>{rows}</tbody></table>")
 
 
 def cost(spec: BlockSpec) -> int:

@@ -96,3 +96,39 @@ class Mat:
 
     def __repr__(self) -> str:
         return f"Mat({[[exact.to_sympy(e) for e in r] for r in self.rows]})"
+
+    # ---- Jupyter display: `= [exact]` and `≈ [decimals]` (exact forms only when short)
+    REPR_TEX = 40     # longer closed forms show only as decimals
+    REPR_PLACES = 4
+
+    @staticmethod
+    def entry_latex(e, places: int | None = None) -> str | None:
+        """An entry as LaTeX: its short closed form, or (`places`) its rounded decimal."""
+        import sympy
+        if places is not None:
+            if e is exact.NEG_INF:
+                return r"-\infty"
+            if exact.is_symbolic(e):
+                return sympy.latex(e)
+            d = exact.real(e).decimal(places)
+            return f"{abs(d) if d == 0 else d:.{places}f}"
+        form = exact.to_sympy(e, 64)
+        tex = None if form is None else sympy.latex(form)
+        return tex if tex is not None and len(tex) <= Mat.REPR_TEX else None
+
+    def latex(self) -> str:
+        """`\\begin{bmatrix} exact \\end{bmatrix} \\approx \\begin{bmatrix} decimals \\end{bmatrix}`:
+        the exact matrix when every entry has a short closed form, the decimals unless all exact
+        entries are already integers or short decimals."""
+        def bm(cells):
+            return r"\begin{bmatrix} " + r" \\ ".join(" & ".join(r) for r in cells) + r" \end{bmatrix}"
+        ex = [[self.entry_latex(e) for e in r] for r in self.rows]
+        dec = [[self.entry_latex(e, self.REPR_PLACES) for e in r] for r in self.rows]
+        if all(c is not None for r in ex for c in r):
+            plain = all(c == d.rstrip("0").rstrip(".") or c in (r"-\infty",) for r, rd in zip(ex, dec)
+                        for c, d in zip(r, rd))
+            return bm(ex) if plain else bm(ex) + r" \approx " + bm(dec)
+        return r"\approx " + bm(dec)
+
+    def _repr_latex_(self) -> str:
+        return "$" + self.latex() + "$"

@@ -33,7 +33,8 @@ CHOICES = {
 FLAGS = ("final_norm", "causal", "bias", "out_proj")
 RANDOM_KEYS = ("seed", "low", "high", "difficulty", "ranges", "sparsity", "integer_scores", "exact_scale",
                "exact_norm", "no_degenerate_rows", "relu_mixed", "softmax_distinct", "score_range",
-               "staged", "max_draws")  # all but the first three: constraints (generate.py)
+               "staged", "max_draws",  # all but the first three: constraints (exercises/constraints.py)
+               "scaled_range", "softmax_weights", "norm_min", "x_step", "norm_params", "distinct_mistakes")
 MAX_DIM = 512  # a typo guard; the engine's cost limit (block.MAX_COST) is the real one
 
 

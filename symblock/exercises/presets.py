@@ -16,9 +16,11 @@ the data are the forward values those backward rules read. Its options (flags --
 
     exercise:
       preset: backprop
-      loss: sum               # sum | mse (default sum, as `symblock grad`)
+      loss: mse               # mse | sum (default mse: with `sum` dL/dY and the steps it flows
+                              #   through unchanged are all-ones matrices in every variant)
       wrt: [W_2, W_1]         # parameters or steps (default [W_2, W_1])
-      target: [[1, 0], ...]   # mse only: the target T (default zeros)
+      target: [[1, 0], ...]   # mse only: the target T (default: integers in -2..2 drawn from
+                              #   random.seed, stream "exercise.target"; zeros without a seed)
 """
 from __future__ import annotations
 
@@ -30,6 +32,8 @@ PRESETS = ("full", "attention", "norm", "ffn", "backprop")
 EXERCISE_KEYS = ("preset", "ask", "give", "loss", "wrt", "target")
 BACKPROP_KEYS = ("loss", "wrt", "target")
 BACKPROP_WRT = ("W_2", "W_1")
+BACKPROP_LOSS = "mse"
+TARGET_RANGE = (-2, 2)  # the drawn integer target of the default mse loss
 
 
 @dataclass(frozen=True)
@@ -132,7 +136,7 @@ def choose_backprop(trace, ex: dict, loss: str | None, wrt: list[str] | None) ->
             raise SpecError(src, f"exercise.{key}", "not with `preset: backprop`, which asks the gradient "
                                                     "steps; choose them with exercise.wrt")
     where_loss = "--loss" if loss is not None else "exercise.loss"
-    loss = loss if loss is not None else ex.get("loss", "sum")
+    loss = loss if loss is not None else ex.get("loss", BACKPROP_LOSS)
     if loss not in grad.LOSSES:
         raise SpecError(src, where_loss, f"expected one of {', '.join(grad.LOSSES)}, got {loss!r}")
     where_wrt = "--wrt" if wrt is not None else "exercise.wrt"
@@ -154,6 +158,8 @@ def choose_backprop(trace, ex: dict, loss: str | None, wrt: list[str] | None) ->
         from symblock.engine.spec import parse_matrix
         n, d = trace["output"].value.shape
         target = parse_matrix(ex["target"], (n, d), src, "exercise.target")
+    elif loss == "mse" and trace.spec.seed is not None:
+        target = drawn_target(trace.spec.seed, trace["output"].value.shape)
     back = grad.backward(trace.spec, loss, list(dict.fromkeys(wrt)), target=target, trace=trace)
     ask = [g.name for g in back.steps] + [g.name for g in back.wrt.values() if g.of not in trace
                                           and not (g.of == "X" and "x" in live_names(back))]
@@ -175,6 +181,15 @@ def choose_backprop(trace, ex: dict, loss: str | None, wrt: list[str] | None) ->
     if loss == "mse":
         tmat = Mat.from_sympy(target) if target is not None else grad.zeros(*trace["output"].value.shape)
     return Exercise(tuple(ask), data_steps, data_params, backward=back, target=tmat)
+
+
+def drawn_target(seed: int, shape: tuple[int, int]):
+    """The default mse target: integers drawn from the spec's seed, so each variant's gradients
+    differ (dL/dY = 2 (Y − T) / (n·d))."""
+    import sympy
+    from symblock.exercises.draws import ints
+    n, d = shape
+    return sympy.ImmutableMatrix(n, d, ints(seed, "exercise.target", n * d, *TARGET_RANGE))
 
 
 def live_names(back) -> set[str]:
@@ -203,3 +218,98 @@ def backward_reads(trace, step, target: str) -> list[str]:
     if kind in ("scores", "head_out"):
         return [i for i in ins if i != target]
     return [i for i in ins if i != target or kind in ("var", "ms")]  # norms: x, μ, σ / r, γ
+
+
+# ---------------------------------------------------------------- how long it takes by hand
+
+# The cost model: a person writes one answer cell in about 10 s (read the inputs, round, write), does
+# one multiply-add of small numbers in about 4 s, and one e^x, square root, erf or tanh on a basic
+# calculator in about 20 s. Causal masks are honoured (masked scores are not computed).
+SECONDS = {"cell": 10, "madd": 4, "special": 20}
+
+
+@dataclass(frozen=True)
+class Estimate:
+    cells: int        # answer cells the student writes
+    madds: int        # multiply-adds (additions and subtractions count as one)
+    specials: int     # exponentials, square roots, erf / tanh
+    per_step: tuple   # (step, cells, madds, specials) for each asked step
+
+    @property
+    def minutes(self) -> int:
+        s = self.cells * SECONDS["cell"] + self.madds * SECONDS["madd"] + self.specials * SECONDS["special"]
+        return -(-s // 60)
+
+    def text(self) -> str:
+        return (f"about {self.minutes} min ({self.cells} answer cells, {self.madds} multiply-adds, "
+                f"{self.specials} exponentials / roots)")
+
+
+def estimate(trace, exercise: Exercise) -> Estimate:
+    """The time a person needs for the asked steps, by the cost model above (SECONDS)."""
+    rows = []
+    for name in exercise.ask:
+        if name.startswith("grad."):
+            cells, madds, specials = _grad_cost(trace, exercise, name[5:])
+        else:
+            cells, (madds, specials) = _cells(trace[name].value), _forward_cost(trace, trace[name])
+        rows.append((name, cells, madds, specials))
+    return Estimate(sum(r[1] for r in rows), sum(r[2] for r in rows), sum(r[3] for r in rows), tuple(rows))
+
+
+def _cells(m) -> int:
+    r, c = m.shape
+    return r * c
+
+
+def _live(m) -> list[int]:
+    from symblock.engine import exact
+    return [sum(e is not exact.NEG_INF for e in row) for row in m.rows]
+
+
+def _forward_cost(trace, step) -> tuple[int, int]:
+    """(multiply-adds, specials) of working one forward step from its inputs."""
+    from symblock.calculus.grad import step_kind
+    spec, v = trace.spec, step.value
+    n, m = v.shape
+    try:
+        kind = step_kind(step.name, spec)
+    except KeyError:
+        return n * m, 0   # e.g. a dropout mask applied: one multiply per entry
+    ins = [trace[i].value if i in trace else trace.params.get(i) for i in step.inputs]
+    if kind == "linear":
+        k = ins[0].shape[1]
+        return n * m * k + (n * m if len(step.inputs) > 2 and step.inputs[2] in trace.params else 0), 0
+    if kind in ("scores", "head_out"):
+        head = step.name.rsplit(".", 1)[0]
+        live = _live(trace[f"{head}.weights"].value)  # causal: the masked entries are not worked
+        return sum(live) * spec.dims.d_head, 0  # a dot product of length d_k (d_v) per live entry
+    if kind == "scaled":
+        return sum(_live(trace[step.name.replace(".scaled", ".weights")].value)), 0
+    if kind == "softmax":
+        live = sum(_live(ins[0]))
+        return 2 * live, live
+    if kind in ("mean", "residual"):
+        return n * (ins[0].shape[1] if kind == "mean" else m), 0
+    if kind in ("var", "ms"):
+        return 2 * n * ins[0].shape[1], 0
+    if kind == "root":
+        return n, n
+    if kind in ("layernorm", "rmsnorm"):
+        return 3 * n * m, 0
+    if kind in ("activation", "gated"):
+        smooth = spec.options.activation not in ("relu",)
+        return (2 * n * m if smooth else 0) + (n * m if kind == "gated" else 0), n * m if smooth else 0
+    return 0, 0  # identity, concat, masked: copying
+
+
+def _grad_cost(trace, exercise: Exercise, of: str) -> tuple[int, int, int]:
+    """A gradient step costs what its consumers' forward products cost (the transposed products
+    have as many multiply-adds), without their specials (their values are read off the data)."""
+    back = exercise.backward
+    live = {g.of for g in back.steps}
+    grad = next((g for g in (*back.steps, *back.wrt.values()) if g.of == of), None)
+    cells = _cells(grad.value) if grad is not None else 0
+    users = consumers(trace, of, live)
+    madds = sum(_forward_cost(trace, s)[0] for s in users) if users else cells
+    return cells, madds, 0

@@ -9,7 +9,16 @@ entry, the largest integer a student writes — numerator or denominator of an e
 many variants have the step entirely rational and entirely as a printable closed form, and how many
 distinct variants there are: distinct among the n drawn, and the number of distinct tensor draws the
 ranges allow (an exact count, times the dims a preset can choose: an upper bound on the variants
-the spec can produce), with the valid share estimated from the acceptance rate.
+the spec can produce), with the valid share estimated from the acceptance rate; and the variety of
+the set: per asked step, how many distinct exact answers the n variants have and how often the
+most common one repeats, with a warning on every step below the guarantee (`problems`).
+
+The variety guarantee (DESIGN.md: every student's exercise differs): in a set of n variants no asked
+step repeats its answer matrix in more than 10% of the variants (at most max(1, n // 10) share one),
+and every per-row statistic (.mean .var .std .ms .rms) takes at least min(5, n) distinct values.
+Steps that read only data the spec gives (the same in every variant by the author's choice, e.g. the
+norm of a given X) are named, not held against the set.
+Answers are compared exactly (rationals as fractions, other entries to 30 digits).
 """
 from __future__ import annotations
 
@@ -41,6 +50,102 @@ class StepStats:
         self.closed_form += all(e.size <= exact.CLOSED_FORM_SIZE for e in entries)
 
 
+REPEAT_SHARE = 10      # an answer may repeat in at most 1/REPEAT_SHARE of a set
+MIN_STAT_VALUES = 5    # distinct values a per-row statistic takes over a set
+STATS = (".mean", ".var", ".std", ".ms", ".rms")
+
+
+def answer_key(value) -> tuple:
+    """An answer matrix as a hashable exact key."""
+    from symblock.engine import exact
+    out = []
+    for row in value.rows:
+        for e in row:
+            if e is exact.NEG_INF:
+                out.append("-oo")
+            elif e.is_rational:
+                out.append((int(e.q.p), int(e.q.q)))
+            else:
+                out.append(e.digits(30))
+    return tuple(out)
+
+
+@dataclass
+class Variety:
+    step: str
+    variants: int = 0
+    distinct: int = 0          # distinct answer matrices
+    largest_group: int = 0     # variants sharing the most common answer
+    values: int | None = None  # per-row statistics: distinct entries over all rows and variants
+
+    def problem(self) -> str | None:
+        n = self.variants
+        allowed = max(1, n // REPEAT_SHARE)
+        if self.largest_group > allowed:
+            return (f"{self.step}: one answer is shared by {self.largest_group} of {n} variants "
+                    f"(at most {allowed} may share one)")
+        if self.values is not None and self.values < min(MIN_STAT_VALUES, n):
+            return (f"{self.step}: its entries take only {self.values} distinct values over {n} variants "
+                    f"(at least {min(MIN_STAT_VALUES, n)} wanted)")
+        return None
+
+
+def variety(answers: list[dict]) -> dict[str, Variety]:
+    """Per step asked in the set: distinct answers; `answers` holds one {step: Mat} per variant."""
+    from collections import Counter
+    out: dict[str, Variety] = {}
+    groups: dict[str, Counter] = {}
+    entries: dict[str, set] = {}
+    for one in answers:
+        for name, value in one.items():
+            key = answer_key(value)
+            groups.setdefault(name, Counter())[key] += 1
+            if name.endswith(STATS):
+                entries.setdefault(name, set()).update(key)
+    for name, counts in groups.items():
+        out[name] = Variety(name, sum(counts.values()), len(counts), max(counts.values()),
+                            len(entries[name]) if name in entries else None)
+    return out
+
+
+def fixed_steps(traces: list) -> set[str]:
+    """Steps computed only from data that is the same in every variant (given by the spec, not
+    drawn): the same answer for everybody by the author's choice, so outside the guarantee."""
+    if not traces:
+        return set()
+    first = traces[0]
+    same = {p for p, m in first.params.items()
+            if all(p in t.params and answer_key(t.params[p]) == answer_key(m) for t in traces[1:])}
+    fixed: set[str] = set()
+    for step in first:
+        if all(i in same or i in fixed for i in step.inputs):
+            fixed.add(step.name)
+    return fixed
+
+
+def problems(var: dict[str, Variety]) -> list[str]:
+    return [p for v in var.values() if (p := v.problem())]
+
+
+def asked_answers(trace, exercise) -> dict:
+    """{asked step: its exact answer} (gradient steps from the exercise's backward pass)."""
+    grads = {}
+    if exercise.backward is not None:
+        grads = {g.name: g.value for g in (*exercise.backward.steps, *exercise.backward.wrt.values())}
+    return {n: grads[n] if n in grads else trace[n].value for n in exercise.ask}
+
+
+def require_variety(traces_and_exercises: list) -> None:
+    """The set's variety guarantee, or UsageError listing what breaks it (worksheet --variants)."""
+    from symblock.errors import UsageError
+    fixed = fixed_steps([t for t, _ in traces_and_exercises])
+    bad = problems(variety([{k: v for k, v in asked_answers(t, ex).items() if k not in fixed}
+                            for t, ex in traces_and_exercises]))
+    if bad:
+        raise UsageError("the variants are too alike to hand out: " + "; ".join(bad)
+                         + " (widen random.ranges, draw more of the block, or pass --allow-repeats)")
+
+
 @dataclass
 class Report:
     source: str
@@ -51,6 +156,13 @@ class Report:
     distinct: int = 0
     space: int = 0                    # distinct tensor draws the ranges allow (upper bound)
     steps: dict = field(default_factory=dict)
+    redraws: dict = field(default_factory=dict)   # rows of X, attention / FFN weights refitted
+    forwards: int = 0
+    variety: dict = field(default_factory=dict)   # asked step -> Variety
+    minutes: tuple = ()               # (min, max) of presets.estimate over the set
+    max_exponent: float = 0.0         # largest |x| of an e^x in a softmax
+    skipped: dict = field(default_factory=dict)   # seeds a judge (distinct_mistakes) turned down
+    fixed: tuple = ()                 # asked steps that read only data given by the spec
 
     @property
     def estimated_valid(self) -> float:
@@ -63,51 +175,134 @@ class Report:
                 "rejections": dict(sorted(self.rejections.items(), key=lambda kv: -kv[1])),
                 "distinct": self.distinct, "space_bound": self.space,
                 "estimated_valid": float(f"{self.estimated_valid:.3g}"),
+                "redraws": dict(self.redraws), "forwards": self.forwards,
+                "minutes": list(self.minutes), "max_exponent": round(self.max_exponent, 4),
+                "skipped": dict(self.skipped), "fixed": list(self.fixed),
+                "variety": [vars(v) for v in self.variety.values()],
+                "variety_problems": problems(self.variety),
                 "steps": [vars(s) for s in self.steps.values()]}
 
 
 def stress(data: dict, source: str, n: int, first_seed: int = 1, overrides: dict | None = None,
-           max_cost: int | None = None) -> Report:
-    """Draw variants for seeds first_seed … first_seed+n−1 and gather the report."""
+           max_cost: int | None = None, judge=None) -> Report:
+    """Draw n variants from seed first_seed on and gather the report. `judge(trace)` -> a reason or
+    None (grading's distinct_mistakes check) turns seeds down as `worksheet --variants` does, when the
+    spec asks for it; without a judge the seeds are first_seed … first_seed+n−1."""
     from collections import Counter
     from symblock.exercises.generate import dims_choices, space_bound, variant
+    from symblock.exercises.variants import MAX_TRIES
     report = Report(source, first_seed, n)
-    rejections: Counter = Counter()
-    keys, space = set(), 0
-    for seed in range(first_seed, first_seed + n):
+    rejections, redraws, skipped = Counter(), Counter(), Counter()
+    keys, space, answers, minutes, traces = set(), 0, [], [], []
+    seed, c, accepted = first_seed, None, 0
+    while accepted < n and seed < first_seed + n * MAX_TRIES:
         v = variant(data, source, overrides={**(overrides or {}), "seed": seed}, max_cost=max_cost)
+        seed += 1
+        c = v.constraints
         report.draws += v.draws
+        report.forwards += v.forwards
         rejections.update(v.rejections)
+        redraws.update(v.redraws)
+        reason = judge(v.trace) if judge is not None and c.distinct_mistakes else None
+        if reason:
+            skipped[reason.split(":")[0]] += 1
+            continue
+        accepted += 1
         keys.add((v.spec.dims, v.key))
         space = max(space, space_bound(v))
         for step in v.trace:
             report.steps.setdefault(step.name, StepStats(step.name)).add(step.value)
-        c = v.constraints
-    report.rejections = dict(rejections)
+        report.max_exponent = max(report.max_exponent, largest_exponent(v.trace))
+        got = asked(v.trace)
+        traces.append(v.trace)
+        if got is not None:
+            answers.append(got[0])
+            minutes.append(got[1])
+    report.n = accepted
+    report.rejections, report.redraws, report.skipped = dict(rejections), dict(redraws), dict(skipped)
     report.distinct = len(keys)
-    report.space = space * dims_choices(data, c) if n else 0
+    report.space = space * dims_choices(data, c) if c is not None else 0
+    fixed = fixed_steps(traces)
+    report.fixed = tuple(n for n in (answers[0] if answers else {}) if n in fixed)
+    report.variety = variety([{k: v for k, v in a.items() if k not in fixed} for a in answers])
+    report.minutes = (min(minutes), max(minutes)) if minutes else ()
     return report
+
+
+def asked(trace):
+    """({asked step: answer}, estimated minutes) of the spec's own exercise (default: full)."""
+    from symblock.errors import SpecError
+    from symblock.exercises.presets import choose, estimate
+    try:
+        ex = choose(trace)
+    except SpecError:
+        return None
+    return asked_answers(trace, ex), estimate(trace, ex).minutes
+
+
+def largest_exponent(trace) -> float:
+    """The largest |x| of a softmax input e^x (live entries), as the key works it."""
+    from symblock.engine import exact
+    top = 0.0
+    for step in trace:
+        if step.name.endswith(".weights") and step.name.startswith("attn.h"):
+            for row in trace[step.inputs[0]].value.rows:
+                top = max([top] + [abs(float(e)) for e in row if e is not exact.NEG_INF])
+    return top
 
 
 def text(report: Report) -> str:
     r = report
-    out = [f"stress: {r.source} · {r.n} variants (seeds {r.first_seed}..{r.first_seed + r.n - 1}) · "
-           f"{r.draws} draws ({r.draws / max(r.n, 1):.1f} per variant)"]
+    out = [f"stress: {r.source} · {r.n} variants (seeds from {r.first_seed}) · "
+           f"{r.draws} draws ({r.draws / max(r.n, 1):.1f} per variant), {r.forwards} exact forwards"]
     if r.rejections:
-        out.append("rejected draws by constraint (first failing check; rows of X redrawn included):")
-        out += [f"  {k:<20} {v}" for k, v in sorted(r.rejections.items(), key=lambda kv: -kv[1])]
+        out.append("rejected draws by constraint (first failing check):")
+        out += [f"  {k:<24} {v}" for k, v in sorted(r.rejections.items(), key=lambda kv: -kv[1])]
     else:
         out.append("rejected draws: none")
+    if r.redraws:
+        out.append("built into the draws (rows of X, attention / FFN weights refitted; first failing check):")
+        out += [f"  {k:<24} {v}" for k, v in sorted(r.redraws.items(), key=lambda kv: -kv[1])]
+    if r.skipped:
+        out.append("seeds turned down (two catalogued mistakes give the same numbers):")
+        out += [f"  {k:<24} {v}" for k, v in sorted(r.skipped.items(), key=lambda kv: -kv[1])]
     out.append(f"distinct variants: {r.distinct} of {r.n} drawn; the ranges allow at most {r.space:.3g} "
                f"distinct blocks ({r.space} exactly), about {r.estimated_valid:.3g} of them valid "
                "(estimated from the acceptance rate)")
-    out.append("")
+    if r.minutes:
+        out.append(f"time by hand (presets.estimate): {r.minutes[0]}–{r.minutes[1]} min; "
+                   f"largest |x| of an e^x: {r.max_exponent:.4g}")
+    out += ["", *steps_table(r)]
+    out += ["", *variety_table(r)]
+    return "\n".join(out) + "\n"
+
+
+def steps_table(r: Report) -> list[str]:
     width = max([len(s) for s in r.steps] + [4])
-    out.append(f"{'step':<{width}}  {'variants':>8}  {'min':>9}  {'max':>9}  {'largest int':>11}  "
-               f"{'rational':>8}  {'closed form':>11}")
+    out = [f"{'step':<{width}}  {'variants':>8}  {'min':>9}  {'max':>9}  {'largest int':>11}  "
+           f"{'rational':>8}  {'closed form':>11}"]
     for s in r.steps.values():
         fmt = lambda x: "" if x is None else f"{x:.4g}"  # noqa: E731
         out.append(f"{s.name:<{width}}  {s.variants:>8}  {fmt(s.min):>9}  {fmt(s.max):>9}  "
                    f"{s.largest_integer if s.rational or s.largest_integer else '':>11}  "
                    f"{s.rational:>8}  {s.closed_form:>11}")
-    return "\n".join(out) + "\n"
+    return out
+
+
+def variety_table(r: Report) -> list[str]:
+    if not r.variety:
+        return ["variety: no exercise to measure"]
+    n = max(v.variants for v in r.variety.values())
+    width = max([len(s) for s in r.variety] + [4])
+    out = [f"variety of the asked steps over {n} variants (guarantee: an answer shared by at most "
+           f"{max(1, n // REPEAT_SHARE)}, statistics with >= {min(MIN_STAT_VALUES, n)} values):",
+           f"{'step':<{width}}  {'distinct':>8}  {'most shared':>11}  {'values':>6}"]
+    for v in r.variety.values():
+        mark = "  << below the guarantee" if v.problem() else ""
+        out.append(f"{v.step:<{width}}  {v.distinct:>8}  {v.largest_group:>11}  "
+                   f"{'' if v.values is None else v.values:>6}{mark}")
+    if r.fixed:
+        out.append("the same in every variant by the spec (read only given data): " + ", ".join(r.fixed))
+    bad = problems(r.variety)
+    out += [f"warning: {p}" for p in bad] or ["every asked step meets the variety guarantee"]
+    return out

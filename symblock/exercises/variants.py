@@ -103,15 +103,18 @@ def draw_variant(data: dict, source: str, seed: int, max_cost: int | None = None
 
 
 def draw_variants(spec_arg: str, n: int, seed: int, max_cost: int | None = None,
-                  overrides: dict | None = None) -> list:
+                  overrides: dict | None = None, judge=None) -> list:
     """`n` distinct usable variants with seeds seed, seed+1, ... (unusable or repeated draws are
-    skipped, deterministically): a list of (id, spec, trace)."""
+    skipped, deterministically, and so are those `judge(trace)` turns down when the spec asks for
+    random.distinct_mistakes): a list of (id, spec, trace)."""
     data, source = read(spec_arg, overrides)
     token = spec_token(spec_arg)
+    if judge is not None and not wants_judge(data, source):
+        judge = None
     out, seen = [], set()
     for s in range(seed, seed + n * MAX_TRIES):
         got = draw_variant(data, source, s, max_cost)
-        if got is None:
+        if got is None or (judge is not None and judge(got[1])):
             continue
         spec, trace = got
         key = (tuple(sorted((k, tuple(v)) for k, v in spec.params.items())), tuple(spec.X or ()))
@@ -124,3 +127,10 @@ def draw_variants(spec_arg: str, n: int, seed: int, max_cost: int | None = None,
     raise SpecError(source, "random", f"found only {len(out)} distinct usable variants in seeds {seed}.."
                     f"{seed + n * MAX_TRIES - 1}; leave more weights or inputs out for `random` to draw, or "
                     "widen random.low/high")
+
+
+def wants_judge(data: dict, source: str) -> bool:
+    """Whether the spec (with its difficulty preset) asks for random.distinct_mistakes."""
+    from symblock.exercises.generate import constraints_of
+    rnd = data.get("random")
+    return isinstance(rnd, dict) and constraints_of(data, source).distinct_mistakes

@@ -645,12 +645,23 @@ class _GradBuilder(_Builder):
         return []
 
 
+def cells(mat, places: int) -> list[list[dict]]:
+    """Each entry of an answer for the writers that grade (HTML, Moodle, QTI, notebook): its short
+    exact form (LaTeX, or None), its decimal rounded to `places`, and a 12-place decimal for a
+    tolerance centred on the exact value (None for a masked −∞)."""
+    return [[{"exact": exact_tex(e), "decimal": dec_tex(e, places), "plain": is_plain(e),
+              "precise": None if e is exact.NEG_INF else dec_tex(e, 12)} for e in row] for row in mat.rows]
+
+
 def build(trace, exercise, *, lang: str = "en", places: int = 3, ident: str = "",
           title: str | None = None) -> dict:
     """The worksheet (and key) as plain data for the templates."""
     backprop = getattr(exercise, "backward", None) is not None
     b = (_GradBuilder if backprop else _Builder)(trace, exercise, lang, places)
     spec = trace.spec
+    tasks = [b.task(i, n) for i, n in enumerate(exercise.ask, 1)]
+    for task in tasks:
+        task["cells"] = cells(b.grads[task["name"]].value if backprop else trace[task["name"]].value, places)
     return {
         "lang": lang,
         "title": title if title is not None else (spec.title or "Transformer block"),
@@ -659,7 +670,7 @@ def build(trace, exercise, *, lang: str = "en", places: int = 3, ident: str = ""
         "loss": b.loss() if backprop else None,
         "conventions": b.conventions(),
         "data": b.data(),
-        "tasks": [b.task(i, n) for i, n in enumerate(exercise.ask, 1)],
+        "tasks": tasks,
         "approx_note": b.t("approx_note", places),
         "places": places,
         "t": {k: Safe(v) for k, v in TEXTS[lang].items() if "{" not in v},

@@ -18,8 +18,10 @@ from importlib import resources
 from symblock.errors import UsageError
 from symblock.sheets.model import Safe
 
-FORMATS = {"latex": ".tex", "markdown": ".md"}
+FORMATS = {"latex": ".tex", "markdown": ".md", "html": ".html", "moodle": ".xml", "qti": ".zip",
+           "ipynb": ".ipynb"}
 TEMPLATE = {"latex": "worksheet.tex.j2", "markdown": "worksheet.md.j2"}
+MARKUP = {"html", "xml"}  # autoescaped: user text and `Safe` LaTeX alike are escaped unless a filter marks it
 LATEX_DELIMITERS = dict(block_start_string="((*", block_end_string="*))",
                         variable_start_string="(((", variable_end_string=")))",
                         comment_start_string="((=", comment_end_string="=))",
@@ -68,6 +70,8 @@ def _finalizer(fmt: str, unicode_ok: bool):
     def finalize(value):
         if value is None:
             return ""
+        if fmt in MARKUP:
+            return value  # Jinja's autoescape escapes it (filters turn math and prose into markup)
         if isinstance(value, Safe):
             return value
         if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -153,9 +157,10 @@ def _alarm(seconds: float):
     return restore
 
 
-def environment(fmt: str, template_dir: str | None = None, unicode_ok: bool = False):
+def environment(fmt: str, template_dir: str | None = None, unicode_ok: bool = False, filters=None):
     """A sandboxed environment whose loader finds names only inside the template directories
-    (Jinja's `FileSystemLoader` refuses absolute and `..` names), the user's folder first."""
+    (Jinja's `FileSystemLoader` refuses absolute and `..` names), the user's folder first.
+    `fmt` "html" or "xml" autoescapes; `filters` are added (a writer's math and prose markup)."""
     from jinja2 import FileSystemLoader, StrictUndefined
     from jinja2.sandbox import SandboxedEnvironment
 
@@ -165,25 +170,29 @@ def environment(fmt: str, template_dir: str | None = None, unicode_ok: bool = Fa
     options = LATEX_DELIMITERS if fmt == "latex" else {}
     env = Environment(loader=FileSystemLoader(dirs), finalize=_finalizer(fmt, unicode_ok),
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                      keep_trailing_newline=True, autoescape=False, **options)
+                      keep_trailing_newline=True, autoescape=fmt in MARKUP, **options)
     env.globals["range"] = _budget_range(env)
     if fmt == "latex":
         env.filters["code"] = lambda s: Safe(r"\texttt{" + latex_escape(s, unicode_ok) + "}")
-    else:
+    elif fmt not in MARKUP:
         env.filters["code"] = lambda s: Safe("`" + str(s).replace("`", "'") + "`")
+    env.filters.update(filters or {})
     return env
 
 
-def render(model: dict, fmt: str, key: bool, template_dir: str | None = None) -> str:
-    """One document: the sheet (`key=False`) or the answer key (`key=True`) in one format."""
+def render(model: dict, fmt: str, key: bool, template_dir: str | None = None, *, template: str | None = None,
+           filters=None) -> str:
+    """One document: the sheet (`key=False`) or the answer key (`key=True`) in one format (a
+    writer module passes its own `template`, markup `fmt` "html"/"xml" and `filters`)."""
     from jinja2 import TemplateError
-    env = environment(fmt, template_dir, unicode_ok=model["lang"] != "en")
-    where = f"template {TEMPLATE[fmt]}" + (f" ({template_dir})" if template_dir else "")
+    template = template or TEMPLATE[fmt]
+    env = environment(fmt, template_dir, unicode_ok=model["lang"] != "en", filters=filters)
+    where = f"template {template}" + (f" ({template_dir})" if template_dir else "")
     env.deadline = time.monotonic() + MAX_SECONDS
     chunks, size = [], 0
     restore = _alarm(MAX_SECONDS + 0.5)  # loops with no call inside (`for c in s`) check no deadline
     try:
-        for chunk in env.get_template(TEMPLATE[fmt]).generate(**model, key=key):
+        for chunk in env.get_template(template).generate(**model, key=key):
             size += len(chunk)
             if size > MAX_OUTPUT:
                 raise RenderBudgetError(f"the document grew past {MAX_OUTPUT // 2**20} MiB")

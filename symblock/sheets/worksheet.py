@@ -19,29 +19,46 @@ from pathlib import Path
 
 DOCS = ("sheet", "key")
 ENGINES = {"en": "pdflatex", "zh": "xelatex"}
+# formats written once per set by a writer module: files(models, many=..., template_dir=...)
+SET_WRITERS = {"html": "symblock.sheets.html", "moodle": "symblock.sheets.moodle",
+               "qti": "symblock.sheets.qti", "ipynb": "symblock.sheets.notebook"}
 
 
 # ---------------------------------------------------------------- orchestration
 
 
 def documents(trace, ident: str, *, formats, preset=None, lang="en", places=3, title=None,
-              template_dir=None, loss=None, wrt=None) -> dict[str, str]:
-    """{file name: text} for one variant: sheet and key in each format."""
+              template_dir=None, loss=None, wrt=None, models: list | None = None) -> dict[str, str]:
+    """{file name: text} for one variant: sheet and key in each format (the SET_WRITERS' files
+    come from `bundle`, which reads the sheet models collected into `models`)."""
     from symblock.exercises import presets
     from symblock.sheets import render, model as sheet
     ex = presets.choose(trace, preset, loss=loss, wrt=wrt)
     model = sheet.build(trace, ex, lang=lang, places=places, ident=ident, title=title)
+    if models is not None:
+        models.append(model)
     out = {}
-    for fmt in formats:
+    for fmt in (f for f in formats if f not in SET_WRITERS):
         for doc in DOCS:
             out[doc + render.FORMATS[fmt]] = render.render(model, fmt, key=(doc == "key"),
                                                            template_dir=template_dir)
     return out
 
 
+def bundle(models: list[dict], formats, many: bool, template_dir=None) -> dict[str, str | bytes]:
+    """{file name: text or bytes} of the set-level formats (html, moodle, qti, ipynb) for the
+    sheet models of a set; `many`: variants live in sub-directories named by their ID."""
+    from importlib import import_module
+    out: dict[str, str | bytes] = {}
+    for fmt in formats:
+        if fmt in SET_WRITERS:
+            out.update(import_module(SET_WRITERS[fmt]).files(models, many=many, template_dir=template_dir))
+    return out
+
+
 # ---------------------------------------------------------------- files
 
-def write_files(out: Path, files: dict[str, str], force: bool = False, pdf_engine: str | None = None) -> list[Path]:
+def write_files(out: Path, files: dict[str, str | bytes], force: bool = False, pdf_engine: str | None = None) -> list[Path]:
     """Write `files` (relative name -> text) under `out`, compiling each .tex to PDF when
     `pdf_engine` is set. Refuses to overwrite unless `force`; everything is written and compiled
     in a temporary directory first and moved into place only when all of it succeeded."""
@@ -66,7 +83,7 @@ def write_files(out: Path, files: dict[str, str], force: bool = False, pdf_engin
         for name, text in files.items():
             path = tmp / name
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(text.encode("utf-8"))
+            path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
         if pdf_engine:
             for name in files:
                 if name.endswith(".tex"):

@@ -282,14 +282,16 @@ def _yaml(data):
 def test_stress_text_output(capsys):
     assert main(["stress", "--difficulty", "medium", "-n", "5"]) == 0
     out = capsys.readouterr().out
-    assert "rejected draws by constraint" in out and "norm1.std" in out and "distinct variants: 5 of 5" in out
+    assert "rejected draws" in out and "norm1.std" in out and "distinct variants: 5 of 5" in out
+    assert "variety of the asked steps over 5 variants" in out and "time by hand" in out
 
 
-def test_medium_draw_speed():
-    t = time.perf_counter()
-    for seed in range(20):
-        V(seed, difficulty="medium")
-    assert time.perf_counter() - t < 5  # the bench's 100 in < 5 s, with room for slow CI
+def test_draws_per_variant_stay_small():
+    """Constraints built into the draws: candidate blocks per variant, counted (the bench times them)."""
+    for difficulty in ("easy", "medium", "hard"):
+        vs = [V(seed, difficulty=difficulty) for seed in range(1, 9)]
+        assert sum(v.draws for v in vs) / len(vs) <= 5, difficulty
+        assert sum(v.forwards for v in vs) / len(vs) <= 6, difficulty
 
 
 def test_worksheet_random_flags_reach_the_variants(tmp_path):
@@ -302,7 +304,7 @@ def test_worksheet_random_flags_reach_the_variants(tmp_path):
                  "--format", "markdown", "--out", str(tmp_path / "set")]) == 0
     ids = sorted(p.name for p in (tmp_path / "set").iterdir())
     assert len(ids) == 2
-    for ident in ids:  # easy: Post-LN, one head, d_model 3..4
+    for ident in ids:  # easy: Post-LN, one head, d_model 3
         key = (tmp_path / "set" / ident / "key.md").read_text()
         assert "Post-LN" in key and "one head" in key
     assert main(["worksheet", str(spec_file), "--difficulty", "easy", "--id", ids[0], "--format", "markdown",

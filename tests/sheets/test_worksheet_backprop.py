@@ -64,8 +64,13 @@ def test_key_gradients_match_grad_py_and_torch_autograd(name, opts, tmp_path):
     trace = block.forward(s)
     docs = documents(trace, "id", formats=["latex", "markdown"], **opts)
     ex = s.exercise
-    loss, wrt = ex.get("loss", "sum"), ex.get("wrt", ["W_2", "W_1"])
-    target = spec.parse_matrix(ex["target"], None, "t", "t") if "target" in ex else None
+    loss, wrt = ex.get("loss", "mse"), ex.get("wrt", ["W_2", "W_1"])  # the preset's default: mse
+    if "target" in ex:
+        target = spec.parse_matrix(ex["target"], None, "t", "t")
+    else:  # the default target: integers in -2..2 drawn from the seed (checked on their own below)
+        from symblock.exercises.presets import drawn_target
+        target = drawn_target(s.seed, trace["output"].value.shape)
+        assert {int(v) for v in target} <= set(range(-2, 3)) and len(set(target)) > 1
     b = grad.backward(s, loss, wrt, target=target, trace=trace)
     want = {g.name: g for g in (*b.steps, *b.wrt.values())}
     L, ref = torch_grads(s, loss, target)

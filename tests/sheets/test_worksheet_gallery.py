@@ -1,6 +1,7 @@
 """The committed gallery (worksheets/) is what `python -m symblock.sheets.gallery worksheets --pdf`
-generates today, byte for byte (.tex, .md, README.md), and its LaTeX compiles. This says the
-gallery is current, not that it is right (test_key_numbers.py checks the keys' numbers). PDFs are not
+generates today, byte for byte (every file but the PDFs: .tex, .md, .html with katex/, moodle.xml,
+qti.zip, notebook.ipynb, README.md), and its LaTeX compiles. This says the gallery is current, not
+that it is right (test_key_numbers.py checks the keys' numbers). PDFs are not
 compared (TeX output is not byte-stable across TeX Live versions); they are recompiled instead."""
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ GALLERY_DIR = REPO / "worksheets"
 
 def _texts(root):
     return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
-            if p.is_file() and p.suffix in (".tex", ".md")}
+            if p.is_file() and p.suffix != ".pdf"}  # .tex .md .html .xml .zip .ipynb, katex/
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,190 @@
+"""The `random:` section of a spec, validated: which constraints a variant must meet (generate.py
+draws until they hold; its docstring lists the keys)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Mapping
+
+DIFFICULTIES = ("easy", "medium", "hard")
+FLAG_KEYS = ("integer_scores", "exact_scale", "no_degenerate_rows", "softmax_distinct", "distinct_mistakes")
+NORMS = ("norm1", "norm2", "norm_final")
+NORM_PARAMS = {"norm1": "ln1", "norm2": "ln2", "norm_final": "ln_final"}
+BOUND_KEYS = ("score_range", "scaled_range", "softmax_weights")   # [lo, hi], exact
+CONSTRAINT_KEYS = ("difficulty", "ranges", "sparsity", *FLAG_KEYS, "exact_norm", "relu_mixed", *BOUND_KEYS,
+                   "norm_min", "x_step", "norm_params", "staged", "max_draws")
+GROUP_DEFAULTS = {"gamma": (1, 2), "beta": (-1, 1)}  # ranges of drawn γ, β (norm_params)
+RELU_MODES = ("rows", "columns", "both")
+MAX_DRAWS = 2000      # candidate blocks drawn before giving up
+MAX_FORWARDS = 200    # candidates that pass the cheap checks and reach the exact forward
+ROW_DRAWS = 500       # redraws of one row of X before the candidate counts as rejected
+STAGE_BATCHES = 4     # batches of stage.BATCH candidates for the attention weights fitted to one X
+ENUMERATE_ROWS = 30000  # rows of X small enough to list (13⁴ half-integers in -3..3): drawn from the list
+
+
+def err(source: str, where: str, message: str):
+    from symblock.engine.spec import SpecError
+    return SpecError(source, where, message)
+
+
+@dataclass(frozen=True)
+class Constraints:
+    """The validated `random:` section."""
+    seed: int = 0
+    low: int = -2
+    high: int = 2
+    ranges: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    sparsity: Fraction | None = None
+    integer_scores: bool = False
+    exact_scale: bool = False
+    exact_norm: tuple[str, ...] = ()   # the norms it applies to (true: all of them)
+    no_degenerate_rows: bool = False
+    softmax_distinct: bool = False
+    relu_mixed: str | None = None
+    score_range: tuple[Fraction, Fraction] | None = None
+    scaled_range: tuple[Fraction, Fraction] | None = None     # every softmax input (scaled score)
+    softmax_weights: tuple[Fraction, Fraction] | None = None  # every live weight of a row with >= 2
+    norm_min: Fraction | None = None   # σ (LayerNorm) / rms (RMSNorm) of every norm row >= this
+    x_step: Fraction = Fraction(1)     # X entries are multiples of this (1/2: half-integers)
+    norm_params: tuple[str, ...] = ()  # norms whose γ, β are drawn (ranges gamma, beta)
+    distinct_mistakes: bool = False    # checked on a set by a judge (worksheet, stress): see generate.py
+    staged: tuple[str, int] | None = None
+    difficulty: str | None = None
+    max_draws: int = MAX_DRAWS
+
+    def range_of(self, name: str) -> tuple[int, int]:
+        """Per tensor: its own entry, else its group (X / weights / biases), else low..high."""
+        if name.endswith((".gamma", ".beta")):
+            group = name.rsplit(".", 1)[1]
+            return self.ranges.get(group) or GROUP_DEFAULTS[group]
+        group = "X" if name == "X" else "weights" if name.startswith("W_") else "biases"
+        return self.ranges.get(name) or self.ranges.get(group) or (self.low, self.high)
+
+    def active(self) -> list[str]:
+        names = [k for k in FLAG_KEYS if getattr(self, k)]
+        names += [k for k in ("exact_norm", "relu_mixed", *BOUND_KEYS, "norm_min", "norm_params", "staged",
+                              "sparsity") if getattr(self, k)]
+        return names
+
+
+def has_constraints(rnd: Any) -> bool:
+    return isinstance(rnd, dict) and any(k in rnd for k in CONSTRAINT_KEYS)
+
+
+def _bool(v: Any, source: str, where: str) -> bool:
+    if not isinstance(v, bool):
+        raise err(source, where, f"expected true or false, got {v!r}")
+    return v
+
+
+def _pair(v: Any, source: str, where: str, exact: bool = False) -> tuple:
+    from symblock.engine.spec import int_field
+    if not isinstance(v, list) or len(v) != 2:
+        raise err(source, where, f"expected [low, high], e.g. [-2, 2], got {v!r}")
+    if exact:
+        lo, hi = (_exact(x, source, f"{where}[{i}]") for i, x in enumerate(v))
+    else:
+        lo, hi = (int_field(x, source, f"{where}[{i}]", lo=-1000, hi=1000) for i, x in enumerate(v))
+    if lo > hi:
+        raise err(source, where, f"expected low <= high, got [{v[0]}, {v[1]}]")
+    return lo, hi
+
+
+def parse_random(rnd: Any, source: str) -> Constraints:
+    """Validate a `random:` section (keys of spec.RANDOM_KEYS); errors name `random.KEY`. A
+    constraint set to false (or null) is off, also when a difficulty preset turns it on."""
+    from symblock.engine.spec import RANDOM_KEYS, check_keys, int_field
+    check_keys(rnd, RANDOM_KEYS, source, "random")
+    kw: dict[str, Any] = {
+        "seed": int_field(rnd.get("seed", 0), source, "random.seed", lo=0, hi=None),
+        "low": int_field(rnd.get("low", -2), source, "random.low", lo=-1000, hi=1000),
+        "high": int_field(rnd.get("high", 2), source, "random.high", lo=-1000, hi=1000)}
+    if kw["low"] > kw["high"]:
+        raise err(source, "random.high", f"expected high >= low = {kw['low']}, got {kw['high']}")
+    if "difficulty" in rnd:
+        if rnd["difficulty"] not in DIFFICULTIES:
+            raise err(source, "random.difficulty", f"expected one of {', '.join(DIFFICULTIES)}, "
+                                                   f"got {rnd['difficulty']!r}")
+        kw["difficulty"] = rnd["difficulty"]
+    kw["ranges"] = _ranges(rnd.get("ranges") or {}, source)
+    for key in FLAG_KEYS:
+        if key in rnd:
+            kw[key] = _bool(rnd[key], source, f"random.{key}")
+    kw.update(_lists(rnd, source))
+    kw.update(_numbers(rnd, source))
+    if rnd.get("staged") not in (None, False):
+        st = rnd["staged"]
+        check_keys(st, ("step", "decimals"), source, "random.staged")
+        step = st.get("step")
+        if not isinstance(step, str):
+            raise err(source, "random.staged.step", f"expected a step name such as attn.out, got {step!r}")
+        kw["staged"] = (step, int_field(st.get("decimals", 3), source, "random.staged.decimals", lo=0, hi=12))
+    if "max_draws" in rnd:
+        kw["max_draws"] = int_field(rnd["max_draws"], source, "random.max_draws", lo=1, hi=10**6)
+    return Constraints(**kw)
+
+
+def _ranges(ranges: Any, source: str) -> dict:
+    from symblock.engine.spec import all_param_keys
+    if not isinstance(ranges, dict):
+        raise err(source, "random.ranges", "expected a mapping such as {X: [-2, 2], weights: [-1, 1]}")
+    tensors = ("X", "weights", "biases", *GROUP_DEFAULTS,
+               *[p for p in all_param_keys() if p.startswith(("W_", "b_"))])
+    for name in ranges:
+        if name not in tensors:
+            raise err(source, f"random.ranges.{name}", f"unknown tensor; expected one of {', '.join(tensors)}")
+    return {k: _pair(v, source, f"random.ranges.{k}") for k, v in ranges.items()}
+
+
+def _lists(rnd: Mapping, source: str) -> dict:
+    """exact_norm, norm_params (true: every norm) and relu_mixed."""
+    kw: dict[str, Any] = {}
+    for key in ("exact_norm", "norm_params"):
+        if rnd.get(key) not in (None, False):
+            v = list(NORMS) if rnd[key] is True else rnd[key]
+            if not isinstance(v, list) or any(n not in NORMS for n in v):
+                raise err(source, f"random.{key}", f"expected true, false or a list of {', '.join(NORMS)}, "
+                                                   f"got {rnd[key]!r}")
+            kw[key] = tuple(v)
+    if rnd.get("relu_mixed") not in (None, False):
+        mode = "rows" if rnd["relu_mixed"] is True else rnd["relu_mixed"]
+        if mode not in RELU_MODES:
+            raise err(source, "random.relu_mixed", f"expected true, false or one of {', '.join(RELU_MODES)}, "
+                                                   f"got {rnd['relu_mixed']!r}")
+        kw["relu_mixed"] = mode
+    return kw
+
+
+def _numbers(rnd: Mapping, source: str) -> dict:
+    """sparsity, the [lo, hi] bounds, norm_min and x_step (exact)."""
+    kw: dict[str, Any] = {}
+    if rnd.get("sparsity") not in (None, False):
+        p = _exact(rnd["sparsity"], source, "random.sparsity")
+        if not (0 <= p < 1):
+            raise err(source, "random.sparsity", f"expected a share of zeros in [0, 1), got {rnd['sparsity']}")
+        kw["sparsity"] = p
+    for key in BOUND_KEYS:
+        if rnd.get(key) not in (None, False):
+            kw[key] = _pair(rnd[key], source, f"random.{key}", exact=True)
+    if "softmax_weights" in kw and not (0 < kw["softmax_weights"][0] and kw["softmax_weights"][1] <= 1):
+        raise err(source, "random.softmax_weights", f"expected 0 < low <= high <= 1, got {rnd['softmax_weights']}")
+    if rnd.get("norm_min") not in (None, False):
+        m = _exact(rnd["norm_min"], source, "random.norm_min")
+        if m < 0:
+            raise err(source, "random.norm_min", f"expected a bound >= 0 on σ (rms), got {rnd['norm_min']}")
+        kw["norm_min"] = m or None
+    if rnd.get("x_step") is not None:
+        step = _exact(rnd["x_step"], source, "random.x_step")
+        if step <= 0 or step.denominator > 100:
+            raise err(source, "random.x_step", f"expected a step such as 1 or 1/2 (> 0, denominator <= 100), "
+                                               f"got {rnd['x_step']}")
+        kw["x_step"] = step
+    return kw
+
+
+def _exact(v: Any, source: str, where: str) -> Fraction:
+    from symblock.engine.spec import parse_exact
+    q = parse_exact(v, source, where)
+    if not q.is_Rational:
+        raise err(source, where, f"expected a rational number such as 1/2, got {v!r}")
+    return Fraction(int(q.p), int(q.q))

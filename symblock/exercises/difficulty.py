@@ -1,0 +1,80 @@
+"""Difficulty presets: the dims, block options and `random:` constraints a preset fills in where the
+spec is silent (the spec's own values win)."""
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any, Mapping
+
+from symblock.exercises.constraints import Constraints
+from symblock.exercises.draws import ints
+
+# Difficulty presets. Each fixes the dims for the whole set (every student works the same size)
+# and states a time budget in minutes for its default exercise (`full`), checked by the cost model
+# of presets.estimate. Block options and random constraints fill whatever the spec leaves out (the
+# spec's own values win; a constraint set to false is off). New defaults (issue 12): softmax inputs
+# within ±3 and every live weight in [0.02, 0.9] where the softmax is asked, σ >= 1/2 in every norm
+# row, no two catalogued mistakes alike on an asked step.
+BUDGETS = {"easy": 20, "medium": 50, "hard": 90}
+PRESETS: dict[str, dict[str, Any]] = {
+    "easy": {   # the seed article's shape: Post-LN, integer scores, A(X) given to 2 decimals
+        "dims": {"seq_len": (2,), "d_model": (3,), "d_ff": (2,), "heads": (1,)},
+        "block": {"norm_position": "post", "norm": "layernorm", "eps": 0, "activation": "relu",
+                  "causal": False, "bias": False},
+        "random": {"ranges": {"X": [-2, 2], "weights": [-1, 1]}, "integer_scores": True,
+                   "exact_scale": True, "softmax_distinct": True, "score_range": [-6, 6],
+                   "no_degenerate_rows": True, "norm_min": "1/2", "relu_mixed": "rows", "norm_params": ["norm1"],
+                   "distinct_mistakes": True, "staged": {"step": "attn.out", "decimals": 2}},
+    },
+    "medium": {  # Pre-LN, exact σ for the first norm (half-integer X), rational scale, small e^x
+        "dims": {"seq_len": (2,), "d_model": (4,), "d_ff": (2,), "heads": (1,)},
+        "block": {"norm_position": "pre", "norm": "layernorm", "eps": 0, "activation": "relu",
+                  "attention_scale": "sqrt_dk", "causal": False, "bias": False},
+        "random": {"ranges": {"X": [-3, 3], "weights": [-1, 1]}, "x_step": "1/2", "exact_scale": True,
+                   "exact_norm": ["norm1"], "no_degenerate_rows": True, "norm_min": "1/2",
+                   "softmax_distinct": True, "scaled_range": [-3, 3], "softmax_weights": ["0.02", "0.9"],
+                   "relu_mixed": "rows", "distinct_mistakes": True},
+    },
+    "hard": {    # GPT-2's block: Pre-LN, two causal heads, exact GELU, biases, drawn γ/β (GPT-2's final
+                 # norm ln_f follows the last block, so it is not part of this one)
+        "dims": {"seq_len": (3,), "d_model": (4,), "d_ff": (2,), "heads": (2,)},
+        "block": {"norm_position": "pre", "norm": "layernorm", "eps": 0, "activation": "gelu",
+                  "attention_scale": "sqrt_dk", "causal": True, "bias": True, "final_norm": False},
+        "random": {"ranges": {"X": [-3, 3], "weights": [-1, 1], "biases": [-1, 1]}, "x_step": "1/2",
+                   "exact_norm": ["norm1"], "no_degenerate_rows": True, "norm_min": "1/2",
+                   "norm_params": ["norm2"], "softmax_distinct": True, "scaled_range": [-3, 3],
+                   "softmax_weights": ["0.02", "0.9"], "relu_mixed": "rows", "distinct_mistakes": True},
+    },
+}
+
+
+
+def apply_difficulty(data: dict, c: Constraints, source: str) -> tuple[dict, dict]:
+    """The mapping with the preset's dims and block options filled in where the spec is silent,
+    and the preset's random constraints under the spec's own."""
+    if c.difficulty is None:
+        return data, {}
+    preset = PRESETS[c.difficulty]
+    data = copy.deepcopy(data)
+    dims = dict(data.get("dims") or {})
+    for key, choices in preset["dims"].items():
+        if key not in dims:
+            dims[key] = choices[ints(c.seed, f"dims.{key}", 1, 0, len(choices) - 1)[0]]
+    data["dims"] = dims
+    block = dict(data.get("block") or {})
+    for key, value in preset["block"].items():
+        block.setdefault(key, value)
+    if "attention_scale" not in block:  # easy: exact scale by choosing `none` when d_head is not square
+        d_head = dims["d_model"] // dims.get("heads", 1)
+        block["attention_scale"] = "sqrt_dk" if math.isqrt(d_head) ** 2 == d_head else "none"
+    data["block"] = block
+    return data, dict(preset["random"])
+
+
+
+def dims_choices(data: Mapping, c: Constraints) -> int:
+    """How many dims the difficulty preset can pick for this spec (1 without a preset)."""
+    if not c.difficulty:
+        return 1
+    given = data.get("dims") or {}
+    return math.prod(len(ch) for k, ch in PRESETS[c.difficulty]["dims"].items() if k not in given)

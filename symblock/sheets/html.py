@@ -1,0 +1,92 @@
+"""HTML writer: a sheet and a key page per variant (and an index page for a set), math typeset by
+KaTeX shipped beside the pages (`katex/`, vendored from npm: works offline, no CDN).
+
+The sheet's answer grids are inputs; "Save answers" downloads a YAML (or JSON) file in the format
+`symblock check` reads (grading/answers.py). The pages only read the sheet model (sheets/model.py):
+math is its LaTeX, put into `<span class="math">` for KaTeX; prose is its text with `$...$` math;
+everything is HTML-escaped by Jinja's autoescape.
+"""
+from __future__ import annotations
+
+import re
+from importlib import resources
+
+from symblock.sheets import render
+
+PAGE = "worksheet.html.j2"
+INDEX = "index.html.j2"
+KATEX = "katex"  # the folder of KaTeX's files, in the templates' package data and in the output
+KATEX_FILES = ("katex.min.js", "katex.min.css", "LICENSE")
+_INLINE = re.compile(r"\$([^$]+)\$([,.;:)）。，；：、]*)")  # math and the punctuation that follows it
+
+
+def _markup(text: str):
+    from markupsafe import Markup
+    return Markup(text)
+
+
+def math(tex) -> str:
+    """Inline math: KaTeX renders the span's text."""
+    from markupsafe import escape
+    return _markup(f'<span class="math">{escape(str(tex))}</span>')
+
+
+def display(tex) -> str:
+    from markupsafe import escape
+    return _markup(f'<div class="math display">{escape(str(tex))}</div>')
+
+
+def prose(text) -> str:
+    """Words with `$...$` math (the sheet model's prose): text escaped, math in spans."""
+    from markupsafe import escape
+    out, pos = [], 0
+    for m in _INLINE.finditer(str(text)):
+        out.append(str(escape(str(text)[pos:m.start()])))
+        if m.group(2):  # no line break between a formula and its comma
+            out.append(f'<span class="nobr">{math(m.group(1))}{escape(m.group(2))}</span>')
+        else:
+            out.append(str(math(m.group(1))))
+        pos = m.end()
+    out.append(str(escape(str(text)[pos:])))
+    return _markup("".join(out))
+
+
+FILTERS = {"math": math, "display": display, "prose": prose}
+
+
+def katex_files() -> dict[str, bytes]:
+    """KaTeX's script, style sheet, licence and woff2 fonts, as shipped in the package data."""
+    root = resources.files("symblock.templates").joinpath(KATEX)
+    out = {f"{KATEX}/{name}": root.joinpath(name).read_bytes() for name in KATEX_FILES}
+    fonts = root.joinpath("fonts")
+    for font in sorted(fonts.iterdir(), key=lambda p: p.name):
+        if font.name.endswith(".woff2"):
+            out[f"{KATEX}/fonts/{font.name}"] = font.read_bytes()
+    return out
+
+
+def page(model: dict, key: bool, assets: str = "", template_dir=None, index: str | None = None) -> str:
+    """One page: `assets` is the relative path to the folder holding `katex/`; `index` links back."""
+    return render.render({**model, "assets": assets, "index": index}, "html", key, template_dir,
+                         template=PAGE, filters=FILTERS)
+
+
+def files(models: list[dict], *, many: bool, template_dir=None, assets: str | None = None) -> dict[str, str | bytes]:
+    """sheet.html and key.html per variant (in `<ID>/` when `many`, with index.html over them),
+    and KaTeX in `katex/` unless `assets` names a folder where it already is (the gallery's)."""
+    out: dict[str, str | bytes] = {}
+    up = "../" if many else ""
+    for model in models:
+        where = f"{model['ident']}/" if many else ""
+        base = up + (assets or "")
+        for doc in ("sheet", "key"):
+            out[f"{where}{doc}.html"] = page(model, doc == "key", base, template_dir,
+                                             index="../index.html" if many else None)
+    if many:
+        first = models[0]
+        out["index.html"] = render.render({"lang": first["lang"], "t": first["t"], "title": first["title"],
+                                           "variants": [m["ident"] for m in models], "assets": assets or ""},
+                                          "html", False, template_dir, template=INDEX, filters=FILTERS)
+    if assets is None:
+        out.update(katex_files())
+    return out

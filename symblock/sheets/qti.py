@@ -1,0 +1,88 @@
+"""Canvas / QTI 1.2 writer: `qti.zip`, a content package with one quiz (assessment) per variant and
+one numerical question per asked entry, its tolerance that of `symblock check` (centred on the
+exact value, ½·10⁻ᵈ), its feedback the exact value. A masked −∞ is a short-answer question.
+
+Written from templates rather than with text2qti: text2qti prints numerical bounds with 4 decimal
+places (a wrong tolerance from `--decimals 4` on), stamps the manifest with today's date (output
+would not be byte-identical), and reads only its own Markdown dialect (no display math or tables).
+The XML follows the Canvas dialect text2qti emits (numerical_question with vargte/varlte, math as
+Canvas equation images). The zip is deterministic (fixed timestamps). Reads the sheet model only.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+import zipfile
+from decimal import Decimal
+from urllib.parse import quote
+
+from symblock.sheets import render
+
+FILE = "qti.zip"
+MANIFEST, ASSESSMENT, META = "qti-manifest.xml.j2", "qti-assessment.xml.j2", "qti-meta.xml.j2"
+_INLINE = re.compile(r"\$([^$]+)\$")
+_STAMP = (1980, 1, 1, 0, 0, 0)
+
+
+def _markup(text: str):
+    from markupsafe import Markup
+    return Markup(text)
+
+
+def equation(tex, block: bool = False) -> str:
+    """LaTeX as a Canvas equation image (Canvas renders `/equation_images/<latex>` itself)."""
+    from markupsafe import escape
+    tex = str(tex)
+    img = (f'<img class="equation_image" title="{escape(tex)}" src="/equation_images/{quote(tex, safe="")}'
+           f'?scale=1" alt="LaTeX: {escape(tex)}" data-equation-content="{escape(tex)}">')
+    return _markup(f"<p>{img}</p>" if block else img)
+
+
+def prose(text) -> str:
+    from markupsafe import escape
+    text, out, pos = str(text), [], 0
+    for m in _INLINE.finditer(text):
+        out += [str(escape(text[pos:m.start()])), str(equation(m.group(1)))]
+        pos = m.end()
+    return _markup("".join(out) + str(escape(text[pos:])))
+
+
+def bounds(cell: dict, places: int) -> dict:
+    """The numerical answer of one entry: centre (exact when it is a short decimal) and range."""
+    centre = cell["exact"] if cell["plain"] else cell["precise"]
+    tol = Decimal(5).scaleb(-(places + 1))
+    return {"centre": centre, "low": str(Decimal(centre) - tol), "high": str(Decimal(centre) + tol)}
+
+
+def ident(*parts: str) -> str:
+    return "sb_" + hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:24]
+
+
+FILTERS = {"math": equation, "display": lambda tex: equation(tex, block=True), "prose": prose,
+           "bounds": bounds}
+
+
+def files(models: list[dict], *, many: bool, template_dir=None) -> dict[str, bytes]:
+    quizzes = []
+    for model in models:
+        aid = ident("assessment", model["ident"], str(model["title"]))
+        quizzes.append({"id": aid, "meta_id": ident("meta", aid), "model": model,
+                        "points": sum(len(row) for task in model["tasks"] for row in task["cells"])})
+    lang = models[0]["lang"]
+
+    def xml(template, **context):
+        return render.render({"lang": lang, **context}, "xml", False, template_dir, template=template,
+                             filters=FILTERS)
+    parts = {"imsmanifest.xml": xml(MANIFEST, quizzes=quizzes, package=ident("package", *[q["id"] for q in quizzes]))}
+    for q in quizzes:
+        parts[f"{q['id']}/{q['id']}.xml"] = xml(ASSESSMENT, quiz=q, ident=ident)
+        parts[f"{q['id']}/assessment_meta.xml"] = xml(META, quiz=q)
+    stream = io.BytesIO()
+    with zipfile.ZipFile(stream, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name, text in parts.items():
+            info = zipfile.ZipInfo(name, date_time=_STAMP)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            zf.writestr(info, text.encode("utf-8"))
+    return {FILE: stream.getvalue()}

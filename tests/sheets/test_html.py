@@ -1,0 +1,190 @@
+"""--format html in a real browser (headless Chromium from Debian, driven by Selenium through
+chromedriver): every gallery page typesets all its math with the shipped KaTeX (no error node, no
+console error, KaTeX's own fonts loaded offline), a student's typed answers download as a file
+that `symblock check` marks, and a screenshot of the math is not blank."""
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from PIL import Image
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+
+from symblock import cli
+from symblock.sheets.gallery import GALLERY
+from worksheet_tools import REPO
+
+GALLERY_DIR = REPO / "worksheets"
+PAGES = [f"{g[0]}/{doc}.html" for g in GALLERY for doc in ("sheet", "key")]
+KATEX_DIR = REPO / "templates" / "katex"
+NPM_KATEX = REPO / "tests" / "katex" / "node_modules" / "katex"
+
+
+def _program(*names: str) -> str:
+    for name in names:
+        if shutil.which(name):
+            return shutil.which(name)
+    pytest.fail(f"{names[0]} is not installed; the HTML tests need Debian's chromium and "
+                "chromium-driver (bash .ci/setup installs them)")
+
+
+@pytest.fixture(scope="module")
+def downloads(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("downloads")
+
+
+@pytest.fixture(scope="module")
+def browser(downloads):
+    options = webdriver.ChromeOptions()
+    options.binary_location = _program("chromium", "chromium-browser")
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--window-size=1000,1400", "--force-device-scale-factor=1"):
+        options.add_argument(arg)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    options.add_experimental_option("prefs", {"download.default_directory": str(downloads),
+                                              "download.prompt_for_download": False})
+    driver = webdriver.Chrome(service=Service(_program("chromedriver")), options=options)
+    driver.execute_cdp_cmd("Browser.setDownloadBehavior", {"behavior": "allow", "downloadPath": str(downloads)})
+    yield driver
+    driver.quit()
+
+
+def load(driver, path: Path) -> list[dict]:
+    """Open a page and wait for KaTeX; returns the console messages it logged."""
+    driver.get_log("browser")  # drop what earlier pages logged
+    driver.get(path.resolve().as_uri())
+    driver.execute_async_script("document.fonts.ready.then(arguments[arguments.length - 1]);")
+    return driver.get_log("browser")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", PAGES)
+def test_gallery_page_typesets_every_formula(browser, page):
+    logs = load(browser, GALLERY_DIR / page)
+    assert [e for e in logs if e["level"] in ("SEVERE", "WARNING")] == []
+    js = browser.execute_script
+    spans = js("return document.querySelectorAll('.math').length")
+    assert spans > 20
+    assert js("return document.querySelectorAll('.katex-error').length") == 0
+    assert js("return [...document.querySelectorAll('.math')].filter(e => !e.querySelector('.katex')).length") == 0
+    assert js("return document.fonts.check('16px KaTeX_Main') && document.fonts.check('16px KaTeX_Math')")
+    assert js("return [...document.fonts].filter(f => f.status === 'loaded').length") >= 2
+    if page.endswith("sheet.html"):
+        grids = browser.find_elements(By.CSS_SELECTOR, "table.grid")
+        tasks = browser.find_elements(By.CSS_SELECTOR, "article.task")
+        assert len(grids) == len(tasks) > 0
+        # answers save for symblock check, which marks forward steps (not a backprop sheet's)
+        assert bool(browser.find_elements(By.ID, "save-yaml")) == ("backprop" not in page)
+
+
+def _download(downloads: Path, pattern: str, timeout: float = 10) -> Path:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        done = [p for p in downloads.glob(pattern) if not p.name.endswith(".crdownload")]
+        if done:
+            return done[0]
+        time.sleep(0.1)
+    pytest.fail(f"no download matching {pattern} in {downloads}: {list(downloads.iterdir())}")
+
+
+def _type(browser, step: str, rows: list[list[str]]) -> None:
+    for i, row in enumerate(rows):
+        for j, value in enumerate(row):
+            cell = browser.find_element(By.CSS_SELECTOR, f'table.grid[data-step="{step}"] '
+                                                         f'input[data-row="{i}"][data-col="{j}"]')
+            cell.clear()
+            cell.send_keys(value)
+
+
+@pytest.mark.slow
+def test_typed_answers_download_as_a_file_that_symblock_check_marks(browser, downloads, capsys, tmp_path):
+    load(browser, GALLERY_DIR / "seed-post-ln" / "sheet.html")
+    browser.find_element(By.ID, "student-name").send_keys("Ada")
+    # the seed article's numbers, with its variance divided by n − 1
+    _type(browser, "resid1", [["2.401", "0.599"], ["1.504", "1.752"], ["2.576", "1.716"]])
+    _type(browser, "norm1.mean", [["1.5"], ["1.628"], ["2.146"]])
+    _type(browser, "norm1.var", [["1.624"], ["0.031"], ["0.370"]])
+    _type(browser, "norm1.std", [["0.9"], [""], [""]])  # partly filled: left out, and said so
+    for kind in ("yaml", "json"):
+        browser.find_element(By.ID, f"save-{kind}").click()
+        saved = _download(downloads, f"answers-seed-post-ln.{kind}")
+        data = yaml.safe_load(saved.read_text()) if kind == "yaml" else json.loads(saved.read_text())
+        assert data["name"] == "Ada" and data["decimals"] == 3
+        assert list(data["steps"]) == ["resid1", "norm1.mean", "norm1.var"]
+        assert data["steps"]["resid1"][2] == ["2.576", "1.716"]
+        capsys.readouterr()
+        assert cli.main(["check", "seed-post-ln", str(saved), "--json"]) == 1
+        report = {s["name"]: s for s in json.loads(capsys.readouterr().out)["steps"]}
+        assert report["resid1"]["status"] == report["norm1.mean"]["status"] == "correct"
+        assert report["norm1.var"]["status"] == "wrong"
+        assert "ln_sample_variance" in json.dumps(report["norm1.var"]["diagnosis"])
+        assert report["norm1.std"]["status"] == "missing"  # partly typed: it was not saved
+    assert "norm1.std" in browser.find_element(By.ID, "save-note").text
+
+
+@pytest.mark.slow
+def test_screenshot_of_the_math_is_not_blank(browser, tmp_path):
+    load(browser, GALLERY_DIR / "pre-ln-causal-gelu" / "key.html")
+    browser.save_screenshot(str(tmp_path / "key.png"))
+    page = Image.open(tmp_path / "key.png").convert("L")
+    assert page.size[0] >= 900 and _ink(page) > 0.01
+    math = browser.find_elements(By.CSS_SELECTOR, ".math.display")[0]
+    shot = Image.open(io.BytesIO(math.screenshot_as_png)).convert("L")
+    shot.save(tmp_path / "math.png")
+    # the typeset matrix: a block of dark glyphs several lines tall, not an empty box or one line
+    from PIL import ImageOps
+    box = ImageOps.invert(shot).point(lambda v: 255 if v > 127 else 0).getbbox()
+    assert box is not None, "the math is blank"
+    glyphs = shot.crop(box)
+    assert glyphs.size[0] > 150 and glyphs.size[1] > 40 and 0.05 < _ink(glyphs) < 0.6, (box, _ink(glyphs))
+    # and KaTeX's glyphs, not the raw TeX: the text of the box is typeset characters only
+    assert "\\begin" not in math.text and "bmatrix" not in math.text
+
+
+def _ink(img) -> float:
+    hist = img.histogram()
+    return sum(hist[:128]) / (img.size[0] * img.size[1])
+
+
+@pytest.mark.slow
+def test_index_page_of_a_set_links_every_variant(browser, tmp_path):
+    spec = tmp_path / "easy.yaml"
+    spec.write_text("random: {seed: 1, difficulty: easy}\n")
+    out = tmp_path / "set"
+    assert cli.main(["worksheet", str(spec), "--variants", "2", "--out", str(out), "--format", "html"]) == 0
+    assert load(browser, out / "index.html") == []
+    links = [a.get_attribute("href") for a in browser.find_elements(By.CSS_SELECTOR, "ul.variants a")]
+    assert len(links) == 4
+    browser.get(links[1])  # a key, one folder down: KaTeX comes from ../katex/
+    browser.execute_async_script("document.fonts.ready.then(arguments[arguments.length - 1]);")
+    assert browser.execute_script("return document.querySelectorAll('.katex').length") > 20
+    assert browser.execute_script("return document.querySelectorAll('.katex-error').length") == 0
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+
+
+def test_vendored_katex_is_the_pinned_npm_release():
+    """templates/katex/ is KaTeX's dist as npm installs it (tests/katex pins the version)."""
+    dist = NPM_KATEX / "dist"
+    assert dist.is_dir(), "run `npm ci --prefix tests/katex` (bash .ci/setup does)"
+    for name in ("katex.min.js", "katex.min.css"):
+        assert (KATEX_DIR / name).read_bytes() == (dist / name).read_bytes(), name
+    assert (KATEX_DIR / "LICENSE").read_bytes() == (NPM_KATEX / "LICENSE").read_bytes()
+    fonts = sorted(p.name for p in (dist / "fonts").glob("*.woff2"))
+    assert fonts == sorted(p.name for p in (KATEX_DIR / "fonts").iterdir())
+    assert all((KATEX_DIR / "fonts" / f).read_bytes() == (dist / "fonts" / f).read_bytes() for f in fonts)
+
+
+@pytest.mark.parametrize("title", ["<script>alert(1)</script>", "</title><b>x"])
+def test_user_text_is_escaped(tmp_path, title):
+    out = tmp_path / "h"
+    assert cli.main(["worksheet", "--title", title, "--out", str(out), "--format", "html"]) == 0
+    text = (out / "sheet.html").read_text()
+    assert title not in text and "&lt;" in text
+    assert text.count("<script") == 2  # KaTeX's and the page's own

@@ -1,0 +1,160 @@
+"""--format moodle: a Moodle XML quiz that lxml parses, one Cloze question per variant in one
+category per set; every answer read back out of the Cloze syntax is the trace's value, and its
+tolerance accepts exactly what `symblock check` accepts."""
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from fractions import Fraction
+
+import pytest
+from lxml import etree
+
+from symblock import cli
+from symblock.engine import block, exact
+from symblock.exercises.generate import load
+from symblock.grading.answers import parse_entry
+from symblock.grading.marking import matches
+
+SUB = re.compile(r"\{1:(NUMERICAL|SHORTANSWER):((?:\\.|[^\\}])*)\}")
+GRID = re.compile(r'<table class="symblock-grid" data-step="([^"]+)">(.*?)</table>', re.S)
+
+
+def unescape(text: str) -> str:
+    return re.sub(r"\\(.)", r"\1", text)
+
+
+def parse_quiz(path):
+    """[(category path, [question element])], and per question {step: rows of sub-questions}."""
+    root = etree.parse(str(path), etree.XMLParser(resolve_entities=False, no_network=True)).getroot()
+    assert root.tag == "quiz"
+    return root
+
+
+def grids(question) -> dict[str, list[list[tuple[str, str, str]]]]:
+    """{step: rows of (type, answer, tolerance or None)} read from the question's Cloze text."""
+    html = question.find("questiontext/text").text
+    out = {}
+    for step, body in GRID.findall(html):
+        rows = []
+        for tr in re.findall(r"<tr>(.*?)</tr>", body, re.S):
+            row = []
+            for kind, inner in SUB.findall(tr):
+                first = re.split(r"(?<!\\)~", inner)[0]
+                answer = re.split(r"(?<!\\)#", first)[0]
+                if kind == "NUMERICAL":
+                    value, tol = answer.lstrip("=").split(":")
+                    row.append((kind, unescape(value), tol))
+                else:
+                    row.append((kind, unescape(answer.replace("%100%", "")), None))
+            rows.append(row)
+        out[step] = rows
+    return out
+
+
+def write(tmp_path, *argv) -> "etree._Element":
+    assert cli.main(["worksheet", *argv, "--out", str(tmp_path / "out"), "--format", "moodle"]) == 0
+    return parse_quiz(tmp_path / "out" / "moodle.xml")
+
+
+def test_seed_article_numbers_come_back_out_of_the_cloze(tmp_path):
+    root = write(tmp_path)
+    cat, question = root.findall("question")
+    assert cat.get("type") == "category" and question.get("type") == "cloze"
+    got = grids(question)
+    # the seed article's hand-worked numbers (README), exact decimals
+    assert [[v for _, v, _ in row] for row in got["resid1"]] == [["2.401", "0.599"], ["1.504", "1.752"],
+                                                                  ["2.576", "1.716"]]
+    assert [row[0][1] for row in got["norm1.var"]] == ["0.811801", "0.015376", "0.1849"]
+    assert [row[0][1] for row in got["norm1.std"]] == ["0.901", "0.124", "0.43"]
+    assert {tol for rows in got.values() for row in rows for _, _, tol in row} == {"0.0005"}
+
+
+def test_every_entry_is_the_trace_and_masked_scores_are_minus_inf(tmp_path):
+    root = write(tmp_path, "pre-ln-causal-gelu", "--decimals", "2")
+    question = root.findall("question")[1]
+    got = grids(question)
+    trace = block.forward(load("pre-ln-causal-gelu"))
+    asked = [s.name for s in trace if s.name in got]
+    assert list(got) == asked and "attn.h0.masked" in got
+    kinds = set()
+    for name, rows in got.items():
+        value = trace[name].value
+        assert (len(rows), len(rows[0])) == value.shape, name
+        for i, row in enumerate(rows):
+            for j, (kind, answer, tol) in enumerate(row):
+                e = value.rows[i][j]
+                kinds.add(kind)
+                if e is exact.NEG_INF:
+                    assert (kind, answer) == ("SHORTANSWER", "-inf")
+                else:
+                    assert kind == "NUMERICAL" and tol == "0.005"
+                    assert abs(float(answer) - float(e)) < 1e-11, (name, i, j)
+    assert kinds == {"NUMERICAL", "SHORTANSWER"}
+    feedback = question.find("questiontext/text").text
+    assert r"#= \\(\\frac{\\sqrt{2\}\}{5\}\\) ≈ 0.28}" in feedback.replace("- ", "")  # exact value named
+
+
+def test_tolerance_accepts_what_the_checker_accepts(tmp_path):
+    """Moodle's rule |a − v| ≤ t and symblock check's rounding rule agree on the rounded answer
+    and on its neighbours one unit away, for every entry of a GELU block."""
+    got = grids(write(tmp_path, "pre-ln-causal-gelu").findall("question")[1])
+    trace = block.forward(load("pre-ln-causal-gelu"))
+    checked = 0
+    for name, rows in got.items():
+        for i, row in enumerate(rows):
+            for j, (kind, answer, tol) in enumerate(row):
+                if kind != "NUMERICAL":
+                    continue
+                e = trace[name].value.rows[i][j]
+                centre, t = Fraction(Decimal(answer)), Fraction(Decimal(tol))
+                rounded = Decimal(float(e)).quantize(Decimal("0.001"))
+                for a in (rounded - Decimal("0.001"), rounded, rounded + Decimal("0.001")):
+                    entry = parse_entry(str(a), 3, "test", name)
+                    moodle = abs(Fraction(a) - centre) <= t
+                    assert moodle == matches(entry, e), (name, i, j, a)
+                    checked += 1
+    assert checked > 100
+
+
+def test_one_question_per_variant_in_one_category(tmp_path):
+    spec = tmp_path / "easy.yaml"
+    spec.write_text("title: 'Set A/B'\nrandom: {seed: 1, difficulty: easy}\n")
+    root = write(tmp_path, str(spec), "--variants", "3", "--preset", "norm")
+    cat, *questions = root.findall("question")
+    assert cat.find("category/text").text.startswith("$course$/top/symblock/Set A//B (h")
+    assert [q.get("type") for q in questions] == ["cloze"] * 3
+    ids = [q.find("idnumber").text for q in questions]
+    assert len(set(ids)) == 3 and all(i.startswith(cat.find("category/text").text[-10:-1]) for i in ids)
+    answers = [str(grids(q)) for q in questions]
+    assert len(set(answers)) == 3  # genuinely different numbers
+
+
+@pytest.mark.parametrize("title", ["]]></text></question><x>", "a & b < c", "{1:NUMERICAL:=5:0}"])
+def test_user_text_cannot_break_the_xml_or_add_a_sub_question(tmp_path, title):
+    root = write(tmp_path, "--title", title)
+    question = root.findall("question")[1]
+    assert question.find("name/text").text == f"{title} · seed-post-ln"
+    trace = block.forward(load("seed-post-ln"))
+    entries = sum(len(r) for name in grids(question) for r in trace[name].value.rows)
+    assert len(SUB.findall(question.find("questiontext/text").text)) == entries == 66
+
+
+def test_all_math_of_the_question_and_its_feedback_is_valid_tex(tmp_path):
+    """Every \\(...\\) and \\[...\\] of the question text, the general feedback and (unescaped from
+    the Cloze syntax) the sub-questions' exact-value feedback typesets with KaTeX."""
+    import html
+    from worksheet_tools import katex_check
+    question = write(tmp_path, "pre-ln-causal-gelu").findall("question")[1]
+    frags = []
+    for where in ("questiontext/text", "generalfeedback/text"):
+        text = question.find(where).text
+        plain = SUB.sub("", text)
+        for m in re.finditer(r"\\\((.+?)\\\)|\\\[(.+?)\\\]", plain, re.S):
+            frags.append({"tex": html.unescape(m.group(1) or m.group(2)), "display": m.group(2) is not None,
+                          "where": where})
+        for _, inner in SUB.findall(text):
+            feedback = unescape(html.unescape(re.split(r"(?<!\\)#", inner, maxsplit=1)[1]))
+            frags += [{"tex": t, "display": False, "where": "feedback"} for t in re.findall(r"\\\((.+?)\\\)", feedback)]
+    assert katex_check(frags) == len(frags) > 100
+    assert any(f["where"] == "feedback" and r"\sqrt" in f["tex"] for f in frags)

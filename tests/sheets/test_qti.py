@@ -1,0 +1,125 @@
+"""--format qti: a QTI 1.2 content package (Canvas dialect) with one assessment per variant and one
+numerical question per asked entry; read back with lxml, every range is the trace's value ± the
+checker's tolerance, and the manifest names exactly the files in the zip."""
+from __future__ import annotations
+
+import zipfile
+from decimal import Decimal
+from fractions import Fraction
+
+from lxml import etree
+
+from symblock import cli
+from symblock.engine import block, exact
+from symblock.exercises.generate import load
+from symblock.grading.answers import parse_entry
+from symblock.grading.marking import matches
+
+NS = {"q": "http://www.imsglobal.org/xsd/ims_qtiasiv1p2",
+      "cp": "http://www.imsglobal.org/xsd/imsccv1p1/imscp_v1p1"}
+PARSER = etree.XMLParser(resolve_entities=False, no_network=True)
+
+
+def write(tmp_path, *argv) -> zipfile.ZipFile:
+    out = tmp_path / "out"
+    assert cli.main(["worksheet", *argv, "--out", str(out), "--format", "qti"]) == 0
+    return zipfile.ZipFile(out / "qti.zip")
+
+
+def assessments(zf) -> list:
+    manifest = etree.fromstring(zf.read("imsmanifest.xml"), PARSER)
+    hrefs = [f.get("href") for f in manifest.iterfind(".//cp:resource/cp:file", namespaces=NS)]
+    assert sorted(hrefs + ["imsmanifest.xml"]) == sorted(zf.namelist())  # every file listed, none missing
+    qti = [r.find("cp:file", NS).get("href") for r in manifest.iterfind(".//cp:resource", NS)
+           if r.get("type") == "imsqti_xmlv1p2"]
+    return [etree.fromstring(zf.read(h), PARSER) for h in qti]
+
+
+def entries(doc) -> dict[tuple[str, int, int], tuple[str, str | None, str | None]]:
+    """{(step, i, j): (question type, low, high)} or (type, accepted text, None) for short answers."""
+    out = {}
+    for item in doc.iterfind(".//q:item", namespaces=NS):
+        meta = {f.findtext("q:fieldlabel", namespaces=NS): f.findtext("q:fieldentry", namespaces=NS)
+                for f in item.iterfind(".//q:qtimetadatafield", namespaces=NS)}
+        kind = meta["question_type"]
+        if kind == "text_only_question":
+            continue
+        i, j = map(int, meta["symblock_entry"].split(","))
+        cond = item.findall(".//q:respcondition", NS)[1].find("q:conditionvar", NS)
+        if kind == "numerical_question":
+            low, high = cond.findtext(".//q:vargte", namespaces=NS), cond.findtext(".//q:varlte", namespaces=NS)
+            out[meta["symblock_step"], i, j] = (kind, low, high)
+        else:
+            out[meta["symblock_step"], i, j] = (kind, ",".join(v.text for v in cond.iterfind(".//q:varequal", NS)), None)
+    return out
+
+
+def test_seed_ranges_are_the_hand_worked_numbers_plus_minus_half_a_unit(tmp_path):
+    [doc] = assessments(write(tmp_path))
+    got = entries(doc)
+    # the seed article's hand-worked numbers (README): σ² = 0.811801, R₁[3][2] = 1.716, ± 0.0005
+    assert (Decimal(got["norm1.var", 0, 0][1]), Decimal(got["norm1.var", 0, 0][2])) == (Decimal("0.811301"),
+                                                                                     Decimal("0.812301"))
+    assert (Decimal(got["resid1", 2, 1][1]), Decimal(got["resid1", 2, 1][2])) == (Decimal("1.7155"), Decimal("1.7165"))
+    trace = block.forward(load("seed-post-ln"))
+    assert len(got) == sum(len(r) for name in {k[0] for k in got} for r in trace[name].value.rows) == 66
+
+
+def test_every_range_matches_the_trace_and_the_checker(tmp_path):
+    [doc] = assessments(write(tmp_path, "pre-ln-causal-gelu"))
+    trace = block.forward(load("pre-ln-causal-gelu"))
+    kinds, checked = set(), 0
+    for (name, i, j), (kind, low, high) in entries(doc).items():
+        e = trace[name].value.rows[i][j]
+        kinds.add(kind)
+        if e is exact.NEG_INF:
+            assert (kind, low) == ("short_answer_question", "-inf,-oo")
+            continue
+        lo, hi = Fraction(Decimal(low)), Fraction(Decimal(high))
+        assert hi - lo == Fraction(1, 1000) and abs(float((lo + hi) / 2) - float(e)) < 1e-11, name
+        rounded = Decimal(float(e)).quantize(Decimal("0.001"))
+        for a in (rounded - Decimal("0.001"), rounded, rounded + Decimal("0.001")):
+            assert (lo <= Fraction(a) <= hi) == matches(parse_entry(str(a), 3, "t", name), e), (name, i, j, a)
+            checked += 1
+    assert kinds == {"numerical_question", "short_answer_question"} and checked > 600
+
+
+def test_one_assessment_per_variant_and_byte_identical_zips(tmp_path):
+    spec = tmp_path / "easy.yaml"
+    spec.write_text("random: {seed: 1, difficulty: easy}\n")
+    zf = write(tmp_path, str(spec), "--variants", "2", "--preset", "norm")
+    docs = assessments(zf)
+    assert len(docs) == 2 and entries(docs[0]) != entries(docs[1])
+    titles = [d.find("q:assessment", NS).get("title") for d in docs]
+    assert all(t.endswith(".1") or t.endswith(".2") for t in titles), titles
+    first = (tmp_path / "out" / "qti.zip").read_bytes()
+    assert cli.main(["worksheet", str(spec), "--variants", "2", "--preset", "norm", "--out", str(tmp_path / "again"),
+                     "--format", "qti"]) == 0
+    assert (tmp_path / "again" / "qti.zip").read_bytes() == first
+
+
+def test_user_title_is_escaped(tmp_path):
+    title = '"/><item ident="x">&'
+    [doc] = assessments(write(tmp_path, "--title", title))
+    assert doc.find("q:assessment", NS).get("title") == f"{title} · seed-post-ln"
+    assert doc.find(".//q:item[@ident='x']", NS) is None
+
+
+def test_every_equation_image_is_valid_tex(tmp_path):
+    """Canvas renders each equation image from its LaTeX: all of them typeset with KaTeX, and the
+    image's address carries the same LaTeX."""
+    import html
+    import re
+    from urllib.parse import unquote
+    from worksheet_tools import katex_check
+    zf = write(tmp_path, "pre-ln-causal-gelu")
+    frags = []
+    for doc in assessments(zf):
+        for text in doc.iterfind(".//q:mattext", NS):
+            for img in re.findall(r"<img [^>]*>", text.text):
+                tex = html.unescape(re.search(r'data-equation-content="([^"]*)"', img).group(1))
+                src = re.search(r'src="/equation_images/([^"?]*)\?scale=1"', img).group(1)
+                assert unquote(html.unescape(src)) == tex
+                frags.append({"tex": tex, "display": False, "where": "qti"})
+    unique = list({f["tex"]: f for f in frags}.values())
+    assert katex_check(unique) == len(unique) > 50
