@@ -121,8 +121,8 @@ BUGS = [
     Bug("params-attention-bias-forgotten", "symblock/calculus/params.py",
         'add(f"b_{p}", "attention", ("1", "d"))', "pass",
         ("tests/calculus/test_params.py",), "the parameter count leaves out b_Q, b_K, b_V, b_O"),
-    Bug("generator-softmax-ties-allowed", "symblock/exercises/generate.py",
-        "if c.softmax_distinct:", "if False:",
+    Bug("generator-softmax-ties-allowed", "symblock/exercises/checks.py",
+        "if c.softmax_distinct and src in steps:", "if False:",
         ("tests/exercises/test_generate.py",), "`softmax_distinct: true` lets equal scores through"),
 ]
 
