@@ -14,7 +14,8 @@ import sys
 import traceback
 
 from symblock.errors import SpecError, UndecidableError, UsageError, printable
-from symblock.options import DEFAULT_EXAMPLE, add_spec_argument, nonneg  # noqa: F401  (DEFAULT_EXAMPLE re-exported)
+from symblock.options import (DEFAULT_EXAMPLE, MAX_DECIMALS, add_spec_argument, decimals,  # noqa: F401
+                              nonneg, tolerance)  # (DEFAULT_EXAMPLE re-exported)
 
 
 
@@ -39,7 +40,9 @@ def main(argv: list[str] | None = None) -> int:
             parser.print_help()
             return 0
         try:
-            return args.func(args)
+            from symblock.engine import cost
+            with cost.limited(getattr(args, "max_cost", None)):
+                return args.func(args)
         except (SpecError, UsageError, UndecidableError) as e:
             print(f"symblock: error: {e}", file=sys.stderr)
             return 2
@@ -105,8 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_spec_argument(f)
     f.add_argument("--json", action="store_true", help="print the machine format of DESIGN.md")
     f.add_argument("--step", metavar="NAME", help="print only this step (e.g. norm1.std)")
-    f.add_argument("--decimals", type=nonneg, default=4, metavar="N",
-                   help="decimal places in the table (default 4)")
+    f.add_argument("--decimals", type=decimals, default=4, metavar="N",
+                   help=f"decimal places in the table (default 4, at most {MAX_DECIMALS})")
     f.add_argument("--max-cost", type=nonneg, metavar="N",
                    help="raise the exact engine's size limit (multiply-adds; default 2,000,000)")
     f.set_defaults(func=cmd_forward)
@@ -123,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "by more than the tolerance.")
     add_spec_argument(v)
     v.add_argument("--json", action="store_true", help="print {ok, backends: {numpy, torch}} as JSON")
-    v.add_argument("--tol", type=float, default=1e-9, help="tolerance (default 1e-9)")
+    v.add_argument("--tol", type=tolerance, default=1e-9, help="tolerance, a finite number >= 0 (default 1e-9)")
     v.add_argument("--require-torch", action="store_true",
                    help="fail (exit 1) when torch is not installed instead of skipping it")
     v.add_argument("--max-cost", type=nonneg, metavar="N", help="raise the exact engine's size limit")

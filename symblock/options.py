@@ -9,16 +9,50 @@ import argparse
 
 DEFAULT_EXAMPLE = "seed-post-ln"
 
+# Documented maximums of the counts a command takes (README, Limits): each keeps one run of a
+# command within minutes, whatever is typed.
+MAX_DECIMALS = 30        # --decimals: places of a rounded value (answers' `decimals:` has the same)
+MAX_STRESS = 10_000      # stress -n: variants drawn
+MAX_VARIANTS = 1_000     # worksheet --variants: document sets written
+MAX_SEED = 2**63 - 1     # --seed
+MAX_SIZE = 10**9         # params --d-model/--heads/--d-ff/--seq-len
+
 
 def nonneg(text: str) -> int:
     """argparse type: a whole number >= 0."""
-    try:
+    return bounded(0)(text)
+
+
+def bounded(lo: int | None, hi: int | None = None):
+    """argparse type: a whole number in lo..hi of at most 30 digits (None: no bound but that)."""
+    def whole(text: str) -> int:
+        digits = text.strip().lstrip("+-")
+        if len(digits) > 30 or not digits.isdigit():
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text[:40]!r}"
+                                             + ("..." if len(text) > 40 else ""))
         n = int(text)
+        if (lo is not None and n < lo) or (hi is not None and n > hi):
+            want = f">= {lo}" if hi is None else f"<= {hi:,}" if lo is None else f"in {lo}..{hi:,}"
+            raise argparse.ArgumentTypeError(f"expected a whole number {want}, got {n}")
+        return n
+    whole.__name__ = "whole number"
+    return whole
+
+
+def tolerance(text: str) -> float:
+    """argparse type: a finite number >= 0 (verify --tol)."""
+    try:
+        x = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {n}")
-    return n
+        raise argparse.ArgumentTypeError(f"expected a number such as 1e-9, got {text!r}") from None
+    if not (x >= 0 and x != float("inf")):  # rejects nan too
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
+    return x
+
+
+def decimals(text: str) -> int:
+    """argparse type: --decimals, 0..MAX_DECIMALS."""
+    return bounded(0, MAX_DECIMALS)(text)
 
 
 def add_spec_argument(p: argparse.ArgumentParser) -> None:

@@ -23,8 +23,7 @@ LAYERS = [
     {"symblock.__main__", "symblock"},
 ]
 # modules and functions still to be split along their seams (issue 11): this list must end empty
-STILL_LONG = {"symblock/engine/exact.py", "symblock/sheets/model.py",
-              "from_mapping"}
+STILL_LONG = {"symblock/engine/exact.py", "symblock/sheets/model.py"}
 DATA = {"symblock.examples", "symblock.templates"}
 
 

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 SIMPLIFY_OPS = 150   # simplify entries up to this many operations (sympy.count_ops)
+SIMPLIFY_OPS_TRANSCENDENTAL = 40  # ... or this many when exp, erf, tanh or Max (ReLU) appear (simplify takes
+                     # tens of seconds on a SwiGLU output entry of 83 operations and changes nothing)
 SHOW_OPS = 600       # refuse to print an entry larger than this
 FORMATS = ("latex", "markdown", "text")
 
@@ -174,7 +176,8 @@ def derive(spec_arg=None) -> dict[str, Derived]:
             for e in r:
                 e = sympy.sympify(e)
                 ops = sympy.count_ops(e)
-                if ops <= SIMPLIFY_OPS:
+                if ops <= (SIMPLIFY_OPS_TRANSCENDENTAL if e.has(sympy.exp, sympy.erf, sympy.tanh, sympy.Max)
+                           else SIMPLIFY_OPS):
                     e = _simplify(e)
                     ops = sympy.count_ops(e)
                 worst = max(worst, ops)

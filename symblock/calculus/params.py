@@ -35,6 +35,7 @@ ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu", "swiglu", "geglu")
 GATED = ("swiglu", "geglu")
 COMPONENTS = ("attention", "ffn", "norm")
 DEFAULT_SEQ_LEN = 512  # the context length of the original Transformer and BERT
+MAX_SIZE = 10**9  # d_model, heads, d_ff, seq_len: beyond any model, and printable
 
 _SYMBOL_ORDER = ("n", "d", "f")  # seq_len, d_model, d_ff: the order symbols print in a monomial
 _SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
@@ -276,6 +277,9 @@ def _positive_int(name: str, value) -> int:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
     if value <= 0:
         raise ValueError(f"{name} must be a positive integer, got {value}")
+    if value > MAX_SIZE:
+        raise ValueError(f"{name} must be at most {MAX_SIZE:,} (10**9), got a number of "
+                         f"{len(str(value)) if value.bit_length() < 14000 else 'over 4000'} digits")
     return value
 
 

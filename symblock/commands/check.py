@@ -16,7 +16,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("answers", metavar="ANSWERS", help="the hand-worked answers (YAML/JSON)")
     p.add_argument("--json", action="store_true", help="print {ok, first_break, steps: [...]} as JSON")
     p.add_argument("--all", action="store_true", help="list every entry, not only the wrong ones")
-    p.add_argument("--max-cost", type=int, metavar="N", help="raise the exact engine's size limit")
+    from symblock.options import nonneg
+    p.add_argument("--max-cost", type=nonneg, metavar="N", help="raise the exact engine's size limit")
 
 
 def run(args) -> int:

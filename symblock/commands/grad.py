@@ -52,7 +52,7 @@ def table(b, places: int = 4) -> str:
 # ---------------------------------------------------------------- command
 
 def add_arguments(p) -> None:
-    from symblock.options import nonneg
+    from symblock.options import MAX_DECIMALS, decimals, nonneg
     p.add_argument("spec", nargs="?", default="seed-post-ln", metavar="SPEC",
                    help="a spec file (YAML/JSON) or a built-in example name (default: seed-post-ln)")
     p.add_argument("--loss", choices=LOSSES, default="sum",
@@ -63,29 +63,31 @@ def add_arguments(p) -> None:
                    help="mse target T: a matrix like '[[1,0],[0,1],[1,1]]' or a YAML/JSON file "
                         "holding one (default: zeros)")
     p.add_argument("--json", action="store_true", help="print {loss, value, steps, wrt} as JSON")
-    p.add_argument("--decimals", type=nonneg, default=4, metavar="N", help="decimal places (default 4)")
+    p.add_argument("--decimals", type=decimals, default=4, metavar="N",
+                   help=f"decimal places (default 4, at most {MAX_DECIMALS})")
     p.add_argument("--max-cost", type=nonneg, metavar="N", help="raise the exact engine's size limit")
 
 
 def _target(text: str | None, spec):
+    """The --target matrix: written inline, or in a YAML/JSON file (read as specs are: bounded,
+    exact decimals, a clear error for a directory, a binary file or an oversized number)."""
     if text is None:
         return None
     import os
-    import yaml
-    from symblock.engine import spec as specmod
-    raw = text
+    from symblock.engine import files, spec as specmod
+    source, raw = "--target", text
     if os.path.exists(text):
-        with open(text, encoding="utf-8") as f:
-            raw = f.read()
+        source, raw = text, files.read_text(text, "a YAML or JSON file holding the target matrix")
     try:
-        data = yaml.load(raw, Loader=specmod._ExactLoader)
-    except yaml.YAMLError as e:
-        raise specmod.SpecError("--target", "", f"expected a matrix like [[1, 0], [0, 1]] or a file "
-                                f"holding one: {getattr(e, 'problem', None) or e}") from None
+        data = files.parse(raw, source, json_syntax=text.lower().endswith(".json"))
+    except specmod.SpecError as e:
+        where = f" ({e.where})" if e.where else ""
+        raise specmod.SpecError(source, "", f"expected a matrix like [[1, 0], [0, 1]] or a file "
+                                f"holding one: {e.message}{where}") from None
     if isinstance(data, dict) and "target" in data:
         data = data["target"]
     n, d = spec.dims.seq_len, spec.dims.d_model
-    return specmod.parse_matrix(data, (n, d), "--target", "target")
+    return specmod.parse_matrix(data, (n, d), source, "target")
 
 
 def run(args) -> int:

@@ -13,17 +13,19 @@ from symblock.calculus.params import ACTIVATIONS, DEFAULT_SEQ_LEN, NORMS, count
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options of `symblock params` to a (sub)parser."""
+    from symblock.options import bounded
+    whole = bounded(None)  # count() checks the range and names the field
     if not parser.description:
         parser.description = ("Exact parameter counts of one Transformer block (attention W_Q "
                               "W_K W_V W_O, FFN, norms) with the formula of each, shares, and "
                               "FLOPs per token. Embeddings belong to the model, not the block, "
                               "and are not counted.")
-    parser.add_argument("--d-model", type=int, required=True, metavar="D",
+    parser.add_argument("--d-model", type=whole, required=True, metavar="D",
                         help="model width d (rows and columns of W_Q, W_K, W_V, W_O)")
-    parser.add_argument("--heads", type=int, required=True, metavar="H",
+    parser.add_argument("--heads", type=whole, required=True, metavar="H",
                         help="number of attention heads; must divide D. It does not change "
                              "the counts: the heads share the same d×d matrices")
-    parser.add_argument("--d-ff", type=int, default=None, metavar="F",
+    parser.add_argument("--d-ff", type=whole, default=None, metavar="F",
                         help="FFN hidden width f (W_1 is d×f, W_2 is f×d); default 4·D")
     parser.add_argument("--no-bias", dest="bias", action="store_false",
                         help="no additive biases: drop b_Q b_K b_V b_O, b_1 b_2 (b_3) and "
@@ -35,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "a third matrix W_3 (d×f) and b_3")
     parser.add_argument("--final-norm", action="store_true",
                         help="count a final norm ln_final after the block (Pre-LN stacks)")
-    parser.add_argument("--seq-len", type=int, default=DEFAULT_SEQ_LEN, metavar="N",
+    parser.add_argument("--seq-len", type=whole, default=DEFAULT_SEQ_LEN, metavar="N",
                         help="positions each token attends to, for the attention score/value "
                              f"FLOPs (default {DEFAULT_SEQ_LEN}); parameter counts do not "
                              "depend on it")

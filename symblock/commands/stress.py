@@ -10,15 +10,16 @@ from symblock.exercises.stress import stress, text
 
 
 def add_arguments(p) -> None:
-    from symblock.options import DEFAULT_EXAMPLE, nonneg
+    from symblock.options import DEFAULT_EXAMPLE, MAX_SEED, MAX_STRESS, bounded
     from symblock.exercises.generate import add_random_arguments
     p.add_argument("spec", nargs="?", default=None, metavar="SPEC",
                    help="a spec file or built-in example name with a `random:` section (default: "
                         f"{DEFAULT_EXAMPLE}; with --difficulty and no SPEC, a preset block)")
-    p.add_argument("-n", type=nonneg, default=200, metavar="N", help="variants to draw (default 200)")
-    p.add_argument("--seed", type=nonneg, default=1, metavar="S", help="first seed (default 1)")
+    p.add_argument("-n", type=bounded(1, MAX_STRESS), default=200, metavar="N",
+                   help=f"variants to draw (default 200, at most {MAX_STRESS:,})")
+    p.add_argument("--seed", type=bounded(0, MAX_SEED), default=1, metavar="S", help="first seed (default 1)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
-    p.add_argument("--max-cost", type=nonneg, metavar="N", help="raise the exact engine's size limit")
+    p.add_argument("--max-cost", type=bounded(0), metavar="N", help="raise the exact engine's size limit")
     add_random_arguments(p)
 
 

@@ -11,7 +11,7 @@ from symblock.sheets.worksheet import ENGINES, bundle, documents, write_files
 
 
 def add_arguments(p) -> None:
-    from symblock.options import DEFAULT_EXAMPLE, nonneg
+    from symblock.options import DEFAULT_EXAMPLE, MAX_DECIMALS, MAX_SEED, MAX_VARIANTS, bounded, decimals, nonneg
     from symblock.exercises.presets import PRESETS
     from symblock.sheets.lang import LANGS
     p.add_argument("spec", nargs="?", default=None, metavar="SPEC",
@@ -28,12 +28,13 @@ def add_arguments(p) -> None:
     p.add_argument("--wrt", metavar="NAMES",
                    help="--preset backprop: comma-separated parameters to differentiate, e.g. W_2,W_1 "
                         "(default: variants.wrt, else W_2,W_1)")
-    p.add_argument("--decimals", type=nonneg, default=3, metavar="N",
-                   help="decimal places of rounded values (default 3)")
+    p.add_argument("--decimals", type=decimals, default=3, metavar="N",
+                   help=f"decimal places of rounded values (default 3, at most {MAX_DECIMALS})")
     p.add_argument("--lang", choices=LANGS, default="en", help="language of the prose (default en)")
     p.add_argument("--title", help="title printed on sheet and key (default: the spec's title)")
-    p.add_argument("--variants", type=nonneg, metavar="N", help="write N variants drawn from --seed")
-    p.add_argument("--seed", type=nonneg, metavar="S", help="first seed of --variants (default 1)")
+    p.add_argument("--variants", type=bounded(1, MAX_VARIANTS), metavar="N",
+                   help=f"write N variants drawn from --seed (at most {MAX_VARIANTS:,})")
+    p.add_argument("--seed", type=bounded(0, MAX_SEED), metavar="S", help="first seed of --variants (default 1)")
     p.add_argument("--id", metavar="ID", help="regenerate the variant with this worksheet ID")
     p.add_argument("--template-dir", metavar="DIR",
                    help="a directory of templates used before the built-in ones (rendered sandboxed)")
@@ -107,12 +108,18 @@ def parse_formats(text: str) -> list[str]:
 def run(args) -> int:
     from symblock.errors import UsageError
     formats = parse_formats(args.format)
+    if args.title is not None:
+        from symblock.engine.spec import check_text
+        check_text(args.title, "--title", "")
     if args.pdf and "latex" not in formats:
         raise UsageError("--pdf needs the latex format (--format latex,...)")
     if args.template_dir and not Path(args.template_dir).is_dir():
         raise UsageError(f"--template-dir: {args.template_dir} is not a directory")
     files: dict[str, str | bytes] = {}
     sets = variants(args)
+    from symblock.engine.spec import check_text
+    for _, trace in sets:  # printed escaped by forward; a file needs text UTF-8 can hold
+        check_text(trace.spec.title, trace.spec.source, "title")
     many = args.variants is not None
     models: list[dict] = []
     for ident, trace in sets:
@@ -122,8 +129,13 @@ def run(args) -> int:
         for name, text in docs.items():
             files[f"{ident}/{name}" if many else name] = text
     files.update(bundle(models, formats, many, args.template_dir))
-    written = write_files(Path(args.out), files, force=args.force,
-                          pdf_engine=ENGINES[args.lang] if args.pdf else None)
+    try:
+        written = write_files(Path(args.out), files, force=args.force,
+                              pdf_engine=ENGINES[args.lang] if args.pdf else None)
+    except OSError as e:  # /proc/..., /sys/..., a read-only disk, a name too long: the folder, not a bug
+        where = f" ({e.filename})" if e.filename and ".symblock-" not in str(e.filename) \
+            and str(e.filename) != args.out else ""
+        raise UsageError(f"--out {args.out}: cannot write there: {e.strerror or e}{where}") from None
     for path in written:
         print(path)
     return 0

@@ -7,18 +7,16 @@ would read may be left out. The same code runs on SymPy Symbols (`symbolic_spec`
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Callable, Iterator, Mapping
 
-from symblock.engine import exact
+from symblock.engine import cost as costmod, exact
 from symblock.engine.matrix import Mat
 from symblock.engine.spec import BlockSpec, SpecError
 from symblock.engine.steps import computed_steps, step_inputs
 
-# Size guard: multiply-adds of one forward. (16, 32, 128, 4) needs ~0.2 M and runs in seconds.
-MAX_COST = int(os.environ.get("SYMBLOCK_MAX_COST", 2_000_000))
-MAX_SYMBOLIC_ENTRIES = 8  # seq_len·d_model and d_ff of a symbolic forward
+MAX_COST = costmod.MAX_COST  # the size guard's default (engine/cost.py); SYMBLOCK_MAX_COST is read when used
+MAX_SYMBOLIC_ENTRIES = costmod.MAX_SYMBOLIC_ENTRIES
 
 
 @dataclass(frozen=True)
@@ -88,10 +86,8 @@ class Trace:
 
 
 def cost(spec: BlockSpec) -> int:
-    """Multiply-adds of the forward: what the size guard limits."""
-    n, d, f = spec.dims.seq_len, spec.dims.d_model, spec.dims.d_ff
-    gates = 3 if spec.options.gated else 2
-    return n * d * d * 4 + 2 * n * n * d + gates * n * d * f
+    """Exact operations of the forward (engine/cost.py): what the size guard limits."""
+    return costmod.cost(spec.dims, spec.options, spec.given)
 
 
 def is_symbolic(spec: BlockSpec) -> bool:
@@ -100,19 +96,10 @@ def is_symbolic(spec: BlockSpec) -> bool:
 
 
 def check_size(spec: BlockSpec, max_cost: int | None = None) -> None:
-    limit = MAX_COST if max_cost is None else max_cost
     if is_symbolic(spec):
-        n, d, f = spec.dims.seq_len, spec.dims.d_model, spec.dims.d_ff
-        if n * d > MAX_SYMBOLIC_ENTRIES or f > MAX_SYMBOLIC_ENTRIES:
-            raise SpecError(spec.source, "dims", f"a symbolic forward is limited to seq_len·d_model <= "
-                            f"{MAX_SYMBOLIC_ENTRIES} and d_ff <= {MAX_SYMBOLIC_ENTRIES} (got {n}·{d}, {f}): "
-                            "general formulas grow exponentially with size")
-        return
-    c = cost(spec)
-    if c > limit:
-        raise SpecError(spec.source, "dims", f"this block needs about {c:,} exact multiply-adds, over "
-                        f"the exact engine's limit of {limit:,}; use smaller dims, or raise the limit "
-                        "with --max-cost N (or SYMBLOCK_MAX_COST=N)")
+        costmod.check_symbolic(spec.dims, spec.source)
+    else:
+        costmod.check(spec.dims, spec.options, spec.source, spec.given, max_cost)
 
 
 class _Tracer:

@@ -18,7 +18,7 @@ expressions: the functions at the bottom (`sqrt`, `exp`, `relu`, …) accept bot
 from __future__ import annotations
 
 import itertools
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_UP, Context, Decimal
 from fractions import Fraction
 from typing import Iterable, Sequence
 
@@ -103,7 +103,7 @@ class Real:
         """A certified ball around the value, computed at `prec` bits (memoised)."""
         if self.q is not None:
             return arb(self.q) if prec <= PREC else _with_prec(prec, arb, self.q)
-        if prec <= PREC:
+        if prec <= PREC or self.op == "neginf":
             return self.ball
         b = self._hi.get(prec)
         if b is None:
@@ -138,7 +138,10 @@ class Real:
     def __float__(self) -> float:
         """Correctly rounded to the nearest double (both ends of the ball round alike)."""
         if self.q is not None:
-            return int(self.q.p) / int(self.q.q)
+            try:
+                return int(self.q.p) / int(self.q.q)
+            except OverflowError:  # beyond a double, as float arithmetic would have it
+                return float("inf") if self.q > 0 else float("-inf")
         if self is NEG_INF:
             return float("-inf")
         b = self._refine(lambda b: b.is_finite() and float(b.lower()) == float(b.upper()))
@@ -150,13 +153,14 @@ class Real:
         if self.q is not None:  # exact: half away from zero, decided on the fraction
             s = Fraction(int(self.q.p), int(self.q.q)) * 10**places
             n = int(abs(s) + Fraction(1, 2))
-            return Decimal(n if s >= 0 else -n).scaleb(-places).quantize(q)
+            return Decimal(n if s >= 0 else -n).scaleb(-places, _context(n.bit_length() // 3 + 1, places))
 
         def rounded(b):
-            return _round(b.lower(), places, q) == _round(b.upper(), places, q)
+            lo, hi = _round(b, places, q)
+            return lo == hi
 
         b = self._refine(lambda b: b.is_finite() and rounded(b))
-        return _round(b.lower(), places, q)
+        return _round(b, places, q)[0]
 
     def digits(self, n: int = DIGITS) -> str:
         """At least `n` certified significant digits, as text."""
@@ -182,9 +186,22 @@ class Real:
         return f"Real({self.short()})"
 
 
-def _round(x: arb, places: int, q: Decimal) -> Decimal:
-    text = x.mid().str(places + 40, radius=False)
-    return Decimal(text.replace("e", "E")).quantize(q, rounding=ROUND_HALF_UP)
+def _context(int_digits: int, places: int) -> Context:
+    """A Decimal context wide enough for `int_digits` digits before the point and `places` after
+    (Decimal's default of 28 significant digits would round, or refuse to quantize)."""
+    return Context(prec=max(28, int_digits + places + 2), rounding=ROUND_HALF_UP, Emax=10**9, Emin=-10**9)
+
+
+def _round(b: arb, places: int, q: Decimal) -> tuple[Decimal, Decimal]:
+    """Both ends of the ball rounded half away from zero to `places` decimals: every digit before
+    the point and 40 guard digits after the last place are printed before rounding."""
+    head = Decimal(b.mid().str(3, radius=False).replace("e", "E"))
+    int_digits = max(head.adjusted() + 1, 0)
+    digits = int_digits + places + 40
+    ends = _with_prec(max(ctx.prec, 4 * digits), lambda: (b.lower(), b.upper()))
+    context = _context(int_digits + 1, places)
+    return tuple(Decimal(x.mid().str(digits, radius=False).replace("e", "E")).quantize(q, context=context)
+                 for x in ends)
 
 
 def _children(r: Real):

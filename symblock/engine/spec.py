@@ -7,19 +7,17 @@ math layout (in, out) whatever the spec's `layout`, vectors as 1 × n rows.
 from __future__ import annotations
 
 import hashlib
-import json
 import random as _random
 import re
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
 import sympy
-import yaml
-
+from symblock.engine import cost, files, numbers
 from symblock.errors import SpecError  # noqa: F401  (re-exported: spec.SpecError is public)
 from symblock.engine.steps import Dims, Options, needed_params, norm_names, param_names, param_shape, step_shapes
 
@@ -57,48 +55,18 @@ class BlockSpec:
 
 # ---------------------------------------------------------------- reading files
 
-class _ExactLoader(yaml.SafeLoader):
-    """YAML loader that keeps decimals as written (1.401 stays 1401/1000, not a binary float)."""
-
-
-def _decimal(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
-    text = loader.construct_scalar(node)
-    try:
-        return Decimal(text.replace("_", ""))
-    except InvalidOperation:  # .inf, .nan: let validation reject them by name
-        return text
-
-
-_ExactLoader.add_constructor("tag:yaml.org,2002:float", _decimal)
-
-
 def read_mapping(path: Path | str, text: str | None = None) -> tuple[dict, str]:
-    """Parse a YAML or JSON file into a dict; errors name the file and the line."""
+    """Parse a YAML or JSON file into a dict; errors name the file and the line (engine.files)."""
     path = Path(path)
     source = str(path)
     if text is None:
         if not path.exists():
             raise SpecError(source, "", "no such file (give a spec path or a built-in example name; "
                                         "`symblock examples` lists them)")
-        if path.is_dir():
-            raise SpecError(source, "", "is a directory, expected a YAML or JSON spec file")
-        try:
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError:
-            raise SpecError(source, "", "is not UTF-8 text") from None
+        text = files.read_text(path, "a YAML or JSON spec file")
     if not text.strip():
         raise SpecError(source, "", "the file is empty; expected a YAML or JSON mapping")
-    try:
-        if path.suffix.lower() == ".json":
-            data = json.loads(text, parse_float=Decimal)
-        else:
-            data = yaml.load(text, Loader=_ExactLoader)
-    except json.JSONDecodeError as e:
-        raise SpecError(source, f"line {e.lineno}", f"malformed JSON: {e.msg}") from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else ""
-        raise SpecError(source, where, f"malformed YAML: {getattr(e, 'problem', None) or e}") from None
+    data = files.parse(text, source, json_syntax=path.suffix.lower() == ".json")
     if not isinstance(data, dict):
         raise SpecError(source, "", f"expected a mapping at the top level, got {kind_of(data)}")
     return data, source
@@ -141,14 +109,19 @@ def parse_exact(value: Any, source: str, where: str, allow_inf: bool = False) ->
     global _TRANSFORMS
     if isinstance(value, bool) or value is None:
         raise SpecError(source, where, f"expected a number, got {kind_of(value)}")
-    if isinstance(value, int):
-        return sympy.Integer(value)
-    if isinstance(value, float):  # from Python callers: take the shortest repr, as written
-        value = Decimal(repr(value))
-    if isinstance(value, Decimal):
-        if not value.is_finite():
-            raise SpecError(source, where, f"expected a finite number, got {value}")
-        return sympy.Rational(str(value))
+    try:
+        if isinstance(value, int):
+            numbers.check_int(value)
+            return sympy.Integer(value)
+        if isinstance(value, float):  # from Python callers: take the shortest repr, as written
+            value = Decimal(repr(value))
+        if isinstance(value, Decimal):
+            if not value.is_finite():
+                raise SpecError(source, where, f"expected a finite number, got {value}")
+            numbers.check_decimal(value)
+            return sympy.Rational(str(value))
+    except numbers.TooLarge as e:
+        raise SpecError(source, where, f"{e}; expected a number of at most {numbers.MAX_DIGITS} digits") from None
     if not isinstance(value, str):
         raise SpecError(source, where, f"expected a number, got {kind_of(value)}")
     text = value.strip()
@@ -158,6 +131,13 @@ def parse_exact(value: Any, source: str, where: str, allow_inf: bool = False) ->
         extra = f" (unknown name {', '.join(bad)})" if bad else ""
         raise SpecError(source, where, f"expected a number or exact expression such as 3, 1.25, "
                                        f"\"1/2\", \"sqrt(2)\", got {value!r}{extra}")
+    try:
+        numbers.check_text(text)
+    except numbers.TooLarge as e:
+        raise SpecError(source, where, f"{e}, got {value!r}") from None
+    except SyntaxError:
+        raise SpecError(source, where, f"could not parse {value!r} as an exact number: expected numbers, "
+                        "+ - * / ** and sqrt, exp, erf, tanh, E, pi") from None
     if _TRANSFORMS is None:
         from sympy.parsing.sympy_parser import (convert_xor, rationalize,
                                                 standard_transformations)
@@ -175,6 +155,12 @@ def parse_exact(value: Any, source: str, where: str, allow_inf: bool = False) ->
         return expr
     if expr.has(sympy.oo, -sympy.oo, sympy.zoo, sympy.nan) or expr.is_real is False:
         raise SpecError(source, where, f"expected a finite real number, got {value!r}")
+    if not expr.is_Rational:  # what the exact engine cannot hold is refused here, with its field
+        from symblock.engine import exact
+        try:
+            exact.from_sympy(expr)
+        except (ValueError, ZeroDivisionError) as e:
+            raise SpecError(source, where, f"cannot use {value!r} exactly: {e}") from None
     return expr
 
 
@@ -215,6 +201,18 @@ def kind_of(v: Any) -> str:
     return f"{v!r}"
 
 
+def check_text(value: Any, source: str, where: str) -> str:
+    """Text that can be written to a UTF-8 file (no lone surrogates such as "\\ud800")."""
+    if not isinstance(value, str):
+        raise SpecError(source, where, f"expected text, got {kind_of(value)}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise SpecError(source, where, f"expected text that UTF-8 can hold; character {e.start} is "
+                        f"{ascii(value[e.start])} (a lone surrogate, or a byte that was not UTF-8)") from None
+    return value
+
+
 def check_keys(data: Mapping, allowed: tuple[str, ...], source: str, where: str) -> None:
     if not isinstance(data, dict):
         raise SpecError(source, where, f"expected a mapping, got {kind_of(data)}")
@@ -235,15 +233,13 @@ def int_field(value: Any, source: str, where: str, lo: int = 1, hi: int | None =
 
 # ---------------------------------------------------------------- the spec
 
-def from_mapping(data: Mapping, source: str = "<spec>") -> BlockSpec:
+def from_mapping(data: Mapping, source: str = "<spec>", max_cost: int | None = None) -> BlockSpec:
     """Validate a parsed spec. Missing weights/inputs are drawn from `random` (seed, low, high)
-    when present; a `random:` section with constraints is `exercises.generate.from_mapping`'s."""
+    when present; a `random:` section with constraints is `exercises.generate.from_mapping`'s.
+    The size guard (engine/cost.py, `max_cost`) runs as soon as the dims are known, before any
+    matrix is parsed or drawn."""
     check_keys(data, TOP_KEYS, source, "")
-    rnd = data.get("random")
-    if has_constraints(rnd):  # drawn until the constraints hold: exercises.generate
-        key = next(k for k in rnd if k not in ("seed", "low", "high"))
-        raise SpecError(source, f"random.{key}", "a generation constraint: load this spec with "
-                        "symblock.load (symblock.exercises.generate.load), which draws until it holds")
+    _no_constraints(data.get("random"), source)
     title = data.get("title") or ""
     if not isinstance(title, str):
         raise SpecError(source, "title", f"expected text, got {kind_of(title)}")
@@ -251,30 +247,88 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> BlockSpec:
     if layout not in ("math", "torch"):
         raise SpecError(source, "layout", f"expected math or torch, got {kind_of(layout)}")
     opts = _options(data.get("block") or {}, source)
-    weights = data.get("weights") or {}
+    weights, inputs = _weights_section(data.get("weights") or {}, source), data.get("inputs") or {}
+    check_keys(inputs, ("X",), source, "inputs")
+    dims = _dims(data.get("dims") or {}, inputs, weights, layout, source)
+    given_raw = data.get("given") or {}
+    if not isinstance(given_raw, dict):
+        raise SpecError(source, "given", f"expected a mapping of step names to matrices, got {kind_of(given_raw)}")
+    cost.check(dims, opts, source, set(given_raw), max_cost)
+    given = _given(given_raw, dims, opts, source)
+    seed, low, high = _random_section(data.get("random"), source)
+    params = _params(weights, dims, opts, layout, set(given), (seed, low, high), source)
+    X = None
+    if "x" not in given:
+        if "X" in inputs:
+            X = parse_matrix(inputs["X"], (dims.seq_len, dims.d_model), source, "inputs.X")
+        elif seed is not None:
+            X = draw(seed, "X", (dims.seq_len, dims.d_model), low, high)
+        else:
+            raise SpecError(source, "inputs.X", f"missing; expected a {dims.seq_len}×{dims.d_model} "
+                            "matrix (or a `random` section)")
+    exercise = data.get("exercise") or {}
+    if not isinstance(exercise, dict):
+        raise SpecError(source, "exercise", f"expected a mapping, got {kind_of(exercise)}")
+    return BlockSpec(dims=dims, options=opts, params=MappingProxyType(params), X=X,
+                     given=MappingProxyType(given), title=title, source=source, seed=seed,
+                     exercise=MappingProxyType(dict(exercise)))
+
+
+def _no_constraints(rnd: Any, source: str) -> None:
+    if has_constraints(rnd):  # drawn until the constraints hold: exercises.generate
+        key = next(k for k in rnd if k not in ("seed", "low", "high"))
+        raise SpecError(source, f"random.{key}", "a generation constraint: load this spec with "
+                        "symblock.load (symblock.exercises.generate.load), which draws until it holds")
+
+
+def _weights_section(weights: Any, source: str) -> Mapping:
     check_keys(weights, tuple(all_param_keys()), source, "weights")
     for ln in ("ln1", "ln2", "ln_final"):
         if weights.get(ln) is not None:
             check_keys(weights[ln], ("gamma", "beta"), source, f"weights.{ln}")
-    inputs = data.get("inputs") or {}
-    check_keys(inputs, ("X",), source, "inputs")
-    dims = _dims(data.get("dims") or {}, inputs, weights, layout, source)
+    return weights
 
+
+def _given(given_raw: Mapping, dims: Dims, opts: Options, source: str) -> dict[str, Matrix]:
+    """The pinned steps; −∞ only where a mask puts it, and never a whole row of it."""
     shapes = step_shapes(dims, opts)
-    given_raw = data.get("given") or {}
-    if not isinstance(given_raw, dict):
-        raise SpecError(source, "given", f"expected a mapping of step names to matrices, got {kind_of(given_raw)}")
     given = {}
     for name, value in given_raw.items():
         if name not in shapes:
             raise SpecError(source, f"given.{name}", "no such step in this block; expected one of "
                                                      + ", ".join(shapes))
-        given[name] = parse_matrix(value, shapes[name], source, f"given.{name}",
-                                   allow_inf=name.endswith(".masked"))
+        given[name] = m = parse_matrix(value, shapes[name], source, f"given.{name}",
+                                       allow_inf=name.endswith(".masked"))
+        for i in range(m.rows):
+            if all(e == -sympy.oo for e in m.row(i)):
+                raise SpecError(source, f"given.{name}[{i}]", "every entry of this row is −∞, so its "
+                                "softmax divides by zero; expected at least one finite score a row")
+        _check_sign(name, m, source)
+    return given
 
-    rnd = data.get("random")
-    seed, low, high = _random_section(rnd, source)
-    need = needed_params(dims, opts, set(given))
+
+def _check_sign(name: str, m: Matrix, source: str) -> None:
+    """A given variance or mean square is >= 0, a given σ or rms > 0 (the norm takes its root,
+    or divides by it)."""
+    last = name.rsplit(".", 1)[-1]
+    if last not in ("var", "ms", "std", "rms"):
+        return
+    from symblock.engine import exact
+    for i in range(m.rows):
+        s = exact.from_sympy(m[i, 0]).sign()
+        if s < 0 or (s == 0 and last in ("std", "rms")):
+            what = {"var": "a variance is never negative", "ms": "a mean square is never negative",
+                    "std": "the norm divides by σ, so it must be > 0",
+                    "rms": "the norm divides by the rms, so it must be > 0"}[last]
+            raise SpecError(source, f"given.{name}[{i}][0]", f"{what}; got {m[i, 0]}")
+
+
+def _params(weights: Mapping, dims: Dims, opts: Options, layout: str, given: set[str],
+            rnd: tuple[int | None, int, int], source: str) -> dict[str, Matrix]:
+    """The parameters the computed steps read: as given (math layout), defaulted (γ = 1, β = 0)
+    or drawn from `random`."""
+    seed, low, high = rnd
+    need = needed_params(dims, opts, given)
     params: dict[str, Matrix] = {}
     for name in param_names(opts):
         raw = _lookup(weights, name)
@@ -291,12 +345,9 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> BlockSpec:
                 params[name] = Matrix.ones(*shape)
             elif name.endswith(".beta"):
                 params[name] = Matrix.zeros(*shape)
-            elif name.startswith("b_"):
-                if opts.bias and seed is not None:
-                    params[name] = draw(seed, name, shape, low, high)
-            elif seed is not None:
+            elif seed is not None and (opts.bias or not name.startswith("b_")):
                 params[name] = draw(seed, name, shape, low, high)
-            else:
+            elif not name.startswith("b_"):
                 raise SpecError(source, f"weights.{name}", f"missing; expected a {shape[0]}×{shape[1]} "
                                 "matrix (or add a `random: {seed: 1}` section to draw missing weights)")
     if opts.bias and seed is None:
@@ -304,21 +355,7 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> BlockSpec:
         if missing:
             raise SpecError(source, f"weights.{missing[0]}", "missing, and block.bias is true; give the "
                             "bias vectors or add a `random: {seed: 1}` section to draw them")
-    X = None
-    if "x" not in given:
-        if "X" in inputs:
-            X = parse_matrix(inputs["X"], (dims.seq_len, dims.d_model), source, "inputs.X")
-        elif seed is not None:
-            X = draw(seed, "X", (dims.seq_len, dims.d_model), low, high)
-        else:
-            raise SpecError(source, "inputs.X", f"missing; expected a {dims.seq_len}×{dims.d_model} "
-                            "matrix (or a `random` section)")
-    exercise = data.get("exercise") or {}
-    if not isinstance(exercise, dict):
-        raise SpecError(source, "exercise", f"expected a mapping, got {kind_of(exercise)}")
-    return BlockSpec(dims=dims, options=opts, params=MappingProxyType(params), X=X,
-                     given=MappingProxyType(given), title=title, source=source, seed=seed,
-                     exercise=MappingProxyType(dict(exercise)))
+    return params
 
 
 def all_param_keys() -> list[str]:

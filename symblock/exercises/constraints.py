@@ -15,7 +15,9 @@ CONSTRAINT_KEYS = ("difficulty", "ranges", "sparsity", *FLAG_KEYS, "exact_norm",
                    "norm_min", "x_step", "norm_params", "staged", "max_draws")
 GROUP_DEFAULTS = {"gamma": (1, 2), "beta": (-1, 1)}  # ranges of drawn γ, β (norm_params)
 RELU_MODES = ("rows", "columns", "both")
-MAX_DRAWS = 2000      # candidate blocks drawn before giving up
+MAX_DRAWS = 2000      # candidate blocks drawn before giving up (default of random.max_draws)
+MAX_DRAWS_LIMIT = 20_000  # the largest random.max_draws / --max-draws (some seconds of cheap draws)
+DRAW_BUDGET = 4_000_000   # entries drawn and multiply-adds prechecked, over all draws of one variant
 MAX_FORWARDS = 200    # candidates that pass the cheap checks and reach the exact forward
 ROW_DRAWS = 500       # redraws of one row of X before the candidate counts as rejected
 STAGE_BATCHES = 4     # batches of stage.BATCH candidates for the attention weights fitted to one X
@@ -120,7 +122,7 @@ def parse_random(rnd: Any, source: str) -> Constraints:
             raise err(source, "random.staged.step", f"expected a step name such as attn.out, got {step!r}")
         kw["staged"] = (step, int_field(st.get("decimals", 3), source, "random.staged.decimals", lo=0, hi=12))
     if "max_draws" in rnd:
-        kw["max_draws"] = int_field(rnd["max_draws"], source, "random.max_draws", lo=1, hi=10**6)
+        kw["max_draws"] = int_field(rnd["max_draws"], source, "random.max_draws", lo=1, hi=MAX_DRAWS_LIMIT)
     return Constraints(**kw)
 
 

@@ -54,9 +54,15 @@ def apply_difficulty(data: dict, c: Constraints, source: str) -> tuple[dict, dic
     and the preset's random constraints under the spec's own."""
     if c.difficulty is None:
         return data, {}
+    from symblock.engine.spec import CHOICES, FLAGS, check_keys, int_field
     preset = PRESETS[c.difficulty]
     data = copy.deepcopy(data)
-    dims = dict(data.get("dims") or {})
+    dims = data.get("dims") or {}
+    check_keys(dims, ("seq_len", "d_model", "d_ff", "heads"), source, "dims")
+    dims = dict(dims)
+    for key, value in dims.items():  # validated before the preset reads them
+        int_field(value, source, f"dims.{key}")
+    check_keys(data.get("block") or {}, tuple(CHOICES) + FLAGS + ("eps",), source, "block")
     for key, choices in preset["dims"].items():
         if key not in dims:
             dims[key] = choices[ints(c.seed, f"dims.{key}", 1, 0, len(choices) - 1)[0]]

@@ -4,7 +4,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from symblock.exercises.constraints import CONSTRAINT_KEYS, DIFFICULTIES, FLAG_KEYS, MAX_DRAWS
+from symblock.exercises.constraints import CONSTRAINT_KEYS, DIFFICULTIES, FLAG_KEYS, MAX_DRAWS, MAX_DRAWS_LIMIT
 
 PAIR_FLAGS = ("--score-range", "--scaled-range", "--softmax-weights")  # LO:HI values, often negative
 
@@ -40,7 +40,9 @@ def add_random_arguments(p) -> None:
     g.add_argument("--softmax-weights", metavar="LO:HI", help="bound every live softmax weight, e.g. 0.02:0.9")
     g.add_argument("--norm-min", metavar="S", help="smallest σ (rms) of a norm row, e.g. 1/2")
     g.add_argument("--staged", metavar="STEP:K", help="give STEP rounded to K decimals, e.g. attn.out:3")
-    g.add_argument("--max-draws", type=int, metavar="N", help=f"candidate draws before giving up (default {MAX_DRAWS})")
+    from symblock.options import bounded
+    g.add_argument("--max-draws", type=bounded(1, MAX_DRAWS_LIMIT), metavar="N",
+                   help=f"candidate draws before giving up (default {MAX_DRAWS}, at most {MAX_DRAWS_LIMIT:,})")
 
 
 def overrides_from_args(args) -> dict:
@@ -79,7 +81,7 @@ def overrides_from_args(args) -> dict:
         out[name] = False
     if getattr(args, "staged", None):
         step, k = pair(args.staged, "--staged", str)
-        if not k.isdigit():
+        if not k.isdigit() or len(k) > 6:
             raise UsageError(f"--staged: expected STEP:K with K a whole number, got {args.staged!r}")
         out["staged"] = {"step": step, "decimals": int(k)}
     if getattr(args, "max_draws", None) is not None:

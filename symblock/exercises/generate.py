@@ -60,7 +60,7 @@ from typing import Any, Mapping
 from symblock.exercises.checks import (attention_input, check_activation, check_attention, check_norms,
                                        check_scores, static_checks, wants_attention)
 from symblock.exercises.constraints import (CONSTRAINT_KEYS, DIFFICULTIES, FLAG_KEYS, MAX_DRAWS,  # noqa: F401
-                                            MAX_FORWARDS, NORM_PARAMS, NORMS, STAGE_BATCHES, Constraints, err,
+                                            DRAW_BUDGET, MAX_FORWARDS, NORM_PARAMS, NORMS, STAGE_BATCHES, Constraints, err,
                                             has_constraints, parse_random)
 from symblock.exercises.difficulty import PRESETS, apply_difficulty, dims_choices  # noqa: F401
 from symblock.exercises.draws import (check_family, draw_tensor, draw_x, fix_rows, ints, pick_rows,  # noqa: F401
@@ -142,7 +142,7 @@ def constraints_of(data: Mapping, source: str, overrides: Mapping | None = None)
     return with_preset(data, source, overrides)[1]
 
 
-def plan(data: Mapping, source: str, overrides: Mapping | None = None) -> Plan:
+def plan(data: Mapping, source: str, overrides: Mapping | None = None, max_cost: int | None = None) -> Plan:
     """Parse the constraints, fill in the preset, validate the rest, and fail at once on a
     constraint no draw can meet."""
     from symblock.engine import spec as specmod
@@ -150,7 +150,7 @@ def plan(data: Mapping, source: str, overrides: Mapping | None = None) -> Plan:
     data, c = with_preset(data, source, overrides)
     plain = {"seed": c.seed, "low": c.low, "high": c.high}
     base_map = {**{k: v for k, v in data.items() if k != "random"}, "random": plain}
-    probe = specmod.from_mapping(base_map, source)  # validates dims, block, weights, given
+    probe = specmod.from_mapping(base_map, source, max_cost)  # validates (and sizes) before drawing
     dims, opts = probe.dims, probe.options
     if c.staged and c.staged[0] not in step_names(dims, opts):
         raise err(source, "random.staged.step", f"no step {c.staged[0]!r} in this block; expected one of "
@@ -216,6 +216,7 @@ def work(p: Plan, tensors: dict, source: str, max_cost: int | None):
     """(spec0, trace0, spec1, trace1): the candidate worked exactly, and again with the staged
     step given rounded (the same pair without staging)."""
     from symblock.engine import block, spec as specmod
+    from symblock.engine.exact import NEG_INF
     data, c = p.data, p.c
     mapping = {k: v for k, v in data.items() if k != "random"}
     mapping["random"] = {"seed": c.seed, "low": c.low, "high": c.high}
@@ -237,7 +238,8 @@ def work(p: Plan, tensors: dict, source: str, max_cost: int | None):
         return spec0, trace0, spec0, trace0
     step, k = c.staged
     mapping["given"] = {**(data.get("given") or {}),
-                        step: [[e.decimal(k) for e in row] for row in trace0[step].value.rows]}
+                        step: [["-oo" if e is NEG_INF else e.decimal(k) for e in row]
+                               for row in trace0[step].value.rows]}
     spec1 = specmod.from_mapping(mapping, source)
     return spec0, trace0, spec1, block.forward(spec1, max_cost=max_cost)
 
@@ -266,14 +268,16 @@ def variant(data: Mapping, source: str, overrides: Mapping | None = None,
     """Draw the spec's variant for its `random.seed`: reproducible, all constraints checked on
     exact values, bounded; raises SpecError naming the constraint that could not be met."""
     from symblock.engine import spec as specmod
-    p = plan(data, source, overrides)
+    p = plan(data, source, overrides, max_cost)
     c = p.c
     rejections, redraws, last = Counter(), Counter(), {}
     forwards = 0
-    for attempt in range(c.max_draws):
+    max_draws, max_forwards = draw_limits(c, p.probe.dims, p.probe.options, p.drawn, p.draw_x,
+                                          set(p.probe.given), max_cost)
+    for attempt in range(max_draws):
         tensors, failed = draw_candidate(p, sub_seed(c.seed, attempt), redraws)
         if tensors is not None:
-            if forwards >= MAX_FORWARDS:
+            if forwards >= max_forwards:
                 break
             forwards += 1
             try:
@@ -295,6 +299,22 @@ def variant(data: Mapping, source: str, overrides: Mapping | None = None,
         rejections[name] += 1
         last[name] = failed
     raise give_up(source, attempt + 1, forwards, rejections, last)
+
+
+def draw_limits(c: Constraints, dims, opts, drawn: list, draw_x: bool, given: set,
+                max_cost: int | None) -> tuple[int, int]:
+    """How many candidates to draw and how many to work through exactly, decided before drawing:
+    random.max_draws, but no more than DRAW_BUDGET entries drawn and prechecked in all, and
+    MAX_FORWARDS exact forwards, but no more than the engine's cost limit buys (engine/cost.py)."""
+    from symblock.engine import cost
+    from symblock.engine.steps import param_shape
+    n, d = dims.seq_len, dims.d_model
+    per_draw = sum(math.prod(param_shape(x, dims)) for x in drawn) + (n * d if draw_x else 0)
+    if wants_attention(c):
+        per_draw += 3 * n * d * d + n * n * d  # the integer attention fit's projections and scores
+    per_forward = cost.cost(dims, opts, given) * (2 if c.staged else 1)
+    return (max(1, min(c.max_draws, DRAW_BUDGET // max(per_draw, 1))),
+            max(1, min(MAX_FORWARDS, cost.limit(max_cost) // max(per_forward, 1))))
 
 
 def give_up(source: str, draws: int, forwards: int, rejections: Counter, last: dict):

@@ -9,7 +9,7 @@ are marked `Safe`. Everything else (titles, file names) is user text that the wr
 """
 from __future__ import annotations
 
-from decimal import Decimal
+from decimal import Context, Decimal
 from fractions import Fraction
 
 from symblock.engine import exact
@@ -39,7 +39,8 @@ def _terminating(q: Fraction) -> str | None:
     scaled = q * 10 ** MAX_EXACT_PLACES
     if scaled.denominator != 1:
         return None
-    d = (Decimal(scaled.numerator).scaleb(-MAX_EXACT_PLACES)).normalize()
+    wide = Context(prec=scaled.numerator.bit_length() // 3 + 2)  # 28 digits would round 10**40 + 1
+    d = Decimal(scaled.numerator).scaleb(-MAX_EXACT_PLACES, wide).normalize(wide)
     text = format(d, "f")
     return "0" if text in ("-0", "0") else text
 

@@ -1,0 +1,99 @@
+"""How much exact work a forward takes, known from the dims and options alone, so that a block
+too large for exact arithmetic is refused before any matrix is parsed or drawn.
+
+The unit is one exact multiply-add; every entry a step makes costs NODE more (a new graph node
+with its certified ball: an exp, a division, a square root), so the n² softmax entries of
+seq_len 512 count, not only the multiply-adds of the projections. Measured (bench/README.md,
+bench/README_cost.md): about 5 µs a unit on a quiet machine, within a factor of 4 across shapes,
+so the default limit of 2,000,000 is some 10 s of work. Only the steps the engine computes count
+(a given step cuts off what fed it).
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+
+from symblock.engine.steps import Dims, Options, computed_steps, step_shape
+from symblock.errors import SpecError, UsageError
+
+MAX_COST = 2_000_000     # default limit (--max-cost N or SYMBLOCK_MAX_COST=N raise it)
+MAX_SYMBOLIC_ENTRIES = 8  # seq_len·d_model and d_ff of a symbolic forward
+NODE = 6                 # units per entry a step makes: an exact node costs about 6 multiply-adds
+_limit: contextvars.ContextVar[int | None] = contextvars.ContextVar("max_cost", default=None)
+
+
+def step_cost(name: str, dims: Dims, opts: Options) -> int:
+    """Units of one step: its entries times (the length of the sum behind each, plus NODE)."""
+    r, c = step_shape(name, dims)
+    d, f = dims.d_model, dims.d_ff
+    last = name.rsplit(".", 1)[-1]
+    if name in ("attn.q", "attn.k", "attn.v", "ffn.hidden", "ffn.gate") or (name == "attn.out" and opts.out_proj):
+        inner = d
+    elif name == "ffn.out":
+        inner = f
+    elif name.startswith("attn.h") and last in ("scores", "out"):
+        inner = dims.d_head if last == "scores" else dims.seq_len
+    elif last in ("mean", "var", "ms"):
+        inner = d
+    elif last == "weights":   # an exp, a term of the row's sum and a division per entry
+        inner = 1 + NODE
+    elif name in ("x", "output", "attn.concat", "attn.out"):
+        return 0              # copies of other steps' entries
+    else:
+        inner = 0
+    if name == "ffn.act":     # GELU/SiLU make a few nodes an entry
+        inner = 3 * NODE
+    return r * c * (inner + NODE)
+
+
+def cost(dims: Dims, opts: Options, given=()) -> int:
+    """Units of the whole forward (the steps it computes)."""
+    return sum(step_cost(s, dims, opts) for s in computed_steps(dims, opts, set(given)))
+
+
+def limit(max_cost: int | None = None) -> int:
+    """The limit in force: `max_cost`, else `limited(...)`'s, else SYMBLOCK_MAX_COST, else MAX_COST."""
+    if max_cost is not None:
+        return max_cost
+    if _limit.get() is not None:
+        return _limit.get()
+    text = os.environ.get("SYMBLOCK_MAX_COST")
+    if text is None or not text.strip():
+        return MAX_COST
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise UsageError(f"SYMBLOCK_MAX_COST: expected a whole number >= 0, got {text!r}")
+    return value
+
+
+@contextlib.contextmanager
+def limited(max_cost: int | None):
+    """Within this block, loads and forwards use `max_cost` (None: no change). The CLI wraps a
+    command in it, so that --max-cost also reaches the check made while a spec is loaded."""
+    token = _limit.set(max_cost if max_cost is not None else _limit.get())
+    try:
+        yield
+    finally:
+        _limit.reset(token)
+
+
+def check(dims: Dims, opts: Options, source: str, given=(), max_cost: int | None = None) -> None:
+    """Refuse a block over the limit, naming its cost and how to raise the limit."""
+    lim, c = limit(max_cost), cost(dims, opts, given)
+    if c > lim:
+        raise SpecError(source, "dims", f"this block needs about {c:,} exact operations "
+                        f"(seq_len {dims.seq_len}, d_model {dims.d_model}, d_ff {dims.d_ff}, heads "
+                        f"{dims.heads}), over the exact engine's limit of {lim:,}; use smaller dims, "
+                        "or raise the limit with --max-cost N (or SYMBLOCK_MAX_COST=N)")
+
+
+def check_symbolic(dims: Dims, source: str) -> None:
+    n, d, f = dims.seq_len, dims.d_model, dims.d_ff
+    if n * d > MAX_SYMBOLIC_ENTRIES or f > MAX_SYMBOLIC_ENTRIES:
+        raise SpecError(source, "dims", f"a symbolic forward is limited to seq_len·d_model <= "
+                        f"{MAX_SYMBOLIC_ENTRIES} and d_ff <= {MAX_SYMBOLIC_ENTRIES} (got {n}·{d}, {f}): "
+                        "general formulas grow exponentially with size")

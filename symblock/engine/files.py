@@ -1,0 +1,159 @@
+"""Read a spec or answers file (YAML or JSON) into plain data, safely and exactly.
+
+Decimals stay as written (1.401 is Decimal('1.401'), never a binary float). Whatever a file
+holds, reading it is bounded and every refusal names the file (and the line, when the parser
+knows it): at most MAX_BYTES are read (so /dev/zero or a huge file is refused, not swallowed),
+text must be UTF-8 without NUL bytes (a binary file), whole numbers have at most
+numbers.MAX_DIGITS digits (Python's own limit of 4300 would end in a traceback), a key may not
+appear twice in one mapping (YAML and JSON would silently keep the last), nesting is at most
+MAX_NESTING deep and YAML aliases may not expand past MAX_NODES values.
+"""
+from __future__ import annotations
+
+import json
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from symblock.engine import numbers
+from symblock.errors import SpecError
+
+MAX_BYTES = 16 * 2**20   # 16 MiB: a 512 × 512 spec in YAML is ~2 MiB
+MAX_NESTING = 32         # a spec nests 5 deep (weights.ln1.gamma: a list); answers 4
+MAX_NODES = 2_000_000    # values after YAML aliases are expanded (a 512 × 512 matrix is 262,144)
+
+
+class _Refused(Exception):
+    """Raised inside a parser hook; turned into a SpecError naming the file."""
+
+    def __init__(self, message: str, line: int | None = None):
+        super().__init__(message)
+        self.line = line
+
+
+class ExactLoader(yaml.SafeLoader):
+    """YAML loader that keeps decimals as written, bounds whole numbers and refuses a key that
+    appears twice in one mapping."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                if key in seen:
+                    raise _Refused(f"the key {key!r} appears twice in one mapping (lines "
+                                   f"{seen[key] + 1} and {key_node.start_mark.line + 1}); "
+                                   "expected each key once", key_node.start_mark.line + 1)
+                seen[key] = key_node.start_mark.line
+            except TypeError:
+                pass  # an unhashable key: SafeLoader's own error follows
+        return super().construct_mapping(node, deep)
+
+
+def _decimal(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
+    text = loader.construct_scalar(node)
+    try:
+        return Decimal(text.replace("_", ""))
+    except InvalidOperation:  # .inf, .nan: let validation reject them by name
+        return text
+
+
+def _int(loader: yaml.SafeLoader, node: yaml.Node) -> Any:
+    text = loader.construct_scalar(node)
+    if sum(ch.isdigit() for ch in text) > numbers.MAX_DIGITS:
+        raise _Refused(f"a whole number of more than {numbers.MAX_DIGITS} digits",
+                       node.start_mark.line + 1)
+    return yaml.SafeLoader.construct_yaml_int(loader, node)
+
+
+ExactLoader.add_constructor("tag:yaml.org,2002:float", _decimal)
+ExactLoader.add_constructor("tag:yaml.org,2002:int", _int)
+
+
+def _json_int(text: str) -> int:
+    if len(text.lstrip("-")) > numbers.MAX_DIGITS:
+        raise _Refused(f"a whole number of more than {numbers.MAX_DIGITS} digits")
+    return int(text)
+
+
+def _json_object(pairs: list) -> dict:
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            raise _Refused(f"the key {key!r} appears twice in one object; expected each key once")
+        out[key] = value
+    return out
+
+
+def read_text(path: Path | str, what: str = "a YAML or JSON file") -> str:
+    """A file's text: UTF-8, at most MAX_BYTES, not binary, not a directory."""
+    path, source = Path(path), str(path)
+    if path.is_dir():
+        raise SpecError(source, "", f"is a directory, expected {what}")
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_BYTES + 1)
+    except FileNotFoundError:
+        raise SpecError(source, "", "no such file") from None
+    except OSError as e:
+        raise SpecError(source, "", f"cannot be read: {e.strerror or e}") from None
+    if len(raw) > MAX_BYTES:
+        raise SpecError(source, "", f"is larger than {MAX_BYTES // 2**20} MiB; expected {what}")
+    if b"\0" in raw:
+        raise SpecError(source, "", f"is a binary file, expected {what}")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SpecError(source, "", "is not UTF-8 text") from None
+
+
+def parse(text: str, source: str, json_syntax: bool) -> Any:
+    """YAML (or JSON) text as plain data, decimals exact; every refusal a SpecError naming `source`."""
+    try:
+        if json_syntax:
+            data = json.loads(text, parse_float=Decimal, parse_int=_json_int,
+                              parse_constant=lambda c: c, object_pairs_hook=_json_object)
+        else:
+            data = yaml.load(text, Loader=ExactLoader)
+    except _Refused as e:
+        raise SpecError(source, f"line {e.line}" if e.line else "", str(e)) from None
+    except RecursionError:
+        raise SpecError(source, "", f"nested too deeply; expected at most {MAX_NESTING} levels") from None
+    except json.JSONDecodeError as e:
+        raise SpecError(source, f"line {e.lineno}", f"malformed JSON: {e.msg}") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else ""
+        raise SpecError(source, where, f"malformed YAML: {getattr(e, 'problem', None) or e}") from None
+    _check_shape(data, source)
+    return data
+
+
+def _check_shape(data: Any, source: str) -> None:
+    """Nesting depth and the number of values with YAML aliases expanded (each shared value is
+    measured once, so a 'billion laughs' file is refused without being expanded)."""
+    sizes: dict[int, tuple[int, int]] = {}
+
+    def measure(v: Any, depth: int) -> tuple[int, int]:
+        if depth > MAX_NESTING:
+            raise SpecError(source, "", f"nested more than {MAX_NESTING} levels deep")
+        if not isinstance(v, (list, dict)):
+            return 1, 0
+        if id(v) in sizes:
+            if depth + sizes[id(v)][1] > MAX_NESTING:
+                raise SpecError(source, "", f"nested more than {MAX_NESTING} levels deep")
+            return sizes[id(v)]
+        items = v.values() if isinstance(v, dict) else v
+        count, deep = 1, 0
+        for item in items:
+            c, d = measure(item, depth + 1)
+            count, deep = count + c, max(deep, d + 1)
+            if count > MAX_NODES:
+                raise SpecError(source, "", f"holds more than {MAX_NODES:,} values (counting what "
+                                            "YAML aliases repeat)")
+        sizes[id(v)] = (count, deep)
+        return count, deep
+
+    measure(data, 0)

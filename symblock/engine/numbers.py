@@ -1,0 +1,162 @@
+"""How large a number a spec or answers file may write, decided before anything is evaluated.
+
+The 500-character limit of an entry bounds its text, not its value: `"9^9^9"` is five characters
+and 370 million digits, `1e999999999` is a valid JSON float, and `(1+sqrt(2))**(10**9)` is a
+billion multiplications. So every entry is measured first, on its syntax tree (Python's `ast`,
+with `^` read as `**` as SymPy's parser does), with cheap upper bounds:
+
+* `digits`: how many decimal digits writing the value exactly may take (numerator and
+  denominator together), at most MAX_DIGITS;
+* `log10 |value|` for the argument of `exp`, so that `exp(1000)` (435 digits) passes and
+  `exp(10**6)` does not;
+* nesting depth, at most MAX_DEPTH.
+
+Exponents must be known rationals with denominator 1 or 2 (the engine's exact roots are square
+roots); `E**x` is `exp(x)`. Rational subexpressions are evaluated exactly (Fractions), which is
+cheap because their size was bounded first. Only when an entry passes is it handed to SymPy.
+"""
+from __future__ import annotations
+
+import ast
+import math
+from decimal import Decimal
+from fractions import Fraction
+
+MAX_DIGITS = 1000   # digits of one exact number (10**400 and exp(1000) pass; 10**10**10 does not)
+MAX_DEPTH = 100     # nesting of one expression
+FUNCTIONS = {"sqrt": 1, "exp": 1, "erf": 1, "tanh": 1, "Rational": 2}
+CONSTANTS = {"E": math.log10(math.e), "pi": math.log10(math.pi), "oo": 0.0}
+_LOG10_E = math.log10(math.e)
+
+
+class TooLarge(ValueError):
+    """The reason an entry is refused (the caller names the file and field)."""
+
+
+class _Num:
+    """What the guard knows of a subexpression: a bound on the digits of its exact form, on
+    log10 of its absolute value, and its exact value when it is rational."""
+    __slots__ = ("digits", "mag", "value")
+
+    def __init__(self, digits: float, mag: float, value: Fraction | None = None):
+        if digits > MAX_DIGITS or mag > MAX_DIGITS:
+            raise TooLarge(f"the number is too large (more than {MAX_DIGITS} digits)")
+        self.digits, self.mag, self.value = digits, mag, value
+
+
+def _of(q: Fraction) -> _Num:
+    n, d = _log10(abs(q.numerator)), _log10(q.denominator)
+    return _Num(n + d + 1, n - d, q)
+
+
+def _log10(n: int) -> float:
+    return math.log10(n) if n else 0.0
+
+
+def check_int(n: int) -> None:
+    if n.bit_length() > MAX_DIGITS * 3.33:
+        raise TooLarge(f"the number is too large (more than {MAX_DIGITS} digits)")
+
+
+def check_decimal(d: Decimal) -> None:
+    """A decimal as written (1.401, 2.401e+100000000): digits and exponent, before converting it."""
+    t = d.as_tuple()
+    if not isinstance(t.exponent, int):
+        return  # inf/nan: the caller refuses those by name
+    if len(t.digits) + abs(t.exponent) > MAX_DIGITS:
+        raise TooLarge(f"the number is too large or too precise (more than {MAX_DIGITS} digits, "
+                       f"exponent {t.exponent})")
+
+
+def check_text(text: str) -> None:
+    """Raise TooLarge or SyntaxError when the expression `text` is too large or not arithmetic."""
+    try:
+        tree = ast.parse(text.replace("^", "**").strip(), mode="eval")
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        raise SyntaxError("not an arithmetic expression") from None
+    _walk(tree.body, text.replace("^", "**").strip(), 0)
+
+
+def _walk(node: ast.AST, text: str, depth: int) -> _Num:
+    if depth > MAX_DEPTH:
+        raise TooLarge(f"the expression is nested more than {MAX_DEPTH} deep")
+    if isinstance(node, ast.Constant):
+        return _literal(node, text)
+    if isinstance(node, ast.Name) and node.id in CONSTANTS:
+        return _Num(1, CONSTANTS[node.id])
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.UAdd, ast.USub)):
+        x = _walk(node.operand, text, depth + 1)
+        return _Num(x.digits, x.mag, None if x.value is None else (-x.value if isinstance(node.op, ast.USub)
+                                                                   else x.value))
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
+        return _power(node, text, depth)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
+        a, b = _walk(node.left, text, depth + 1), _walk(node.right, text, depth + 1)
+        if a.value is not None and b.value is not None:
+            if isinstance(node.op, ast.Div) and b.value == 0:
+                return _Num(1, 0)  # SymPy's zoo: refused later as not finite
+            _Num(a.digits + b.digits, 0)  # bound before computing
+            op = {ast.Add: Fraction.__add__, ast.Sub: Fraction.__sub__, ast.Mult: Fraction.__mul__,
+                  ast.Div: Fraction.__truediv__}[type(node.op)]
+            return _of(op(a.value, b.value))
+        mag = max(a.mag, b.mag) + 0.302 if isinstance(node.op, (ast.Add, ast.Sub)) else \
+            a.mag + (b.mag if isinstance(node.op, ast.Mult) else b.digits)
+        return _Num(a.digits + b.digits, mag)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FUNCTIONS \
+            and not node.keywords and 1 <= len(node.args) <= FUNCTIONS[node.func.id]:
+        args = [_walk(a, text, depth + 1) for a in node.args]
+        return _function(node.func.id, args)
+    raise SyntaxError("not an arithmetic expression of numbers, + - * / ** and "
+                      + ", ".join(FUNCTIONS))
+
+
+def _literal(node: ast.Constant, text: str) -> _Num:
+    if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
+        raise SyntaxError("not a real number literal")
+    written = (ast.get_source_segment(text, node) or "").replace("_", "")
+    mantissa, _, exponent = written.lower().partition("e")
+    bad_exponent = bool(exponent) and not exponent.lstrip("+-").isdigit()
+    if not mantissa.replace(".", "").isdigit() or bad_exponent:
+        raise SyntaxError("not a decimal literal")  # 0x10, 0o7, 1j, ...
+    e = int(exponent) if exponent else 0
+    digits = sum(ch.isdigit() for ch in mantissa)
+    _Num(digits + abs(e), 0)  # bound before converting
+    return _of(Fraction(written))
+
+
+def _power(node: ast.BinOp, text: str, depth: int) -> _Num:
+    base = node.left
+    if isinstance(base, ast.Name) and base.id == "E":
+        return _function("exp", [_walk(node.right, text, depth + 1)])
+    b, e = _walk(base, text, depth + 1), _walk(node.right, text, depth + 1)
+    if e.value is None or e.value.denominator not in (1, 2):
+        raise TooLarge("an exponent must be a whole number or a half-integer such as 1/2 "
+                       "(exact roots are square roots; write exp(x) for e^x)")
+    p = abs(e.value.numerator)
+    if b.value is not None and abs(b.value) in (0, 1):
+        return _of(b.value) if e.value.denominator == 1 and (b.value != 0 or e.value > 0) else _Num(1, 0)
+    digits = (b.digits - 1) * p + 1  # digits of the exact form grow p-fold (a root keeps them)
+    mag = abs(b.mag) * p / e.value.denominator
+    _Num(digits, mag)  # bound before computing
+    if b.value is not None and e.value.denominator == 1:
+        return _of(b.value ** int(e.value))
+    return _Num(digits, mag)
+
+
+def _function(name: str, args: list[_Num]) -> _Num:
+    if name == "Rational":
+        if any(a.value is None for a in args):
+            raise SyntaxError("Rational takes whole numbers")
+        if len(args) == 2 and args[1].value == 0:
+            return _Num(1, 0)
+        return _of(args[0].value / (args[1].value if len(args) == 2 else 1))
+    (x,) = args
+    if name == "sqrt":
+        return _Num(x.digits, x.mag / 2)
+    if name == "exp":
+        if x.value is not None:
+            grow = float(x.value) * _LOG10_E if 0 < x.value < 10**6 else math.inf if x.value > 0 else 0.0
+        else:
+            grow = 10 ** min(x.mag, 20) * _LOG10_E
+        return _Num(x.digits + 1, grow + 1)
+    return _Num(x.digits, 0.0)  # erf, tanh: |value| <= 1
