@@ -24,6 +24,7 @@ from symblock.options import (DEFAULT_EXAMPLE, MAX_DECIMALS, add_spec_argument, 
 COMMANDS = [
     ("worksheet", "commands.worksheet", "write a worksheet and its answer key (LaTeX, Markdown, PDF)"),
     ("check", "commands.check", "check hand-worked answers step by step and diagnose mistakes"),
+    ("grade", "commands.grade", "grade a class: a folder of answers files to a gradebook and a summary"),
     ("params", "commands.params", "count a block's parameters and FLOPs per component"),
     ("stress", "commands.stress", "draw many variants of a spec: rejections per constraint, answer spread"),
     ("derive", "commands.derive", "the block's steps as general formulas in symbols, and verified facts"),

@@ -69,6 +69,9 @@ def symbolic(spec_arg=None):
     if s.given:
         raise specmod.SpecError(s.source, "given", "derive writes every step in symbols; remove the "
                                 "`given` section (a pinned step has no general formula)")
+    if s.dims.batch:
+        raise specmod.SpecError(s.source, "inputs.X", "derive writes one sequence in symbols; this spec "
+                                f"is a batch of {s.dims.batch}: give inputs.X one matrix")
     sym = block.symbolic_spec(s)
     block.check_size(sym)
     return sym

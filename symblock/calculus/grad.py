@@ -32,7 +32,8 @@ from symblock.engine import exact
 from symblock.engine.block import ACTIVATIONS, Step, Trace, forward
 from symblock.engine.matrix import Mat
 from symblock.engine.spec import BlockSpec, SpecError
-from symblock.engine.steps import head_columns
+from symblock.engine.steps import (batch_index, batch_prefixes, head_columns, masked_positions,
+                                   value_columns)
 from symblock.engine.steps import step_kind as vocabulary_kind
 
 LOSSES = ("sum", "mse")
@@ -138,7 +139,7 @@ def _scores(step: Step, g: Mat, v, spec, want) -> dict:
     """S = Q_h K_hᵀ: dQ_h = dS K_h, dK_h = dSᵀ Q_h (into head h's columns of Q, K)."""
     lo, hi = head_columns(step.name, spec.dims)
     q, k = step.inputs
-    d = spec.dims.d_model
+    d = spec.dims.heads * spec.dims.d_k
     out = {}
     if want(q):
         out[q] = put_cols(g @ v(k).cols(lo, hi), lo, d)
@@ -154,11 +155,23 @@ def _scaled(step: Step, g: Mat, v, spec, want) -> dict:
 
 
 def _masked(step: Step, g: Mat, v, spec, want) -> dict:
-    """M = S + mask: the gradient passes where j ≤ i; a masked entry (a constant −∞) gets 0."""
+    """M = S + mask: the gradient passes where a query may attend (j ≤ i under a causal mask,
+    an unpadded key); a masked entry (a constant −∞) gets 0."""
     (s,) = step.inputs
     if not want(s):
         return {}
-    return {s: Mat([[e if j <= i else exact.ZERO for j, e in enumerate(r)] for i, r in enumerate(g.rows)])}
+    pad = spec.key_padding_mask[batch_index(step.name)] if spec.key_padding_mask else None
+    masked = masked_positions(g.shape[0], spec.options.causal, pad)
+    return {s: Mat([[exact.ZERO if m else e for e, m in zip(r, mr)] for r, mr in zip(g.rows, masked)])}
+
+
+def _dropped(step: Step, g: Mat, v, spec, want) -> dict:
+    """D̃ = D ⊙ X / (1 − p): dX = D ⊙ dD̃ / (1 − p)."""
+    (src,) = step.inputs
+    if not want(src):
+        return {}
+    keep = Mat.from_sympy(spec.dropout_masks[src])
+    return {src: (g * keep).scale(num(1 / (1 - spec.dropout_p)))}
 
 
 def _softmax(step: Step, g: Mat, v, spec, want) -> dict:
@@ -175,20 +188,20 @@ def _softmax(step: Step, g: Mat, v, spec, want) -> dict:
 
 def _head_out(step: Step, g: Mat, v, spec, want) -> dict:
     """O_h = P_h V_h: dP_h = dO V_hᵀ, dV_h = P_hᵀ dO (into head h's columns of V)."""
-    lo, hi = head_columns(step.name, spec.dims)
+    lo, hi = value_columns(step.name, spec.dims)
     p, vv = step.inputs
     out = {}
     if want(p):
         out[p] = g @ v(vv).cols(lo, hi).T
     if want(vv):
-        out[vv] = put_cols(v(p).T @ g, lo, spec.dims.d_model)
+        out[vv] = put_cols(v(p).T @ g, lo, spec.dims.heads * spec.dims.d_v)
     return out
 
 
 def _concat(step: Step, g: Mat, v, spec, want) -> dict:
     """O = [O_0, …]: each head gets its own column block back."""
-    dh = spec.dims.d_head
-    return {o: g.cols(h * dh, (h + 1) * dh) for h, o in enumerate(step.inputs) if want(o)}
+    dv = spec.dims.d_v
+    return {o: g.cols(h * dv, (h + 1) * dv) for h, o in enumerate(step.inputs) if want(o)}
 
 
 def act_derivative(name: str) -> Callable:
@@ -313,6 +326,7 @@ RULES: dict[str, tuple[Rule, str]] = {
     "root": (_root, r"\partial v = \partial\sigma / (2\sigma)"),
     "rmsnorm": (_rmsnorm, r"\partial X \mathrel{+}= \partial Y \gamma / r,\ \partial r = -\textstyle\sum_j \partial Y_j \gamma_j X_j / r^2"),
     "ms": (_ms, r"\partial X_j \mathrel{+}= \partial m \cdot 2 X_j / d"),
+    "dropped": (_dropped, r"\partial X = D \odot \partial \tilde{X} / (1 - p)"),
 }
 
 
@@ -321,7 +335,7 @@ _RULE_OF_KIND = {
     "q": "linear", "k": "linear", "v": "linear", "attn_out": "linear", "hidden": "linear",
     "gate": "linear", "ffn_out": "linear", "scores": "scores", "scaled": "scaled",
     "masked": "masked", "weights": "softmax", "head_out": "head_out",
-    "mean": "mean", "var": "var", "ms": "ms", "std": "root", "rms": "root",
+    "mean": "mean", "var": "var", "ms": "ms", "std": "root", "rms": "root", "dropped": "dropped",
 }
 
 
@@ -357,6 +371,8 @@ def backward(spec: BlockSpec, loss: str = "sum", wrt: Sequence[str] = ("X",), ta
     if loss not in LOSSES:
         raise SpecError(spec.source, "--loss", f"expected one of {', '.join(LOSSES)}, got {loss!r}")
     trace = trace or forward(spec, max_cost=max_cost)
+    if spec.dims.batch:  # X in a batch: every sequence's input, b0.X, b1.X, …
+        wrt = [x for w in wrt for x in ([f"{p}X" for p in batch_prefixes(spec.dims)] if w == "X" else [w])]
     known = wrt_names(trace)
     for name in wrt:
         if name not in known:
@@ -375,15 +391,19 @@ def backward(spec: BlockSpec, loss: str = "sum", wrt: Sequence[str] = ("X",), ta
     def v(name):
         return trace[name].value if name in trace else trace.params.get(name)
 
-    y = trace["output"].value
+    # a batch: the loss is over every sequence's output, stacked (the target likewise)
+    outputs = [f"{p}output" for p in batch_prefixes(spec.dims)]
+    y = Mat([r for o in outputs for r in trace[o].value.rows])
     tgt = None
     if target is not None:
         tgt = Mat.from_sympy(target)
         if tgt.shape != y.shape:
-            raise SpecError(spec.source, "--target", f"expected a {y.shape[0]}×{y.shape[1]} matrix, "
+            stacked = " (the batch's outputs stacked)" if spec.dims.batch else ""
+            raise SpecError(spec.source, "--target", f"expected a {y.shape[0]}×{y.shape[1]} matrix{stacked}, "
                             f"got {tgt.shape[0]}×{tgt.shape[1]}")
     value, dy, loss_tex = loss_grad(y, loss, tgt)
-    acc: dict[str, Mat] = {"output": dy}
+    n = spec.dims.seq_len
+    acc: dict[str, Mat] = {o: Mat(dy.rows[i * n:(i + 1) * n]) for i, o in enumerate(outputs)}
 
     def add(name: str, m: Mat) -> None:
         acc[name] = acc[name] + m if name in acc else m
@@ -415,6 +435,8 @@ def backward(spec: BlockSpec, loss: str = "sum", wrt: Sequence[str] = ("X",), ta
 def _param_tex(name: str) -> str:
     if name == "X":
         return "X"
+    if name.endswith(".X"):  # a batch's b1.X
+        return f"X^{{({name[:-2]})}}"
     if name.startswith(("W_", "b_")):
         kind, sub = name.split("_", 1)
         return f"{kind}^{{{sub}}}" if sub in "QKVO" else f"{kind}_{{{sub}}}"

@@ -37,7 +37,8 @@ COMPONENTS = ("attention", "ffn", "norm")
 DEFAULT_SEQ_LEN = 512  # the context length of the original Transformer and BERT
 MAX_SIZE = 10**9  # d_model, heads, d_ff, seq_len: beyond any model, and printable
 
-_SYMBOL_ORDER = ("n", "d", "f")  # seq_len, d_model, d_ff: the order symbols print in a monomial
+# seq_len, d_model, d_ff (and, with other widths, heads, d_k, d_v): the order symbols print in
+_SYMBOL_ORDER = ("n", "d", "f", "h", "k", "v")
 _SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
@@ -142,15 +143,21 @@ class Counts:
     seq_len: int
     params: tuple[Param, ...] = field(repr=False)
     flops: tuple[Flop, ...] = field(repr=False)
+    d_k: int | None = None  # per-head widths when given (then the formulas use h, k, v)
+    d_v: int | None = None
 
     @property
     def env(self) -> dict[str, int]:
-        """The values of the formulas' symbols: n = seq_len, d = d_model, f = d_ff."""
-        return {"n": self.seq_len, "d": self.d_model, "f": self.d_ff}
+        """The values of the formulas' symbols: n = seq_len, d = d_model, f = d_ff (and h =
+        heads, k = d_k, v = d_v with other projection widths)."""
+        env = {"n": self.seq_len, "d": self.d_model, "f": self.d_ff}
+        if self.d_k is not None:
+            env |= {"h": self.heads, "k": self.d_k, "v": self.d_v}
+        return env
 
     @property
     def d_head(self) -> int:
-        return self.d_model // self.heads
+        return self.d_k if self.d_k is not None else self.d_model // self.heads
 
     def of(self, component: str) -> tuple[Param, ...]:
         if component not in COMPONENTS:
@@ -224,7 +231,8 @@ class Counts:
             "config": {"d_model": self.d_model, "heads": self.heads, "d_head": self.d_head,
                        "d_ff": self.d_ff, "bias": self.bias, "norm": self.norm_type,
                        "activation": self.activation, "final_norm": self.final_norm,
-                       "seq_len": self.seq_len},
+                       "seq_len": self.seq_len,
+                       **({"d_k": self.d_k, "d_v": self.d_v} if self.d_k is not None else {})},
         }
 
     def table(self) -> str:
@@ -232,8 +240,10 @@ class Counts:
         env = self.env
         norms = 3 if self.final_norm else 2
         kind = "LayerNorm" if self.norm_type == "layernorm" else "RMSNorm"
+        widths = (f"d_head = {self.d_head}" if self.d_k is None
+                  else f"k = d_k = {self.d_k}, v = d_v = {self.d_v} per head")
         head = [f"Transformer block: d = d_model = {self.d_model}, heads = {self.heads} "
-                f"(d_head = {self.d_head}), f = d_ff = {self.d_ff}",
+                f"({widths}), f = d_ff = {self.d_ff}",
                 f"{kind} ×{norms}, {self.activation} FFN"
                 f"{' (gated)' if self.activation in GATED else ''}, "
                 f"{'with' if self.bias else 'no'} biases", ""]
@@ -285,7 +295,7 @@ def _positive_int(name: str, value) -> int:
 
 def count(d_model: int, heads: int, d_ff: int | None = None, bias: bool = True,
           norm: str = "layernorm", activation: str = "relu", final_norm: bool = False,
-          seq_len: int = DEFAULT_SEQ_LEN) -> Counts:
+          seq_len: int = DEFAULT_SEQ_LEN, d_k: int | None = None, d_v: int | None = None) -> Counts:
     """Count the parameters of one Transformer block exactly, and its FLOPs per token.
 
     `d_ff=None` means 4·d_model. Raises ValueError with a one-line message for a non-positive
@@ -306,7 +316,12 @@ def count(d_model: int, heads: int, d_ff: int | None = None, bias: bool = True,
     heads = _positive_int("heads", heads)
     d_ff = 4 * d_model if d_ff is None else _positive_int("d_ff", d_ff)
     seq_len = _positive_int("seq_len", seq_len)
-    if d_model % heads:
+    widths = d_k is not None or d_v is not None  # issue 15: W_Q is d × h·d_k, W_O h·d_v × d
+    if widths and (d_k is None or d_v is None) and d_model % heads:
+        raise ValueError(f"d_model = {d_model} is not divisible by heads = {heads}: give both d_k and d_v")
+    if widths:
+        d_k, d_v = (_positive_int(n, w if w is not None else d_model // heads) for n, w in (("d_k", d_k), ("d_v", d_v)))
+    elif d_model % heads:
         raise ValueError(f"d_model = {d_model} is not divisible by heads = {heads} "
                          f"(each head gets d_model / heads columns)")
     if norm not in NORMS:
@@ -316,20 +331,23 @@ def count(d_model: int, heads: int, d_ff: int | None = None, bias: bool = True,
     bias, final_norm = bool(bias), bool(final_norm)
     gated = activation in GATED
     env = {"n": seq_len, "d": d_model, "f": d_ff}
-    size = {"d": d_model, "f": d_ff}
+    if widths:
+        env |= {"h": heads, "k": d_k, "v": d_v}
 
     params: list[Param] = []
 
     def add(name: str, component: str, shape: tuple[str, str]) -> None:
-        symbols = [s for s in shape if s != "1"]
+        symbols = [f for s in shape if s != "1" for f in s.split("·")]  # "h·k": heads·d_k
         form = Formula.of(*symbols, as_given=True)  # W_2 reads f·d, like its shape
-        params.append(Param(name, component, tuple(size.get(s, 1) for s in shape), form,
-                            form.value(env)))
+        dims = tuple(Formula.of(*s.split("·"), as_given=True).value(env) if s != "1" else 1
+                     for s in shape)
+        params.append(Param(name, component, dims, form, form.value(env)))
 
-    for p in "QKVO":
-        add(f"W_{p}", "attention", ("d", "d"))
+    qk, v = ("h·k", "h·v") if widths else ("d", "d")
+    for p, shape in (("Q", ("d", qk)), ("K", ("d", qk)), ("V", ("d", v)), ("O", (v, "d"))):
+        add(f"W_{p}", "attention", shape)
         if bias:
-            add(f"b_{p}", "attention", ("1", "d"))
+            add(f"b_{p}", "attention", ("1", shape[1]))
     for w, b, shape in (("W_1", "b_1", ("d", "f")), ("W_3", "b_3", ("d", "f")),
                         ("W_2", "b_2", ("f", "d"))):
         if w == "W_3" and not gated:
@@ -346,9 +364,14 @@ def count(d_model: int, heads: int, d_ff: int | None = None, bias: bool = True,
              ("attention_scores", Formula.of("n", "d", coef=2)),
              ("attention_values", Formula.of("n", "d", coef=2)),
              ("ffn", Formula.of("d", "f", coef=6 if gated else 4))]
+    if widths:  # x W_Q, x W_K: 2·2·d·h·k; x W_V and concat W_O: 2·2·d·h·v
+        flops[:3] = [("attention_proj", Formula.of("d", "h", "k", coef=4) + Formula.of("d", "h", "v", coef=4)),
+                     ("attention_scores", Formula.of("n", "h", "k", coef=2)),
+                     ("attention_values", Formula.of("n", "h", "v", coef=2))]
     return Counts(d_model, heads, d_ff, bias, norm, activation, final_norm, seq_len,
                   params=tuple(params),
-                  flops=tuple(Flop(name, form, form.value(env)) for name, form in flops))
+                  flops=tuple(Flop(name, form, form.value(env)) for name, form in flops),
+                  d_k=d_k if widths else None, d_v=d_v if widths else None)
 
 
 # ------------------------------------------------------------------------------------ CLI

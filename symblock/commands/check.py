@@ -1,6 +1,7 @@
 """Check hand-worked answers against the exact block, entry by entry: each step is correct, wrong,
-carried (right from your own earlier answers) or missing, and a wrong step names the mistake that
-reproduces it (sample variance, no 1/sqrt(d_k), softmax down columns, W transposed, ...).
+carried (right from your own earlier answers), rounded, a rounding slip, or missing, and a wrong
+step names the mistake that reproduces it (sample variance, no 1/sqrt(d_k), softmax down columns,
+W transposed, ...).
 
 The argparse glue over `symblock.grading`.
 """
@@ -12,23 +13,46 @@ from symblock.grading.check import text, to_json
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("spec", metavar="SPEC", help="the block: a spec file (YAML/JSON) or a built-in example name")
-    p.add_argument("answers", metavar="ANSWERS", help="the hand-worked answers (YAML/JSON)")
+    p.add_argument("spec", metavar="SPEC", help="the block: a spec file (YAML/JSON) or a built-in example "
+                                                "name (may be left out when ANSWERS carries an example's id:)")
+    p.add_argument("answers", metavar="ANSWERS", nargs="?", help="the hand-worked answers (YAML, JSON or CSV)")
+    p.add_argument("--id", metavar="ID", help="the worksheet ID the answers are for (default: the file's id:)")
+    from symblock.exercises.presets import PRESETS
+    p.add_argument("--preset", choices=PRESETS, help="the steps the sheet asked (default: the spec's "
+                                                     "exercise section, else full); only they count as missing")
+    p.add_argument("--loss", choices=("sum", "mse"), help="backprop answers (grad.*): the loss (default: "
+                                                          "the spec's exercise.loss, else sum)")
+    p.add_argument("--wrt", metavar="NAMES", help="backprop answers: comma-separated parameters "
+                                                  "(default: the spec's exercise.wrt, else W_2,W_1)")
     p.add_argument("--json", action="store_true", help="print {ok, first_break, steps: [...]} as JSON")
     p.add_argument("--all", action="store_true", help="list every entry, not only the wrong ones")
+    p.add_argument("--lang", choices=("en", "zh"), default="en", help="language of the report (default en)")
     from symblock.options import nonneg
     p.add_argument("--max-cost", type=nonneg, metavar="N", help="raise the exact engine's size limit")
 
 
 def run(args) -> int:
-    from symblock.grading import answers as answers_mod
     from symblock.engine.block import forward
-    from symblock.grading.marking import check
+    from symblock.exercises import variants
     from symblock.exercises.generate import load
-    from symblock.engine.steps import step_shapes
-    spec = load(args.spec)
-    trace = forward(spec, max_cost=args.max_cost)
-    answers = answers_mod.load(args.answers, step_shapes(spec.dims, spec.options), set(trace.names()))
-    result = check(spec, trace, answers)
-    print(to_json(result) if args.json else text(result, trace, every_entry=args.all), end="")
+    from symblock.grading import answers as answers_mod
+    from symblock.grading.marker import Marker
+    from symblock.engine.spec import example_names
+    from symblock.errors import UsageError
+    spec_arg, answers_path = (args.spec, args.answers) if args.answers is not None else (None, args.spec)
+    if args.answers is None and args.spec in example_names():
+        raise UsageError("check: give the ANSWERS file after SPEC")
+    data, source = answers_mod.read(answers_path)
+    ident = args.id or (str(data["id"]) if data.get("id") not in (None, "") else None)
+    if ident is not None:
+        _, trace = variants.rebuild(ident, spec_arg, "--id" if args.id else f"{source}: id",
+                                    max_cost=args.max_cost)
+    else:
+        if spec_arg is None:
+            raise UsageError(f"check: give SPEC, or an `id:` in {source} (a worksheet ID)")
+        trace = forward(load(spec_arg), max_cost=args.max_cost)
+    wrt = None if args.wrt is None else [w.strip() for w in args.wrt.split(",") if w.strip()]
+    marker = Marker.for_answers(trace, data, loss=args.loss, wrt=wrt, preset=args.preset)
+    result = marker.mark(data, source)
+    print(to_json(result) if args.json else text(result, trace, every_entry=args.all, lang=args.lang), end="")
     return 0 if result.ok else 1

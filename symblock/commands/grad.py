@@ -86,7 +86,7 @@ def _target(text: str | None, spec):
                                 f"holding one: {e.message}{where}") from None
     if isinstance(data, dict) and "target" in data:
         data = data["target"]
-    n, d = spec.dims.seq_len, spec.dims.d_model
+    n, d = spec.dims.seq_len * max(spec.dims.batch, 1), spec.dims.d_model  # a batch: outputs stacked
     return specmod.parse_matrix(data, (n, d), source, "target")
 
 

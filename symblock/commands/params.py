@@ -27,6 +27,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "the counts: the heads share the same d×d matrices")
     parser.add_argument("--d-ff", type=whole, default=None, metavar="F",
                         help="FFN hidden width f (W_1 is d×f, W_2 is f×d); default 4·D")
+    parser.add_argument("--d-k", type=int, default=None, metavar="K",
+                        help="per-head query/key width (W_Q, W_K are d×H·K); default D/H")
+    parser.add_argument("--d-v", type=int, default=None, metavar="V",
+                        help="per-head value width (W_V is d×H·V, W_O H·V×d); default D/H")
     parser.add_argument("--no-bias", dest="bias", action="store_false",
                         help="no additive biases: drop b_Q b_K b_V b_O, b_1 b_2 (b_3) and "
                              "LayerNorm's β (as torch's bias=False does); default: with biases")
@@ -51,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
     """Print the table (or JSON) for parsed arguments; 0 on success, 2 on a bad value."""
     try:
         c = count(args.d_model, args.heads, args.d_ff, bias=args.bias, norm=args.norm,
-                  activation=args.activation, final_norm=args.final_norm, seq_len=args.seq_len)
+                  activation=args.activation, final_norm=args.final_norm, seq_len=args.seq_len,
+                  d_k=args.d_k, d_v=args.d_v)
     except ValueError as e:
         print(f"symblock params: error: {e}", file=sys.stderr)
         return 2

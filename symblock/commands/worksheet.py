@@ -129,6 +129,13 @@ def run(args) -> int:
         for name, text in docs.items():
             files[f"{ident}/{name}" if many else name] = text
     files.update(bundle(models, formats, many, args.template_dir))
+    if many:  # the set remembers itself: manifest.yaml and blank answers files, for `symblock grade`
+        from symblock.grading.manifest import set_files
+        from symblock.exercises.generate import overrides_from_args
+        from symblock.options import DEFAULT_EXAMPLE
+        files.update(set_files(sets, args.spec or DEFAULT_EXAMPLE, overrides=overrides_from_args(args),
+                               preset=args.preset, loss=args.loss, wrt=_wrt(args.wrt),
+                               decimals=args.decimals, lang=args.lang))
     try:
         written = write_files(Path(args.out), files, force=args.force,
                               pdf_engine=ENGINES[args.lang] if args.pdf else None)

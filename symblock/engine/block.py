@@ -13,7 +13,7 @@ from typing import Callable, Iterator, Mapping
 from symblock.engine import cost as costmod, exact
 from symblock.engine.matrix import Mat
 from symblock.engine.spec import BlockSpec, SpecError
-from symblock.engine.steps import computed_steps, step_inputs
+from symblock.engine.steps import DROPPED, computed_steps, masked_positions, step_inputs
 
 MAX_COST = costmod.MAX_COST  # the size guard's default (engine/cost.py); SYMBLOCK_MAX_COST is read when used
 MAX_SYMBOLIC_ENTRIES = costmod.MAX_SYMBOLIC_ENTRIES
@@ -91,7 +91,7 @@ def cost(spec: BlockSpec) -> int:
 
 
 def is_symbolic(spec: BlockSpec) -> bool:
-    mats = list(spec.params.values()) + ([spec.X] if spec.X is not None else [])
+    mats = list(spec.params.values()) + [X for _, X, _ in spec.sequences() if X is not None]
     return any(getattr(e, "free_symbols", None) for m in mats for e in m)
 
 
@@ -109,11 +109,29 @@ class _Tracer:
         self.todo = set(computed_steps(spec.dims, spec.options, set(spec.given)))
         self.symbolic = is_symbolic(spec)
         self.params = {k: Mat.from_sympy(v, self.symbolic) for k, v in spec.params.items()}
-        if spec.X is not None:
-            self.params["X"] = Mat.from_sympy(spec.X, self.symbolic)
+        for prefix, X, _ in spec.sequences():
+            if X is not None:
+                self.params[f"{prefix}X"] = Mat.from_sympy(X, self.symbolic)
         self.steps: list[Step] = []
+        # the sequence being worked (a batch: b0., b1., …) and its padding row
+        self.prefix, self.pad = "", spec.key_padding_mask[0] if spec.key_padding_mask else None
 
     def step(self, name: str, latex: str, compute: Callable[[], Mat]) -> Mat | None:
+        """Record step `name` (of the current sequence); with a dropout mask on it, also
+        `<name>.dropped`, whose value is what the readers of the step get."""
+        name = self.prefix + name
+        value = self._record(name, latex, compute)
+        if name + DROPPED not in self.graph:
+            return value
+        mask = Mat.from_sympy(self.spec.dropout_masks[name], self.symbolic)
+        p = self.spec.dropout_p
+        lhs = latex.split(" = ")[0]
+        import sympy
+        tex = (rf"\tilde{{{lhs}}} = D \odot {lhs} \cdot \tfrac{{1}}{{1 - p}},\ "
+               rf"p = {sympy.latex(p)}")
+        return self._record(name + DROPPED, tex, lambda: (value * mask).scale(self.num(1 / (1 - p))))
+
+    def _record(self, name: str, latex: str, compute: Callable[[], Mat]) -> Mat | None:
         if name in self.spec.given:
             value, given = Mat.from_sympy(self.spec.given[name], self.symbolic), True
         elif name in self.todo:
@@ -137,7 +155,15 @@ def forward(spec: BlockSpec, max_cost: int | None = None) -> Trace:
     """Run the block on the spec and record every step (DESIGN.md's vocabulary and order)."""
     check_size(spec, max_cost)
     t = _Tracer(spec)
-    x = t.step("x", "X", lambda: t.params["X"])
+    for prefix, _, pad in spec.sequences():
+        t.prefix, t.pad = prefix, pad
+        sequence(t)
+    return Trace(t.steps, t.params, spec)
+
+
+def sequence(t: _Tracer) -> None:
+    """One sequence through the block (a batch works each in turn, with its step prefix)."""
+    x = t.step("x", "X", lambda: t.params[f"{t.prefix}X"])
     if t.o.norm_position == "pre":
         n1 = norm(t, "norm1", x, "X", "ln1", "N_1")
         a = attention(t, n1, "N_1")
@@ -155,19 +181,19 @@ def forward(spec: BlockSpec, max_cost: int | None = None) -> Trace:
         r2 = t.step("resid2", r"R_2 = H_1 + F", lambda: h1 + f)
         y, y_tex = norm(t, "norm2", r2, "R_2", "ln2", "H_2"), "H_2"
     t.step("output", f"Y = {y_tex}", lambda: y)
-    return Trace(t.steps, t.params, spec)
 
 
 # ---------------------------------------------------------------- sub-layers
 
 def attention(t: _Tracer, x: Mat | None, src: str) -> Mat | None:
-    dh, heads = t.dims.d_head, t.dims.heads
+    dk, dv, heads = t.dims.d_k, t.dims.d_v, t.dims.heads
     proj = {}
     for p in "QKV":
         bias = f" + b^{{{p}}}" if f"b_{p}" in t.params else ""
         proj[p] = t.step(f"attn.{p.lower()}", f"{p} = {src} W^{{{p}}}{bias}",
                          lambda p=p: t.linear(x, f"W_{p}", f"b_{p}"))
-    outs = [head(t, h, proj["Q"], proj["K"], proj["V"], h * dh, (h + 1) * dh) for h in range(heads)]
+    outs = [head(t, h, proj["Q"], proj["K"], proj["V"], (h * dk, (h + 1) * dk), (h * dv, (h + 1) * dv))
+            for h in range(heads)]
     if heads > 1:
         cat = t.step("attn.concat", r"O = [O_0, \dots, O_{%d}]" % (heads - 1), lambda: Mat.hstack(outs))
     else:
@@ -179,25 +205,35 @@ def attention(t: _Tracer, x: Mat | None, src: str) -> Mat | None:
     return t.step("attn.out", f"A = {cat_tex} W^{{O}}{bias}", lambda: t.linear(cat, "W_O", "b_O"))
 
 
-def head(t: _Tracer, h: int, q: Mat, k: Mat, v: Mat, lo: int, hi: int) -> Mat | None:
-    name = f"attn.h{h}"
+MASK_TEX = {(True, False): "j > i", (False, True): r"\text{key } j \text{ is padding}",
+            (True, True): r"j > i \text{ or key } j \text{ is padding}"}
+
+
+def head(t: _Tracer, h: int, q: Mat, k: Mat, v: Mat, qk: tuple[int, int], vcols: tuple[int, int]) -> Mat | None:
+    name, (lo, hi) = f"attn.h{h}", qk
     s = t.step(f"{name}.scores", f"S_{h} = Q_{h} K_{h}^{{\\top}}", lambda: q.cols(lo, hi) @ k.cols(lo, hi).T)
     tex = f"S_{h}"
     if t.o.attention_scale == "sqrt_dk":
         s = t.step(f"{name}.scaled", f"S_{h}' = S_{h} / \\sqrt{{d_k}},\\ d_k = {hi - lo}",
                    lambda s=s: s.scale(1 / exact.sqrt(t.num(hi - lo))))
         tex = f"S_{h}'"
-    if t.o.causal:
-        s = t.step(f"{name}.masked", f"M_{h} = {tex} + \\mathrm{{mask}}\\ (-\\infty \\text{{ where }} j > i)",
-                   lambda s=s: causal_mask(s))
+    if t.o.causal or t.o.padding:
+        where = MASK_TEX[t.o.causal, t.o.padding]
+        s = t.step(f"{name}.masked", f"M_{h} = {tex} + \\mathrm{{mask}}\\ (-\\infty \\text{{ where }} {where})",
+                   lambda s=s: apply_mask(s, masked_positions(s.shape[0], t.o.causal, t.pad)))
         tex = f"M_{h}"
     w = t.step(f"{name}.weights", f"P_{h} = \\mathrm{{softmax}}({tex})\\ \\text{{(each row)}}",
                lambda s=s: s.map_rows(softmax))
-    return t.step(f"{name}.out", f"O_{h} = P_{h} V_{h}", lambda: w @ v.cols(lo, hi))
+    return t.step(f"{name}.out", f"O_{h} = P_{h} V_{h}", lambda: w @ v.cols(*vcols))
+
+
+def apply_mask(s: Mat, masked: list[list[bool]], fill=exact.NEG_INF) -> Mat:
+    """Entries where `masked` is true replaced by `fill` (−∞: no weight after the softmax)."""
+    return Mat([[fill if m else e for e, m in zip(r, mr)] for r, mr in zip(s.rows, masked)])
 
 
 def causal_mask(s: Mat) -> Mat:
-    return Mat([[e if j <= i else exact.NEG_INF for j, e in enumerate(r)] for i, r in enumerate(s.rows)])
+    return apply_mask(s, masked_positions(s.shape[0], True, None))
 
 
 def softmax(row: tuple) -> list:
@@ -257,7 +293,7 @@ def _root(t: _Tracer, name: str, stat: str, m: Mat, eps) -> Mat:
     for i, (v,) in enumerate(m.rows):
         if not exact.is_symbolic(v) and not exact.is_symbolic(eps) and exact.sign(v + eps) == 0:
             what = "variance" if stat == "var" else "mean square"
-            raise SpecError(t.spec.source, f"{name}.{stat}[{i}]",
+            raise SpecError(t.spec.source, f"{t.prefix}{name}.{stat}[{i}]",
                             f"row {i} of the {name} input has zero {what} and ε = 0, so the norm would "
                             "divide by zero; set block.eps > 0 (e.g. \"1e-5\") or change the inputs")
     return m.map(lambda v: exact.sqrt(v + eps))

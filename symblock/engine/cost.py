@@ -14,7 +14,7 @@ import contextlib
 import contextvars
 import os
 
-from symblock.engine.steps import Dims, Options, computed_steps, step_shape
+from symblock.engine.steps import DROPPED, Dims, Options, computed_steps, split_batch, step_shape
 from symblock.errors import SpecError, UsageError
 
 MAX_COST = 2_000_000     # default limit (--max-cost N or SYMBLOCK_MAX_COST=N raise it)
@@ -26,6 +26,9 @@ _limit: contextvars.ContextVar[int | None] = contextvars.ContextVar("max_cost", 
 def step_cost(name: str, dims: Dims, opts: Options) -> int:
     """Units of one step: its entries times (the length of the sum behind each, plus NODE)."""
     r, c = step_shape(name, dims)
+    name = split_batch(name)[1]  # a batch: each sequence's steps cost as one sequence's
+    if name.endswith(DROPPED):   # mask ⊙ value / (1 − p): a node an entry
+        return r * c * NODE
     d, f = dims.d_model, dims.d_ff
     last = name.rsplit(".", 1)[-1]
     if name in ("attn.q", "attn.k", "attn.v", "ffn.hidden", "ffn.gate") or (name == "attn.out" and opts.out_proj):

@@ -18,10 +18,14 @@ from typing import Any, Mapping
 
 import sympy
 from symblock.engine import cost, files, numbers
+from symblock.engine.fields import MAX_DIM, check_keys, check_text, int_field, kind_of  # noqa: F401  (re-exported)
 from symblock.errors import SpecError  # noqa: F401  (re-exported: spec.SpecError is public)
-from symblock.engine.steps import Dims, Options, needed_params, norm_names, param_names, param_shape, step_shapes
+from symblock.engine import inputs as inputs_mod
+from symblock.engine.steps import (Dims, Options, batch_prefixes, needed_params, norm_names, param_names,
+                                   param_shape, step_shapes)
 
-TOP_KEYS = ("title", "layout", "dims", "block", "weights", "inputs", "given", "random", "exercise")
+TOP_KEYS = ("title", "layout", "dims", "block", "weights", "inputs", "given", "random", "exercise",
+            "dropout")
 CHOICES = {
     "norm_position": ("post", "pre"),
     "norm": ("layernorm", "rmsnorm"),
@@ -33,7 +37,6 @@ RANDOM_KEYS = ("seed", "low", "high", "difficulty", "ranges", "sparsity", "integ
                "exact_norm", "no_degenerate_rows", "relu_mixed", "softmax_distinct", "score_range",
                "staged", "max_draws",  # all but the first three: constraints (exercises/constraints.py)
                "scaled_range", "softmax_weights", "norm_min", "x_step", "norm_params", "distinct_mistakes")
-MAX_DIM = 512  # a typo guard; the engine's cost limit (block.MAX_COST) is the real one
 
 
 Matrix = sympy.ImmutableMatrix
@@ -51,6 +54,16 @@ class BlockSpec:
     source: str = "<spec>"
     seed: int | None = None
     exercise: Mapping[str, Any] = field(default_factory=dict)
+    batch: tuple = ()              # a batch: each sequence's X (None where `bI.x` is given); X is None
+    key_padding_mask: tuple = ()   # one tuple of bools per sequence (True = a padding key), or ()
+    dropout_p: Any = 0             # exact; the masks scale what they keep by 1/(1 − p)
+    dropout_masks: Mapping[str, Matrix] = field(default_factory=dict)  # full step name -> 0/1
+
+    def sequences(self) -> list[tuple[str, Matrix | None, tuple | None]]:
+        """(step prefix, X, padding row or None) of each sequence: one, or a batch's."""
+        xs = self.batch if self.dims.batch else (self.X,)
+        pads = self.key_padding_mask or (None,) * len(xs)
+        return list(zip(batch_prefixes(self.dims), xs, pads))
 
 
 # ---------------------------------------------------------------- reading files
@@ -187,50 +200,6 @@ def parse_matrix(value: Any, shape: tuple[int, int] | None, source: str, where: 
     return Matrix(entries)
 
 
-def kind_of(v: Any) -> str:
-    if v is None:
-        return "nothing (null)"
-    if isinstance(v, bool):
-        return f"a boolean ({str(v).lower()})"
-    if isinstance(v, (list, tuple)):
-        return "a list"
-    if isinstance(v, dict):
-        return "a mapping"
-    if isinstance(v, str):
-        return f"the text {v!r}"
-    return f"{v!r}"
-
-
-def check_text(value: Any, source: str, where: str) -> str:
-    """Text that can be written to a UTF-8 file (no lone surrogates such as "\\ud800")."""
-    if not isinstance(value, str):
-        raise SpecError(source, where, f"expected text, got {kind_of(value)}")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as e:
-        raise SpecError(source, where, f"expected text that UTF-8 can hold; character {e.start} is "
-                        f"{ascii(value[e.start])} (a lone surrogate, or a byte that was not UTF-8)") from None
-    return value
-
-
-def check_keys(data: Mapping, allowed: tuple[str, ...], source: str, where: str) -> None:
-    if not isinstance(data, dict):
-        raise SpecError(source, where, f"expected a mapping, got {kind_of(data)}")
-    for key in data:
-        if key not in allowed:
-            prefix = f"{where}." if where else ""
-            raise SpecError(source, f"{prefix}{key}", f"unknown key; expected one of {', '.join(allowed)}")
-
-
-def int_field(value: Any, source: str, where: str, lo: int = 1, hi: int | None = MAX_DIM) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise SpecError(source, where, f"expected a whole number, got {kind_of(value)}")
-    if value < lo or (hi is not None and value > hi):
-        rng = f"{lo}..{hi}" if hi is not None else f">= {lo}"
-        raise SpecError(source, where, f"expected a whole number in {rng}, got {value}")
-    return value
-
-
 # ---------------------------------------------------------------- the spec
 
 def from_mapping(data: Mapping, source: str = "<spec>", max_cost: int | None = None) -> BlockSpec:
@@ -248,8 +217,9 @@ def from_mapping(data: Mapping, source: str = "<spec>", max_cost: int | None = N
         raise SpecError(source, "layout", f"expected math or torch, got {kind_of(layout)}")
     opts = _options(data.get("block") or {}, source)
     weights, inputs = _weights_section(data.get("weights") or {}, source), data.get("inputs") or {}
-    check_keys(inputs, ("X",), source, "inputs")
+    check_keys(inputs, ("X", "key_padding_mask"), source, "inputs")
     dims = _dims(data.get("dims") or {}, inputs, weights, layout, source)
+    opts = inputs_mod.structure(opts, dims, inputs, data.get("dropout"), source)
     given_raw = data.get("given") or {}
     if not isinstance(given_raw, dict):
         raise SpecError(source, "given", f"expected a mapping of step names to matrices, got {kind_of(given_raw)}")
@@ -257,21 +227,19 @@ def from_mapping(data: Mapping, source: str = "<spec>", max_cost: int | None = N
     given = _given(given_raw, dims, opts, source)
     seed, low, high = _random_section(data.get("random"), source)
     params = _params(weights, dims, opts, layout, set(given), (seed, low, high), source)
-    X = None
-    if "x" not in given:
-        if "X" in inputs:
-            X = parse_matrix(inputs["X"], (dims.seq_len, dims.d_model), source, "inputs.X")
-        elif seed is not None:
-            X = draw(seed, "X", (dims.seq_len, dims.d_model), low, high)
-        else:
-            raise SpecError(source, "inputs.X", f"missing; expected a {dims.seq_len}×{dims.d_model} "
-                            "matrix (or a `random` section)")
+    X, batch = _inputs_X(inputs, dims, given, seed, low, high, source)
+    padding = inputs_mod.padding(inputs.get("key_padding_mask"), dims, opts, source, seed)
+    dropout = data.get("dropout")
+    dropout_p = inputs_mod.dropout_p(parse_exact((dropout or {}).get("p", 0), source, "dropout.p"), source)
+    masks = inputs_mod.dropout_masks(dropout, step_shapes(dims, opts), source, seed, dropout_p)
     exercise = data.get("exercise") or {}
     if not isinstance(exercise, dict):
         raise SpecError(source, "exercise", f"expected a mapping, got {kind_of(exercise)}")
     return BlockSpec(dims=dims, options=opts, params=MappingProxyType(params), X=X,
                      given=MappingProxyType(given), title=title, source=source, seed=seed,
-                     exercise=MappingProxyType(dict(exercise)))
+                     exercise=MappingProxyType(dict(exercise)), batch=batch,
+                     key_padding_mask=padding, dropout_p=dropout_p,
+                     dropout_masks=MappingProxyType(masks))
 
 
 def _no_constraints(rnd: Any, source: str) -> None:
@@ -397,11 +365,14 @@ def _options(block: Any, source: str) -> Options:
 
 
 def _dims(dims: Any, inputs: Mapping, weights: Mapping, layout: str, source: str) -> Dims:
-    check_keys(dims, ("seq_len", "d_model", "d_ff", "heads"), source, "dims")
+    check_keys(dims, ("seq_len", "d_model", "d_ff", "heads", "d_k", "d_v"), source, "dims")
     guess: dict[str, int] = {}
-    X = inputs.get("X")
+    batch = inputs_mod.batch_size(inputs)
+    X = inputs_mod.first_matrix(inputs.get("X"))
     if isinstance(X, list) and X and isinstance(X[0], list):
         guess["seq_len"], guess["d_model"] = len(X), len(X[0])
+    elif isinstance(pad := inputs_mod.first_mask(inputs.get("key_padding_mask")), list):
+        guess["seq_len"] = len(pad)
     W1 = weights.get("W_1")
     if isinstance(W1, list) and W1 and isinstance(W1[0], list):
         guess["d_ff"] = len(W1[0]) if layout == "math" else len(W1)
@@ -414,10 +385,32 @@ def _dims(dims: Any, inputs: Mapping, weights: Mapping, layout: str, source: str
             vals[key] = guess[key]
         else:
             raise SpecError(source, f"dims.{key}", "missing; expected a whole number")
-    if vals["d_model"] % vals["heads"]:
+    for key in ("d_k", "d_v"):
+        if key in dims:
+            vals[key] = int_field(dims[key], source, f"dims.{key}")
+    if vals["d_model"] % vals["heads"] and not ("d_k" in vals and "d_v" in vals):
         raise SpecError(source, "dims.heads", f"expected a divisor of d_model = {vals['d_model']}, "
-                                              f"got {vals['heads']}")
-    return Dims(**vals)
+                                              f"got {vals['heads']} (or give dims.d_k and dims.d_v, "
+                                              "the per-head widths)")
+    return Dims(**vals, batch=batch)
+
+
+def _inputs_X(inputs: Mapping, dims: Dims, given: Mapping, seed, low: int, high: int,
+              source: str) -> tuple[Matrix | None, tuple]:
+    """(X, ()) for one sequence, (None, (X_0, X_1, …)) for a batch; None where `x` is given."""
+    shape, out = (dims.seq_len, dims.d_model), []
+    for prefix, where, raw in inputs_mod.x_sources(inputs, dims, given, source):
+        if raw is inputs_mod.GIVEN:
+            out.append(None)
+        elif raw is not inputs_mod.MISSING:
+            out.append(parse_matrix(raw, shape, source, where))
+        elif seed is not None:
+            out.append(draw(seed, f"{prefix}X", shape, low, high))
+        else:
+            raise SpecError(source, "inputs.X", f"missing; expected a {shape[0]}×{shape[1]} matrix"
+                            + (f" for each of the {dims.batch} sequences" if dims.batch else "")
+                            + " (or a `random` section)")
+    return (None, tuple(out)) if dims.batch else (out[0], ())
 
 
 def has_constraints(rnd: Any) -> bool:

@@ -6,23 +6,38 @@ engine, and the NumPy/torch paths (so every backend produces the same names). Pu
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 
 NORM_STATS = {"layernorm": ("mean", "var", "std"), "rmsnorm": ("ms", "rms")}
 HEAD_STEPS = ("scores", "scaled", "masked", "weights", "out")
 GATED = ("swiglu", "geglu")
+DROPOUT_KINDS = ("weights", "attn_out", "act", "ffn_out")  # where a fixed dropout mask may sit
+DROPPED = ".dropped"
+_BATCH = re.compile(r"b(\d+)\.")
 
 
 @dataclass(frozen=True)
 class Dims:
+    """Shapes. `d_k`, `d_v` are per-head widths of Q/K and V (0 = the default d_model/heads);
+    `batch` is the number of sequences of a batch (0 = one sequence, steps unprefixed)."""
     seq_len: int
     d_model: int
     d_ff: int
     heads: int
+    d_k: int = 0
+    d_v: int = 0
+    batch: int = 0
+
+    def __post_init__(self):
+        for key in ("d_k", "d_v"):
+            if not getattr(self, key):
+                object.__setattr__(self, key, self.d_model // self.heads)
 
     @property
     def d_head(self) -> int:
-        return self.d_model // self.heads
+        """The width of one head's queries and keys: the d_k of the 1/√d_k scale."""
+        return self.d_k
 
 
 @dataclass(frozen=True)
@@ -37,6 +52,8 @@ class Options:
     causal: bool = False
     bias: bool = False
     out_proj: bool = True
+    padding: bool = False  # inputs.key_padding_mask given: every head has a `.masked` step
+    dropout: frozenset = field(default_factory=frozenset)  # full names of steps with a mask
 
     @property
     def gated(self) -> bool:
@@ -51,7 +68,7 @@ def head_steps(h: int, opts: Options) -> list[str]:
     keep = {"scores", "weights", "out"}
     if opts.attention_scale != "none":
         keep.add("scaled")
-    if opts.causal:
+    if opts.causal or opts.padding:
         keep.add("masked")
     return [f"attn.h{h}.{s}" for s in HEAD_STEPS if s in keep]
 
@@ -70,7 +87,29 @@ def ffn_steps(opts: Options) -> list[str]:
 
 
 def step_names(dims: Dims, opts: Options) -> list[str]:
-    """Every step of the block, in forward order."""
+    """Every step of the block, in forward order (a batch: each sequence's, prefixed)."""
+    return list(step_inputs(dims, opts))
+
+
+def batch_prefixes(dims: Dims) -> list[str]:
+    """The step-name prefix of each sequence: `b0.`, `b1.`, … for a batch, else one ``."""
+    return [f"b{i}." for i in range(dims.batch)] if dims.batch else [""]
+
+
+def split_batch(name: str) -> tuple[str, str]:
+    """("b1.", "attn.q") for "b1.attn.q"; ("", name) outside a batch."""
+    m = _BATCH.match(name)
+    return (m.group(0), name[m.end():]) if m else ("", name)
+
+
+def batch_index(name: str) -> int:
+    """The sequence a step belongs to (0 outside a batch)."""
+    prefix = split_batch(name)[0]
+    return int(prefix[1:-1]) if prefix else 0
+
+
+def _base_names(dims: Dims, opts: Options) -> list[str]:
+    """One sequence's steps without dropout, in forward order."""
     if opts.norm_position == "pre":
         names = ["x", *norm_steps("norm1", opts), *attention_steps(dims, opts), "resid1",
                  *norm_steps("norm2", opts), *ffn_steps(opts), "resid2"]
@@ -91,7 +130,11 @@ _KINDS = {"x": "x", "attn.q": "q", "attn.k": "k", "attn.v": "v", "attn.concat": 
 def step_kind(name: str) -> str:
     """What a step computes, whichever instance it is: 'q' 'k' 'v' 'scores' 'scaled' 'masked'
     'weights' 'head_out' 'concat' 'attn_out' 'resid' 'hidden' 'gate' 'act' 'ffn_out' 'output' 'x',
-    'norm', or a norm statistic ('mean' 'var' 'std' 'ms' 'rms')."""
+    'norm', a norm statistic ('mean' 'var' 'std' 'ms' 'rms'), or 'dropped' (`<step>.dropped`);
+    a batch's `b1.` prefix changes nothing."""
+    name = split_batch(name)[1]
+    if name.endswith(DROPPED):
+        return "dropped"
     if name.startswith("attn.h"):
         last = name.rsplit(".", 1)[-1]
         return "head_out" if last == "out" else last
@@ -101,21 +144,38 @@ def step_kind(name: str) -> str:
     return _KINDS[name]
 
 
+def head_index(name: str) -> int:
+    return int(split_batch(name)[1].split(".")[1][1:])
+
+
 def head_columns(name: str, dims: Dims) -> tuple[int, int]:
-    """The columns of Q, K, V that head step `attn.hH.*` uses: [H·d_head, (H+1)·d_head)."""
-    h = int(name.split(".")[1][1:])
-    return h * dims.d_head, (h + 1) * dims.d_head
+    """The columns of Q and K that head step `attn.hH.*` uses: [H·d_k, (H+1)·d_k)."""
+    h = head_index(name)
+    return h * dims.d_k, (h + 1) * dims.d_k
+
+
+def value_columns(name: str, dims: Dims) -> tuple[int, int]:
+    """The columns of V that head step `attn.hH.*` uses: [H·d_v, (H+1)·d_v)."""
+    h = head_index(name)
+    return h * dims.d_v, (h + 1) * dims.d_v
 
 
 def step_shape(name: str, dims: Dims) -> tuple[int, int]:
     n, d = dims.seq_len, dims.d_model
+    name = split_batch(name)[1]
+    if name.endswith(DROPPED):
+        name = name[:-len(DROPPED)]
     last = name.rsplit(".", 1)[-1]
     if name.startswith("norm") and last in ("mean", "var", "std", "ms", "rms"):
         return (n, 1)
     if name.startswith("attn.h"):
-        return (n, dims.d_head) if last == "out" else (n, n)
+        return (n, dims.d_v) if last == "out" else (n, n)
     if name in ("ffn.hidden", "ffn.gate", "ffn.act"):
         return (n, dims.d_ff)
+    if name in ("attn.q", "attn.k"):
+        return (n, dims.heads * dims.d_k)
+    if name in ("attn.v", "attn.concat"):
+        return (n, dims.heads * dims.d_v)
     return (n, d)
 
 
@@ -135,9 +195,10 @@ def norm_names(opts: Options) -> list[str]:
 def param_shape(name: str, dims: Dims) -> tuple[int, int]:
     """Math layout: weights (in, out); vectors as 1 × n rows."""
     d, f = dims.d_model, dims.d_ff
+    k, v = dims.heads * dims.d_k, dims.heads * dims.d_v
     return {
-        "W_Q": (d, d), "W_K": (d, d), "W_V": (d, d), "W_O": (d, d),
-        "b_Q": (1, d), "b_K": (1, d), "b_V": (1, d), "b_O": (1, d),
+        "W_Q": (d, k), "W_K": (d, k), "W_V": (d, v), "W_O": (v, d),
+        "b_Q": (1, k), "b_K": (1, k), "b_V": (1, v), "b_O": (1, d),
         "W_1": (d, f), "b_1": (1, f), "W_3": (d, f), "b_3": (1, f),
         "W_2": (f, d), "b_2": (1, d),
     }.get(name, (1, d))  # ln*.gamma / ln*.beta
@@ -157,7 +218,22 @@ def param_names(opts: Options) -> list[str]:
 def step_inputs(dims: Dims, opts: Options) -> dict[str, tuple[str, ...]]:
     """The dependency graph: each step's inputs (step or parameter names), in forward order.
 
-    The engine records these as `Step.inputs`; `computed_steps` walks them backwards."""
+    The engine records these as `Step.inputs`; `computed_steps` walks them backwards. A batch
+    repeats one sequence's graph per prefix (its input `X` becomes `b0.X`, …; parameters are
+    shared); a step with a dropout mask is followed by `<step>.dropped`, which its readers read."""
+    one = _one_sequence(dims, opts)
+    g: dict[str, tuple[str, ...]] = {}
+    for prefix in batch_prefixes(dims):
+        for name, ins in one.items():
+            full = prefix + name
+            g[full] = tuple(prefix + i + (DROPPED if prefix + i in opts.dropout else "")
+                            if i in one or i == "X" else i for i in ins)
+            if full in opts.dropout:
+                g[full + DROPPED] = (full,)
+    return g
+
+
+def _one_sequence(dims: Dims, opts: Options) -> dict[str, tuple[str, ...]]:
     g: dict[str, tuple[str, ...]] = {"x": ("X",)}
 
     def norm(name: str, src: str, ln: str) -> str:
@@ -209,7 +285,7 @@ def step_inputs(dims: Dims, opts: Options) -> dict[str, tuple[str, ...]]:
         g["resid2"] = (h1, ffn(h1))
         last = norm("norm2", "resid2", "ln2")
     g["output"] = (last,)
-    assert list(g) == step_names(dims, opts)
+    assert list(g) == _base_names(dims, opts)
     return g
 
 
@@ -217,7 +293,7 @@ def computed_steps(dims: Dims, opts: Options, given: set[str]) -> list[str]:
     """Steps the engine computes: those `output` depends on without passing through a given
     step, in forward order. A given step cuts off everything that only fed it."""
     graph = step_inputs(dims, opts)
-    need, todo = set(), ["output"]
+    need, todo = set(), [p + "output" for p in batch_prefixes(dims)]
     while todo:
         name = todo.pop()
         if name in need or name not in graph:
@@ -234,3 +310,9 @@ def needed_params(dims: Dims, opts: Options, given: set[str]) -> list[str]:
     graph = step_inputs(dims, opts)
     reads = {p for s in computed_steps(dims, opts, given) for p in graph[s]}
     return [p for p in param_names(opts) if p in reads]
+
+
+def masked_positions(n: int, causal: bool, pad) -> list[list[bool]]:
+    """Which scores a mask sets to −∞: [i][j] is true when query i may not attend to key j
+    (causal: j > i; padding: key j is padding, `pad[j]`, torch's key_padding_mask)."""
+    return [[(causal and j > i) or bool(pad and pad[j]) for j in range(n)] for i in range(n)]

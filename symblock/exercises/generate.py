@@ -152,6 +152,9 @@ def plan(data: Mapping, source: str, overrides: Mapping | None = None, max_cost:
     base_map = {**{k: v for k, v in data.items() if k != "random"}, "random": plain}
     probe = specmod.from_mapping(base_map, source, max_cost)  # validates (and sizes) before drawing
     dims, opts = probe.dims, probe.options
+    if dims.batch:  # the constraints read one sequence's steps (issue 15: not yet per batch)
+        raise err(source, "random", f"generation constraints work on one sequence; this spec is a batch "
+                  f"of {dims.batch}: keep only random.seed/low/high, or give one sequence")
     if c.staged and c.staged[0] not in step_names(dims, opts):
         raise err(source, "random.staged.step", f"no step {c.staged[0]!r} in this block; expected one of "
                   + ", ".join(step_names(dims, opts)))

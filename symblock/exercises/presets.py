@@ -8,6 +8,7 @@ not itself asked (printed as given). Spec section:
       preset: full            # full | attention | norm | ffn (default full)
       ask: [resid1, norm1]    # step names or preset names; replaces the preset
       give: [norm1.mean]      # steps printed as data instead of asked
+      points: {norm1.std: 2}  # points of a task (an asked step); default 1 each
 
 The `backprop` preset asks gradient steps instead (from `symblock/calculus/grad.py`): dL/dY, then
 dL/d(step) backwards for every step that depends on a `wrt` name, then dL/d each `wrt` parameter;
@@ -24,12 +25,12 @@ the data are the forward values those backward rules read. Its options (flags --
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from symblock.errors import SpecError
 
 PRESETS = ("full", "attention", "norm", "ffn", "backprop")
-EXERCISE_KEYS = ("preset", "ask", "give", "loss", "wrt", "target")
+EXERCISE_KEYS = ("preset", "ask", "give", "loss", "wrt", "target", "points")
 BACKPROP_KEYS = ("loss", "wrt", "target")
 BACKPROP_WRT = ("W_2", "W_1")
 BACKPROP_LOSS = "mse"
@@ -43,14 +44,17 @@ class Exercise:
     data_params: tuple[str, ...] # parameters printed as given data (X first)
     backward: object = None      # backprop preset: the grad.Backward whose steps are asked
     target: object = None        # backprop with mse: the target T (a Mat), printed as data
+    points: dict = field(default_factory=dict)  # asked step -> points (exercise.points, default 1)
 
 
 def preset_steps(preset: str, names: list[str]) -> list[str]:
-    """The steps a preset asks, among the computed step names (forward order)."""
+    """The steps a preset asks, among the computed step names (forward order; a batch's steps
+    by their names without the b0., b1. prefix)."""
+    from symblock.engine.steps import split_batch
     if preset == "full":
-        return [n for n in names if n not in ("x", "output")]
+        return [n for n in names if split_batch(n)[1] not in ("x", "output")]
     prefix = {"attention": "attn.", "norm": "norm", "ffn": "ffn."}[preset]
-    return [n for n in names if n.startswith(prefix)]
+    return [n for n in names if split_batch(n)[1].startswith(prefix)]
 
 
 def choose(trace, preset: str | None = None, loss: str | None = None,
@@ -65,7 +69,7 @@ def choose(trace, preset: str | None = None, loss: str | None = None,
             raise SpecError(src, f"exercise.{key}", f"unknown key; expected one of {', '.join(EXERCISE_KEYS)}")
     effective = preset if preset is not None else ex.get("preset", "full")
     if effective == "backprop":
-        return choose_backprop(trace, ex, loss, wrt)
+        return with_points(choose_backprop(trace, ex, loss, wrt), ex.get("points"), src, trace)
     for key in BACKPROP_KEYS:
         if key in ex:
             raise SpecError(src, f"exercise.{key}", f"goes with `preset: backprop` only (this exercise's "
@@ -123,7 +127,23 @@ def choose(trace, preset: str | None = None, loss: str | None = None,
     data_steps = tuple(n for n in all_names if n in reads and n not in ask)
     data_params = tuple(p for p in trace.params if p in reads or (p == "X" and "x" in reads))
     data_params = tuple(p for p in data_params if not (p == "X" and "x" in data_steps))
-    return Exercise(tuple(ask), data_steps, data_params)
+    return with_points(Exercise(tuple(ask), data_steps, data_params), ex.get("points"), src, trace)
+
+
+def with_points(ex: Exercise, points, src: str, trace) -> Exercise:
+    """`exercise.points` ({STEP: N}, N a whole number 0..1000); asked steps without an entry are
+    worth 1. A step of the block that this preset does not ask is ignored (a --preset may ask less)."""
+    points = {} if points is None else points
+    if not isinstance(points, dict):
+        raise SpecError(src, "exercise.points", "expected a mapping of asked steps to points, e.g. "
+                                                "{norm1.std: 2}")
+    for name, n in points.items():
+        if name not in ex.ask and name not in trace and not str(name).startswith("grad."):
+            raise SpecError(src, f"exercise.points.{name}", "no such step; expected one of the asked steps "
+                            + ", ".join(ex.ask))
+        if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= 1000:
+            raise SpecError(src, f"exercise.points.{name}", f"expected a whole number 0..1000, got {n!r}")
+    return replace(ex, points={name: points.get(name, 1) for name in ex.ask})
 
 
 def choose_backprop(trace, ex: dict, loss: str | None, wrt: list[str] | None) -> Exercise:

@@ -1,16 +1,19 @@
 """Variants drawn from a seed, and worksheet IDs.
 
 Worksheet IDs: `<spec>` or `<spec>.<seed>`, where `<spec>` is a built-in example's name or, for a
-spec file, `h` + the first 8 characters of the lower-case base32 SHA-256 of the file's bytes, and
-`<seed>` is the `random.seed` that drew the variant. `symblock worksheet [SPEC] --id ID` loads the
-same spec (a file must be given again and must hash to the same token), re-draws with that seed
-and so regenerates the same files, given the same options (--preset, --lang, --decimals).
+spec file, `h` + the first 8 characters of the lower-case base32 SHA-256 of the *canonical parsed
+spec* (`canonical`: the mapping as sorted-key JSON, without `random.seed`), so comments, key order,
+quoting, YAML vs JSON and the file's name do not change it; `<seed>` is the `random.seed` that drew
+the variant. `symblock worksheet [SPEC] --id ID` loads the same spec (a file must be given again and
+must give the same token), re-draws with that seed and so regenerates the same files, given the
+same options (--preset, --lang, --decimals).
 """
 from __future__ import annotations
 
 import base64
 import copy
 import hashlib
+import json
 import re
 from pathlib import Path
 
@@ -20,7 +23,7 @@ MAX_TRIES = 50  # seeds tried per wanted variant before giving up
 
 
 def spec_token(spec_arg: str) -> str:
-    """The `<spec>` part of an ID: an example name, or `h` + a hash of the spec file's bytes."""
+    """The `<spec>` part of an ID: an example name, or `h` + a hash of the canonical parsed spec."""
     from symblock.engine.spec import example_names
     if spec_arg in example_names() and not Path(spec_arg).exists():
         return spec_arg
@@ -28,7 +31,31 @@ def spec_token(spec_arg: str) -> str:
     if not path.is_file():
         raise SpecError(str(path), "", "no such file (give a spec path or a built-in example name; "
                                        "`symblock examples` lists them)")
-    digest = hashlib.sha256(path.read_bytes()).digest()
+    return token_of(read(spec_arg)[0])
+
+
+def canonical(data) -> str:
+    """The parsed spec as one canonical text: sorted keys, decimals by value (1.50 = 1.5), and
+    without `random.seed` (the ID carries the seed). Two files with the same meaning give the same text."""
+    from decimal import Decimal
+
+    def norm(v):
+        if isinstance(v, dict):
+            return {str(k): norm(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [norm(x) for x in v]
+        if isinstance(v, Decimal):
+            return {"decimal": str(v.normalize()) if v.is_finite() else str(v)}
+        return v
+    data = dict(data)
+    if isinstance(data.get("random"), dict):
+        data["random"] = {k: v for k, v in data["random"].items() if k != "seed"}
+    return json.dumps(norm(data), sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def token_of(data) -> str:
+    """`h` + the first 8 characters of the lower-case base32 SHA-256 of `canonical(data)`."""
+    digest = hashlib.sha256(canonical(data).encode("utf-8")).digest()
     return "h" + base64.b32encode(digest).decode("ascii")[:8].lower()
 
 
@@ -36,16 +63,17 @@ def make_id(token: str, seed: int | None) -> str:
     return token if seed is None else f"{token}.{seed}"
 
 
-_ID = re.compile(r"^([A-Za-z0-9_-]+?)(?:\.(\d{1,18}))?$")
+_ID = re.compile(r"^([A-Za-z0-9_-]+?)(?:\.(\d{1,100}))?$")  # a seed as long as --seed takes
 
 
-def parse_id(ident: str, spec_arg: str | None) -> tuple[str, int | None]:
-    """The spec to load and the seed for a worksheet ID; `spec_arg` is the SPEC the user gave."""
+def parse_id(ident: str, spec_arg: str | None, flag: str = "--id") -> tuple[str, int | None]:
+    """The spec to load and the seed for a worksheet ID; `spec_arg` is the SPEC the user gave;
+    `flag` names where the ID came from in messages."""
     from symblock.errors import UsageError
     from symblock.engine.spec import example_names
     m = _ID.match(ident or "")
     if not m:
-        raise UsageError(f"--id: {ident!r} is not a worksheet ID (expected NAME or NAME.SEED, "
+        raise UsageError(f"{flag}: {ident!r} is not a worksheet ID (expected NAME or NAME.SEED, "
                          "as printed on a sheet, e.g. pre-ln-causal-gelu.7)")
     token, seed = m.group(1), m.group(2)
     seed = int(seed) if seed is not None else None
@@ -53,13 +81,30 @@ def parse_id(ident: str, spec_arg: str | None) -> tuple[str, int | None]:
         if token not in example_names():
             hint = " (a spec file's ID: give the file too, `symblock worksheet FILE --id ID`)" \
                 if re.fullmatch(r"h[a-z2-7]{8}", token) else ""
-            raise UsageError(f"--id: no built-in example {token!r}{hint}")
+            raise UsageError(f"{flag}: no built-in example {token!r}{hint}")
         return token, seed
     have = spec_token(spec_arg)
     if have != token:
-        raise UsageError(f"--id: {ident} was made from spec {token!r}, but {spec_arg} is {have!r} "
+        raise UsageError(f"{flag}: {ident} was made from spec {token!r}, but {spec_arg} is {have!r} "
                          "(the file changed, or it is another spec)")
     return spec_arg, seed
+
+
+def rebuild(ident: str, spec_arg: str | None, flag: str = "--id", max_cost: int | None = None):
+    """(spec, trace) of the variant a worksheet ID names (`spec_arg`: the spec file, needed for
+    a file's ID); the same draw as `worksheet --variants` made."""
+    from symblock.errors import UsageError
+    from symblock.engine.block import forward
+    spec_arg, seed = parse_id(ident, spec_arg, flag)
+    data, source = read(spec_arg)
+    if seed is None:
+        from symblock.exercises.generate import from_mapping
+        spec = from_mapping(data, source)
+        return spec, forward(spec, max_cost=max_cost)
+    got = draw_variant(data, source, seed, max_cost)
+    if got is None:
+        raise UsageError(f"{flag} {ident}: seed {seed} does not give a usable block")
+    return got
 
 
 def read(spec_arg: str, overrides: dict | None = None) -> tuple[dict, str]:

@@ -1,63 +1,107 @@
-"""Read a person's answers file (YAML or JSON) into exact entries that remember how they were
-written, so the checker knows which rounding to allow.
+"""Read a person's answers file (YAML, JSON or CSV) into exact entries that remember how they
+were written, so the checker knows which rounding to allow.
 
+    id: pre-ln-causal-gelu.3    # the worksheet ID (optional; `check` and `grade` rebuild that variant)
+    name: Ada Lovelace          # optional; names the feedback file in `grade`
     decimals: 3                 # how the person rounded (optional; see below)
     steps:
       resid1: [[2.401, 0.599], [1.504, 1.752], [2.576, 1.716]]
       norm1.mean: [[1.5], [1.628], [2.146]]      # a 1-column step: one-entry rows (or a flat list)
       norm1.var: {decimals: 4, value: [[0.8118], [0.0154], [0.1849]]}   # per-step override
       attn.h0.weights: [["1/2", "1/2"], ["E/(1+E)", "1/(1+E)"]]        # exact entries
+      ffn.act: [[1, 0, 2], null, [1, null, ""]]  # blanks: null, "" or a missing row (unanswered)
+      attn.h0.scores: {row: 1, value: [0.5, -1]} # one row (rows and columns count from 0)
+      attn.q: {row: 0, col: 1, value: 0.25}      # one entry
+      attn.k: {entries: {"[0][1]": 0.5, "2,0": 1}}   # an entry map
 
 An entry is either
 * a *decimal* entry: an integer or a decimal as written (`2`, `0.43`, `"0.8118"`). It is judged at
   `places = max(decimals, places written)`: `0.43` with `decimals: 3` means 0.430, and `0.8118`
   with `decimals: 3` is judged at 4 places (more precision than promised is never penalised).
-  Without any `decimals`, an integer must be exact and a decimal is judged at its written places;
+  Without any `decimals`, an integer must be exact and a decimal is judged at its written places.
+  `sig_figs: 3` (file or step) judges at max(3, the significant digits written) instead, and
+  `print: float32` / `float64` accepts a number a program printed: within 16 units in the last
+  place of that format, 16·2⁻²³ (float32) or 16·2⁻⁵² (float64) times max(1, |value|);
 * an *exact* entry: a string with a fraction or an expression (`"1/3"`, `"sqrt(2)/2"`,
   `"E/(1+E)"`, `"exp(1)/(1+exp(1))"`), which must equal the value exactly;
-* `"-inf"` (also `-oo`, `-.inf`, `-∞`) in a `.masked` step, for a masked score.
+* `"-inf"` (also `-oo`, `-.inf`, `-∞`) in a `.masked` step (or `.scaled`, masked before scaling), for a masked score;
+* a blank (`null` or `""`): not answered (the checker counts it, carries the truth on).
+
+The CSV form (what a spreadsheet exports) has the header `step,row,col,value`, one entry per line,
+and lines `id,,,ID`, `name,,,NAME`, `decimals,,,3` (likewise `sig_figs`, `print`); an empty value is a blank.
 """
 from __future__ import annotations
 
+import csv
+import io
 import re
 from dataclasses import dataclass
 from decimal import Decimal
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, Mapping
 
 from symblock.engine.spec import kind_of
 
-TOP_KEYS = ("decimals", "steps", "title", "name", "notes")
-STEP_KEYS = ("value", "decimals")
+TOP_KEYS = ("id", "name", "decimals", "sig_figs", "print", "steps", "title", "notes")
+STEP_KEYS = ("value", "decimals", "sig_figs", "print", "row", "col", "entries")
+PRINTS = {"float32": Fraction(16, 2 ** 23), "float64": Fraction(16, 2 ** 52)}
+CSV_HEADER = ("step", "row", "col", "value")
 MAX_DECIMALS = 30
+MAX_SIG_FIGS = 30
 _DECIMAL = re.compile(r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$")
 _NEG_INF = {"-inf", "-oo", "-.inf", "-∞", "-infinity"}
+_CELL = re.compile(r"^\s*(?:\[(\d+)\]\s*\[(\d+)\]|(\d+)\s*,\s*(\d+))\s*$")
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How one step's decimal entries are judged (see the module docstring)."""
+    decimals: int | None = None
+    sig_figs: int | None = None
+    print: str | None = None     # float32 | float64
+
+    @property
+    def tolerance(self) -> Fraction | None:
+        return PRINTS.get(self.print)
 
 
 @dataclass(frozen=True)
 class Entry:
     """One answered number: its exact value, the text as written and, for a decimal entry, the
-    places it is judged at (None: an exact entry, judged by exact equality)."""
+    places it is judged at (None: an exact entry, judged by exact equality). `written` is the
+    number of places (or, under sig_figs, significant digits) as written; `sig_figs` and `tol`
+    carry the step's policy."""
     value: Any            # exact.Real (exact.NEG_INF for a masked entry)
     text: str
     places: int | None
     decimal: Decimal | None = None
+    written: int = 0
+    sig_figs: int | None = None
+    tol: Fraction | None = None
 
 
 @dataclass(frozen=True)
 class StepAnswer:
     name: str
-    entries: tuple[tuple[Entry, ...], ...]
+    entries: tuple[tuple[Entry | None, ...], ...]   # None: a blank entry
     decimals: int | None   # declared places for this step (file default or override)
+    policy: Policy = Policy()
 
     @property
     def shape(self) -> tuple[int, int]:
         return (len(self.entries), len(self.entries[0]))
 
-    def values(self):
-        """The person's numbers as an exact matrix (what later steps are recomputed from)."""
+    @property
+    def answered(self) -> int:
+        return sum(e is not None for row in self.entries for e in row)
+
+    def values(self, fill=None):
+        """The person's numbers as an exact matrix (what later steps are recomputed from); a
+        blank takes the entry of `fill` (their chain's value of this step)."""
         from symblock.engine.matrix import Mat
-        return Mat([[e.value for e in row] for row in self.entries])
+        return Mat([[e.value if e is not None else fill.rows[i][j] for j, e in enumerate(row)]
+                    for i, row in enumerate(self.entries)])
 
 
 @dataclass(frozen=True)
@@ -65,25 +109,100 @@ class Answers:
     source: str
     decimals: int | None
     steps: Mapping[str, StepAnswer]
+    ident: str | None = None
+    name: str | None = None
 
 
 def load(path: str | Path, shapes: Mapping[str, tuple[int, int]], computed: set[str] | None = None,
-         text: str | None = None) -> Answers:
+         text: str | None = None, default: Policy | None = None) -> Answers:
     """Read and validate an answers file against a block's step shapes (steps.step_shapes).
     `computed`: the steps the trace has (others exist in the vocabulary but only feed a given
-    step, so there is nothing to check them against). Errors: SpecError naming file and field."""
+    step, so there is nothing to check them against). `default`: the policy when the file states
+    none (e.g. the set's decimals). Errors: SpecError naming file and field."""
+    data, source = read(path, text)
+    return from_mapping(data, source, shapes, computed, default)
+
+
+def read(path: str | Path, text: str | None = None) -> tuple[dict, str]:
+    """The raw mapping of an answers file: YAML/JSON as they are, CSV turned into the same form.
+    YAML goes through libyaml when it is there (a class's files are long); anything it does not
+    take cleanly is read again by the spec reader, whose messages name the line."""
     from symblock.engine.spec import read_mapping
-    data, source = read_mapping(path, text)
-    return from_mapping(data, source, shapes, computed)
+    suffix = Path(path).suffix.lower()
+    if suffix == ".csv":
+        return read_csv(path, text)
+    if suffix in (".yaml", ".yml") and _FAST is not None:
+        try:
+            raw = text if text is not None else Path(path).read_text(encoding="utf-8")
+            data = _yaml.load(raw, Loader=_FAST)
+            if isinstance(data, dict):
+                return data, str(path)
+        except (OSError, UnicodeDecodeError, RecursionError, _yaml.YAMLError, _Duplicate):
+            pass
+    return read_mapping(path, text)
+
+
+try:
+    import yaml as _yaml
+
+    class _Duplicate(Exception):
+        pass
+
+    class _FAST(_yaml.CSafeLoader):
+        """libyaml with the spec reader's rules: decimals as written, no duplicate keys."""
+
+        def construct_mapping(self, node, deep=False):
+            keys = [self.construct_object(k, deep=deep) for k, _ in node.value]
+            if len(set(map(repr, keys))) != len(keys):
+                raise _Duplicate
+            return super().construct_mapping(node, deep=deep)
+
+    def _decimal(loader, node):
+        text = loader.construct_scalar(node)
+        try:
+            return Decimal(text.replace("_", ""))
+        except ArithmeticError:
+            return text
+
+    _FAST.add_constructor("tag:yaml.org,2002:float", _decimal)
+except (ImportError, AttributeError):   # PyYAML without libyaml
+    _FAST, _Duplicate = None, Exception
+
+
+def read_csv(path: str | Path, text: str | None = None) -> tuple[dict, str]:
+    """`step,row,col,value` lines as {id, name, decimals, ..., steps: {STEP: {entries: {...}}}}."""
+    from symblock.engine.spec import SpecError
+    source = str(path)
+    if text is None:
+        try:
+            text = Path(path).read_text(encoding="utf-8-sig")
+        except (OSError, UnicodeDecodeError) as e:
+            raise SpecError(source, "", f"cannot read it as UTF-8 text: {e}") from None
+    rows = list(csv.reader(io.StringIO(text.lstrip("\ufeff"))))
+    rows = [r for r in rows if any(c.strip() for c in r)]
+    if not rows or tuple(c.strip().lower() for c in rows[0][:4]) != CSV_HEADER:
+        raise SpecError(source, "line 1", "expected the header step,row,col,value")
+    data: dict[str, Any] = {"steps": {}}
+    for n, r in enumerate(rows[1:], start=2):
+        step, row, col, value = (list(r) + ["", "", "", ""])[:4]
+        step, value = step.strip(), value.strip()
+        if step in TOP_KEYS and step != "steps":
+            data[step] = int(value) if step in ("decimals", "sig_figs") and value.isdigit() else (value or None)
+            continue
+        if not (row.strip().isdigit() and col.strip().isdigit()):
+            raise SpecError(source, f"line {n}", f"expected whole-number row and col (from 0), got {row!r}, {col!r}")
+        cells = data["steps"].setdefault(step, {"entries": {}})["entries"]
+        cells[f"{int(row)},{int(col)}"] = value if value else None
+    return data, source
 
 
 def from_mapping(data: Mapping, source: str, shapes: Mapping[str, tuple[int, int]],
-                 computed: set[str] | None = None) -> Answers:
+                 computed: set[str] | None = None, default: Policy | None = None) -> Answers:
     from symblock.engine.spec import SpecError
     for key in data:
         if key not in TOP_KEYS:
             raise SpecError(source, str(key), f"unknown key; expected one of {', '.join(TOP_KEYS)}")
-    default = _decimals(data.get("decimals"), source, "decimals")
+    top = _policy(data, source, "", default or Policy())
     raw = data.get("steps")
     if not isinstance(raw, dict) or not raw:
         raise SpecError(source, "steps", "expected a mapping of step names to answers, e.g. "
@@ -97,29 +216,102 @@ def from_mapping(data: Mapping, source: str, shapes: Mapping[str, tuple[int, int
         if computed is not None and name not in computed:
             raise SpecError(source, where, "this step is not worked in this spec (it only feeds a step "
                                            "the spec gives), so there is nothing to check it against")
-        places = default
+        policy = top
         if isinstance(value, dict):
             for key in value:
                 if key not in STEP_KEYS:
                     raise SpecError(source, f"{where}.{key}", f"unknown key; expected one of "
                                                               f"{', '.join(STEP_KEYS)}")
-            if "value" not in value:
-                raise SpecError(source, f"{where}.value", "missing; expected the step's matrix")
-            if "decimals" in value:
-                places = _decimals(value["decimals"], source, f"{where}.decimals")
-            value, where = value["value"], f"{where}.value"
-        rows = _rows(value, shapes[name], source, where)
-        masked = name.endswith(".masked")
-        entries = tuple(tuple(parse_entry(v, places, source, f"{where}[{i}][{j}]", masked)
-                              for j, v in enumerate(row)) for i, row in enumerate(rows))
-        out[name] = StepAnswer(name, entries, places)
-    return Answers(source, default, out)
+            policy = _policy(value, source, f"{where}.", top)
+        rows = _grid(value, shapes[name], source, where)
+        masked = name.endswith((".masked", ".scaled"))  # .scaled: masked, then scaled
+        entries = tuple(tuple(None if _blank(v) else parse_entry(v, policy, source, w, masked)
+                              for v, w in row) for row in rows)
+        out[name] = StepAnswer(name, entries, policy.decimals, policy)
+    return Answers(source, top.decimals, out, _text_field(data, "id", source), _text_field(data, "name", source))
 
 
-def parse_entry(value: Any, decimals: int | None, source: str, where: str, masked: bool = False) -> Entry:
+def _text_field(data: Mapping, key: str, source: str) -> str | None:
+    from symblock.engine.spec import SpecError
+    v = data.get(key)
+    if v is None or isinstance(v, str) and not v.strip():
+        return None
+    if isinstance(v, bool) or not isinstance(v, (str, int)):
+        raise SpecError(source, key, f"expected text, got {kind_of(v)}")
+    return str(v).strip()
+
+
+def _policy(data: Mapping, source: str, prefix: str, base: Policy) -> Policy:
+    from symblock.engine.spec import SpecError
+    dec = _whole(data.get("decimals"), source, prefix + "decimals", MAX_DECIMALS)
+    sig = _whole(data.get("sig_figs"), source, prefix + "sig_figs", MAX_SIG_FIGS, low=1)
+    printed = data.get("print")
+    if printed is not None and printed not in PRINTS:
+        raise SpecError(source, prefix + "print", f"expected one of {', '.join(PRINTS)}, got {kind_of(printed)}")
+    if dec is None and sig is None and printed is None:
+        return base
+    return Policy(dec, sig, printed)   # a stated policy replaces the one it is inside
+
+
+def _blank(v) -> bool:
+    return v is None or isinstance(v, str) and not v.strip()
+
+
+def _grid(value: Any, shape: tuple[int, int], source: str, where: str) -> list[list[tuple[Any, str]]]:
+    """The step's r×c grid of (raw entry, field) pairs, blanks (None) where nothing was given."""
+    from symblock.engine.spec import SpecError
+    r, c = shape
+    grid: list[list[tuple[Any, str]]] = [[(None, f"{where}[{i}][{j}]") for j in range(c)] for i in range(r)]
+    if not isinstance(value, dict):
+        for i, row in enumerate(_rows(value, shape, source, where)):
+            for j, v in enumerate(row or [None] * c):
+                grid[i][j] = (v, f"{where}[{i}][{j}]")
+        return grid
+    if "entries" in value:
+        if "value" in value or "row" in value:
+            raise SpecError(source, f"{where}.entries", "give either entries or value (with row/col), not both")
+        cells = value["entries"]
+        if not isinstance(cells, dict):
+            raise SpecError(source, f"{where}.entries", 'expected a map of cells to entries, e.g. {"[0][1]": 0.5}')
+        for key, v in cells.items():
+            m = _CELL.match(str(key))
+            i, j = (int(m.group(1) or m.group(3)), int(m.group(2) or m.group(4))) if m else (-1, -1)
+            if not (0 <= i < r and 0 <= j < c):
+                raise SpecError(source, f"{where}.entries.{key}", f"expected a cell \"[i][j]\" or \"i,j\" "
+                                f"with i in 0..{r - 1} and j in 0..{c - 1}")
+            grid[i][j] = (v, f"{where}.entries[{i}][{j}]")
+        return grid
+    if "value" not in value:
+        raise SpecError(source, f"{where}.value", "missing; expected the step's matrix")
+    v, w = value["value"], f"{where}.value"
+    if "row" not in value:
+        if "col" in value:
+            raise SpecError(source, f"{where}.col", "goes with row (one entry: {row: 0, col: 1, value: 0.5})")
+        return _grid(v, shape, source, w)
+    i = _index(value["row"], r, source, f"{where}.row")
+    if "col" in value:
+        grid[i][_index(value["col"], c, source, f"{where}.col")] = (v, w)
+        return grid
+    if not isinstance(v, list) or len(v) != c or any(isinstance(x, (list, dict)) for x in v):
+        raise SpecError(source, w, f"expected one row of {c} entries, got {kind_of(v)}")
+    grid[i] = [(x, f"{w}[{j}]") for j, x in enumerate(v)]
+    return grid
+
+
+def _index(v: Any, n: int, source: str, where: str) -> int:
+    from symblock.engine.spec import SpecError
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < n:
+        raise SpecError(source, where, f"expected a whole number 0..{n - 1} (counted from 0), got {kind_of(v)}")
+    return v
+
+
+def parse_entry(value: Any, policy: Policy | int | None, source: str, where: str, masked: bool = False) -> Entry:
     """One entry: see the module docstring for the kinds and the places they are judged at."""
     from symblock.engine import exact
     from symblock.engine.spec import SpecError, parse_exact
+    if not isinstance(policy, Policy):
+        policy = Policy(decimals=policy)
+    decimals = policy.decimals
     if isinstance(value, str) and value.strip().lower() in _NEG_INF:
         if not masked:
             raise SpecError(source, where, "−∞ only appears in a `.masked` step; expected a finite number")
@@ -132,13 +324,18 @@ def parse_entry(value: Any, decimals: int | None, source: str, where: str, maske
         if isinstance(value, Decimal) and not value.is_finite():
             raise SpecError(source, where, f"expected a finite number, got {value}")
         written = max(0, -value.as_tuple().exponent) if isinstance(value, Decimal) else 0
+        number = parse_exact(value, source, where)
+        if policy.tolerance is not None or policy.sig_figs is not None:
+            sig = len(Decimal(value).as_tuple().digits)
+            return Entry(exact.from_sympy(number), _text(value), None, Decimal(value),
+                         written=sig, sig_figs=max(policy.sig_figs or 0, sig) if policy.sig_figs else None,
+                         tol=policy.tolerance)
         if decimals is None:
             places = written if written > 0 else None
         else:
             places = max(decimals, written)
-        number = parse_exact(value, source, where)
         return Entry(exact.from_sympy(number), _text(value), places,
-                     Decimal(value) if places is not None else None)
+                     Decimal(value) if places is not None else None, written=written)
     if not isinstance(value, str):
         raise SpecError(source, where, f"expected a number, a fraction or an exact expression "
                                        f"such as \"sqrt(2)/2\", got {kind_of(value)}")
@@ -154,7 +351,8 @@ def _text(value) -> str:
     return str(value) if isinstance(value, int) else format(value, "f")
 
 
-def _rows(value: Any, shape: tuple[int, int], source: str, where: str) -> list[list]:
+def _rows(value: Any, shape: tuple[int, int], source: str, where: str) -> list:
+    """A full or partial matrix: a list of at most r rows (missing rows and `null` rows are blank)."""
     from symblock.engine.spec import SpecError
     r, c = shape
     if isinstance(value, list) and value and all(not isinstance(v, (list, dict)) for v in value):
@@ -162,27 +360,25 @@ def _rows(value: Any, shape: tuple[int, int], source: str, where: str) -> list[l
             value = [[v] for v in value]
         elif r == 1:                         # a 1-row step written as a flat list
             value = [value]
-    if not isinstance(value, list) or not value or not all(isinstance(row, list) for row in value):
+        elif len(value) == c and not all(_blank(v) for v in value):
+            raise SpecError(source, where, f"one row of {c} for a {r}×{c} step: say which, e.g. "
+                                           f"{{row: 0, value: [...]}}")
+    if not isinstance(value, list) or not value or not all(row is None or isinstance(row, list) for row in value):
         raise SpecError(source, where, f"expected a {r}×{c} matrix: a list of rows, e.g. "
                                        f"[[1, 2], [3, 4]], got {kind_of(value)}")
-    widths = {len(row) for row in value}
-    if len(widths) != 1:
-        raise SpecError(source, where, f"rows have different lengths {sorted(widths)}; expected "
-                                       f"{r} rows of {c}")
-    got = (len(value), len(value[0]))
-    if got != shape:
-        hint = " (a 1-column step is a list of one-entry rows: [[a], [b], ...])" if c == 1 else ""
-        raise SpecError(source, where, f"expected shape {r}×{c}, got {got[0]}×{got[1]}{hint}")
+    if len(value) > r:
+        raise SpecError(source, where, f"expected shape {r}×{c}, got {len(value)} rows")
+    for i, row in enumerate(value):
+        if row is not None and len(row) != c:
+            hint = " (a 1-column step is a list of one-entry rows: [[a], [b], ...])" if c == 1 else ""
+            raise SpecError(source, f"{where}[{i}]", f"expected shape {r}×{c}, got a row of {len(row)}{hint}")
     return value
 
 
-def _decimals(value: Any, source: str, where: str) -> int | None:
+def _whole(value: Any, source: str, where: str, high: int, low: int = 0) -> int | None:
     from symblock.engine.spec import SpecError
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_DECIMALS:
-        raise SpecError(source, where, f"expected a whole number of decimal places 0..{MAX_DECIMALS}, "
-                                       f"got {kind_of(value)}")
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise SpecError(source, where, f"expected a whole number {low}..{high}, got {kind_of(value)}")
     return value
-
-

@@ -2,10 +2,11 @@
 carried (right from your own earlier answers) or missing, and a wrong step names the mistake that
 reproduces it (sample variance, no 1/sqrt(d_k), softmax down columns, W transposed, ...).
 
-ANSWERS is YAML or JSON: `{decimals: 3, steps: {STEP_NAME: [[...], ...], ...}}`. Entries may be
-integers, decimals, fractions or exact expressions ("sqrt(2)/2", "E/(1+E)"). A decimal entry is
-judged at max(decimals, the places it is written with); a step may override `decimals` with
-`{decimals: 4, value: [[...]]}`. Exit 0 when nothing is wrong, 1 otherwise, 2 on bad input.
+ANSWERS is YAML, JSON or CSV (grading/answers.py): `{id, name, decimals: 3, steps: {STEP_NAME:
+[[...], ...], ...}}`. Entries may be integers, decimals, fractions or exact expressions
+("sqrt(2)/2", "E/(1+E)"), or blank. A decimal entry is judged at max(decimals, the places it is
+written with); a step may override `decimals` with `{decimals: 4, value: [[...]]}`. Exit 0 when
+nothing is wrong, 1 otherwise, 2 on bad input.
 """
 from __future__ import annotations
 
@@ -14,61 +15,81 @@ from __future__ import annotations
 # ---------------------------------------------------------------- views
 
 def to_json(result) -> str:
+    """DESIGN.md's `check --json`: {ok, first_break, steps: [{name, status, entries, diagnosis}]},
+    plus spec, answers, decimals, id, name and, per step, asked, blank (and built_on)."""
     import json
     steps = [{"name": s.name, "status": s.status,
               "entries": [{k: v for k, v in vars(e).items() if v is not None} for e in s.entries],
-              "diagnosis": s.diagnosis,
+              "diagnosis": s.diagnosis, "asked": s.asked, "blank": s.blank,
               **({"built_on": s.built_on} if s.built_on else {})}
              for s in result.steps]
     return json.dumps({"ok": result.ok, "first_break": result.first_break, "spec": result.spec_source,
                        "answers": result.answers_source, "decimals": result.decimals,
+                       "id": result.ident, "name": result.name,
                        "steps": steps}, ensure_ascii=False, indent=1) + "\n"
 
 
-MARK = {"correct": "✓", "wrong": "✗", "carried": "↪", "missing": "·", "given": "="}
-NOTE = {"missing": "not answered", "given": "given in the spec"}
+MARK = {"correct": "✓", "wrong": "✗", "carried": "↪", "missing": "·", "given": "=", "rounded": "≈",
+        "slip": "~"}
+COUNTED = ("correct", "rounded", "slip", "wrong", "carried", "missing")
 
 
-def text(result, trace=None, every_entry: bool = False) -> str:
-    from symblock.grading.mistakes import EXPLANATIONS
-    lines = [f"symblock check: {result.answers_source} against {result.spec_source}"]
+def text(result, trace=None, every_entry: bool = False, lang: str = "en") -> str:
+    from symblock.grading.lang import explanation, words
+    w = words(lang)
+    who = ", ".join(x for x in (result.name, result.ident) if x)
+    answers = f"{result.answers_source} ({who})" if who else result.answers_source
+    lines = [w["header"].format(answers=answers, spec=result.spec_source)]
     if trace is not None and trace.spec.title:
         lines[0] += f"  ({trace.spec.title})"
     if result.decimals is not None:
-        lines.append(f"decimals: {result.decimals} (an entry written with more places is judged at its own)")
+        lines.append(w["decimals"].format(n=result.decimals))
     lines.append("")
-    width = max(len(s.name) for s in result.steps)
-    runs = _missing_runs(result.steps)
-    for k, s in enumerate(result.steps):
+    steps = [s for s in result.steps if s.asked or s.entries or s.status == "given"]
+    width = max(len(s.name) for s in steps)
+    label = max(len(v) for v in w["status"].values())
+    runs = _missing_runs(steps)
+    for k, s in enumerate(steps):
+        status = w["status"][s.status]
         if k in runs:
             if runs[k]:
                 last, n = runs[k]
-                lines.append(f"  {MARK['missing']} missing  {s.name} … {last}  ({n} steps not answered)")
+                lines.append(f"  {MARK['missing']} {status:<{label + 1}} " + w["run"].format(first=s.name, last=last, n=n))
             continue
-        note = NOTE.get(s.status, "")
-        if s.status == "carried":
-            note = "right from your own " + ", ".join(s.built_on) + " (error carried forward)"
-        if s.status == "wrong" and s.name == result.first_break:
-            note = "← the chain first breaks here"
-        lines.append(f"  {MARK[s.status]} {s.status:<8} {s.name:<{width}}  {note}".rstrip())
-        shown = [e for e in s.entries if every_entry or not e.ok]
-        for e in shown:
-            exp = e.expected + (f" (= {e.exact})" if _worth_showing(e) else "")
-            own = f"; from your own answers {e.own}" if e.own else ""
-            tick = "ok" if e.ok else "wrong"
-            lines.append(f"      [{e.row}][{e.col}]  given {e.given:<10} expected {exp}{own}  {tick}")
+        note = _note(s, result, w)
+        lines.append(f"  {MARK[s.status]} {status:<{label + 1}} {s.name:<{width}}  {note}".rstrip())
+        for e in s.entries:
+            if e.mark == "blank":
+                continue
+            if every_entry or e.mark not in ("correct", "carried"):
+                exp = e.expected + (f" (= {e.exact})" if _worth_showing(e) else "")
+                own = w["own"].format(own=e.own) if e.own else ""
+                lines.append("      " + w["entry"].format(row=e.row, col=e.col, given=e.given, expected=exp,
+                                                          own=own, mark=w["mark"][e.mark]))
         for code in s.diagnosis:
-            lines.append(f"      diagnosis: {code} — {EXPLANATIONS[code]}")
+            lines.append("      " + w["diagnosis"].format(code=code, explanation=explanation(code, lang)))
         if s.status == "wrong" and not s.diagnosis:
-            lines.append("      diagnosis: none of the catalogued mistakes reproduces these numbers")
+            lines.append("      " + w["no_diagnosis"])
     lines.append("")
-    counts = ", ".join(f"{result.count(st)} {st}" for st in ("correct", "wrong", "carried", "missing")
-                       if result.count(st))
+    counts = w["sep"].join(w["count"].format(n=result.count(st), status=w["status"][st]) for st in COUNTED
+                           if result.count(st))
     if result.ok:
-        lines.append(f"OK: nothing wrong ({counts}).")
+        lines.append(w["ok"].format(counts=counts))
     else:
-        lines.append(f"NOT OK ({counts}). The chain first breaks at {result.first_break}.")
+        lines.append(w["not_ok"].format(counts=counts, step=result.first_break))
     return "\n".join(lines) + "\n"
+
+
+def _note(s, result, w) -> str:
+    note = {"missing": w["missing"], "given": w["given"], "rounded": w["rounded"], "slip": w["slip"]}.get(s.status, "")
+    if s.status == "carried":
+        note = w["carried"].format(names=", ".join(s.built_on))
+    if s.status == "wrong" and s.name == result.first_break:
+        note = w["first_break"]
+    if s.blank and s.status != "missing":
+        part = w["partial"].format(n=len(s.entries) - s.blank, total=len(s.entries))
+        note = f"{note}  ({part})" if note else part
+    return note
 
 
 def _worth_showing(e) -> bool:

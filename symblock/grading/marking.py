@@ -1,16 +1,23 @@
 """Mark a person's answers against the exact Trace: per entry, per step, with error carried
 forward and mistake diagnosis. Pure data out (`CheckResult`); check.py prints it.
 
-Walk the steps in forward order, keeping the person's *chain*: their own answer for every step
-they gave, else the step recomputed from the chain (so a skipped step passes their numbers on),
-else the truth. For each answered step:
+Walk the items in order (plan.py: the forward steps, then any gradient steps backwards), keeping
+the person's *chain*: their own answer for every item they gave (blanks filled from the chain),
+else the item recomputed from the chain (so a skipped step passes their numbers on), else the
+truth. Each answered entry is
 
-* an entry is right when it matches the truth (rounding rule: answers.py), or what the step
-  gives from the chain (so rounded numbers carried forward honestly are never marked wrong);
-* the step is `correct` when every entry is right and the chain it needed was not built on a
-  wrong answer; `carried` when it is right only from a chain that contains a wrong (or carried)
-  answer the person gave; `wrong` otherwise, with the mistake catalogue's diagnosis.
-Unanswered steps are `missing` (or `given` when the spec pins them); they never make `ok` false.
+* `correct`: it matches the truth (rounding rule: answers.py), or what the item gives from a chain
+  built only on right answers (honest rounding carried forward is never wrong);
+* `carried`: it matches what the item gives from the person's chain, which rests on a wrong answer;
+* `rounded`: written with fewer places (or significant digits) than asked, at least 1, and right
+  at the places written ("correct, rounded to 2 places");
+* `slip`: off by at most one unit in the last place written: a rounding slip;
+* `wrong`, or `blank` (null, "", a missing row: unanswered).
+
+A step is `wrong` when an entry is wrong (or a catalogued mistake reproduces its numbers), else
+`slip` when an entry is a slip, else `carried` / `rounded` / `correct`; a step with no answered
+entry is `missing` (or `given` when the spec pins it). Only `wrong` makes `ok` false. `asked`
+(the exercise's steps) decides which unanswered steps count as missing.
 """
 from __future__ import annotations
 
@@ -18,21 +25,24 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from symblock.engine import exact
-from symblock.grading.mistakes import diagnose, is_rounding_slip
-from symblock.grading.onestep import compute
+from symblock.grading.mistakes import diagnose
+from symblock.grading.onestep import equivalents
 
 CORRECT, WRONG, CARRIED, MISSING, GIVEN = "correct", "wrong", "carried", "missing", "given"
+ROUNDED, SLIP, BLANK = "rounded", "slip", "blank"
+ROUNDING_CODE = "rounding"
 
 
 @dataclass
 class EntryResult:
     row: int
     col: int
-    given: str
+    given: str | None            # None: blank
     expected: str                # the truth, at the entry's places (or exact)
     ok: bool
     own: str | None = None       # what the person's own earlier answers give, when that differs
     exact: str | None = None     # the truth's closed form, when short
+    mark: str = "correct"        # correct | carried | rounded | slip | wrong | blank
 
 
 @dataclass
@@ -42,6 +52,11 @@ class StepResult:
     entries: list[EntryResult] = field(default_factory=list)
     diagnosis: list[str] = field(default_factory=list)
     built_on: list[str] = field(default_factory=list)   # wrong/carried answers this step relied on
+    asked: bool = True
+
+    @property
+    def blank(self) -> int:
+        return sum(e.mark == BLANK for e in self.entries)
 
 
 @dataclass
@@ -50,6 +65,8 @@ class CheckResult:
     spec_source: str
     answers_source: str
     decimals: int | None
+    ident: str | None = None
+    name: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -60,34 +77,111 @@ class CheckResult:
         return next((s.name for s in self.steps if s.status == WRONG), None)
 
     def count(self, status: str) -> int:
-        return sum(s.status == status for s in self.steps)
+        return sum(s.status == status and (s.asked or status != MISSING) for s in self.steps)
 
+
+# ---------------------------------------------------------------- one entry
 
 def matches(entry, value) -> bool:
     """The acceptance rule for one entry against one exact value."""
     if entry.value is exact.NEG_INF or value is exact.NEG_INF:
         return entry.value is value
+    if entry.tol is not None:
+        return _within(entry.value, value, entry.tol * _max1(value))
+    if entry.sig_figs is not None:
+        return _sig_equal(entry, value, entry.sig_figs)
     if entry.places is None:
         try:
             return (entry.value - value).sign() == 0
         except exact.UndecidableError:  # equal to ~4900 digits and no short closed form
             return True
+    return _places_equal(entry, value, entry.places)
+
+
+def _places_equal(entry, value, places: int) -> bool:
     try:
-        return value.decimal(entry.places) == entry.decimal
+        return value.decimal(places) == entry.decimal
     except exact.UndecidableError:
         # the value sits on a rounding tie (to ~4900 digits, e.g. 1/8 written in exps):
         # either neighbour is a fair rounding
-        diff = entry.value - value
-        half = exact.real(Fraction(1, 2 * 10 ** entry.places))
-        try:
-            return ((diff if diff.sign() >= 0 else -diff) - half).sign() <= 0
-        except exact.UndecidableError:
-            return True
+        return _within(entry.value, value, Fraction(1, 2 * 10 ** places))
 
 
-def show(value, places: int | None) -> str:
+def _sig_equal(entry, value, sig: int) -> bool:
+    """`value` rounded to `sig` significant digits equals the entry (numerically)."""
+    if value.sign() == 0:
+        return entry.decimal == 0
+    import math
+    try:
+        magnitude = math.floor(math.log10(abs(float(value))))
+    except (OverflowError, ValueError):
+        return False
+    return _places_equal(entry, value, sig - 1 - magnitude)
+
+
+def _within(a, b, tol: Fraction) -> bool:
+    diff = a - b
+    try:
+        return ((diff if diff.sign() >= 0 else -diff) - exact.real(tol)).sign() <= 0
+    except exact.UndecidableError:
+        return True
+
+
+def _max1(value) -> Fraction:
+    """max(1, |value|) as a rational a little above it (a tolerance scale, never below the truth)."""
+    try:
+        f = abs(float(value))
+    except OverflowError:
+        f = float("inf")
+    if f == float("inf"):   # beyond a double: a power of 10 above it is scale enough
+        text = value.digits(3).lower()
+        return Fraction(10) ** (int(text.split("e")[1]) + 1 if "e" in text else len(text))
+    return max(Fraction(1), Fraction(f).limit_denominator(10 ** 12) * Fraction(1001, 1000))
+
+
+def fewer_places(entry, value) -> bool:
+    """Written with fewer places (or significant digits) than asked, at least one, and right there."""
+    if entry.decimal is None or entry.tol is not None or not entry.written:
+        return False
+    if entry.sig_figs is not None:
+        return entry.written < entry.sig_figs and _sig_equal(entry, value, entry.written)
+    return entry.places is not None and entry.written < entry.places and _places_equal(entry, value, entry.written)
+
+
+def is_slip(entry, value) -> bool:
+    """Off by at most one unit in the last place written (a decimal entry under places or sig figs)."""
+    if entry.decimal is None or entry.tol is not None or value is exact.NEG_INF:
+        return False
+    if entry.sig_figs is None and not entry.written and entry.places is None:
+        return False
+    unit = Fraction(1, 10 ** entry.places) if entry.sig_figs is None and not entry.written \
+        else Fraction(10) ** entry.decimal.as_tuple().exponent
+    return _within(entry.value, value, unit)
+
+
+def judge(entry, truth, honest, own) -> tuple[str, bool]:
+    """(mark, whether it needed the person's own chain with its wrong answers): tried against the
+    truth, then `honest` (the item from their chain with each wrong entry put right: their honest
+    rounding), then `own` (from their chain as it is); carried is decided by the step."""
+    for mark, test in ((CORRECT, matches), (ROUNDED, fewer_places), (SLIP, is_slip)):
+        for value, via_own in ((truth, False), (honest, False), (own, True)):
+            if value is not None and test(entry, value):
+                return mark, via_own
+    return WRONG, False
+
+
+def lenient(entry, value) -> bool:
+    """What reproduces a number for the mistake catalogue: a match, or one at fewer places."""
+    return matches(entry, value) or fewer_places(entry, value)
+
+
+def show(value, places: int | None, entry=None) -> str:
     if value is exact.NEG_INF:
         return "-inf"
+    if entry is not None and entry.tol is not None:
+        return value.digits(17 if entry.tol < Fraction(1, 10 ** 10) else 9)
+    if entry is not None and entry.sig_figs is not None:
+        return value.digits(entry.sig_figs) if value.sign() else "0"
     if places is not None:
         try:
             d = value.decimal(places)
@@ -100,6 +194,17 @@ def show(value, places: int | None) -> str:
     return "≈" + value.digits(10)
 
 
+@dataclass(frozen=True)
+class _Style:
+    """What `show` reads of an entry (hashable, for the memo)."""
+    tol: Fraction | None
+    sig_figs: int | None
+
+    def __init__(self, e):
+        object.__setattr__(self, "tol", e.tol)
+        object.__setattr__(self, "sig_figs", e.sig_figs)
+
+
 def closed_form(value) -> str | None:
     if value is exact.NEG_INF:
         return "-oo"
@@ -107,51 +212,123 @@ def closed_form(value) -> str | None:
     return str(form) if form is not None else None
 
 
-def check(spec, trace, answers) -> CheckResult:
+def _equivalent(answer, name, chain, spec) -> bool:
+    """Whether every entry matches another right value of the step (onestep.equivalents)."""
+    try:
+        alts = equivalents(name, chain, spec)
+    except (ArithmeticError, ValueError, KeyError):
+        return False
+    return any(all(matches(e, v) for er, vr in zip(answer.entries, alt.rows)
+                   for e, v in zip(er, vr) if e is not None)
+               for alt in alts)
+
+
+# ---------------------------------------------------------------- the walk
+
+def check(spec, trace, answers, asked=None, backward=None, items=None, memo: dict | None = None,
+          forms: bool = True) -> CheckResult:
+    """Mark `answers` against the trace (and a backprop exercise's `backward`). `asked`: the
+    steps the exercise asks (None: every step), so an unasked, unanswered step is no `missing`.
+    `memo`: a dict kept beside the trace (Marker) so the truth's printed forms are made once;
+    `forms=False`: closed forms only beside entries that are not right (what feedback shows)."""
+    from symblock.grading import plan
+    if items is None:
+        items = plan.forward_items(trace, spec) + (plan.backward_items(backward, spec) if backward else [])
     truth = dict(trace.params)
-    truth.update({s.name: s.value for s in trace})
+    truth.update({it.name: it.value for it in items})
     chain = dict(trace.params)       # the person's chain: name -> Mat
+    fixed = dict(trace.params)       # the chain with each wrong or carried entry put right
     bad: dict[str, list[str]] = {}   # name -> the wrong/carried answers its chain value rests on
     results = []
-    for step in trace:
-        name, value = step.name, step.value
-        deps = [i for i in step.inputs if i in truth and i not in trace.params]
+    for it in items:
+        name = it.name
+        deps = [i for i in it.inputs if i in truth and i not in trace.params]
         built_on = sorted({b for i in deps for b in bad.get(i, [])})
-        own = None
-        if not step.given and any(chain[i] is not truth[i] for i in deps):
-            try:
-                own = compute(name, chain, spec)
-            except (ArithmeticError, ValueError, KeyError):
-                own = None  # e.g. the person's σ is 0: nothing to recompute from
+        own = _recompute(it, chain, deps, truth)
+        honest = own if all(fixed[i] is chain[i] for i in deps) else _recompute(it, fixed, deps, truth)
         answer = answers.steps.get(name)
-        if answer is None:
-            results.append(StepResult(name, GIVEN if step.given else MISSING, built_on=built_on))
-            chain[name] = own if own is not None else value
+        is_asked = asked is None or name in asked
+        if answer is None or not answer.answered:
+            results.append(StepResult(name, GIVEN if it.given else MISSING, built_on=built_on, asked=is_asked))
+            chain[name] = own if own is not None else it.value
+            fixed[name] = chain[name] if honest is own else (honest if honest is not None else it.value)
             bad[name] = built_on
             continue
-        entries, needed_own = [], False
-        for i, row in enumerate(answer.entries):
-            for j, e in enumerate(row):
-                t = value.rows[i][j]
-                ok = matches(e, t)
-                o = own.rows[i][j] if own is not None else None
-                if not ok and o is not None and matches(e, o):
-                    ok = needed_own = True
-                er = EntryResult(i, j, e.text, show(t, e.places), ok, exact=closed_form(t))
-                if o is not None and show(o, e.places) != er.expected:
-                    er.own = show(o, e.places)
-                entries.append(er)
-        if all(er.ok for er in entries):
-            status = CARRIED if needed_own and built_on else CORRECT
-        else:
-            status = WRONG
-        result = StepResult(name, status, entries, built_on=built_on if status == CARRIED else [])
-        if status == WRONG:
-            envs = [chain] if own is None else [chain, truth]
-            result.diagnosis = diagnose(name, spec, answer, envs, matches)
-            if not result.diagnosis and is_rounding_slip(answer, [value, own]):
-                result.diagnosis = ["rounding"]
+        result = mark_step(it, answer, own, honest, built_on, spec, chain, truth,
+                           {} if memo is None else memo, forms)
+        result.asked = is_asked
         results.append(result)
-        chain[name] = answer.values()
-        bad[name] = [name] if status == WRONG else (built_on if status == CARRIED else [])
-    return CheckResult(results, spec.source, answers.source, answers.decimals)
+        chain[name] = answer.values(own if own is not None else it.value)
+        fixed[name] = _put_right(chain[name], result, honest if honest is not None else it.value)
+        bad[name] = [name] if result.status == WRONG else (built_on if result.status == CARRIED else [])
+    return CheckResult(results, spec.source, answers.source, answers.decimals,
+                       getattr(answers, "ident", None), getattr(answers, "name", None))
+
+
+def _recompute(it, chain, deps, truth):
+    """The item from `chain`, or None when the chain is the truth there (or cannot give it)."""
+    if it.given or all(chain[i] is truth[i] for i in deps):
+        return None
+    try:
+        return it.recompute(chain)
+    except (ArithmeticError, ValueError, KeyError):
+        return None  # e.g. the person's σ is 0: nothing to recompute from
+
+
+def _put_right(mine, result, right):
+    """`mine` with the wrong, carried and blank entries taken from `right` (the same object when
+    nothing changes, so later items know nothing needs recomputing)."""
+    from symblock.engine.matrix import Mat
+    bad = {(e.row, e.col) for e in result.entries if e.mark in (WRONG, CARRIED, BLANK)}
+    if not bad:
+        return mine
+    return Mat([[right.rows[i][j] if (i, j) in bad else v for j, v in enumerate(row)]
+                for i, row in enumerate(mine.rows)])
+
+
+def mark_step(it, answer, own, honest, built_on: list[str], spec, chain, truth, memo: dict,
+              forms: bool = True) -> StepResult:
+    entries, needed_own = [], False
+
+    def known(fn, t, *key):   # the truth's printed forms, once per trace
+        k = (fn.__name__, id(t), *key)
+        if k not in memo:
+            memo[k] = fn(t, *key)
+        return memo[k]
+    for i, row in enumerate(answer.entries):
+        for j, e in enumerate(row):
+            t = it.value.rows[i][j]
+            o = own.rows[i][j] if own is not None else None
+            if e is None:
+                entries.append(EntryResult(i, j, None, known(show, t, answer.decimals), False, mark=BLANK))
+                continue
+            mark, via_own = judge(e, t, honest.rows[i][j] if honest is not None else None, o)
+            needed_own = needed_own or via_own
+            if via_own and mark == CORRECT and built_on:
+                mark = CARRIED
+            right = mark in (CORRECT, CARRIED, ROUNDED)
+            er = EntryResult(i, j, e.text, known(show, t, e.places, _Style(e)), right,
+                             exact=known(closed_form, t) if forms or not right else None, mark=mark)
+            if o is not None and show(o, e.places, e) != er.expected:
+                er.own = show(o, e.places, e)
+            entries.append(er)
+    marks = {er.mark for er in entries}
+    if marks & {WRONG, SLIP} and _equivalent(answer, it.name, chain, spec):
+        for er in entries:  # an order DESIGN.md marks correct (mask, then scale)
+            if er.mark != BLANK:
+                er.mark, er.ok = CORRECT, True
+        marks = {er.mark for er in entries}
+    if marks & {WRONG, SLIP}:
+        diagnosis = []
+        if it.diagnosable:
+            envs = [chain] if own is None else [chain, truth]
+            diagnosis = diagnose(it.name, spec, answer, envs, lenient)
+        if diagnosis or WRONG in marks:
+            for er in entries:
+                if er.mark == SLIP and diagnosis:
+                    er.mark = WRONG
+            return StepResult(it.name, WRONG, entries, diagnosis)
+        return StepResult(it.name, SLIP, entries, [ROUNDING_CODE])
+    if needed_own and built_on:
+        return StepResult(it.name, CARRIED, entries, built_on=built_on)
+    return StepResult(it.name, ROUNDED if ROUNDED in marks else CORRECT, entries)

@@ -15,10 +15,14 @@ from typing import Callable, Sequence
 
 from symblock.engine import exact
 from symblock.engine.matrix import Mat
-from symblock.engine.steps import head_columns
-from symblock.grading.onestep import (activate, affine, centred_var, full_norm, kind, linear,
-                      ln_of, mask_with, norm_prefix, norm_source, num, row_mean, row_meansq,
-                      softmax_cols, softmax_rows)
+from symblock.engine.steps import split_batch
+from symblock.grading.attention_slips import (dropout_no_rescale, mask_after_softmax, mask_missing,
+                                              mask_zero, masks, no_scale, padding_missing,
+                                              padding_on_queries, scale_approximated, scale_d_model,
+                                              scale_no_sqrt, scores_transposed, softmax_axis,
+                                              sqrt_irrational)
+from symblock.grading.onestep import (activate, affine, centred_var, full_norm, inputs_of, kind, linear,
+                                      ln_of, norm_prefix, norm_source, num, row_mean, row_meansq)
 
 
 @dataclass(frozen=True)
@@ -122,67 +126,6 @@ def _layernorm_as_rms(name, env, spec):
     return [affine(src / rms, env, ln_of(p), beta=False), affine(src / rms, env, ln_of(p))]
 
 
-# ---------------------------------------------------------------- attention
-
-def _scaled_by(name, env, spec, factor):
-    """The head's chain from scores with `factor` in place of 1/sqrt(d_k)."""
-    k = kind(name)
-    prefix = name.rsplit(".", 1)[0]
-    s = env[f"{prefix}.scores"].scale(factor)
-    if k == "scaled":
-        return [s]
-    if spec.options.causal:
-        s = mask_with(s, exact.NEG_INF)
-        if k == "masked":
-            return [s]
-    return [softmax_rows(s)]
-
-
-def _no_scale(name, env, spec):
-    return _scaled_by(name, env, spec, exact.ONE)
-
-
-def _scale_d_model(name, env, spec):
-    return _scaled_by(name, env, spec, 1 / exact.sqrt(num(spec.dims.d_model)))
-
-
-def _scale_no_sqrt(name, env, spec):
-    return _scaled_by(name, env, spec, 1 / num(spec.dims.d_head))
-
-
-def _softmax_input(name, env, spec):
-    from symblock.engine.steps import step_inputs
-    return env[step_inputs(spec.dims, spec.options)[name][0]]
-
-
-def _unmasked(name, env, spec):
-    prefix = name.rsplit(".", 1)[0]
-    return env[f"{prefix}.scaled"] if f"{prefix}.scaled" in env else env[f"{prefix}.scores"]
-
-
-def _softmax_axis(name, env, spec):
-    return [softmax_cols(_softmax_input(name, env, spec))]
-
-
-def _scores_transposed(name, env, spec):
-    lo, hi = head_columns(name, spec.dims)
-    return [env["attn.k"].cols(lo, hi) @ env["attn.q"].cols(lo, hi).T]
-
-
-def _mask_after_softmax(name, env, spec):
-    return [mask_with(softmax_rows(_unmasked(name, env, spec)), exact.ZERO)]
-
-
-def _mask_zero(name, env, spec):
-    m = mask_with(_unmasked(name, env, spec), exact.ZERO)
-    return [m] if kind(name) == "masked" else [softmax_rows(m)]
-
-
-def _mask_missing(name, env, spec):
-    m = _unmasked(name, env, spec)
-    return [m] if kind(name) == "masked" else [softmax_rows(m)]
-
-
 # ---------------------------------------------------------------- linear maps, residuals, order
 
 LINEAR = {"q": ("W_Q", "b_Q"), "k": ("W_K", "b_K"), "v": ("W_V", "b_V"), "attn_out": ("W_O", "b_O"),
@@ -214,31 +157,34 @@ def _bias_missing(name, env, spec):
 
 
 def _missing_residual(name, env, spec):
-    return [env["attn.out"] if name == "resid1" else env["ffn.out"]]
+    return [env[inputs_of(name, spec)[1]]]  # the sub-layer's output (dropped, with a mask)
 
 
 def _order_swapped(name, env, spec):
     """Post-LN done as Pre-LN, or the other way round: the step reads (or is) the other
     arrangement's value."""
     k, pre = kind(name), _pre(spec)
+    bp, base = split_batch(name)
+    x = env[bp + "x"]
     if k in ("q", "k", "v"):
-        src = env["x"] if pre else full_norm(env["x"], env, "ln1", spec)
+        src = x if pre else full_norm(x, env, "ln1", spec)
         w, b = LINEAR[k]
         return [linear(src, env, w, b)]
-    if name.startswith("norm1") and not pre:  # Pre-LN's norm1 normalises x
-        return [_norm_step_of(name, env["x"], env, spec)]
-    if name == "resid2" and not pre:          # Pre-LN: resid2 = resid1 + F
-        return [env["resid1"] + env["ffn.out"]]
-    if name == "output":
+    if base.startswith("norm1") and not pre:  # Pre-LN's norm1 normalises x
+        return [_norm_step_of(name, x, env, spec)]
+    if base == "resid2" and not pre:          # Pre-LN: resid2 = resid1 + F
+        return [env[bp + "resid1"] + env[inputs_of(name, spec)[1]]]
+    if base == "output":
         if pre and not spec.options.final_norm:
-            return [full_norm(env["resid2"], env, "ln2", spec)]
+            return [full_norm(env[bp + "resid2"], env, "ln2", spec)]
         if not pre:
-            return [env["resid2"]]
+            return [env[bp + "resid2"]]
     return []
 
 
 def _order_applies(name, spec) -> bool:
     k, pre = kind(name), _pre(spec)
+    name = split_batch(name)[1]
     return (k in ("q", "k", "v") or (name.startswith("norm1") and not pre)
             or (name == "resid2" and not pre)
             or (name == "output" and (not pre or not spec.options.final_norm)))
@@ -264,21 +210,30 @@ def _norm_step_of(name, src, env, spec):
 # ---------------------------------------------------------------- FFN
 
 def _ffn_from(name, env, spec, act: Mat):
-    return [act] if kind(name) == "act" else [linear(act, env, "W_2", "b_2")]
+    if kind(name) == "act":
+        return [act]
+    dropped = split_batch(name)[0] + "ffn.act"
+    if dropped in spec.dropout_masks:  # ffn.out reads the dropped activation
+        act = (act * Mat.from_sympy(spec.dropout_masks[dropped])).scale(num(1 / (1 - spec.dropout_p)))
+    return [linear(act, env, "W_2", "b_2")]
 
 
 def _activation_missing(name, env, spec):
-    h = env["ffn.hidden"]
-    return _ffn_from(name, env, spec, h * env["ffn.gate"] if spec.options.gated else h)
+    bp = split_batch(name)[0]
+    h = env[bp + "ffn.hidden"]
+    return _ffn_from(name, env, spec, h * env[bp + "ffn.gate"] if spec.options.gated else h)
 
 
 def _gelu_for_relu(name, env, spec):
-    h = env["ffn.hidden"]
-    return [v for a in ("gelu", "gelu_tanh") for v in _ffn_from(name, env, spec, activate(h, env, spec, a))]
+    bp = split_batch(name)[0]
+    h = env[bp + "ffn.hidden"]
+    return [v for a in ("gelu", "gelu_tanh")
+            for v in _ffn_from(name, env, spec, activate(h, env, spec, a, bp))]
 
 
 def _relu_for_gelu(name, env, spec):
-    return _ffn_from(name, env, spec, activate(env["ffn.hidden"], env, spec, "relu"))
+    bp = split_batch(name)[0]
+    return _ffn_from(name, env, spec, activate(env[bp + "ffn.hidden"], env, spec, "relu", bp))
 
 
 # ---------------------------------------------------------------- the catalogue
@@ -301,28 +256,39 @@ CATALOGUE: tuple[Mistake, ...] = (
     Mistake("attn_no_scale", "scores not divided by sqrt(d_k)",
             "attn.h*.scaled / .masked / .weights",
             _kinds("scaled", "masked", "weights", when=lambda s: s.options.attention_scale == "sqrt_dk"),
-            _no_scale),
+            no_scale),
     Mistake("attn_scale_d_model", "scores divided by sqrt(d_model) instead of sqrt(d_k) = sqrt(d_model / heads)",
             "attn.h*.scaled / .masked / .weights",
             _kinds("scaled", "masked", "weights", when=lambda s: s.options.attention_scale == "sqrt_dk"),
-            _scale_d_model),
+            scale_d_model),
     Mistake("attn_scale_no_sqrt", "scores divided by d_k instead of sqrt(d_k)",
             "attn.h*.scaled / .masked / .weights",
             _kinds("scaled", "masked", "weights", when=lambda s: s.options.attention_scale == "sqrt_dk"),
-            _scale_no_sqrt),
+            scale_no_sqrt),
     Mistake("scores_transposed", "scores computed as K Qᵀ instead of Q Kᵀ", "attn.h*.scores",
-            _kinds("scores"), _scores_transposed),
+            _kinds("scores"), scores_transposed),
     Mistake("softmax_wrong_axis", "softmax taken down each column instead of along each row",
-            "attn.h*.weights", _kinds("weights"), _softmax_axis),
+            "attn.h*.weights", _kinds("weights"), softmax_axis),
+    Mistake("scale_approximated", "scores divided by a rounded sqrt(d_k) (e.g. √3 ≈ 1.73) instead of the "
+            "exact root", "attn.h*.scaled / .masked / .weights",
+            _kinds("scaled", "masked", "weights", when=sqrt_irrational), scale_approximated),
     Mistake("mask_after_softmax", "causal mask applied after the softmax (masked weights zeroed, rows "
-            "no longer sum to 1)", "attn.h*.weights", _kinds("weights", when=lambda s: s.options.causal),
-            _mask_after_softmax),
+            "no longer sum to 1)", "attn.h*.weights", _kinds("weights", when=masks),
+            mask_after_softmax),
     Mistake("mask_zero_not_inf", "masked scores set to 0 instead of −∞ (future positions still get weight)",
-            "attn.h*.masked / .weights", _kinds("masked", "weights", when=lambda s: s.options.causal),
-            _mask_zero),
+            "attn.h*.masked / .weights", _kinds("masked", "weights", when=masks),
+            mask_zero),
     Mistake("mask_missing", "causal mask not applied (future positions attended to)",
             "attn.h*.masked / .weights", _kinds("masked", "weights", when=lambda s: s.options.causal),
-            _mask_missing),
+            mask_missing),
+    Mistake("padding_mask_missing", "key padding mask not applied (padding tokens attended to)",
+            "attn.h*.masked / .weights", _kinds("masked", "weights", when=lambda s: s.options.padding),
+            padding_missing),
+    Mistake("padding_on_queries", "padding mask applied to the queries (rows) instead of the keys (columns)",
+            "attn.h*.masked / .weights", _kinds("masked", "weights", when=lambda s: s.options.padding),
+            padding_on_queries),
+    Mistake("dropout_no_rescale", "dropout mask applied without scaling the kept entries by 1/(1 − p)",
+            "<step>.dropped", _kinds("dropped", when=lambda s: s.dropout_p != 0), dropout_no_rescale),
     Mistake("weight_transposed", "weight matrix used transposed (x Wᵀ instead of x W)",
             "attn.q/k/v, attn.out, ffn.hidden/gate/out (square W only)", _is_linear, _transposed),
     Mistake("bias_missing", "bias vector not added", "attn.q/k/v, attn.out, ffn.hidden/gate/out",
@@ -373,7 +339,8 @@ def _reproduces(answer, value: Mat, matches) -> bool:
     if value.shape != answer.shape:
         return False
     try:
-        return all(matches(e, v) for er, vr in zip(answer.entries, value.rows) for e, v in zip(er, vr))
+        return all(matches(e, v) for er, vr in zip(answer.entries, value.rows) for e, v in zip(er, vr)
+                   if e is not None)
     except exact.UndecidableError:
         return False
 
@@ -381,7 +348,7 @@ def _reproduces(answer, value: Mat, matches) -> bool:
 def is_rounding_slip(answer, values: Sequence[Mat]) -> bool:
     """Every decimal entry is within one unit of its last place of one of `values` (the truth, or
     the person's own recomputation), and at least one entry is a decimal."""
-    if not any(e.places is not None for r in answer.entries for e in r):
+    if not any(e is not None and e.places is not None for r in answer.entries for e in r):
         return False
     for value in values:
         if value is None:
@@ -389,6 +356,8 @@ def is_rounding_slip(answer, values: Sequence[Mat]) -> bool:
         ok = True
         for er, vr in zip(answer.entries, value.rows):
             for e, v in zip(er, vr):
+                if e is None:
+                    continue
                 if e.value is exact.NEG_INF or v is exact.NEG_INF:
                     ok = ok and e.value is v
                     continue

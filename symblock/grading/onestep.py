@@ -8,17 +8,39 @@ absent bias is simply not in it. The formulas are DESIGN.md's conventions, writt
 from __future__ import annotations
 
 from symblock.engine import exact
-from symblock.engine.block import ACTIVATIONS, causal_mask, softmax
+from symblock.engine.block import ACTIVATIONS, apply_mask, softmax
 from symblock.engine.matrix import Mat
-from symblock.engine.steps import head_columns, step_inputs
+from symblock.engine.steps import (batch_index, head_columns, masked_positions, split_batch, step_inputs,
+                                   value_columns)
 from symblock.engine.steps import step_kind as kind
 
+
 def norm_prefix(name: str) -> str:
-    return name.split(".")[0]
+    """The norm a step belongs to, with its batch prefix: "b1.norm2" for "b1.norm2.std"."""
+    prefix, base = split_batch(name)
+    return prefix + base.split(".")[0]
 
 
 def ln_of(prefix: str) -> str:
-    return {"norm1": "ln1", "norm2": "ln2", "norm_final": "ln_final"}[prefix]
+    return {"norm1": "ln1", "norm2": "ln2", "norm_final": "ln_final"}[split_batch(prefix)[1]]
+
+
+def inputs_of(name: str, spec) -> tuple[str, ...]:
+    """A step's inputs in the step graph (batch-prefixed, `.dropped` where a mask sits)."""
+    return step_inputs(spec.dims, spec.options)[name]
+
+
+def pad_of(name: str, spec):
+    """The padding row of the sequence step `name` belongs to (None without a padding mask)."""
+    return spec.key_padding_mask[batch_index(name)] if spec.key_padding_mask else None
+
+
+def attention_mask(name: str, spec, causal: bool | None = None, padding: bool = True) -> list[list[bool]]:
+    """Which scores of head step `name` are masked: the causal mask (unless `causal` says
+    otherwise) and, with `padding`, the sequence's key padding mask."""
+    n = spec.dims.seq_len
+    return masked_positions(n, spec.options.causal if causal is None else causal,
+                            pad_of(name, spec) if padding else None)
 
 
 def norm_source(prefix: str, spec) -> str:
@@ -74,51 +96,65 @@ def full_norm(src: Mat, env, ln: str, spec) -> Mat:
     return f(src, env, ln, eps)
 
 
+def _softmax_or_zeros(r: tuple) -> list:
+    """A row's softmax; a row with every entry masked (a person's masks can leave one, and the
+    softmax has no terms) is written as zeros."""
+    return softmax(r) if any(e is not exact.NEG_INF for e in r) else [exact.ZERO] * len(r)
+
+
 def softmax_rows(m: Mat) -> Mat:
-    return m.map_rows(softmax)
+    return m.map_rows(_softmax_or_zeros)
 
 
 def softmax_cols(m: Mat) -> Mat:
-    return m.T.map_rows(softmax).T
+    """Softmax down each column (a column of a padding key, all masked, is zeros)."""
+    return m.T.map_rows(_softmax_or_zeros).T
 
 
-def mask_with(m: Mat, fill) -> Mat:
-    return Mat([[e if j <= i else fill for j, e in enumerate(r)] for i, r in enumerate(m.rows)])
+def mask_with(m: Mat, fill, masked: list[list[bool]] | None = None) -> Mat:
+    """`fill` where `masked` (default: the causal mask, j > i)."""
+    if masked is None:
+        masked = masked_positions(m.shape[0], True, None)
+    return apply_mask(m, masked, fill)
 
 
-def activate(hidden: Mat, env, spec, activation: str | None = None) -> Mat:
+def activate(hidden: Mat, env, spec, activation: str | None = None, prefix: str = "") -> Mat:
     act = ACTIVATIONS[activation or spec.options.activation][0]
     out = hidden.map(act)
-    return out * env["ffn.gate"] if spec.options.gated else out
+    return out * env[f"{prefix}ffn.gate"] if spec.options.gated else out
+
+
+def dropout_scale(spec) -> exact.Real:
+    return num(1 / (1 - spec.dropout_p))
 
 
 # ---------------------------------------------------------------- the correct step
 
 def compute(name: str, env, spec) -> Mat:
     """The step `name` computed correctly from the values in `env` (its inputs, and parameters)."""
-    from symblock.engine.steps import step_inputs
     o, d = spec.options, spec.dims
     ins = step_inputs(d, o)[name]
     k = kind(name)
     src = env.get(ins[0]) if ins else None
     if k == "x":
-        return env["X"]
+        return env[ins[0]]
     if k in ("q", "k", "v"):
         p = k.upper()
         return linear(src, env, f"W_{p}", f"b_{p}")
     if k == "scores":
         lo, hi = head_columns(name, spec.dims)
-        return env["attn.q"].cols(lo, hi) @ env["attn.k"].cols(lo, hi).T
+        return env[ins[0]].cols(lo, hi) @ env[ins[1]].cols(lo, hi).T
     if k == "scaled":
         lo, hi = head_columns(name, spec.dims)
         return src.scale(1 / exact.sqrt(num(hi - lo)))
     if k == "masked":
-        return causal_mask(src)
+        return apply_mask(src, attention_mask(name, spec))
     if k == "weights":
         return softmax_rows(src)
     if k == "head_out":
-        lo, hi = head_columns(name, spec.dims)
-        return src @ env["attn.v"].cols(lo, hi)
+        return src @ env[ins[1]].cols(*value_columns(name, spec.dims))
+    if k == "dropped":
+        return (src * Mat.from_sympy(spec.dropout_masks[ins[0]])).scale(dropout_scale(spec))
     if k == "concat":
         return Mat.hstack([env[i] for i in ins])
     if k == "attn_out":
@@ -130,7 +166,7 @@ def compute(name: str, env, spec) -> Mat:
     if k == "gate":
         return linear(src, env, "W_3", "b_3")
     if k == "act":
-        return activate(src, env, spec)
+        return activate(src, env, spec, prefix=split_batch(name)[0])
     if k == "ffn_out":
         return linear(src, env, "W_2", "b_2")
     if k == "output":
@@ -149,3 +185,17 @@ def compute(name: str, env, spec) -> Mat:
     if o.norm == "layernorm":
         return affine((src - env[f"{prefix}.mean"]) / env[f"{prefix}.std"], env, ln)
     return affine(src / env[f"{prefix}.rms"], env, ln, beta=False)
+
+
+def equivalents(name: str, env, spec) -> list[Mat]:
+    """Other right values of step `name`: the order DESIGN.md marks correct too. Masking the raw
+    scores and then scaling gives the same weights, so `.masked` may hold the masked raw scores
+    and `.scaled` the scaled masked scores."""
+    k, o = kind(name), spec.options
+    if not (o.causal or o.padding) or o.attention_scale != "sqrt_dk":
+        return []
+    if k == "scaled":
+        return [apply_mask(compute(name, env, spec), attention_mask(name, spec))]
+    if k == "masked":
+        return [apply_mask(env[name.rsplit(".", 1)[0] + ".scores"], attention_mask(name, spec))]
+    return []

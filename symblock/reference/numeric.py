@@ -18,10 +18,19 @@ from symblock.engine import steps
 
 
 def forward(spec) -> dict[str, np.ndarray]:
-    """Every computed or given step of `spec`, forward order: name -> float64 2-D array."""
+    """Every computed or given step of `spec`, forward order: name -> float64 2-D array.
+    A batch works each sequence in turn, its steps prefixed `b0.`, `b1.`, …"""
     dims, opts = spec.dims, spec.options
     t = _Trace(spec)
-    x = t("x", lambda: _floats(spec.X))
+    for prefix, X, pad in spec.sequences():
+        t.prefix, t.pad = prefix, None if pad is None else np.array(pad, dtype=bool)
+        sequence(t, X)
+    return {name: t.values[name] for name in steps.step_names(dims, opts) if name in t.values}
+
+
+def sequence(t: "_Trace", X) -> None:
+    opts = t.opts
+    x = t("x", lambda: _floats(X))
     if opts.norm_position == "pre":
         attn = attention(t, norm(t, "norm1", x, "ln1"))
         r1 = t("resid1", lambda: x + attn)
@@ -36,7 +45,6 @@ def forward(spec) -> dict[str, np.ndarray]:
         r2 = t("resid2", lambda: h1 + mlp)
         last = norm(t, "norm2", r2, "ln2")
     t("output", lambda: last.copy())
-    return {name: t.values[name] for name in steps.step_names(dims, opts) if name in t.values}
 
 
 class _Trace:
@@ -49,11 +57,22 @@ class _Trace:
         self.params = {name: _floats(m) for name, m in spec.params.items()}
         self.values = {name: _floats(m) for name, m in spec.given.items()}
         self.computed = set(steps.computed_steps(spec.dims, spec.options, set(spec.given)))
+        self.masks = {name: _floats(m) for name, m in spec.dropout_masks.items()}
+        self.keep = 1.0 / (1.0 - float(spec.dropout_p))
+        self.prefix, self.pad = "", None
 
     def __call__(self, name: str, compute: Callable[[], np.ndarray]) -> np.ndarray | None:
+        """Step `name` of the current sequence; with a dropout mask, what its readers get is
+        `<name>.dropped`: mask ⊙ value / (1 − p) (torch's inverted dropout)."""
+        name = self.prefix + name
         if name in self.computed:
             self.values[name] = np.asarray(compute(), dtype=np.float64)
-        return self.values.get(name)
+        if name not in self.masks:
+            return self.values.get(name)
+        dropped = name + steps.DROPPED
+        if dropped in self.computed:
+            self.values[dropped] = self.masks[name] * self.values[name] * self.keep
+        return self.values.get(dropped)
 
     def p(self, name: str) -> np.ndarray | None:
         return self.params.get(name)
@@ -119,21 +138,32 @@ def attention(t: _Trace, x: np.ndarray) -> np.ndarray:
 
 
 def head(t: _Trace, h: int, q, k, v) -> np.ndarray:
-    """One head: softmax(mask(Q_h K_h^T / sqrt(d_head))) V_h, each stage its own step."""
-    d = t.dims.d_head
-    cols, p = slice(h * d, (h + 1) * d), f"attn.h{h}"
+    """One head: softmax(mask(Q_h K_h^T / sqrt(d_k))) V_h, each stage its own step. Q_h, K_h
+    are d_k columns wide, V_h d_v."""
+    dk, dv = t.dims.d_k, t.dims.d_v
+    cols, vcols, p = slice(h * dk, (h + 1) * dk), slice(h * dv, (h + 1) * dv), f"attn.h{h}"
     scores = t(f"{p}.scores", lambda: q[:, cols] @ k[:, cols].T)
     scaled = scores
     if t.opts.attention_scale == "sqrt_dk":
-        scaled = t(f"{p}.scaled", lambda: scores / math.sqrt(d))
-    masked = t(f"{p}.masked", lambda: causal_mask(scaled)) if t.opts.causal else scaled
+        scaled = t(f"{p}.scaled", lambda: scores / math.sqrt(dk))
+    masked = scaled
+    if t.opts.causal or t.opts.padding:
+        masked = t(f"{p}.masked", lambda: mask(scaled, t.opts.causal, t.pad))
     weights = t(f"{p}.weights", lambda: softmax(masked))
-    return t(f"{p}.out", lambda: weights @ v[:, cols])
+    return t(f"{p}.out", lambda: weights @ v[:, vcols])
 
 
 def causal_mask(s: np.ndarray) -> np.ndarray:
     """-inf where j > i: position i attends only to itself and earlier positions."""
     return np.where(np.triu(np.ones(s.shape, dtype=bool), k=1), -np.inf, s)
+
+
+def mask(s: np.ndarray, causal: bool, pad: np.ndarray | None) -> np.ndarray:
+    """-inf where j > i (causal) and in every column of a padding key (pad[j] true)."""
+    out = causal_mask(s) if causal else s.copy()
+    if pad is not None:
+        out[:, pad] = -np.inf
+    return out
 
 
 def softmax(s: np.ndarray) -> np.ndarray:

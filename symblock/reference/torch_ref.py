@@ -38,9 +38,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from symblock.engine.steps import attention_steps, computed_steps, step_names
+from symblock.engine.steps import (DROPPED, attention_steps, batch_index, batch_prefixes, computed_steps,
+                                   step_names)
+from symblock.reference.torch_attention import TOLERANCE, ModuleMismatch, check_attention  # noqa: F401
 
-TOLERANCE = 1e-9  # module vs captured steps (absolute and relative)
 
 __all__ = ["forward", "encoder_layer_output", "encoder_layer_unsupported",
            "TorchNotInstalled", "ModuleMismatch", "ZeroVarianceError"]
@@ -48,10 +49,6 @@ __all__ = ["forward", "encoder_layer_output", "encoder_layer_unsupported",
 
 class TorchNotInstalled(ImportError):
     """torch is an optional extra: `pip install symblock[torch]`."""
-
-
-class ModuleMismatch(AssertionError):
-    """A torch module's own result differs from the steps captured piece by piece."""
 
 
 class ZeroVarianceError(ValueError):
@@ -88,7 +85,9 @@ def forward(spec) -> dict[str, np.ndarray]:
 
 
 class _Run:
-    """One forward pass; `put` records a step unless it is given or not needed."""
+    """One forward pass; `put` records a step unless it is given or not needed. A batch works
+    each sequence in turn (`prefix` b0., b1., …); the attention module then runs on the whole
+    batch at once, with torch's `key_padding_mask`."""
 
     def __init__(self, spec, torch):
         self.spec, self.torch = spec, torch
@@ -97,26 +96,42 @@ class _Run:
         self.eps = float(self.opts.eps)
         self.given = {name: self.tensor(m) for name, m in spec.given.items()}
         self.todo = set(computed_steps(self.dims, self.opts, set(spec.given)))
+        self.masks = {name: self.tensor(m) for name, m in spec.dropout_masks.items()}
+        self.keep = 1.0 / (1.0 - float(spec.dropout_p))
         self.vals: dict[str, Any] = {}
         self._mha, self._q_scale = None, 1.0
+        self.prefix, self.sources = "", []
+        # nn.MultiheadAttention projects to d_model/heads per head; other widths: SDPA per head
+        d, h = self.dims.d_model, self.dims.heads
+        self.standard = d % h == 0 and self.dims.d_k == self.dims.d_v == d // h
 
     # -- helpers
     def tensor(self, matrix):
         return self.torch.from_numpy(_to_float(matrix))
 
     def __getitem__(self, name: str):
-        return self.vals[name]
+        return self.vals[self.prefix + name]
 
     def put(self, name: str, compute: Callable[[], Any]) -> str:
-        if name in self.given:
-            self.vals[name] = self.given[name]
-        elif name in self.todo:
+        """Record step `name` of the current sequence; returns the name its readers read
+        (`<name>.dropped` when a dropout mask sits on it: mask ⊙ value / (1 − p))."""
+        full = self.prefix + name
+        if full in self.given:
+            self.vals[full] = self.given[full]
+        elif full in self.todo:
             value = compute()
             if value.dtype != self.torch.float64 or value.dim() != 2:
-                raise TypeError(f"{name}: expected a 2-D float64 tensor, got {value.dtype} "
+                raise TypeError(f"{full}: expected a 2-D float64 tensor, got {value.dtype} "
                                 f"{tuple(value.shape)}")
-            self.vals[name] = value
-        return name
+            self.vals[full] = value
+        if full not in self.masks:
+            return name
+        dropped = full + DROPPED
+        if dropped in self.given:
+            self.vals[dropped] = self.given[dropped]
+        elif dropped in self.todo:
+            self.vals[dropped] = self.masks[full] * self.vals[full] * self.keep
+        return name + DROPPED
 
     def param(self, name: str):
         """A parameter in torch layout: weights (out, in), vectors 1-D; None when absent."""
@@ -137,24 +152,33 @@ class _Run:
 
     # -- the block, as DESIGN.md draws it
     def run(self) -> dict[str, np.ndarray]:
+        for prefix, X, pad in self.spec.sequences():
+            self.prefix = prefix
+            self.sequence(X)
+        self.prefix = ""
+        if all(p + s in self.todo for p in batch_prefixes(self.dims)
+               for s in attention_steps(self.dims, self.opts)):
+            check_attention(self)
+        return {name: self.vals[name].detach().numpy().astype(np.float64, copy=True)
+                for name in step_names(self.dims, self.opts) if name in self.vals}
+
+    def sequence(self, X) -> None:
         o = self.opts
-        self.put("x", lambda: self.tensor(self.spec.X))
+        x = self.put("x", lambda: self.tensor(X))
         if o.norm_position == "pre":
-            a = self.attention(self.norm("norm1", "x", "ln1"))
-            self.put("resid1", lambda: self["x"] + self[a])
+            a = self.attention(self.norm("norm1", x, "ln1"))
+            self.put("resid1", lambda: self[x] + self[a])
             f = self.ffn(self.norm("norm2", "resid1", "ln2"))
             self.put("resid2", lambda: self["resid1"] + self[f])
             last = self.norm("norm_final", "resid2", "ln_final") if o.final_norm else "resid2"
         else:
-            a = self.attention("x")
-            self.put("resid1", lambda: self["x"] + self[a])
+            a = self.attention(x)
+            self.put("resid1", lambda: self[x] + self[a])
             h1 = self.norm("norm1", "resid1", "ln1")
             f = self.ffn(h1)
             self.put("resid2", lambda: self[h1] + self[f])
             last = self.norm("norm2", "resid2", "ln2")
         self.put("output", lambda: self[last])
-        return {name: self.vals[name].detach().numpy().astype(np.float64, copy=True)
-                for name in step_names(self.dims, self.opts) if name in self.vals}
 
     def norm(self, name: str, src: str, ln: str) -> str:
         torch, eps, d = self.torch, self.eps, self.dims.d_model
@@ -197,13 +221,14 @@ class _Run:
                 what = "standard deviation" if self.opts.norm == "layernorm" else "RMS"
                 raise ZeroVarianceError(f"{name}: row {zero[0]} has {what} 0 (ε = {self.opts.eps}); "
                                         "the norm would divide by zero")
-            return composed() if any(s in self.given for s in stats) else module()
+            return composed() if any(self.prefix + s in self.given for s in stats) else module()
 
         self.put(name, compute)
         return name
 
     def mha(self):
-        """The `nn.MultiheadAttention` holding this block's attention weights (built once)."""
+        """The `nn.MultiheadAttention` holding this block's attention weights (built once;
+        standard widths d_k = d_v = d_model/heads only)."""
         if self._mha is not None:
             return self._mha
         torch, d, dh = self.torch, self.dims.d_model, self.dims.d_head
@@ -234,53 +259,61 @@ class _Run:
         # nn.MultiheadAttention's boolean attn_mask: True = masked (not allowed to attend).
         return self.torch.triu(self.torch.ones(n, n, dtype=self.torch.bool), diagonal=1)
 
+    def padding_mask(self):
+        """torch's key_padding_mask, (batch, seq_len): True = a padding key."""
+        rows = self.spec.key_padding_mask
+        return None if not rows else self.torch.tensor([list(r) for r in rows], dtype=self.torch.bool)
+
+    def mask_scores(self, s):
+        """−∞ where a causal or padding mask forbids attending (the same masks the module gets)."""
+        if self.opts.causal:
+            s = s.masked_fill(self.causal_mask(), float("-inf"))
+        pad = self.padding_mask()
+        if pad is not None:
+            s = s.masked_fill(pad[batch_index(self.prefix + "x")].unsqueeze(0), float("-inf"))
+        return s
+
+    def projection(self, i: int, src: str):
+        F, d = self.F, self.dims.d_model
+
+        def compute():
+            if not self.standard:
+                return self.linear(f"W_{'QKV'[i]}", f"b_{'QKV'[i]}")(self[src])
+            mha = self.mha()
+            rows = slice(i * d, (i + 1) * d)
+            b = None if mha.in_proj_bias is None else mha.in_proj_bias[rows]
+            out = F.linear(self[src], mha.in_proj_weight[rows], b)
+            return out / self._q_scale if i == 0 and self._q_scale != 1.0 else out
+        return compute
+
     def attention(self, src: str) -> str:
-        torch, F, o = self.torch, self.F, self.opts
-        d, dh, heads = self.dims.d_model, self.dims.d_head, self.dims.heads
-
-        def proj(i: int):
-            def compute():
-                mha = self.mha()
-                rows = slice(i * d, (i + 1) * d)
-                b = None if mha.in_proj_bias is None else mha.in_proj_bias[rows]
-                out = F.linear(self[src], mha.in_proj_weight[rows], b)
-                return out / self._q_scale if i == 0 and self._q_scale != 1.0 else out
-            return compute
-
+        torch, o = self.torch, self.opts
+        dk, dv, heads = self.dims.d_k, self.dims.d_v, self.dims.heads
+        self.sources.append(self.prefix + src)
         for i, p in enumerate("qkv"):
-            self.put(f"attn.{p}", proj(i))
+            self.put(f"attn.{p}", self.projection(i, src))
         outs = []
         for h in range(heads):
-            cols = slice(h * dh, (h + 1) * dh)
+            cols, vcols = slice(h * dk, (h + 1) * dk), slice(h * dv, (h + 1) * dv)
             prev = self.put(f"attn.h{h}.scores",
                             lambda cols=cols: self["attn.q"][:, cols] @ self["attn.k"][:, cols].T)
             if o.attention_scale != "none":
-                prev = self.put(f"attn.h{h}.scaled", lambda prev=prev: self[prev] / math.sqrt(dh))
-            if o.causal:
-                prev = self.put(f"attn.h{h}.masked", lambda prev=prev: self[prev].masked_fill(
-                    self.causal_mask(), float("-inf")))
+                prev = self.put(f"attn.h{h}.scaled", lambda prev=prev: self[prev] / math.sqrt(dk))
+            if o.causal or o.padding:
+                prev = self.put(f"attn.h{h}.masked", lambda prev=prev: self.mask_scores(self[prev]))
             wts = self.put(f"attn.h{h}.weights", lambda prev=prev: torch.softmax(self[prev], dim=-1))
             outs.append(self.put(f"attn.h{h}.out",
-                                 lambda wts=wts, cols=cols: self[wts] @ self["attn.v"][:, cols]))
+                                 lambda wts=wts, vcols=vcols: self[wts] @ self["attn.v"][:, vcols]))
         heads_out = outs[0]
         if heads > 1:
             heads_out = self.put("attn.concat", lambda: torch.cat([self[n] for n in outs], dim=-1))
-        self.put("attn.out", lambda: self.mha().out_proj(self[heads_out]) if o.out_proj
-                 else self[heads_out])
-        if all(s in self.todo for s in attention_steps(self.dims, o)):
-            self.check_mha(src)
-        return "attn.out"
 
-    def check_mha(self, src: str) -> None:
-        """Run the real module end to end; it must agree with the captured steps."""
-        x = self[src].unsqueeze(0)  # batch of one, batch_first
-        mask = self.causal_mask() if self.opts.causal else None
-        out, weights = self.mha()(x, x, x, attn_mask=mask, need_weights=True,
-                                  average_attn_weights=False)
-        _agree("nn.MultiheadAttention output vs attn.out", out[0], self["attn.out"])
-        for h in range(self.dims.heads):
-            _agree(f"nn.MultiheadAttention weights of head {h} vs attn.h{h}.weights",
-                   weights[0, h], self[f"attn.h{h}.weights"])
+        def out():
+            if not o.out_proj:
+                return self[heads_out]
+            return self.mha().out_proj(self[heads_out]) if self.standard \
+                else self.linear("W_O", "b_O")(self[heads_out])
+        return self.put("attn.out", out)
 
     def ffn(self, src: str) -> str:
         F, act = self.F, self.opts.activation
@@ -291,19 +324,10 @@ class _Run:
               "gelu_tanh": lambda t: F.gelu(t, approximate="tanh"), "silu": F.silu,
               "swiglu": F.silu, "geglu": lambda t: F.gelu(t, approximate="none")}[act]
         if self.opts.gated:
-            self.put("ffn.act", lambda: fn(self["ffn.hidden"]) * self["ffn.gate"])
+            a = self.put("ffn.act", lambda: fn(self["ffn.hidden"]) * self["ffn.gate"])
         else:
-            self.put("ffn.act", lambda: fn(self["ffn.hidden"]))
-        self.put("ffn.out", lambda: self.linear("W_2", "b_2")(self["ffn.act"]))
-        return "ffn.out"
-
-
-def _agree(what: str, got, want) -> None:
-    a, b = got.detach().numpy(), want.detach().numpy()
-    if a.shape != b.shape or not np.allclose(a, b, rtol=TOLERANCE, atol=TOLERANCE):
-        diff = np.max(np.abs(a - b)) if a.shape == b.shape else "shapes differ"
-        raise ModuleMismatch(f"{what}: largest difference {diff} (tolerance {TOLERANCE})\n"
-                             f"module:\n{a}\ncaptured:\n{b}")
+            a = self.put("ffn.act", lambda: fn(self["ffn.hidden"]))
+        return self.put("ffn.out", lambda: self.linear("W_2", "b_2")(self[a]))
 
 
 # ---------------------------------------------------------------- nn.TransformerEncoderLayer
@@ -313,12 +337,15 @@ def encoder_layer_unsupported(spec) -> str | None:
     o = spec.options
     reasons = [
         (bool(spec.given), "some steps are given"),
-        (spec.X is None, "the input x is given"),
+        (any(X is None for _, X, _ in spec.sequences()), "the input x is given"),
         (o.norm != "layernorm", "the layer only has LayerNorm"),
         (o.activation not in ("relu", "gelu"), "the layer only has relu or (erf) gelu"),
         (o.attention_scale != "sqrt_dk", "the layer always scales scores by 1/sqrt(d_head)"),
         (not o.out_proj, "the layer always has an output projection"),
         (o.final_norm, "the layer has no final norm"),
+        (spec.dims.d_k != spec.dims.d_model // spec.dims.heads or spec.dims.d_k != spec.dims.d_v
+         or spec.dims.d_model % spec.dims.heads, "the layer projects to d_model/heads per head"),
+        (bool(spec.dropout_masks), "the layer draws its own dropout masks"),
     ]
     return next((why for bad, why in reasons if bad), None)
 
@@ -378,13 +405,16 @@ def encoder_layer_output(spec, *, fast_path: bool = False) -> np.ndarray | None:
             layer.linear2.bias.copy_(param("b_2", (d,)))
             layer.norm1.bias.copy_(param("ln1.beta", (d,)))
             layer.norm2.bias.copy_(param("ln2.beta", (d,)))
-    x = torch.from_numpy(_to_float(spec.X)).unsqueeze(0)
+    seqs = spec.sequences()
+    x = torch.stack([torch.from_numpy(_to_float(X)) for _, X, _ in seqs])
     n = dims.seq_len
     mask = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1) if o.causal else None
-    if fast_path:
+    pad = torch.tensor([list(p) for _, _, p in seqs]) if spec.key_padding_mask else None
+    if fast_path:  # (with a padding mask the fused kernel returns 0 at padded positions)
         with torch.no_grad():
-            out = layer(x, src_mask=mask)
+            out = layer(x, src_mask=mask, src_key_padding_mask=pad)
     else:
         with torch.enable_grad():
-            out = layer(x, src_mask=mask)
-    return out[0].detach().numpy().astype(np.float64, copy=True)
+            out = layer(x, src_mask=mask, src_key_padding_mask=pad)
+    out = out.detach().numpy().astype(np.float64, copy=True)
+    return out if dims.batch else out[0]

@@ -88,7 +88,9 @@ def run(spec: BlockSpec, tol: float = 1e-9, require_torch: bool = False,
         res = backends["torch"] = compare(want, got, "torch", tol, problems)
         layer = torch_ref.encoder_layer_output(spec)
         if layer is not None:
-            d = max_abs_diff(want["output"], layer)
+            from symblock.engine.steps import batch_prefixes
+            ours = [want[f"{p}output"] for p in batch_prefixes(spec.dims)]
+            d = max_abs_diff(np.stack(ours) if spec.dims.batch else ours[0], layer)
             res.note = f"nn.TransformerEncoderLayer output differs by {d:.3g}"
             if not d <= tol:
                 problems.append(f"nn.TransformerEncoderLayer output differs by {d:.3g}")

@@ -13,6 +13,7 @@ from decimal import Context, Decimal
 from fractions import Fraction
 
 from symblock.engine import exact
+from symblock.engine.steps import split_batch
 from symblock.sheets.lang import TEXTS
 
 MAX_EXACT_PLACES = 6        # a terminating decimal up to this many places is shown exactly
@@ -146,6 +147,8 @@ def grid(rows: int, cols: int, places: int) -> str:
 def param_symbol(name: str) -> str:
     if name == "X":
         return "X"
+    if name.endswith(".X"):  # a batch's input: b1.X
+        return f"X^{{({name[:-2]})}}"
     if "." in name:
         ln, part = name.split(".")
         tag = {"ln1": "1", "ln2": "2", "ln_final": "f"}[ln]
@@ -188,9 +191,19 @@ class _Builder:
         eps = sympy.latex(sympy.sympify(o.eps))
         scale = self.t("conv_scale", d.d_head) if o.attention_scale == "sqrt_dk" else self.t("conv_noscale")
         cols = r"1, \dots, d" if d.heads == 1 else r"h d_k + 1, \dots, (h + 1) d_k"
+        if d.heads * d.d_k != d.d_model or d.d_k != d.d_v:  # issue 15: other projection widths
+            cols = rf"h d_k + 1, \dots, (h + 1) d_k\ (d_k = {d.d_k};\ V\!: d_v = {d.d_v})"
         out = [self.t("conv_rows", d.seq_len, d.d_model), self.t("conv_attn", scale, cols)]
         if o.causal:
             out.append(self.t("conv_mask"))
+        if o.padding:  # issue 15: the key padding mask, shown like the causal one
+            rows = self.spec.key_padding_mask
+            keys = [", ".join(str(j + 1) for j, p in enumerate(r) if p) or "—" for r in rows]
+            out.append(self.t("conv_padding", keys[0] if len(rows) == 1 else
+                              "; ".join(f"b{b}: {k}" for b, k in enumerate(keys))))
+        if o.dropout:
+            import sympy as _s
+            out.append(self.t("conv_dropout", _s.latex(self.spec.dropout_p)))
         out.append(self.t(f"conv_{o.norm}", eps))
         if o.norm_position == "post":
             out.append(self.t("conv_post"))
@@ -220,7 +233,8 @@ class _Builder:
         if o.gated and self.T is not TEXTS["en"]:
             act += "（门控）"
         return self.t("describe", n=d.seq_len, d=d.d_model, f=d.d_ff, heads=heads, order=order,
-                      norm=norm, act=act, mask=self.t("mask_on" if o.causal else "mask_off"))
+                      norm=norm, act=act, mask=self.t("mask_on" if o.causal else "mask_pad" if o.padding
+                                                      else "mask_off"))
 
     def data(self) -> list[dict]:
         """The given matrices: the input X first, then parameters, then given steps."""
@@ -232,7 +246,10 @@ class _Builder:
         first = [item(s.name, step_symbol(s), s.value, "step", s.given) for s in steps if s.name == "x"]
         params = [item(p, param_symbol(p), self.trace.params[p], "param", False) for p in self.ex.data_params]
         rest = [item(s.name, step_symbol(s), s.value, "step", s.given) for s in steps if s.name != "x"]
-        return first + params + rest
+        from symblock.engine.matrix import Mat
+        masks = [item(f"dropout.masks.{n}", rf"D_{{\mathrm{{{n}}}}}", Mat.from_sympy(m), "param", False)
+                 for n, m in self.spec.dropout_masks.items()]  # the fixed dropout masks, given
+        return first + params + masks + rest
 
     def task(self, i: int, name: str) -> dict:
         step = self.trace[name]
@@ -246,10 +263,13 @@ class _Builder:
 
     # -- prose: what is computed
     def what(self, step) -> Safe:
-        name = step.name
+        name = split_batch(step.name)[1]  # a batch's b1.attn.q reads as attn.q
+        if name.endswith(".dropped"):
+            return self.t("s.dropped", src=self.symbol(step.inputs[0]))
         parts = name.split(".")
         if name.startswith("attn.h"):
-            return self.t(f"s.{parts[2]}", h=int(parts[1][1:]))
+            pad = "_pad" if parts[2] == "masked" and self.o.padding and not self.o.causal else ""
+            return self.t(f"s.{parts[2]}{pad}", h=int(parts[1][1:]))
         if name.startswith("norm"):
             src = self.symbol(step.inputs[0])
             norm = "LayerNorm" if self.o.norm == "layernorm" else "RMSNorm"
@@ -266,8 +286,10 @@ class _Builder:
 
     # -- work shown: a list of (prose or None, display math or None)
     def work(self, step) -> list[tuple[str | None, str | None]]:
-        name = step.name
+        name = split_batch(step.name)[1]
         last = name.rsplit(".", 1)[-1]
+        if last == "dropped":
+            return [(self.t("dropped_text"), None)]
         if name in ("attn.q", "attn.k", "attn.v", "ffn.hidden", "ffn.gate", "ffn.out") or \
                 (name == "attn.out" and self.o.out_proj):
             return self.work_linear(step)
@@ -342,7 +364,7 @@ class _Builder:
 
     def work_scores(self, step, h: int) -> list:
         lo, hi = h * self.dims.d_head, (h + 1) * self.dims.d_head
-        q, k = self.value("attn.q").cols(lo, hi), self.value("attn.k").cols(lo, hi)
+        q, k = (self.value(n).cols(lo, hi) for n in step.inputs)
         out = []
         sub = self._substitute(step_symbol(step), [(f"Q_{h}", q), (rf"K_{h}^{{\top}}", k.T)])
         if sub:
@@ -363,6 +385,8 @@ class _Builder:
         return [(self.t("scale_text", c), None), (None, first)]
 
     def work_masked(self, step, h: int) -> list:
+        if self.o.padding:
+            return [(self.t("pad_text" if not self.o.causal else "mask_pad_text"), None)]
         return [(self.t("mask_text"), None)]
 
     def work_weights(self, step, h: int) -> list:
@@ -384,8 +408,8 @@ class _Builder:
                 (None, r"\begin{aligned} " + r" \\ ".join(lines) + r" \end{aligned}")]
 
     def work_out(self, step, h: int) -> list:
-        lo, hi = h * self.dims.d_head, (h + 1) * self.dims.d_head
-        p, v = self.value(f"attn.h{h}.weights"), self.value("attn.v").cols(lo, hi)
+        lo, hi = h * self.dims.d_v, (h + 1) * self.dims.d_v
+        p, v = self.value(step.inputs[0]), self.value(step.inputs[1]).cols(lo, hi)
         out = []
         sub = self._substitute(step_symbol(step), [(f"P_{h}", p), (f"V_{h}", v)])
         if sub:
@@ -518,7 +542,7 @@ class _Builder:
     def work_act(self, step) -> list:
         act = self.o.activation
         base = {"swiglu": "silu", "geglu": "gelu"}.get(act, act)
-        z = self.value("ffn.hidden")
+        z = self.value(step.inputs[0])
         out = [(self.t(f"act_{base}") + (" " + self.t("gated") if self.o.gated else ""), None)]
         from symblock.engine.block import ACTIVATIONS
         fn = ACTIVATIONS[act][1]
@@ -526,7 +550,7 @@ class _Builder:
         ops = [num(e, self.places) for e in row]
         approx = any(a for _, a in ops)
         if self.o.gated:
-            g = self.value("ffn.gate").rows[0]
+            g = self.value(step.inputs[1]).rows[0]
             gops = [operand(e, self.places) for e in g]
             approx = approx or any(a for _, a in gops)
             terms = [rf"\mathrm{{{fn}}}({t}) \cdot {tg}" for (t, _), (tg, _) in zip(ops, gops)]

@@ -27,19 +27,30 @@ def _t(m):
 def torch_grads(s, loss: str, target=None):
     """The block written directly in torch (functional ops, torch's own LayerNorm/RMSNorm and
     scaled_dot_product_attention), autograd to every parameter, X and the module-level steps.
-    A given step is a constant tensor, as in the exact engine."""
+    A given step is a constant tensor, as in the exact engine. A batch runs each sequence with
+    its step prefix (b0., b1.); a key padding mask and fixed dropout masks as torch applies them."""
     o, d = s.options, s.dims
     leaves = {k: _t(v).requires_grad_() for k, v in s.params.items()}
     given = {k: _t(v) for k, v in s.given.items()}
-    if s.X is not None:
-        leaves["X"] = _t(s.X).requires_grad_()
+    for prefix, X, _ in s.sequences():
+        if X is not None:
+            leaves[f"{prefix}X"] = _t(X).requires_grad_()
     steps = {}
+    keep = 1 / (1 - float(s.dropout_p))
+    prefix = ""
 
     def put(name, fn):
+        name = prefix + name
         v = given[name] if name in given else fn()
         if v.requires_grad:
             v.retain_grad()
         steps[name] = v
+        if name in s.dropout_masks:  # <name>.dropped, what the readers get
+            dropped = name + ".dropped"
+            v = given[dropped] if dropped in given else v * _t(s.dropout_masks[name]) * keep
+            if v.requires_grad:
+                v.retain_grad()
+            steps[dropped] = v
         return v
 
     def lin(x, w, b):
@@ -54,14 +65,29 @@ def torch_grads(s, loss: str, target=None):
             fn = lambda: F.rms_norm(x, (d.d_model,), g, float(o.eps))
         return put(name, fn)
 
-    def attention(x):
-        if "attn.out" in given:
+    def attention(x, pad):
+        if prefix + "attn.out" in given:
             return put("attn.out", None)
         q, k, v = (put(f"attn.{p}", lambda p=p: lin(x, f"W_{p.upper()}", f"b_{p.upper()}")) for p in "qkv")
-        split = lambda m: m.reshape(d.seq_len, d.heads, d.d_head).transpose(0, 1)
-        scale = 1 / math.sqrt(d.d_head) if o.attention_scale == "sqrt_dk" else 1.0
-        heads = F.scaled_dot_product_attention(split(q), split(k), split(v), is_causal=o.causal, scale=scale)
-        cat = heads.transpose(0, 1).reshape(d.seq_len, d.d_model)
+        split = lambda m, w: m.reshape(d.seq_len, d.heads, w).transpose(0, 1)
+        scale = 1 / math.sqrt(d.d_k) if o.attention_scale == "sqrt_dk" else 1.0
+        n = d.seq_len
+        allowed = torch.ones(n, n, dtype=torch.bool)  # SDPA: True = may attend
+        if o.causal:
+            allowed &= torch.ones(n, n, dtype=torch.bool).tril()
+        if pad is not None:
+            allowed &= ~torch.tensor(pad)[None, :]
+        qs, ks, vs = split(q, d.d_k), split(k, d.d_k), split(v, d.d_v)
+        drops = [prefix + f"attn.h{h}.weights" in s.dropout_masks for h in range(d.heads)]
+        if any(drops):  # the weights dropped by a fixed mask: written out per head
+            outs = []
+            for h in range(d.heads):
+                sc = (qs[h] @ ks[h].T * scale).masked_fill(~allowed, float("-inf"))
+                outs.append(put(f"attn.h{h}.weights", lambda sc=sc: torch.softmax(sc, -1)) @ vs[h])
+            heads = torch.stack(outs)
+        else:
+            heads = F.scaled_dot_product_attention(qs, ks, vs, attn_mask=allowed, scale=scale)
+        cat = heads.transpose(0, 1).reshape(n, d.heads * d.d_v)
         return put("attn.out", lambda: lin(cat, "W_O", "b_O") if o.out_proj else cat)
 
     def ffn(x):
@@ -75,17 +101,20 @@ def torch_grads(s, loss: str, target=None):
             u = put("ffn.act", lambda: act(z))
         return put("ffn.out", lambda: lin(u, "W_2", "b_2"))
 
-    x = put("x", lambda: leaves["X"] * 1)
-    if o.norm_position == "pre":
-        r1 = put("resid1", lambda: x + attention(norm("norm1", x, "ln1")))
-        r2 = put("resid2", lambda: r1 + ffn(norm("norm2", r1, "ln2")))
-        y = norm("norm_final", r2, "ln_final") if o.final_norm else r2
-    else:
-        r1 = put("resid1", lambda: x + attention(x))
-        h1 = norm("norm1", r1, "ln1")
-        r2 = put("resid2", lambda: h1 + ffn(h1))
-        y = norm("norm2", r2, "ln2")
-    y = put("output", lambda: y * 1)
+    ys = []
+    for prefix, _, pad in s.sequences():
+        x = put("x", lambda: leaves[f"{prefix}X"] * 1)
+        if o.norm_position == "pre":
+            r1 = put("resid1", lambda: x + attention(norm("norm1", x, "ln1"), pad))
+            r2 = put("resid2", lambda: r1 + ffn(norm("norm2", r1, "ln2")))
+            y = norm("norm_final", r2, "ln_final") if o.final_norm else r2
+        else:
+            r1 = put("resid1", lambda: x + attention(x, pad))
+            h1 = norm("norm1", r1, "ln1")
+            r2 = put("resid2", lambda: h1 + ffn(h1))
+            y = norm("norm2", r2, "ln2")
+        ys.append(put("output", lambda: y * 1))
+    y = torch.cat(ys)  # a batch: the outputs stacked
     if loss == "sum":
         L = y.sum()
     else:
@@ -135,7 +164,7 @@ TARGET = {"seed-post-ln": sympy.Matrix([[1, 0], [0, 1], [sympy.Rational(1, 2), -
 @pytest.mark.parametrize("loss", ["sum", "mse"])
 def test_every_example_every_wrt_matches_torch(example, loss):
     s = spec.load(example)
-    n, d = s.dims.seq_len, s.dims.d_model
+    n, d = s.dims.seq_len * max(s.dims.batch, 1), s.dims.d_model  # a batch: outputs stacked
     target = TARGET.get(example, sympy.Matrix(n, d, lambda i, j: sympy.Rational(i - j, 3)))
     for tgt in ([None, target] if loss == "mse" else [None]):
         assert check_against_torch(s, loss, tgt) >= 5
@@ -195,6 +224,45 @@ def test_random_specs_match_torch(data, loss):
     n, d = s.dims.seq_len, s.dims.d_model
     target = sympy.Matrix(n, d, lambda i, j: (i + 2 * j) % 3 - 1) if loss == "mse" else None
     check_against_torch(s, loss, target)
+
+
+@st.composite
+def attention_form_specs(draw):
+    """Issue 15's options: widths d_k, d_v, a padding mask, a batch, fixed dropout masks."""
+    data = draw(random_specs())
+    dims, o = data["dims"], data["block"]
+    o["eps"] = "1/10"
+    d_v = draw(st.integers(1, 2))
+    dims |= {"d_k": draw(st.integers(1, 3)), "d_v": d_v}
+    if not o["out_proj"]:
+        dims["d_model"] = dims["heads"] * d_v
+        data.pop("weights", None)
+    n, batch = dims["seq_len"], draw(st.integers(0, 2))
+    rows = [[False] + [draw(st.booleans()) for _ in range(n - 1)] for _ in range(max(batch, 1))]
+    data["inputs"] = {"key_padding_mask": rows if batch else rows[0]}
+    if batch:
+        data["inputs"]["X"] = [[[draw(st.integers(-2, 2)) for _ in range(dims["d_model"])] for _ in range(n)]
+                               for _ in range(batch)]
+    prefix = "b0." if batch else ""
+    if draw(st.booleans()):
+        f = dims["d_ff"]
+        data["dropout"] = {"p": "1/4", "masks": {
+            f"{prefix}ffn.act": [[draw(st.integers(0, 1)) for _ in range(f)] for _ in range(n)],
+            f"{prefix}attn.h0.weights": [[draw(st.integers(0, 1)) for _ in range(n)] for _ in range(n)]}}
+    return data
+
+
+@settings(**SETTINGS)
+@given(attention_form_specs(), st.sampled_from(["sum", "mse"]))
+def test_attention_forms_match_torch_autograd(data, loss):
+    s = spec.from_mapping(data)
+    check = block.forward(s)
+    if s.options.activation == "relu":
+        assume(all(v == 0 or abs(v) > 1e-9 for st in check if st.name.endswith("ffn.hidden")
+                   for r in st.value.floats() for v in r))
+    n, d = s.dims.seq_len * max(s.dims.batch, 1), s.dims.d_model
+    target = sympy.Matrix(n, d, lambda i, j: (i + 2 * j) % 3 - 1) if loss == "mse" else None
+    assert check_against_torch(s, loss, target) >= 5
 
 
 def test_float64_loses_digits_at_tiny_sigma():

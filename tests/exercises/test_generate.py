@@ -302,7 +302,7 @@ def test_worksheet_random_flags_reach_the_variants(tmp_path):
     spec_file.write_text('title: "Easy"\nrandom: {seed: 1}\n')
     assert main(["worksheet", str(spec_file), "--difficulty", "easy", "--variants", "2", "--seed", "3",
                  "--format", "markdown", "--out", str(tmp_path / "set")]) == 0
-    ids = sorted(p.name for p in (tmp_path / "set").iterdir())
+    ids = sorted(p.name for p in (tmp_path / "set").iterdir() if p.is_dir())  # and manifest.yaml
     assert len(ids) == 2
     for ident in ids:  # easy: Post-LN, one head, d_model 3
         key = (tmp_path / "set" / ident / "key.md").read_text()

@@ -34,7 +34,17 @@ SPEC_B = """\
       X: [[2, 0, 1, -1], [1, 1, 0, 2]]
     random: {seed: 5, low: -1, high: 1}
     """
-SPECS = {"A": SPEC_A, "B": SPEC_B}
+# A batch of two padded sequences, d_model = 3 projected to d_k = d_v = 2, a fixed dropout mask.
+SPEC_C = """\
+    dims: {seq_len: 3, d_model: 3, d_ff: 2, heads: 1, d_k: 2, d_v: 2}
+    block: {norm_position: post, norm: layernorm, eps: "1/10", activation: relu}
+    inputs:
+      X: [[[1, 0, 2], [0, 1, -1], [2, -1, 0]], [[1, 1, 0], [-1, 2, 1], [0, 1, 1]]]
+      key_padding_mask: [[false, false, true], [false, true, false]]
+    dropout: {p: "1/2", masks: {b0.ffn.act: [[1, 0], [1, 1], [0, 1]]}}
+    random: {seed: 3, low: -1, high: 1}
+    """
+SPECS = {"A": SPEC_A, "B": SPEC_B, "C": SPEC_C}
 
 
 @pytest.fixture(scope="module")
@@ -82,8 +92,39 @@ def head(T, h, dk=3):
     return T["attn.q"][:, h * dk:(h + 1) * dk], T["attn.k"][:, h * dk:(h + 1) * dk]
 
 
+def query_padded(s, pad):
+    s = s.copy()
+    s[np.array(pad), :] = -np.inf
+    return s
+
+
+def softmax_dead_rows_zero(s):
+    """Row softmax; a row with every entry −∞ (a padded query masked) written as zeros."""
+    with np.errstate(invalid="ignore"):
+        w = softmax_rows(s)
+    return np.where(np.isnan(w), 0.0, w)
+
+
+PAD_C = [[False, False, True], [False, True, False]]
+DROP_C = np.array([[1, 0], [1, 1], [0, 1]], dtype=float)
+
 # (id, spec, step, expected code, planted value from truth T and params P)
 PLANTED = [
+    ("scale-approx", "A", "attn.h0.scaled", "scale_approximated", lambda T, P: T["attn.h0.scores"] / 1.73),
+    ("scale-approx-weights", "A", "attn.h1.weights", "scale_approximated",
+     lambda T, P: softmax_rows(causal(T["attn.h1.scores"] * 0.577, -np.inf))),
+    ("padding-missing", "C", "b0.attn.h0.weights", "padding_mask_missing",
+     lambda T, P: softmax_rows(T["b0.attn.h0.scaled"])),
+    ("padding-missing-masked", "C", "b1.attn.h0.masked", "padding_mask_missing",
+     lambda T, P: T["b1.attn.h0.scaled"]),
+    ("padding-on-queries", "C", "b0.attn.h0.masked", "padding_on_queries",
+     lambda T, P: query_padded(T["b0.attn.h0.scaled"], PAD_C[0])),
+    ("padding-on-queries-weights", "C", "b1.attn.h0.weights", "padding_on_queries",
+     lambda T, P: softmax_dead_rows_zero(query_padded(T["b1.attn.h0.scaled"], PAD_C[1]))),
+    ("dropout-no-rescale", "C", "b0.ffn.act.dropped", "dropout_no_rescale",
+     lambda T, P: T["b0.ffn.act"] * DROP_C),
+    ("no-activation-out-dropped", "C", "b0.ffn.out", "activation_missing",
+     lambda T, P: (T["b0.ffn.hidden"] * DROP_C * 2) @ P["W_2"]),
     ("sample-var", "A", "norm1.var", "ln_sample_variance",
      lambda T, P: ((T["resid1"] - T["resid1"].mean(1, keepdims=True)) ** 2).sum(1, keepdims=True) / 5),
     ("sample-var-norm", "A", "norm1", "ln_sample_variance",
@@ -231,10 +272,13 @@ def test_rounding_slip(tmp_path, capsys, worlds):
     v = np.round(T["attn.h0.scaled"], 3)
     v[1, 0] += 0.001  # one unit in the last place off
     rc, data, steps = check(tmp_path, capsys, spec_path, {"attn.h0.scaled": v}, places=3)
-    assert steps["attn.h0.scaled"]["status"] == "wrong"
-    assert steps["attn.h0.scaled"]["diagnosis"] == ["rounding"]
+    assert steps["attn.h0.scaled"]["status"] == "slip"   # its own lighter status, ok stays true
+    assert steps["attn.h0.scaled"]["diagnosis"] == ["rounding"] and data["ok"] and rc == 0
+    marks = [e["mark"] for e in steps["attn.h0.scaled"]["entries"]]
+    assert marks.count("slip") == 1 and marks.count("correct") == len(marks) - 1
     v[1, 0] += 0.001  # two units: not a rounding slip
     rc, data, steps = check(tmp_path, capsys, spec_path, {"attn.h0.scaled": v}, places=3)
+    assert steps["attn.h0.scaled"]["status"] == "wrong"
     assert steps["attn.h0.scaled"]["diagnosis"] == []
 
 
@@ -261,3 +305,25 @@ def test_every_step_of_every_example_checks(tmp_path, capsys, example):
     assert code == 0, [(x["name"], x["status"]) for x in data["steps"] if x["status"] != "correct"]
     assert {x["status"] for x in data["steps"]} == {"correct"}
     assert len(data["steps"]) == len(T)
+
+
+def test_masking_raw_scores_then_scaling_is_correct(tmp_path, capsys, worlds):
+    """Mask first, scale after (DESIGN.md): `.masked` holds the masked raw scores, `.scaled` the
+    scaled masked scores; both are right, and the weights follow."""
+    spec_path, T, P, _ = worlds["A"]
+    m = causal(T["attn.h0.scores"], -np.inf)
+    rc, data, steps = check(tmp_path, capsys, spec_path, {"attn.h0.masked": m, "attn.h0.scaled": m / math.sqrt(3),
+                                                          "attn.h0.weights": T["attn.h0.weights"]})
+    assert rc == 0, steps
+    assert [steps[f"attn.h0.{k}"]["status"] for k in ("scaled", "masked", "weights")] == ["correct"] * 3
+    rc, data, steps = check(tmp_path, capsys, spec_path, {"attn.h0.masked": m / 3})  # not an order
+    assert steps["attn.h0.masked"]["status"] == "wrong"
+
+
+def test_a_padded_batch_checks_step_by_step(tmp_path, capsys, worlds):
+    """Every step of the padded batch with dropout answered from NumPy: all correct; a wrong
+    b1 step is carried into b1's later steps only."""
+    spec_path, T, P, _ = worlds["C"]
+    rc, data, steps = check(tmp_path, capsys, spec_path, dict(T), places=9)
+    assert rc == 0 and {x["status"] for x in data["steps"]} == {"correct"}
+    assert "b0.ffn.act.dropped" in steps and "b1.output" in steps

@@ -1,0 +1,56 @@
+"""Grade a class: every answers file of ANSWERS_DIR against its own variant of the set SET_DIR
+(what `worksheet --variants N` wrote, with its manifest.yaml). Writes gradebook.csv, summary.md
+and feedback/<name>.md into --out (default ANSWERS_DIR/graded), never over existing files
+without --force. Exit 0 when every file was graded, 1 when some could not be (each is named, with
+the reason, in summary.md, gradebook.csv and on the terminal), 2 on bad input.
+
+The argparse glue over `symblock.grading.gradebook` and `classreport`.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("set_dir", metavar="SET_DIR", help="the set: a folder written by `worksheet --variants N`")
+    p.add_argument("answers_dir", metavar="ANSWERS_DIR", help="a folder of answers files (YAML, JSON, CSV), "
+                                                              "each with id: and name:")
+    p.add_argument("--out", metavar="DIR", help="where to write (default ANSWERS_DIR/graded)")
+    p.add_argument("--lang", choices=("en", "zh"), default="en", help="language of summary and feedback")
+    p.add_argument("--carried", default="1", metavar="CREDIT",
+                   help="credit of an entry right from the student's own wrong earlier answer "
+                        "(error carried forward): 0..1 or a percentage (default 1: full credit)")
+    p.add_argument("--rounded", default="9/10", metavar="CREDIT",
+                   help="credit of an entry right but rounded to fewer places than asked (default 9/10)")
+    p.add_argument("--slip", default="1/2", metavar="CREDIT",
+                   help="credit of a rounding slip, one unit off in the last place (default 1/2)")
+    p.add_argument("--force", action="store_true", help="overwrite existing output files")
+    p.add_argument("--max-cost", type=int, metavar="N", help="raise the exact engine's size limit")
+
+
+def run(args) -> int:
+    from symblock.grading import classreport, gradebook, manifest
+    from symblock.grading.policy import Credit, parse_credit
+    from symblock.sheets.worksheet import write_files
+    credit = Credit(parse_credit(args.carried, "--carried"), parse_credit(args.rounded, "--rounded"),
+                    parse_credit(args.slip, "--slip"))
+    man = manifest.read(args.set_dir)
+    answers_dir = Path(args.answers_dir)
+    out = Path(args.out) if args.out else answers_dir / "graded"
+    if not args.force:   # refuse before the work (write_files checks every file again)
+        from symblock.errors import UsageError
+        for name in ("gradebook.csv", "summary.md", "feedback"):
+            if (out / name).exists():
+                raise UsageError(f"--out: {out / name} already exists; use --force to overwrite, or another directory")
+    cls = gradebook.grade(man, gradebook.answer_files(answers_dir), credit, max_cost=args.max_cost)
+    files = {"gradebook.csv": classreport.gradebook_csv(cls),
+             "summary.md": classreport.summary_md(cls, credit, args.lang)}
+    taken: set[str] = set()
+    for g in cls.graded:
+        files[f"feedback/{gradebook.slug(g.name, taken)}.md"] = classreport.feedback_md(g, cls, credit, args.lang)
+    write_files(out, files, force=args.force)
+    print(classreport.summary_text(cls), end="")
+    print(f"wrote {out / 'gradebook.csv'}, {out / 'summary.md'} and {len(cls.graded)} feedback files in "
+          f"{out / 'feedback'}")
+    return 1 if cls.rejected else 0

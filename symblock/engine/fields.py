@@ -1,0 +1,54 @@
+"""Checks of one spec field each, with the message every error shares: `FILE: FIELD: expected …,
+got …`. Used by the spec loader and by every section parser that extends it (model, inputs,
+random constraints), so that all of them word their errors alike."""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from symblock.errors import SpecError
+
+MAX_DIM = 512  # a typo guard for dims; the engine's cost limit (engine/cost.py) is the real one
+
+
+def kind_of(v: Any) -> str:
+    if v is None:
+        return "nothing (null)"
+    if isinstance(v, bool):
+        return f"a boolean ({str(v).lower()})"
+    if isinstance(v, (list, tuple)):
+        return "a list"
+    if isinstance(v, dict):
+        return "a mapping"
+    if isinstance(v, str):
+        return f"the text {v!r}"
+    return f"{v!r}"
+
+
+def check_text(value: Any, source: str, where: str) -> str:
+    """Text that can be written to a UTF-8 file (no lone surrogates such as "\\ud800")."""
+    if not isinstance(value, str):
+        raise SpecError(source, where, f"expected text, got {kind_of(value)}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise SpecError(source, where, f"expected text that UTF-8 can hold; character {e.start} is "
+                        f"{ascii(value[e.start])} (a lone surrogate, or a byte that was not UTF-8)") from None
+    return value
+
+
+def check_keys(data: Mapping, allowed: tuple[str, ...], source: str, where: str) -> None:
+    if not isinstance(data, dict):
+        raise SpecError(source, where, f"expected a mapping, got {kind_of(data)}")
+    for key in data:
+        if key not in allowed:
+            prefix = f"{where}." if where else ""
+            raise SpecError(source, f"{prefix}{key}", f"unknown key; expected one of {', '.join(allowed)}")
+
+
+def int_field(value: Any, source: str, where: str, lo: int = 1, hi: int | None = MAX_DIM) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SpecError(source, where, f"expected a whole number, got {kind_of(value)}")
+    if value < lo or (hi is not None and value > hi):
+        rng = f"{lo}..{hi}" if hi is not None else f">= {lo}"
+        raise SpecError(source, where, f"expected a whole number in {rng}, got {value}")
+    return value

@@ -1,0 +1,151 @@
+"""Grade a class: every answers file of a folder, each against its own variant of a set.
+
+`grade(manifest, files)` reads each file's `id:`, finds the variant the manifest lists, builds that
+variant's exact forward once (a Marker), marks the file and scores its asked tasks (policy.py). A
+file that cannot be graded (no id, an id of another spec or of no variant of the set, a malformed
+file or entry) is kept as a `Rejected` with the reason, never marked against another block.
+The views (gradebook CSV, class summary, feedback) are in classreport.py.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+
+from symblock.errors import SpecError, UsageError
+
+SUFFIXES = (".yaml", ".yml", ".json", ".csv")
+
+
+@dataclass
+class Graded:
+    file: str
+    name: str
+    ident: str
+    result: object                         # marking.CheckResult
+    scores: dict[str, Fraction] = field(default_factory=dict)   # asked step -> points earned
+
+    @property
+    def total(self) -> Fraction:
+        return sum(self.scores.values(), Fraction(0))
+
+
+@dataclass
+class Rejected:
+    file: str
+    name: str
+    ident: str | None
+    reason: str
+
+
+@dataclass
+class Class:
+    manifest: dict
+    graded: list[Graded]
+    rejected: list[Rejected]
+
+    @property
+    def asked(self) -> list[str]:
+        return list(self.manifest["asked"])
+
+    @property
+    def points(self) -> dict[str, int]:
+        return {s: int(self.manifest["points"].get(s, 1)) for s in self.asked}
+
+    @property
+    def max_total(self) -> int:
+        return sum(self.points.values())
+
+
+def answer_files(folder: Path, skip: Path | None = None) -> list[Path]:
+    """The answers files directly inside `folder` (YAML, JSON, CSV), sorted by name."""
+    if not folder.is_dir():
+        raise UsageError(f"{folder}: not a directory (expected a folder of answers files)")
+    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in SUFFIXES
+                  and p.name != "manifest.yaml" and (skip is None or p.resolve() != skip.resolve()))
+
+
+class Variants:
+    """The set's variants by ID, each rebuilt (forward, exercise, Marker) the first time it is needed."""
+
+    def __init__(self, manifest: dict, max_cost: int | None = None):
+        from symblock.exercises import variants
+        self.manifest, self.max_cost = manifest, max_cost
+        self.token = str(manifest["spec_token"])
+        self.seeds = {str(v["id"]): int(v["seed"]) for v in manifest["variants"]}
+        if self.token.startswith("h") and variants.token_of(manifest["spec"]) != self.token:
+            raise SpecError("manifest.yaml", "spec", f"does not give the spec token {self.token} of its IDs "
+                            "(the manifest was edited)")
+        self._markers: dict[str, object] = {}
+
+    def problem(self, ident: str | None) -> str | None:
+        """Why `ident` names no variant of this set (None: it does)."""
+        if not ident:
+            return "no id: (the worksheet ID printed on the sheet) in the file"
+        if ident in self.seeds:
+            return None
+        token = ident.rsplit(".", 1)[0]
+        if token != self.token:
+            return f"id {ident} was made from another spec ({token!r}; this set's spec is {self.token!r})"
+        ids = list(self.seeds)
+        return f"id {ident} is not a variant of this set ({len(ids)} variants, {ids[0]} … {ids[-1]})"
+
+    def marker(self, ident: str):
+        if ident not in self._markers:
+            from symblock.exercises import presets, variants
+            from symblock.exercises.generate import merge_random
+            from symblock.grading.marker import Marker
+            m = self.manifest
+            data = merge_random(m["spec"], m.get("random_flags") or None)
+            got = variants.draw_variant(data, str(m.get("spec_source", "manifest")), self.seeds[ident], self.max_cost)
+            if got is None:
+                raise SpecError("manifest.yaml", "variants", f"{ident}: its seed no longer gives a usable block")
+            ex = presets.choose(got[1], m.get("preset"), loss=m.get("loss"), wrt=m.get("wrt"))
+            if list(ex.ask) != list(m["asked"]):
+                raise SpecError("manifest.yaml", "asked", f"{ident} asks {', '.join(ex.ask)} today")
+            self._markers[ident] = Marker(got[1], ex)
+        return self._markers[ident]
+
+
+def grade(manifest: dict, files: list[Path], credit, max_cost: int | None = None) -> Class:
+    """Mark every file against its own variant and score it; see the module docstring."""
+    from symblock.grading import answers as answers_mod
+    from symblock.grading.answers import Policy
+    pool = Variants(manifest, max_cost)
+    default = Policy(decimals=manifest.get("decimals"))
+    points = {s: int(manifest["points"].get(s, 1)) for s in manifest["asked"]}
+    graded, rejected = [], []
+    for path in files:
+        name, ident = path.stem, None
+        try:
+            data, source = answers_mod.read(path)
+            name = _name(data.get("name")) or path.stem
+            ident = _name(data.get("id"))
+            why = pool.problem(ident)
+            if why:
+                rejected.append(Rejected(path.name, name, ident, why))
+                continue
+            result = pool.marker(ident).mark(data, path.name, default, forms=False)
+        except (SpecError, UsageError) as e:   # this file's input, named; the others are still graded
+            rejected.append(Rejected(path.name, name, ident, str(e)))
+            continue
+        by_name = {s.name: s for s in result.steps}
+        g = Graded(path.name, name, ident, result)
+        g.scores = {s: credit.task(by_name.get(s), n) for s, n in points.items()}
+        graded.append(g)
+    return Class(manifest, graded, rejected)
+
+
+def _name(v) -> str | None:
+    return str(v).strip() or None if v is not None and not isinstance(v, (dict, list)) else None
+
+
+def slug(name: str, taken: set[str]) -> str:
+    """A file name for `name`'s feedback: letters, digits (any script), - and _; unique in `taken`."""
+    base = re.sub(r"[^\w-]+", "-", name, flags=re.UNICODE).strip("-_")[:60] or "student"
+    out, k = base, 2
+    while out.lower() in taken:
+        out, k = f"{base}-{k}", k + 1
+    taken.add(out.lower())
+    return out

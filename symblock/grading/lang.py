@@ -1,0 +1,94 @@
+"""The words of the checker's and grader's reports, in English and Chinese (`--lang zh`).
+
+One table per language; `words(lang)` returns it. Mistake explanations in English live with the
+catalogue (mistakes.EXPLANATIONS); the Chinese ones are here, keyed by the same stable codes.
+"""
+from __future__ import annotations
+
+LANGS = ("en", "zh")
+
+EN = {
+    "status": {"correct": "correct", "wrong": "wrong", "carried": "carried", "missing": "missing",
+               "given": "given", "rounded": "rounded", "slip": "slip"},
+    "mark": {"correct": "ok", "carried": "carried", "rounded": "rounded", "slip": "slip",
+             "wrong": "wrong", "blank": "blank"},
+    "header": "symblock check: {answers} against {spec}",
+    "decimals": "decimals: {n} (an entry written with more places is judged at its own)",
+    "missing": "not answered",
+    "given": "given in the spec",
+    "carried": "right from your own {names} (error carried forward)",
+    "first_break": "← the chain first breaks here",
+    "rounded": "correct, rounded to fewer places than asked",
+    "slip": "a rounding slip (one unit in the last place)",
+    "partial": "{n} of {total} entries answered",
+    "run": "{first} … {last}  ({n} steps not answered)",
+    "entry": "[{row}][{col}]  given {given:<10} expected {expected}{own}  {mark}",
+    "own": "; from your own answers {own}",
+    "blank_entry": "[{row}][{col}]  blank",
+    "diagnosis": "diagnosis: {code} — {explanation}",
+    "no_diagnosis": "diagnosis: none of the catalogued mistakes reproduces these numbers",
+    "ok": "OK: nothing wrong ({counts}).",
+    "not_ok": "NOT OK ({counts}). The chain first breaks at {step}.",
+    "count": "{n} {status}",
+    "sep": ", ",
+}
+
+ZH = {
+    "status": {"correct": "正确", "wrong": "错误", "carried": "沿用", "missing": "未答",
+               "given": "已给", "rounded": "少位", "slip": "舍入"},
+    "mark": {"correct": "对", "carried": "沿用", "rounded": "少位", "slip": "舍入",
+             "wrong": "错", "blank": "空"},
+    "header": "symblock 批改：{answers}，对照 {spec}",
+    "decimals": "小数位数：{n}（多写位数的答案按所写位数评判）",
+    "missing": "未作答",
+    "given": "题目已给出",
+    "carried": "由你自己的 {names} 推得正确（误差传递，不重复扣分）",
+    "first_break": "← 计算链从这里开始出错",
+    "rounded": "正确，但保留的小数位数少于要求",
+    "slip": "舍入失误（末位差一个单位）",
+    "partial": "答了 {n}/{total} 个数",
+    "run": "{first} … {last}（{n} 步未作答）",
+    "entry": "[{row}][{col}]  你的答案 {given:<10} 应为 {expected}{own}  {mark}",
+    "own": "；按你自己前面的答案应为 {own}",
+    "blank_entry": "[{row}][{col}]  空白",
+    "diagnosis": "诊断：{code} — {explanation}",
+    "no_diagnosis": "诊断：已知的常见错误都不能得到这些数",
+    "ok": "通过：没有错误（{counts}）。",
+    "not_ok": "未通过（{counts}）。计算链从 {step} 开始出错。",
+    "count": "{status} {n}",
+    "sep": "，",
+}
+
+EXPLANATIONS_ZH = {
+    "ln_sample_variance": "LayerNorm 的方差除以了 n−1（样本方差），应除以 n",
+    "ln_eps_outside_sqrt": "ε 加在了平方根外面：sqrt(σ²) + ε，应为 sqrt(σ² + ε)",
+    "norm_no_sqrt": "直接除以方差（或均方），忘了开平方",
+    "norm_affine_missing": "归一化之后没有乘 γ、加 β",
+    "rms_as_layernorm": "要求 RMSNorm，却先减去了均值（按 LayerNorm 算了）",
+    "layernorm_as_rms": "要求 LayerNorm，却没有减去均值（按 RMSNorm 算了）",
+    "attn_no_scale": "注意力分数没有除以 sqrt(d_k)",
+    "attn_scale_d_model": "分数除以了 sqrt(d_model)，应除以 sqrt(d_k) = sqrt(d_model / heads)",
+    "attn_scale_no_sqrt": "分数除以了 d_k，应除以 sqrt(d_k)",
+    "scores_transposed": "分数算成了 K Qᵀ，应为 Q Kᵀ",
+    "softmax_wrong_axis": "softmax 沿列做了，应沿每一行做",
+    "mask_after_softmax": "因果掩码放在了 softmax 之后（被遮住的权重置 0，行和不再为 1）",
+    "mask_zero_not_inf": "被遮住的分数设成了 0，应为 −∞（未来位置仍分到了权重）",
+    "mask_missing": "没有加因果掩码（看到了未来位置）",
+    "weight_transposed": "权重矩阵用成了转置（x Wᵀ，应为 x W）",
+    "bias_missing": "没有加偏置向量",
+    "missing_residual": "忘了残差连接：只有子层输出，没有加上它的输入",
+    "norm_order_swapped": "Pre-LN 与 Post-LN 弄反了（归一化放在了子层之前/之后）",
+    "activation_missing": "FFN 中没有用激活函数",
+    "gelu_instead_of_relu": "要求 ReLU，却用了 GELU",
+    "relu_instead_of_gelu": "要求 GELU，却用了 ReLU",
+    "rounding": "末位最多差一个单位：舍入方向错了，或截断而非四舍五入",
+}
+
+
+def words(lang: str = "en") -> dict:
+    return ZH if lang == "zh" else EN
+
+
+def explanation(code: str, lang: str = "en") -> str:
+    from symblock.grading.mistakes import EXPLANATIONS
+    return EXPLANATIONS_ZH[code] if lang == "zh" else EXPLANATIONS[code]

@@ -1,0 +1,73 @@
+"""What the checker walks: the block's steps in forward order and, for a backprop exercise, the
+gradient steps in backward order, each with its true value, the items it reads and how to
+recompute it from a person's own earlier answers (their *chain*).
+
+Forward steps recompute with `onestep.compute`. A gradient dL/d(name) is the sum, over the live
+steps c that read `name`, of c's local backward rule (`calculus.grad.RULES`) applied to dL/dc from
+the chain; the forward values those rules read are the exact trace (a backprop sheet prints them
+as data). So a wrong dL/d(ffn.out) carries into dL/d(ffn.act) exactly as a wrong forward step does.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from symblock.engine.matrix import Mat
+
+
+@dataclass(frozen=True)
+class Item:
+    name: str
+    value: Mat                        # the truth
+    inputs: tuple[str, ...]           # items (and parameters) it is computed from
+    given: bool
+    recompute: Callable[[dict], Mat]  # the item from a chain {name: Mat}
+    diagnosable: bool                 # the mistake catalogue knows this item's slips
+
+
+def forward_items(trace, spec) -> list[Item]:
+    from symblock.grading.onestep import compute
+    return [Item(s.name, s.value, tuple(s.inputs), s.given,
+                 lambda chain, n=s.name: compute(n, chain, spec), True) for s in trace]
+
+
+def backward_items(back, spec) -> list[Item]:
+    """dL/d every live step (backward order), then dL/d each `wrt` parameter."""
+    trace = back.trace
+    live = {g.of for g in back.steps}
+    out = []
+    for g in back.steps:
+        readers = [s for s in trace if s.name in live and g.of in s.inputs]
+        out.append(_grad_item(g, readers, back, spec))
+    for name, g in back.wrt.items():
+        if name not in trace:
+            out.append(_grad_item(g, [s for s in trace if s.name in live and name in s.inputs], back, spec))
+    return out
+
+
+def _grad_item(g, readers: list, back, spec) -> Item:
+    from symblock.calculus.grad import GRAD_PREFIX, RULES, step_kind, zeros
+    trace = back.trace
+
+    def value_of(name):
+        return trace[name].value if name in trace else trace.params.get(name)
+
+    def recompute(chain: dict) -> Mat:
+        total = zeros(*g.value.shape)
+        for s in readers:
+            rule = RULES[step_kind(s.name, spec)][0]
+            part = rule(s, chain[GRAD_PREFIX + s.name], value_of, spec, lambda i: i == g.of).get(g.of)
+            if part is not None:
+                total = total + part
+        return total
+
+    return Item(g.name, g.value, tuple(GRAD_PREFIX + s.name for s in readers), False, recompute, False)
+
+
+def shapes(trace, items: list[Item]) -> dict[str, tuple[int, int]]:
+    """Every name an answers file may use, with its shape (steps.step_shapes plus the items)."""
+    from symblock.engine.steps import step_shapes
+    spec = trace.spec
+    out = step_shapes(spec.dims, spec.options)
+    out.update({i.name: i.value.shape for i in items})
+    return out

@@ -1,0 +1,267 @@
+"""Answers as people really write them: blanks and partial steps, the CSV form, significant
+digits, a program's float32/float64 print-out, fewer places than asked, `id:` in the file, the
+Chinese report, and backprop answers (grad.*) with carried errors.
+
+Truths come from hand-worked numbers (the seed article's block: resid1, norm1.var = 0.811801,
+0.015376, 0.1849) or from NumPy (symblock.reference.numeric, and the FFN gradients written out
+below in NumPy), never from the checker."""
+import json
+import textwrap
+
+import numpy as np
+import pytest
+
+from symblock.cli import main
+from symblock.reference import numeric
+
+RESID1 = [[2.401, 0.599], [1.504, 1.752], [2.576, 1.716]]
+
+
+def check(tmp_path, capsys, text, *args, name="a.yaml", spec="seed-post-ln"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    code = main(["check", *([spec] if spec else []), str(path), "--json", *args])
+    out = capsys.readouterr()
+    assert out.err == "", out.err
+    data = json.loads(out.out)
+    return code, data, {s["name"]: s for s in data["steps"]}
+
+
+def marks(step):
+    return [e["mark"] for e in step["entries"]]
+
+
+# ---------------------------------------------------------------- blanks and partial steps
+
+@pytest.mark.parametrize("value, answered", [
+    ("[[2.401, 0.599], [1.504, null], [2.576, \"\"]]", 4),     # null and "" entries
+    ("[[2.401, 0.599], null, [2.576, 1.716]]", 4),              # a null row
+    ("[[2.401, 0.599], [1.504, 1.752]]", 4),                    # a missing (last) row
+    ("{row: 1, value: [1.504, 1.752]}", 2),                     # one row, counted from 0
+    ("{row: 2, col: 0, value: 2.576}", 1),                      # one entry
+    ("{entries: {\"[0][1]\": 0.599, \"2,1\": 1.716}}", 2),      # an entry map
+])
+def test_partial_steps_mark_what_is_there_and_count_blanks(tmp_path, capsys, value, answered):
+    code, data, steps = check(tmp_path, capsys, f"decimals: 3\nsteps:\n  resid1: {value}\n"
+                                                "  norm1.mean: [[1.5], [1.628], [2.146]]\n")
+    s = steps["resid1"]
+    assert code == 0 and s["status"] == "correct"
+    assert s["blank"] == 6 - answered and marks(s).count("blank") == 6 - answered
+    assert all(e["ok"] for e in s["entries"] if e["mark"] != "blank")
+    # the blanks carry the truth on: norm1.mean (from resid1) is still correct
+    assert steps["norm1.mean"]["status"] == "correct"
+
+
+def test_a_wrong_entry_in_a_partial_step_is_wrong(tmp_path, capsys):
+    code, data, steps = check(tmp_path, capsys, "steps:\n  resid1: {row: 1, value: [1.504, 1.761]}\n")
+    assert code == 1 and steps["resid1"]["status"] == "wrong"
+    assert marks(steps["resid1"]) == ["blank"] * 2 + ["correct", "wrong"] + ["blank"] * 2
+
+
+def test_all_blank_is_missing_and_only_asked_steps_count(tmp_path, capsys):
+    code, data, steps = check(tmp_path, capsys, "steps:\n  resid1: [[null, null], [null, null], [null, null]]\n")
+    assert code == 0 and steps["resid1"]["status"] == "missing"
+    # the seed example asks the full preset: x and output are neither asked nor counted
+    assert steps["x"]["asked"] is False and steps["output"]["asked"] is False
+    assert steps["resid1"]["asked"] is True
+
+
+def test_csv_answers_form(tmp_path, capsys):
+    rows = ["step,row,col,value", "name,,,Ada", "decimals,,,3"]
+    rows += [f"resid1,{i},{j},{v}" for i, r in enumerate(RESID1) for j, v in enumerate(r)]
+    rows += ["norm1.var,0,0,1.624", "norm1.var,1,0,0.031", "norm1.var,2,0,"]   # n−1, one blank
+    code, data, steps = check(tmp_path, capsys, "\r\n".join(rows) + "\r\n", name="ada.csv")
+    assert data["name"] == "Ada" and code == 1
+    assert steps["resid1"]["status"] == "correct"
+    assert steps["norm1.var"]["status"] == "wrong" and steps["norm1.var"]["diagnosis"] == ["ln_sample_variance"]
+    assert steps["norm1.var"]["blank"] == 1
+
+
+def test_csv_needs_its_header(tmp_path, capsys):
+    path = tmp_path / "a.csv"
+    path.write_text("resid1,0,0,1\n", encoding="utf-8")
+    assert main(["check", "seed-post-ln", str(path)]) == 2
+    assert "a.csv: line 1: expected the header step,row,col,value" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- numbers as written
+
+@pytest.mark.parametrize("policy, var, status", [
+    ("sig_figs: 3", "[[0.812], [0.0154], [0.185]]", "correct"),      # 0.811801, 0.015376, 0.1849
+    ("sig_figs: 3", "[[0.8118], [0.01538], [0.1849]]", "correct"),   # more digits: judged at their own
+    ("sig_figs: 3", "[[0.81], [0.015], [0.18]]", "rounded"),         # 2 significant digits, right there
+    ("sig_figs: 3", "[[0.811], [0.0154], [0.185]]", "slip"),         # one unit off in the 3rd digit
+    ("sig_figs: 3", "[[0.822], [0.0154], [0.185]]", "wrong"),
+    ("decimals: 4", "[[0.81], [0.02], [0.18]]", "rounded"),          # 2 places of 4: 0.81, 0.02, 0.18
+    ("decimals: 4", "[[0.8118], [0.0154], [0.18]]", "rounded"),
+    ("decimals: 4", "[[0.8], [0.02], [0.2]]", "rounded"),
+    ("decimals: 3", "[[1], [0], [0]]", "wrong"),                     # an integer is judged at 3 places
+])
+def test_significant_digits_and_fewer_places(tmp_path, capsys, policy, var, status):
+    code, data, steps = check(tmp_path, capsys, f"{policy}\nsteps:\n  norm1.var: {var}\n")
+    assert steps["norm1.var"]["status"] == status
+    assert code == (1 if status == "wrong" else 0)
+
+
+def test_fewer_places_scores_a_little_less_in_grade_and_says_so(tmp_path, capsys):
+    code, data, steps = check(tmp_path, capsys, "decimals: 4\nsteps:\n  norm1.var: [[0.81], [0.0154], [0.1849]]\n")
+    assert marks(steps["norm1.var"]) == ["rounded", "correct", "correct"]
+    main(["check", "seed-post-ln", str(tmp_path / "a.yaml")])
+    out = capsys.readouterr().out
+    assert "≈ rounded  norm1.var   correct, rounded to fewer places than asked" in out
+
+
+@pytest.fixture(scope="module")
+def gelu_truth():
+    """pre-ln-causal-gelu's attention weights in NumPy float64 (irrational entries)."""
+    from symblock.exercises.generate import load
+    return numeric.forward(load("pre-ln-causal-gelu"))["attn.h0.weights"]
+
+
+def grid_text(m, fmt):
+    return "[" + ", ".join("[" + ", ".join(fmt(x) for x in row) + "]" for row in m) + "]"
+
+
+def test_a_programs_print_out_float32_and_float64(tmp_path, capsys, gelu_truth):
+    f64 = grid_text(gelu_truth, lambda x: repr(float(x)))
+    f32 = grid_text(gelu_truth, lambda x: str(np.float32(x)))
+    off = gelu_truth.copy()
+    off[1, 0] += 1e-12
+    cases = [("float64", f64, "correct"), ("float32", f32, "correct"), ("float32", f64, "correct"),
+             ("float64", f32, "wrong"), ("float64", grid_text(off, lambda x: repr(float(x))), "wrong")]
+    for fmt, grid, status in cases:
+        code, data, steps = check(tmp_path, capsys, f"print: {fmt}\nsteps:\n  attn.h0.weights: {grid}\n",
+                                  spec="pre-ln-causal-gelu")
+        assert steps["attn.h0.weights"]["status"] == status, (fmt, status)
+    # without the print policy, 17 digits are judged at 17 places: wrong by float64 rounding
+    code, data, steps = check(tmp_path, capsys, f"steps:\n  attn.h0.weights: {f64}\n", spec="pre-ln-causal-gelu")
+    assert steps["attn.h0.weights"]["status"] == "wrong"
+
+
+# ---------------------------------------------------------------- id: and --lang zh
+
+def test_check_rebuilds_the_variant_an_id_names(tmp_path, capsys):
+    from symblock.exercises import variants
+    spec, _ = variants.rebuild("pre-ln-causal-gelu.3", None)
+    q = numeric.forward(spec)["attn.q"]   # the variant's own draw, in NumPy
+    grid = grid_text(q, lambda x: f"{x:.3f}")
+    text = f"id: pre-ln-causal-gelu.3\ndecimals: 3\nsteps:\n  attn.q: {grid}\n"
+    code, data, steps = check(tmp_path, capsys, text, spec=None)   # an example's id: needs no SPEC
+    assert code == 0 and data["id"] == "pre-ln-causal-gelu.3" and steps["attn.q"]["status"] == "correct"
+    code, data, steps = check(tmp_path, capsys, text, spec="pre-ln-causal-gelu")
+    assert code == 0
+    # the same numbers against the example's own seed (7) are wrong: the id is what decides
+    code, data, steps = check(tmp_path, capsys, text, "--id", "pre-ln-causal-gelu", spec="pre-ln-causal-gelu")
+    assert code == 1
+    path = tmp_path / "a.yaml"
+    assert main(["check", "seed-post-ln", str(path)]) == 2
+    assert "was made from spec 'pre-ln-causal-gelu', but seed-post-ln is 'seed-post-ln'" in capsys.readouterr().err
+
+
+def test_id_accepts_long_seeds_that_variants_printed(tmp_path, capsys):
+    seed = 9_223_372_036_854_775_000  # 19 digits: the old ID reader took at most 18 (--seed allows 2**63 − 1)
+    out = tmp_path / "set"
+    assert main(["worksheet", "pre-ln-causal-gelu", "--variants", "1", "--seed", str(seed), "--out", str(out),
+                 "--format", "markdown"]) == 0
+    ident = f"pre-ln-causal-gelu.{seed}"
+    assert main(["worksheet", "--id", ident, "--out", str(tmp_path / "again"), "--format", "markdown"]) == 0
+    assert (tmp_path / "again" / "key.md").read_bytes() == (out / ident / "key.md").read_bytes()
+
+
+def test_chinese_report(tmp_path, capsys):
+    path = tmp_path / "a.yaml"
+    path.write_text("decimals: 3\nsteps:\n  resid1: [[2.401, 0.599], [1.504, 1.752], [2.576, 1.716]]\n"
+                    "  norm1.mean: [[1.5], [1.628], [2.146]]\n  norm1.var: [[1.624], [0.031], [0.370]]\n",
+                    encoding="utf-8")
+    assert main(["check", "seed-post-ln", str(path), "--lang", "zh"]) == 1
+    out = capsys.readouterr().out
+    assert "✗ 错误  norm1.var   ← 计算链从这里开始出错" in out
+    assert "诊断：ln_sample_variance — LayerNorm 的方差除以了 n−1（样本方差），应除以 n" in out
+    assert "未通过（正确 2，错误 1，未答 10）。计算链从 norm1.var 开始出错。" in out
+
+
+# ---------------------------------------------------------------- backprop answers
+
+RELU = """\
+dims: {seq_len: 3, d_model: 2, d_ff: 3, heads: 1}
+block: {norm_position: pre, norm: layernorm, eps: "1/10", activation: relu}
+inputs: {X: [[1, 0], [0, 2], [2, 1]]}
+weights: {W_1: [[1, -1, 2], [0, 1, -1]], W_2: [[1, 0], [-1, 2], [1, 1]]}
+random: {seed: 4, low: -1, high: 1}
+exercise: {preset: backprop, loss: sum, wrt: [W_2, W_1]}   # backprop presets default to mse now
+"""
+
+
+def relu_grads(spec_path):
+    """dL/d each FFN step and W for L = Σ Y, written out in NumPy from the NumPy forward."""
+    from symblock.engine import spec as spec_mod
+    T = numeric.forward(spec_mod.load(spec_path))
+    W1 = np.array([[1, -1, 2], [0, 1, -1]], float)
+    W2 = np.array([[1, 0], [-1, 2], [1, 1]], float)
+    ones = np.ones((3, 2))
+    act = ones @ W2.T
+    hidden = act * (T["ffn.hidden"] > 0)
+    return T, {"grad.output": ones, "grad.resid2": ones, "grad.ffn.out": ones, "grad.ffn.act": act,
+               "grad.ffn.hidden": hidden, "grad.W_2": T["ffn.act"].T @ ones, "grad.W_1": T["norm2"].T @ hidden}
+
+
+def test_backprop_answers_with_carried_errors(tmp_path, capsys):
+    spec_path = tmp_path / "relu.yaml"
+    spec_path.write_text(RELU, encoding="utf-8")
+    T, G = relu_grads(spec_path)
+    wrong_act = G["grad.ffn.act"] * 2               # planted: dL/dU doubled
+    hidden = wrong_act * (T["ffn.hidden"] > 0)      # worked on honestly from it
+    answers = {**G, "grad.ffn.act": wrong_act, "grad.ffn.hidden": hidden, "grad.W_1": T["norm2"].T @ hidden}
+    text = "decimals: 3\nsteps:\n" + "".join(f"  {k}: {grid_text(v, lambda x: f'{x:.3f}')}\n"
+                                             for k, v in answers.items())
+    code, data, steps = check(tmp_path, capsys, text, spec=str(spec_path))
+    assert code == 1 and data["first_break"] == "grad.ffn.act"
+    assert [steps[k]["status"] for k in G] == ["correct", "correct", "correct", "wrong", "carried",
+                                               "correct", "carried"]
+    assert steps["grad.W_1"]["built_on"] == ["grad.ffn.act"]
+    assert all(not s["asked"] for s in data["steps"] if not s["name"].startswith("grad."))
+    # the honest answers are all correct; a missing gradient counts only because it is asked
+    text = "decimals: 3\nsteps:\n" + "".join(f"  {k}: {grid_text(v, lambda x: f'{x:.3f}')}\n"
+                                             for k, v in G.items() if k != "grad.W_1")
+    code, data, steps = check(tmp_path, capsys, text, spec=str(spec_path))
+    assert code == 0 and steps["grad.W_1"]["status"] == "missing" and steps["grad.W_1"]["asked"]
+
+
+def test_a_backprop_set_is_graded(tmp_path, capsys):
+    spec_path = tmp_path / "relu.yaml"
+    spec_path.write_text(RELU, encoding="utf-8")
+    set_dir = tmp_path / "set"
+    assert main(["worksheet", str(spec_path), "--variants", "2", "--out", str(set_dir), "--format", "markdown",
+                 "--allow-repeats"]) == 0  # Σ Y: the first gradients are all ones in every variant
+    import yaml
+    manifest = yaml.safe_load((set_dir / "manifest.yaml").read_text(encoding="utf-8"))
+    assert manifest["asked"] == ["grad.output", "grad.resid2", "grad.ffn.out", "grad.ffn.act", "grad.ffn.hidden",
+                                 "grad.W_2", "grad.W_1"]
+    ident = manifest["variants"][0]["id"]
+    blank = (set_dir / ident / "answers.yaml").read_text(encoding="utf-8")
+    assert f"id: {ident}" in blank and "grad.W_1: [[null, null, null], [null, null, null]]" in blank
+    csv_lines = (set_dir / ident / "answers.csv").read_text(encoding="utf-8").splitlines()
+    assert csv_lines[:4] == ["step,row,col,value", f"id,,,{ident}", "name,,,", "decimals,,,3"]
+    assert "grad.W_1,1,2," in csv_lines and len(csv_lines) == 4 + sum(v.size for v in relu_grads(spec_path)[1].values())
+    T, G = relu_grads(spec_path)   # the weights are given, so both variants share these FFN numbers
+    answers = tmp_path / "answers"
+    answers.mkdir()
+    text = blank.replace("name: \"\"", "name: Ada")
+    for k, v in G.items():
+        if k in ("grad.output", "grad.ffn.act"):
+            nulls = "[" + ", ".join("[" + ", ".join(["null"] * v.shape[1]) + "]" for _ in range(v.shape[0])) + "]"
+            text = text.replace(f"  {k}: {nulls}", f"  {k}: {grid_text(v, lambda x: f'{x:.3f}')}")
+    (answers / "ada.yaml").write_text(text, encoding="utf-8")
+    assert main(["grade", str(set_dir), str(answers)]) == 0
+    book = (answers / "graded" / "gradebook.csv").read_text(encoding="utf-8").splitlines()
+    assert book[1].startswith(f"Ada,{ident},ada.yaml,graded,2.00,7,1.00,0.00,0.00,1.00,")
+
+
+def test_a_tie_rounded_the_other_way_is_a_slip(tmp_path, capsys):
+    # norm2.mean is exactly 2.5, 0.5, 2.5: half away from zero gives 3, 1, 3; a calculator's
+    # round-half-even (or truncation) gives 2, 0, 2 — a rounding slip, never a mistake
+    code, data, steps = check(tmp_path, capsys, "decimals: 0\nsteps:\n  norm2.mean: [[2], [0], [2]]\n")
+    assert steps["norm2.mean"]["status"] == "slip" and steps["norm2.mean"]["diagnosis"] == ["rounding"]
+    assert code == 0 and data["first_break"] is None
+    code, data, steps = check(tmp_path, capsys, "decimals: 0\nsteps:\n  norm2.mean: [[3], [1], [3]]\n")
+    assert steps["norm2.mean"]["status"] == "correct"

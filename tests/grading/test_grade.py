@@ -1,0 +1,317 @@
+"""`symblock grade`: a generated 30-student class with planted mistakes, graded in one run and
+compared with the points expected by the stated policy.
+
+Every student's numbers come from an independent NumPy float64 forward written here (each step
+from the student's own rounded earlier answers, as a person with a calculator works), with the
+mistakes planted in NumPy: sample variance (n−1), a step rounded to 2 places instead of 3, a
+rounding slip, a wrong entry carried forward, blanks and a missing row, a program's float32
+print-out, the CSV form. The expected points are worked from the plan and the policy in
+symblock/grading/policy.py (1 per entry, carried 1, rounded 9/10, slip 1/2, wrong/blank 0), not
+by the checker."""
+import csv
+import textwrap
+from decimal import ROUND_HALF_UP, Decimal
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from symblock.cli import main
+
+SPEC = """\
+    # a Post-LN block; everything but X is drawn per variant
+    title: Class exercise
+    dims: {seq_len: 3, d_model: 4, d_ff: 4, heads: 1}
+    block: {norm_position: post, norm: layernorm, eps: 0, activation: relu, attention_scale: sqrt_dk}
+    inputs:
+      X: [[1, 0, 2, -1], [0, 1, -1, 2], [2, -1, 0, 1]]
+    random: {seed: 1, low: -1, high: 1}
+    exercise:
+      ask: [attn.out, resid1, norm1.mean, norm1.var, norm1.std, norm1, ffn.hidden, ffn.act]
+      points: {norm1.std: 2}
+    """
+ASKED = ["attn.out", "resid1", "norm1.mean", "norm1.var", "norm1.std", "norm1", "ffn.hidden", "ffn.act"]
+POINTS = {s: (2 if s == "norm1.std" else 1) for s in ASKED}
+N = 30
+
+
+def r(x, places=3):
+    """Round half away from zero at `places`, as a person does. The float is read at 9 places
+    first, so that a mean of rounded numbers sitting on a tie (0.3815 computed as
+    0.38149999999999995) rounds as the exact decimal does."""
+    q = Decimal(1).scaleb(-places)
+    return np.vectorize(lambda v: float(Decimal(f"{float(v):.9f}").quantize(q, ROUND_HALF_UP)))(x)
+
+
+def softmax_rows(s):
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def params(spec_data, seed):
+    """The drawn weights of one variant (the generator's draw, not the checker)."""
+    from symblock.exercises import variants
+    s = variants.with_seed(spec_data, "spec.yaml", seed)
+    P = {k: np.array(v.tolist(), dtype=float) for k, v in s.params.items()}
+    P["X"] = np.array(s.X.tolist(), dtype=float)
+    return P
+
+
+def work(P, ddof=0, mean_places=3, plant=None, rounding=True):
+    """The asked steps as a student works them, each from their own rounded earlier answers.
+    `plant(name, value)` changes a step's answer before later steps use it."""
+    out = {}
+
+    def put(name, v, places=3):
+        v = r(v, places) if rounding else v
+        if plant:
+            v = plant(name, v)
+        out[name] = v
+        return v
+    X = P["X"]
+    q, k, v = X @ P["W_Q"], X @ P["W_K"], X @ P["W_V"]
+    a = put("attn.out", softmax_rows(q @ k.T / 2) @ v @ P["W_O"])
+    r1 = put("resid1", X + a)
+    mu = put("norm1.mean", r1.mean(axis=1, keepdims=True), mean_places)
+    var = put("norm1.var", ((r1 - mu) ** 2).sum(axis=1, keepdims=True) / (4 - ddof))
+    std = put("norm1.std", np.sqrt(var))
+    n1 = put("norm1", (r1 - mu) / std)
+    h = put("ffn.hidden", n1 @ P["W_1"])
+    put("ffn.act", np.maximum(h, 0))
+    return out
+
+
+def text3(x, places=3):
+    return f"{x:.{places}f}"
+
+
+def write_yaml(path, ident, name, steps, head="decimals: 3"):
+    lines = [f"id: {ident}", f"name: {name}", head, "steps:"]
+    for step, rows in steps.items():
+        lines.append(f"  {step}: [" + ", ".join("null" if row is None else "[" + ", ".join(row) + "]"
+                                               for row in rows) + "]")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def grid(m, places=3):
+    return [[text3(x, places) for x in row] for row in m]
+
+
+def share(credits) -> Fraction:
+    credits = [Fraction(c) for c in credits]
+    return sum(credits, Fraction(0)) / len(credits)
+
+
+@pytest.fixture(scope="module")
+def klass(tmp_path_factory):
+    """The set, the class's answers files and the points each student should get."""
+    root = tmp_path_factory.mktemp("class")
+    spec_path = root / "spec.yaml"
+    spec_path.write_text(textwrap.dedent(SPEC), encoding="utf-8")
+    set_dir, answers = root / "set", root / "answers"
+    assert main(["worksheet", str(spec_path), "--variants", str(N), "--seed", "1", "--out", str(set_dir),
+                 "--format", "markdown"]) == 0
+    manifest = yaml.safe_load((set_dir / "manifest.yaml").read_text(encoding="utf-8"))
+    assert manifest["asked"] == ASKED and manifest["points"] == POINTS
+    spec_data = yaml.safe_load(textwrap.dedent(SPEC))
+    answers.mkdir()
+    expected = {}
+    for i, v in enumerate(manifest["variants"]):
+        ident, name = v["id"], f"student{i:02d}"
+        P = params(spec_data, v["seed"])
+        kind, act00_carried, carried_n1 = i % 6, False, 0
+        credit = {s: Fraction(1) for s in ASKED}
+        if kind == 0:     # all right; every other one hands in the CSV form
+            steps = {s: grid(m) for s, m in work(P).items()}
+            if i % 12 == 6:
+                rows = ["step,row,col,value", f"id,,,{ident}", f"name,,,{name}", "decimals,,,3"]
+                rows += [f"{s},{a},{b},{x}" for s, g in steps.items() for a, row in enumerate(g)
+                         for b, x in enumerate(row)]
+                (answers / f"{name}.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+            else:
+                write_yaml(answers / f"{name}.yaml", ident, name, steps)
+        elif kind == 1:   # sample variance; σ and the normalised rows carried forward from it
+            mine = work(P, ddof=1)
+            write_yaml(answers / f"{name}.yaml", ident, name, {s: grid(m) for s, m in mine.items()})
+            credit["norm1.var"] = Fraction(0)   # σ, norm1, ...: carried, full credit by default
+            # an entry of norm1 that still rounds to the right value (near 0) is simply correct:
+            # the truth, or the rows normalised from their own resid1 and mean with the right σ
+            dev = mine["resid1"] - mine["norm1.mean"]
+            honest = r(dev / np.sqrt((dev ** 2).mean(axis=1, keepdims=True)))
+            truth = r(work(P, rounding=False)["norm1"])
+            carried_n1 = int(((mine["norm1"] != truth) & (mine["norm1"] != honest)).sum())
+        elif kind == 2:   # blanks: ffn.act left null, ffn.hidden's last row missing and one cell ""
+            steps = {s: grid(m) for s, m in work(P).items()}
+            steps["ffn.hidden"] = steps["ffn.hidden"][:2]
+            steps["ffn.hidden"][0][0] = '""'
+            steps["ffn.act"] = [None, None, None]
+            write_yaml(answers / f"{name}.yaml", ident, name, steps)
+            credit["ffn.hidden"], credit["ffn.act"] = Fraction(7, 12), Fraction(0)
+        elif kind == 3:   # the row means to 2 places although 3 are asked
+            mine = work(P, mean_places=2)
+            steps = {s: grid(m) for s, m in mine.items()}
+            steps["norm1.mean"] = grid(mine["norm1.mean"], 2)
+            write_yaml(answers / f"{name}.yaml", ident, name, steps)
+            # right at 3 places (of the truth, or of the mean of their own rounded resid1), else
+            # right at the 2 places written: "rounded"
+            own = mine["resid1"].mean(axis=1)
+            true = work(P, rounding=False)["norm1.mean"].ravel()
+            credit["norm1.mean"] = share(1 if r(o, 2) in (r(o, 3), r(t, 3)) else Fraction(9, 10)
+                                         for o, t in zip(own, true))
+        elif kind == 4:   # a rounding slip in resid1, one wrong entry in ffn.hidden carried into ffn.act
+            exact_r1 = work(P, rounding=False)["resid1"]
+
+            def plant(name_, val):
+                val = val.copy()
+                if name_ == "resid1":
+                    t = exact_r1[0, 0]
+                    val[0, 0] = val[0, 0] + (0.001 if val[0, 0] <= t else -0.001)
+                if name_ == "ffn.hidden":
+                    val[0, 0] += 1
+                return val
+            mine = work(P, plant=plant)
+            write_yaml(answers / f"{name}.yaml", ident, name, {s: grid(m) for s, m in mine.items()})
+            credit["resid1"] = share([Fraction(1, 2)] + [1] * 11)
+            credit["ffn.hidden"] = share([0] + [1] * 11)
+            act00_carried = mine["ffn.hidden"][0, 0] > 0   # else relu gives the true 0
+        else:             # a program's float32 print-out of the float64 forward
+            exact_steps = work(P, rounding=False)
+            steps = {s: [[str(np.float32(x)) for x in row] for row in m] for s, m in exact_steps.items()}
+            write_yaml(answers / f"{name}.yaml", ident, name, steps, head="print: float32")
+        expected[name] = {"kind": kind, "id": ident,
+                          "points": {s: credit[s] * POINTS[s] for s in ASKED}, "act00_carried": act00_carried, "carried_n1": carried_n1}
+    # files that must not be graded: an ID of no variant, an ID of another spec, a malformed entry
+    write_yaml(answers / "stray.yaml", manifest["spec_token"] + ".999", "Stray", {"resid1": [["1", "2", "3", "4"]]})
+    write_yaml(answers / "other.yaml", "seed-post-ln.3", "Other", {"resid1": [["1", "2", "3", "4"]]})
+    write_yaml(answers / "broken.yaml", manifest["variants"][0]["id"], "Broken", {"resid1": [["1", "abc", "3", "4"]]})
+    return {"set": set_dir, "answers": answers, "expected": expected, "manifest": manifest, "root": root}
+
+
+def read_gradebook(path: Path) -> dict:
+    with open(path, newline="", encoding="utf-8") as f:
+        return {row["name"]: row for row in csv.DictReader(f)}
+
+
+@pytest.fixture(scope="module")
+def graded(klass):
+    code = main(["grade", str(klass["set"]), str(klass["answers"])])
+    return code, read_gradebook(klass["answers"] / "graded" / "gradebook.csv")
+
+
+def dec2(x: Fraction) -> str:
+    return str((Decimal(x.numerator) / Decimal(x.denominator)).quantize(Decimal("0.01"), ROUND_HALF_UP))
+
+
+def test_gradebook_matches_the_expected_points(klass, graded):
+    code, book = graded
+    assert code == 1   # three files were not graded
+    for name, exp in klass["expected"].items():
+        row = book[name]
+        assert row["status"] == "graded" and row["id"] == exp["id"], (name, row["status"])
+        for step in ASKED:
+            assert row[step] == dec2(exp["points"][step]), (name, exp["kind"], step, row[step])
+        assert row["total"] == dec2(sum(exp["points"].values(), Fraction(0))), name
+        assert row["max"] == str(sum(POINTS.values()))
+    assert len([r for r in book.values() if r["status"] == "graded"]) == N
+
+
+def test_files_of_no_variant_or_another_spec_are_named_not_graded(klass, graded):
+    _, book = graded
+    token = klass["manifest"]["spec_token"]
+    assert book["Stray"]["status"].startswith(f"not graded: id {token}.999 is not a variant of this set")
+    assert "made from another spec ('seed-post-ln'" in book["Other"]["status"]
+    assert "resid1[0][1]" in book["Broken"]["status"] and "abc" in book["Broken"]["status"]
+    assert book["Stray"]["total"] == "" and book["Other"]["total"] == ""
+    summary = (klass["answers"] / "graded" / "summary.md").read_text(encoding="utf-8")
+    for f in ("stray.yaml", "other.yaml", "broken.yaml"):
+        assert f"- `{f}`" in summary
+
+
+def test_summary_counts_wrong_shares_and_diagnoses(klass, graded):
+    summary = (klass["answers"] / "graded" / "summary.md").read_text(encoding="utf-8")
+    var_row = next(l for l in summary.splitlines() if l.startswith("| `norm1.var` |"))
+    # 5 of 30 students (kind 1) used the sample variance: 17% wrong, diagnosed each time
+    assert "| 17% |" in var_row and "`ln_sample_variance` ×5" in var_row
+    act_row = next(l for l in summary.splitlines() if l.startswith("| `ffn.act` |"))
+    assert act_row.split("|")[5].strip() == "17%"   # kind 2 left it blank
+    assert "carried forward" in summary          # the policy is stated
+
+
+def test_feedback_per_student_and_in_chinese(klass, graded):
+    fb = klass["answers"] / "graded" / "feedback"
+    assert len(list(fb.glob("*.md"))) == N
+    text = (fb / "student01.md").read_text(encoding="utf-8")
+    assert "ln_sample_variance" in text and "n−1" in text and "`norm1.std` | carried" in text
+    out = klass["root"] / "zh"
+    assert main(["grade", str(klass["set"]), str(klass["answers"]), "--out", str(out), "--lang", "zh"]) == 1
+    zh = (out / "feedback" / "student01.md").read_text(encoding="utf-8")
+    assert "批改反馈" in zh and "样本方差" in zh and "沿用" in zh
+    assert "全班小结" in (out / "summary.md").read_text(encoding="utf-8")
+
+
+def test_carried_credit_is_a_flag(klass, graded):
+    out = klass["root"] / "half"
+    main(["grade", str(klass["set"]), str(klass["answers"]), "--out", str(out), "--carried", "1/2"])
+    book = read_gradebook(out / "gradebook.csv")
+    for name, exp in klass["expected"].items():
+        if exp["kind"] == 1:   # σ (2 points) and the normalised rows rest on the wrong variance
+            assert book[name]["norm1.std"] == "1.00", name
+            assert book[name]["norm1"] == dec2(1 - Fraction(exp["carried_n1"], 24)), name
+        if exp["kind"] == 4:   # ffn.act[0][0] rests on the wrong ffn.hidden[0][0]
+            want = Fraction(23, 24) if exp["act00_carried"] else Fraction(1)
+            assert book[name]["ffn.act"] == dec2(want), name
+    assert any(e["act00_carried"] for e in klass["expected"].values())
+
+
+def test_never_overwrites_without_force(klass, graded, capsys):
+    assert main(["grade", str(klass["set"]), str(klass["answers"])]) == 2
+    assert "use --force" in capsys.readouterr().err
+    assert main(["grade", str(klass["set"]), str(klass["answers"]), "--force"]) == 1
+
+
+def test_a_re_commented_and_renamed_spec_keeps_its_ids(klass, tmp_path, capsys):
+    """The ID hashes the parsed spec: comments, key order, quoting and the file name do not count."""
+    ident = klass["manifest"]["variants"][0]["id"]
+    other = tmp_path / "renamed.yml"
+    text = textwrap.dedent(SPEC).replace("# a Post-LN block", "# edited comment").replace(
+        "title: Class exercise", "title: 'Class exercise'   # quoted now")
+    other.write_text(text, encoding="utf-8")
+    assert main(["worksheet", str(other), "--id", ident, "--out", str(tmp_path / "again"),
+                 "--format", "markdown"]) == 0
+    again = (tmp_path / "again" / "key.md").read_text(encoding="utf-8")
+    assert again == (klass["set"] / ident / "key.md").read_text(encoding="utf-8")
+    changed = tmp_path / "changed.yaml"
+    changed.write_text(text.replace("low: -1", "low: -2"), encoding="utf-8")
+    assert main(["worksheet", str(changed), "--id", ident, "--out", str(tmp_path / "no")]) == 2
+    assert "the file changed, or it is another spec" in capsys.readouterr().err
+    # and `check` takes the answers' id: against the renamed file
+    answers = klass["answers"] / "student00.yaml"
+    assert main(["check", str(other), str(answers), "--json"]) == 0
+
+
+def test_a_set_drawn_with_random_flags_is_rebuilt_from_its_manifest(tmp_path, capsys):
+    """`--difficulty easy` is recorded in the manifest: grade redraws the same variants."""
+    from symblock.exercises import variants
+    from symblock.reference import numeric
+    spec_file = tmp_path / "easy.yaml"
+    spec_file.write_text('title: "Easy"\nrandom: {seed: 1}\n', encoding="utf-8")
+    set_dir, answers = tmp_path / "set", tmp_path / "answers"
+    assert main(["worksheet", str(spec_file), "--difficulty", "easy", "--variants", "2", "--seed", "5",
+                 "--format", "markdown", "--out", str(set_dir)]) == 0
+    manifest = yaml.safe_load((set_dir / "manifest.yaml").read_text(encoding="utf-8"))
+    assert manifest["random_flags"] == {"difficulty": "easy"}
+    spec_file.unlink()   # the set needs no spec file any more
+    answers.mkdir()
+    data, source = variants.read(str(set_dir / "manifest.yaml"))
+    for v in manifest["variants"]:
+        from symblock.exercises.generate import merge_random
+        spec, _ = variants.draw_variant(merge_random(data["spec"], {"difficulty": "easy"}), "easy.yaml", v["seed"])
+        T = numeric.forward(spec)
+        steps = {s: [[f"{x:.3f}" for x in row] for row in T[s]] for s in manifest["asked"]}
+        write_yaml(answers / f"{v['seed']}.yaml", v["id"], f"s{v['seed']}", steps)
+    assert main(["grade", str(set_dir), str(answers)]) == 0
+    book = read_gradebook(answers / "graded" / "gradebook.csv")
+    max_total = str(len(manifest["asked"]))
+    assert {r["total"] for r in book.values()} == {max_total + ".00"}

@@ -1,0 +1,50 @@
+"""Worksheets with issue 15's attention: the padding mask is shown like the causal one, fixed
+dropout masks are given data, other widths name their columns; a batch works each sequence.
+Numbers in the key are checked against NumPy (an independent path), not the engine."""
+from __future__ import annotations
+
+import numpy as np
+
+from symblock.engine import block, spec
+from symblock.exercises.presets import choose
+from symblock.reference import numeric
+from symblock.sheets.worksheet import documents
+from worksheet_tools import katex_check, key_answers_md, matrices, math_fragments, parse_entry
+
+PADDED = {"title": "padding", "dims": {"d_model": 3, "d_ff": 2, "heads": 1, "d_k": 2, "d_v": 2},
+          "block": {"eps": "1/10", "attention_scale": "none"},
+          "inputs": {"X": [[1, 0, 1], [0, 2, 1], [1, 1, 0]], "key_padding_mask": [False, False, True]},
+          "dropout": {"p": "1/2", "masks": {"ffn.act": [[1, 0], [1, 1], [0, 1]]}},
+          "random": {"seed": 3, "low": -1, "high": 1}}
+
+
+def docs_of(s, **kw):
+    return documents(block.forward(s), "t", formats=["markdown"], places=3, **kw)
+
+
+def test_padding_and_dropout_are_shown():
+    s = spec.from_mapping(PADDED)
+    key = docs_of(s)["key.md"]
+    assert "Padding mask: key(s) 3 are padding" in key
+    assert "Padding mask for head 0" in key and "The columns of padding keys become" in key
+    assert "`dropout.masks.ffn.act`" in key and "ffn.act.dropped" in key
+    assert r"d_k = 2;\ V\!: d_v = 2" in key
+    zh = documents(block.forward(s), "t", formats=["markdown"], places=3, lang="zh")["key.md"]
+    assert "填充掩码" in zh
+
+
+def test_key_numbers_of_a_padded_batch_are_numpys():
+    s = spec.load("padding-batch")
+    T = numeric.forward(s)
+    key = docs_of(s)["key.md"]
+    answers = key_answers_md(key)
+    assert list(answers) == list(choose(block.forward(s)).ask)
+    assert "b1.attn.h0.weights" in answers and "b0: —; b1: 3 are padding" in key
+    for name, tex in answers.items():
+        for i, row in enumerate(matrices(tex)[-1]):
+            for j, cell in enumerate(row):
+                got, want = parse_entry(cell)[0], T[name][i, j]
+                assert got == want if np.isinf(want) else abs(got - want) <= 0.5e-3 + 1e-12, (name, i, j)
+    assert (T["b1.attn.h0.weights"][:, 2] == 0).all()
+    frags = math_fragments(key, "padding-batch")
+    assert katex_check(frags) > 100
