@@ -110,16 +110,15 @@ def test_unscaled_causal_two_heads_in_direct_inputs(tmp_path):
 
 
 def test_direct_input_formulas_agree_with_the_numbers(tiny):
-    """Substituting the forward's own numbers for the direct inputs gives the forward's value."""
-    from symblock.engine import block
-    s = spec.from_mapping(derive.TINY)
-    tr = block.forward(s)
+    """Substituting the NumPy path's numbers for the direct inputs gives NumPy's value of the step."""
+    from symblock.reference import numeric
+    ref = numeric.forward(spec.from_mapping(derive.TINY))
     subs = {}
     for base, step in (("q", "attn.q"), ("k", "attn.k"), ("v", "attn.v"), ("s", "attn.h0.scores"),
                        ("s'", "attn.h0.scaled"), ("p", "attn.h0.weights"), ("o", "attn.h0.out")):
-        for i, row in enumerate(tr[step].value.floats()):
+        for i, row in enumerate(ref[step].tolist()):
             subs.update({_sym(f"{base}_{{{i + 1}{j + 1}}}"): x for j, x in enumerate(row)})
     for step in ("attn.h0.scores", "attn.h0.scaled", "attn.h0.weights", "attn.h0.out"):
-        for got, want in zip(tiny[step].entries, tr[step].value.floats()):
+        for got, want in zip(tiny[step].entries, ref[step].tolist()):
             for g, w in zip(got, want):
                 assert abs(float(g.subs(subs)) - w) < 1e-12 * max(1, abs(w)), step

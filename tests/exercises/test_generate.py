@@ -110,6 +110,25 @@ def test_softmax_distinct_no_ties_and_score_range(seed, difficulty):
                 assert all(lo <= Fraction(float(e)) <= hi for row in values(trace, name) for e in row)
 
 
+def _score_ties(s) -> int:
+    """Score rows with two equal entries, in the NumPy path (ties are exact, so 1e-9 tells)."""
+    ref = numeric.forward(s)
+    return sum(len(set(np.round(row, 9))) < len(row)
+               for name, m in ref.items() if name.endswith(".scores") for row in m)
+
+
+def test_softmax_distinct_where_the_scores_are_irrational():
+    """Pre-LN over 3-wide rows without exact_norm: σ is irrational, so the Fraction pre-check
+    cannot see the scores and the exact check must reject the ties. Weights in [0, 1] tie often."""
+    def spec(seed, distinct):
+        return generate.variant({"dims": {"seq_len": 3, "d_model": 3, "d_ff": 2},
+                                 "block": {"norm_position": "pre"},
+                                 "random": {"seed": seed, "ranges": {"X": [-1, 1], "weights": [0, 1]},
+                                            "softmax_distinct": distinct}}, "test").spec
+    assert sum(_score_ties(spec(seed, False)) > 0 for seed in range(2, 6)) >= 3  # ties are common
+    assert all(_score_ties(spec(seed, True)) == 0 for seed in range(2, 6))
+
+
 @SETTINGS
 @given(seeds, st.sampled_from(["easy", "medium", "hard"]), st.sampled_from(["rows", "columns", "both"]))
 def test_relu_mixed_both_signs_numpy(seed, difficulty, mode):

@@ -391,3 +391,57 @@ def test_help_describes_check(capsys):
         main(["check", "--help"])
     out = capsys.readouterr().out
     assert "SPEC" in out and "ANSWERS" in out and "carried" in out
+
+
+# ---------------------------------------------------------------- variance around the person's own mean
+
+OWN_MEAN_SPEC = """\
+    dims: {seq_len: 2, d_model: 3, d_ff: 1, heads: 1}
+    weights:
+      W_1: [[1], [0], [0]]
+      W_2: [[1, 0, 0]]
+    inputs:
+      X: [[1, 0, 0], [0, 1, 0]]
+    given:
+      attn.out: [[0, 2, 4], [0, 0, 1]]
+    """
+
+
+def _var_around(row, mean) -> Decimal:
+    """A person's variance: deviations from the mean *they wrote*, squared, averaged (decimal)."""
+    getcontext().prec = 50
+    return _r(sum((Decimal(v) - mean) ** 2 for v in row) / len(row), 6)
+
+
+@pytest.mark.parametrize("resid1, status", [
+    # resid1 = X + attn.out = [[1, 2, 4], [0, 1, 1]]: means 7/3 and 2/3, written 2.33 and 0.67
+    # (right at 2 places); variances 14/9 and 2/9 move by (1/300)² around the rounded means
+    (None, "correct"),
+    # a slip (4 → 5) carried: mean 8/3 written 2.67, variance around 2.67
+    ([[1, 2, 5], [0, 1, 1]], "carried"),
+])
+def test_variance_around_the_persons_own_rounded_mean(tmp_path, capsys, resid1, status):
+    rows = resid1 or [[1, 2, 4], [0, 1, 1]]
+    mean = [_r(Decimal(sum(r)) / 3, 2) for r in rows]
+    var = [_var_around(r, m) for r, m in zip(rows, mean)]
+    exact_var = [_var_around(r, Decimal(sum(r)) / 3) for r in rows]
+    assert [str(v) for v in var] == (["1.555567", "0.222233"] if resid1 is None else ["2.888900", "0.222233"])
+    assert all(v != e for v, e in zip(var, exact_var))  # visible at 6 places: the point of the test
+    text = "decimals: 2\nsteps:\n"
+    if resid1:
+        text += f"  resid1: {resid1}\n"
+    text += f"  norm1.mean: [[{mean[0]}], [{mean[1]}]]\n  norm1.var: [[{var[0]}], [{var[1]}]]\n"
+    code, data, steps = run_json(tmp_path, capsys, text, write_spec(tmp_path, OWN_MEAN_SPEC))
+    assert steps["norm1.mean"]["status"] == status
+    assert steps["norm1.var"]["status"] == status, steps["norm1.var"]
+    e = steps["norm1.var"]["entries"][0]
+    assert e["ok"] and e["own"] == str(var[0])
+    if resid1 is None:
+        assert code == 0 and e["expected"] == "1.555556"
+    # the same variance around the exact mean is not what this person's numbers give
+    wrong = text.replace(str(var[0]), str(exact_var[0]))
+    code, data, steps = run_json(tmp_path, capsys, wrong, write_spec(tmp_path, OWN_MEAN_SPEC))
+    if resid1 is None:  # ...but it is the truth, so it is right too
+        assert steps["norm1.var"]["status"] == "correct"
+    else:
+        assert steps["norm1.var"]["status"] == "wrong"

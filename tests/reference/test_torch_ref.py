@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from symblock.reference import numeric, torch_ref
 from symblock.engine import spec as specs
 from symblock.engine.steps import batch_prefixes, computed_steps, step_names
+from strategies import matrix, numbers
 
 TOL = 1e-9
 
@@ -72,13 +73,8 @@ def test_seed_example_values():
 
 # ---------------------------------------------------------------- property test
 
-SMALL = st.integers(-3, 3)
-GAMMA = st.sampled_from([1, 2, -1, "1/2", "3/2"])
-BETA = st.sampled_from([0, 1, -1, "1/2", "-3/2"])
-
-
-def matrix(rows: int, cols: int):
-    return st.lists(st.lists(SMALL, min_size=cols, max_size=cols), min_size=rows, max_size=rows)
+GAMMA = numbers(3)
+BETA = numbers(3)
 
 
 @st.composite
@@ -106,12 +102,13 @@ def spec_dicts(draw, encoder_layer: bool = False) -> dict:
     if block["norm"] == "layernorm" and d == 1:
         block["eps"] = "1e-5"  # a one-wide row always has variance 0
     layout = draw(st.sampled_from(["math", "torch"]))
+    bound = draw(st.sampled_from([2, 5, 9]))
     weights: dict = {}
     for name, shape in (("W_Q", (d, d)), ("W_1", (d, f))):  # some weights given, in the layout
         if name == "W_1" and d == 1 and layout == "torch":
             continue  # spec.py reads a 1-row weight as a vector and never transposes it
         if draw(st.booleans()):
-            m = draw(matrix(*shape))
+            m = draw(matrix(*shape, bound))
             weights[name] = m if layout == "math" else [list(c) for c in zip(*m)]
     lns = ["ln1", "ln2"] + (["ln_final"] if block.get("final_norm") else [])
     for ln in lns:
@@ -119,9 +116,10 @@ def spec_dicts(draw, encoder_layer: bool = False) -> dict:
             weights[ln] = {"gamma": draw(st.lists(GAMMA, min_size=d, max_size=d))}
             if block["norm"] == "layernorm":
                 weights[ln]["beta"] = draw(st.lists(BETA, min_size=d, max_size=d))
+    inputs = {"X": draw(matrix(n, d, bound))} if draw(st.booleans()) else {}
     return {"layout": layout, "dims": {"seq_len": n, "d_model": d, "d_ff": f, "heads": heads},
-            "block": block, "weights": weights,
-            "random": {"seed": draw(st.integers(0, 10**6)), "low": -2, "high": 2}}
+            "block": block, "weights": weights, "inputs": inputs,
+            "random": {"seed": draw(st.integers(0, 10**6)), "low": -bound, "high": bound}}
 
 
 def well_conditioned(s, steps: dict) -> bool:

@@ -1,6 +1,7 @@
 """The committed gallery (worksheets/) is what `python -m symblock.sheets.gallery worksheets --pdf`
 generates today, byte for byte (every file but the PDFs: .tex, .md, .html with katex/, moodle.xml,
-qti.zip, notebook.ipynb, README.md), and its LaTeX compiles. PDFs are not
+qti.zip, notebook.ipynb, README.md), and its LaTeX compiles. This says the gallery is current, not
+that it is right (test_key_numbers.py checks the keys' numbers). PDFs are not
 compared (TeX output is not byte-stable across TeX Live versions); they are recompiled instead."""
 from __future__ import annotations
 
@@ -29,8 +30,10 @@ def test_committed_gallery_is_current(fresh):
     stale = sorted(n for n in want if have.get(n) != want[n])
     extra = sorted(set(have) - set(want))
     assert not stale and not extra, (
-        f"worksheets/ is out of date (differs: {stale}, not generated any more: {extra}); "
-        f"regenerate it with `{COMMAND}` and commit the result")
+        f"worksheets/ differs from a fresh generation (differs: {stale}, not generated any more: "
+        f"{extra}). Read the differences first (`python -m symblock.sheets.gallery /tmp/gallery && "
+        "diff -r worksheets /tmp/gallery`): a changed number in a key is a bug until shown "
+        f"otherwise. Only when every change is one you meant, run `{COMMAND}` and commit it")
     for name, *_ in GALLERY:
         for doc in ("sheet", "key"):
             assert (GALLERY_DIR / name / f"{doc}.pdf").is_file(), f"missing PDF: run `{COMMAND}`"

@@ -1,0 +1,218 @@
+"""The planted-bug check: apply each planted bug (a one-line change of the source) on its own, run
+the tests that should notice it, and report which ones the suite catches.
+
+    python bench/mutants.py              # every planted bug (several minutes)
+    python bench/mutants.py -k sigma     # only those whose name contains "sigma"
+    python bench/mutants.py --list       # check that every bug still applies, run nothing
+    python bench/mutants.py --write      # also record the score in bench/README_mutants.md
+
+A bug is *caught* when its tests fail (pytest exit 1), *not caught* when they pass. A planted bug
+whose text no longer occurs in the source (the code moved on) is reported as *stale*: rewrite it.
+Files are changed in place and always restored (also on Ctrl-C); the script refuses to start when a
+file it would change has uncommitted edits. Runs outside the normal test run: it is slow.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Bug:
+    name: str
+    path: str          # relative to the repository
+    old: str           # must occur exactly once
+    new: str
+    tests: tuple[str, ...]
+    what: str
+
+
+BUGS = [
+    Bug("check-variance-around-exact-mean", "symblock/grading/onestep.py",
+        'return centred_var(src, env[f"{prefix}.mean"])', "return centred_var(src, row_mean(src))",
+        ("tests/grading/test_check.py",),
+        "the checker recomputes a variance around the exact row mean, not the person's own"),
+    Bug("marking-tie-rejects-both-neighbours", "symblock/grading/marking.py",
+        "return _within(entry.value, value, Fraction(1, 2 * 10 ** places))", "return False",
+        ("tests/grading/test_marking.py",),
+        "an answer next to an undecidable rounding tie is marked wrong"),
+    Bug("key-sigma-line-prints-variance", "symblock/sheets/model.py",
+        "+ result(step.value.rows[i][0], self.places, a))\n        return self._rows_block(lines)\n\n"
+        "    def work_std",
+        "+ result(e, self.places, a))\n        return self._rows_block(lines)\n\n    def work_std",
+        ("tests/sheets/test_key_numbers.py",), "the key's σ line ends in σ² instead of σ"),
+    Bug("key-norm-rows-one-place-short", "symblock/sheets/model.py",
+        "vals = [exact_tex(e) if is_plain(e) else dec_tex(e, self.places) for e in step.value.rows[i]]\n"
+        "            approx = approx or",
+        "vals = [exact_tex(e) if is_plain(e) else dec_tex(e, self.places - 1) for e in step.value.rows[i]]\n"
+        "            approx = approx or",
+        ("tests/sheets/test_key_numbers.py",), "the key's normalised rows are rounded one place short"),
+    Bug("softmax-sign", "symblock/engine/block.py",
+        "cache[key] = exact.exp(s)", "cache[key] = exact.exp(-s)",
+        ("tests/engine/test_block.py",), "softmax of −S instead of S"),
+    Bug("layernorm-sample-variance", "symblock/engine/block.py",
+        "lambda: (x - mu).map_rows(lambda r: [exact.dot(r, r) / d]))",
+        "lambda: (x - mu).map_rows(lambda r: [exact.dot(r, r) / max(d - 1, 1)]))",
+        ("tests/engine/test_block.py",), "LayerNorm with the sample (n − 1) variance"),
+    Bug("linear-weight-transposed", "symblock/engine/block.py",
+        "y = x @ self.params[w]\n", "y = x @ self.params[w].T\n",
+        ("tests/engine/test_block.py",), "x Wᵀ instead of x W in every linear layer"),
+    Bug("no-1/sqrt(dk)", "symblock/engine/block.py",
+        "lambda s=s: s.scale(1 / exact.sqrt(t.num(hi - lo))))", "lambda s=s: s.scale(exact.ONE))",
+        ("tests/engine/test_block.py",), "the scaled scores are not divided by √d_k"),
+    Bug("causal-mask-off-by-one", "symblock/engine/steps.py",
+        "(causal and j > i)", "(causal and j > i + 1)",
+        ("tests/engine/test_block.py",), "the causal mask lets a token see the next one"),
+    Bug("eps-outside-the-root", "symblock/engine/block.py",
+        "return m.map(lambda v: exact.sqrt(v + eps))", "return m.map(lambda v: exact.sqrt(v) + eps)",
+        ("tests/engine/test_block.py",), "σ = √σ² + ε instead of √(σ² + ε)"),
+    Bug("gelu-tanh-constant", "symblock/engine/block.py",
+        "sympy.Rational(44715, 1000000)", "sympy.Rational(4471, 100000)",
+        ("tests/engine/test_block.py",), "GELU's tanh constant 0.04471 instead of 0.044715"),
+    Bug("post-ln-residual-from-r1", "symblock/engine/block.py",
+        'r2 = t.step("resid2", r"R_2 = H_1 + F", lambda: h1 + f)',
+        'r2 = t.step("resid2", r"R_2 = H_1 + F", lambda: r1 + f)',
+        ("tests/engine/test_block.py",), "Post-LN's second residual adds R_1 instead of H_1"),
+    Bug("heads-concatenated-in-reverse", "symblock/engine/block.py",
+        "lambda: Mat.hstack(outs))", "lambda: Mat.hstack(outs[::-1]))",
+        ("tests/engine/test_block.py", "tests/reference/test_crosscheck.py"),
+        "heads concatenated last first"),
+    Bug("numpy-sample-variance", "symblock/reference/numeric.py",
+        'var = t(f"{name}.var", lambda: np.mean((x - mean) ** 2, axis=1, keepdims=True))',
+        'var = t(f"{name}.var", lambda: np.var(x, axis=1, ddof=1, keepdims=True))',
+        ("tests/reference/test_numeric.py",), "the NumPy path's LayerNorm uses the sample variance"),
+    Bug("numpy-softmax-sign", "symblock/reference/numeric.py",
+        "e = np.exp(s - s.max(axis=1, keepdims=True))", "e = np.exp(s.min(axis=1, keepdims=True) - s)",
+        ("tests/reference/test_numeric.py",), "the NumPy path's softmax of −S"),
+    Bug("torch-no-1/sqrt(dk)", "symblock/reference/torch_ref.py",
+        "lambda prev=prev: self[prev] / math.sqrt(dk))", "lambda prev=prev: self[prev] / 1.0)",
+        ("tests/reference/test_torch_ref.py",), "the torch path's scaled scores are not scaled"),
+    Bug("torch-layout-not-transposed", "symblock/engine/spec.py",
+        'params[name] = m if (layout == "math" or is_vec) else m.T', "params[name] = m",
+        ("tests/reference/test_numeric.py",), "`layout: torch` weights are read as (in, out)"),
+    Bug("rounding-half-to-even", "symblock/engine/exact.py",
+        "n = int(abs(s) + Fraction(1, 2))", "n = round(abs(s))",
+        ("tests/engine/test_exact.py", "tests/grading/test_check.py"),
+        "exact decimals round half to even instead of half away from zero"),
+    Bug("answers-judged-at-declared-places", "symblock/grading/answers.py",
+        "places = max(decimals, written)", "places = decimals",
+        ("tests/grading/test_check.py",), "an answer with extra places is judged at the declared ones"),
+    Bug("carried-reported-as-correct", "symblock/grading/marking.py",
+        "if needed_own and built_on:\n        return StepResult(it.name, CARRIED",
+        "if False:\n        return StepResult(it.name, CARRIED",
+        ("tests/grading/test_check.py",), "an error carried forward is reported as correct"),
+    Bug("relu-gradient-at-zero", "symblock/calculus/grad.py",
+        "return exact.ONE if exact.sign(z) > 0 else exact.ZERO",
+        "return exact.ONE if exact.sign(z) >= 0 else exact.ZERO",
+        ("tests/calculus/test_grad.py",), "ReLU's derivative at exactly 0 is 1 (torch: 0)"),
+    Bug("softmax-gradient-sign", "symblock/calculus/grad.py",
+        "rows.append([pj * (dj - inner) for pj, dj in zip(p, dp)])",
+        "rows.append([pj * (dj + inner) for pj, dj in zip(p, dp)])",
+        ("tests/calculus/test_grad.py",), "softmax's backward adds Σ P dP instead of subtracting it"),
+    Bug("params-attention-bias-forgotten", "symblock/calculus/params.py",
+        'add(f"b_{p}", "attention", ("1", shape[1]))', "pass",
+        ("tests/calculus/test_params.py",), "the parameter count leaves out b_Q, b_K, b_V, b_O"),
+    Bug("generator-softmax-ties-allowed", "symblock/exercises/checks.py",
+        "if c.softmax_distinct and src in steps:", "if False:",
+        ("tests/exercises/test_generate.py",), "`softmax_distinct: true` lets equal scores through"),
+]
+
+
+def apply(bug: Bug) -> tuple[Path, str]:
+    path = REPO / bug.path
+    text = path.read_text(encoding="utf-8")
+    n = text.count(bug.old)
+    if n != 1:
+        raise LookupError(f"{bug.path}: the text to change occurs {n} times")
+    path.write_text(text.replace(bug.old, bug.new), encoding="utf-8")
+    return path, text
+
+
+def run_tests(bug: Bug) -> tuple[int, float]:
+    # no stale bytecode: the changed file's .pyc is removed and none is written while it is changed
+    Path(importlib.util.cache_from_source(str(REPO / bug.path))).unlink(missing_ok=True)
+    env = dict(os.environ, CI="true", PYTHONDONTWRITEBYTECODE="1")
+    t = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+                           *bug.tests], cwd=REPO, env=env, capture_output=True, text=True)
+    return proc.returncode, time.perf_counter() - t
+
+
+def dirty(paths: set[str]) -> list[str]:
+    out = subprocess.run(["git", "status", "--porcelain", "--", *sorted(paths)], cwd=REPO,
+                         capture_output=True, text=True).stdout
+    return [line[3:] for line in out.splitlines()]
+
+
+def check(bugs: list[Bug]) -> list[tuple[Bug, str, float]]:
+    results = []
+    for bug in bugs:
+        try:
+            path, original = apply(bug)
+        except LookupError as e:
+            results.append((bug, "stale", 0.0))
+            print(f"  stale        {bug.name}: {e}", flush=True)
+            continue
+        try:
+            code, secs = run_tests(bug)
+        finally:
+            path.write_text(original, encoding="utf-8")
+        status = {0: "NOT CAUGHT", 1: "caught"}.get(code, f"error {code}")
+        results.append((bug, status, secs))
+        print(f"  {status:<12} {bug.name} ({secs:.0f} s: {' '.join(bug.tests)})", flush=True)
+    return results
+
+
+def report(results) -> str:
+    caught = sum(s == "caught" for _, s, _ in results)
+    lines = [f"Latest score: **{caught} of {len(results)} planted bugs caught** "
+             f"({time.strftime('%Y-%m-%d')}, {sum(t for *_, t in results) / 60:.1f} min).", "",
+             "| planted bug | what it breaks | result | tests run |", "|---|---|---|---|"]
+    for bug, status, secs in results:
+        lines.append(f"| `{bug.name}` | {bug.what} | {status} ({secs:.0f} s) | {', '.join(bug.tests)} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("-k", help="only planted bugs whose name contains this")
+    p.add_argument("--list", action="store_true", help="check that every bug applies; run nothing")
+    p.add_argument("--write", action="store_true", help="write the score into bench/README_mutants.md")
+    args = p.parse_args(argv)
+    bugs = [b for b in BUGS if not args.k or args.k in b.name]
+    if args.list:
+        stale = 0
+        for bug in bugs:
+            n = (REPO / bug.path).read_text(encoding="utf-8").count(bug.old)
+            stale += n != 1
+            print(f"  {'ok' if n == 1 else f'STALE ({n}×)':<12} {bug.name}: {bug.what}")
+        return 1 if stale else 0
+    edited = dirty({b.path for b in bugs})
+    if edited:
+        print(f"refusing to plant bugs into files with uncommitted edits: {', '.join(edited)}", file=sys.stderr)
+        return 2
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # restore files on SIGTERM too
+    results = check(bugs)
+    text = report(results)
+    print("\n" + text)
+    if args.write:
+        readme = REPO / "bench" / "README_mutants.md"
+        old = readme.read_text(encoding="utf-8")
+        new = re.sub(r"(<!-- mutants:start -->\n).*?(\n<!-- mutants:end -->)",
+                     lambda m: m.group(1) + text + m.group(2), old, flags=re.S)
+        readme.write_text(new, encoding="utf-8")
+    return 0 if all(s == "caught" for _, s, _ in results) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,62 @@
+"""marking.matches, the acceptance rule for one entry, on a value that sits exactly on a rounding
+tie but is not a rational node: √2 · √2/40000 = 1/20000 = 0.00005, built as a graph node (a
+denominator over 10⁴ is not snapped to a rational)."""
+import pytest
+
+from symblock.engine import exact
+from symblock.grading import answers, marking
+
+
+def entry(text: str, decimals=None):
+    return answers.parse_entry(text, decimals, "<test>", "steps.x[0][0]")
+
+
+@pytest.fixture(scope="module")
+def tie():
+    s2 = exact.sqrt(exact.real(2))
+    v = s2 * (s2 / 40000)
+    assert v.q is None
+    return v
+
+
+@pytest.fixture
+def undecidable(tie, monkeypatch):
+    """The tie's rounding to 4 places cannot be certified: exact.decimal raises UndecidableError
+    (what a ball that never leaves the tie gives; the rounding code may also decide it by its guard
+    digits, so the undecidable case is forced here to reach marking's own rule for it)."""
+    real_decimal = exact.Real.decimal
+
+    def decimal(self, places):
+        if self is tie and places == 4:
+            raise exact.UndecidableError("on a rounding tie")
+        return real_decimal(self, places)
+    monkeypatch.setattr(exact.Real, "decimal", decimal)
+    return tie
+
+
+@pytest.mark.parametrize("text, ok", [
+    ("0.0001", True),    # rounded up (half away from zero)
+    ("0.0000", True),    # rounded down: the other neighbour of an undecidable tie is fair too
+    ("0.0002", False),   # 1.5 units of the last place off
+    ("-0.0001", False),
+    ("0.00005", True),   # at 5 places the value is decidable: 0.00005
+    ("0.00006", False),
+])
+def test_a_value_on_an_undecidable_rounding_tie(undecidable, text, ok):
+    assert marking.matches(entry(text), undecidable) is ok
+
+
+@pytest.mark.parametrize("text, ok", [("0.0001", True), ("0.0002", False), ("-0.0001", False),
+                                      ("0.00005", True), ("0.00004", False)])
+def test_the_tie_as_the_engine_rounds_it(tie, text, ok):
+    assert marking.matches(entry(text), tie) is ok
+
+
+def test_exact_entries_against_the_tie(tie):
+    assert marking.matches(entry("1/20000"), tie)
+    assert not marking.matches(entry("1/20001"), tie)
+
+
+def test_the_tie_is_shown_with_its_digits(tie, undecidable):
+    assert marking.show(undecidable, 4).startswith("5.0000")
+    assert marking.show(exact.real(1) / 8, 2) == "0.13"  # a rational tie is decided: half away
