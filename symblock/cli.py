@@ -145,9 +145,9 @@ def build_parser() -> argparse.ArgumentParser:
 # ---------------------------------------------------------------- commands
 
 def _trace(args):
-    from symblock.engine import block
+    from symblock.engine.model import forward_any
     from symblock.exercises.generate import load
-    return block.forward(load(args.spec), max_cost=getattr(args, "max_cost", None))
+    return forward_any(load(args.spec, allow_model=True), max_cost=getattr(args, "max_cost", None))
 
 
 def cmd_forward(args) -> int:
@@ -177,7 +177,7 @@ def cmd_examples(args) -> int:
         print(spec.example_text(args.show), end="")
         return 0
     for name in names:
-        s = load(name)
+        s = load(name, allow_model=True)
         print(f"{name:<22} {s.title}")
     return 0
 
@@ -186,7 +186,7 @@ def cmd_verify(args) -> int:
     from symblock.engine import report
     from symblock.reference import verify
     from symblock.exercises.generate import load
-    spec = load(args.spec)
+    spec = load(args.spec, allow_model=True)
     result = verify.run(spec, tol=args.tol, require_torch=args.require_torch, max_cost=args.max_cost)
     print(report.verify_json(result) if args.json else report.verify_table(result))
     return 0 if result.ok else 1

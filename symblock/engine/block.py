@@ -60,7 +60,7 @@ def cost(spec: BlockSpec) -> int:
 
 
 def is_symbolic(spec: BlockSpec) -> bool:
-    mats = list(spec.params.values()) + ([spec.X] if spec.X is not None else [])
+    mats = list(spec.params.values()) + ([spec.X] if spec.X is not None and not isinstance(spec.X, Mat) else [])
     return any(getattr(e, "free_symbols", None) for m in mats for e in m)
 
 
@@ -87,13 +87,15 @@ class _Tracer:
         self.todo = set(computed_steps(spec.dims, spec.options, set(spec.given)))
         self.symbolic = is_symbolic(spec)
         self.params = {k: Mat.from_sympy(v, self.symbolic) for k, v in spec.params.items()}
-        if spec.X is not None:
-            self.params["X"] = Mat.from_sympy(spec.X, self.symbolic)
+        if spec.X is not None:  # a Mat when a stack feeds one layer's output to the next
+            self.params["X"] = spec.X if isinstance(spec.X, Mat) else Mat.from_sympy(spec.X, self.symbolic)
         self.steps: list[Step] = []
 
     def step(self, name: str, latex: str, compute: Callable[[], Mat]) -> Mat | None:
         if name in self.spec.given:
-            value, given = Mat.from_sympy(self.spec.given[name], self.symbolic), True
+            value, given = self.spec.given[name], True
+            if not isinstance(value, Mat):
+                value = Mat.from_sympy(value, self.symbolic)
         elif name in self.todo:
             value, given = compute(), False
         else:
@@ -109,6 +111,9 @@ class _Tracer:
         """A constant in this forward's number type (exact Real, or SymPy when symbolic)."""
         import sympy
         return sympy.sympify(v) if self.symbolic else exact.from_sympy(sympy.sympify(v))
+
+
+Tracer = _Tracer  # public: a stack (engine/model.py) runs sub-layers on rows of its own
 
 
 def forward(spec: BlockSpec, max_cost: int | None = None) -> Trace:

@@ -218,6 +218,10 @@ def _eval(r: Real, child_balls: list) -> arb:
         return x.erf()
     if op == "tanh":
         return x.tanh()
+    if op == "sin":
+        return x.sin()
+    if op == "cos":
+        return x.cos()
     raise AssertionError(op)
 
 
@@ -398,7 +402,8 @@ def _to_sympy(r: Real):
     (x,) = r.args
     x = x.to_sympy(10**9)
     return {"inv": lambda: 1 / x, "sqrt": lambda: sympy.sqrt(x), "exp": lambda: sympy.exp(x),
-            "erf": lambda: sympy.erf(x), "tanh": lambda: sympy.tanh(x)}[op]()
+            "erf": lambda: sympy.erf(x), "tanh": lambda: sympy.tanh(x), "sin": lambda: sympy.sin(x),
+            "cos": lambda: sympy.cos(x)}[op]()
 
 
 def from_sympy(e) -> Real:
@@ -473,6 +478,7 @@ def _elementary(op: str, at_zero: int):
 
 
 exp, erf, tanh = _elementary("exp", 1), _elementary("erf", 0), _elementary("tanh", 0)
+sin, cos = _elementary("sin", 0), _elementary("cos", 1)  # sinusoidal positions of a model
 
 
 def relu(x):

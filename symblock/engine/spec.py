@@ -272,7 +272,7 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> BlockSpec:
                                    allow_inf=name.endswith(".masked"))
 
     rnd = data.get("random")
-    seed, low, high = _random_section(rnd, source)
+    seed, low, high = random_section(rnd, source)
     need = needed_params(dims, opts, set(given))
     params: dict[str, Matrix] = {}
     for name in param_names(opts):
@@ -387,7 +387,7 @@ def has_constraints(rnd: Any) -> bool:
     return isinstance(rnd, dict) and any(k not in ("seed", "low", "high") for k in rnd)
 
 
-def _random_section(rnd: Any, source: str) -> tuple[int | None, int, int]:
+def random_section(rnd: Any, source: str) -> tuple[int | None, int, int]:
     if rnd is None:
         return None, -2, 2
     check_keys(rnd, RANDOM_KEYS, source, "random")
