@@ -12,6 +12,7 @@ step equals the last row of the full recompute.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import replace
 from types import MappingProxyType
@@ -170,7 +171,8 @@ class _Run:
         h = self.steps[-1].value
         self.caches, self.cache_names = [], []
         for i, layer in enumerate(self.spec.layers):
-            tr = block.forward(replace(with_length(layer, m), X=h), max_cost=math.inf)
+            with _in_layer(self.spec, f"{prefix}layer{i}."):
+                tr = block.forward(replace(with_length(layer, m), X=h), max_cost=math.inf)
             self.take(tr, i, prefix, x_name)
             self.caches.append((tr["attn.k"].value, tr["attn.v"].value))
             self.cache_names.append({p: f"{prefix}layer{i}.attn.{p}" for p in "kv"})
@@ -182,7 +184,8 @@ class _Run:
         x_name = self.inputs(tokens, range(m - 1, m), prefix)
         h = self.steps[-1].value
         for i in range(len(self.spec.layers)):
-            h = self.cached_layer(i, h, prefix, x_name)
+            with _in_layer(self.spec, f"{prefix}layer{i}."):
+                h = self.cached_layer(i, h, prefix, x_name)
             x_name = f"{prefix}layer{i}.output"
         return self.head_out(h, x_name, prefix, m - 1)
 
@@ -227,6 +230,17 @@ class _Run:
         rest = block.forward(replace(one, given=MappingProxyType({"attn.out": a})), max_cost=math.inf)
         self.take(rest, i, prefix, x_name, skip=("x", "attn.out"))
         return rest["output"].value
+
+
+@contextlib.contextmanager
+def _in_layer(spec: ModelSpec, prefix: str):
+    """A block's error about one of its steps (a zero-variance row) names the layer's step."""
+    try:
+        yield
+    except SpecError as e:
+        if e.source == spec.source and e.where and not e.where.startswith(("dims", "weights", "block")):
+            raise SpecError(e.source, prefix + e.where, e.message) from None
+        raise
 
 
 def _sign(v) -> int:

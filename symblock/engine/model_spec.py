@@ -229,6 +229,12 @@ def _tensors(weights, layout, vocab, d, max_len, positions, head, seed, low, hig
                                 f"({'positions' if name == 'W_P' else 'head'} is not "
                                 f"{'learned' if name == 'W_P' else 'untied'})")
             out[name] = None
+        elif raw is not None and name == "W_P":  # a context table: at least the rows this run uses
+            m = specmod.parse_matrix(raw, None, source, "weights.W_P")
+            if m.shape[1] != d or m.shape[0] < max_len:
+                raise SpecError(source, "weights.W_P", f"expected at least {max_len} rows (prompt + "
+                                f"generate) of {d} entries, got {m.shape[0]}×{m.shape[1]}")
+            out[name] = m[:max_len, :]
         elif raw is not None:
             # W_E and W_P are lookup tables (rows per token/position) in both layouts; W_U is a
             # weight like the block's: (out, in) = vocab × d in torch layout
