@@ -26,6 +26,7 @@ COMMANDS = [
     ("params", "commands.params", "count a block's parameters and FLOPs per component"),
     ("stress", "commands.stress", "draw many variants of a spec: rejections per constraint, answer spread"),
     ("derive", "commands.derive", "the block's steps as general formulas in symbols, and verified facts"),
+    ("depth", "commands.depth", "Pre-LN vs Post-LN as depth grows: gradient norms and output scale (PNG, CSV)"),
     ("grad", "commands.grad", "exact gradients of a loss of the output, backwards step by step"),
 ]
 
@@ -164,6 +165,8 @@ def cmd_forward(args) -> int:
     else:
         width = 120 if args.step else report.TEXT_WIDTH  # one step: room for longer closed forms
         print(report.table(trace, steps, args.decimals, width), end="")
+        if hasattr(trace.spec, "vocab") and not args.step:  # a model: the text it generated
+            print("\n" + report.generated_text(trace))
     return 0
 
 

@@ -66,6 +66,14 @@ def describe(trace: Trace) -> str:
     return " · ".join(bits)
 
 
+def generated_text(trace: Trace) -> str:
+    """A model's prompt and the tokens it generated greedily, e.g. `the cat | sat on mat`."""
+    spec = trace.spec
+    names = ["next_token"] + [f"gen{t}.next_token" for t in range(1, spec.generate + 1)]
+    new = [spec.vocab[int(trace[n].value.rows[0][0].to_sympy())] for n in names if n in trace]
+    return "generated: " + " ".join(spec.vocab[t] for t in spec.prompt) + " | " + " ".join(new)
+
+
 def _grid(cells: list[list[str]]) -> list[str]:
     widths = [max(len(r[j]) for r in cells) for j in range(len(cells[0]))]
     return ["[ " + "  ".join(c.rjust(w) for c, w in zip(r, widths)) + " ]" for r in cells]
