@@ -14,13 +14,17 @@ __all__ = ["load", "forward", "SpecError"]
 
 
 def __getattr__(name: str):
-    if name in ("load", "from_mapping"):  # with generation constraints (exercises.generate)
+    if name in ("load", "from_mapping"):  # constraints drawn, models too (exercises.generate)
+        import functools
         from symblock.exercises import generate
-        return getattr(generate, name)
+        return functools.partial(getattr(generate, name), allow_model=True)
     if name == "SpecError":
         from symblock.errors import SpecError
         return SpecError
-    if name in ("forward", "Trace", "Step"):
+    if name == "forward":  # a block or a tiny GPT
+        from symblock.engine.model import forward_any
+        return forward_any
+    if name in ("Trace", "Step"):
         from symblock.engine import block
         return getattr(block, name)
     raise AttributeError(f"module 'symblock' has no attribute {name!r}")

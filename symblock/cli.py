@@ -28,6 +28,7 @@ COMMANDS = [
     ("params", "commands.params", "count a block's parameters and FLOPs per component"),
     ("stress", "commands.stress", "draw many variants of a spec: rejections per constraint, answer spread"),
     ("derive", "commands.derive", "the block's steps as general formulas in symbols, and verified facts"),
+    ("depth", "commands.depth", "Pre-LN vs Post-LN as depth grows: gradient norms and output scale (PNG, CSV)"),
     ("grad", "commands.grad", "exact gradients of a loss of the output, backwards step by step"),
 ]
 
@@ -152,9 +153,9 @@ def build_parser() -> argparse.ArgumentParser:
 # ---------------------------------------------------------------- commands
 
 def _trace(args):
-    from symblock.engine import block
+    from symblock.engine.model import forward_any
     from symblock.exercises.generate import load
-    return block.forward(load(args.spec), max_cost=getattr(args, "max_cost", None))
+    return forward_any(load(args.spec, allow_model=True), max_cost=getattr(args, "max_cost", None))
 
 
 def cmd_forward(args) -> int:
@@ -173,6 +174,8 @@ def cmd_forward(args) -> int:
     else:
         width = 120 if args.step else report.TEXT_WIDTH  # one step: room for longer closed forms
         print(report.table(trace, steps, args.decimals, width), end="")
+        if hasattr(trace.spec, "vocab") and not args.step:  # a model: the text it generated
+            print("\n" + report.generated_text(trace))
     return 0
 
 
@@ -186,7 +189,7 @@ def cmd_examples(args) -> int:
         print(spec.example_text(args.show), end="")
         return 0
     for name in names:
-        s = load(name)
+        s = load(name, allow_model=True)
         print(f"{name:<22} {s.title}")
     return 0
 
@@ -195,7 +198,7 @@ def cmd_verify(args) -> int:
     from symblock.engine import report
     from symblock.reference import verify
     from symblock.exercises.generate import load
-    spec = load(args.spec)
+    spec = load(args.spec, allow_model=True)
     result = verify.run(spec, tol=args.tol, require_torch=args.require_torch, max_cost=args.max_cost)
     print(report.verify_json(result) if args.json else report.verify_table(result))
     return 0 if result.ok else 1

@@ -364,11 +364,12 @@ def wrt_names(trace: Trace) -> list[str]:
 
 
 def backward(spec: BlockSpec, loss: str = "sum", wrt: Sequence[str] = ("X",), target=None,
-             trace: Trace | None = None, max_cost: int | None = None) -> Backward:
+             trace: Trace | None = None, max_cost: int | None = None, upstream: Mat | None = None) -> Backward:
     """dL/d every step that depends on a `wrt` name (reverse order) and dL/d each `wrt` name.
 
-    `target` (mse only): a SymPy matrix the shape of the output; None means zeros."""
-    if loss not in LOSSES:
+    `target` (mse only): a SymPy matrix the shape of the output; None means zeros. `upstream`:
+    dL/dY given from above (a block inside a stack, calculus/model_grad.py) instead of a loss."""
+    if loss not in LOSSES and upstream is None:
         raise SpecError(spec.source, "--loss", f"expected one of {', '.join(LOSSES)}, got {loss!r}")
     trace = trace or forward(spec, max_cost=max_cost)
     if spec.dims.batch:  # X in a batch: every sequence's input, b0.X, b1.X, …
@@ -401,7 +402,10 @@ def backward(spec: BlockSpec, loss: str = "sum", wrt: Sequence[str] = ("X",), ta
             stacked = " (the batch's outputs stacked)" if spec.dims.batch else ""
             raise SpecError(spec.source, "--target", f"expected a {y.shape[0]}×{y.shape[1]} matrix{stacked}, "
                             f"got {tgt.shape[0]}×{tgt.shape[1]}")
-    value, dy, loss_tex = loss_grad(y, loss, tgt)
+    if upstream is None:
+        value, dy, loss_tex = loss_grad(y, loss, tgt)
+    else:
+        value, dy, loss_tex = None, upstream, r"\partial L / \partial Y \text{ given}"
     n = spec.dims.seq_len
     acc: dict[str, Mat] = {o: Mat(dy.rows[i * n:(i + 1) * n]) for i, o in enumerate(outputs)}
 

@@ -93,11 +93,45 @@ def _target(text: str | None, spec):
 def run(args) -> int:
     from symblock.engine import spec as specmod
     from symblock.calculus.grad import backward
+    from symblock.engine.model_spec import ModelSpec
     from symblock.exercises.generate import load
-    s = load(args.spec)
+    s = load(args.spec, allow_model=True)
+    if isinstance(s, ModelSpec):
+        return _run_model(args, s)
     if args.target is not None and args.loss != "mse":
         raise specmod.SpecError(s.source, "--target", "a target only goes with --loss mse")
     wrt = [w.strip() for w in args.wrt.split(",") if w.strip()]
     b = backward(s, args.loss, wrt, target=_target(args.target, s), max_cost=args.max_cost)
     print(to_json(b) if args.json else table(b, args.decimals), end="" if not args.json else "\n")
+    return 0
+
+
+def _run_model(args, s) -> int:
+    """A tiny GPT: dL/d each named parameter for a loss of the prompt pass's logits."""
+    import json
+    from symblock.calculus import model_grad
+    from symblock.engine.report import describe, exact_str, float_or_none, fmt_decimal, matrix_lines
+    from symblock.errors import SpecError
+    if args.target is not None:
+        raise SpecError(s.source, "--target", "a model's mse loss is against zeros (no --target yet)")
+    b = model_grad.backward(s, args.loss)
+    wrt = [w.strip() for w in args.wrt.split(",") if w.strip()]
+    wrt = list(b.grads) if wrt == ["X"] else wrt  # the block default: every parameter instead
+    bad = [w for w in wrt if w not in b.grads]
+    if bad:
+        raise SpecError(s.source, "--wrt", f"no parameter {bad[0]!r} in this model; expected one of "
+                        + ", ".join(b.grads))
+    if args.json:
+        print(json.dumps({"loss": b.loss, "value": {"exact": exact_str(b.loss_value), "float": float(b.loss_value)},
+                          "wrt": [{"name": f"grad.{w}", "shape": list(b.grads[w].shape),
+                                   "exact": [[exact_str(e) for e in r] for r in b.grads[w].rows],
+                                   "float": [[float_or_none(e) for e in r] for r in b.grads[w].rows]}
+                                  for w in wrt]}, ensure_ascii=False, indent=1))
+        return 0
+    from symblock.engine.block import Trace
+    lines = [f"{s.title or 'symblock'}  ({s.source})", describe(Trace([], {}, s)),
+             f"loss: {b.loss} of the prompt pass's logits ≈ {fmt_decimal(b.loss_value, args.decimals)}", ""]
+    for w in wrt:
+        lines += [f"■ grad.{w}   \\partial L / \\partial {w}", *matrix_lines(b.grads[w], args.decimals), ""]
+    print("\n".join(lines).rstrip())
     return 0

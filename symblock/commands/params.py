@@ -47,6 +47,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "depend on it")
     parser.add_argument("--format", choices=("text", "latex"), default="text",
                         help="latex: a snippet for notes (an align* block, amsmath only)")
+    parser.add_argument("--layers", type=int, metavar="L",
+                        help="count a whole model of L blocks: also token embedding (--vocab), "
+                             "positions (--context), final norm and head (GPT-2 small: --d-model 768 "
+                             "--heads 12 --layers 12 --vocab 50257 --context 1024)")
+    parser.add_argument("--vocab", type=int, metavar="V", help="with --layers: vocabulary size")
+    parser.add_argument("--context", type=int, default=0, metavar="N",
+                        help="with --layers: rows of a learned position table (default 0: none)")
+    parser.add_argument("--untied", action="store_true",
+                        help="with --layers: the head W_U is its own d×V matrix (default: tied to W_E)")
     parser.add_argument("--json", action="store_true",
                         help='print JSON: {"attention": int, "ffn": int, "norm": int, '
                              '"total": int, "shares", "formulas", "params", '
@@ -56,9 +65,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print the table (or JSON) for parsed arguments; 0 on success, 2 on a bad value."""
     try:
-        c = count(args.d_model, args.heads, args.d_ff, bias=args.bias, norm=args.norm,
-                  activation=args.activation, final_norm=args.final_norm, seq_len=args.seq_len,
-                  d_k=args.d_k, d_v=args.d_v)
+        if args.layers is not None or args.vocab is not None:
+            from symblock.calculus.model_params import count_model
+            if args.layers is None or args.vocab is None:
+                raise ValueError("a model count needs both --layers and --vocab")
+            c = count_model(args.vocab, args.d_model, args.heads, args.layers, args.d_ff,
+                            context=args.context, tied=not args.untied, bias=args.bias, norm=args.norm,
+                            activation=args.activation)
+        else:
+            c = count(args.d_model, args.heads, args.d_ff, bias=args.bias, norm=args.norm,
+                      activation=args.activation, final_norm=args.final_norm, seq_len=args.seq_len,
+                      d_k=args.d_k, d_v=args.d_v)
     except ValueError as e:
         print(f"symblock params: error: {e}", file=sys.stderr)
         return 2

@@ -60,6 +60,10 @@ def node_ball(r, child_balls: list) -> arb:
         return x.erf()
     if op == "tanh":
         return x.tanh()
+    if op == "sin":
+        return x.sin()
+    if op == "cos":
+        return x.cos()
     raise AssertionError(op)
 
 

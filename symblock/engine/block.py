@@ -91,7 +91,7 @@ def cost(spec: BlockSpec) -> int:
 
 
 def is_symbolic(spec: BlockSpec) -> bool:
-    mats = list(spec.params.values()) + [X for _, X, _ in spec.sequences() if X is not None]
+    mats = list(spec.params.values()) + [X for _, X, _ in spec.sequences() if X is not None and not isinstance(X, Mat)]
     return any(getattr(e, "free_symbols", None) for m in mats for e in m)
 
 
@@ -109,9 +109,9 @@ class _Tracer:
         self.todo = set(computed_steps(spec.dims, spec.options, set(spec.given)))
         self.symbolic = is_symbolic(spec)
         self.params = {k: Mat.from_sympy(v, self.symbolic) for k, v in spec.params.items()}
-        for prefix, X, _ in spec.sequences():
+        for prefix, X, _ in spec.sequences():  # X is a Mat when a stack feeds a layer's output on
             if X is not None:
-                self.params[f"{prefix}X"] = Mat.from_sympy(X, self.symbolic)
+                self.params[f"{prefix}X"] = X if isinstance(X, Mat) else Mat.from_sympy(X, self.symbolic)
         self.steps: list[Step] = []
         # the sequence being worked (a batch: b0., b1., …) and its padding row
         self.prefix, self.pad = "", spec.key_padding_mask[0] if spec.key_padding_mask else None
@@ -133,7 +133,9 @@ class _Tracer:
 
     def _record(self, name: str, latex: str, compute: Callable[[], Mat]) -> Mat | None:
         if name in self.spec.given:
-            value, given = Mat.from_sympy(self.spec.given[name], self.symbolic), True
+            value, given = self.spec.given[name], True
+            if not isinstance(value, Mat):
+                value = Mat.from_sympy(value, self.symbolic)
         elif name in self.todo:
             value, given = compute(), False
         else:
@@ -149,6 +151,9 @@ class _Tracer:
         """A constant in this forward's number type (exact Real, or SymPy when symbolic)."""
         import sympy
         return sympy.sympify(v) if self.symbolic else exact.from_sympy(sympy.sympify(v))
+
+
+Tracer = _Tracer  # public: a stack (engine/model.py) runs sub-layers on rows of its own
 
 
 def forward(spec: BlockSpec, max_cost: int | None = None) -> Trace:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from flint import fmpq, fmpz
 
 FACTOR_LIMIT = 10**18  # surds sqrt(n) are reduced (square factors taken out) for n below this
-_FUNCTIONS = ("exp", "erf", "tanh")
+_FUNCTIONS = ("exp", "erf", "tanh", "sin", "cos")  # sin/cos: a model's sinusoidal positions
 
 
 # ---------------------------------------------------------------- text without SymPy
@@ -203,4 +203,5 @@ def sympy_form(r, child):
     (x,) = r.args
     x = child(x)
     return {"inv": lambda: 1 / x, "sqrt": lambda: sympy.sqrt(x), "exp": lambda: sympy.exp(x),
-            "erf": lambda: sympy.erf(x), "tanh": lambda: sympy.tanh(x)}[op]()
+            "erf": lambda: sympy.erf(x), "tanh": lambda: sympy.tanh(x), "sin": lambda: sympy.sin(x),
+            "cos": lambda: sympy.cos(x)}[op]()

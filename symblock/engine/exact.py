@@ -400,6 +400,7 @@ def _elementary(op: str, at_zero: int):
 
 
 exp, erf, tanh = _elementary("exp", 1), _elementary("erf", 0), _elementary("tanh", 0)
+sin, cos = _elementary("sin", 0), _elementary("cos", 1)  # a model's sinusoidal positions
 
 
 def relu(x):

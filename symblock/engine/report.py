@@ -55,6 +55,8 @@ def fmt_exact(e, width: int = TEXT_WIDTH) -> str:
 
 
 def describe(trace: Trace) -> str:
+    if hasattr(trace.spec, "describe"):  # a model describes itself (engine/model_spec.py)
+        return trace.spec.describe()
     d, o = trace.spec.dims, trace.spec.options
     heads = f"{d.heads} head" + ("s" if d.heads > 1 else "")
     norm = "LayerNorm" if o.norm == "layernorm" else "RMSNorm"
@@ -70,6 +72,14 @@ def describe(trace: Trace) -> str:
     if o.dropout:
         bits.append(f"dropout p = {trace.spec.dropout_p} (fixed masks)")
     return " · ".join(bits)
+
+
+def generated_text(trace: Trace) -> str:
+    """A model's prompt and the tokens it generated greedily, e.g. `the cat | sat on mat`."""
+    spec = trace.spec
+    names = ["next_token"] + [f"gen{t}.next_token" for t in range(1, spec.generate + 1)]
+    new = [spec.vocab[int(trace[n].value.rows[0][0].q.p)] for n in names if n in trace]
+    return "generated: " + " ".join(spec.vocab[t] for t in spec.prompt) + " | " + " ".join(new)
 
 
 def _grid(cells: list[list[str]]) -> list[str]:
@@ -120,6 +130,12 @@ def verify_table(result) -> str:
             extra = f"; {res.note}" if res.note else ""
             out.append(f"{b}: largest difference {res.max_abs_diff:.3g} over {len(res.steps)} steps "
                        f"(tolerance {result.tol:g}){extra}")
+    cache = getattr(result, "cache", [])
+    if cache:
+        counts = {v: sum(1 for _, w in cache if w == v) for v in ("exact", "numeric", "differs")}
+        out.append(f"KV cache: {len(cache)} cached steps vs the full recompute: {counts['exact']} equal "
+                   f"exactly (the same expression), {counts['numeric']} equal to 16384 bits, "
+                   f"{counts['differs']} differ")
     out.append("OK: every step agrees" if result.ok else "FAILED: " + "; ".join(result.problems))
     return "\n".join(out)
 
@@ -140,8 +156,9 @@ def verify_json(result) -> str:
                 backends[b]["note"] = res.note
         else:
             backends[b] = {"available": False, "reason": res.reason}
+    extra = {"cache": dict(result.cache)} if getattr(result, "cache", None) else {}
     return json.dumps({"ok": result.ok, "tol": result.tol, "backends": backends,
-                       "problems": result.problems}, indent=1)
+                       "problems": result.problems, **extra}, indent=1)
 
 
 # ---------------------------------------------------------------- LaTeX snippets for notes

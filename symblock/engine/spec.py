@@ -224,7 +224,7 @@ def from_mapping(data: Mapping, source: str = "<spec>", max_cost: int | None = N
         raise SpecError(source, "given", f"expected a mapping of step names to matrices, got {kind_of(given_raw)}")
     cost.check(dims, opts, source, set(given_raw), max_cost)
     given = _given(given_raw, dims, opts, source)
-    seed, low, high = _random_section(data.get("random"), source)
+    seed, low, high = random_section(data.get("random"), source)
     params = _params(weights, dims, opts, layout, set(given), (seed, low, high), source)
     X, batch = _inputs_X(inputs, dims, given, seed, low, high, source)
     padding = inputs_mod.padding(inputs.get("key_padding_mask"), dims, opts, source, seed)
@@ -417,7 +417,7 @@ def has_constraints(rnd: Any) -> bool:
     return isinstance(rnd, dict) and any(k not in ("seed", "low", "high") for k in rnd)
 
 
-def _random_section(rnd: Any, source: str) -> tuple[int | None, int, int]:
+def random_section(rnd: Any, source: str) -> tuple[int | None, int, int]:
     if rnd is None:
         return None, -2, 2
     check_keys(rnd, RANDOM_KEYS, source, "random")

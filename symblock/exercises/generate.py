@@ -92,20 +92,28 @@ def merge_random(data: Mapping, overrides: Mapping | None) -> dict:
     return data
 
 
-def from_mapping(data: Mapping, source: str = "<spec>", max_cost: int | None = None):
-    """A parsed spec as a BlockSpec, drawing a `random:` section's constraints until they hold
-    (engine.spec.from_mapping does the rest: it knows no constraints)."""
-    from symblock.engine import spec as specmod
+def from_mapping(data: Mapping, source: str = "<spec>", max_cost: int | None = None, allow_model: bool = True):
+    """A parsed spec as a BlockSpec (or, with a `model:` section, a ModelSpec), drawing a `random:`
+    section's constraints until they hold (engine.spec.from_mapping does the rest: it knows no
+    constraints)."""
+    from symblock.engine import model_spec, spec as specmod
+    from symblock.errors import SpecError
+    if model_spec.is_model(data):
+        if not allow_model:
+            raise SpecError(source, "model", "a model spec (a tiny GPT): this command works on one block; "
+                            "`symblock forward` and `symblock verify` take models")
+        return model_spec.from_mapping(data, source)
     if has_constraints(data.get("random") if isinstance(data, Mapping) else None):
         return variant(data, source, max_cost=max_cost).spec
     return specmod.from_mapping(data, source)
 
 
-def load(name_or_path):
-    """A built-in example name or a spec file (YAML/JSON) as a BlockSpec: `symblock.load`."""
+def load(name_or_path, allow_model: bool = False):
+    """A built-in example name or a spec file (YAML/JSON) as a BlockSpec: `symblock.load`
+    (`allow_model=True`: a ModelSpec too, for a spec with a `model:` section)."""
     from symblock.engine import spec as specmod
     data, source = specmod.read_spec(name_or_path)
-    return from_mapping(data, source)
+    return from_mapping(data, source, allow_model=allow_model)
 
 
 generate = from_mapping  # round-1 name

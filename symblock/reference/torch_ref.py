@@ -64,7 +64,10 @@ def _torch():
 
 
 def _to_float(matrix) -> np.ndarray:
-    """An exact SymPy matrix (entries may be -oo in a given masked step) as float64."""
+    """An exact SymPy matrix (entries may be -oo in a given masked step) as float64; a float
+    array (a stack's hidden state, reference/numeric_model.py) as it is."""
+    if isinstance(matrix, np.ndarray):
+        return matrix.astype(np.float64)
     rows, cols = matrix.shape
     return np.array([[float(matrix[i, j].evalf(30)) for j in range(cols)] for i in range(rows)],
                     dtype=np.float64).reshape(rows, cols)

@@ -31,6 +31,7 @@ class VerifyResult:
     steps: list[str]
     backends: dict[str, BackendResult]
     problems: list[str]
+    cache: list[tuple[str, str]] = field(default_factory=list)  # a model's (cached step, verdict)
 
     @property
     def ok(self) -> bool:
@@ -68,6 +69,9 @@ def compare(exact: dict[str, np.ndarray], other: dict[str, np.ndarray], name: st
 
 def run(spec: BlockSpec, tol: float = 1e-9, require_torch: bool = False,
         max_cost: int | None = None) -> VerifyResult:
+    from symblock.engine.model_spec import ModelSpec
+    if isinstance(spec, ModelSpec):
+        return run_model(spec, tol, require_torch, max_cost)
     from symblock.reference import numeric
     trace = block.forward(spec, max_cost=max_cost)
     want = exact_floats(trace)
@@ -95,3 +99,38 @@ def run(spec: BlockSpec, tol: float = 1e-9, require_torch: bool = False,
             if not d <= tol:
                 problems.append(f"nn.TransformerEncoderLayer output differs by {d:.3g}")
     return VerifyResult(tol=tol, steps=trace.names(), backends=backends, problems=problems)
+
+
+def run_model(spec, tol: float = 1e-9, require_torch: bool = False,
+              max_cost: int | None = None) -> VerifyResult:
+    """A tiny GPT: every step against NumPy and torch (each recomputing without a cache), the
+    prompt pass against a stack of real nn.TransformerEncoderLayers where torch has the layer,
+    and every cached step proved equal to the full recompute (engine/model.py)."""
+    from symblock.engine import model
+    from symblock.reference import numeric_model
+    trace = model.forward(spec, max_cost=max_cost)
+    want = exact_floats(trace)
+    problems: list[str] = []
+    backends = {"numpy": compare(want, numeric_model.forward(spec), "numpy", tol, problems)}
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        backends["torch"] = BackendResult(available=False, reason="torch is not installed")
+        if require_torch:
+            problems.append("torch is required (--require-torch) but not installed: "
+                            "pip install 'symblock[torch]'")
+    else:
+        from symblock.reference import torch_model
+        res = backends["torch"] = compare(want, torch_model.forward(spec), "torch", tol, problems)
+        stack = torch_model.encoder_stack_output(spec)
+        if stack is not None:
+            last = f"layer{len(spec.layers) - 1}.output"
+            d = max_abs_diff(want[last], stack)
+            res.note = f"{len(spec.layers)} stacked nn.TransformerEncoderLayer differ by {d:.3g}"
+            if not d <= tol:
+                problems.append(f"the nn.TransformerEncoderLayer stack differs by {d:.3g}")
+    cache = model.prove_cache(spec, max_cost)
+    bad = [name for name, verdict in cache if verdict == "differs"]
+    if bad:
+        problems.append(f"cached steps differ from the full recompute: {', '.join(bad[:5])}")
+    return VerifyResult(tol=tol, steps=trace.names(), backends=backends, problems=problems, cache=cache)

@@ -1,0 +1,91 @@
+"""Exact parameter counts of a whole GPT-style model: token embedding, learned positions, the
+stacked blocks (calculus/params.py counts one), the final norm and the head (tied or not).
+
+    >>> count_model(vocab=50257, d_model=768, heads=12, layers=12, context=1024).total
+    124439808                                   # GPT-2 small, tied head, biases and LayerNorm β
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from symblock.calculus.params import Counts, count
+
+
+@dataclass(frozen=True)
+class ModelCounts:
+    block: Counts           # one layer (without a final norm)
+    layers: int
+    vocab: int
+    context: int            # rows of the learned position table (0: sinusoidal or none)
+    tied: bool
+    final_norm: int         # the final norm's parameters
+
+    @property
+    def embedding(self) -> int:
+        return self.vocab * self.block.d_model
+
+    @property
+    def positions(self) -> int:
+        return self.context * self.block.d_model
+
+    @property
+    def head(self) -> int:
+        return 0 if self.tied else self.block.d_model * self.vocab
+
+    @property
+    def stack(self) -> int:
+        return self.layers * self.block.total
+
+    @property
+    def total(self) -> int:
+        return self.embedding + self.positions + self.stack + self.final_norm + self.head
+
+    def rows(self) -> list[tuple[str, str, int]]:
+        d, v, n, L = self.block.d_model, self.vocab, self.context, self.layers
+        out = [("token embedding W_E", f"vocab·d = {v}·{d}", self.embedding)]
+        if self.context:
+            out.append(("positions W_P", f"context·d = {n}·{d}", self.positions))
+        out.append((f"{L} blocks", f"{L} · {self.block.total:,} (symblock params --d-model {d})", self.stack))
+        if self.final_norm:
+            out.append(("final norm", "2·d (γ, β)" if self.final_norm == 2 * d else "d (γ)", self.final_norm))
+        out.append(("head", "tied to W_E (no parameters)" if self.tied else f"d·vocab = {d}·{v}", self.head))
+        return out
+
+    def table(self) -> str:
+        rows = self.rows()
+        w0 = max(len(r[0]) for r in rows)
+        w1 = max(len(r[1]) for r in rows)
+        lines = [f"{a:<{w0}}  {b:<{w1}}  {c:>14,}  {c / self.total:6.1%}" for a, b, c in rows]
+        lines.append(f"{'total':<{w0}}  {'':<{w1}}  {self.total:>14,}")
+        return "\n".join(lines)
+
+    def latex(self) -> str:
+        """An align* block for notes (amsmath only): one line per component and the total."""
+        def n(x: int) -> str:
+            return f"{x:,}".replace(",", "{,}")
+
+        def label(name: str) -> str:
+            text, _, symbol = name.partition(" W_")
+            return r"\text{%s}" % (text + (" " if symbol else "")) + (f"W_{symbol}" if symbol else "")
+        lines = [f"{label(a)} &= {n(c)}" for a, _, c in self.rows()] + [rf"\text{{total}} &= {n(self.total)}"]
+        return "\\begin{align*}\n" + " \\\\\n".join(lines) + "\n\\end{align*}"
+
+    def to_dict(self) -> dict:
+        return {"total": self.total, "embedding": self.embedding, "positions": self.positions,
+                "blocks": self.stack, "per_block": self.block.total, "final_norm": self.final_norm,
+                "head": self.head, "layers": self.layers, "vocab": self.vocab, "context": self.context,
+                "tied": self.tied}
+
+
+def count_model(vocab: int, d_model: int, heads: int, layers: int, d_ff: int | None = None,
+                context: int = 0, tied: bool = True, bias: bool = True, norm: str = "layernorm",
+                activation: str = "relu", final_norm: bool = True) -> ModelCounts:
+    """Count a model exactly; ValueError (one line) for a non-positive size."""
+    for name, value in (("vocab", vocab), ("layers", layers)):
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if isinstance(context, bool) or not isinstance(context, int) or context < 0:
+        raise ValueError(f"context must be a whole number >= 0, got {context!r}")
+    block = count(d_model, heads, d_ff, bias=bias, norm=norm, activation=activation)
+    final = (2 * d_model if norm == "layernorm" and bias else d_model) if final_norm else 0
+    return ModelCounts(block, layers, vocab, context, tied, final)

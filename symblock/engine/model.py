@@ -1,0 +1,336 @@
+"""A tiny GPT, forward, exactly: embeddings, stacked blocks, logits, greedy generation, KV cache.
+
+    forward(ModelSpec) -> Trace   steps: embed, pos, x, layer0.<block step>, …, norm_final,
+                                  logits, probs, next_token, then gen1.…, gen2.… (DESIGN.md)
+
+Each layer is the block itself (`block.forward` on the layer's BlockSpec, fed the previous layer's
+exact output), so a stack inherits every block option and its step formulas. A generation step
+without the cache recomputes the whole sequence; with `kv_cache: true` it works only the new row:
+its q/k/v, the cache after appending (`cache.k`, `cache.v`), one row of scores and weights.
+`prove_cache` shows exactly (equal expression graphs, not a float tolerance) that every cached
+step equals the last row of the full recompute.
+"""
+from __future__ import annotations
+
+import contextlib
+import math
+from dataclasses import replace
+from types import MappingProxyType
+
+from symblock.engine import block, exact
+from symblock.engine.matrix import Mat
+from symblock.engine.model_spec import ModelSpec, with_length
+from symblock.errors import SpecError, UndecidableError
+
+
+def cost(spec: ModelSpec) -> int:
+    """Multiply-adds of the whole run (prompt pass, every generation step): the size guard."""
+    d, vocab, n0 = spec.dims.d_model, len(spec.vocab), len(spec.prompt)
+
+    def full(m):
+        return sum(block.cost(with_length(layer, m)) for layer in spec.layers) + m * d * vocab
+
+    def cached(m):
+        f, gates = spec.dims.d_ff, 3 if spec.options.gated else 2
+        return len(spec.layers) * (4 * d * d + 2 * m * d + gates * d * f) + d * vocab
+    steps = range(n0 + 1, n0 + spec.generate + 1)
+    return full(n0) + sum(cached(m) if spec.kv_cache else full(m) for m in steps)
+
+
+def check_size(spec: ModelSpec, max_cost: int | None = None) -> None:
+    limit = block.MAX_COST if max_cost is None else max_cost
+    c = cost(spec)
+    if c > limit:
+        raise SpecError(spec.source, "model", f"this model needs about {c:,} exact multiply-adds, over "
+                        f"the exact engine's limit of {limit:,}; use fewer layers, tokens or dims, or raise "
+                        "the limit with --max-cost N (or SYMBLOCK_MAX_COST=N)")
+
+
+def forward(spec: ModelSpec, max_cost: int | None = None) -> block.Trace:
+    """Run the model on its prompt, then `generate` greedy steps; record every step."""
+    check_size(spec, max_cost)
+    run = _Run(spec)
+    tokens = list(spec.prompt)
+    nxt = run.full_pass(tokens, "")
+    for t in range(1, spec.generate + 1):
+        tokens.append(nxt)
+        prefix = f"gen{t}."
+        nxt = run.cached_pass(tokens, prefix) if spec.kv_cache else run.full_pass(tokens, prefix)
+    return block.Trace(run.steps, MappingProxyType(run.params), spec)
+
+
+def forward_any(spec, max_cost: int | None = None) -> block.Trace:
+    """`symblock.forward`: a block or a model, whichever the spec is."""
+    return forward(spec, max_cost) if isinstance(spec, ModelSpec) else block.forward(spec, max_cost)
+
+
+class _Run:
+    def __init__(self, spec: ModelSpec):
+        self.spec = spec
+        self.steps: list[block.Step] = []
+        self.params: dict[str, Mat] = {}
+        for name in ("W_E", "W_P", "W_U"):
+            if getattr(spec, name) is not None:
+                self.params[name] = Mat.from_sympy(getattr(spec, name))
+        for key, m in spec.final_norm.items():
+            self.params[f"ln_final.{key}"] = Mat.from_sympy(m)
+        self.layer_params = []
+        for i, layer in enumerate(spec.layers):
+            mats = {k: Mat.from_sympy(v) for k, v in layer.params.items()}
+            self.layer_params.append(mats)
+            self.params.update({f"layer{i}.{k}": v for k, v in mats.items()})
+        self.caches: list[tuple[Mat, Mat]] = []
+
+    def record(self, name: str, latex: str, inputs: tuple, value: Mat, given: bool = False) -> Mat:
+        self.steps.append(block.Step(name, latex, tuple(inputs), value, given))
+        return value
+
+    # ---- the pieces every pass shares
+    def inputs(self, tokens: list[int], rows: range, prefix: str) -> str:
+        """embed, pos and x for the token positions `rows`; returns the name of x."""
+        s = self.spec
+        emb = self.record(f"{prefix}embed", r"E = W_E[\text{tokens}]", ("W_E",),
+                          Mat([self.params["W_E"].rows[tokens[r]] for r in rows]))
+        if s.positions == "none":
+            return self.record_x(prefix, "X = E", (f"{prefix}embed",), emb)
+        if s.positions == "learned":
+            pos = Mat([self.params["W_P"].rows[r] for r in rows])
+            latex = r"P = W_P[%d{:}%d]" % (rows.start, rows.stop)
+            ins = ("W_P",)
+        else:
+            pos = Mat([sinusoidal_row(r, s.dims.d_model) for r in rows])
+            latex = r"P_{p,2i} = \sin(p / 10000^{2i/d}),\ P_{p,2i+1} = \cos(p / 10000^{2i/d})"
+            ins = ()
+        self.record(f"{prefix}pos", latex, ins, pos)
+        return self.record_x(prefix, "X = E + P", (f"{prefix}embed", f"{prefix}pos"), emb + pos)
+
+    def record_x(self, prefix, latex, inputs, value) -> str:
+        self.record(f"{prefix}x", latex, inputs, value)
+        return f"{prefix}x"
+
+    def rename(self, i: int, prefix: str, x_name: str):
+        params = self.layer_params[i]
+        return lambda n: x_name if n in ("X", "x") else (f"layer{i}.{n}" if n in params
+                                                         else f"{prefix}layer{i}.{n}")
+
+    def take(self, trace_steps, i: int, prefix: str, x_name: str, skip=("x",)) -> None:
+        ren = self.rename(i, prefix, x_name)
+        for s in trace_steps:
+            if s.name not in skip:
+                self.record(ren(s.name), s.latex, tuple(ren(n) for n in s.inputs), s.value, s.given)
+
+    def head_out(self, h: Mat, h_name: str, prefix: str, last_row: int) -> int:
+        """norm_final, logits, probs and next_token from the last layer's output; the next token."""
+        s = self.spec
+        if s.final_norm:
+            h, h_name = self.final_norm(h, h_name, prefix), f"{prefix}norm_final"
+        if s.head == "tied":
+            logits, latex, w = h @ self.params["W_E"].T, r"\ell = H W_E^{\top}", "W_E"
+        else:
+            logits, latex, w = h @ self.params["W_U"], r"\ell = H W_U", "W_U"
+        self.record(f"{prefix}logits", latex, (h_name, w), logits)
+        self.record(f"{prefix}probs", r"p = \mathrm{softmax}(\ell)\ \text{(each row)}", (f"{prefix}logits",),
+                    logits.map_rows(block.softmax))
+        tok = self.argmax(logits.rows[-1], f"{prefix}next_token")
+        self.record(f"{prefix}next_token", r"\hat t = \arg\max_j \ell_{%d,j} = %d\ (\text{%s})"
+                    % (last_row, tok, _tex_token(s.vocab[tok])), (f"{prefix}logits",),
+                    Mat([[exact.real(tok)]]))
+        return tok
+
+    def final_norm(self, h: Mat, h_name: str, prefix: str) -> Mat:
+        layer = self.spec.layers[-1]
+        opts = replace(layer.options, norm_position="pre", final_norm=True)
+        params = {f"ln_final.{k}": v for k, v in self.spec.final_norm.items()}
+        t = block.Tracer(replace(with_length(layer, len(h.rows)), options=opts, X=h,
+                                 params=MappingProxyType(params), given=MappingProxyType({})))
+        out = block.norm(t, "norm_final", h, "H", "ln_final", "N_f")
+        ren = {"resid2": h_name}
+        for st in t.steps:
+            self.record(prefix + st.name, st.latex,
+                        tuple(ren.get(n, n if n.startswith("ln_final") else prefix + n) for n in st.inputs),
+                        st.value)
+        return out
+
+    def argmax(self, row, where: str) -> int:
+        """The largest logit's index, certified; a tie is an error naming the tied tokens."""
+        best = 0
+        for j in range(1, len(row)):
+            if _sign(row[j] - row[best]) > 0:
+                best = j
+        tied = [j for j in range(len(row)) if j != best and _sign(row[j] - row[best]) == 0]
+        if tied:
+            names = ", ".join(repr(self.spec.vocab[j]) for j in [best, *tied])
+            raise SpecError(self.spec.source, where, f"the largest logits tie between tokens {names}, so "
+                            "greedy decoding has no single next token; change the weights or the prompt")
+        return best
+
+    # ---- passes
+    def full_pass(self, tokens: list[int], prefix: str) -> int:
+        m = len(tokens)
+        x_name = self.inputs(tokens, range(m), prefix)
+        h = self.steps[-1].value
+        self.caches, self.cache_names = [], []
+        for i, layer in enumerate(self.spec.layers):
+            with _in_layer(self.spec, f"{prefix}layer{i}."):
+                tr = block.forward(replace(with_length(layer, m), X=h), max_cost=math.inf)
+            self.take(tr, i, prefix, x_name)
+            self.caches.append((tr["attn.k"].value, tr["attn.v"].value))
+            self.cache_names.append({p: f"{prefix}layer{i}.attn.{p}" for p in "kv"})
+            h, x_name = tr["output"].value, f"{prefix}layer{i}.output"
+        return self.head_out(h, x_name, prefix, m - 1)
+
+    def cached_pass(self, tokens: list[int], prefix: str) -> int:
+        m = len(tokens)
+        x_name = self.inputs(tokens, range(m - 1, m), prefix)
+        h = self.steps[-1].value
+        for i in range(len(self.spec.layers)):
+            with _in_layer(self.spec, f"{prefix}layer{i}."):
+                h = self.cached_layer(i, h, prefix, x_name)
+            x_name = f"{prefix}layer{i}.output"
+        return self.head_out(h, x_name, prefix, m - 1)
+
+    def cached_layer(self, i: int, h: Mat, prefix: str, x_name: str) -> Mat:
+        """One new row through layer i, attending to the cached K/V rows plus its own."""
+        layer = self.spec.layers[i]
+        o = layer.options
+        one = replace(with_length(layer, 1), options=replace(o, causal=False), X=h, given=MappingProxyType({}))
+        t = block.Tracer(one)
+        pre = o.norm_position == "pre"
+        src, src_tex = (block.norm(t, "norm1", h, "X", "ln1", "N_1"), "N_1") if pre else (h, "X")
+        proj = {}
+        for p in "QKV":
+            bias = f" + b^{{{p}}}" if f"b_{p}" in t.params else ""
+            proj[p] = t.step(f"attn.{p.lower()}", f"{p.lower()} = {src_tex} W^{{{p}}}{bias}\\ \\text{{(new row)}}",
+                             lambda p=p: t.linear(src, f"W_{p}", f"b_{p}"))
+        (old_k, old_v), before = self.caches[i], self.cache_names[i]
+        K, V = Mat([*old_k.rows, *proj["K"].rows]), Mat([*old_v.rows, *proj["V"].rows])
+        self.caches[i] = (K, V)
+        self.cache_names[i] = {p: f"{prefix}layer{i}.cache.{p}" for p in "kv"}
+        for name, cache in (("k", K), ("v", V)):
+            t.steps.append(block.Step(f"cache.{name}", f"{name.upper()}_{{cache}} = [{name.upper()}_{{cache}};\\ "
+                                      f"{name}]\\ \\text{{(rows reused, one appended)}}",
+                                      (before[name], f"attn.{name}"), cache))
+        dk, dv = layer.dims.d_k, layer.dims.d_v
+        outs = [block.head(t, j, proj["Q"], K, V, (j * dk, (j + 1) * dk), (j * dv, (j + 1) * dv))
+                for j in range(layer.dims.heads)]
+        cat = t.step("attn.concat", r"O = [O_0, \dots]", lambda: Mat.hstack(outs)) if len(outs) > 1 else outs[0]
+        cat_tex = "O" if len(outs) > 1 else "O_0"
+        if o.out_proj:
+            bias = " + b^{O}" if "b_O" in t.params else ""
+            a = t.step("attn.out", f"A = {cat_tex} W^{{O}}{bias}", lambda: t.linear(cat, "W_O", "b_O"))
+        else:
+            a = t.step("attn.out", f"A = {cat_tex}", lambda: cat)
+        for st in t.steps:  # the heads read the cache, not the new row's k/v alone
+            if st.name.endswith(".scores") or st.name.endswith(".out") and st.name.startswith("attn.h"):
+                ins = tuple({"attn.k": "cache.k", "attn.v": "cache.v"}.get(n, n) for n in st.inputs)
+                t.steps[t.steps.index(st)] = replace(st, inputs=ins)
+        ren = self.rename(i, prefix, x_name)
+        for st in t.steps:
+            ins = tuple(n if n.startswith(("layer", "gen")) else ren(n) for n in st.inputs)
+            self.record(ren(st.name), st.latex, ins, st.value)
+        rest = block.forward(replace(one, given=MappingProxyType({"attn.out": a})), max_cost=math.inf)
+        self.take(rest, i, prefix, x_name, skip=("x", "attn.out"))
+        return rest["output"].value
+
+
+@contextlib.contextmanager
+def _in_layer(spec: ModelSpec, prefix: str):
+    """A block's error about one of its steps (a zero-variance row) names the layer's step."""
+    try:
+        yield
+    except SpecError as e:
+        if e.source == spec.source and e.where and not e.where.startswith(("dims", "weights", "block")):
+            raise SpecError(e.source, prefix + e.where, e.message) from None
+        raise
+
+
+def _sign(v) -> int:
+    try:
+        return exact.sign(v)
+    except UndecidableError:
+        return 0  # equal to thousands of digits and no closed form proves otherwise: a tie
+
+
+_TEX = {"\\": r"\textbackslash{}", "{": r"\{", "}": r"\}", "$": r"\$", "&": r"\&", "#": r"\#",
+        "^": r"\^{}", "_": r"\_", "%": r"\%", "~": r"\~{}"}
+
+
+def _tex_token(tok: str) -> str:
+    """A token as LaTeX text (tokens are the user's strings)."""
+    return "".join(_TEX.get(c, c) if c.isprintable() else "?" for c in tok)
+
+
+def sinusoidal_row(p: int, d: int) -> list:
+    """Positions of "Attention is all you need", exactly: sin/cos of p / 10000^(2i/d), rational
+    arguments when d divides 8 (model_spec checks it)."""
+    from fractions import Fraction
+    row = []
+    for j in range(d):
+        i2 = j - j % 2                      # 2i
+        k = 4 * i2 // d                     # 10000^(i2/d) = 10^k, exact since d | 8·i
+        arg = exact.real(Fraction(p, 10 ** k))
+        row.append(exact.sin(arg) if j % 2 == 0 else exact.cos(arg))
+    return row
+
+
+# ---------------------------------------------------------------- the KV cache, proved
+
+def prove_cache(spec: ModelSpec, max_cost: int | None = None) -> list[tuple[str, str]]:
+    """(step, verdict) for every step of every cached generation step: "exact" when its value is
+    the same expression graph as the last row of the full recompute (so equal, exactly), else
+    "numeric" (equal to 16384 bits) or "differs". Empty unless the spec uses the cache."""
+    if not spec.kv_cache or not spec.generate:
+        return []
+    cached = forward(spec, max_cost)
+    full = forward(replace(spec, kv_cache=False), max_cost)
+    canon = Canonical()
+    out = []
+    for st in cached:
+        if not st.name.startswith("gen"):
+            continue
+        gen, rest = st.name.split(".", 1)
+        if rest.endswith(("cache.k", "cache.v")):
+            want = full[f"{gen}.{rest[:-len('cache.k')]}attn.{rest[-1]}"].value.rows
+        else:
+            want = full[st.name].value.rows[-1:]
+        out.append((st.name, _verdict(st.value.rows, want, canon)))
+    return out
+
+
+def _verdict(got, want, canon) -> str:
+    if len(got) != len(want) or any(len(a) != len(b) for a, b in zip(got, want)):
+        return "differs"
+    pairs = [(exact.real(a), exact.real(b)) for ra, rb in zip(got, want) for a, b in zip(ra, rb)]
+    if all(canon(a) == canon(b) for a, b in pairs):
+        return "exact"
+    if all(_sign(a - b) == 0 for a, b in pairs):
+        return "numeric"
+    return "differs"
+
+
+class Canonical:
+    """Structural identity of exact values: one id per expression graph, sums and products
+    compared as multisets. Equal ids mean the same expression, hence the same number (a proof
+    that needs no numerics); unequal ids prove nothing."""
+
+    def __init__(self):
+        self.ids: dict[tuple, int] = {}
+        self.memo: dict[int, tuple[object, int]] = {}
+
+    def __call__(self, r: exact.Real) -> int:
+        hit = self.memo.get(id(r))
+        if hit is not None and hit[0] is r:
+            return hit[1]
+        if r.q is not None:
+            key = ("q", int(r.q.p), int(r.q.q))
+        elif r.op == "sum":
+            c0, terms = r.args
+            key = ("sum", int(c0.p), int(c0.q),
+                   tuple(sorted((int(c.p), int(c.q), tuple(sorted(self(f) for f in fs))) for c, fs in terms)))
+        elif r.op in ("const", "neginf"):
+            key = (r.op, *r.args)
+        else:
+            key = (r.op, self(r.args[0]))
+        n = self.ids.setdefault(key, len(self.ids))
+        self.memo[id(r)] = (r, n)
+        return n
