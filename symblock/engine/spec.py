@@ -91,6 +91,11 @@ def example_names() -> list[str]:
                   if p.name.endswith(".yaml"))
 
 
+def block_example_names() -> list[str]:
+    """The built-in examples that are one block (not a `model:` spec, engine/model_spec.py)."""
+    return [n for n in example_names() if not re.search(r"^model:", example_text(n), re.M)]
+
+
 def example_text(name: str) -> str:
     return resources.files("symblock.examples").joinpath(f"{name}.yaml").read_text(encoding="utf-8")
 

@@ -55,7 +55,7 @@ def canonical(data) -> str:
 
 def token_of(data) -> str:
     """`h` + the first 8 characters of the lower-case base32 SHA-256 of `canonical(data)`."""
-    digest = hashlib.sha256(canonical(data).encode("utf-8")).digest()
+    digest = hashlib.sha256(canonical(data).encode("utf-8", "surrogatepass")).digest()  # a bad title is refused later, by name
     return "h" + base64.b32encode(digest).decode("ascii")[:8].lower()
 
 

@@ -58,7 +58,7 @@ def check_against_torch(s, loss, target=None):
 TARGET = {"seed-post-ln": sympy.Matrix([[1, 0], [0, 1], [sympy.Rational(1, 2), -2]])}
 
 
-@pytest.mark.parametrize("example", spec.example_names())
+@pytest.mark.parametrize("example", spec.block_example_names())
 @pytest.mark.parametrize("loss", ["sum", "mse"])
 def test_every_example_every_wrt_matches_torch(example, loss):
     s = spec.load(example)

@@ -132,7 +132,7 @@ def test_pre_ln_order_and_final_norm():
 
 
 def test_steps_follow_the_vocabulary_in_order():
-    for name in spec.example_names():
+    for name in spec.block_example_names():
         s = spec.load(name)
         t = block.forward(s)
         order = step_names(s.dims, s.options)

@@ -293,7 +293,7 @@ def test_text_report_explains_codes(tmp_path, capsys, worlds):
             "without its input added") in out
 
 
-@pytest.mark.parametrize("example", spec_mod.example_names())
+@pytest.mark.parametrize("example", spec_mod.block_example_names())
 def test_every_step_of_every_example_checks(tmp_path, capsys, example):
     """Answer every step of a built-in example with NumPy's values to 9 places: all correct."""
     s = spec_mod.load(example)

@@ -137,7 +137,7 @@ def test_eps_zero_specs_agree_too():
 
 
 def test_builtin_examples_verify():
-    for name in spec.example_names():
+    for name in spec.block_example_names():
         result = verify.run(spec.load(name), require_torch=True)
         assert result.ok, (name, result.problems)
         assert set(result.backends) == {"numpy", "torch"}

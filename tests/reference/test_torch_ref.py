@@ -51,7 +51,7 @@ def check_encoder_layer(s, want_output: np.ndarray) -> bool:
 
 # ---------------------------------------------------------------- built-in examples
 
-@pytest.mark.parametrize("name", specs.example_names())
+@pytest.mark.parametrize("name", specs.block_example_names())
 def test_example_matches_numpy_on_every_step(name):
     s = specs.load(name)
     got = torch_ref.forward(s)

@@ -35,7 +35,7 @@ def sections(text: str, fmt: str) -> dict[str, tuple[str, str]]:
                    (r"\\subsection\*\{", r"\\textbf\{Answer:\}"))
     out = {}
     for sec in re.split(head, text, flags=re.M)[1:]:
-        first = sec.splitlines()[0]
+        first = sec.splitlines()[0].replace(r"{\char95}", "_")  # an underscore that copies as one
         name = re.search(r"`([^`]+)`" if fmt == "md" else r"\\texttt\{([^}]+)\}", first).group(1)
         parts = re.split(label, sec, maxsplit=1)
         if len(parts) == 2:

@@ -15,7 +15,7 @@ from symblock.sheets.worksheet import documents
 from worksheet_tools import (katex_check, key_answers_md, key_answers_tex, math_fragments, matrices,
                              parse_entry)
 
-EXAMPLES = spec.example_names()
+EXAMPLES = spec.block_example_names()
 BIG = """\
 title: "Largest supported size"
 dims: {seq_len: 5, d_model: 8, d_ff: 16, heads: 2}
