@@ -86,7 +86,7 @@ def snap(r) -> fmpq | None:
     q = fmpq(c.numerator, c.denominator)
     if not (b - q).contains(0):
         return None
-    for prec in SNAP_PREC:
-        if not (r.enclosure(prec) - q).contains(0):
+    for prec in SNAP_PREC:  # the difference at that precision too: at 128 bits it would round to 0
+        if not with_prec(prec, lambda: (r.enclosure(prec) - q).contains(0)):
             return None
     return q

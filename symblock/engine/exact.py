@@ -24,7 +24,7 @@ from decimal import ROUND_HALF_UP, Context, Decimal
 from fractions import Fraction
 from typing import Iterable, Sequence
 
-from flint import arb, ctx, fmpq, fmpz
+from flint import arb, fmpq, fmpz
 
 from symblock.engine import closed
 from symblock.engine.balls import MAX_PREC, PREC, children, node_ball, snap, with_prec
@@ -184,16 +184,22 @@ def _context(int_digits: int, places: int) -> Context:
     return Context(prec=max(28, int_digits + places + 2), rounding=ROUND_HALF_UP, Emax=10**9, Emin=-10**9)
 
 
+def _dyadic(x: arb) -> Fraction:
+    """An exact arb (a midpoint or a radius: a dyadic number) as a Fraction."""
+    man, exp = (int(v) for v in x.man_exp())
+    return Fraction(man * 2**exp) if exp >= 0 else Fraction(man, 2**-exp)
+
+
 def _round(b: arb, places: int, q: Decimal) -> tuple[Decimal, Decimal]:
-    """Both ends of the ball rounded half away from zero to `places` decimals: every digit before
-    the point and 40 guard digits after the last place are printed before rounding."""
-    head = Decimal(b.mid().str(3, radius=False).replace("e", "E"))
-    int_digits = max(head.adjusted() + 1, 0)
-    digits = int_digits + places + 40
-    ends = with_prec(max(ctx.prec, 4 * digits), lambda: (b.lower(), b.upper()))
-    context = _context(int_digits + 1, places)
-    return tuple(Decimal(x.mid().str(digits, radius=False).replace("e", "E")).quantize(q, context=context)
-                 for x in ends)
+    """Both ends of the ball, mid ∓ rad taken exactly, rounded half away from zero to `places`
+    decimals in exact arithmetic: equal results certify the rounding (no guard digits to fool)."""
+    mid, rad = _dyadic(b.mid()), _dyadic(b.rad())
+    out = []
+    for end in (mid - rad, mid + rad):
+        s = end * 10**places
+        n = int(abs(s) + Fraction(1, 2))
+        out.append(Decimal(n if s >= 0 else -n).scaleb(-places, _context(n.bit_length() // 3 + 1, places)))
+    return out[0], out[1]
 
 
 def _node(op: str, args: tuple, size: int) -> Real:

@@ -133,3 +133,14 @@ def test_real_is_not_a_float_in_disguise():
     v = exact.sqrt(real(2)) * exact.sqrt(real(2))
     assert isinstance(v, Real) and v.to_sympy() == 2
     assert isinstance(exact.exp(real(1)).ball, type(exact.ONE.ball))
+
+
+def test_decimals_are_certified_right_next_to_a_rounding_tie():
+    """0.525 − e^−120 (≈ 8·10⁻⁵³ below the tie) is not snapped to 21/40 and rounds down, 0.525 + e^−120 up: both ends of the ball
+    are rounded in exact arithmetic, so no guard digits can carry a value across the tie."""
+    from fractions import Fraction
+    tiny = exact.exp(exact.real(-120))
+    assert not (exact.real(Fraction(21, 40)) - tiny).is_rational  # not snapped to 21/40 (balls.snap)
+    assert (exact.real(Fraction(21, 40)) - tiny).decimal(2) == Decimal("0.52")
+    assert (exact.real(Fraction(21, 40)) + tiny).decimal(2) == Decimal("0.53")
+    assert (tiny - exact.real(Fraction(21, 40))).decimal(2) == Decimal("-0.52")
