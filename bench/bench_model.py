@@ -52,7 +52,7 @@ def measure(runs: int = 3) -> list[tuple[str, float, float, int]]:
 
 
 def table(rows) -> str:
-    out = ["| model | with KV cache | full recompute (baseline) | multiply-adds cached / full |",
+    out = ["| model | with KV cache | full recompute (baseline) | cost units (engine/cost.py) cached / full |",
            "|---|---|---|---|"]
     for label, tc, tf, cc, cf in rows:
         out.append(f"| {label} | {tc * 1000:.0f} ms | {tf * 1000:.0f} ms | {cc:,} / {cf:,} |")

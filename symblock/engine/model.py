@@ -24,24 +24,29 @@ from symblock.errors import SpecError, UndecidableError
 
 
 def cost(spec: ModelSpec) -> int:
-    """Multiply-adds of the whole run (prompt pass, every generation step): the size guard."""
+    """Exact operations of the whole run (engine/cost.py's units): the prompt pass, then every
+    generation step, worked in full or, with the cache, as one row against m cached keys."""
+    from symblock.engine.cost import NODE
     d, vocab, n0 = spec.dims.d_model, len(spec.vocab), len(spec.prompt)
 
     def full(m):
-        return sum(block.cost(with_length(layer, m)) for layer in spec.layers) + m * d * vocab
+        return sum(block.cost(with_length(layer, m)) for layer in spec.layers) + m * vocab * (d + NODE)
 
-    def cached(m):
-        f, gates = spec.dims.d_ff, 3 if spec.options.gated else 2
-        return len(spec.layers) * (4 * d * d + 2 * m * d + gates * d * f) + d * vocab
+    def cached(m):  # one row through each layer, its scores and weights over m keys
+        rows = sum(block.cost(with_length(layer, 1)) for layer in spec.layers)
+        k, v, h = spec.dims.d_k, spec.dims.d_v, spec.dims.heads
+        attention = len(spec.layers) * h * (m * (k + 2 * NODE) + v * (m + NODE))
+        return rows + attention + vocab * (d + NODE)
     steps = range(n0 + 1, n0 + spec.generate + 1)
     return full(n0) + sum(cached(m) if spec.kv_cache else full(m) for m in steps)
 
 
 def check_size(spec: ModelSpec, max_cost: int | None = None) -> None:
-    limit = block.MAX_COST if max_cost is None else max_cost
+    from symblock.engine import cost as costmod
+    limit = costmod.limit(max_cost)
     c = cost(spec)
     if c > limit:
-        raise SpecError(spec.source, "model", f"this model needs about {c:,} exact multiply-adds, over "
+        raise SpecError(spec.source, "model", f"this model needs about {c:,} exact operations, over "
                         f"the exact engine's limit of {limit:,}; use fewer layers, tokens or dims, or raise "
                         "the limit with --max-cost N (or SYMBLOCK_MAX_COST=N)")
 

@@ -3,7 +3,6 @@ number is read from the exact trace (fractions where rational, certified values 
 the independent NumPy path, never from the generator's own flags or counters."""
 from __future__ import annotations
 
-import math
 from collections import Counter
 from fractions import Fraction
 
@@ -91,8 +90,9 @@ def test_norm_rows_sigma_at_least_half_and_exact_where_asked(preset_set):
 
 def test_softmax_small_exponents_and_weights_neither_one_hot_nor_vanishing(preset_set):
     d, vs = preset_set
-    if d == "easy":
-        pytest.skip("easy gives attn.out: no softmax is asked")
+    if d == "easy":  # A(X) is given (staged): no softmax is computed, so none can be asked
+        assert not any(n.endswith(".weights") for v in vs for n in v.trace.names())
+        return
     largest = 0.0
     for v in vs:
         ref = numeric.forward(v.spec)  # the independent float64 path

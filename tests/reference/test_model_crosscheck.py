@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from symblock.engine import model
+from symblock.engine import exact, model
 from symblock.engine.model_spec import from_mapping
 from symblock.errors import SpecError
 from symblock.reference import numeric_model, torch_model, verify
@@ -53,7 +53,15 @@ def test_random_models_agree_with_numpy_and_torch_on_every_step(data):
         # a zero-variance row with ε = 0, or a tie for the next token: rejected as inputs, by name
         assume(not (re.search(r"(layer\d+\.norm\d|norm_final)\.(var|ms)\[\d+\]$", e.field) or e.field.endswith("next_token")))
         raise
-    assert result.ok, result.problems
+    # float64 keeps ~16 digits of each value: a Pre-LN stream that grows through the layers is
+    # compared relative to its size (an absolute 1e-9 fails on honest rounding at |x| ~ 10⁶)
+    trace = model.forward(spec)
+    size = {s.name: max([1.0] + [abs(float(e)) for row in s.value.rows for e in row if e is not exact.NEG_INF])
+            for s in trace}
+    for b in ("numpy", "torch"):
+        bad = {n: d for n, d in result.backends[b].steps.items() if not d <= 1e-9 * size[n]}
+        assert not bad, (b, bad)
+    assert not [p for p in result.problems if "differ at" not in p and "differs at" not in p], result.problems
     assert set(result.backends) == {"numpy", "torch"} and all(b.available for b in result.backends.values())
     names = set(result.steps)
     assert set(result.backends["numpy"].steps) == names == set(result.backends["torch"].steps)
