@@ -6,6 +6,7 @@ Below exact.py and independent of it: these functions read a node's `op`, `args`
 """
 from __future__ import annotations
 
+from decimal import ROUND_HALF_UP, Context, Decimal
 from fractions import Fraction
 
 from flint import arb, ctx, fmpq
@@ -90,3 +91,29 @@ def snap(r) -> fmpq | None:
         if not with_prec(prec, lambda: (r.enclosure(prec) - q).contains(0)):
             return None
     return q
+
+
+# ---------------------------------------------------------------- decimals of a ball
+
+def decimal_context(int_digits: int, places: int) -> Context:
+    """A Decimal context wide enough for `int_digits` digits before the point and `places` after
+    (Decimal's default of 28 significant digits would round, or refuse to quantize)."""
+    return Context(prec=max(28, int_digits + places + 2), rounding=ROUND_HALF_UP, Emax=10**9, Emin=-10**9)
+
+
+def dyadic(x: arb) -> Fraction:
+    """An exact arb (a midpoint or a radius: a dyadic number) as a Fraction."""
+    man, exp = (int(v) for v in x.man_exp())
+    return Fraction(man * 2**exp) if exp >= 0 else Fraction(man, 2**-exp)
+
+
+def round_ends(b: arb, places: int) -> tuple[Decimal, Decimal]:
+    """Both ends of the ball, mid ∓ rad taken exactly, rounded half away from zero to `places`
+    decimals in exact arithmetic: equal results certify the rounding (no guard digits to fool)."""
+    mid, rad = dyadic(b.mid()), dyadic(b.rad())
+    out = []
+    for end in (mid - rad, mid + rad):
+        s = end * 10**places
+        n = int(abs(s) + Fraction(1, 2))
+        out.append(Decimal(n if s >= 0 else -n).scaleb(-places, decimal_context(n.bit_length() // 3 + 1, places)))
+    return out[0], out[1]

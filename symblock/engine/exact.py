@@ -20,14 +20,15 @@ expressions: the functions at the bottom (`sqrt`, `exp`, `relu`, …) accept bot
 from __future__ import annotations
 
 import itertools
-from decimal import ROUND_HALF_UP, Context, Decimal
+from decimal import Decimal
 from fractions import Fraction
 from typing import Iterable, Sequence
 
 from flint import arb, fmpq, fmpz
 
 from symblock.engine import closed
-from symblock.engine.balls import MAX_PREC, PREC, children, node_ball, snap, with_prec
+from symblock.engine.balls import (MAX_PREC, PREC, children, decimal_context, node_ball, round_ends, snap,
+                                   with_prec)
 from symblock.errors import UndecidableError  # noqa: F401  (re-exported)
 
 DIGITS = 30         # decimals are certified to at least this many significant digits
@@ -141,18 +142,17 @@ class Real:
 
     def decimal(self, places: int) -> Decimal:
         """The value rounded half away from zero to `places` decimals, certified."""
-        q = Decimal(1).scaleb(-places)
         if self.q is not None:  # exact: half away from zero, decided on the fraction
             s = Fraction(int(self.q.p), int(self.q.q)) * 10**places
             n = int(abs(s) + Fraction(1, 2))
-            return Decimal(n if s >= 0 else -n).scaleb(-places, _context(n.bit_length() // 3 + 1, places))
+            return Decimal(n if s >= 0 else -n).scaleb(-places, decimal_context(n.bit_length() // 3 + 1, places))
 
         def rounded(b):
-            lo, hi = _round(b, places, q)
+            lo, hi = round_ends(b, places)
             return lo == hi
 
         b = self._refine(lambda b: b.is_finite() and rounded(b))
-        return _round(b, places, q)[0]
+        return round_ends(b, places)[0]
 
     def digits(self, n: int = DIGITS) -> str:
         """At least `n` certified significant digits, as text."""
@@ -176,30 +176,6 @@ class Real:
 
     def __repr__(self) -> str:
         return f"Real({self.short()})"
-
-
-def _context(int_digits: int, places: int) -> Context:
-    """A Decimal context wide enough for `int_digits` digits before the point and `places` after
-    (Decimal's default of 28 significant digits would round, or refuse to quantize)."""
-    return Context(prec=max(28, int_digits + places + 2), rounding=ROUND_HALF_UP, Emax=10**9, Emin=-10**9)
-
-
-def _dyadic(x: arb) -> Fraction:
-    """An exact arb (a midpoint or a radius: a dyadic number) as a Fraction."""
-    man, exp = (int(v) for v in x.man_exp())
-    return Fraction(man * 2**exp) if exp >= 0 else Fraction(man, 2**-exp)
-
-
-def _round(b: arb, places: int, q: Decimal) -> tuple[Decimal, Decimal]:
-    """Both ends of the ball, mid ∓ rad taken exactly, rounded half away from zero to `places`
-    decimals in exact arithmetic: equal results certify the rounding (no guard digits to fool)."""
-    mid, rad = _dyadic(b.mid()), _dyadic(b.rad())
-    out = []
-    for end in (mid - rad, mid + rad):
-        s = end * 10**places
-        n = int(abs(s) + Fraction(1, 2))
-        out.append(Decimal(n if s >= 0 else -n).scaleb(-places, _context(n.bit_length() // 3 + 1, places)))
-    return out[0], out[1]
 
 
 def _node(op: str, args: tuple, size: int) -> Real:
