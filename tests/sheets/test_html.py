@@ -117,10 +117,11 @@ def test_typed_answers_download_as_a_file_that_symblock_check_marks(browser, dow
         saved = _download(downloads, f"answers-seed-post-ln.{kind}")
         data = yaml.safe_load(saved.read_text()) if kind == "yaml" else json.loads(saved.read_text())
         assert data["name"] == "Ada" and data["decimals"] == 3
+        assert data["id"] == "seed-post-ln"  # what `symblock grade` matches the file to its variant by
         assert list(data["steps"]) == ["resid1", "norm1.mean", "norm1.var"]
         assert data["steps"]["resid1"][2] == ["2.576", "1.716"]
         capsys.readouterr()
-        assert cli.main(["check", "seed-post-ln", str(saved), "--json"]) == 1
+        assert cli.main(["check", str(saved), "--json"]) == 1  # the id: alone names the block
         report = {s["name"]: s for s in json.loads(capsys.readouterr().out)["steps"]}
         assert report["resid1"]["status"] == report["norm1.mean"]["status"] == "correct"
         assert report["norm1.var"]["status"] == "wrong"
