@@ -127,7 +127,8 @@ def write_set(out: Path, variants: Sequence[tuple[str, Callable[[], dict[str, st
                 result.written += stage.land(variant, out / ident, per_variant)
         if stopped is not None:
             kept = sum(i not in result.failed for i in folders)
-            raise UsageError(stopped + (f"; the {kept} variants before it were written to {out}" if kept else ""))
+            said = "the variant before it was" if kept == 1 else f"the {kept} variants before it were"
+            raise UsageError(stopped + (f"; {said} written to {out}" if kept else ""))
         if not result.failed and (docs or known):  # the set files only with every variant in them
             result.written += stage.land(folder, out, output_names(docs, pdf) + list(known))
         bar.update(1)
