@@ -115,8 +115,10 @@ def installed(code: Path, where: Path) -> dict:
     src = where.with_name(where.name + "-src")
     shutil.copytree(code, src, ignore=shutil.ignore_patterns(".git", ".venv", "worksheets", "build", "*.egg-info",
                                                              "node_modules", "__pycache__"))
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-                    "--target", str(where), str(src)], check=True, stdout=subprocess.DEVNULL)
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+                          "--target", str(where), str(src)], capture_output=True, text=True)
+    if pip.returncode:
+        raise SystemExit(f"installing {code} failed:\n{pip.stderr[-2000:]}")
     return dict(os.environ, PYTHONPATH=os.pathsep.join([str(where), *site.getsitepackages()]),
                 PYTHONDONTWRITEBYTECODE="1")
 
