@@ -131,27 +131,31 @@ def run(args) -> int:
         check_text(trace.spec.title, trace.spec.source, "title")
     many = args.variants is not None
     models: list[dict] = []
-    docs = {ident: documents(trace, ident, formats=formats, preset=args.preset, lang=args.lang,
-                             places=args.decimals, title=args.title, template_dir=args.template_dir,
-                             loss=args.loss, wrt=_wrt(args.wrt), space=args.space, models=models)
-            for ident, trace in sets}
-    extra = bundle(models, formats, many, args.template_dir)  # html, moodle, qti, ipynb
-    if many:  # the set remembers itself: manifest.yaml and blank answers files, for `symblock grade`
-        from symblock.grading.manifest import set_files
-        from symblock.exercises.generate import overrides_from_args
-        from symblock.options import DEFAULT_EXAMPLE
-        extra.update(set_files(sets, args.spec or DEFAULT_EXAMPLE, overrides=overrides_from_args(args),
-                               preset=args.preset, loss=args.loss, wrt=_wrt(args.wrt),
-                               decimals=args.decimals, lang=args.lang))
+
+    def render(ident: str, trace) -> dict[str, str]:
+        return documents(trace, ident, formats=formats, preset=args.preset, lang=args.lang,
+                         places=args.decimals, title=args.title, template_dir=args.template_dir,
+                         loss=args.loss, wrt=_wrt(args.wrt), space=args.space, models=models)
+
+    def set_extra() -> dict:  # once every variant is rendered
+        extra = bundle(models, formats, many, args.template_dir)  # html, moodle, qti, ipynb
+        if many:  # the set remembers itself: manifest.yaml and blank answers files, for `symblock grade`
+            from symblock.grading.manifest import set_files
+            from symblock.exercises.generate import overrides_from_args
+            from symblock.options import DEFAULT_EXAMPLE
+            extra.update(set_files(sets, args.spec or DEFAULT_EXAMPLE, overrides=overrides_from_args(args),
+                                   preset=args.preset, loss=args.loss, wrt=_wrt(args.wrt),
+                                   decimals=args.decimals, lang=args.lang))
+        return extra
     try:
         if not many:
-            (ident, _), = sets
-            written = write_files(Path(args.out), {**docs[ident], **extra}, force=args.force,
+            (ident, trace), = sets
+            written = write_files(Path(args.out), {**render(ident, trace), **set_extra()}, force=args.force,
                                   pdf_engine=engine, jobs=jobs)
-        else:
+        else:  # rendered one by one inside, under the progress bar
             from symblock.sheets.sets import write_set
-            result = write_set(Path(args.out), [(i, lambda i=i: docs[i]) for i, _ in sets], formats,
-                               force=args.force, pdf_engine=engine, jobs=jobs, extra=extra)
+            result = write_set(Path(args.out), [(i, lambda i=i, t=t: render(i, t)) for i, t in sets], formats,
+                               force=args.force, pdf_engine=engine, jobs=jobs, extra=set_extra)
             written = result.written
     except OSError as e:  # /proc/..., /sys/..., a read-only disk, a name too long: the folder, not a bug
         where = f" ({e.filename})" if e.filename and ".symblock-" not in str(e.filename) \

@@ -159,6 +159,27 @@ def _alarm(seconds: float):
     return restore
 
 
+_COMPILED: dict = {}  # (format, filter names) -> {template key: bytecode}, for this process
+
+
+def _bytecode_cache(fmt: str, filters):
+    """Compiled templates kept in memory: every render makes a fresh environment (its own
+    deadline), and a set of N variants would otherwise compile the same template 2N times. Jinja
+    checks each entry against the template's source, so a changed file is compiled again."""
+    from jinja2.bccache import BytecodeCache
+
+    class Memory(BytecodeCache):
+        codes = _COMPILED.setdefault((fmt, tuple(sorted(filters or ()))), {})
+
+        def load_bytecode(self, bucket):
+            if bucket.key in self.codes:
+                bucket.bytecode_from_string(self.codes[bucket.key])
+
+        def dump_bytecode(self, bucket):
+            self.codes[bucket.key] = bucket.bytecode_to_string()
+    return Memory()
+
+
 def environment(fmt: str, template_dir: str | None = None, unicode_ok: bool = False, filters=None):
     """A sandboxed environment whose loader finds names only inside the template directories
     (Jinja's `FileSystemLoader` refuses absolute and `..` names), the user's folder first.
@@ -172,7 +193,8 @@ def environment(fmt: str, template_dir: str | None = None, unicode_ok: bool = Fa
     options = LATEX_DELIMITERS if fmt == "latex" else {}
     env = Environment(loader=FileSystemLoader(dirs), finalize=_finalizer(fmt, unicode_ok),
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                      keep_trailing_newline=True, autoescape=fmt in MARKUP, **options)
+                      keep_trailing_newline=True, autoescape=fmt in MARKUP,
+                      bytecode_cache=_bytecode_cache(fmt, filters), **options)
     env.globals["range"] = _budget_range(env)
     if fmt == "latex":
         env.filters["code"] = lambda s: Safe(r"\texttt{" + latex_escape(s, unicode_ok)

@@ -3,34 +3,38 @@ whole set in one document to print, DIR/sheets.tex and DIR/keys.tex (+ .pdf with
 
 A set file is one LaTeX document, compiled in one run: the variants' shared preamble once, then
 each variant's body in a group, starting on an odd page (so a duplex print never puts two students
-on one sheet of paper), numbered from 1 with its ID in the footer. Compiles run in parallel
-(`--jobs`). Each variant is a unit of output that lands as soon as it is done, so a failure keeps
-the variants already finished; the set files land only when every variant did.
+on one sheet of paper) and numbered from 1. LaTeX writes the pages each variant took to
+`<job>.pages`, and with --pdf every variant's own sheet.pdf and key.pdf are cut from the set's
+(pypdf, the `pdf` extra): 62 PDFs of 30 variants cost two LaTeX runs, not 62. The cut pages are the
+pages a separate compile of the variant gives (tests/sheets/test_worksheet_sets.py compares them).
+
+A variant whose set document fails (or without pypdf) is compiled on its own instead, in parallel
+(`--jobs`), so a failure names the variant and keeps the others. Each variant is a unit of output
+that lands whole; the set files land only when every variant did.
 """
 from __future__ import annotations
 
 import sys
-from collections import deque
 from concurrent import futures
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from symblock.errors import UsageError
 from symblock.sheets.worksheet import Stage, check_targets, document_names, output_names, require
 
 SET_NAMES = {"sheet.tex": "sheets.tex", "key.tex": "keys.tex"}
 _BEGIN, _END = "\\begin{document}", "\\end{document}"
-_SET_PREAMBLE = r"""% symblock: a set of variants in one document. Each starts on an odd page and is
-% numbered from 1, with its worksheet ID in the footer.
+_SET_PREAMBLE = r"""% symblock: a set of variants in one document. Each starts on an odd page, is numbered
+% from 1, and its first and last page go to \jobname.pages (to cut each variant's own PDF out).
 \makeatletter
-\def\symblock@variant{}
-\def\ps@symblockset{\let\@oddhead\@empty\let\@evenhead\@empty
-  \def\@oddfoot{\hfil\texttt{\symblock@variant}\quad\thepage\hfil}\let\@evenfoot\@oddfoot}
-\newcommand\symblockvariant[1]{\clearpage\gdef\symblock@variant{#1}\setcounter{page}{1}}
-\newcommand\symblockendvariant{\clearpage\ifodd\value{page}\else\null\thispagestyle{empty}\clearpage\fi}
+\newwrite\symblock@pages\immediate\openout\symblock@pages=\jobname.pages
+\newcommand\symblockvariant[1]{\clearpage\setcounter{page}{1}%
+  \xdef\symblock@first{\the\numexpr\ReadonlyShipoutCounter+1\relax}}
+\newcommand\symblockendvariant{\clearpage
+  \immediate\write\symblock@pages{\symblock@first\space\the\ReadonlyShipoutCounter}%
+  \ifodd\value{page}\else\null\thispagestyle{empty}\clearpage\fi}
 \makeatother
-\pagestyle{symblockset}
 """
 
 
@@ -71,109 +75,129 @@ class SetResult:
                           f"{total} variants were written to {out}; the set files were not")
 
 
+Files = Mapping[str, "str | bytes"]
+
+
 def write_set(out: Path, variants: Sequence[tuple[str, Callable[[], dict[str, str]]]], formats,
               force: bool = False, pdf_engine: str | None = None, jobs: int | None = None,
-              extra: dict[str, str | bytes] | None = None) -> SetResult:
+              extra: Files | Callable[[], Files] | None = None) -> SetResult:
     """Write each variant (ID, render() -> {name: text}) into out/<ID>/ and the set files into out/;
     `extra` (names relative to out: the HTML/LMS/notebook writers' files, the manifest and blank
-    answers) joins the set files' unit.
+    answers), or a function that gives it once every variant is rendered, joins the set files' unit.
 
-    Every target is checked first. Variants are rendered in order while their compiles run in
-    parallel; once all are rendered the set files' long compiles go first. Each unit lands when
-    its compiles are done. A variant that fails is recorded, not fatal: the result names it, and
-    the set files, which must hold every variant, are then not written."""
+    Every target is checked before anything lands. The variants are rendered in order (one that
+    fails to render ends the set there; the variants before it still land), then the set documents
+    are compiled and each variant's PDFs cut from them. A variant that fails is recorded, not
+    fatal: the result names it, and the set files, which must hold every variant, are then not written."""
     pdf = bool(pdf_engine)
     per_variant = output_names(document_names(formats), pdf)
-    extra = dict(extra or {})
-    set_names = output_names([SET_NAMES[n] for n in document_names(formats) if n in SET_NAMES], pdf) + list(extra)
-    check_targets(out, [f"{i}/{n}" for i, _ in variants for n in per_variant] + set_names, force)
+    set_docs = [SET_NAMES[n] for n in document_names(formats) if n in SET_NAMES]
+    known = {} if callable(extra) else dict(extra or {})
+    check_targets(out, [f"{i}/{n}" for i, _ in variants for n in per_variant]
+                  + output_names(set_docs, pdf) + list(known), force)
     if pdf:
         require(pdf_engine)
-    result, landed = SetResult(), {}
-    texts: dict[str, list[tuple[str, str]]] = {n: [] for n in SET_NAMES}
-    with Stage(out, jobs) as stage, _progress(len(variants) + bool(set_names)) as bar:
-        work = _Work(stage, pdf_engine)
-
-        def land(unit: str, folder: Path, error: str | None) -> None:
-            if error is not None:
-                result.failed[unit] = error
-            elif unit != "set":
-                landed[unit] = stage.land(folder, out / unit, per_variant)
-            elif not result.failed:  # the set files only with every variant in them
-                landed[unit] = stage.land(folder, out, set_names)
-            bar.update(1)
-
+    result, stopped = SetResult(), None
+    steps = len(variants) + (len(set_docs) if pdf else 0) + bool(set_docs or extra)
+    with Stage(out, jobs) as stage, _progress(steps) as bar:
+        folders: dict[str, Path] = {}
+        texts: dict[str, list[tuple[str, str]]] = {n: [] for n in SET_NAMES}
         for ident, render in variants:
             try:
                 files = render()
             except UsageError as e:
-                raise UsageError(f"variant {ident}: {e}" + _kept(landed, out)) from None
+                stopped = f"variant {ident}: {e}"
+                break
             for name, pairs in texts.items():
                 pairs += [(ident, files[name])] if name in files else []
-            work.add(ident, stage.write(ident, files), [n for n in files if n.endswith(".tex")] if pdf else [])
-            work.step(land, wait=False)
-        if set_names and not result.failed:
-            try:
-                docs = {SET_NAMES[n]: combined(pairs) for n, pairs in texts.items() if pairs}
-            except UsageError as e:
-                result.failed["set"] = str(e)
-            else:
-                work.add("set", stage.write("set", {**docs, **extra}), list(docs) if pdf else [], first=True)
-        while work:
-            work.step(land, wait=True)
-    for ident, _ in variants:
-        result.written += landed.get(ident, [])
-    result.written += landed.get("set", [])
+            folders[ident] = stage.write(ident, files)
+            bar.update(1)
+        if stopped is None and callable(extra):
+            known = dict(extra())
+            check_targets(out, list(known), force)
+        try:
+            docs = {SET_NAMES[n]: combined(pairs) for n, pairs in texts.items() if pairs}
+        except UsageError as e:
+            docs, result.failed["set"] = {}, str(e)
+        folder = stage.write("set", {**docs, **known})
+        if pdf:
+            _pdfs(stage, pdf_engine, folders, folder, docs, result, bar)
+        for ident, variant in folders.items():
+            if ident not in result.failed:
+                result.written += stage.land(variant, out / ident, per_variant)
+        if stopped is not None:
+            kept = sum(i not in result.failed for i in folders)
+            said = "the variant before it was" if kept == 1 else f"the {kept} variants before it were"
+            raise UsageError(stopped + (f"; {said} written to {out}" if kept else ""))
+        if not result.failed and (docs or known):  # the set files only with every variant in them
+            result.written += stage.land(folder, out, output_names(docs, pdf) + list(known))
+        bar.update(1)
     return result
 
 
-class _Work:
-    """Units waiting for their compiles. At most `jobs` compiles are handed to the pool at a time,
-    so that work added later with `first=True` (the long set documents) can still go first."""
+def _pdfs(stage: Stage, engine: str, folders: dict[str, Path], set_folder: Path, docs: dict[str, str],
+          result: SetResult, bar) -> None:
+    """Compile the set documents and cut each variant's PDF from them; a variant document whose set
+    document failed (or every one, without pypdf) is compiled on its own. Failures go to `result`."""
+    cut = _cutter()
+    own = {v: k for k, v in SET_NAMES.items()}  # sheets.tex -> sheet.tex
 
-    def __init__(self, stage: Stage, engine: str | None):
-        self.stage, self.engine = stage, engine
-        self.todo: deque = deque()   # (unit, tex path) not yet submitted
-        self.running: dict = {}      # future -> unit
-        self.units: dict = {}        # unit -> [folder, compiles left, first error]
-
-    def __bool__(self) -> bool:
-        return bool(self.units)
-
-    def add(self, unit: str, folder: Path, texs: list[str], first: bool = False) -> None:
-        self.units[unit] = [folder, len(texs), None]
-        tasks = [(unit, folder / n) for n in texs]
-        if first:
-            self.todo.extendleft(reversed(tasks))
-        else:
-            self.todo.extend(tasks)
-
-    def step(self, land: Callable, wait: bool) -> None:
-        """Submit what the pool has room for, collect finished compiles, land finished units."""
-        self._submit()
-        if wait and self.running:
-            futures.wait(self.running, return_when=futures.FIRST_COMPLETED)
-        for job in [j for j in self.running if j.done()]:
-            state = self.units[self.running.pop(job)]
-            state[1] -= 1
+    def alone(doc: str) -> dict:
+        return {stage.compile(folder / doc, engine): (ident, doc) for ident, folder in folders.items()}
+    pending = {stage.compile(set_folder / name, engine): ("set", name) for name in docs}
+    for name in docs if cut is None else ():
+        pending.update(alone(own[name]))
+    while pending:
+        done, _ = futures.wait(pending, return_when=futures.FIRST_COMPLETED)
+        for job in done:
+            unit, name = pending.pop(job)
             try:
-                job.result()
+                pdf = job.result()
             except UsageError as e:
-                state[2] = state[2] or str(e)
-        for unit, (folder, left, error) in list(self.units.items()):
-            if left == 0:
-                del self.units[unit]
-                land(unit, folder, error)
-        self._submit()
+                result.failed.setdefault(unit, str(e))
+                pdf = None
+            if unit != "set":
+                continue
+            ranges = _ranges(set_folder / name, len(folders)) if pdf and cut else None
+            if ranges:
+                cut(pdf, ranges, [folder / own[name] for folder in folders.values()])
+            elif cut:  # the set document failed, or its page record is unusable (a user's template)
+                pending.update(alone(own[name]))
+            bar.update(1)
 
-    def _submit(self) -> None:
-        while self.todo and len(self.running) < self.stage.jobs:
-            unit, tex = self.todo.popleft()
-            self.running[self.stage.compile(tex, self.engine)] = unit
+
+def _ranges(tex: Path, count: int) -> list[tuple[int, int]] | None:
+    """The (first, last) page of each variant in the compiled set document, as LaTeX wrote them;
+    None unless there is one increasing range per variant."""
+    path = tex.with_suffix(".pages")
+    try:
+        ranges = [(int(a), int(b)) for a, b in (line.split() for line in path.read_text().splitlines())]
+    except (OSError, ValueError):
+        return None
+    ends = [0] + [b for _, b in ranges]
+    ok = len(ranges) == count and all(prev < a <= b for prev, (a, b) in zip(ends, ranges))
+    return ranges if ok else None
 
 
-def _kept(landed: dict, out: Path) -> str:
-    return f"; the {len(landed)} variants before it were written to {out}" if landed else ""
+def _cutter() -> Callable | None:
+    """The page cutter (pypdf, the `pdf` extra), or None when pypdf is not installed."""
+    try:
+        import pypdf  # noqa: F401
+    except ImportError:
+        return None
+    return cut_pages
+
+
+def cut_pages(pdf: Path, ranges: Sequence[tuple[int, int]], texs: Sequence[Path]) -> None:
+    """Write the pages first..last (from 1) of `pdf` beside each .tex in `texs`, as its PDF."""
+    from pypdf import PdfReader, PdfWriter
+    reader = PdfReader(pdf)
+    for (first, last), tex in zip(ranges, texs, strict=True):
+        writer = PdfWriter()
+        for page in reader.pages[first - 1:last]:
+            writer.add_page(page)
+        writer.add_metadata(reader.metadata or {})  # pdfTeX's Producer and (SOURCE_DATE_EPOCH) dates
+        writer.write(tex.with_suffix(".pdf"))
 
 
 def _progress(total: int):
@@ -181,5 +205,5 @@ def _progress(total: int):
     from tqdm import tqdm
     tty = sys.stderr.isatty()
     # the CLI's stderr escapes control characters; the bar's own \r must reach the terminal
-    return tqdm(total=total, desc="worksheets", unit="unit", disable=not tty, leave=False,
+    return tqdm(total=total, desc="worksheets", unit="step", disable=not tty, leave=False,
                 file=sys.__stderr__ if tty else sys.stderr, dynamic_ncols=True)

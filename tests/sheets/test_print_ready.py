@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from symblock.engine import block, spec
+from symblock.sheets.sets import combined
 from symblock.sheets.worksheet import documents
 from worksheet_tools import compile_tex, need
 
@@ -38,28 +39,21 @@ def page_lines(pdf: Path) -> list[list[str]]:
 
 def orphaned_headings(pdf: Path, heading: str, body_lines: int) -> list[str]:
     """Headings matching `heading` with fewer than `body_lines` lines after them on their page
-    (the page number at the bottom does not count)."""
+    (the footer at the bottom, worksheet ID and page number, does not count)."""
     bad = []
     for n, lines in enumerate(page_lines(pdf), 1):
-        content = lines[:-1] if lines and re.fullmatch(r"\d+", lines[-1]) else lines
+        content = lines[:-1] if lines and re.fullmatch(r"(\S+ )?\d+", lines[-1]) else lines
         for i, line in enumerate(content):
             if re.match(heading, line) and len(content) - 1 - i < body_lines:
                 bad.append(f"page {n}: {line!r} is followed by {len(content) - 1 - i} lines")
     return bad
 
 
-def combined(docs: list[str]) -> str:
-    """One document of many variants (same preamble), each starting on a new page."""
-    head = docs[0].split("\\begin{document}")[0]
-    bodies = [d.split("\\begin{document}")[1].split("\\end{document}")[0] for d in docs]
-    return head + "\\begin{document}\n" + "\n\\clearpage\n".join(bodies) + "\\end{document}\n"
-
-
 def variant_docs(tmp_path, difficulty: str, n: int, **kw) -> list[dict]:
     from symblock.exercises import variants
     path = tmp_path / f"{difficulty}.yaml"
     path.write_text(f"random: {{difficulty: {difficulty}, seed: 1}}\n")
-    return [documents(trace, ident, formats=["latex"], **kw)
+    return [{"id": ident, **documents(trace, ident, formats=["latex"], **kw)}
             for ident, _, trace in variants.draw_variants(str(path), n, 1, None, {})]
 
 
@@ -69,7 +63,7 @@ def test_sets_compile_without_overfull_boxes_and_keep_headings_with_their_grids(
     docs = variant_docs(tmp_path, difficulty, 10)
     for doc, body in (("sheet", 2), ("key", 3)):
         tex = tmp_path / f"{difficulty}-{doc}.tex"
-        tex.write_text(combined([d[f"{doc}.tex"] for d in docs]))
+        tex.write_text(combined([(d["id"], d[f"{doc}.tex"]) for d in docs]))  # the set's own document
         compile_tex(tex, "pdflatex")                 # fails on any overfull box wider than 1pt
         pdf = tex.with_suffix(".pdf")
         bad = orphaned_headings(pdf, r"Task \d+ ", body)

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from symblock import cli
+from symblock.sheets import sets, worksheet
 from symblock.sheets.render import package_template_dir
 from symblock.sheets.sets import combined
 from worksheet_tools import need
@@ -38,13 +39,14 @@ def leftovers(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.rglob(".symblock-*"))
 
 
-def failing_templates(tmp_path: Path, ident_suffix: str) -> Path:
-    """The built-in LaTeX template with an undefined command in one variant's body."""
+def failing_templates(tmp_path: Path, ident_suffix: str,
+                      insert: str = "\\symblockundefinedcommand") -> Path:
+    """The built-in LaTeX template with `insert` (an undefined command) in one variant's body."""
     tdir = tmp_path / "templates"
     tdir.mkdir()
     text = (Path(package_template_dir()) / "worksheet.tex.j2").read_text()
     text = text.replace("\\begin{document}\n", "\\begin{document}\n((* if ident.endswith('"
-                        + ident_suffix + "') *))\\symblockundefinedcommand((* endif *))\n", 1)
+                        + ident_suffix + "') *))" + insert + "((* endif *))\n", 1)
     (tdir / "worksheet.tex.j2").write_text(text)
     return tdir
 
@@ -125,7 +127,81 @@ def test_set_pdf_numbers_each_variant_from_one_on_an_odd_page(tmp_path, capsys):
         assert at == len(have)
 
 
+def count_compiles(monkeypatch) -> list[str]:
+    """The names of the .tex files LaTeX is run on, from now on."""
+    seen, real = [], worksheet.compile_pdf
+
+    def counting(tex, *args, **kwargs):
+        seen.append(tex.name)
+        return real(tex, *args, **kwargs)
+    monkeypatch.setattr(worksheet, "compile_pdf", counting)
+    return seen
+
+
+def images(pdf: Path, tmp: Path) -> list[bytes]:
+    """Each page rendered to grey pixels (pdftoppm's PGM: no metadata, so equal pages give equal bytes)."""
+    need("pdftoppm")
+    folder = tmp / f"png-{len(list(tmp.glob('png-*')))}"
+    folder.mkdir()
+    subprocess.run(["pdftoppm", "-r", "30", "-gray", str(pdf), str(folder / "p")], check=True)
+    return [p.read_bytes() for p in sorted(folder.iterdir())]
+
+
+@pytest.mark.slow
+def test_each_variants_pdfs_are_cut_from_the_set_and_match_its_own_compile(tmp_path, monkeypatch, capsys):
+    compiles = count_compiles(monkeypatch)
+    cut, again, own = tmp_path / "cut", tmp_path / "again", tmp_path / "own"
+    assert run("--variants", "3", "--pdf", "--format", "latex", "--out", str(cut)) == 0
+    assert sorted(compiles) == ["keys.tex", "sheets.tex"]  # 8 PDFs from two LaTeX runs
+    assert run("--variants", "3", "--pdf", "--format", "latex", "--out", str(again)) == 0
+    monkeypatch.setattr(sets, "_cutter", lambda: None)  # as without pypdf: each variant compiled on its own
+    compiles.clear()
+    assert run("--variants", "3", "--pdf", "--format", "latex", "--out", str(own)) == 0
+    assert sorted(compiles) == sorted(["keys.tex", "sheets.tex"] + ["sheet.tex", "key.tex"] * 3)
+    pdfs = sorted(p.relative_to(cut) for p in cut.rglob("*.pdf"))
+    assert len(pdfs) == 8 and pdfs == sorted(p.relative_to(own) for p in own.rglob("*.pdf"))
+    for name in pdfs:  # the same seed gives the same bytes
+        assert (cut / name).read_bytes() == (again / name).read_bytes(), name
+    for ident in IDS:
+        for doc in ("sheet.pdf", "key.pdf"):
+            have, want = pages(cut / ident / doc), pages(own / ident / doc)
+            assert len(have) == len(want) > 1, (ident, doc)  # the blank page that pads a set is not cut
+            assert have == want, (ident, doc)
+            assert images(cut / ident / doc, tmp_path) == images(own / ident / doc, tmp_path), (ident, doc)
+    for doc in ("sheets.pdf", "keys.pdf"):
+        assert (cut / doc).read_bytes() == (own / doc).read_bytes()
+
+
 # ---------------------------------------------------------------- failures keep finished units
+
+@pytest.mark.slow
+def test_a_set_document_that_fails_alone_still_writes_every_variant(tmp_path, capsys):
+    out = tmp_path / "set"  # the second variant in one document stops LaTeX; each variant alone compiles
+    tdir = failing_templates(tmp_path, "", "\\ifdefined\\symblockseen\\symblockonlyinaset\\fi"
+                                           "\\gdef\\symblockseen{}")
+    code = run("--variants", "3", "--pdf", "--format", "latex", "--template-dir", str(tdir), "--out", str(out))
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "the set files failed" in err and "symblockonlyinaset" in err and "all 3 variants were written" in err
+    assert sorted(p.name for p in out.iterdir()) == IDS
+    for ident in IDS:
+        assert sorted(p.name for p in (out / ident).iterdir()) == ["key.pdf", "key.tex", "sheet.pdf", "sheet.tex"]
+        assert pages(out / ident / "key.pdf")[-1].split()[-2:] == [ident, str(len(pages(out / ident / "key.pdf")))]
+    assert leftovers(tmp_path) == []
+
+
+def test_a_variant_that_fails_to_render_ends_the_set_and_keeps_those_before(tmp_path, capsys):
+    out = tmp_path / "set"
+    tdir = failing_templates(tmp_path, ".41", "((( no_such_value )))")
+    code = run("--variants", "3", "--format", "latex", "--template-dir", str(tdir), "--out", str(out))
+    assert code == 2
+    err = capsys.readouterr().err
+    assert f"variant {IDS[1]}: template worksheet.tex.j2" in err and "no_such_value" in err
+    assert f"the variant before it was written to {out}" in err
+    assert sorted(p.name for p in out.iterdir()) == [IDS[0]]  # no set files, nothing after the failure
+    assert sorted(p.name for p in (out / IDS[0]).iterdir()) == ["key.tex", "sheet.tex"]
+    assert leftovers(tmp_path) == []
+
 
 @pytest.mark.slow
 def test_a_failed_variant_keeps_the_others_and_names_itself(tmp_path, capsys):
