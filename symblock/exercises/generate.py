@@ -31,6 +31,9 @@ The spec's `random:` section may state constraints besides `seed`, `low`, `high`
                                     #   decimals), as the seed article gives A(X); later steps are
                                     #   computed from the given values, so they stay rational
       max_draws: 1000               # candidate blocks tried before giving up (default 1000)
+      dims: {d_k: [1, 4], batch: 2} # choices per dims key, picked from the seed (shapes.py)
+      padding: [0, 1]               # padded keys at the end of each sequence (true: any count)
+      dropout: {p: 1/2, steps: [ffn.act]}   # masks drawn per step (per sequence in a batch)
 
 How a variant is drawn (`variant`): every drawn tensor has its own stream (spec.draw's scheme, so
 attempt 0 of a spec without ranges or sparsity draws exactly what `spec.draw` draws); a rejected
@@ -46,7 +49,8 @@ checked again on the exact trace. After `max_draws` candidates the generator rai
 naming the constraint that rejected most, with the numbers of its last failure; constraints that
 no draw can meet (exact_scale with d_head 2, no_degenerate_rows with a 2-d LayerNorm, a row family
 that is empty) fail before any draw.
-Same spec + seed → same variant on any machine (only `random.random()` and sha256 are used).
+A batch (drawn by random.dims.batch, or given) is drawn with its X stacked and meets every
+constraint in each sequence (sequences.py). Same spec + seed → same variant on any machine (only `random.random()` and sha256 are used).
 """
 from __future__ import annotations
 
