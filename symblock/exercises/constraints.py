@@ -151,7 +151,7 @@ def _shape(rnd: Mapping, source: str) -> dict:
         check_keys(rnd["dims"], DIM_CHOICES, source, "random.dims")
         kw["dims"] = {k: _choices(v, source, f"random.dims.{k}", lo=0 if k == "batch" else 1)
                       for k, v in rnd["dims"].items()}
-    if rnd.get("padding") not in (None, False):
+    if rnd.get("padding") is not None and rnd["padding"] is not False:  # 0: a mask padding no key
         kw["padding"] = () if rnd["padding"] is True else _choices(rnd["padding"], source, "random.padding", lo=0)
     if rnd.get("dropout") not in (None, False):
         d = rnd["dropout"]
