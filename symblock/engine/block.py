@@ -131,6 +131,11 @@ class _Tracer:
                rf"p = {sympy.latex(p)}")
         return self._record(name + DROPPED, tex, lambda: (value * mask).scale(self.num(1 / (1 - p))))
 
+    def read(self, name: str, tex: str) -> str:
+        """The symbol a reader of step `name` sees: `\\tilde{tex}` when a dropout mask is on it
+        (its readers read the dropped value, so the formula says so)."""
+        return rf"\tilde{{{tex}}}" if self.prefix + name + DROPPED in self.graph else tex
+
     def _record(self, name: str, latex: str, compute: Callable[[], Mat]) -> Mat | None:
         if name in self.spec.given:
             value, given = self.spec.given[name], True
@@ -172,18 +177,18 @@ def sequence(t: _Tracer) -> None:
     if t.o.norm_position == "pre":
         n1 = norm(t, "norm1", x, "X", "ln1", "N_1")
         a = attention(t, n1, "N_1")
-        r1 = t.step("resid1", r"R_1 = X + A", lambda: x + a)
+        r1 = t.step("resid1", f"R_1 = X + {t.read('attn.out', 'A')}", lambda: x + a)
         n2 = norm(t, "norm2", r1, "R_1", "ln2", "N_2")
         f = ffn(t, n2, "N_2")
-        r2 = t.step("resid2", r"R_2 = R_1 + F", lambda: r1 + f)
+        r2 = t.step("resid2", f"R_2 = R_1 + {t.read('ffn.out', 'F')}", lambda: r1 + f)
         y, y_tex = (norm(t, "norm_final", r2, "R_2", "ln_final", "N_f"), "N_f") if t.o.final_norm \
             else (r2, "R_2")
     else:
         a = attention(t, x, "X")
-        r1 = t.step("resid1", r"R_1 = X + A", lambda: x + a)
+        r1 = t.step("resid1", f"R_1 = X + {t.read('attn.out', 'A')}", lambda: x + a)
         h1 = norm(t, "norm1", r1, "R_1", "ln1", "H_1")
         f = ffn(t, h1, "H_1")
-        r2 = t.step("resid2", r"R_2 = H_1 + F", lambda: h1 + f)
+        r2 = t.step("resid2", f"R_2 = H_1 + {t.read('ffn.out', 'F')}", lambda: h1 + f)
         y, y_tex = norm(t, "norm2", r2, "R_2", "ln2", "H_2"), "H_2"
     t.step("output", f"Y = {y_tex}", lambda: y)
 
@@ -229,7 +234,8 @@ def head(t: _Tracer, h: int, q: Mat, k: Mat, v: Mat, qk: tuple[int, int], vcols:
         tex = f"M_{h}"
     w = t.step(f"{name}.weights", f"P_{h} = \\mathrm{{softmax}}({tex})\\ \\text{{(each row)}}",
                lambda s=s: s.map_rows(softmax))
-    return t.step(f"{name}.out", f"O_{h} = P_{h} V_{h}", lambda: w @ v.cols(*vcols))
+    return t.step(f"{name}.out", f"O_{h} = {t.read(name + '.weights', f'P_{h}')} V_{h}",
+                  lambda: w @ v.cols(*vcols))
 
 
 def apply_mask(s: Mat, masked: list[list[bool]], fill=exact.NEG_INF) -> Mat:
@@ -268,7 +274,7 @@ def ffn(t: _Tracer, x: Mat | None, src: str) -> Mat | None:
     else:
         u = t.step("ffn.act", f"U = \\mathrm{{{act_tex}}}(Z)", lambda: z.map(act))
     b2 = " + b_2" if "b_2" in t.params else ""
-    return t.step("ffn.out", f"F = U W_2{b2}", lambda: t.linear(u, "W_2", "b_2"))
+    return t.step("ffn.out", f"F = {t.read('ffn.act', 'U')} W_2{b2}", lambda: t.linear(u, "W_2", "b_2"))
 
 
 def norm(t: _Tracer, name: str, x: Mat | None, src: str, ln: str, out: str) -> Mat | None:

@@ -36,7 +36,8 @@ FLAGS = ("final_norm", "causal", "bias", "out_proj")
 RANDOM_KEYS = ("seed", "low", "high", "difficulty", "ranges", "sparsity", "integer_scores", "exact_scale",
                "exact_norm", "no_degenerate_rows", "relu_mixed", "softmax_distinct", "score_range",
                "staged", "max_draws",  # all but the first three: constraints (exercises/constraints.py)
-               "scaled_range", "softmax_weights", "norm_min", "x_step", "norm_params", "distinct_mistakes")
+               "scaled_range", "softmax_weights", "norm_min", "x_step", "norm_params", "distinct_mistakes",
+               "dims", "padding", "dropout")  # a variant's shape: exercises/shapes.py
 
 
 Matrix = sympy.ImmutableMatrix

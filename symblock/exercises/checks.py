@@ -73,20 +73,24 @@ def check_norms(steps: Mapping, graph: Mapping, norm: str, c: Constraints) -> st
     return None
 
 
-def heads_of(steps: Mapping) -> list[str]:
-    return sorted(n[:-len(".weights")] for n in steps if n.startswith("attn.h") and n.endswith(".weights"))
+def heads_of(steps: Mapping, prefix: str = "") -> list[str]:
+    """The heads of one sequence (`prefix`: a batch's `b1.`), as step-name stems."""
+    return sorted(n[:-len(".weights")] for n in steps
+                  if n.startswith(prefix + "attn.h") and n.endswith(".weights") and not n.endswith(".dropped"))
 
 
-def check_attention(steps: Mapping, graph: Mapping, c: Constraints) -> str | None:
-    """integer_scores, score_range, scaled_range, softmax_distinct and softmax_weights, exactly."""
+def check_attention(steps: Mapping, graph: Mapping, c: Constraints, prefix: str = "") -> str | None:
+    """integer_scores, score_range, scaled_range, softmax_distinct and softmax_weights, exactly,
+    on one sequence's steps (`prefix`: a batch's `b1.`; the messages name its steps)."""
     from symblock.engine import exact
     if c.integer_scores:
         for name, v in steps.items():
-            if name in ("attn.q", "attn.k", "attn.v") or (name.startswith("attn.h") and name.endswith(".scores")):
+            if name in (prefix + "attn.q", prefix + "attn.k", prefix + "attn.v") or \
+                    (name.startswith(prefix + "attn.h") and name.endswith(".scores")):
                 for i, row in enumerate(v.rows):
                     if any(rat(e) is None or rat(e).denominator != 1 for e in row):
                         return f"integer_scores: {name} row {i + 1} has a non-integer entry"
-    for h in heads_of(steps):
+    for h in heads_of(steps, prefix):
         bounded = [(f"{h}.scores", "score_range", c.score_range),
                    (graph[f"{h}.weights"][0], "scaled_range", c.scaled_range)]
         for name, key, bounds in bounded:
@@ -101,7 +105,8 @@ def check_attention(steps: Mapping, graph: Mapping, c: Constraints) -> str | Non
             for i, row in enumerate(steps[src].rows):
                 live = [e for e in row if e is not exact.NEG_INF]
                 if any(equal(a, b) for a, b in itertools.combinations(live, 2)):
-                    return f"softmax_distinct: {src} row {i + 1} has two equal live entries"
+                    return (f"softmax_distinct: {src} row {i + 1} has two equal live entries "
+                            f"[{', '.join(show(e) for e in live)}]")
         if c.softmax_weights and f"{h}.weights" in steps:
             lo, hi = c.softmax_weights
             for i, (row, inp) in enumerate(zip(steps[f"{h}.weights"].rows, steps[src].rows)):
@@ -112,10 +117,11 @@ def check_attention(steps: Mapping, graph: Mapping, c: Constraints) -> str | Non
     return None
 
 
-def check_activation(steps: Mapping, c: Constraints) -> str | None:
-    if not c.relu_mixed or "ffn.hidden" not in steps or "ffn.act" not in steps:
+def check_activation(steps: Mapping, c: Constraints, prefix: str = "") -> str | None:
+    hidden = prefix + "ffn.hidden"
+    if not c.relu_mixed or hidden not in steps or prefix + "ffn.act" not in steps:
         return None
-    signs = [[sign(e) for e in row] for row in steps["ffn.hidden"].rows]
+    signs = [[sign(e) for e in row] for row in steps[hidden].rows]
     lines = []
     if c.relu_mixed in ("rows", "both"):
         lines += [(f"row {i + 1}", s) for i, s in enumerate(signs)]
@@ -123,7 +129,7 @@ def check_activation(steps: Mapping, c: Constraints) -> str | None:
         lines += [(f"column {j + 1}", list(col)) for j, col in enumerate(zip(*signs))]
     for where, line in lines:
         if not (1 in line and -1 in line):
-            return f"relu_mixed: ffn.hidden {where} has signs {line}, not both + and −"
+            return f"relu_mixed: {hidden} {where} has signs {line}, not both + and −"
     return None
 
 
@@ -153,7 +159,9 @@ def attention_input(tensors: dict, probe) -> list | None:
     rational σ (Pre-LN); None otherwise (the exact checks decide)."""
     from flint import fmpq
     dims, opts = probe.dims, probe.options
-    if any(s.startswith("attn.") or s in ("x", "norm1") for s in probe.given) or "X" not in tensors:
+    from symblock.engine.steps import split_batch
+    given = {split_batch(s)[1] for s in probe.given}  # a batch's b1.attn.q counts as attn.q
+    if any(s.startswith("attn.") or s in ("x", "norm1") for s in given) or "X" not in tensors:
         return None
     X = [[fmpq(*Fraction(v).as_integer_ratio()) for v in row] for row in tensors["X"]]
     if opts.norm_position != "pre":
@@ -195,9 +203,15 @@ def scaled_cmp(s, t: Fraction, dk: int) -> int:
     return sv * ((s * s > t * t * dk) - (s * s < t * t * dk))
 
 
-def check_scores(A: list, tensors: dict, probe, c: Constraints) -> str | None:
+def live_keys(i: int, n: int, causal: bool, pad) -> list[int]:
+    """The keys query i attends to: not later ones under a causal mask, no padding key."""
+    return [j for j in range(n) if not (causal and j > i) and not (pad and pad[j])]
+
+
+def check_scores(A: list, tensors: dict, probe, c: Constraints, pad=None, prefix: str = "") -> str | None:
     """integer_scores, score_range, scaled_range, softmax_distinct and softmax_weights on the
-    scores computed in Fractions from the attention input A (the weights in floats, with MARGIN)."""
+    scores computed in Fractions from one sequence's attention input A (the weights in floats,
+    with MARGIN); `pad` its key padding row, `prefix` its step prefix in a batch."""
     from flint import fmpq
     dims, opts = probe.dims, probe.options
     proj = {}
@@ -209,15 +223,15 @@ def check_scores(A: list, tensors: dict, probe, c: Constraints) -> str | None:
         b = param(tensors, probe, f"b_{p}") if opts.bias or f"b_{p}" in probe.params else None
         proj[p] = [[v + bj for v, bj in zip(row, b[0])] for row in y] if b is not None else y
     if c.integer_scores and any(v.q != 1 for m in proj.values() for row in m for v in row):
-        return "integer_scores: attn.q, attn.k or attn.v has a non-integer entry"
+        return f"integer_scores: {prefix}attn.q, attn.k or attn.v has a non-integer entry"
     dh = dims.d_head
     dk = dh if opts.attention_scale == "sqrt_dk" else 1
     for h in range(dims.heads):
         q = [row[h * dh:(h + 1) * dh] for row in proj["Q"]]
         k = [row[h * dh:(h + 1) * dh] for row in proj["K"]]
         for i, row in enumerate(mm(q, [list(col) for col in zip(*k)])):
-            live = row[:i + 1] if opts.causal else row
-            where = f"attn.h{h}.scores row {i + 1}"
+            live = [row[j] for j in live_keys(i, len(row), opts.causal, pad)]
+            where = f"{prefix}attn.h{h}.scores row {i + 1}"
             if c.integer_scores and any(v.q != 1 for v in row):
                 return f"integer_scores: {where} has a non-integer entry"
             if c.score_range and any(not fmpq(*c.score_range[0].as_integer_ratio()) <= v
@@ -241,7 +255,7 @@ def check_scores(A: list, tensors: dict, probe, c: Constraints) -> str | None:
                 w = [x / sum(e) for x in e]
                 lo, hi = (float(b) for b in c.softmax_weights)
                 if min(w) < lo + MARGIN or max(w) > hi - MARGIN:
-                    return (f"softmax_weights: attn.h{h}.weights row {i + 1} ≈ {[round(x, 3) for x in w]} "
+                    return (f"softmax_weights: {prefix}attn.h{h}.weights row {i + 1} ≈ {[round(x, 3) for x in w]} "
                             f"leaves [{c.softmax_weights[0]}, {c.softmax_weights[1]}]")
     return None
 
@@ -251,8 +265,9 @@ def static_checks(c: Constraints, dims, opts, source: str) -> None:
     if c.exact_scale and opts.attention_scale != "none":
         d = dims.d_head
         if math.isqrt(d) ** 2 != d:
-            raise err(source, "random.exact_scale", f"d_head = {dims.d_model}/{dims.heads} = {d} is not a "
-                      "perfect square, so 1/sqrt(d_k) is irrational; choose d_model/heads in 1, 4, 9, 16, … "
+            what = f"d_k = {d}" if d * dims.heads != dims.d_model else f"d_k = d_model/heads = {dims.d_model}/{dims.heads} = {d}"
+            raise err(source, "random.exact_scale", f"{what} is not a perfect square, so 1/sqrt(d_k) is "
+                      "irrational; choose d_k (dims.d_k, or d_model/heads) in 1, 4, 9, 16, … "
                       "or block.attention_scale: none")
     if c.no_degenerate_rows and opts.norm == "layernorm" and dims.d_model <= 2:
         raise err(source, "random.no_degenerate_rows", f"with d_model = {dims.d_model} every LayerNorm row "

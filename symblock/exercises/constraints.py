@@ -11,8 +11,10 @@ FLAG_KEYS = ("integer_scores", "exact_scale", "no_degenerate_rows", "softmax_dis
 NORMS = ("norm1", "norm2", "norm_final")
 NORM_PARAMS = {"norm1": "ln1", "norm2": "ln2", "norm_final": "ln_final"}
 BOUND_KEYS = ("score_range", "scaled_range", "softmax_weights")   # [lo, hi], exact
+SHAPE_KEYS = ("dims", "padding", "dropout")   # what a variant's shape draws (exercises/shapes.py)
 CONSTRAINT_KEYS = ("difficulty", "ranges", "sparsity", *FLAG_KEYS, "exact_norm", "relu_mixed", *BOUND_KEYS,
-                   "norm_min", "x_step", "norm_params", "staged", "max_draws")
+                   "norm_min", "x_step", "norm_params", "staged", "max_draws", *SHAPE_KEYS)
+DIM_CHOICES = ("seq_len", "d_model", "d_ff", "heads", "d_k", "d_v", "batch")  # keys of random.dims
 GROUP_DEFAULTS = {"gamma": (1, 2), "beta": (-1, 1)}  # ranges of drawn γ, β (norm_params)
 RELU_MODES = ("rows", "columns", "both")
 MAX_DRAWS = 2000      # candidate blocks drawn before giving up (default of random.max_draws)
@@ -53,6 +55,9 @@ class Constraints:
     staged: tuple[str, int] | None = None
     difficulty: str | None = None
     max_draws: int = MAX_DRAWS
+    dims: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # dims key -> its choices
+    padding: tuple[int, ...] | None = None   # padded keys per sequence: its choices (() = any)
+    dropout: tuple[Fraction, tuple[str, ...]] | None = None   # (p, steps whose masks are drawn)
 
     def range_of(self, name: str) -> tuple[int, int]:
         """Per tensor: its own entry, else its group (X / weights / biases), else low..high."""
@@ -123,7 +128,43 @@ def parse_random(rnd: Any, source: str) -> Constraints:
         kw["staged"] = (step, int_field(st.get("decimals", 3), source, "random.staged.decimals", lo=0, hi=12))
     if "max_draws" in rnd:
         kw["max_draws"] = int_field(rnd["max_draws"], source, "random.max_draws", lo=1, hi=MAX_DRAWS_LIMIT)
+    kw.update(_shape(rnd, source))
     return Constraints(**kw)
+
+
+def _choices(v: Any, source: str, where: str, lo: int) -> tuple[int, ...]:
+    """A whole number or a list of them: the choices a variant picks one of."""
+    from symblock.engine.spec import int_field
+    items = v if isinstance(v, list) else [v]
+    if not items:
+        raise err(source, where, "expected a whole number or a non-empty list of choices, e.g. [1, 2]")
+    return tuple(int_field(x, source, f"{where}[{i}]" if isinstance(v, list) else where, lo=lo, hi=64)
+                 for i, x in enumerate(items))
+
+
+def _shape(rnd: Mapping, source: str) -> dict:
+    """random.dims (choices per dims key, `batch` too), random.padding (padded keys per
+    sequence: choices, or true for any) and random.dropout ({p, steps}): exercises/shapes.py."""
+    from symblock.engine.spec import check_keys
+    kw: dict[str, Any] = {}
+    if rnd.get("dims") not in (None, False):
+        check_keys(rnd["dims"], DIM_CHOICES, source, "random.dims")
+        kw["dims"] = {k: _choices(v, source, f"random.dims.{k}", lo=0 if k == "batch" else 1)
+                      for k, v in rnd["dims"].items()}
+    if rnd.get("padding") is not None and rnd["padding"] is not False:  # 0: a mask padding no key
+        kw["padding"] = () if rnd["padding"] is True else _choices(rnd["padding"], source, "random.padding", lo=0)
+    if rnd.get("dropout") not in (None, False):
+        d = rnd["dropout"]
+        check_keys(d, ("p", "steps"), source, "random.dropout")
+        steps = d.get("steps")
+        if not isinstance(steps, list) or not steps or not all(isinstance(x, str) for x in steps):
+            raise err(source, "random.dropout.steps", f"expected a list of step names such as [ffn.act, "
+                      f"attn.h0.weights], got {steps!r}")
+        p = _exact(d.get("p", "1/10"), source, "random.dropout.p")
+        if not 0 < p < 1:
+            raise err(source, "random.dropout.p", f"expected a probability 0 < p < 1, got {d.get('p')}")
+        kw["dropout"] = (p, tuple(steps))
+    return kw
 
 
 def _ranges(ranges: Any, source: str) -> dict:

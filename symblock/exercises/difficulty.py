@@ -58,7 +58,7 @@ def apply_difficulty(data: dict, c: Constraints, source: str) -> tuple[dict, dic
     preset = PRESETS[c.difficulty]
     data = copy.deepcopy(data)
     dims = data.get("dims") or {}
-    check_keys(dims, ("seq_len", "d_model", "d_ff", "heads"), source, "dims")
+    check_keys(dims, ("seq_len", "d_model", "d_ff", "heads", "d_k", "d_v"), source, "dims")
     dims = dict(dims)
     for key, value in dims.items():  # validated before the preset reads them
         int_field(value, source, f"dims.{key}")
@@ -71,7 +71,7 @@ def apply_difficulty(data: dict, c: Constraints, source: str) -> tuple[dict, dic
     for key, value in preset["block"].items():
         block.setdefault(key, value)
     if "attention_scale" not in block:  # easy: exact scale by choosing `none` when d_head is not square
-        d_head = dims["d_model"] // dims.get("heads", 1)
+        d_head = dims.get("d_k") or dims["d_model"] // dims.get("heads", 1)
         block["attention_scale"] = "sqrt_dk" if math.isqrt(d_head) ** 2 == d_head else "none"
     data["block"] = block
     return data, dict(preset["random"])
@@ -79,8 +79,9 @@ def apply_difficulty(data: dict, c: Constraints, source: str) -> tuple[dict, dic
 
 
 def dims_choices(data: Mapping, c: Constraints) -> int:
-    """How many dims the difficulty preset can pick for this spec (1 without a preset)."""
+    """How many dims random.dims and the difficulty preset can pick for this spec."""
+    own = math.prod(len(set(ch)) for ch in c.dims.values())   # random.dims
     if not c.difficulty:
-        return 1
-    given = data.get("dims") or {}
-    return math.prod(len(ch) for k, ch in PRESETS[c.difficulty]["dims"].items() if k not in given)
+        return own
+    given = {**(data.get("dims") or {}), **c.dims}
+    return own * math.prod(len(ch) for k, ch in PRESETS[c.difficulty]["dims"].items() if k not in given)

@@ -31,6 +31,9 @@ The spec's `random:` section may state constraints besides `seed`, `low`, `high`
                                     #   decimals), as the seed article gives A(X); later steps are
                                     #   computed from the given values, so they stay rational
       max_draws: 1000               # candidate blocks tried before giving up (default 1000)
+      dims: {d_k: [1, 4], batch: 2} # choices per dims key, picked from the seed (shapes.py)
+      padding: [0, 1]               # padded keys at the end of each sequence (true: any count)
+      dropout: {p: 1/2, steps: [ffn.act]}   # masks drawn per step (per sequence in a batch)
 
 How a variant is drawn (`variant`): every drawn tensor has its own stream (spec.draw's scheme, so
 attempt 0 of a spec without ranges or sparsity draws exactly what `spec.draw` draws); a rejected
@@ -46,7 +49,8 @@ checked again on the exact trace. After `max_draws` candidates the generator rai
 naming the constraint that rejected most, with the numbers of its last failure; constraints that
 no draw can meet (exact_scale with d_head 2, no_degenerate_rows with a 2-d LayerNorm, a row family
 that is empty) fail before any draw.
-Same spec + seed → same variant on any machine (only `random.random()` and sha256 are used).
+A batch (drawn by random.dims.batch, or given) is drawn with its X stacked and meets every
+constraint in each sequence (sequences.py). Same spec + seed → same variant on any machine (only `random.random()` and sha256 are used).
 """
 from __future__ import annotations
 
@@ -57,7 +61,7 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any, Mapping
 
-from symblock.exercises.checks import (attention_input, check_activation, check_attention, check_norms,
+from symblock.exercises.checks import (attention_input, check_activation, check_attention, check_norms,  # noqa: F401
                                        check_scores, static_checks, wants_attention)
 from symblock.exercises.constraints import (CONSTRAINT_KEYS, DIFFICULTIES, FLAG_KEYS, MAX_DRAWS,  # noqa: F401
                                             DRAW_BUDGET, MAX_FORWARDS, NORM_PARAMS, NORMS, STAGE_BATCHES, Constraints, err,
@@ -65,7 +69,8 @@ from symblock.exercises.constraints import (CONSTRAINT_KEYS, DIFFICULTIES, FLAG_
 from symblock.exercises.difficulty import PRESETS, apply_difficulty, dims_choices  # noqa: F401
 from symblock.exercises.draws import (check_family, draw_tensor, draw_x, fix_rows, ints, pick_rows,  # noqa: F401
                                       row_family, sub_seed)
-from symblock.exercises.stage import fit_attention, fit_ffn
+from symblock.exercises.stage import fit_ffn
+from symblock.exercises import sequences, shapes
 from symblock.exercises.flags import add_random_arguments, overrides_from_args  # noqa: F401
 
 
@@ -139,6 +144,7 @@ def with_preset(data: Mapping, source: str, overrides: Mapping | None = None) ->
     data = merge_random(data, overrides)
     rnd = data.get("random")
     c = parse_random(rnd, source)
+    data = shapes.with_dims(data, c, source)  # random.dims: picked before the preset fills the rest
     data, preset_random = apply_difficulty(data, c, source)
     if preset_random:
         c = parse_random({**preset_random, **{k: v for k, v in rnd.items() if k != "difficulty"}}, source)
@@ -157,12 +163,15 @@ def plan(data: Mapping, source: str, overrides: Mapping | None = None, max_cost:
     from symblock.engine.steps import step_inputs, step_names
     data, c = with_preset(data, source, overrides)
     plain = {"seed": c.seed, "low": c.low, "high": c.high}
-    base_map = {**{k: v for k, v in data.items() if k != "random"}, "random": plain}
+    base_map = shapes.placeholder_batch({**{k: v for k, v in data.items() if k != "random"}, "random": plain},
+                                        c, source)
     probe = specmod.from_mapping(base_map, source, max_cost)  # validates (and sizes) before drawing
+    if c.padding is not None or c.dropout is not None:  # drawn masks: the probe's shape, then again
+        data = shapes.with_masks(data, c, probe, source)
+        base_map = shapes.placeholder_batch({**{k: v for k, v in data.items() if k != "random"},
+                                             "random": plain}, c, source)
+        probe = specmod.from_mapping(base_map, source, max_cost)
     dims, opts = probe.dims, probe.options
-    if dims.batch:  # the constraints read one sequence's steps (issue 15: not yet per batch)
-        raise err(source, "random", f"generation constraints work on one sequence; this spec is a batch "
-                  f"of {dims.batch}: keep only random.seed/low/high, or give one sequence")
     if c.staged and c.staged[0] not in step_names(dims, opts):
         raise err(source, "random.staged.step", f"no step {c.staged[0]!r} in this block; expected one of "
                   + ", ".join(step_names(dims, opts)))
@@ -172,7 +181,7 @@ def plan(data: Mapping, source: str, overrides: Mapping | None = None, max_cost:
     drawn = [n for n in specmod.needed_params(dims, opts, set(probe.given))
              if specmod._lookup(weights_raw, n) is None
              and ("." not in n or n.split(".")[0] in lns) and (not n.startswith("b_") or opts.bias)]
-    draw_x = probe.X is not None and "X" not in (data.get("inputs") or {})
+    draw_x = all(X is not None for _, X, _ in probe.sequences()) and "X" not in (data.get("inputs") or {})
     eps = Fraction(str(opts.eps))
     rows_checked = (draw_x and opts.norm_position == "pre" and "norm1" not in probe.given
                     and bool("norm1" in c.exact_norm or c.no_degenerate_rows or c.norm_min))
@@ -193,7 +202,7 @@ def draw_candidate(p: Plan, s: int, redraws: Counter) -> tuple[dict | None, str 
     c, dims = p.c, p.probe.dims
     tensors = {n: draw_tensor(s, n, param_shape(n, dims), *c.range_of(n), c.sparsity) for n in p.drawn}
     if p.draw_x:
-        X = draw_x(s, (dims.seq_len, dims.d_model), c)
+        X = draw_x(s, sequences.x_shape(dims), c)  # a batch: its sequences stacked
         if p.family:
             pick_rows(X, s, p.family, c.seed)
         elif p.rows_checked and not fix_rows(X, s, p.probe.options.norm, p.eps, c, redraws):
@@ -201,17 +210,17 @@ def draw_candidate(p: Plan, s: int, redraws: Counter) -> tuple[dict | None, str 
         tensors["X"] = X
     if not wants_attention(c):
         return tensors, None
-    A = attention_input(tensors, p.probe)
-    if A is None:
+    seqs = sequences.attention_inputs(tensors, p.probe)  # each sequence of a batch
+    if seqs is None:
         return tensors, None
-    failed = check_scores(A, tensors, p.probe, c)
+    failed = sequences.check_all(seqs, tensors, p.probe, c)
     if failed is None:
         return tensors, None
     redraws[failed.split(":")[0]] += 1
     redraw = [n for n in p.drawn if n in ATTENTION or (c.integer_scores and n in ("W_V", "b_V"))]
-    if redraw and fit_attention(A, tensors, redraw, p.probe, c, s, STAGE_BATCHES) is not None:
+    if redraw and sequences.fit_all(seqs, tensors, redraw, p.probe, c, s, STAGE_BATCHES) is not None:
         redraws["attention weights refit"] += 1
-        failed = check_scores(A, tensors, p.probe, c)  # exact: the float margin is not trusted
+        failed = sequences.check_all(seqs, tensors, p.probe, c)  # exact: the float margin is not trusted
     return (tensors, None) if failed is None else (None, failed)
 
 
@@ -242,7 +251,7 @@ def work(p: Plan, tensors: dict, source: str, max_cost: int | None):
                                                     else [list(r) for r in zip(*m)])
     mapping["weights"] = w
     if p.draw_x:
-        mapping["inputs"] = {**(data.get("inputs") or {}), "X": [[literal(v) for v in row] for row in tensors["X"]]}
+        mapping["inputs"] = {**(data.get("inputs") or {}), "X": sequences.as_input(tensors["X"], p.probe.dims, literal)}
     spec0 = specmod.from_mapping(mapping, source)
     trace0 = block.forward(spec0, max_cost=max_cost)
     if not c.staged:
@@ -260,7 +269,9 @@ def refit_ffn(p: Plan, tensors: dict, trace, attempt: int, redraws: Counter) -> 
     redraw = [n for n in p.drawn if n in ("W_1", "b_1")]
     if not redraw:
         return False
-    u = [[float(e) for e in row] for row in trace[p.graph["ffn.hidden"][0]].value.rows]
+    from symblock.engine.steps import batch_prefixes
+    u = [[[float(e) for e in row] for row in trace[p.graph[prefix + "ffn.hidden"][0]].value.rows]
+         for prefix in batch_prefixes(p.probe.dims)]  # each sequence's FFN input
     if fit_ffn(u, tensors, redraw, p.probe, p.c, sub_seed(p.c.seed, attempt), STAGE_BATCHES) is None:
         return False
     redraws["ffn weights refit"] += 1
@@ -270,8 +281,11 @@ def refit_ffn(p: Plan, tensors: dict, trace, attempt: int, redraws: Counter) -> 
 def exact_checks(p: Plan, trace0, trace1) -> str | None:
     steps = {st.name: st.value for st in trace0}
     steps.update({st.name: st.value for st in trace1})
-    return check_attention(steps, p.graph, p.c) or check_norms(steps, p.graph, p.probe.options.norm, p.c) \
-        or check_activation(steps, p.c)
+    from symblock.engine.steps import batch_prefixes
+    prefixes = batch_prefixes(p.probe.dims)  # each sequence of a batch meets every guarantee
+    return next(filter(None, (check_attention(steps, p.graph, p.c, b) for b in prefixes)), None) \
+        or check_norms(steps, p.graph, p.probe.options.norm, p.c) \
+        or next(filter(None, (check_activation(steps, p.c, b) for b in prefixes)), None)
 
 
 def variant(data: Mapping, source: str, overrides: Mapping | None = None,
@@ -319,7 +333,7 @@ def draw_limits(c: Constraints, dims, opts, drawn: list, draw_x: bool, given: se
     MAX_FORWARDS exact forwards, but no more than the engine's cost limit buys (engine/cost.py)."""
     from symblock.engine import cost
     from symblock.engine.steps import param_shape
-    n, d = dims.seq_len, dims.d_model
+    n, d = max(dims.batch, 1) * dims.seq_len, dims.d_model
     per_draw = sum(math.prod(param_shape(x, dims)) for x in drawn) + (n * d if draw_x else 0)
     if wants_attention(c):
         per_draw += 3 * n * d * d + n * n * d  # the integer attention fit's projections and scores

@@ -23,17 +23,18 @@ def common_denominator(A: list) -> int:
     return math.lcm(*(int(v.q) for row in A for v in row))
 
 
-def fit_attention(A: list, tensors: dict, redraw: list[str], probe, c: Constraints, seed: int,
+def fit_attention(seqs: list, tensors: dict, redraw: list[str], probe, c: Constraints, seed: int,
                   batches: int) -> int | None:
     """Replace the `redraw` tensors by the first candidate (of `batches` × BATCH) whose scores meet
-    the constraints; the index of that candidate, or None (tensors unchanged)."""
+    the constraints in every sequence of `seqs` ((attention input A, key padding row or None)
+    each: one, or a batch's); the index of that candidate, or None (tensors unchanged)."""
     import numpy as np
     from symblock.engine.steps import param_shape
     dims, opts = probe.dims, probe.options
-    L = common_denominator(A)
+    L = common_denominator([row for A, _ in seqs for row in A])
     big = L > 200  # int64 would overflow in the squared comparisons: Python ints (object arrays)
     dtype = object if big else np.int64
-    AL = np.array([[int(v * L) for v in row] for row in A], dtype=dtype)
+    ALs = [(np.array([[int(v * L) for v in row] for row in A], dtype=dtype), pad) for A, pad in seqs]
     fixed = {}
     for name in ("W_Q", "W_K", "W_V", "b_Q", "b_K", "b_V"):
         if name not in redraw and (name in tensors or name in probe.params):
@@ -44,7 +45,12 @@ def fit_attention(A: list, tensors: dict, redraw: list[str], probe, c: Constrain
             fixed[name] = np.array([[int(v) for v in row] for row in m], dtype=dtype)
     for b in range(batches):
         cand = {n: _batch(sub_seed(seed, 10**6 + b), n, param_shape(n, dims), c, dtype) for n in redraw}
-        ok = _passing(AL, L, {**fixed, **cand}, dims, opts, c)
+        ok = None
+        for AL, pad in ALs:
+            one = _passing(AL, L, {**fixed, **cand}, dims, opts, c, pad)
+            ok = None if one is None else one if ok is None else ok & one
+            if ok is None or not ok.any():
+                break
         if ok is not None and ok.any():
             j = int(np.argmax(ok))
             for n in redraw:
@@ -64,8 +70,9 @@ def _batch(seed: int, name: str, shape: tuple[int, int], c: Constraints, dtype):
     return np.array(ints(seed, f"{name}#stage", BATCH * r * k, *c.range_of(name)), dtype=dtype).reshape(BATCH, r, k)
 
 
-def _passing(AL, L: int, t: dict, dims, opts, c: Constraints):
-    """A boolean per candidate: every score constraint met (None: a projection is missing)."""
+def _passing(AL, L: int, t: dict, dims, opts, c: Constraints, pad=None):
+    """A boolean per candidate: every score constraint met on one sequence (None: a projection
+    is missing); `pad` its key padding row (padding keys are not live)."""
     import numpy as np
     proj = {}
     for p in "QKV" if c.integer_scores else "QK":
@@ -82,6 +89,8 @@ def _passing(AL, L: int, t: dict, dims, opts, c: Constraints):
             ok &= (np.asarray(y % L == 0).reshape(y.shape[0] if y.ndim == 3 else 1, -1)).all(axis=1)
     dk = dh if opts.attention_scale == "sqrt_dk" else 1
     live = np.tril(np.ones((n, n), dtype=bool)) if opts.causal else np.ones((n, n), dtype=bool)
+    if pad:
+        live &= ~np.array(pad, dtype=bool)[None, :]
     L2 = L * L
     for h in range(dims.heads):
         q, k = (np.broadcast_to(proj[p], (N, *proj[p].shape[-2:]))[..., h * dh:(h + 1) * dh] for p in "QK")
@@ -96,7 +105,7 @@ def _passing(AL, L: int, t: dict, dims, opts, c: Constraints):
             ok &= _within_scaled(S, L2, dk, c.scaled_range, live, N)
         if c.softmax_distinct:
             for i in range(n):
-                row = np.sort(S[:, i, :int(live[i].sum())], axis=1)
+                row = np.sort(S[:, i, live[i]], axis=1)
                 ok &= (row[:, 1:] != row[:, :-1]).all(axis=1)
         if c.softmax_weights:
             ok &= _weights_within(S, L2, dk, c.softmax_weights, live, n, N)
@@ -139,7 +148,8 @@ def fit_ffn(u: list, tensors: dict, redraw: list[str], probe, c: Constraints, se
             batches: int) -> int | None:
     """relu_mixed by construction: W_1 (and b_1) replaced by the first candidate whose ffn.hidden =
     u W_1 + b_1, from the FFN input u of the exact trace (floats, MARGIN from zero), has both
-    signs in every row / column; the exact trace decides again."""
+    signs in every row / column (of every sequence: u holds one matrix per sequence); the exact
+    trace decides again."""
     import numpy as np
     from symblock.engine.steps import param_shape
     U = np.array(u, dtype=np.float64)
@@ -152,16 +162,17 @@ def fit_ffn(u: list, tensors: dict, redraw: list[str], probe, c: Constraints, se
         cand = {n: _batch(sub_seed(seed, 2 * 10**6 + b), n, param_shape(n, probe.dims), c, np.float64)
                 for n in redraw}
         W = cand.get("W_1", W_fixed)
-        H = np.einsum("nd,...df->...nf", U, W)
+        H = np.einsum("snd,...df->...snf", U, W)   # (BATCH,) sequences, rows, d_ff
         bias = cand.get("b_1", b_fixed)
-        H = H + bias if bias is not None else H
-        H = np.broadcast_to(H, (BATCH, *H.shape[-2:]))
+        if bias is not None:
+            H = H + (bias[:, None] if bias.ndim == 3 else bias)
+        H = np.broadcast_to(H, (BATCH, *H.shape[-3:]))
         pos, neg = H > MARGIN, H < -MARGIN
         ok = np.ones(BATCH, dtype=bool)
         if c.relu_mixed in ("rows", "both"):
-            ok &= (pos.any(axis=2) & neg.any(axis=2)).all(axis=1)
+            ok &= (pos.any(axis=3) & neg.any(axis=3)).all(axis=(1, 2))
         if c.relu_mixed in ("columns", "both"):
-            ok &= (pos.any(axis=1) & neg.any(axis=1)).all(axis=1)
+            ok &= (pos.any(axis=2) & neg.any(axis=2)).all(axis=(1, 2))
         if ok.any():
             j = int(np.argmax(ok))
             for n in redraw:

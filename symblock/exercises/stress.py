@@ -243,9 +243,10 @@ def asked(trace):
 def largest_exponent(trace) -> float:
     """The largest |x| of a softmax input e^x (live entries), as the key works it."""
     from symblock.engine import exact
+    from symblock.engine.steps import step_kind
     top = 0.0
     for step in trace:
-        if step.name.endswith(".weights") and step.name.startswith("attn.h"):
+        if step_kind(step.name) == "weights":  # a batch's b1.attn.h0.weights too
             for row in trace[step.inputs[0]].value.rows:
                 top = max([top] + [abs(float(e)) for e in row if e is not exact.NEG_INF])
     return top

@@ -67,7 +67,7 @@ EXPLANATIONS_ZH = {
     "rms_as_layernorm": "要求 RMSNorm，却先减去了均值（按 LayerNorm 算了）",
     "layernorm_as_rms": "要求 LayerNorm，却没有减去均值（按 RMSNorm 算了）",
     "attn_no_scale": "注意力分数没有除以 sqrt(d_k)",
-    "attn_scale_d_model": "分数除以了 sqrt(d_model)，应除以 sqrt(d_k) = sqrt(d_model / heads)",
+    "attn_scale_d_model": "分数除以了 sqrt(d_model)，应除以 sqrt(d_k)（每个头的查询和键的宽度）",
     "attn_scale_no_sqrt": "分数除以了 d_k，应除以 sqrt(d_k)",
     "scores_transposed": "分数算成了 K Qᵀ，应为 Q Kᵀ",
     "softmax_wrong_axis": "softmax 沿列做了，应沿每一行做",

@@ -257,7 +257,8 @@ CATALOGUE: tuple[Mistake, ...] = (
             "attn.h*.scaled / .masked / .weights",
             _kinds("scaled", "masked", "weights", when=lambda s: s.options.attention_scale == "sqrt_dk"),
             no_scale),
-    Mistake("attn_scale_d_model", "scores divided by sqrt(d_model) instead of sqrt(d_k) = sqrt(d_model / heads)",
+    Mistake("attn_scale_d_model", "scores divided by sqrt(d_model) instead of sqrt(d_k), "
+            "the width of one head's queries and keys",
             "attn.h*.scaled / .masked / .weights",
             _kinds("scaled", "masked", "weights", when=lambda s: s.options.attention_scale == "sqrt_dk"),
             scale_d_model),

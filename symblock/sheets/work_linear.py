@@ -85,7 +85,7 @@ class LinearWork:
         lo, hi = h * self.dims.d_v, (h + 1) * self.dims.d_v
         p, v = self.value(step.inputs[0]), self.value(step.inputs[1]).cols(lo, hi)
         out = []
-        sub = self.substitute(step_symbol(step), [(f"P_{h}", p), (f"V_{h}", v)])
+        sub = self.substitute(step_symbol(step), [(self.symbol(step.inputs[0]), p), (f"V_{h}", v)])
         if sub:
             out.append(sub)
         n = self.dims.seq_len

@@ -1,9 +1,10 @@
 """The generator and stress with issue 15's options: constraints hold on a padded spec with
-d_k ≠ d_model/heads; a batch with constraints is a clear error (they read one sequence)."""
+d_k ≠ d_model/heads; on a batch a failing constraint names the sequence."""
 
 import pytest
 
 import symblock
+import symblock.exercises.generate
 from symblock.cli import main
 from symblock.engine.spec import SpecError
 
@@ -37,9 +38,14 @@ def test_stress_runs_on_a_padded_spec(tmp_path, capsys):
     assert "attn.h0.masked" in capsys.readouterr().out
 
 
-def test_a_batch_with_constraints_is_a_clear_error(tmp_path):
-    path = tmp_path / "b.yaml"
-    path.write_text(PADDED.replace("[false, false, true]", "[[false, false, true], [false, false, false]]"),
-                    encoding="utf-8")
-    with pytest.raises(SpecError, match="generation constraints work on one sequence"):
-        symblock.load(path)
+def test_a_failing_constraint_names_the_sequence_and_its_numbers():
+    """Sequence b1 has two equal rows, so its keys tie in every query row: no weights can make its
+    softmax inputs distinct, and the error says so for b1 with the tied numbers."""
+    with pytest.raises(SpecError) as e:
+        symblock.exercises.generate.from_mapping({
+            "dims": {"seq_len": 2, "d_model": 3, "d_ff": 2, "heads": 1}, "block": {"eps": "1/10"},
+            "inputs": {"X": [[[1, 0, 2], [0, 1, -1]], [[1, 2, 0], [1, 2, 0]]]},
+            "random": {"seed": 1, "softmax_distinct": True, "max_draws": 20}}, "t")
+    assert e.value.where == "random.softmax_distinct"
+    msg = e.value.message
+    assert "b1.attn.h0.scaled row" in msg and "two equal live entries [" in msg and "b0." not in msg

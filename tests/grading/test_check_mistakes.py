@@ -144,6 +144,11 @@ PLANTED = [
      lambda T, P: softmax_rows(causal(T["attn.h1.scores"], -np.inf))),
     ("scale-d-model", "A", "attn.h1.scaled", "attn_scale_d_model", lambda T, P: T["attn.h1.scores"] / math.sqrt(6)),
     ("scale-no-sqrt", "A", "attn.h0.scaled", "attn_scale_no_sqrt", lambda T, P: T["attn.h0.scores"] / 3),
+    # d_k = 2 from d_model = 3 (spec C): √d_model, d_k and √d_k all differ from d_model/heads's
+    ("scale-d-model-dk", "C", "b1.attn.h0.scaled", "attn_scale_d_model",
+     lambda T, P: T["b1.attn.h0.scores"] / math.sqrt(3)),
+    ("scale-no-sqrt-dk", "C", "b0.attn.h0.scaled", "attn_scale_no_sqrt", lambda T, P: T["b0.attn.h0.scores"] / 2),
+    ("no-scale-dk", "C", "b0.attn.h0.scaled", "attn_no_scale", lambda T, P: T["b0.attn.h0.scores"]),
     ("scores-KQ", "A", "attn.h1.scores", "scores_transposed",
      lambda T, P: head(T, 1)[1] @ head(T, 1)[0].T),
     ("softmax-columns", "A", "attn.h0.weights", "softmax_wrong_axis",

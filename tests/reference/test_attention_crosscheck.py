@@ -1,5 +1,7 @@
 """Issue 15's options (d_k, d_v, key padding masks, batches, fixed dropout masks) through the three
 paths: exact = NumPy = torch on every step, and torch's own batched modules by hand."""
+import itertools
+
 import numpy as np
 import pytest
 import torch
@@ -13,21 +15,29 @@ from symblock.reference import numeric, torch_ref, verify
 TOL = 1e-9
 
 
+FEATURES = ("widths", "padding", "batch", "dropout", "torch", "no_out_proj")
+
+
 @st.composite
-def attention_specs(draw):
-    heads = draw(st.integers(1, 3))
-    out_proj = draw(st.booleans())
-    d_v = draw(st.integers(1, 3))
-    d_model = heads * d_v if not out_proj else draw(st.integers(1, 6))
-    standard = d_model % heads == 0 and draw(st.booleans())  # default widths: nn.MultiheadAttention
+def attention_specs(draw, features: frozenset | None = None):
+    """A spec with issue 15's options; `features` fixes which are on (None: each drawn). Widths
+    d_k, d_v stated (also not dividing d_model); padding anywhere but a causal row's key 0
+    (left padding too); a batch of one to three, X given or (with a padding mask) drawn; dropout
+    on up to three steps, masks given or `random`, p with a non-terminating 1/(1 − p)."""
+    on = features if features is not None else {f for f in FEATURES if draw(st.booleans())}
+    heads, out_proj = draw(st.integers(1, 3)), "no_out_proj" not in on
+    if "widths" in on:
+        d_v = draw(st.integers(1, 3))
+        d_model = heads * d_v if not out_proj else draw(st.integers(1, 6))
+        extra = {"d_k": draw(st.integers(1, 3)), "d_v": d_v}
+    else:
+        d_model, extra = heads * draw(st.integers(1, 3)), {}
     dims = {"seq_len": draw(st.integers(1, 4)), "d_model": d_model, "d_ff": draw(st.integers(1, 4)),
-            "heads": heads}
-    if not standard or d_model % heads:
-        dims |= {"d_k": draw(st.integers(1, 3)), "d_v": d_v}
+            "heads": heads, **extra}
     causal = draw(st.booleans())
-    n, batch = dims["seq_len"], draw(st.integers(0, 3))
+    n, batch = dims["seq_len"], draw(st.integers(1, 3)) if "batch" in on else 0
     data = {
-        "layout": draw(st.sampled_from(["math", "torch"])),
+        "layout": "torch" if "torch" in on else "math",
         "dims": dims,
         "block": {"norm_position": draw(st.sampled_from(["pre", "post"])),
                   "norm": draw(st.sampled_from(["layernorm", "rmsnorm"])), "eps": "1/100",
@@ -38,27 +48,39 @@ def attention_specs(draw):
         "inputs": {},
     }
 
-    def pad_row():  # key 0 stays unpadded: every query keeps a key (also under a causal mask)
-        return [False] + [draw(st.booleans()) for _ in range(n - 1)]
-    if draw(st.booleans()):
+    k, v = heads * dims.get("d_k", d_model // heads), heads * dims.get("d_v", d_model // heads)
+    shapes = {"W_Q": (d_model, k), **({"W_O": (v, d_model)} if out_proj else {})}  # math layout (in, out)
+    for name, (r, c) in shapes.items():  # given in the layout's orientation: torch writes (out, in)
+        m = [[draw(st.integers(-2, 2)) for _ in range(c)] for _ in range(r)]
+        data.setdefault("weights", {})[name] = [list(col) for col in zip(*m)] if "torch" in on else m
+        data.setdefault("_math", {})[name] = m
+
+    def pad_row():  # every query keeps a key: a causal row keeps key 0, another row any one key
+        row = [draw(st.booleans()) for _ in range(n)]
+        row[0 if causal else draw(st.integers(0, n - 1))] = False
+        return row
+    if "padding" in on:
         rows = [pad_row() for _ in range(max(batch, 1))]
         data["inputs"]["key_padding_mask"] = rows if batch else rows[0]
-    if batch:
+    if batch and ("padding" not in on or draw(st.booleans())):  # else X drawn, the batch from the mask
         data["inputs"]["X"] = [[[draw(st.integers(-2, 2)) for _ in range(d_model)] for _ in range(n)]
                                for _ in range(batch)]
-    probe = spec.from_mapping(data)
-    targets = [s for s in step_names(probe.dims, probe.options) if step_kind(s) in DROPOUT_KINDS]
-    chosen = draw(st.lists(st.sampled_from(targets), unique=True, max_size=3))
-    if chosen:
-        data["dropout"] = {"p": draw(st.sampled_from([0, "1/10", "1/2"])), "masks": {
-            name: [[draw(st.integers(0, 1)) for _ in range(step_shape(name, probe.dims)[1])]
-                   for _ in range(step_shape(name, probe.dims)[0])] for name in chosen}}
-    return spec.from_mapping(data, "<hypothesis>")
+    if "dropout" in on:
+        probe = spec.from_mapping({k: x for k, x in data.items() if k != "_math"})
+        targets = [s for s in step_names(probe.dims, probe.options) if step_kind(s) in DROPOUT_KINDS]
+        chosen = draw(st.lists(st.sampled_from(targets), unique=True, min_size=1, max_size=3))
+        data["dropout"] = {"p": draw(st.sampled_from([0, "1/10", "1/2", "2/3"])), "masks": {
+            name: "random" if draw(st.booleans()) else
+            [[draw(st.integers(0, 1)) for _ in range(step_shape(name, probe.dims)[1])]
+             for _ in range(step_shape(name, probe.dims)[0])] for name in chosen}}
+    math_weights = data.pop("_math")
+    s = spec.from_mapping(data, "<hypothesis>")
+    for name, m in math_weights.items():
+        assert s.params[name].tolist() == m, name   # the layout read as written
+    return s
 
 
-@given(attention_specs())
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-def test_exact_equals_numpy_and_torch_on_every_step(s):
+def agree_on_every_step(s):
     trace = block.forward(s)
     for backend in (numeric.forward(s), torch_ref.forward(s)):
         assert list(backend) == trace.names()
@@ -66,6 +88,29 @@ def test_exact_equals_numpy_and_torch_on_every_step(s):
             want = np.array(step.value.floats())
             scale = max(1.0, np.abs(want[np.isfinite(want)]).max(initial=0))
             assert verify.max_abs_diff(want, backend[step.name]) <= TOL * scale, step.name
+
+
+@given(attention_specs())
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_exact_equals_numpy_and_torch_on_every_step(s):
+    agree_on_every_step(s)
+
+
+COMBINATIONS = [frozenset(f for f, bit in zip(FEATURES, bits) if bit)
+                for bits in itertools.product((0, 1), repeat=len(FEATURES))]
+
+
+@pytest.mark.parametrize("features", COMBINATIONS, ids=lambda f: "+".join(sorted(f)) or "none")
+@given(data=st.data())
+@settings(max_examples=1, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_every_combination_of_the_options_agrees(features, data):
+    """Each of the 64 combinations of widths, padding, batch, dropout, layout torch and
+    out_proj false at least once per run (hypothesis draws the rest)."""
+    s = data.draw(attention_specs(features))
+    assert bool(s.dims.batch) == ("batch" in features) and s.options.padding == ("padding" in features)
+    assert bool(s.options.dropout) == ("dropout" in features)
+    assert s.options.out_proj == ("no_out_proj" not in features)
+    agree_on_every_step(s)
 
 
 def two_lengths():

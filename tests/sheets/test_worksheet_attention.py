@@ -48,3 +48,21 @@ def test_key_numbers_of_a_padded_batch_are_numpys():
     assert (T["b1.attn.h0.weights"][:, 2] == 0).all()
     frags = math_fragments(key, "padding-batch")
     assert katex_check(frags) > 100
+
+
+def test_readers_of_a_dropped_step_print_its_tilde():
+    """A step after a dropout mask computes from the dropped value, so its formula (key and
+    `forward`) and its substituted working name it: Ũ W_2, P̃_0 V_0, X + Ã, H_1 + F̃ (issue 15)."""
+    data = {**PADDED, "dropout": {"p": "1/2", "masks": {
+        "ffn.act": [[1, 0], [1, 1], [0, 1]], "attn.h0.weights": [[1, 1, 0], [0, 1, 1], [1, 0, 1]],
+        "attn.out": [[1, 1, 0], [0, 1, 1], [1, 0, 1]], "ffn.out": [[1, 0, 1], [1, 1, 0], [0, 1, 1]]}}}
+    t = block.forward(spec.from_mapping(data))
+    assert t["ffn.out"].latex == r"F = \tilde{U} W_2"
+    assert t["attn.h0.out"].latex == r"O_0 = \tilde{P_0} V_0"
+    assert t["resid1"].latex == r"R_1 = X + \tilde{A}"
+    assert t["resid2"].latex == r"R_2 = H_1 + \tilde{F}"
+    key = documents(t, "t", formats=["markdown"], places=3)["key.md"]
+    assert r"O_0 = \tilde{P_0} V_0 = \begin{bmatrix}" in key and r"F = \tilde{U} W_2 = \begin{bmatrix}" in key
+    assert r"F = U W_2" not in key and r"O_0 = P_0 V_0" not in key
+    plain = block.forward(spec.from_mapping({k: v for k, v in PADDED.items() if k != "dropout"}))
+    assert plain["ffn.out"].latex == r"F = U W_2" and plain["attn.h0.out"].latex == r"O_0 = P_0 V_0"
