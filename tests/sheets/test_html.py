@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -111,23 +113,32 @@ def test_typed_answers_download_as_a_file_that_symblock_check_marks(browser, dow
     _type(browser, "resid1", [["2.401", "0.599"], ["1.504", "1.752"], ["2.576", "1.716"]])
     _type(browser, "norm1.mean", [["1.5"], ["1.628"], ["2.146"]])
     _type(browser, "norm1.var", [["1.624"], ["0.031"], ["0.370"]])
-    _type(browser, "norm1.std", [["0.9"], [""], [""]])  # partly filled: left out, and said so
+    # partly filled: the student's own σ from their variance (carried), the middle row left empty
+    _type(browser, "norm1.std", [["1.274"], [""], ["0.608"]])
     for kind in ("yaml", "json"):
         browser.find_element(By.ID, f"save-{kind}").click()
         saved = _download(downloads, f"answers-seed-post-ln.{kind}")
         data = yaml.safe_load(saved.read_text()) if kind == "yaml" else json.loads(saved.read_text())
         assert data["name"] == "Ada" and data["decimals"] == 3
         assert data["id"] == "seed-post-ln"  # what `symblock grade` matches the file to its variant by
-        assert list(data["steps"]) == ["resid1", "norm1.mean", "norm1.var"]
+        assert list(data["steps"]) == ["resid1", "norm1.mean", "norm1.var", "norm1.std"]  # empty grids left out
         assert data["steps"]["resid1"][2] == ["2.576", "1.716"]
+        assert data["steps"]["norm1.std"] == [["1.274"], [None], ["0.608"]]  # the blank is null
         capsys.readouterr()
         assert cli.main(["check", str(saved), "--json"]) == 1  # the id: alone names the block
         report = {s["name"]: s for s in json.loads(capsys.readouterr().out)["steps"]}
         assert report["resid1"]["status"] == report["norm1.mean"]["status"] == "correct"
         assert report["norm1.var"]["status"] == "wrong"
         assert "ln_sample_variance" in json.dumps(report["norm1.var"]["diagnosis"])
-        assert report["norm1.std"]["status"] == "missing"  # partly typed: it was not saved
-    assert "norm1.std" in browser.find_element(By.ID, "save-note").text
+        std = report["norm1.std"]  # the filled entries are marked, the blank is reported
+        assert std["status"] == "carried" and std["blank"] == 1
+        assert [(e["row"], e["mark"]) for e in std["entries"]] == [(0, "carried"), (1, "blank"), (2, "carried")]
+        assert report["norm1"]["status"] == "missing" and report["norm1"]["blank"] == 0
+        capsys.readouterr()
+        assert cli.main(["check", str(saved)]) == 1
+        assert re.search(r"carried +norm1\.std +.*2 of 3 entries answered", capsys.readouterr().out)
+    note = browser.find_element(By.ID, "save-note").text
+    assert "norm1.std" in note and "norm1.var" not in note and note.startswith("Saved.")
 
 
 @pytest.mark.slow
@@ -189,3 +200,33 @@ def test_user_text_is_escaped(tmp_path, title):
     text = (out / "sheet.html").read_text()
     assert title not in text and "&lt;" in text
     assert text.count("<script") == 2  # KaTeX's and the page's own
+
+
+def _page_prose(page: str) -> list[str]:
+    """The English words a reader of an HTML page sees: its text outside <script>, <style> and
+    <code>, with KaTeX's spans read as `$...$` math, plus the script's own message to the reader."""
+    import html as htmllib
+    sys.path.insert(0, str(Path(__file__).parent))
+    from prose import prose_words
+    words = []
+    for note in re.findall(r'blanks: ("(?:[^"\\]|\\.)*")', page):
+        words += prose_words(json.loads(note))
+    text = re.sub(r"<(script|style|code)\b.*?</\1>", " ", page, flags=re.S)
+    text = re.sub(r'<(span|div) class="math[^"]*">(.*?)</\1>', lambda m: f" ${m.group(2)}$ ", text, flags=re.S)
+    text = htmllib.unescape(re.sub(r"<[^>]+>", " ", text))
+    return words + prose_words(text)
+
+
+def test_chinese_pages_have_no_english_prose(tmp_path):
+    """The zh pages: sheet, key and index, generated now and as committed in the gallery."""
+    spec = tmp_path / "easy.yaml"
+    spec.write_text("random: {seed: 1, difficulty: easy}\n")
+    out = tmp_path / "zh"
+    assert cli.main(["worksheet", str(spec), "--variants", "2", "--out", str(out), "--format", "html",
+                     "--lang", "zh"]) == 0
+    pages = sorted(out.glob("**/*.html")) + sorted(GALLERY_DIR.glob("*-zh/*.html"))
+    assert len(pages) == 7
+    for page in pages:
+        assert _page_prose(page.read_text()) == [], page
+    en = (GALLERY_DIR / "seed-post-ln" / "sheet.html").read_text()
+    assert {"Save", "answers", "Saved", "Row"} & set(_page_prose(en)) >= {"Save", "answers", "Saved"}
