@@ -138,6 +138,7 @@ EN = {
     "nb_check": "Check the asked steps: each is correct, wrong (with the mistake named), carried or missing.",
     "nb_nothing": "Nothing to check yet: fill in a grid above and run this cell again.",
     "nb_key": "After the exercise: the worked key, every step with its formula, exact value and decimal.",
+    "nb_steps": "steps",
 }
 
 ZH = {
@@ -265,6 +266,7 @@ ZH = {
     "nb_check": "检查所问的步骤：每一步是正确、错误（并指出错误类型）、沿用前面的错误，或未作答。",
     "nb_nothing": "还没有可检查的内容：先在上面的表格里填写答案，再运行这个单元格。",
     "nb_key": "做完之后：完整的参考答案，每一步的公式、精确值和小数。",
+    "nb_steps": "个步骤",
 }
 
 # English words inside the formulas of the engine and of grad.py (`\text{...}`), per language
