@@ -230,3 +230,21 @@ def test_chinese_pages_have_no_english_prose(tmp_path):
         assert _page_prose(page.read_text()) == [], page
     en = (GALLERY_DIR / "seed-post-ln" / "sheet.html").read_text()
     assert {"Save", "answers", "Saved", "Row"} & set(_page_prose(en)) >= {"Save", "answers", "Saved"}
+
+
+def test_pages_print_points_and_pack_the_given_data_as_paper_does(tmp_path):
+    spec = tmp_path / "pts.yaml"
+    spec.write_text("random: {seed: 3, difficulty: easy}\nexercise: {points: {norm1.std: 2}}\n")
+    out = tmp_path / "h"
+    assert cli.main(["worksheet", str(spec), "--out", str(out), "--format", "html"]) == 0
+    for doc in ("sheet", "key"):
+        page = (out / f"{doc}.html").read_text()
+        headings = re.findall(r"<h3>(.*?)</h3>", page)
+        points = [re.search(r'class="points">\((\d+) pts?\)', h) for h in headings]
+        assert all(points) and len(points) > 5, headings
+        assert [int(p.group(1)) for p, h in zip(points, headings) if "norm1.std" in h] == [2]
+        assert f"Total: {len(headings) + 1} points" in page  # every task 1 point, norm1.std 2
+        labels = re.findall(r'<div class="item">\n<p>(.*?)</p>', page)
+        # γ and β of a norm on one line; the small X, W_1, W_2 side by side
+        assert any("ln1.gamma" in l and "ln1.beta" in l for l in labels), labels
+        assert any("<code>x</code>" in l and "<code>W_1</code>" in l for l in labels), labels
