@@ -7,6 +7,16 @@ The argparse glue over `symblock.grading`.
 """
 from __future__ import annotations
 
+EXAMPLES = """\
+examples:
+  symblock check seed-post-ln answers.yaml       # against a built-in block
+  symblock check answers.yaml                    # its id: names the variant
+  symblock check class.yaml answers.yaml         # the id of a spec file's set
+  symblock check answers.yaml --preset norm --all
+  symblock check answers.yaml --json --lang zh
+  (answers.yaml: `decimals: 3` and `steps: {norm1.mean: [[1.5], [1.628],
+  [2.146]], ...}`; `null` is a blank; see README.md)"""  # the --help epilog
+
 import argparse
 
 from symblock.grading.check import text, to_json
@@ -21,7 +31,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--preset", choices=PRESETS, help="the steps the sheet asked (default: the spec's "
                                                      "exercise section, else full); only they count as missing")
     p.add_argument("--loss", choices=("sum", "mse"), help="backprop answers (grad.*): the loss (default: "
-                                                          "the spec's exercise.loss, else sum)")
+                                                          "the spec's exercise.loss, else mse against "
+                                                          "the target drawn from the seed, as the "
+                                                          "worksheet's)")
     p.add_argument("--wrt", metavar="NAMES", help="backprop answers: comma-separated parameters "
                                                   "(default: the spec's exercise.wrt, else W_2,W_1)")
     p.add_argument("--json", action="store_true", help="print {ok, first_break, steps: [...]} as JSON")
