@@ -117,7 +117,8 @@ def parse_formats(text: str) -> list[str]:
     fmts = [f.strip() for f in text.split(",") if f.strip()]
     bad = [f for f in fmts if f not in FORMATS]
     if bad or not fmts:
-        raise UsageError(f"--format: expected a comma-separated list of {', '.join(FORMATS)}, got {text!r}")
+        pdf = " (a PDF comes from the LaTeX: add --pdf)" if "pdf" in [f.lower() for f in bad] else ""
+        raise UsageError(f"--format: expected a comma-separated list of {', '.join(FORMATS)}, got {text!r}{pdf}")
     return list(dict.fromkeys(fmts))
 
 
