@@ -128,7 +128,7 @@ EN = {
     # the HTML pages' controls (sheets/html.py) and the notebook's cells (sheets/notebook.py)
     "index_link": "all variants",
     "variants_count": "{0} variants",
-    "save_intro": "Save your answers as a file for {0}; entries left empty are saved as blanks.",
+    "save_intro": "Save your answers, then check them with {0}; entries left empty are saved as blanks.",
     "save_yaml": "Save answers (YAML)",
     "save_json": "Save answers (JSON)",
     "save_blanks": "Saved. Tasks with empty entries:",
@@ -256,7 +256,7 @@ ZH = {
     "conv_grad": "梯度：$\\partial L / \\partial A$ 与 $A$ 形状相同；$A$ 进入多个步骤时各路贡献相加；$\\mathrm{{ReLU}}'(0) = 0$。",
     "index_link": "全部练习",
     "variants_count": "共 {0} 份练习",
-    "save_intro": "把答案保存为文件，用 {0} 检查；空着的格子保存为空白。",
+    "save_intro": "保存答案后用 {0} 检查；空着的格子保存为空白。",
     "save_yaml": "保存答案（YAML）",
     "save_json": "保存答案（JSON）",
     "save_blanks": "已保存。还有空格的题目：",

@@ -82,8 +82,8 @@ def test_gallery_page_typesets_every_formula(browser, page):
         grids = browser.find_elements(By.CSS_SELECTOR, "table.grid")
         tasks = browser.find_elements(By.CSS_SELECTOR, "article.task")
         assert len(grids) == len(tasks) > 0
-        # answers save for symblock check, which marks forward steps (not a backprop sheet's)
-        assert bool(browser.find_elements(By.ID, "save-yaml")) == ("backprop" not in page)
+        # answers save for symblock check, forward and gradient sheets alike
+        assert browser.find_elements(By.ID, "save-yaml") and browser.find_elements(By.ID, "save-json")
 
 
 def _download(downloads: Path, pattern: str, timeout: float = 10) -> Path:
@@ -139,6 +139,30 @@ def test_typed_answers_download_as_a_file_that_symblock_check_marks(browser, dow
         assert re.search(r"carried +norm1\.std +.*2 of 3 entries answered", capsys.readouterr().out)
     note = browser.find_element(By.ID, "save-note").text
     assert "norm1.std" in note and "norm1.var" not in note and note.startswith("Saved.")
+
+
+@pytest.mark.slow
+def test_gradient_sheet_saves_answers_that_the_command_it_shows_marks(browser, downloads, capsys, tmp_path):
+    out = tmp_path / "bp"
+    assert cli.main(["worksheet", "rmsnorm-swiglu", "--preset", "backprop", "--loss", "sum", "--out", str(out),
+                     "--format", "html"]) == 0
+    load(browser, out / "sheet.html")
+    command = browser.find_element(By.CSS_SELECTOR, ".save code").text
+    assert command == "symblock check answers-rmsnorm-swiglu.3.yaml --loss sum --wrt W_2,W_1"
+    # L = Σ Y: ∂L/∂Y is all ones (correct); a ∂L/∂W_2 of zeros is wrong; one row of grad.resid2
+    _type(browser, "grad.output", [["1"] * 4, ["1"] * 4])
+    _type(browser, "grad.W_2", [["0"] * 4] * 3)
+    _type(browser, "grad.resid2", [["1", "1", "1", "1"]])
+    browser.find_element(By.ID, "save-yaml").click()
+    saved = _download(downloads, "answers-rmsnorm-swiglu.3.yaml")
+    assert yaml.safe_load(saved.read_text())["steps"]["grad.resid2"][1] == [None] * 4
+    capsys.readouterr()
+    argv = command.split()[1:]
+    assert cli.main([argv[0], str(saved), *argv[2:], "--json"]) == 1
+    report = {s["name"]: s for s in json.loads(capsys.readouterr().out)["steps"]}
+    assert report["grad.output"]["status"] == "correct" and report["grad.W_2"]["status"] == "wrong"
+    assert report["grad.resid2"]["blank"] == 4 and report["grad.W_1"]["status"] == "missing"
+    assert all(s["asked"] for n, s in report.items() if n.startswith("grad."))
 
 
 @pytest.mark.slow
