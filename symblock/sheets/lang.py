@@ -139,6 +139,7 @@ EN = {
     "nb_nothing": "Nothing to check yet: fill in a grid above and run this cell again.",
     "nb_key": "After the exercise: the worked key, every step with its formula, exact value and decimal.",
     "nb_steps": "steps",
+    "nb_asked": "The steps this sheet asks: only they count as missing.",
 }
 
 ZH = {
@@ -267,6 +268,7 @@ ZH = {
     "nb_nothing": "还没有可检查的内容：先在上面的表格里填写答案，再运行这个单元格。",
     "nb_key": "做完之后：完整的参考答案，每一步的公式、精确值和小数。",
     "nb_steps": "个步骤",
+    "nb_asked": "这张练习题所问的步骤：只有它们未作答时才算缺答。",
 }
 
 # English words inside the formulas of the engine and of grad.py (`\text{...}`), per language

@@ -7,6 +7,8 @@ file is byte-identical per input.
 """
 from __future__ import annotations
 
+import textwrap
+
 from symblock.sheets import render
 
 FILE = "notebook.ipynb"
@@ -44,8 +46,10 @@ else:
     print(check.text(result, trace, lang={lang!r}), end="")'''
 
 ASKED = '''\
-# the steps this sheet asks: only they count as missing
-ASKED = {ask!r}
+# {t[nb_asked]}
+ASKED = (
+{ask}
+)
 exercise = presets.Exercise(ask=ASKED, data_steps=(), data_params=())'''
 
 BACKPROP = '''\
@@ -57,7 +61,6 @@ KEY = '''\
 
 
 def _comment(text: str) -> str:
-    import textwrap
     return textwrap.fill(text, 100, initial_indent="# ", subsequent_indent="# ", break_long_words=False)
 
 
@@ -70,7 +73,8 @@ def _check(model: dict, t: dict) -> str:
     """The check cell: the asked steps marked through grading.marker, as `symblock check` does."""
     how = model["marking"]
     exercise = (BACKPROP.format(loss=how["loss"], wrt=how["wrt"]) if how["loss"] is not None
-                else ASKED.format(ask=tuple(how["ask"])))
+                else ASKED.format(t=t, ask=textwrap.fill(" ".join(f"{n!r}," for n in how["ask"]), 100,
+                                                         initial_indent="    ", subsequent_indent="    ")))
     return CHECK.format(t=t, exercise=exercise, nothing=t["nb_nothing"], lang=model["lang"])
 
 
@@ -86,7 +90,8 @@ def notebook(model: dict, template_dir=None) -> str:
     sheet = render.render(model, "markdown", False, template_dir)
     cells = [v4.new_markdown_cell(sheet),
              v4.new_code_cell(LOAD.format(t=t, ident=str(model["ident"]), steps=t["nb_steps"])),
-             v4.new_code_cell(ANSWERS.format(answers=_comment(t["nb_answers"].format(model["places"])), places=model["places"],
+             v4.new_code_cell(ANSWERS.format(answers=_comment(t["nb_answers"].format(model["places"])),
+                                             places=model["places"],
                                              grids="\n".join(_grid(task) for task in model["tasks"]))),
              v4.new_code_cell(_check(model, t)),
              v4.new_code_cell(KEY.format(t=t))]

@@ -88,13 +88,20 @@ def test_notebook_marks_only_the_asked_steps_and_reports_blanks(tmp_path):
     assert re.search(r"NOT OK \(1 correct, 1 wrong, 1 carried, 5 missing\)", report), report
 
 
+def test_chinese_notebooks_have_no_english_comments(tmp_path):
+    """The comments and messages a student reads, in a forward and a gradient notebook."""
+    for n, argv in enumerate([[], ["rmsnorm-swiglu", "--preset", "backprop"]]):
+        nb = nbformat.read(_write(tmp_path / str(n), *argv, "--lang", "zh") / "notebook.ipynb", as_version=4)
+        for cell in nb.cells[1:]:
+            said = " ".join(re.findall(r"#(.*)", cell.source) + re.findall(r"print\('([^']*)'\)", cell.source))
+            assert re.search(r"[\u4e00-\u9fff]", said), cell.source
+            assert not set(re.findall(r"[A-Za-z]{3,}", said)) - {"None", "sqrt", "inf", "block", "spec", "trace"}, said
+
+
 @pytest.mark.slow
 def test_backprop_notebook_checks_gradient_answers_in_chinese(tmp_path):
     nb = nbformat.read(_write(tmp_path, "rmsnorm-swiglu", "--preset", "backprop", "--loss", "sum",
                               "--lang", "zh") / "notebook.ipynb", as_version=4)
-    for cell in nb.cells[1:]:          # the comments and messages a student reads are Chinese
-        said = " ".join(re.findall(r"#(.*)", cell.source) + re.findall(r"print\('([^']*)'\)", cell.source))
-        assert not set(re.findall(r"[A-Za-z]{3,}", said)) - {"None", "sqrt", "inf", "block", "spec", "trace"}, said
     answers = nb.cells[2]
     # L = Σ Y: ∂L/∂Y is all ones; a W_2 gradient of zeros is wrong
     answers.source = re.sub(r"'grad.output': \[(.*)\],", lambda m: "'grad.output': [" + m.group(1).replace(
