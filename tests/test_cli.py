@@ -157,3 +157,10 @@ def test_every_command_help_has_examples_that_parse(monkeypatch):
     lines = out.getvalue().splitlines()
     assert "  symblock params --d-model 32 --heads 4 --d-ff 128" in lines
     assert max(len(l) for l in lines[lines.index("examples:"):]) <= 80
+
+
+def test_check_without_files_asks_for_the_answers(capsys):
+    from symblock import cli
+    assert cli.main(["check"]) == 2
+    err = capsys.readouterr().err
+    assert "give the ANSWERS file" in err and "SPEC" not in err.split("(")[0]

@@ -23,7 +23,9 @@ from symblock.grading.check import text, to_json
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("spec", metavar="SPEC", help="the block: a spec file (YAML/JSON) or a built-in example "
+    p.usage = ("%(prog)s [-h] [SPEC] ANSWERS [--id ID] [--preset P] [--json] [--all]\n"
+               "                      [--lang zh] [--loss L] [--wrt NAMES] [--max-cost N]")  # not `SPEC [ANSWERS]`
+    p.add_argument("spec", metavar="SPEC", nargs="?", help="the block: a spec file (YAML/JSON) or a built-in example "
                                                 "name (may be left out when ANSWERS carries an example's id:)")
     p.add_argument("answers", metavar="ANSWERS", nargs="?", help="the hand-worked answers (YAML, JSON or CSV)")
     p.add_argument("--id", metavar="ID", help="the worksheet ID the answers are for (default: the file's id:)")
@@ -51,6 +53,8 @@ def run(args) -> int:
     from symblock.grading.marker import Marker
     from symblock.engine.spec import example_names
     from symblock.errors import UsageError
+    if args.spec is None:
+        raise UsageError("check: give the ANSWERS file (after SPEC, unless its id: names a built-in example)")
     spec_arg, answers_path = (args.spec, args.answers) if args.answers is not None else (None, args.spec)
     if args.answers is None and args.spec in example_names():
         raise UsageError("check: give the ANSWERS file after SPEC")
