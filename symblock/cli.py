@@ -14,15 +14,15 @@ import sys
 import traceback
 
 from symblock.errors import SpecError, UndecidableError, UsageError, printable
-from symblock.options import (DEFAULT_EXAMPLE, MAX_DECIMALS, add_spec_argument, decimals,  # noqa: F401
-                              nonneg, tolerance)  # (DEFAULT_EXAMPLE re-exported)
+from symblock.options import (DEFAULT_EXAMPLE, MAX_DECIMALS, HelpFormatter, add_spec_argument,  # noqa: F401
+                              decimals, nonneg, tolerance)  # (DEFAULT_EXAMPLE re-exported)
 
 
 
 # Commands that live in their own module: (command, module, one-line help). Each module exposes
 # add_arguments(parser) and run(args) -> exit code, and keeps heavy imports inside run().
 COMMANDS = [
-    ("worksheet", "commands.worksheet", "write a worksheet and its answer key (LaTeX, Markdown, PDF)"),
+    ("worksheet", "commands.worksheet", "write worksheets and answer keys (PDF, LaTeX, Markdown, HTML, LMS, Jupyter)"),
     ("check", "commands.check", "check hand-worked answers step by step and diagnose mistakes"),
     ("grade", "commands.grade", "grade a class: a folder of answers files to a gradebook and a summary"),
     ("params", "commands.params", "count a block's parameters and FLOPs per component"),
@@ -93,20 +93,51 @@ def _printable_streams():
         sys.stdout, sys.stderr = out, err
 
 
+EXAMPLES = """\
+examples (an instructor, a student, an author):
+  symblock worksheet --out ws --pdf            # sheet + key of the seed block
+  symblock worksheet class.yaml --variants 30 --out set --pdf
+  symblock grade set answers                   # gradebook, summary, feedback
+  symblock check seed-post-ln answers.yaml     # mark a hand calculation
+  symblock forward --format latex --step norm1.std   # LaTeX for notes
+  symblock verify pre-ln-causal-gelu           # NumPy and torch.nn agree
+  (class.yaml holding `random: {seed: 1, difficulty: medium}` draws a
+  different block of the same size for every student)"""
+
+FORWARD_EXAMPLES = """\
+examples:
+  symblock forward                             # the seed article's block
+  symblock forward pre-ln-causal-gelu --step attn.h0.weights
+  symblock forward my.yaml --json > steps.json # exact strings and floats
+  symblock forward --format latex --step norm1.std   # needs only amsmath"""
+
+EXAMPLES_EXAMPLES = """\
+examples:
+  symblock examples
+  symblock examples --show seed-post-ln > my.yaml   # a spec to edit"""
+
+VERIFY_EXAMPLES = """\
+examples:
+  symblock verify pre-ln-causal-gelu
+  symblock verify my.yaml --json --require-torch"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="symblock",
         description="Work a Transformer block forward exactly (rationals, square roots, e^x), "
                     "check it numerically, and print every named step.",
-        epilog="Run `symblock COMMAND --help` for a command's options. Specs are YAML or JSON "
-               "(see README.md); `symblock examples` lists the built-in ones.")
+        epilog="Run `symblock COMMAND --help` for a command's options and examples. Specs are YAML or "
+               "JSON (see README.md); `symblock examples` lists the built-in ones.\n\n" + EXAMPLES,
+        formatter_class=HelpFormatter)
     p.add_argument("--debug", action="store_true",
                    help="show the traceback of an internal error (also SYMBLOCK_DEBUG=1)")
     sub = p.add_subparsers(title="commands", metavar="COMMAND")
 
     f = sub.add_parser("forward", help="work the block forward exactly and print every step",
                        description="Work the block forward exactly and print every step in forward "
-                                   "order: name, formula, exact value and a decimal.")
+                                   "order: name, formula, exact value and a decimal.",
+                       epilog=FORWARD_EXAMPLES, formatter_class=HelpFormatter)
     add_spec_argument(f)
     f.add_argument("--json", action="store_true", help="print the machine format of DESIGN.md")
     f.add_argument("--format", choices=("text", "latex"), default="text",
@@ -119,7 +150,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.set_defaults(func=cmd_forward)
 
     e = sub.add_parser("examples", help="list the built-in example specs",
-                       description="List the built-in example specs (use a name wherever a SPEC goes).")
+                       description="List the built-in example specs (use a name wherever a SPEC goes).",
+                       epilog=EXAMPLES_EXAMPLES, formatter_class=HelpFormatter)
     e.add_argument("--show", metavar="NAME", help="print one example's YAML, to copy and edit")
     e.set_defaults(func=cmd_examples)
 
@@ -127,7 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Compute every step again in an independent NumPy float64 path "
                                    "and, when torch is installed, with real torch.nn modules; print "
                                    "the largest absolute difference per step. Exit 1 if any differs "
-                                   "by more than the tolerance.")
+                                   "by more than the tolerance.",
+                       epilog=VERIFY_EXAMPLES, formatter_class=HelpFormatter)
     add_spec_argument(v)
     v.add_argument("--json", action="store_true", help="print {ok, backends: {numpy, torch}} as JSON")
     v.add_argument("--tol", type=tolerance, default=1e-9, help="tolerance, a finite number >= 0 (default 1e-9)")
@@ -144,7 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
             if e.name != f"symblock.{module}":
                 raise
             continue
-        sp = sub.add_parser(name, help=summary, description=(mod.__doc__ or summary).strip().split("\n\n")[0])
+        sp = sub.add_parser(name, help=summary, description=(mod.__doc__ or summary).strip().split("\n\n")[0],
+                            epilog=getattr(mod, "EXAMPLES", None), formatter_class=HelpFormatter)
         mod.add_arguments(sp)
         sp.set_defaults(func=mod.run)
     return p

@@ -58,3 +58,15 @@ def decimals(text: str) -> int:
 def add_spec_argument(p: argparse.ArgumentParser) -> None:
     p.add_argument("spec", nargs="?", default=DEFAULT_EXAMPLE, metavar="SPEC",
                    help=f"a spec file (YAML/JSON) or a built-in example name (default: {DEFAULT_EXAMPLE})")
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's help layout, except that a paragraph with lines indented by two spaces (the
+    `examples:` of a command's epilog) is printed as written instead of being re-wrapped."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        def fill(para: str) -> str:
+            if any(line.startswith("  ") for line in para.splitlines()):
+                return "\n".join(indent + line for line in para.splitlines())
+            return super(HelpFormatter, self)._fill_text(para, width, indent)
+        return "\n\n".join(fill(para) for para in text.split("\n\n"))

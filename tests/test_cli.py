@@ -117,3 +117,50 @@ def test_python_dash_m(tmp_path):
     r = subprocess.run([sys.executable, "-m", "symblock", "forward", "--step", "output"],
                        capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 0 and "[  1  -1 ]" in r.stdout
+
+
+def _help_examples(parser) -> list[tuple[str, list[str]]]:
+    """(where, argv) of every `symblock ...` line in the epilogs of the parser and its commands
+    (lines joined at a trailing backslash, comments dropped)."""
+    import argparse
+    import shlex
+    found = []
+    subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, sub in [("symblock", parser), *subs.choices.items()]:
+        text = (sub.epilog or "").replace("\\\n", " ")
+        for line in text.splitlines():
+            if line.startswith("  symblock "):
+                argv = shlex.split(line, comments=True)[1:]
+                found.append((name, argv[:argv.index(">")] if ">" in argv else argv))  # no redirection
+    return found
+
+
+def test_every_command_help_has_examples_that_parse(monkeypatch):
+    """Each command's --help ends with examples, and each example is a valid command line."""
+    from symblock.cli import COMMANDS, build_parser
+    parser = build_parser()
+    examples = _help_examples(parser)
+    names = {"symblock", "forward", "examples", "verify"} | {c for c, _, _ in COMMANDS}
+    assert {where for where, _ in examples} == names
+    for where, argv in examples:
+        try:
+            parser.parse_args(argv)
+        except SystemExit:
+            raise AssertionError(f"symblock {where} --help: example does not parse: symblock {' '.join(argv)}")
+    # printed as written (not re-wrapped), within an 80-column terminal
+    import contextlib
+    import io
+    monkeypatch.setenv("COLUMNS", "80")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+        parser.parse_args(["params", "--help"])
+    lines = out.getvalue().splitlines()
+    assert "  symblock params --d-model 32 --heads 4 --d-ff 128" in lines
+    assert max(len(l) for l in lines[lines.index("examples:"):]) <= 80
+
+
+def test_check_without_files_asks_for_the_answers(capsys):
+    from symblock import cli
+    assert cli.main(["check"]) == 2
+    err = capsys.readouterr().err
+    assert "give the ANSWERS file" in err and "SPEC" not in err.split("(")[0]

@@ -7,13 +7,25 @@ The argparse glue over `symblock.grading`.
 """
 from __future__ import annotations
 
+EXAMPLES = """\
+examples:
+  symblock check seed-post-ln answers.yaml       # against a built-in block
+  symblock check answers.yaml                    # its id: names the variant
+  symblock check class.yaml answers.yaml         # the id of a spec file's set
+  symblock check answers.yaml --preset norm --all
+  symblock check answers.yaml --json --lang zh
+  (answers.yaml: `decimals: 3` and `steps: {norm1.mean: [[1.5], [1.628],
+  [2.146]], ...}`; `null` is a blank; see README.md)"""  # the --help epilog
+
 import argparse
 
 from symblock.grading.check import text, to_json
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("spec", metavar="SPEC", help="the block: a spec file (YAML/JSON) or a built-in example "
+    p.usage = ("%(prog)s [-h] [SPEC] ANSWERS [--id ID] [--preset P] [--json] [--all]\n"
+               "                      [--lang zh] [--loss L] [--wrt NAMES] [--max-cost N]")  # not `SPEC [ANSWERS]`
+    p.add_argument("spec", metavar="SPEC", nargs="?", help="the block: a spec file (YAML/JSON) or a built-in example "
                                                 "name (may be left out when ANSWERS carries an example's id:)")
     p.add_argument("answers", metavar="ANSWERS", nargs="?", help="the hand-worked answers (YAML, JSON or CSV)")
     p.add_argument("--id", metavar="ID", help="the worksheet ID the answers are for (default: the file's id:)")
@@ -21,7 +33,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--preset", choices=PRESETS, help="the steps the sheet asked (default: the spec's "
                                                      "exercise section, else full); only they count as missing")
     p.add_argument("--loss", choices=("sum", "mse"), help="backprop answers (grad.*): the loss (default: "
-                                                          "the spec's exercise.loss, else sum)")
+                                                          "the spec's exercise.loss, else mse against "
+                                                          "the target drawn from the seed, as the "
+                                                          "worksheet's)")
     p.add_argument("--wrt", metavar="NAMES", help="backprop answers: comma-separated parameters "
                                                   "(default: the spec's exercise.wrt, else W_2,W_1)")
     p.add_argument("--json", action="store_true", help="print {ok, first_break, steps: [...]} as JSON")
@@ -39,6 +53,8 @@ def run(args) -> int:
     from symblock.grading.marker import Marker
     from symblock.engine.spec import example_names
     from symblock.errors import UsageError
+    if args.spec is None:
+        raise UsageError("check: give the ANSWERS file (after SPEC, unless its id: names a built-in example)")
     spec_arg, answers_path = (args.spec, args.answers) if args.answers is not None else (None, args.spec)
     if args.answers is None and args.spec in example_names():
         raise UsageError("check: give the ANSWERS file after SPEC")

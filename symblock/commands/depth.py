@@ -4,6 +4,11 @@ numbers as CSV. Random stacks at initialisation; not an exact computation.
 """
 from __future__ import annotations
 
+EXAMPLES = """\
+examples:
+  symblock depth --out depth                     # depth/depth.png, depth.csv
+  symblock depth --layers 1,2,4,8,16 --seeds 5 --out depth --force"""  # the --help epilog
+
 import os
 import re
 import shutil

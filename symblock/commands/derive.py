@@ -1,9 +1,14 @@
-"""The block's steps as general formulas in symbols, and tutorial facts verified by SymPy:
-`symblock derive`.
+"""The block's steps as general formulas in symbols, and tutorial facts verified by SymPy.
 
 The argparse glue over `symblock.calculus.derive`.
 """
 from __future__ import annotations
+
+EXAMPLES = """\
+examples:
+  symblock derive --step norm1
+  symblock derive --step attn.h0.weights --format latex
+  symblock derive --facts"""  # the --help epilog
 
 from symblock.calculus.derive import FORMATS, TooLarge, derive, facts, render, render_facts, symbolic
 

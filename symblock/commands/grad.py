@@ -1,9 +1,16 @@
-"""Exact gradients of a loss of the block's output, backwards step by step (`symblock grad`).
+"""Exact gradients of a loss of the block's output, backwards step by step.
 
 The command's glue: arguments, the target matrix, the text and JSON views. The maths is
 `symblock/calculus/grad.py`, imported only when the command runs so that `symblock --help` stays light.
 """
 from __future__ import annotations
+
+EXAMPLES = """\
+examples:
+  symblock grad --wrt W_2,W_1                    # L = sum of the output
+  symblock grad seed-post-ln --loss mse --wrt W_2 \\
+                --target "[[1, 0], [0, 1], [1/2, -2]]"
+  symblock grad rmsnorm-swiglu --wrt W_1,ln1.gamma --json"""  # the --help epilog
 
 LOSSES = ("sum", "mse")  # grad.LOSSES, repeated here so that --help does not load the engine
 

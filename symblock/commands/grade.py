@@ -8,6 +8,12 @@ The argparse glue over `symblock.grading.gradebook` and `classreport`.
 """
 from __future__ import annotations
 
+EXAMPLES = """\
+examples:
+  symblock worksheet class.yaml --variants 30 --out set   # the set
+  symblock grade set answers          # answers/*.yaml, *.json, *.csv
+  symblock grade set answers --carried 1/2 --lang zh --out graded"""  # the --help epilog
+
 import argparse
 from pathlib import Path
 

@@ -1,8 +1,18 @@
-"""Exact parameter counts and FLOPs per token of one Transformer block: `symblock params`.
+"""Exact parameter counts and FLOPs per token of one Transformer block (or, with --layers, of a
+tiny GPT), per component, with their formulas.
 
 The argparse glue over `symblock.calculus.params`.
 """
 from __future__ import annotations
+
+EXAMPLES = """\
+examples:
+  symblock params --d-model 32 --heads 4 --d-ff 128
+  symblock params --d-model 4096 --heads 32 --d-ff 11008 --no-bias \\
+                  --norm rmsnorm --activation swiglu        # a LLaMA-7B layer
+  symblock params --d-model 768 --heads 12 --layers 12 --vocab 50257 \\
+                  --context 1024                            # GPT-2 small
+  symblock params --d-model 32 --heads 4 --format latex     # align* for notes"""  # the --help epilog
 
 import argparse
 import json
@@ -23,8 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--d-model", type=whole, required=True, metavar="D",
                         help="model width d (rows and columns of W_Q, W_K, W_V, W_O)")
     parser.add_argument("--heads", type=whole, required=True, metavar="H",
-                        help="number of attention heads; must divide D. It does not change "
-                             "the counts: the heads share the same d×d matrices")
+                        help="number of attention heads; must divide D unless --d-k and --d-v are "
+                             "given. With the default widths D/H it does not change the counts: "
+                             "the heads share the same d×d matrices")
     parser.add_argument("--d-ff", type=whole, default=None, metavar="F",
                         help="FFN hidden width f (W_1 is d×f, W_2 is f×d); default 4·D")
     parser.add_argument("--d-k", type=int, default=None, metavar="K",

@@ -4,6 +4,12 @@ The argparse glue over `symblock.exercises.stress`.
 """
 from __future__ import annotations
 
+EXAMPLES = """\
+examples:
+  symblock stress --difficulty medium -n 30
+  symblock stress class.yaml -n 200 --json
+  symblock stress class.yaml --drop softmax_distinct --range X=-2:2"""  # the --help epilog
+
 import json
 
 from symblock.exercises.stress import stress, text

@@ -1,9 +1,21 @@
-"""Write a worksheet and its answer key (LaTeX and Markdown, optionally PDF) for a block spec.
+"""Write a worksheet and its answer key for a block spec: LaTeX and Markdown (PDF with --pdf), or
+any of HTML, Moodle XML, Canvas QTI and Jupyter (--format); with --variants N, a set of N variants
+(one per student) with sheets.pdf/keys.pdf, blank answers files and the manifest `grade` reads.
 
 The argparse glue over `symblock.sheets.worksheet` (documents, files) and `symblock.exercises`
 (presets, variants, IDs).
 """
 from __future__ import annotations
+
+EXAMPLES = """\
+examples:
+  symblock worksheet --out ws --pdf                # the seed block: sheet + key
+  symblock worksheet pre-ln-causal-gelu --preset attention --out ws2
+  symblock worksheet class.yaml --variants 30 --out set --pdf
+  symblock worksheet --id pre-ln-causal-gelu.3 --out again   # byte for byte
+  symblock worksheet --format html,ipynb --lang zh --out web
+  (class.yaml holding `random: {seed: 1, difficulty: medium}` draws a
+  different block of the same size for every variant)"""  # the --help epilog
 
 from pathlib import Path
 
@@ -29,7 +41,7 @@ def add_arguments(p) -> None:
                         "against an integer target drawn from the seed)")
     p.add_argument("--wrt", metavar="NAMES",
                    help="--preset backprop: comma-separated parameters to differentiate, e.g. W_2,W_1 "
-                        "(default: variants.wrt, else W_2,W_1)")
+                        "(default: the spec's exercise.wrt, else W_2,W_1)")
     p.add_argument("--decimals", type=decimals, default=3, metavar="N",
                    help=f"decimal places of rounded values (default 3, at most {MAX_DECIMALS})")
     p.add_argument("--lang", choices=LANGS, default="en", help="language of the prose (default en)")
@@ -105,7 +117,8 @@ def parse_formats(text: str) -> list[str]:
     fmts = [f.strip() for f in text.split(",") if f.strip()]
     bad = [f for f in fmts if f not in FORMATS]
     if bad or not fmts:
-        raise UsageError(f"--format: expected a comma-separated list of {', '.join(FORMATS)}, got {text!r}")
+        pdf = " (a PDF comes from the LaTeX: add --pdf)" if "pdf" in [f.lower() for f in bad] else ""
+        raise UsageError(f"--format: expected a comma-separated list of {', '.join(FORMATS)}, got {text!r}{pdf}")
     return list(dict.fromkeys(fmts))
 
 

@@ -24,7 +24,7 @@ GALLERY = [
     ("seed-post-ln-zh", "seed-post-ln", {"lang": "zh", "title": "手算一个完整的 Transformer Block"},
      "The seed article's block with Chinese prose (xelatex + ctex)"),
     ("rmsnorm-swiglu-backprop", "rmsnorm-swiglu", {"preset": "backprop"},
-     "Backprop through the RMSNorm + SwiGLU block: L = Σ Y, gradients back to W_2 and W_1"),
+     "Backprop through the RMSNorm + SwiGLU block: mse against a drawn target, back to W_2 and W_1"),
 ]
 DEFAULT_DIR = "worksheets"
 FORMATS = ["latex", "markdown", "html", "moodle", "qti", "ipynb"]

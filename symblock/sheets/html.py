@@ -65,10 +65,28 @@ def katex_files() -> dict[str, bytes]:
     return out
 
 
+def check_command(model: dict) -> str:
+    """The `symblock check` line for this sheet's saved answers; a gradient sheet names its loss
+    and parameters, which the answers file does not carry."""
+    how = model.get("marking") or {}
+    flags = f" --loss {how['loss']} --wrt {','.join(how['wrt'])}" if how.get("loss") else ""
+    return f"symblock check answers-{model['ident']}.yaml{flags}"
+
+
+def controls(lang: str, variants: int = 0, model: dict | None = None) -> dict:
+    """The pages' own words with a field filled in (the sheet model's `t` has those without)."""
+    from markupsafe import escape
+    from symblock.sheets.lang import TEXTS
+    t = TEXTS[lang]
+    command = check_command(model) if model else "symblock check"
+    return {"save_intro": _markup(str(escape(t["save_intro"])).format(f"<code>{escape(command)}</code>")),
+            "variants_count": t["variants_count"].format(variants)}
+
+
 def page(model: dict, key: bool, assets: str = "", template_dir=None, index: str | None = None) -> str:
     """One page: `assets` is the relative path to the folder holding `katex/`; `index` links back."""
-    return render.render({**model, "assets": assets, "index": index}, "html", key, template_dir,
-                         template=PAGE, filters=FILTERS)
+    return render.render({**model, "assets": assets, "index": index, "ui": controls(model["lang"], model=model)},
+                         "html", key, template_dir, template=PAGE, filters=FILTERS)
 
 
 def files(models: list[dict], *, many: bool, template_dir=None, assets: str | None = None) -> dict[str, str | bytes]:
@@ -85,7 +103,8 @@ def files(models: list[dict], *, many: bool, template_dir=None, assets: str | No
     if many:
         first = models[0]
         out["index.html"] = render.render({"lang": first["lang"], "t": first["t"], "title": first["title"],
-                                           "variants": [m["ident"] for m in models], "assets": assets or ""},
+                                           "variants": [m["ident"] for m in models], "assets": assets or "",
+                                           "ui": controls(first["lang"], len(models))},
                                           "html", False, template_dir, template=INDEX, filters=FILTERS)
     if assets is None:
         out.update(katex_files())

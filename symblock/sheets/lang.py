@@ -125,6 +125,21 @@ EN = {
     "g.rows": "Every row: the local derivative at each entry (one more digit), then the product with the gradient coming back:",
     "g.colsum": "Sum the columns of $\\partial L / \\partial Y$ over the rows.",
     "conv_grad": "Gradients: $\\partial L / \\partial A$ has the shape of $A$; where $A$ feeds several steps, the contributions add up; $\\mathrm{{ReLU}}'(0) = 0$.",
+    # the HTML pages' controls (sheets/html.py) and the notebook's cells (sheets/notebook.py)
+    "index_link": "all variants",
+    "variants_count": "{0} variants",
+    "save_intro": "Save your answers, then check them with {0}; entries left empty are saved as blanks.",
+    "save_yaml": "Save answers (YAML)",
+    "save_json": "Save answers (JSON)",
+    "save_blanks": "Saved. Tasks with empty entries:",
+    "nb_load": "The block of this sheet, rebuilt from its worksheet ID (exact values).",
+    "nb_spec": "for the ID of a spec file (h...), the path of that file",
+    "nb_answers": "Your answers: replace each None by a number ({0} decimal places), a fraction \"1/3\" or an exact form \"sqrt(2)/2\"; \"-inf\" for a masked score. A None left in a grid is a blank.",
+    "nb_check": "Check the asked steps: each is correct, wrong (with the mistake named), carried or missing.",
+    "nb_nothing": "Nothing to check yet: fill in a grid above and run this cell again.",
+    "nb_key": "After the exercise: the worked key, every step with its formula, exact value and decimal.",
+    "nb_steps": "steps",
+    "nb_asked": "The steps this sheet asks: only they count as missing.",
 }
 
 ZH = {
@@ -240,6 +255,20 @@ ZH = {
     "g.rows": "逐行计算：先求每个元素处的局部导数（多保留一位小数），再乘以传回的梯度：",
     "g.colsum": "把 $\\partial L / \\partial Y$ 的各列按行求和。",
     "conv_grad": "梯度：$\\partial L / \\partial A$ 与 $A$ 形状相同；$A$ 进入多个步骤时各路贡献相加；$\\mathrm{{ReLU}}'(0) = 0$。",
+    "index_link": "全部练习",
+    "variants_count": "共 {0} 份练习",
+    "save_intro": "保存答案后用 {0} 检查；空着的格子保存为空白。",
+    "save_yaml": "保存答案（YAML）",
+    "save_json": "保存答案（JSON）",
+    "save_blanks": "已保存。还有空格的题目：",
+    "nb_load": "这张练习题的 block，由练习编号重新构建（精确值）。",
+    "nb_spec": "若练习编号来自 spec 文件（h...），填该文件的路径",
+    "nb_answers": "你的答案：把每个 None 换成一个数（{0} 位小数）、分数 \"1/3\" 或精确形式 \"sqrt(2)/2\"；被掩码的分数写 \"-inf\"。表格里留下的 None 算作空白。",
+    "nb_check": "检查所问的步骤：每一步是正确、错误（并指出错误类型）、沿用前面的错误，或未作答。",
+    "nb_nothing": "还没有可检查的内容：先在上面的表格里填写答案，再运行这个单元格。",
+    "nb_key": "做完之后：完整的参考答案，每一步的公式、精确值和小数。",
+    "nb_steps": "个步骤",
+    "nb_asked": "这张练习题所问的步骤：只有它们未作答时才算缺答。",
 }
 
 # English words inside the formulas of the engine and of grad.py (`\text{...}`), per language

@@ -42,4 +42,7 @@ def build(trace, exercise, *, lang: str = "en", places: int = 3, ident: str = ""
         "space": space,
         "total": b.t("total", f"{exercise.total:g}") if spec.exercise.get("points") else None,
         "t": {k: Safe(v) for k, v in TEXTS[lang].items() if "{" not in v},
+        # what a checker needs to mark this sheet as `symblock check` does (the notebook's check cell)
+        "marking": {"ask": list(exercise.ask), "loss": exercise.backward.loss if backprop else None,
+                    "wrt": list(exercise.backward.wrt) if backprop else None},
     }

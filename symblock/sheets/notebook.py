@@ -1,59 +1,81 @@
 """Jupyter writer: `notebook.ipynb` per variant (nbformat). The first cell is the sheet (the Markdown
 writer's page: tasks, data, conventions); then a cell rebuilds the block from the worksheet ID, a
-cell holds the student's answers (one grid of `None` per task) and the last cell checks them with
-the same marking as `symblock check`. Cell ids are fixed, so the file is byte-identical per input.
+cell holds the student's answers (one grid of `None` per task; a `None` left is a blank) and the
+next cell marks the asked steps through grading.marker, as `symblock check` does (gradient steps
+too). Comments and messages are in the sheet's language (sheets/lang). Cell ids are fixed, so the
+file is byte-identical per input.
 """
 from __future__ import annotations
+
+import textwrap
 
 from symblock.sheets import render
 
 FILE = "notebook.ipynb"
 
 LOAD = '''\
-# The block of this sheet, rebuilt from its worksheet ID (exact values: symblock's engine).
+# {t[nb_load]}
 import symblock
 from symblock.exercises import variants
 
 ID = {ident!r}
-SPEC = None  # for the ID of a spec file (h...), the path of that file
+SPEC = None  # {t[nb_spec]}
 spec_arg, seed = variants.parse_id(ID, SPEC)
 spec = symblock.load(spec_arg) if seed is None else variants.with_seed(*variants.read(spec_arg), seed)
 trace = symblock.forward(spec)
-print(ID, "·", len(trace.steps), "steps")'''
+print(ID, "·", len(trace.steps), {steps!r})'''
 
 ANSWERS = '''\
-# Your answers: replace each None by a number ({places} decimal places), a fraction "1/3" or an
-# exact form "sqrt(2)/2"; "-inf" for a masked score. Grids left with a None are not checked.
+{answers}
 DECIMALS = {places}
 answers = {{
 {grids}
 }}'''
 
 CHECK = '''\
-# Check: each step correct, wrong (with the mistake named), carried or missing.
-from symblock.engine.steps import step_shapes
-from symblock.grading import answers as answers_file, check, marking
+# {t[nb_check]}
+from symblock.exercises import presets
+from symblock.grading import check
+from symblock.grading.marker import Marker
 
-filled = {{name: rows for name, rows in answers.items() if all(v is not None for row in rows for v in row)}}
-if not filled:
-    print("Nothing to check yet: fill in a grid above and run this cell again.")
+{exercise}
+if all(v is None for rows in answers.values() for row in rows for v in row):
+    print({nothing!r})
 else:
-    given = answers_file.from_mapping({{"decimals": DECIMALS, "steps": filled}}, "notebook",
-                                      step_shapes(spec.dims, spec.options), set(trace.names()))
-    print(check.text(marking.check(spec, trace, given), trace), end="")'''
+    result = Marker(trace, exercise).mark({{"decimals": DECIMALS, "steps": answers}}, "notebook")
+    print(check.text(result, trace, lang={lang!r}), end="")'''
 
-NO_CHECK = '''\
-# symblock check marks forward steps; gradient answers are compared with the key by hand for now.
-# trace holds the forward steps; the key (symblock worksheet --preset backprop) has the gradients.'''
+ASKED = '''\
+# {t[nb_asked]}
+ASKED = (
+{ask}
+)
+exercise = presets.Exercise(ask=ASKED, data_steps=(), data_params=())'''
+
+BACKPROP = '''\
+exercise = presets.choose(trace, "backprop", loss={loss!r}, wrt={wrt!r})'''
 
 KEY = '''\
-# After the exercise: the worked key, every step with its formula, exact value and decimal.
+# {t[nb_key]}
 # trace'''
+
+
+def _comment(text: str) -> str:
+    return textwrap.fill(text, 100, initial_indent="# ", subsequent_indent="# ", break_long_words=False)
 
 
 def _grid(task: dict) -> str:
     rows = ", ".join("[" + ", ".join("None" for _ in row) + "]" for row in task["cells"])
     return f"    {task['name']!r}: [{rows}],"
+
+
+def _check(model: dict, t: dict) -> str:
+    """The check cell: the asked steps marked through grading.marker, as `symblock check` does."""
+    how = model["marking"]
+    exercise = (BACKPROP.format(loss=how["loss"], wrt=how["wrt"]) if how["loss"] is not None
+                else ASKED.format(t=t, ask=textwrap.fill(" ".join(f"{n!r}," for n in how["ask"]), 100,
+                                                         initial_indent="    ", subsequent_indent="    ")))
+    return CHECK.format(t=t, exercise=exercise, nothing=t["nb_nothing"], lang=model["lang"])
 
 
 def notebook(model: dict, template_dir=None) -> str:
@@ -63,13 +85,16 @@ def notebook(model: dict, template_dir=None) -> str:
     except ImportError:
         from symblock.errors import UsageError
         raise UsageError("--format ipynb needs nbformat: pip install 'symblock[jupyter]'") from None
+    from symblock.sheets.lang import TEXTS
+    t = TEXTS[model["lang"]]
     sheet = render.render(model, "markdown", False, template_dir)
     cells = [v4.new_markdown_cell(sheet),
-             v4.new_code_cell(LOAD.format(ident=str(model["ident"]))),
-             v4.new_code_cell(ANSWERS.format(places=model["places"],
-                                             grids="\n".join(_grid(t) for t in model["tasks"]))),
-             v4.new_code_cell(NO_CHECK if model["loss"] else CHECK.format()),
-             v4.new_code_cell(KEY)]
+             v4.new_code_cell(LOAD.format(t=t, ident=str(model["ident"]), steps=t["nb_steps"])),
+             v4.new_code_cell(ANSWERS.format(answers=_comment(t["nb_answers"].format(model["places"])),
+                                             places=model["places"],
+                                             grids="\n".join(_grid(task) for task in model["tasks"]))),
+             v4.new_code_cell(_check(model, t)),
+             v4.new_code_cell(KEY.format(t=t))]
     for n, cell in enumerate(cells):
         cell["id"] = f"symblock-{n}"
     nb = v4.new_notebook(cells=cells, metadata={

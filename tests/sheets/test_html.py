@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -80,8 +82,8 @@ def test_gallery_page_typesets_every_formula(browser, page):
         grids = browser.find_elements(By.CSS_SELECTOR, "table.grid")
         tasks = browser.find_elements(By.CSS_SELECTOR, "article.task")
         assert len(grids) == len(tasks) > 0
-        # answers save for symblock check, which marks forward steps (not a backprop sheet's)
-        assert bool(browser.find_elements(By.ID, "save-yaml")) == ("backprop" not in page)
+        # answers save for symblock check, forward and gradient sheets alike
+        assert browser.find_elements(By.ID, "save-yaml") and browser.find_elements(By.ID, "save-json")
 
 
 def _download(downloads: Path, pattern: str, timeout: float = 10) -> Path:
@@ -111,23 +113,56 @@ def test_typed_answers_download_as_a_file_that_symblock_check_marks(browser, dow
     _type(browser, "resid1", [["2.401", "0.599"], ["1.504", "1.752"], ["2.576", "1.716"]])
     _type(browser, "norm1.mean", [["1.5"], ["1.628"], ["2.146"]])
     _type(browser, "norm1.var", [["1.624"], ["0.031"], ["0.370"]])
-    _type(browser, "norm1.std", [["0.9"], [""], [""]])  # partly filled: left out, and said so
+    # partly filled: the student's own σ from their variance (carried), the middle row left empty
+    _type(browser, "norm1.std", [["1.274"], [""], ["0.608"]])
     for kind in ("yaml", "json"):
         browser.find_element(By.ID, f"save-{kind}").click()
         saved = _download(downloads, f"answers-seed-post-ln.{kind}")
         data = yaml.safe_load(saved.read_text()) if kind == "yaml" else json.loads(saved.read_text())
         assert data["name"] == "Ada" and data["decimals"] == 3
         assert data["id"] == "seed-post-ln"  # what `symblock grade` matches the file to its variant by
-        assert list(data["steps"]) == ["resid1", "norm1.mean", "norm1.var"]
+        assert list(data["steps"]) == ["resid1", "norm1.mean", "norm1.var", "norm1.std"]  # empty grids left out
         assert data["steps"]["resid1"][2] == ["2.576", "1.716"]
+        assert data["steps"]["norm1.std"] == [["1.274"], [None], ["0.608"]]  # the blank is null
         capsys.readouterr()
         assert cli.main(["check", str(saved), "--json"]) == 1  # the id: alone names the block
         report = {s["name"]: s for s in json.loads(capsys.readouterr().out)["steps"]}
         assert report["resid1"]["status"] == report["norm1.mean"]["status"] == "correct"
         assert report["norm1.var"]["status"] == "wrong"
         assert "ln_sample_variance" in json.dumps(report["norm1.var"]["diagnosis"])
-        assert report["norm1.std"]["status"] == "missing"  # partly typed: it was not saved
-    assert "norm1.std" in browser.find_element(By.ID, "save-note").text
+        std = report["norm1.std"]  # the filled entries are marked, the blank is reported
+        assert std["status"] == "carried" and std["blank"] == 1
+        assert [(e["row"], e["mark"]) for e in std["entries"]] == [(0, "carried"), (1, "blank"), (2, "carried")]
+        assert report["norm1"]["status"] == "missing" and report["norm1"]["blank"] == 0
+        capsys.readouterr()
+        assert cli.main(["check", str(saved)]) == 1
+        assert re.search(r"carried +norm1\.std +.*2 of 3 entries answered", capsys.readouterr().out)
+    note = browser.find_element(By.ID, "save-note").text
+    assert "norm1.std" in note and "norm1.var" not in note and note.startswith("Saved.")
+
+
+@pytest.mark.slow
+def test_gradient_sheet_saves_answers_that_the_command_it_shows_marks(browser, downloads, capsys, tmp_path):
+    out = tmp_path / "bp"
+    assert cli.main(["worksheet", "rmsnorm-swiglu", "--preset", "backprop", "--loss", "sum", "--out", str(out),
+                     "--format", "html"]) == 0
+    load(browser, out / "sheet.html")
+    command = browser.find_element(By.CSS_SELECTOR, ".save code").text
+    assert command == "symblock check answers-rmsnorm-swiglu.3.yaml --loss sum --wrt W_2,W_1"
+    # L = Σ Y: ∂L/∂Y is all ones (correct); a ∂L/∂W_2 of zeros is wrong; one row of grad.resid2
+    _type(browser, "grad.output", [["1"] * 4, ["1"] * 4])
+    _type(browser, "grad.W_2", [["0"] * 4] * 3)
+    _type(browser, "grad.resid2", [["1", "1", "1", "1"]])
+    browser.find_element(By.ID, "save-yaml").click()
+    saved = _download(downloads, "answers-rmsnorm-swiglu.3.yaml")
+    assert yaml.safe_load(saved.read_text())["steps"]["grad.resid2"][1] == [None] * 4
+    capsys.readouterr()
+    argv = command.split()[1:]
+    assert cli.main([argv[0], str(saved), *argv[2:], "--json"]) == 1
+    report = {s["name"]: s for s in json.loads(capsys.readouterr().out)["steps"]}
+    assert report["grad.output"]["status"] == "correct" and report["grad.W_2"]["status"] == "wrong"
+    assert report["grad.resid2"]["blank"] == 4 and report["grad.W_1"]["status"] == "missing"
+    assert all(s["asked"] for n, s in report.items() if n.startswith("grad."))
 
 
 @pytest.mark.slow
@@ -136,15 +171,15 @@ def test_screenshot_of_the_math_is_not_blank(browser, tmp_path):
     browser.save_screenshot(str(tmp_path / "key.png"))
     page = Image.open(tmp_path / "key.png").convert("L")
     assert page.size[0] >= 900 and _ink(page) > 0.01
-    math = browser.find_elements(By.CSS_SELECTOR, ".math.display")[0]
+    math = browser.find_elements(By.CSS_SELECTOR, ".math.display")[0]  # X and the weights, side by side
     shot = Image.open(io.BytesIO(math.screenshot_as_png)).convert("L")
     shot.save(tmp_path / "math.png")
-    # the typeset matrix: a block of dark glyphs several lines tall, not an empty box or one line
+    # the typeset matrices: blocks of dark glyphs several lines tall, not an empty box or one line
     from PIL import ImageOps
     box = ImageOps.invert(shot).point(lambda v: 255 if v > 127 else 0).getbbox()
     assert box is not None, "the math is blank"
     glyphs = shot.crop(box)
-    assert glyphs.size[0] > 150 and glyphs.size[1] > 40 and 0.05 < _ink(glyphs) < 0.6, (box, _ink(glyphs))
+    assert glyphs.size[0] > 150 and glyphs.size[1] > 40 and 0.03 < _ink(glyphs) < 0.6, (box, _ink(glyphs))
     # and KaTeX's glyphs, not the raw TeX: the text of the box is typeset characters only
     assert "\\begin" not in math.text and "bmatrix" not in math.text
 
@@ -189,3 +224,51 @@ def test_user_text_is_escaped(tmp_path, title):
     text = (out / "sheet.html").read_text()
     assert title not in text and "&lt;" in text
     assert text.count("<script") == 2  # KaTeX's and the page's own
+
+
+def _page_prose(page: str) -> list[str]:
+    """The English words a reader of an HTML page sees: its text outside <script>, <style> and
+    <code>, with KaTeX's spans read as `$...$` math, plus the script's own message to the reader."""
+    import html as htmllib
+    sys.path.insert(0, str(Path(__file__).parent))
+    from prose import prose_words
+    words = []
+    for note in re.findall(r'blanks: ("(?:[^"\\]|\\.)*")', page):
+        words += prose_words(json.loads(note))
+    text = re.sub(r"<(script|style|code)\b.*?</\1>", " ", page, flags=re.S)
+    text = re.sub(r'<(span|div) class="math[^"]*">(.*?)</\1>', lambda m: f" ${m.group(2)}$ ", text, flags=re.S)
+    text = htmllib.unescape(re.sub(r"<[^>]+>", " ", text))
+    return words + prose_words(text)
+
+
+def test_chinese_pages_have_no_english_prose(tmp_path):
+    """The zh pages: sheet, key and index, generated now and as committed in the gallery."""
+    spec = tmp_path / "easy.yaml"
+    spec.write_text("random: {seed: 1, difficulty: easy}\n")
+    out = tmp_path / "zh"
+    assert cli.main(["worksheet", str(spec), "--variants", "2", "--out", str(out), "--format", "html",
+                     "--lang", "zh"]) == 0
+    pages = sorted(out.glob("**/*.html")) + sorted(GALLERY_DIR.glob("*-zh/*.html"))
+    assert len(pages) == 7
+    for page in pages:
+        assert _page_prose(page.read_text()) == [], page
+    en = (GALLERY_DIR / "seed-post-ln" / "sheet.html").read_text()
+    assert {"Save", "answers", "Saved", "Row"} & set(_page_prose(en)) >= {"Save", "answers", "Saved"}
+
+
+def test_pages_print_points_and_pack_the_given_data_as_paper_does(tmp_path):
+    spec = tmp_path / "pts.yaml"
+    spec.write_text("random: {seed: 3, difficulty: easy}\nexercise: {points: {norm1.std: 2}}\n")
+    out = tmp_path / "h"
+    assert cli.main(["worksheet", str(spec), "--out", str(out), "--format", "html"]) == 0
+    for doc in ("sheet", "key"):
+        page = (out / f"{doc}.html").read_text()
+        headings = re.findall(r"<h3>(.*?)</h3>", page)
+        points = [re.search(r'class="points">\((\d+) pts?\)', h) for h in headings]
+        assert all(points) and len(points) > 5, headings
+        assert [int(p.group(1)) for p, h in zip(points, headings) if "norm1.std" in h] == [2]
+        assert f"Total: {len(headings) + 1} points" in page  # every task 1 point, norm1.std 2
+        labels = re.findall(r'<div class="item">\n<p>(.*?)</p>', page)
+        # γ and β of a norm on one line; the small X, W_1, W_2 side by side
+        assert any("ln1.gamma" in l and "ln1.beta" in l for l in labels), labels
+        assert any("<code>x</code>" in l and "<code>W_1</code>" in l for l in labels), labels

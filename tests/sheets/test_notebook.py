@@ -69,6 +69,51 @@ def test_notebook_runs_on_a_kernel_and_checks_typed_answers(tmp_path):
 
 
 @pytest.mark.slow
+def test_notebook_marks_only_the_asked_steps_and_reports_blanks(tmp_path):
+    """A --preset norm sheet: its check cell marks the norm steps (as `symblock check --preset norm`),
+    never the attention or FFN steps the sheet does not ask, and a half-filled grid is marked."""
+    nb = nbformat.read(_write(tmp_path, "--preset", "norm") / "notebook.ipynb", as_version=4)
+    answers = nb.cells[2]
+    assert "'resid1'" not in answers.source and "'ffn.out'" not in answers.source
+    answers.source = answers.source.replace(
+        "'norm1.mean': [[None], [None], [None]]", "'norm1.mean': [[1.5], [1.628], [2.146]]").replace(
+        "'norm1.var': [[None], [None], [None]]", "'norm1.var': [[1.624], [0.031], [0.370]]").replace(
+        "'norm1.std': [[None], [None], [None]]", "'norm1.std': [[1.274], [None], [0.608]]")  # √ of own var
+    report = _run(nb)[3]
+    assert re.search(r"✓ correct\s+norm1.mean", report) and re.search(r"✗ wrong\s+norm1.var", report)
+    assert re.search(r"↪ carried\s+norm1.std\s+.*2 of 3 entries answered", report), report
+    for unasked in ("resid1", "ffn.", "output"):   # attn.out is printed as given data
+        assert unasked not in report, (unasked, report)
+    # missing: the asked steps left blank, norm1 and the four of norm2
+    assert re.search(r"NOT OK \(1 correct, 1 wrong, 1 carried, 5 missing\)", report), report
+
+
+def test_chinese_notebooks_have_no_english_comments(tmp_path):
+    """The comments and messages a student reads, in a forward and a gradient notebook."""
+    for n, argv in enumerate([[], ["rmsnorm-swiglu", "--preset", "backprop"]]):
+        nb = nbformat.read(_write(tmp_path / str(n), *argv, "--lang", "zh") / "notebook.ipynb", as_version=4)
+        for cell in nb.cells[1:]:
+            said = " ".join(re.findall(r"#(.*)", cell.source) + re.findall(r"print\('([^']*)'\)", cell.source))
+            assert re.search(r"[\u4e00-\u9fff]", said), cell.source
+            assert not set(re.findall(r"[A-Za-z]{3,}", said)) - {"None", "sqrt", "inf", "block", "spec", "trace"}, said
+
+
+@pytest.mark.slow
+def test_backprop_notebook_checks_gradient_answers_in_chinese(tmp_path):
+    nb = nbformat.read(_write(tmp_path, "rmsnorm-swiglu", "--preset", "backprop", "--loss", "sum",
+                              "--lang", "zh") / "notebook.ipynb", as_version=4)
+    answers = nb.cells[2]
+    # L = Σ Y: ∂L/∂Y is all ones; a W_2 gradient of zeros is wrong
+    answers.source = re.sub(r"'grad.output': \[(.*)\],", lambda m: "'grad.output': [" + m.group(1).replace(
+        "None", "1") + "],", answers.source)
+    answers.source = re.sub(r"'grad.W_2': \[(.*)\],", lambda m: "'grad.W_2': [" + m.group(1).replace(
+        "None", "0") + "],", answers.source)
+    out = _run(nb)
+    assert out[1].endswith("个步骤\n")
+    assert re.search(r"✓ 正确\s+grad.output", out[3]) and re.search(r"✗ 错误\s+grad.W_2", out[3]), out[3]
+
+
+@pytest.mark.slow
 def test_notebook_of_a_drawn_variant_rebuilds_it_from_the_id(tmp_path):
     spec = tmp_path / "easy.yaml"
     spec.write_text("random: {seed: 1, difficulty: easy}\n")

@@ -273,6 +273,7 @@ def test_bad_exercise_sections_exit_2_naming_the_field(tmp_path, capsys, exercis
 
 @pytest.mark.parametrize("argv, message", [
     (["--format", "docx"], "--format"),
+    (["--format", "latex,pdf"], "a PDF comes from the LaTeX: add --pdf"),
     (["--id", "no/such id"], "not a worksheet ID"),
     (["--id", "nosuchexample.3"], "no built-in example"),
     (["--variants", "2"], "variants need a `random:` section"),
