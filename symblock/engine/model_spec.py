@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from symblock.engine import spec as specmod
@@ -51,6 +51,7 @@ class ModelSpec:
     title: str = ""
     source: str = "<spec>"
     seed: int | None = None
+    titles: Mapping[str, str] = field(default_factory=dict)   # per language, from `title: {en, zh}`
 
     @property
     def dims(self):
@@ -209,12 +210,10 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> ModelSpec:
     final = {}
     if _flag(m, "final_norm", True, source):
         final = _final_norm(weights.get("ln_final"), layers[0].options.norm, d, source)
-    title = data.get("title") or ""
-    if not isinstance(title, str):
-        raise SpecError(source, "title", f"expected text, got {specmod.kind_of(title)}")
+    title, titles = specmod.title_field(data.get("title") or "", source)
     return ModelSpec(vocab=vocab, positions=positions, layers=tuple(layers), final_norm=final, head=head,
                      prompt=prompt, generate=generate, kv_cache=_flag(m, "kv_cache", False, source),
-                     title=title, source=source, seed=seed, **tensors)
+                     title=title, source=source, seed=seed, titles=titles, **tensors)
 
 
 def _tensors(weights, layout, vocab, d, max_len, positions, head, seed, low, high, source) -> dict:

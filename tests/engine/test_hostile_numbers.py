@@ -363,7 +363,7 @@ def test_os_errors_on_out_are_a_clear_error(tmp_path, capsys, monkeypatch, out):
 
 
 def test_unencodable_titles_are_refused(tmp_path, capsys):
-    p = write(tmp_path, "s.yaml", seed_with('title: "Post-LN block, worked by hand"', 'title: "\\ud800"'))
+    p = write(tmp_path, "s.yaml", seed_with('title: {en: "Post-LN block, worked by hand", zh: "Post-LN 块：手算演示"}', 'title: "\\ud800"'))
     code, _, err = cli(capsys, "worksheet", p, "--format", "markdown", "--out", tmp_path / "w")
     assert code == 2 and refused(err, "s.yaml: title:", "UTF-8") and not (tmp_path / "w").exists(), err
     code, _, err = cli(capsys, "worksheet", "--title", "\udcff", "--format", "markdown", "--out", tmp_path / "v")

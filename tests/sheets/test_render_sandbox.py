@@ -114,7 +114,7 @@ def _spec_file(tmp_path, text):
 
 def test_title_escapes_are_not_printed_raw(tmp_path, capsys):
     from symblock.engine import spec
-    text = spec.example_text("seed-post-ln").replace('title: "Post-LN block, worked by hand"',
+    text = spec.example_text("seed-post-ln").replace('title: {en: "Post-LN block, worked by hand", zh: "Post-LN 块：手算演示"}',
                                                     'title: "T \\e]0;pwned\\a \\e[2J"')
     assert "\\e]0" in text
     assert cli.main(["forward", _spec_file(tmp_path, text)]) == 0
@@ -132,7 +132,7 @@ def test_unknown_key_escapes_are_not_printed_raw(tmp_path, capsys):
 
 def test_unencodable_title_prints(tmp_path, capsys):
     from symblock.engine import spec
-    text = spec.example_text("seed-post-ln").replace('title: "Post-LN block, worked by hand"',
+    text = spec.example_text("seed-post-ln").replace('title: {en: "Post-LN block, worked by hand", zh: "Post-LN 块：手算演示"}',
                                                     'title: "bad \\ud800 surrogate"')
     path = _spec_file(tmp_path, text)
     assert cli.main(["forward", path]) == 0
