@@ -206,7 +206,8 @@ def from_mapping(data: Mapping, source: str, shapes: Mapping[str, tuple[int, int
     raw = data.get("steps")
     if not isinstance(raw, dict) or not raw:
         raise SpecError(source, "steps", "expected a mapping of step names to answers, e.g. "
-                                         "`steps: {resid1: [[1, 2], [3, 4]]}`, got " + kind_of(raw))
+                                         "`steps: {resid1: [[1, 2], [3, 4]]}`, got "
+                                         + ("an empty mapping" if raw == {} else kind_of(raw)))
     out: dict[str, StepAnswer] = {}
     for name, value in raw.items():
         where = f"steps.{name}"

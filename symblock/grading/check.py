@@ -73,7 +73,9 @@ def text(result, trace=None, every_entry: bool = False, lang: str = "en") -> str
     lines.append("")
     counts = w["sep"].join(w["count"].format(n=result.count(st), status=w["status"][st]) for st in COUNTED
                            if result.count(st))
-    if result.ok:
+    if not result.answered:
+        lines.append(w["blank"].format(counts=counts))
+    elif result.ok:
         lines.append(w["ok"].format(counts=counts))
     else:
         lines.append(w["not_ok"].format(counts=counts, step=result.first_break))

@@ -69,8 +69,13 @@ class CheckResult:
     name: str | None = None
 
     @property
+    def answered(self) -> bool:
+        """Whether the file answers anything at all: a blank file is not "nothing wrong"."""
+        return any(s.status not in (MISSING, GIVEN) for s in self.steps)
+
+    @property
     def ok(self) -> bool:
-        return not any(s.status == WRONG for s in self.steps)
+        return self.answered and not any(s.status == WRONG for s in self.steps)
 
     @property
     def first_break(self) -> str | None:

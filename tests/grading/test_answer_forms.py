@@ -60,7 +60,7 @@ def test_a_wrong_entry_in_a_partial_step_is_wrong(tmp_path, capsys):
 
 def test_all_blank_is_missing_and_only_asked_steps_count(tmp_path, capsys):
     code, data, steps = check(tmp_path, capsys, "steps:\n  resid1: [[null, null], [null, null], [null, null]]\n")
-    assert code == 0 and steps["resid1"]["status"] == "missing"
+    assert code == 1 and steps["resid1"]["status"] == "missing"  # nothing answered is not ok
     # the seed example asks the full preset: x and output are neither asked nor counted
     assert steps["x"]["asked"] is False and steps["output"]["asked"] is False
     assert steps["resid1"]["asked"] is True

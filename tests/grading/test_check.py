@@ -164,6 +164,16 @@ def test_missing_steps_do_not_fail(tmp_path, capsys):
     assert steps["attn.out"]["status"] == "given"  # pinned by the spec, not asked
 
 
+def test_a_blank_answers_file_is_not_ok(tmp_path, capsys):
+    """Nothing answered is not "nothing wrong": exit 1, and the report says so."""
+    code, out, _, _ = run(tmp_path, capsys, "steps:\n  resid1: [[null, null], [null, null], [null, null]]\n")
+    assert code == 1 and "Nothing answered yet" in out and "nothing wrong" not in out, out
+    code, data, _ = run_json(tmp_path, capsys, "steps:\n  output: [[null, null], [null, null], [null, null]]\n")
+    assert code == 1 and data["ok"] is False and data["first_break"] is None
+    code, _, err, _ = run(tmp_path, capsys, "steps: {}\n")
+    assert code == 2 and "steps: expected a mapping" in err and "got an empty mapping" in err, err
+
+
 def test_wrong_output_only(tmp_path, capsys):
     code, data, steps = run_json(tmp_path, capsys, "steps:\n  output: [[1, -1], [1, -1], [1, -1]]\n")
     assert code == 1 and data["first_break"] == "output"
