@@ -68,7 +68,7 @@ def _token(value, vocab):
         inner = inner[0]
     if isinstance(inner, str) and inner.strip() in vocab:
         return [[vocab.index(inner.strip())]]
-    return value
+    return [[inner]] if not isinstance(inner, (list, dict)) else value   # a bare index: one entry
 
 
 def _flags(rows, name: str, spec):
