@@ -12,8 +12,10 @@ steps read: W_E, W_P, the layers' weights and the prompt pass's cached K and V.
 derived from the trace here, so the sheet, the key and the checker share one definition.
 
 A model's variants are usable only when their new row is hand-workable (`problem`): softmax
-inputs within ±3, live weights in [0.02, 0.9] with no ties, no all-zero q/k/v row, and no logit
-tie (the engine refuses one already).
+inputs within ±3, live weights in [0.02, 0.9] with no ties, no all-zero q/k/v row, a ReLU input
+with an entry of each sign, no norm row whose mean is 0, and no logit tie (the engine refuses one already). The next token
+is one of a handful (the vocabulary) and the reused rows are the same for all: both stay outside
+the set's variety guarantee.
 """
 from __future__ import annotations
 
@@ -82,7 +84,8 @@ def choose(trace, preset: str | None = None):
     # a step of the new row that is not asked is a copy (the layer's output): never printed as data
     data_steps = tuple(n for n in trace.names() if n in reads and n not in ask and not n.startswith(GEN))
     data_params = tuple(p for p in trace.params if p in reads)
-    return Exercise(tuple(ask), data_steps, data_params, points={n: 1 for n in ask}, extra=extra)
+    return Exercise(tuple(ask), data_steps, data_params, points={n: 1 for n in ask}, extra=extra,
+                    categorical=tuple(n for n in ask if n.endswith("next_token")))
 
 
 def problem(trace) -> str | None:
@@ -101,6 +104,11 @@ def problem(trace) -> str | None:
                 return f"{name}: a softmax input outside {SCALED_RANGE}"
             if len({(int(e.q.p), int(e.q.q)) if e.is_rational else e.digits(30) for e in row}) < len(row):
                 return f"{name}: two equal softmax inputs"
+        if name.endswith(".ffn.hidden") and trace.spec.options.activation == "relu" and \
+                not ({e.sign() for e in step.value.rows[0]} >= {-1, 1}):
+            return f"{name}: ReLU's input needs an entry of each sign"
+        if name.endswith(".mean") and step.value.rows[0][0].sign() == 0:
+            return f"{name}: a row mean of 0 (the same answer in many variants)"
         if name.endswith(".weights"):
             lo, hi = (exact.real(w) for w in WEIGHT_RANGE)
             if any((e - lo).sign() < 0 or (e - hi).sign() > 0 for e in step.value.rows[0]):

@@ -47,6 +47,8 @@ class Exercise:
     points: dict = field(default_factory=dict)  # asked step -> points (exercise.points, default 1)
     extra: dict = field(default_factory=dict)   # asked tasks that are no engine step: name -> Mat
                                                 #   (the decoder's cache.reused, exercises/decoder.py)
+    categorical: tuple = ()                     # asked steps with a handful of possible answers (a
+                                                #   token of the vocabulary): outside the variety guarantee
 
     @property
     def total(self) -> int:

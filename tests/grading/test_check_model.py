@@ -68,7 +68,7 @@ def decode(spec):
     return T, aux
 
 
-def spec_of(ident=SPEC + ".14"):
+def spec_of(ident=SPEC + ".19"):
     data, source = variants.read(SPEC)
     return variants.with_seed(data, source, int(ident.rsplit(".", 1)[1]))
 
@@ -112,7 +112,7 @@ def test_right_answers_are_correct_and_the_token_may_be_a_string(tmp_path, capsy
     T, aux = world
     spec = spec_of()
     nxt = int(np.argmax(T["gen1.logits"][0]))
-    code, data, steps = check(tmp_path, capsys, answers_yaml(SPEC + ".14", T,
+    code, data, steps = check(tmp_path, capsys, answers_yaml(SPEC + ".19", T,
                                                               spec.vocab[nxt] if token == "name" else nxt))
     assert code == 0 and data["ok"]
     assert {s["status"] for s in data["steps"] if s["asked"]} == {"correct"}, \
@@ -123,12 +123,12 @@ def test_a_wrong_next_token_and_reused_rows_are_marked_wrong(tmp_path, capsys, w
     T, aux = world
     nxt = int(np.argmax(T["gen1.logits"][0]))
     other = spec_of().vocab[(nxt + 1) % 4]
-    text = answers_yaml(SPEC + ".14", {"gen1.layer0.cache.reused": np.array([[0.0, 0.0, 0.0]])}, other)
+    text = answers_yaml(SPEC + ".19", {"gen1.layer0.cache.reused": np.array([[0.0, 0.0, 0.0]])}, other)
     code, data, steps = check(tmp_path, capsys, text)
     assert code == 1
     assert steps["gen1.next_token"]["status"] == "wrong"
     assert steps["gen1.layer0.cache.reused"]["status"] == "wrong"
-    text = answers_yaml(SPEC + ".14", {}).replace("steps:", "steps:\n  gen1.layer0.cache.reused: {rows: [1, 2]}")
+    text = answers_yaml(SPEC + ".19", {}).replace("steps:", "steps:\n  gen1.layer0.cache.reused: {rows: [1, 2]}")
     assert check(tmp_path, capsys, text)[2]["gen1.layer0.cache.reused"]["status"] == "correct"
 
 
@@ -156,7 +156,7 @@ def test_planted_model_slip_is_diagnosed(tmp_path, capsys, world, k):
     step, code, value = CASES[k]
     T, _ = world
     assert not np.allclose(np.nan_to_num(value), np.nan_to_num(T[step])), "the slip must change the step"
-    rc, data, steps = check(tmp_path, capsys, answers_yaml(SPEC + ".14", {step: value}))
+    rc, data, steps = check(tmp_path, capsys, answers_yaml(SPEC + ".19", {step: value}))
     assert rc == 1 and data["first_break"] == step
     assert steps[step]["status"] == "wrong"
     assert steps[step]["diagnosis"] == [code]
@@ -165,7 +165,7 @@ def test_planted_model_slip_is_diagnosed(tmp_path, capsys, world, k):
 def test_blank_last_entry_of_an_unappended_weight_row_is_still_diagnosed(tmp_path, capsys, world):
     T, aux = world
     w_old = softmax(aux["q"] @ aux["K0"].T / 2)
-    text = answers_yaml(SPEC + ".14", {"gen1.layer0.attn.h0.weights": np.hstack([w_old, [[0.0]]])})
+    text = answers_yaml(SPEC + ".19", {"gen1.layer0.attn.h0.weights": np.hstack([w_old, [[0.0]]])})
     text = text.replace(", 0.000]]", ", null]]")
     rc, data, steps = check(tmp_path, capsys, text)
     assert steps["gen1.layer0.attn.h0.weights"]["diagnosis"] == ["cache_not_appended"]
@@ -189,6 +189,34 @@ def test_a_carried_error_is_not_diagnosed_again(tmp_path, capsys, world):
     T, aux = world
     x = T["gen1.embed"] + aux["WP"][[0]]
     steps_ = {"gen1.x": x, "gen1.layer0.attn.q": x @ aux["W"]["W_Q"]}
-    rc, data, steps = check(tmp_path, capsys, answers_yaml(SPEC + ".14", steps_))
+    rc, data, steps = check(tmp_path, capsys, answers_yaml(SPEC + ".19", steps_))
     assert steps["gen1.x"]["diagnosis"] == ["position_reused"]
     assert steps["gen1.layer0.attn.q"]["status"] == "carried"
+
+
+def test_grade_a_class_of_decoder_answers(tmp_path, capsys):
+    """A set of decoder sheets, three answers files (right, one slip, blank): a gradebook row each."""
+    import csv
+    set_dir, answers = tmp_path / "set", tmp_path / "answers"
+    assert main(["worksheet", SPEC, "--variants", "3", "--seed", "1", "--out", str(set_dir),
+                 "--allow-repeats", "--format", "markdown"]) == 0
+    capsys.readouterr()
+    ids = sorted(p.name for p in set_dir.iterdir() if p.is_dir())
+    answers.mkdir()
+    for n, ident in enumerate(ids):
+        T, aux = decode(spec_of(ident))
+        nxt = int(np.argmax(T["gen1.logits"][0]))
+        if n == 1:   # the head the wrong way round
+            T = {**T, "gen1.logits": aux["h2"] @ aux["WE"]}
+        text = answers_yaml(ident, T, nxt) if n < 2 else (set_dir / ident / "answers.yaml").read_text()
+        text = text.replace('name: ""\n', "")   # the set's blank file names nobody yet
+        (answers / f"s{n}.yaml").write_text(text.replace("steps:", f"name: student {n}\nsteps:"), encoding="utf-8")
+    assert main(["grade", str(set_dir), str(answers)]) == 0
+    capsys.readouterr()
+    rows = {r["name"]: r for r in csv.DictReader((answers / "graded" / "gradebook.csv").open(encoding="utf-8"))}
+    assert set(rows) == {"student 0", "student 1", "student 2"}
+    assert rows["student 0"]["total"] == f"{len(decode(spec_of(ids[0]))[0]) + 1}.00" == rows["student 0"]["max"] + ".00"
+    assert rows["student 1"]["gen1.logits"] == "0.00" and rows["student 1"]["gen1.probs"] == "1.00"
+    assert rows["student 2"]["total"] == "0.00"
+    summary = (answers / "graded" / "summary.md").read_text(encoding="utf-8")
+    assert "logits_untied_transpose" in summary
