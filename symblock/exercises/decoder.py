@@ -60,9 +60,8 @@ def require(spec) -> None:
                         "token: set model.generate to 1 or more")
 
 
-def choose(trace, preset: str | None = None):
-    """The decoder exercise for a model's trace (presets.Exercise)."""
-    from symblock.exercises.presets import Exercise
+def choose(trace, preset: str | None = None) -> dict:
+    """The decoder exercise for a model's trace: the fields of presets.Exercise."""
     spec = trace.spec
     if preset not in (None, PRESET):
         raise SpecError(spec.source, "--preset", f"a model spec's worksheet is the {PRESET} preset "
@@ -84,8 +83,9 @@ def choose(trace, preset: str | None = None):
     # a step of the new row that is not asked is a copy (the layer's output): never printed as data
     data_steps = tuple(n for n in trace.names() if n in reads and n not in ask and not n.startswith(GEN))
     data_params = tuple(p for p in trace.params if p in reads)
-    return Exercise(tuple(ask), data_steps, data_params, points={n: 1 for n in ask}, extra=extra,
-                    categorical=tuple(n for n in ask if n.endswith("next_token")))
+    return {"ask": tuple(ask), "data_steps": data_steps, "data_params": data_params,
+            "points": {n: 1 for n in ask}, "extra": extra,
+            "categorical": tuple(n for n in ask if n.endswith("next_token"))}
 
 
 def problem(trace) -> str | None:

@@ -73,7 +73,7 @@ def choose(trace, preset: str | None = None, loss: str | None = None,
     from symblock.exercises import decoder
     spec = trace.spec
     if decoder.is_model(spec):
-        return decoder.choose(trace, preset)
+        return Exercise(**decoder.choose(trace, preset))
     src, ex = spec.source, dict(spec.exercise)
     for key in ex:
         if key not in EXERCISE_KEYS:
