@@ -99,7 +99,8 @@ class DecoderBuilder(Builder):
         out = super().task(i, name)
         if name.endswith(".pos") and self.model.positions == "learned":  # the row is the task
             out["formula"] = Safe(r"P = W_P[\text{%s}]" % self.t("m.position"))
-        if name.endswith("next_token"):
+        if name.endswith("next_token"):   # the engine's formula names the token: not on a sheet
+            out["formula"] = Safe(r"\hat t = \arg\max_j \ell_j")
             tok = self.model.vocab[token_index(self.trace[name].value)]
             out["answer"] = Safe(out["answer"] + rf"\quad ({token_tex(tok)})")
         return out

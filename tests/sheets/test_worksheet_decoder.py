@@ -86,6 +86,8 @@ def test_the_key_names_the_token_and_the_sheet_hides_it(three):
     sheet = docs["sheet.md"]
     assert "gen1.layer0.output" not in sheet      # the layer's output is asked (as norm2), never given
     assert "W_P[\\text{the token's position}]" in sheet
+    task = sheet.split("`gen1.next_token`")[1]
+    assert tok not in task and "\\arg\\max_j \\ell_j" in task   # the formula does not give it away
 
 
 @pytest.mark.parametrize("fmt", ["html", "moodle", "qti"])
