@@ -220,3 +220,35 @@ def test_grade_a_class_of_decoder_answers(tmp_path, capsys):
     assert rows["student 2"]["total"] == "0.00"
     summary = (answers / "graded" / "summary.md").read_text(encoding="utf-8")
     assert "logits_untied_transpose" in summary
+
+
+def test_a_two_layer_two_head_pre_ln_model_with_a_final_norm_checks_too(tmp_path, capsys):
+    """tiny-gpt (2 Pre-LN layers, 2 heads, final LayerNorm, vocab 5): every asked step of its
+    decoder sheet from the NumPy reference path (reference/numeric_model.py, a full recompute
+    without a cache, named as the cached steps), rounded to 3 places, is marked right."""
+    from symblock import forward, load
+    from symblock.exercises.presets import choose
+    from symblock.reference import numeric_model
+    spec = load("tiny-gpt")
+    ex = choose(forward(spec))
+    ref = numeric_model.forward(spec)
+    steps = {}
+    for name in ex.ask:
+        if name in ex.extra:
+            steps[name] = np.array([[1.0, 1.0, 0.0]])
+        elif not name.endswith("next_token"):
+            steps[name] = ref[name]
+    assert any(".layer1." in n for n in steps) and "gen1.norm_final" in steps and "gen1.layer0.attn.concat" in steps
+    text = answers_yaml("tiny-gpt", steps, int(ref["gen1.next_token"][0][0]))
+    path = tmp_path / "answers.yaml"
+    path.write_text(text.replace("id: tiny-gpt\n", ""), encoding="utf-8")
+    assert main(["check", "tiny-gpt", str(path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert {s["status"] for s in data["steps"] if s["asked"]} == {"correct"}
+    # a slip in the second layer is named on that layer's block: the sample variance of LayerNorm
+    r = ref["gen1.layer1.resid1"][-1:]
+    bad = ((r - r.mean()) ** 2).sum(keepdims=True) / 3
+    path.write_text(answers_yaml("x", {"gen1.layer1.norm2.var": bad}).replace("id: x\n", ""), encoding="utf-8")
+    assert main(["check", "tiny-gpt", str(path), "--json"]) == 1
+    step = {s["name"]: s for s in json.loads(capsys.readouterr().out)["steps"]}["gen1.layer1.norm2.var"]
+    assert step["diagnosis"] == ["ln_sample_variance"]

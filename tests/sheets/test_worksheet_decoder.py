@@ -120,3 +120,16 @@ def test_the_set_compiles_and_regenerates_by_id(tmp_path, capsys):
     assert main(["worksheet", "--id", ident, "--out", str(tmp_path / "again")]) == 0
     capsys.readouterr()
     assert (tmp_path / "again" / "key.tex").read_bytes() == (out / ident / "key.tex").read_bytes()
+
+
+def test_a_two_layer_model_key_is_worked_true_too():
+    """tiny-gpt: Pre-LN, two heads (concat, W_O), two layers, a final norm, vocab 5."""
+    from symblock import forward, load
+    trace = forward(load("tiny-gpt"))
+    docs = documents(trace, "tiny-gpt", formats=["markdown", "latex"])
+    n, errors = check_key(docs["key.md"], "tiny-gpt")
+    assert not errors, "\n".join(errors[:10])
+    assert n > 60
+    for name in ("gen1.layer1.cache.reused", "gen1.layer0.attn.concat", "gen1.norm_final", "gen1.layer1.attn.out"):
+        assert f"`{name}`" in docs["sheet.md"]
+    assert "{W^{Q}}^{[1]}" in docs["sheet.tex"]      # the second layer's weights are told apart
