@@ -127,3 +127,37 @@ def variant_key(spec) -> tuple:
 def token_index(value) -> int:
     """The token a next_token step holds (an exact integer entry, the vocabulary index from 0)."""
     return int(float(value.rows[0][0] if hasattr(value, "rows") else value))
+
+
+MARGIN = 1e-6   # a float is trusted to reject only this far beyond a bound
+
+
+def prefilter(spec) -> str | None:
+    """`problem` judged first in float64 (reference/numeric_model.py), to turn down most seeds
+    without their exact forward; it rejects only what is beyond a bound by MARGIN, and decides
+    nothing when two logits are that close (the floats' next token could then be another), so
+    every seed it keeps is judged again exactly and what it rejects would be rejected exactly."""
+    import numpy as np
+    from symblock.reference import numeric_model
+    try:
+        steps = numeric_model.forward(spec)
+    except (ValueError, ArithmeticError):   # e.g. a zero-variance row: the exact forward says so
+        return None
+    for name, v in steps.items():
+        if name.endswith("logits"):
+            top = np.sort(v[-1])[-2:]
+            if top[1] - top[0] < MARGIN:
+                return None
+    lo, hi = (float(w) for w in WEIGHT_RANGE)
+    for name, v in steps.items():
+        if not name.startswith(GEN):
+            continue
+        if (name.endswith(".scaled") or (name.endswith(".scores") and f"{name[:-7]}.scaled" not in steps)) \
+                and (v.max() > SCALED_RANGE[1] + MARGIN or v.min() < SCALED_RANGE[0] - MARGIN):
+            return f"{name}: a softmax input outside {SCALED_RANGE}"
+        if name.endswith(".weights") and (v.min() < lo - MARGIN or v.max() > hi + MARGIN):
+            return f"{name}: a weight outside [{WEIGHT_RANGE[0]}, {WEIGHT_RANGE[1]}]"
+        if name.endswith(".ffn.hidden") and spec.options.activation == "relu" and \
+                (v.max() < -MARGIN or v.min() > MARGIN):
+            return f"{name}: ReLU's input needs an entry of each sign"
+    return None
