@@ -91,8 +91,9 @@ def inputs(name: str, step_inputs: tuple, spec) -> tuple:
     """What the checker tracks a step as reading: the engine's inputs, and for a generated token's
     embedding the next_token it looks up."""
     prefix, t, layer, rest = parse(name)
-    if layer is None and rest == "embed" and t > 0:
-        return (*step_inputs, "next_token" if t == 1 else f"gen{t - 1}.next_token")
+    if layer is None and rest == "embed" and t > 0:   # with the cache only the last token is looked up
+        made = ["next_token" if k == 1 else f"gen{k - 1}.next_token" for k in range(1, t + 1)]
+        return (*step_inputs, *(made[-1:] if cached(spec, t) else made))
     return tuple(step_inputs)
 
 
