@@ -46,7 +46,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from symblock.engine.block import forward
+    from symblock.engine.model import forward_any as forward   # a block, or a model (decoder sheets)
     from symblock.exercises import variants
     from symblock.exercises.generate import load
     from symblock.grading import answers as answers_mod
@@ -66,7 +66,7 @@ def run(args) -> int:
     else:
         if spec_arg is None:
             raise UsageError(f"check: give SPEC, or an `id:` in {source} (a worksheet ID)")
-        trace = forward(load(spec_arg), max_cost=args.max_cost)
+        trace = forward(load(spec_arg, allow_model=True), max_cost=args.max_cost)
     wrt = None if args.wrt is None else [w.strip() for w in args.wrt.split(",") if w.strip()]
     marker = Marker.for_answers(trace, data, loss=args.loss, wrt=wrt, preset=args.preset)
     result = marker.mark(data, source)

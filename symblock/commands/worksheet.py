@@ -66,7 +66,7 @@ def add_arguments(p) -> None:
 def variants(args) -> list[tuple[str, object]]:
     """(id, trace) for each document set to write, as the options ask."""
     from symblock.exercises import variants
-    from symblock.engine.block import forward
+    from symblock.engine.model import forward_any as forward  # a block, or a model (decoder preset)
     from symblock.errors import UsageError
     from symblock.options import DEFAULT_EXAMPLE
     from symblock.exercises.generate import overrides_from_args
@@ -104,7 +104,17 @@ def variants(args) -> list[tuple[str, object]]:
 
 def _load(spec_arg: str):
     from symblock.exercises.generate import load
-    return load(spec_arg)
+    return load(spec_arg, allow_model=True)
+
+
+def _formats_for_models(sets, formats) -> None:
+    """A decoder sheet (a model spec) goes out in every format but the notebook, whose check cell
+    marks one block's steps."""
+    from symblock.errors import UsageError
+    from symblock.exercises.decoder import is_model
+    if "ipynb" in formats and any(is_model(t.spec) for _, t in sets):
+        raise UsageError("--format ipynb: a decoder worksheet (a model spec) has no notebook yet; use "
+                         "latex, markdown, html, moodle or qti")
 
 
 def _wrt(text: str | None) -> list[str] | None:
@@ -139,6 +149,7 @@ def run(args) -> int:
     jobs = args.jobs or None
     engine = ENGINES[args.lang] if args.pdf else None
     sets = variants(args)
+    _formats_for_models(sets, formats)
     from symblock.engine.spec import check_text
     for _, trace in sets:  # printed escaped by forward; a file needs text UTF-8 can hold
         check_text(trace.spec.title, trace.spec.source, "title")

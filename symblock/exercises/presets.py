@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 
 from symblock.errors import SpecError
 
-PRESETS = ("full", "attention", "norm", "ffn", "backprop")
+PRESETS = ("full", "attention", "norm", "ffn", "backprop", "decoder")  # decoder: model specs (decoder.py)
 EXERCISE_KEYS = ("preset", "ask", "give", "loss", "wrt", "target", "points")
 BACKPROP_KEYS = ("loss", "wrt", "target")
 BACKPROP_WRT = ("W_2", "W_1")
@@ -45,6 +45,10 @@ class Exercise:
     backward: object = None      # backprop preset: the grad.Backward whose steps are asked
     target: object = None        # backprop with mse: the target T (a Mat), printed as data
     points: dict = field(default_factory=dict)  # asked step -> points (exercise.points, default 1)
+    extra: dict = field(default_factory=dict)   # asked tasks that are no engine step: name -> Mat
+                                                #   (the decoder's cache.reused, exercises/decoder.py)
+    categorical: tuple = ()                     # asked steps with a handful of possible answers (a
+                                                #   token of the vocabulary): outside the variety guarantee
 
     @property
     def total(self) -> int:
@@ -66,12 +70,17 @@ def choose(trace, preset: str | None = None, loss: str | None = None,
     """Validate the spec's `exercise:` section and decide what is asked and given.
     A `preset` from the command line replaces the section's `preset` and `ask`; `loss` and `wrt`
     (backprop only) replace the section's."""
+    from symblock.exercises import decoder
     spec = trace.spec
+    if decoder.is_model(spec):
+        return Exercise(**decoder.choose(trace, preset))
     src, ex = spec.source, dict(spec.exercise)
     for key in ex:
         if key not in EXERCISE_KEYS:
             raise SpecError(src, f"exercise.{key}", f"unknown key; expected one of {', '.join(EXERCISE_KEYS)}")
     effective = preset if preset is not None else ex.get("preset", "full")
+    if effective == decoder.PRESET:
+        decoder.require(spec)
     if effective == "backprop":
         return with_points(choose_backprop(trace, ex, loss, wrt), ex.get("points"), src, trace)
     for key in BACKPROP_KEYS:

@@ -132,7 +132,9 @@ def asked_answers(trace, exercise) -> dict:
     grads = {}
     if exercise.backward is not None:
         grads = {g.name: g.value for g in (*exercise.backward.steps, *exercise.backward.wrt.values())}
-    return {n: grads[n] if n in grads else trace[n].value for n in exercise.ask}
+    # a conceptual task (decoder.py) has one answer for all; a token one of a handful
+    extra = {*getattr(exercise, "extra", {}), *getattr(exercise, "categorical", ())}
+    return {n: grads[n] if n in grads else trace[n].value for n in exercise.ask if n not in extra}
 
 
 def require_variety(traces_and_exercises: list) -> None:

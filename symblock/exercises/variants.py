@@ -94,7 +94,7 @@ def rebuild(ident: str, spec_arg: str | None, flag: str = "--id", max_cost: int 
     """(spec, trace) of the variant a worksheet ID names (`spec_arg`: the spec file, needed for
     a file's ID); the same draw as `worksheet --variants` made."""
     from symblock.errors import UsageError
-    from symblock.engine.block import forward
+    from symblock.engine.model import forward_any as forward  # a block or a model (decoder sheets)
     spec_arg, seed = parse_id(ident, spec_arg, flag)
     data, source = read(spec_arg)
     if seed is None:
@@ -136,15 +136,22 @@ def with_seed(data: dict, source: str, seed: int):
 
 def draw_variant(data: dict, source: str, seed: int, max_cost: int | None = None):
     """One variant: (spec, trace) for `seed`, or None when that draw is unusable (e.g. a row with
-    zero variance and ε = 0). The single place where generation constraints plug in (issue 5)."""
-    from symblock.engine.block import forward
+    zero variance and ε = 0). The single place where generation constraints plug in (issue 5).
+    A model's variant is also unusable when its decoding step is no hand exercise (decoder.problem)."""
+    from symblock.engine.model import forward_any as forward
+    from symblock.exercises import decoder
     spec = with_seed(data, source, seed)
+    if decoder.is_model(spec) and decoder.prefilter(spec):   # most seeds: no exact forward
+        return None
     try:
-        return spec, forward(spec, max_cost=max_cost)
+        trace = forward(spec, max_cost=max_cost)
     except SpecError as e:
         if e.where.startswith(("dims", "random")):  # random.*: a constraint no draw can meet
             raise
         return None
+    if decoder.is_model(spec) and decoder.problem(trace):
+        return None
+    return spec, trace
 
 
 def draw_variants(spec_arg: str, n: int, seed: int, max_cost: int | None = None,
@@ -162,7 +169,7 @@ def draw_variants(spec_arg: str, n: int, seed: int, max_cost: int | None = None,
         if got is None or (judge is not None and judge(got[1])):
             continue
         spec, trace = got
-        key = (tuple(sorted((k, tuple(v)) for k, v in spec.params.items())), tuple(spec.X or ()))
+        key = variant_key(spec)
         if key in seen:
             continue
         seen.add(key)
@@ -172,6 +179,14 @@ def draw_variants(spec_arg: str, n: int, seed: int, max_cost: int | None = None,
     raise SpecError(source, "random", f"found only {len(out)} distinct usable variants in seeds {seed}.."
                     f"{seed + n * MAX_TRIES - 1}; leave more weights or inputs out for `random` to draw, or "
                     "widen random.low/high")
+
+
+def variant_key(spec) -> tuple:
+    """The drawn numbers of a variant (equal keys: the same exercise)."""
+    from symblock.exercises import decoder
+    if decoder.is_model(spec):
+        return decoder.variant_key(spec)
+    return tuple(sorted((k, tuple(v)) for k, v in spec.params.items())), tuple(spec.X or ())
 
 
 def wants_judge(data: dict, source: str) -> bool:

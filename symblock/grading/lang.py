@@ -62,6 +62,9 @@ ZH = {
 }
 
 EXPLANATIONS_ZH = {
+    "cache_not_appended": "新 token 的分数和权重是对未追加它自己的键和值的缓存算的（只关注了前面的行）",
+    "position_reused": "新 token 用了前面某个 token 的位置（W_P 中更早的一行，例如第一个或最后一个提示位置），而不是它自己的位置",
+    "logits_untied_transpose": "输出头用反了：共享头写成 H W_E（应为 H W_Eᵀ），或独立头写成 H W_Uᵀ（应为 H W_U）",
     "ln_sample_variance": "LayerNorm 的方差除以了 n−1（样本方差），应除以 n",
     "ln_eps_outside_sqrt": "ε 加在了平方根外面：sqrt(σ²) + ε，应为 sqrt(σ² + ε)",
     "norm_no_sqrt": "直接除以方差（或均方），忘了开平方",

@@ -75,6 +75,8 @@ def set_files(sets, spec_arg: str, *, overrides: dict | None = None, preset=None
 def _shape(trace, ex, name: str) -> tuple[int, int]:
     if name in trace:
         return trace[name].value.shape
+    if name in ex.extra:   # the decoder's conceptual task
+        return ex.extra[name].shape
     back = ex.backward
     g = next((g for g in back.steps if g.name == name), None) or next(g for g in back.wrt.values() if g.name == name)
     return g.value.shape

@@ -10,11 +10,18 @@ from symblock.grading.marking import check
 
 class Marker:
     def __init__(self, trace, exercise):
+        from symblock.exercises.decoder import is_model
         self.trace, self.spec, self.exercise = trace, trace.spec, exercise
-        self.items = plan.forward_items(trace, self.spec)
-        if exercise.backward is not None:
-            self.items += plan.backward_items(exercise.backward, self.spec)
-        self.shapes = plan.shapes(trace, self.items)
+        self.model = is_model(self.spec)
+        if self.model:   # a tiny GPT: its steps, and the decoder sheet's conceptual task
+            from symblock.grading import model_plan
+            self.items = model_plan.items(trace, exercise)
+            self.shapes = model_plan.shapes(self.items)
+        else:
+            self.items = plan.forward_items(trace, self.spec)
+            if exercise.backward is not None:
+                self.items += plan.backward_items(exercise.backward, self.spec)
+            self.shapes = plan.shapes(trace, self.items)
         self.computed = {i.name for i in self.items}
         self.memo: dict = {}   # the truth's printed forms, shared by every file of this variant
 
@@ -34,6 +41,9 @@ class Marker:
     def mark(self, data: dict, source: str, default: answers_mod.Policy | None = None, forms: bool = True):
         """A CheckResult for one answers mapping (answers.read); only asked steps count as missing.
         `forms=False` leaves out the closed forms of right entries (grade's feedback shows none)."""
+        if self.model:
+            from symblock.grading.model_plan import normalise
+            data = normalise(data, self.spec)
         answers = answers_mod.from_mapping(data, source, self.shapes, self.computed, default)
         return check(self.spec, self.trace, answers, asked=set(self.exercise.ask), items=self.items, memo=self.memo,
                      forms=forms)

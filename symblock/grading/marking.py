@@ -326,7 +326,8 @@ def mark_step(it, answer, own, honest, built_on: list[str], spec, chain, truth, 
         diagnosis = []
         if it.diagnosable:
             envs = [chain] if own is None else [chain, truth]
-            diagnosis = diagnose(it.name, spec, answer, envs, lenient)
+            diagnosis = it.diagnoser(answer, envs, lenient) if it.diagnoser else \
+                diagnose(it.name, spec, answer, envs, lenient)
         if diagnosis or WRONG in marks:
             for er in entries:
                 if er.mark == SLIP and diagnosis:

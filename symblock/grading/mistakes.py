@@ -21,6 +21,7 @@ from symblock.grading.attention_slips import (dropout_no_rescale, mask_after_sof
                                               padding_on_queries, scale_approximated, scale_d_model,
                                               scale_no_sqrt, scores_transposed, softmax_axis,
                                               sqrt_irrational)
+from symblock.grading import model_slips
 from symblock.grading.onestep import (activate, affine, centred_var, full_norm, inputs_of, kind, linear,
                                       ln_of, norm_prefix, norm_source, num, row_mean, row_meansq)
 
@@ -310,18 +311,38 @@ CATALOGUE: tuple[Mistake, ...] = (
             _relu_for_gelu),
 )
 
+# A tiny GPT's own slips (model specs, grading/model_slips.py): their rules read the model's step
+# names (gen1.layer0.attn.h0.weights); a layer's steps are diagnosed with CATALOGUE as well, on the
+# layer's block (grading/model_plan.py).
+MODEL_CATALOGUE: tuple[Mistake, ...] = (
+    Mistake("cache_not_appended", "scores and weights of the new token computed against the cache without "
+            "its own key and value appended (only the earlier rows attended to)",
+            "gen*.layer*.attn.h*.scores / .scaled / .weights / .out (KV cache)",
+            model_slips.not_appended_applies, model_slips.not_appended),
+    Mistake("position_reused", "the new token given the position of an earlier token (an earlier row of "
+            "W_P, e.g. the first or the last prompt position) instead of its own",
+            "gen*.pos, gen*.x, the first layer's steps that read x", model_slips.position_applies,
+            model_slips.position_reused),
+    Mistake("logits_untied_transpose", "the head used the wrong way round: H W_E instead of H W_Eᵀ (tied), "
+            "or H W_Uᵀ instead of H W_U (untied)",
+            "logits, probs (only when d_model equals the vocabulary size: otherwise the product "
+            "has no shape and the slip cannot be made)", model_slips.transpose_applies,
+            model_slips.untied_transpose),
+)
+
 ROUNDING = ("rounding", "off by at most one unit in the last place: rounded the wrong way, or "
                         "truncated instead of rounded")
 BY_CODE = {m.code: m for m in CATALOGUE}
-EXPLANATIONS = {**{m.code: m.explanation for m in CATALOGUE}, ROUNDING[0]: ROUNDING[1]}
+EXPLANATIONS = {**{m.code: m.explanation for m in (*CATALOGUE, *MODEL_CATALOGUE)}, ROUNDING[0]: ROUNDING[1]}
 
 
-def diagnose(name: str, spec, answer, envs: Sequence[dict], matches) -> list[str]:
+def diagnose(name: str, spec, answer, envs: Sequence[dict], matches, catalogue=CATALOGUE) -> list[str]:
     """Codes of every catalogued slip that reproduces the person's numbers for step `name`.
     `envs`: the values to recompute from (the person's chain, then the truth); `matches(entry,
-    value) -> bool` is the checker's acceptance rule, so rounding is judged the same way."""
+    value) -> bool` is the checker's acceptance rule, so rounding is judged the same way;
+    `catalogue`: MODEL_CATALOGUE for a model's own step names."""
     found = []
-    for m in CATALOGUE:
+    for m in catalogue:
         if not m.applies(name, spec):
             continue
         if any(_reproduces(answer, value, matches) for env in envs for value in _candidates(m, name, env, spec)):

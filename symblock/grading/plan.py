@@ -23,6 +23,7 @@ class Item:
     given: bool
     recompute: Callable[[dict], Mat]  # the item from a chain {name: Mat}
     diagnosable: bool                 # the mistake catalogue knows this item's slips
+    diagnoser: Callable | None = None # (answer, envs, matches) -> codes; None: mistakes.diagnose
 
 
 def forward_items(trace, spec) -> list[Item]:

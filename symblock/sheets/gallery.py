@@ -25,6 +25,8 @@ GALLERY = [
      "The seed article's block with Chinese prose (xelatex + ctex)"),
     ("rmsnorm-swiglu-backprop", "rmsnorm-swiglu", {"preset": "backprop"},
      "Backprop through the RMSNorm + SwiGLU block: mse against a drawn target, back to W_2 and W_1"),
+    ("tiny-decoder", "tiny-decoder", {"formats": ["latex", "markdown", "html", "moodle", "qti"]},
+     "One decoding step of a tiny GPT with the KV cache (the decoder preset), to the next token; no notebook"),
 ]
 DEFAULT_DIR = "worksheets"
 FORMATS = ["latex", "markdown", "html", "moodle", "qti", "ipynb"]
@@ -34,7 +36,7 @@ COMMAND = "python -m symblock.sheets.gallery worksheets --pdf"
 def generate(out: Path, pdf: bool = False) -> list[Path]:
     """Write the gallery into `out` (overwriting); returns the files written."""
     from symblock.exercises import variants
-    from symblock.engine.block import forward
+    from symblock.engine.model import forward_any as forward   # a block, or a model (decoder)
     from symblock.exercises.generate import load
     from symblock.sheets import html
     from symblock.sheets.worksheet import ENGINES, bundle, documents, write_files
@@ -45,15 +47,16 @@ def generate(out: Path, pdf: bool = False) -> list[Path]:
              "HTML (KaTeX in `katex/`), a Moodle XML quiz, a Canvas QTI zip and a Jupyter notebook.",
              ""]
     for name, spec_name, opts, blurb in GALLERY:
-        spec = load(spec_name)
+        spec = load(spec_name, allow_model=True)
+        formats = opts.get("formats", FORMATS)
         trace = forward(spec)
         ident = variants.make_id(variants.spec_token(spec_name), spec.seed)
         lang = opts.get("lang", "en")
         models: list[dict] = []
-        files = documents(trace, ident, formats=FORMATS, lang=lang, title=opts.get("title"),
+        files = documents(trace, ident, formats=formats, lang=lang, title=opts.get("title"),
                           preset=opts.get("preset"), models=models)
         files.update(html.files(models, many=False, assets="../"))  # the gallery's one katex/
-        files.update(bundle(models, [f for f in FORMATS if f != "html"], many=False))
+        files.update(bundle(models, [f for f in formats if f != "html"], many=False))
         written += write_files(out / name, files, force=True, pdf_engine=ENGINES[lang] if pdf else None)
         links = " · ".join(f"[{doc}.{ext}]({name}/{doc}.{ext})" for doc in ("sheet", "key")
                            for ext in ("md", "pdf", "html"))

@@ -20,6 +20,10 @@ def build(trace, exercise, *, lang: str = "en", places: int = 3, ident: str = ""
           title: str | None = None, space: float = 0) -> dict:
     """The worksheet (and key) as plain data for the templates. `space`: centimetres of working
     space under each task's grid on the sheet (0: none)."""
+    from symblock.exercises.decoder import is_model
+    if is_model(trace.spec):  # a decoder sheet: one generation step of a tiny GPT
+        from symblock.sheets import work_model
+        return work_model.build(trace, exercise, lang=lang, places=places, ident=ident, title=title, space=space)
     backprop = getattr(exercise, "backward", None) is not None
     b = (GradBuilder if backprop else Builder)(trace, exercise, lang, places)
     spec = trace.spec

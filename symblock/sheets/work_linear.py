@@ -57,7 +57,7 @@ class LinearWork:
         x, W = self.value(src), self.value(w)
         bias = self.trace.params[b].rows[0] if b and b in self.trace.params else None
         lhs = step_symbol(step)
-        parts = [(self.symbol(src), x), (param_symbol(w), W)]
+        parts = [(self.symbol(src), x), (self.symbol(w), W)]
         out = []
         sub = self.substitute(lhs, parts)
         if sub:

@@ -1,0 +1,163 @@
+"""The `decoder` preset: one generation step of a tiny GPT with the KV cache, as an exercise.
+
+The prompt has been run and its keys and values are cached; the first generated token is fed
+back in. The student works that one new row: its embedding and position rows (`gen1.embed`,
+`gen1.pos`, `gen1.x`), then per layer its q/k/v row, the cache after appending (`cache.k`,
+`cache.v`), which cache rows were reused (`cache.reused`, the conceptual task: 1 for a row read
+from the cache, 0 for the one row computed now), its one row of scores and weights, the rest of
+the block, and finally `gen1.logits`, `gen1.probs` and `gen1.next_token`. The data are what those
+steps read: W_E, W_P, the layers' weights and the prompt pass's cached K and V.
+
+`cache.reused` is not a step of the engine (the engine only records the cache); its value is
+derived from the trace here, so the sheet, the key and the checker share one definition.
+
+A model's variants are usable only when their new row is hand-workable (`problem`): softmax
+inputs within ±3, live weights in [0.02, 0.9] with no ties, no all-zero q/k/v row, a ReLU input
+with an entry of each sign, no norm row whose mean is 0, and no logit tie (the engine refuses one already). The next token
+is one of a handful (the vocabulary) and the reused rows are the same for all: both stay outside
+the set's variety guarantee.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+from symblock.errors import SpecError
+
+PRESET = "decoder"
+GEN = "gen1."                      # the generation step a decoder sheet asks
+REUSED = "cache.reused"            # per layer: gen1.layer{i}.cache.reused
+SCALED_RANGE = (-3, 3)
+WEIGHT_RANGE = (Fraction(1, 50), Fraction(9, 10))
+
+
+def is_model(spec) -> bool:
+    from symblock.engine.model_spec import ModelSpec
+    return isinstance(spec, ModelSpec)
+
+
+def reused_name(layer: int) -> str:
+    return f"{GEN}layer{layer}.{REUSED}"
+
+
+def reused_value(trace, layer: int):
+    """1 for each cache row taken over from the prompt pass, 0 for the row appended now (1 × m+1)."""
+    from symblock.engine import exact
+    from symblock.engine.matrix import Mat
+    rows = trace[f"{GEN}layer{layer}.cache.k"].value.shape[0]
+    return Mat([[exact.real(1)] * (rows - 1) + [exact.real(0)]])
+
+
+def require(spec) -> None:
+    """The decoder preset needs a model with the KV cache and one generated token at least."""
+    if not is_model(spec):
+        raise SpecError(spec.source, "exercise.preset", "the decoder preset needs a model spec (a `model:` "
+                        "section, e.g. the example tiny-decoder); this spec is one block")
+    if not spec.kv_cache:
+        raise SpecError(spec.source, "model.kv_cache", "the decoder preset asks the cached generation step: "
+                        "set model.kv_cache: true")
+    if spec.generate < 1:
+        raise SpecError(spec.source, "model.generate", "the decoder preset asks the first generated "
+                        "token: set model.generate to 1 or more")
+
+
+def choose(trace, preset: str | None = None) -> dict:
+    """The decoder exercise for a model's trace: the fields of presets.Exercise."""
+    spec = trace.spec
+    if preset not in (None, PRESET):
+        raise SpecError(spec.source, "--preset", f"a model spec's worksheet is the {PRESET} preset "
+                        f"(got {preset!r}); leave --preset out or give --preset {PRESET}")
+    require(spec)
+    ask, extra = [], {}
+    for step in trace:
+        if not step.name.startswith(GEN) or step.name.endswith(".output"):
+            continue
+        ask.append(step.name)
+        if step.name.endswith(".cache.v"):
+            layer = int(step.name[len(GEN):].split(".")[0][len("layer"):])
+            extra[reused_name(layer)] = reused_value(trace, layer)
+            ask.append(reused_name(layer))
+    reads = set()
+    for name in ask:
+        if name in trace:
+            reads.update(trace[name].inputs)
+    # a step of the new row that is not asked is a copy (the layer's output): never printed as data
+    data_steps = tuple(n for n in trace.names() if n in reads and n not in ask and not n.startswith(GEN))
+    data_params = tuple(p for p in trace.params if p in reads)
+    return {"ask": tuple(ask), "data_steps": data_steps, "data_params": data_params,
+            "points": {n: 1 for n in ask}, "extra": extra,
+            "categorical": tuple(n for n in ask if n.endswith("next_token"))}
+
+
+def problem(trace) -> str | None:
+    """Why this model's variant is no good hand exercise (None: it is)."""
+    from symblock.engine import exact
+    for step in trace:
+        name = step.name
+        if not name.startswith(GEN):
+            continue
+        if name.endswith((".attn.q", ".attn.k", ".attn.v")) and all(e.sign() == 0 for e in step.value.rows[0]):
+            return f"{name}: an all-zero row"
+        if name.endswith(".scaled") or (name.endswith(".scores") and f"{name[:-7]}.scaled" not in trace):
+            row = step.value.rows[0]
+            if any((e - exact.real(SCALED_RANGE[1])).sign() > 0 or (e - exact.real(SCALED_RANGE[0])).sign() < 0
+                   for e in row):
+                return f"{name}: a softmax input outside {SCALED_RANGE}"
+            if len({(int(e.q.p), int(e.q.q)) if e.is_rational else e.digits(30) for e in row}) < len(row):
+                return f"{name}: two equal softmax inputs"
+        if name.endswith(".ffn.hidden") and trace.spec.options.activation == "relu" and \
+                not ({e.sign() for e in step.value.rows[0]} >= {-1, 1}):
+            return f"{name}: ReLU's input needs an entry of each sign"
+        if name.endswith(".mean") and step.value.rows[0][0].sign() == 0:
+            return f"{name}: a row mean of 0 (the same answer in many variants)"
+        if name.endswith(".weights"):
+            lo, hi = (exact.real(w) for w in WEIGHT_RANGE)
+            if any((e - lo).sign() < 0 or (e - hi).sign() > 0 for e in step.value.rows[0]):
+                return f"{name}: a weight outside [{WEIGHT_RANGE[0]}, {WEIGHT_RANGE[1]}]"
+    return None
+
+
+def variant_key(spec) -> tuple:
+    """The drawn numbers of a model's variant: equal keys, equal exercises."""
+    def rows(m):
+        return () if m is None else tuple(tuple(str(e) for e in m.row(i)) for i in range(m.rows))
+    layers = tuple(tuple(sorted((k, rows(v)) for k, v in layer.params.items())) for layer in spec.layers)
+    return rows(spec.W_E), rows(spec.W_P), rows(spec.W_U), layers
+
+
+def token_index(value) -> int:
+    """The token a next_token step holds (an exact integer entry, the vocabulary index from 0)."""
+    return int(float(value.rows[0][0] if hasattr(value, "rows") else value))
+
+
+MARGIN = 1e-6   # a float is trusted to reject only this far beyond a bound
+
+
+def prefilter(spec) -> str | None:
+    """`problem` judged first in float64 (reference/numeric_model.py), to turn down most seeds
+    without their exact forward; it rejects only what is beyond a bound by MARGIN, and decides
+    nothing when two logits are that close (the floats' next token could then be another), so
+    every seed it keeps is judged again exactly and what it rejects would be rejected exactly."""
+    import numpy as np
+    from symblock.reference import numeric_model
+    try:
+        steps = numeric_model.forward(spec)
+    except (ValueError, ArithmeticError):   # e.g. a zero-variance row: the exact forward says so
+        return None
+    for name, v in steps.items():
+        if name.endswith("logits"):
+            top = np.sort(v[-1])[-2:]
+            if top[1] - top[0] < MARGIN:
+                return None
+    lo, hi = (float(w) for w in WEIGHT_RANGE)
+    for name, v in steps.items():
+        if not name.startswith(GEN):
+            continue
+        if (name.endswith(".scaled") or (name.endswith(".scores") and f"{name[:-7]}.scaled" not in steps)) \
+                and (v.max() > SCALED_RANGE[1] + MARGIN or v.min() < SCALED_RANGE[0] - MARGIN):
+            return f"{name}: a softmax input outside {SCALED_RANGE}"
+        if name.endswith(".weights") and (v.min() < lo - MARGIN or v.max() > hi + MARGIN):
+            return f"{name}: a weight outside [{WEIGHT_RANGE[0]}, {WEIGHT_RANGE[1]}]"
+        if name.endswith(".ffn.hidden") and spec.options.activation == "relu" and \
+                (v.max() < -MARGIN or v.min() > MARGIN):
+            return f"{name}: ReLU's input needs an entry of each sign"
+    return None

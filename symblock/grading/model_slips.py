@@ -1,0 +1,118 @@
+"""The slips of a tiny GPT's steps (mistakes.MODEL_CATALOGUE): each recomputes ONE model step
+from the values before it (the person's chain, else the truth) with the slip made.
+
+* cache_not_appended: the new row's scores and weights taken against the cache *before* its own
+  key and value were appended (m − 1 keys). Its last column then does not exist: the candidate
+  has −∞ there for scores (a person who writes it as masked) and 0 for weights, and a blank is
+  not held against it; the head's output mixes the old value rows only.
+* position_reused: the new token given the position of an earlier one (rows 1 … p of W_P, or
+  those sinusoids, instead of row p + 1): shows in gen*.pos, gen*.x and the first layer's steps
+  that read x.
+* logits_untied_transpose: the head used the wrong way round: H W_E for a tied head (instead of
+  H W_Eᵀ) or H W_Uᵀ for an untied one. Both need d_model = vocabulary size (W_E is vocab × d):
+  for any other model the slip cannot be written down, so it does not apply.
+"""
+from __future__ import annotations
+
+from symblock.engine import exact
+from symblock.engine.matrix import Mat
+from symblock.grading import model_step
+from symblock.grading.onestep import softmax_rows
+
+
+def _model(spec) -> bool:
+    from symblock.exercises.decoder import is_model
+    return is_model(spec)
+
+
+# ---------------------------------------------------------------- cache_not_appended
+
+def not_appended_applies(name: str, spec) -> bool:
+    if not _model(spec):
+        return False
+    prefix, t, layer, rest = model_step.parse(name)
+    return layer is not None and model_step.cached(spec, t) and rest.startswith("attn.h") \
+        and rest.rsplit(".", 1)[1] in ("scores", "scaled", "weights", "out")
+
+
+def _pad(m: Mat, fill) -> Mat:
+    return Mat([[*row, fill] for row in m.rows])
+
+
+def _drop_last(m: Mat) -> Mat:
+    return Mat([list(row[:-1]) for row in m.rows])
+
+
+def not_appended(name: str, env: dict, spec) -> list[Mat]:
+    prefix, t, layer, rest = model_step.parse(name)
+    head, kind = rest.rsplit(".", 1)
+    h = int(head.split(".")[1][1:])
+    dims, o = spec.layers[layer].dims, spec.layers[layer].options
+    here = f"{prefix}layer{layer}."
+    k_old, v_old = env[model_step.old_cache(t, layer, "k")], env[model_step.old_cache(t, layer, "v")]
+    lo, hi, vlo, vhi = h * dims.d_k, (h + 1) * dims.d_k, h * dims.d_v, (h + 1) * dims.d_v
+    scores = env[f"{here}attn.q"].cols(lo, hi) @ k_old.cols(lo, hi).T
+    scale = o.attention_scale == "sqrt_dk"
+    scaled = scores.scale(1 / exact.sqrt(exact.real(dims.d_k))) if scale else scores
+    if kind == "scores":
+        return [_pad(scores, exact.NEG_INF)]
+    if kind == "scaled":
+        return [_pad(scaled, exact.NEG_INF)]
+    src = env.get(f"{here}{head}.scaled" if scale else f"{here}{head}.scores")
+    weights = [softmax_rows(scaled)] + ([softmax_rows(_drop_last(src))] if src is not None else [])
+    if kind == "weights":
+        return [_pad(w, exact.ZERO) for w in weights]
+    mine = env.get(f"{here}{head}.weights")
+    if mine is not None:
+        weights.append(_drop_last(mine))
+    return [w @ v_old.cols(vlo, vhi) for w in weights]
+
+
+# ---------------------------------------------------------------- position_reused
+
+def _reads_x(rest: str, spec, layer: int) -> bool:
+    pre = spec.layers[layer].options.norm_position == "pre"
+    return rest == "resid1" or (rest.startswith("norm1") if pre else rest in ("attn.q", "attn.k", "attn.v"))
+
+
+def position_applies(name: str, spec) -> bool:
+    if not _model(spec) or spec.positions == "none":
+        return False
+    prefix, t, layer, rest = model_step.parse(name)
+    if t == 0 or not model_step.cached(spec, t):
+        return False
+    return (layer is None and rest in ("pos", "x")) or (layer == 0 and _reads_x(rest, spec, 0))
+
+
+def position_reused(name: str, env: dict, spec) -> list[Mat]:
+    prefix, t, layer, rest = model_step.parse(name)
+    p = model_step.position(spec, t)
+    out = []
+    for j in range(p):   # every earlier position, the first and the last one above all
+        pos = model_step.position_rows(spec, env, [j])
+        if rest == "pos":
+            out.append(pos)
+            continue
+        x = env[f"{prefix}embed"] + pos
+        if rest == "x":
+            out.append(x)
+            continue
+        out.append(model_step.recompute(name, {**env, f"{prefix}x": x}, spec))
+    return out
+
+
+# ---------------------------------------------------------------- logits_untied_transpose
+
+def transpose_applies(name: str, spec) -> bool:
+    if not _model(spec):
+        return False
+    rest = model_step.parse(name)[3]
+    return model_step.parse(name)[2] is None and rest in ("logits", "probs") \
+        and spec.dims.d_model == len(spec.vocab)
+
+
+def untied_transpose(name: str, env: dict, spec) -> list[Mat]:
+    prefix, _, _, rest = model_step.parse(name)
+    h = env[model_step.last_hidden(spec, prefix)]
+    logits = h @ env["W_E"] if spec.head == "tied" else h @ env["W_U"].T
+    return [logits] if rest == "logits" else [softmax_rows(logits)]

@@ -1,0 +1,238 @@
+"""The decoder worksheet's builder: one generation step of a tiny GPT with the KV cache
+(exercises/decoder.py says what is asked). A subclass of builder.Builder: a layer's steps
+(`gen1.layer0.attn.q`, …) are worked by the block's own work_* mixins on the layer's dims for one
+row, so every line of working is the block key's; the model's own steps (embedding, position,
+cache, logits, probabilities, next token) and the conceptual task are worked here.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from symblock.exercises.decoder import token_index
+from symblock.sheets.builder import Builder
+from symblock.sheets.lang import TEXTS
+from symblock.sheets.lang_model import TEXTS as MODEL_TEXTS
+from symblock.sheets.numbers import (Safe, bmatrix, cells, grid, matrix_value, param_symbol, shape_tex,
+                                     step_symbol)
+
+_LAYER = re.compile(r"^(gen\d+\.)?layer(\d+)\.(.+)$")
+_SAFE_TOKEN = re.compile(r"[^A-Za-z0-9 .,'!?:;()+=-]")
+
+
+def token_tex(tok: str) -> str:
+    """A token of the user's vocabulary as math (`\\text{cat}`), characters outside a plain set
+    shown as ?, so that it is the same trusted text in LaTeX and Markdown."""
+    return r"\text{“" + (_SAFE_TOKEN.sub("?", tok) or "?") + "”}"
+
+
+def split_layer(name: str) -> tuple[int, str] | None:
+    """(layer, block step name) of a layer's step, e.g. (0, "attn.q") for gen1.layer0.attn.q."""
+    m = _LAYER.match(name)
+    return (int(m.group(2)), m.group(3)) if m else None
+
+
+def model_symbol(name: str, layers: int) -> str:
+    """A model parameter's symbol: W_E, W_P, W_U; a layer's W^{Q} (with the layer as a superscript
+    in brackets when the model has more than one layer); γ, β of its norms."""
+    got = split_layer(name)
+    if got is None:
+        return param_symbol(name)
+    layer, base = got
+    sym = param_symbol(base)
+    return sym if layers == 1 else rf"{{{sym}}}^{{[{layer}]}}"
+
+
+class DecoderBuilder(Builder):
+    def __init__(self, trace, exercise, lang: str, places: int):
+        super().__init__(trace, exercise, lang, places)
+        self.T = {**TEXTS[lang], **MODEL_TEXTS[lang]}
+        self.model = trace.spec
+        self.m = len(self.model.prompt)            # the prompt's tokens; the new token is number m + 1
+        self.token = token_index(trace["next_token"].value)
+
+    def symbol(self, name: str) -> str:
+        if name in self.trace:
+            return step_symbol(self.trace[name])
+        return model_symbol(name, len(self.model.layers))
+
+    def vocab_tex(self) -> str:
+        return ", ".join(f"${token_tex(t)}$" for t in self.model.vocab)
+
+    # -- sections
+    def describe(self) -> Safe:
+        s, d = self.model, self.model.dims
+        prompt = "$" + r"\ ".join(token_tex(s.vocab[t]) for t in s.prompt) + "$"
+        layers = self.t("m.layers_1") if len(s.layers) == 1 else self.t("m.layers_n", len(s.layers))
+        heads = self.t("heads_1") if d.heads == 1 else self.t("heads_n", d.heads)
+        order = self.t("post") if self.o.norm_position == "post" else self.t("pre")
+        return self.t("m.describe", v=len(s.vocab), d=d.d_model, layers=layers, heads=heads, order=order,
+                      head=self.t(f"m.{s.head}"), prompt=prompt, m=self.m,
+                      token=f"${token_tex(s.vocab[self.token])}$")
+
+    def conventions(self) -> list[Safe]:
+        s = self.model
+        block = super().conventions()[1:]          # the block's, after its rows line
+        head = r"$\ell = H W_E^{\top}$" if s.head == "tied" else r"$\ell = H W_U$"
+        return [self.t("m.conv_rows", s.dims.d_model),
+                self.t("m.conv_embed", self.vocab_tex(), self.t(f"m.pos_{s.positions}")),
+                self.t("m.conv_cache"), *block, self.t("m.conv_head", head)]
+
+    def data(self) -> list[dict]:
+        """W_E (with its vocabulary), W_P, the layers' weights, then the prompt's cached K and V."""
+        params = [self.data_item(p, self.symbol(p), self.trace.params[p], "param", False)
+                  for p in self.ex.data_params]
+        steps = [self.data_item(n, self.cache_symbol(n), self.trace[n].value, "step", False)
+                 for n in self.ex.data_steps]
+        return params + steps
+
+    def cache_symbol(self, name: str) -> str:
+        got = split_layer(name)
+        if got and got[1] in ("attn.k", "attn.v"):
+            return f"{got[1][-1].upper()}_{{cache}}"
+        return self.symbol(name)
+
+    # -- tasks
+    def task(self, i: int, name: str) -> dict:
+        if name in self.ex.extra:
+            return self.reused_task(i, name)
+        out = super().task(i, name)
+        if name.endswith(".pos") and self.model.positions == "learned":  # the row is the task
+            out["formula"] = Safe(r"P = W_P[\text{%s}]" % self.t("m.position"))
+        if name.endswith("next_token"):   # the engine's formula names the token: not on a sheet
+            out["formula"] = Safe(r"\hat t = \arg\max_j \ell_j")
+            tok = self.model.vocab[token_index(self.trace[name].value)]
+            out["answer"] = Safe(out["answer"] + rf"\quad ({token_tex(tok)})")
+        return out
+
+    def reused_task(self, i: int, name: str) -> dict:
+        value = self.ex.extra[name]
+        n = value.shape[1]
+        return {"n": i, "name": name, "heading": self.t("task", i), "what": self.t("m.s.reused"),
+                "points": self.points(name), "rows": 1,
+                "formula": Safe(r"K_{cache} = \left[K_{1\cdot};\ \dots;\ K_{%d\cdot}\right]" % n),
+                "shape": Safe(shape_tex(1, n)), "grid": Safe(f"\\text{{reused}} = {grid(1, n, 0)}"),
+                "work": [{"text": self.t("m.w.reused", n - 1, n), "math": None}],
+                "answer": Safe(r"\text{reused} " + matrix_value(value, self.places)),
+                "cells": cells(value, self.places)}
+
+    def local(self, name: str):
+        """The layer spec a layer's step is worked with (its rows: the one new row, or the prompt)."""
+        layer, _ = split_layer(name)
+        spec = self.model.layers[layer]
+        rows = self.trace[name].value.shape[0]
+        opts = spec.options if not name.startswith("gen") else replace(spec.options, causal=False)
+        return replace(spec.dims, seq_len=rows), opts
+
+    def what(self, step) -> Safe:
+        got = split_layer(step.name)
+        if got is not None:
+            base = got[1]
+            if base in ("cache.k", "cache.v"):
+                return self.t(f"m.s.{base}")
+            if base.endswith(".scores") and step.name.startswith("gen"):
+                return self.t("m.s.scores", h=int(base.split(".")[1][1:]))
+            return super().what(replace(step, name=base))
+        base = step.name.split(".", 1)[1] if step.name.startswith("gen") else step.name
+        if base.startswith("norm_final."):
+            return super().what(replace(step, name=base))
+        return self.t(f"m.s.{base}")
+
+    def points(self, name: str):
+        return None   # a model spec has no exercise section: every task is worth 1
+
+    def work(self, step) -> list:
+        got = split_layer(step.name)
+        if got is not None:
+            if got[1] in ("cache.k", "cache.v"):
+                return self.work_cache(step)
+            keep = self.dims, self.o
+            self.dims, self.o = self.local(step.name)
+            try:
+                return super().work(replace(step, name=got[1]))
+            finally:
+                self.dims, self.o = keep
+        base = step.name.split(".", 1)[1] if step.name.startswith("gen") else step.name
+        if base.startswith("norm_final"):
+            keep = self.dims
+            self.dims = replace(self.dims, seq_len=step.value.shape[0])
+            try:
+                return super().work(replace(step, name=base))
+            finally:
+                self.dims = keep
+        return getattr(self, f"work_model_{base}")(step)
+
+    # -- the model's own steps
+    def work_model_embed(self, step) -> list:
+        tok = self.token_of(step)
+        row = bmatrix([[self.show(e).tex for e in step.value.rows[0]]])
+        return [(self.t("m.w.embed", f"${token_tex(self.model.vocab[tok])}$", tok + 1), None),
+                (None, rf"{step_symbol(step)} = (W_E)_{{{tok + 1}\cdot}} = {row}")]
+
+    def token_of(self, step) -> int:
+        if not step.name.startswith("gen"):
+            return self.model.prompt[0]
+        t = int(step.name.split(".")[0][3:])
+        prev = "next_token" if t == 1 else f"gen{t - 1}.next_token"
+        return token_index(self.trace[prev].value)
+
+    def work_model_pos(self, step) -> list:
+        p = self.position(step)
+        row = bmatrix([[self.show(e).tex for e in step.value.rows[0]]])
+        if self.model.positions == "learned":
+            return [(self.t("m.w.pos", p + 1), None), (None, rf"P = (W_P)_{{{p + 1}\cdot}} = {row}")]
+        return [(self.t("m.w.pos_sin", p), None), (None, f"P = {row}")]
+
+    def position(self, step) -> int:
+        return self.m + int(step.name.split(".")[0][3:]) - 1 if step.name.startswith("gen") else 0
+
+    def work_model_x(self, step) -> list:
+        return self.work_add(step)
+
+    def work_cache(self, step) -> list:
+        old, new = step.inputs
+        n = step.value.shape[0]
+        stacked = bmatrix([[self.show(e).tex for e in r] for r in step.value.rows])
+        return [(self.t("m.w.cache", n - 1, n), None),
+                (None, rf"{step_symbol(step)} = \begin{{bmatrix}} {self.cache_symbol(old)} \\ "
+                       rf"{self.symbol(new)} \end{{bmatrix}} = {stacked}")]
+
+    def work_model_logits(self, step) -> list:
+        h, w = step.inputs
+        H, W = self.value(h), self.value(w)
+        cols = W.rows if self.model.head == "tied" else W.T.rows   # ℓ_j = h · (row j of W_E)
+        pos = [(0, j) for j in range(min(len(cols), 3))]
+        return [(self.t("first_entries"), None)] + self.dot_entries(step, H.rows, cols, pos)
+
+    def work_model_probs(self, step) -> list:
+        s = self.value(step.inputs[0])
+        lines = self.softmax_row(0, s.rows[0], step.value.rows[0])
+        return [(self.t("softmax_max"), None),
+                (None, r"\begin{aligned} " + r" \\ ".join(lines) + r" \end{aligned}")]
+
+    def work_model_next_token(self, step) -> list:
+        row = self.value(step.inputs[0]).rows[-1]
+        j = token_index(step.value)
+        shown = ", ".join(self.show(e).tex for e in row)
+        return [(self.t("m.w.next_token", j + 1, f"${token_tex(self.model.vocab[j])}$", j), None),
+                (None, rf"\ell = \left({shown}\right),\quad \arg\max_j \ell_j = {j + 1}")]
+
+
+def build(trace, exercise, *, lang: str = "en", places: int = 3, ident: str = "",
+          title: str | None = None, space: float = 0) -> dict:
+    """The decoder worksheet as the plain data every writer reads (sheets/model.build's dict)."""
+    from symblock.sheets.numbers import cells as cells_of
+    b = DecoderBuilder(trace, exercise, lang, places)
+    data = b.data()
+    tasks = [b.task(i, n) for i, n in enumerate(exercise.ask, 1)]
+    for task in tasks:
+        if "cells" not in task:
+            task["cells"] = cells_of(trace[task["name"]].value, places)
+    spec = trace.spec
+    return {
+        "lang": lang, "title": title if title is not None else (spec.title or TEXTS[lang]["default_title"]),
+        "ident": ident, "describe": b.describe(), "loss": None, "conventions": b.conventions(),
+        "data": data, "data_rows": b.data_rows(data), "tasks": tasks,
+        "approx_note": b.t("approx_note", places), "places": places, "space": space, "total": None,
+        "t": {k: Safe(v) for k, v in TEXTS[lang].items() if "{" not in v},
+    }
