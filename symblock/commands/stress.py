@@ -39,6 +39,11 @@ def run(args) -> int:
         data, source = {}, f"preset:{overrides['difficulty']}"
     else:
         data, source = variants.read(args.spec or DEFAULT_EXAMPLE)
+    from symblock.engine.model_spec import is_model
+    if is_model(data):
+        raise UsageError(f"{source}: a model spec (a tiny GPT); stress draws variants of one block. A model's "
+                         "decoder sheets are drawn by `symblock worksheet SPEC --variants N`, which checks each "
+                         "variant's decoding step and refuses a set below the variety guarantee")
     if not isinstance(data.get("random"), dict) and not overrides:
         raise UsageError(f"{source}: stress needs a `random:` section (or flags such as --difficulty) "
                          "to draw variants from")

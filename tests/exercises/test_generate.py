@@ -308,3 +308,10 @@ def test_worksheet_random_flags_reach_the_variants(tmp_path):
                  "--out", str(tmp_path / "again")]) == 0
     for name in ("sheet.md", "key.md"):
         assert (tmp_path / "again" / name).read_bytes() == (tmp_path / "set" / ids[0] / name).read_bytes()
+
+
+def test_stress_on_a_model_spec_says_where_its_variants_are_drawn(capsys):
+    from symblock import cli
+    assert cli.main(["stress", "tiny-decoder", "-n", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "a model spec" in err and "symblock worksheet SPEC --variants N" in err and "unknown key" not in err, err
