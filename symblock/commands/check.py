@@ -12,6 +12,7 @@ examples:
   symblock check seed-post-ln answers.yaml       # against a built-in block
   symblock check answers.yaml                    # its id: names the variant
   symblock check class.yaml answers.yaml         # the id of a spec file's set
+  symblock check set/h4k2q9x7a.3/answers.yaml   # inside a set: its manifest.yaml gives spec and preset
   symblock check answers.yaml --preset norm --all
   symblock check answers.yaml --json --lang zh
   (answers.yaml: `decimals: 3` and `steps: {norm1.mean: [[1.5], [1.628],
@@ -60,6 +61,13 @@ def run(args) -> int:
         raise UsageError("check: give the ANSWERS file after SPEC")
     data, source = answers_mod.read(answers_path)
     ident = args.id or (str(data["id"]) if data.get("id") not in (None, "") else None)
+    found = _from_set(args, answers_path, ident) if spec_arg is None else None
+    if found is not None:   # a set's answers file: its manifest knows the spec, preset, loss and places
+        marker, default = found
+        result = marker.mark(data, source, default)
+        print(to_json(result) if args.json else text(result, marker.trace, every_entry=args.all, lang=args.lang),
+              end="")
+        return 0 if result.ok else 1
     if ident is not None:
         _, trace = variants.rebuild(ident, spec_arg, "--id" if args.id else f"{source}: id",
                                     max_cost=args.max_cost)
@@ -72,3 +80,24 @@ def run(args) -> int:
     result = marker.mark(data, source)
     print(to_json(result) if args.json else text(result, trace, every_entry=args.all, lang=args.lang), end="")
     return 0 if result.ok else 1
+
+
+def _from_set(args, answers_path: str, ident: str | None):
+    """(Marker, default Policy) when the answers file sits in a set `worksheet --variants N` wrote
+    (SET/<ID>/answers.yaml, or a copy in SET/) and its ID is one of the set's: the manifest then
+    rebuilds the variant with the set's preset, loss and decimals, so a student needs no spec file
+    and no --preset. None otherwise, or when a flag asks for something else."""
+    from pathlib import Path
+    from symblock.grading import manifest
+    from symblock.grading.answers import Policy
+    from symblock.grading.gradebook import Variants
+    if ident is None or args.preset or args.loss or args.wrt or answers_path == "-":
+        return None
+    here = Path(answers_path).resolve().parent
+    for folder in (here, here.parent):
+        if (folder / manifest.NAME).is_file():
+            man = manifest.read(folder)
+            pool = Variants(man, args.max_cost)
+            if pool.problem(ident) is None:
+                return pool.marker(ident), Policy(decimals=man.get("decimals"))
+    return None

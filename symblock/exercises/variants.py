@@ -79,7 +79,8 @@ def parse_id(ident: str, spec_arg: str | None, flag: str = "--id") -> tuple[str,
     seed = int(seed) if seed is not None else None
     if spec_arg is None:
         if token not in example_names():
-            hint = " (a spec file's ID: give the file too, `symblock worksheet FILE --id ID`)" \
+            hint = (" (a spec file's ID: give the file too, `symblock worksheet FILE --id ID` or `symblock check FILE "
+                    "ANSWERS`; an answers file inside its set folder needs none)") \
                 if re.fullmatch(r"h[a-z2-7]{8}", token) else ""
             raise UsageError(f"{flag}: no built-in example {token!r}{hint}")
         return token, seed

@@ -315,3 +315,28 @@ def test_a_set_drawn_with_random_flags_is_rebuilt_from_its_manifest(tmp_path, ca
     book = read_gradebook(answers / "graded" / "gradebook.csv")
     max_total = str(len(manifest["asked"]))
     assert {r["total"] for r in book.values()} == {max_total + ".00"}
+
+
+def test_check_of_a_set_answers_file_needs_no_spec_and_no_preset(tmp_path, capsys, monkeypatch):
+    """A student runs `symblock check answers.yaml` inside the set they were handed: the manifest
+    gives the spec and the --preset the set was made with, so only the asked steps count."""
+    import json
+    from symblock.engine.spec import example_text
+    monkeypatch.chdir(tmp_path)
+    assert main(["worksheet", "pre-ln-causal-gelu", "--preset", "norm", "--variants", "2", "--out", "set"]) == 0
+    capsys.readouterr()
+    X = np.array(yaml.safe_load(example_text("pre-ln-causal-gelu"))["inputs"]["X"], dtype=float)
+    path = tmp_path / "set" / "pre-ln-causal-gelu.2" / "answers.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["steps"]["norm1.mean"] = [[text3(m)] for m in X.mean(axis=1)]   # worked in NumPy, not by symblock
+    path.write_text(yaml.safe_dump(data))
+    assert main(["check", str(path), "--json"]) == 0
+    steps = {s["name"]: s for s in json.loads(capsys.readouterr().out)["steps"]}
+    assert steps["norm1.mean"]["status"] == "correct"
+    missing = {n for n, s in steps.items() if s["status"] == "missing" and s["asked"]}
+    assert missing and all(n.startswith(("norm1", "norm2", "norm_final")) for n in missing), missing
+    # the same file outside its set, without --preset, counts every step of the full preset
+    (tmp_path / "loose.yaml").write_text(path.read_text())
+    assert main(["check", "pre-ln-causal-gelu", str(tmp_path / "loose.yaml"), "--json"]) == 0
+    loose = json.loads(capsys.readouterr().out)["steps"]
+    assert any(s["status"] == "missing" and s["asked"] and s["name"].startswith("attn") for s in loose)
