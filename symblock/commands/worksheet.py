@@ -55,6 +55,8 @@ def add_arguments(p) -> None:
     p.add_argument("--template-dir", metavar="DIR",
                    help="a directory of templates used before the built-in ones (rendered sandboxed)")
     p.add_argument("--force", action="store_true", help="overwrite existing output files")
+    p.add_argument("--list", action="store_true", help="with --variants: print every file written "
+                                                       "(default: one summary line per kind)")
     p.add_argument("--allow-repeats", action="store_true",
                    help="--variants: write the set even when some asked step repeats its answer in more "
                         "than 10%% of the variants (or a statistic takes fewer than 5 values)")
@@ -185,8 +187,24 @@ def run(args) -> int:
         where = f" ({e.filename})" if e.filename and ".symblock-" not in str(e.filename) \
             and str(e.filename) != args.out else ""
         raise UsageError(f"--out {args.out}: cannot write there: {e.strerror or e}{where}") from None
-    for path in written:
-        print(path)
+    for line in (map(str, written) if not many or args.list else _summary(Path(args.out), written)):
+        print(line)
     if args.variants is not None and result.failed:
         raise result.error(Path(args.out), len(sets))
     return 0
+
+
+def _summary(out: Path, written: list) -> list[str]:
+    """A set's files in a few lines (a 30-variant set writes ~200 files): the variants and what
+    each holds, then the set's own files."""
+    inner = [Path(p) for p in written if Path(p).parent != out]
+    folders = list(dict.fromkeys(p.parent.name for p in inner))
+    names = list(dict.fromkeys(p.name for p in inner))
+    lines = []
+    if folders:
+        span = folders[0] if len(folders) == 1 else f"{folders[0]} … {folders[-1]}"
+        lines.append(f"wrote {len(folders)} variants in {out}/ ({span}), each: {', '.join(names)}")
+    own = [str(p) for p in written if Path(p).parent == out]
+    if own:
+        lines.append("set files: " + ", ".join(own))
+    return lines

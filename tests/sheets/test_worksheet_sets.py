@@ -55,7 +55,7 @@ def failing_templates(tmp_path: Path, ident_suffix: str,
 
 def test_set_files_hold_every_variant_in_order(tmp_path, capsys):
     out = tmp_path / "set"
-    assert run("--variants", "3", "--out", str(out)) == 0
+    assert run("--variants", "3", "--out", str(out), "--list") == 0
     assert sorted(p.name for p in out.iterdir()) == sorted(IDS + ["keys.tex", "manifest.yaml", "sheets.tex"])
     printed = capsys.readouterr().out.split()
     sets = [p for p in printed if p in (str(out / "sheets.tex"), str(out / "keys.tex"))]
@@ -315,3 +315,14 @@ def test_progress_shows_on_a_terminal_and_is_quiet_otherwise(tmp_path, capsys):
     os.close(master)
     assert proc.returncode == 0
     assert re.search(rb"worksheets: +\d+%.*/3", seen), seen  # 2 variants + the set unit (manifest)
+
+
+def test_a_set_prints_a_summary_not_every_file(tmp_path, capsys):
+    out = tmp_path / "set"
+    assert run("--variants", "3", "--out", str(out)) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2, lines
+    assert lines[0].startswith(f"wrote 3 variants in {out}/ ({IDS[0]} … {IDS[-1]}), each: ")
+    each = lines[0].split("each: ")[1].split(", ")
+    assert sorted(each) == sorted(p.name for p in (out / IDS[0]).iterdir())
+    assert lines[1] == "set files: " + ", ".join(str(out / n) for n in ("sheets.tex", "keys.tex", "manifest.yaml"))
