@@ -73,6 +73,18 @@ def test_sets_compile_without_overfull_boxes_and_keep_headings_with_their_grids(
         assert not bad, "\n".join(bad[:10])
 
 
+def test_the_tasks_heading_stays_with_task_1(tmp_path):
+    """The key of pre-ln-causal-gelu's norm preset ended page 1 with "Tasks" and its note."""
+    docs = documents(block.forward(spec.load("pre-ln-causal-gelu")), "t", formats=["latex"], preset="norm")
+    for name in ("sheet.tex", "key.tex"):
+        tex = tmp_path / name
+        tex.write_text(docs[name])
+        compile_tex(tex, "pdflatex")
+        pages = page_lines(tex.with_suffix(".pdf"))
+        where = [n for n, lines in enumerate(pages) if "Tasks" in lines]
+        assert len(where) == 1 and any(line.startswith("Task 1 ") for line in pages[where[0]]), (name, where)
+
+
 def test_the_page_reader_sees_an_orphaned_heading(tmp_path):
     """A heading that ends its page is found (here forced by a page break after it)."""
     tex = tmp_path / "o.tex"
