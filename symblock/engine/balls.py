@@ -6,6 +6,7 @@ Below exact.py and independent of it: these functions read a node's `op`, `args`
 """
 from __future__ import annotations
 
+import sys
 from decimal import ROUND_HALF_UP, Context, Decimal
 from fractions import Fraction
 
@@ -70,27 +71,56 @@ def node_ball(r, child_balls: list) -> arb:
 
 def snap(r) -> fmpq | None:
     """The simple rational a node equals, or None (an exact 0 from LayerNorm outputs summing
-    to zero, ±1 from a 2-d LayerNorm row, a softmax-weighted constant): recognised when they
-    agree at every precision up to MAX_PREC bits (~4900 digits).
+    to zero, ±1 from a 2-d LayerNorm row, a softmax-weighted constant).
+
+    Called on every node the engine builds, so the common case (no such rational) must be cheap:
+    a tight ball's float midpoint is expanded as a continued fraction in float arithmetic
+    (`_candidate`, a handful of float operations), which rules out every rational with
+    denominator <= SNAP_DENOMINATOR unless its last convergent lands within float precision.
+    The candidate is only a guess; what makes it the value is certified in Arb: the ball minus
+    the candidate contains 0 at 128 bits and again at every precision of SNAP_PREC, up to
+    MAX_PREC bits (~4900 digits). The float guess cannot lose a true rational p/q with q <=
+    10^4 and |p/q| <= 10^15: the midpoint is then within 2^-52 relative of p/q, far inside
+    1/(2q²), so p/q is a convergent of the midpoint's expansion (Legendre's theorem).
 
     This is the one place where exactness rests on numerics rather than algebra: a value within
     2^-16384 of a small-denominator rational is taken to be it. Values of this engine's
     expressions (small integers through +, ·, /, √, exp, erf, tanh) do not come that close
     without being equal in any case we know of; short closed forms are confirmed by SymPy."""
     b = r.ball
-    if not b.is_finite() or b.rad() > 1e-20 * (1 + abs(float(b.mid()))):
+    if not b.is_finite():
         return None
     mid = float(b.mid())
-    if abs(mid) > 1e15:
+    if float(b.rad()) > 1e-20 * (1 + abs(mid)) or abs(mid) > 1e15:
         return None
-    c = Fraction(mid).limit_denominator(SNAP_DENOMINATOR)
-    q = fmpq(c.numerator, c.denominator)
+    pq = _candidate(mid)
+    if pq is None:
+        return None
+    q = fmpq(*pq)
     if not (b - q).contains(0):
         return None
     for prec in SNAP_PREC:  # the difference at that precision too: at 128 bits it would round to 0
         if not with_prec(prec, lambda: (r.enclosure(prec) - q).contains(0)):
             return None
     return q
+
+
+def _candidate(x: float) -> tuple[int, int] | None:
+    """(p, q): the last convergent of the float x's continued fraction with q <= SNAP_DENOMINATOR
+    (in Python ints, on x's exact binary value), or None when even that is farther from x than
+    float rounding explains. Only a guess: the caller certifies it."""
+    n, d = x.as_integer_ratio()
+    p0, q0, p1, q1 = 0, 1, 1, 0
+    while d:
+        a, r = divmod(n, d)
+        q2 = a * q1 + q0
+        if q2 > SNAP_DENOMINATOR:
+            break
+        p0, q0, p1, q1 = p1, q1, a * p1 + p0, q2
+        n, d = d, r
+    if abs(x - p1 / q1) > 8 * sys.float_info.epsilon * max(1.0, abs(x)):
+        return None
+    return p1, q1
 
 
 # ---------------------------------------------------------------- decimals of a ball

@@ -126,9 +126,8 @@ class _Tracer:
         mask = Mat.from_sympy(self.spec.dropout_masks[name], self.symbolic)
         p = self.spec.dropout_p
         lhs = latex.split(" = ")[0]
-        import sympy
         tex = (rf"\tilde{{{lhs}}} = D \odot {lhs} \cdot \tfrac{{1}}{{1 - p}},\ "
-               rf"p = {sympy.latex(p)}")
+               rf"p = {number_latex(p)}")
         return self._record(name + DROPPED, tex, lambda: (value * mask).scale(self.num(1 / (1 - p))))
 
     def _record(self, name: str, latex: str, compute: Callable[[], Mat]) -> Mat | None:
@@ -149,8 +148,20 @@ class _Tracer:
 
     def num(self, v):
         """A constant in this forward's number type (exact Real, or SymPy when symbolic)."""
-        import sympy
-        return sympy.sympify(v) if self.symbolic else exact.from_sympy(sympy.sympify(v))
+        if self.symbolic:
+            import sympy
+            return sympy.sympify(v)
+        return exact.from_sympy(v)
+
+
+def number_latex(v) -> str:
+    """A spec scalar (a Fraction, or a SymPy form) as LaTeX, as sympy.latex writes it."""
+    from fractions import Fraction
+    if isinstance(v, Fraction):
+        sign = "- " if v < 0 else ""
+        return str(v) if v.denominator == 1 else rf"{sign}\frac{{{abs(v.numerator)}}}{{{v.denominator}}}"
+    import sympy
+    return sympy.latex(v)
 
 
 Tracer = _Tracer  # public: a stack (engine/model.py) runs sub-layers on rows of its own

@@ -311,7 +311,10 @@ def _unary(op: str, x: Real, at_zero) -> Real:
 # ---------------------------------------------------------------- SymPy bridge
 
 def from_sympy(e) -> Real:
-    """An exact SymPy number (Rational, sqrt, exp, E, pi, erf, tanh, + − · /) as a Real."""
+    """An exact SymPy number (Rational, sqrt, exp, E, pi, erf, tanh, + − · /) as a Real; a Real,
+    an int or a Fraction (a spec's entries, engine/matrix.ExactMatrix) without importing SymPy."""
+    if isinstance(e, (Real, int, Fraction, fmpq)):
+        return real(e)
     import sympy
     e = sympy.sympify(e)
     if e.is_Rational:

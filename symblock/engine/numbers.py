@@ -13,7 +13,9 @@ with `^` read as `**` as SymPy's parser does), with cheap upper bounds:
 
 Exponents must be known rationals with denominator 1 or 2 (the engine's exact roots are square
 roots); `E**x` is `exp(x)`. Rational subexpressions are evaluated exactly (Fractions), which is
-cheap because their size was bounded first. Only when an entry passes is it handed to SymPy.
+cheap because their size was bounded first. That value is the entry's when it is rational, so a
+spec's numbers parse without SymPy (engine/spec.parse_exact); only the other forms (sqrt(2),
+E/(1+E), …) are handed to SymPy, and only once they pass.
 """
 from __future__ import annotations
 
@@ -68,13 +70,15 @@ def check_decimal(d: Decimal) -> None:
                        f"exponent {t.exponent})")
 
 
-def check_text(text: str) -> None:
-    """Raise TooLarge or SyntaxError when the expression `text` is too large or not arithmetic."""
+def check_text(text: str) -> Fraction | None:
+    """Raise TooLarge or SyntaxError when the expression `text` is too large or not arithmetic;
+    else its exact value when it is rational (numbers and + − · / ** of them, `Rational(a, b)`),
+    None when it needs SymPy (sqrt, exp, erf, tanh, E, pi, oo, a division by zero)."""
     try:
         tree = ast.parse(text.replace("^", "**").strip(), mode="eval")
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         raise SyntaxError("not an arithmetic expression") from None
-    _walk(tree.body, text.replace("^", "**").strip(), 0)
+    return _walk(tree.body, text.replace("^", "**").strip(), 0).value
 
 
 def _walk(node: ast.AST, text: str, depth: int) -> _Num:
@@ -134,7 +138,9 @@ def _power(node: ast.BinOp, text: str, depth: int) -> _Num:
                        "(exact roots are square roots; write exp(x) for e^x)")
     p = abs(e.value.numerator)
     if b.value is not None and abs(b.value) in (0, 1):
-        return _of(b.value) if e.value.denominator == 1 and (b.value != 0 or e.value > 0) else _Num(1, 0)
+        if e.value.denominator == 1 and (b.value != 0 or e.value > 0):
+            return _of(b.value ** int(e.value))  # (−1)^k alternates
+        return _Num(1, 0)  # 0^0, 0^−k, (±1)^(1/2): SymPy decides (and refuses what is not finite)
     digits = (b.digits - 1) * p + 1  # digits of the exact form grow p-fold (a root keeps them)
     mag = abs(b.mag) * p / e.value.denominator
     _Num(digits, mag)  # bound before computing
