@@ -79,9 +79,10 @@ def snap(r) -> fmpq | None:
     denominator <= SNAP_DENOMINATOR unless its last convergent lands within float precision.
     The candidate is only a guess; what makes it the value is certified in Arb: the ball minus
     the candidate contains 0 at 128 bits and again at every precision of SNAP_PREC, up to
-    MAX_PREC bits (~4900 digits). The float guess cannot lose a true rational p/q with q <=
-    10^4 and |p/q| <= 10^15: the midpoint is then within 2^-52 relative of p/q, far inside
-    1/(2q²), so p/q is a convergent of the midpoint's expansion (Legendre's theorem).
+    MAX_PREC bits (~4900 digits). The guess cannot lose a true rational p/q with q <= 10^4
+    and |p/q| <= 10^7: the float midpoint is then within |p/q|·2^-52 < 1/(2q²) of it, so p/q is a
+    convergent of the midpoint's expansion (Legendre's theorem), and the next one's denominator
+    exceeds 10^4. Beyond 10^7 such a rational may go unrecognised (the value stays an exact node).
 
     This is the one place where exactness rests on numerics rather than algebra: a value within
     2^-16384 of a small-denominator rational is taken to be it. Values of this engine's
@@ -139,11 +140,15 @@ def dyadic(x: arb) -> Fraction:
 
 def round_ends(b: arb, places: int) -> tuple[Decimal, Decimal]:
     """Both ends of the ball, mid ∓ rad taken exactly, rounded half away from zero to `places`
-    decimals in exact arithmetic: equal results certify the rounding (no guard digits to fool)."""
-    mid, rad = dyadic(b.mid()), dyadic(b.rad())
+    decimals in exact arithmetic: equal results certify the rounding (no guard digits to fool).
+    The ends are dyadic, m·2^e, so the rounding is integer arithmetic: ⌊|m|·10^places·2^e + ½⌋."""
+    m1, e1 = (int(v) for v in b.mid().man_exp())
+    m2, e2 = (int(v) for v in b.rad().man_exp())
+    e = min(e1, e2)
+    mid, rad, scale = m1 << (e1 - e), m2 << (e2 - e), 10**places
     out = []
-    for end in (mid - rad, mid + rad):
-        s = end * 10**places
-        n = int(abs(s) + Fraction(1, 2))
-        out.append(Decimal(n if s >= 0 else -n).scaleb(-places, decimal_context(n.bit_length() // 3 + 1, places)))
+    for end in (mid - rad, mid + rad):  # end·2^e
+        a = abs(end) * scale
+        n = a << e if e >= 0 else (a + (1 << (-e - 1))) >> -e
+        out.append(Decimal(n if end >= 0 else -n).scaleb(-places, decimal_context(n.bit_length() // 3 + 1, places)))
     return out[0], out[1]

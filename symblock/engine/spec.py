@@ -120,7 +120,8 @@ def load(name_or_path: str | Path) -> BlockSpec:
 # ---------------------------------------------------------------- exact numbers
 
 _NAMES = ("sqrt", "exp", "E", "pi", "erf", "tanh", "Rational", "oo")
-_PLAIN = re.compile(r"[-+]?(\d{1,40}(/\d{1,40})?|\d{0,40}\.\d{1,40}|\d{1,40}\.)")  # no exponent: bounded size
+_INT = r"(0+|[1-9]\d{0,39})"  # Python's integer literals (no leading zeros), as the full path reads them
+_PLAIN = re.compile(rf"[-+]?({_INT}(/{_INT})?|\d{{0,40}}\.\d{{1,40}}|\d{{1,40}}\.)")  # no exponent: bounded size
 _TRANSFORMS = None
 
 
