@@ -6,6 +6,7 @@ Below exact.py and independent of it: these functions read a node's `op`, `args`
 """
 from __future__ import annotations
 
+import math
 import sys
 from decimal import ROUND_HALF_UP, Context, Decimal
 from fractions import Fraction
@@ -110,6 +111,8 @@ def _candidate(x: float) -> tuple[int, int] | None:
     """(p, q): the last convergent of the float x's continued fraction with q <= SNAP_DENOMINATOR
     (in Python ints, on x's exact binary value), or None when even that is farther from x than
     float rounding explains. Only a guess: the caller certifies it."""
+    if abs(x) < 100.0 and not _may_be_simple(x):
+        return None
     n, d = x.as_integer_ratio()
     p0, q0, p1, q1 = 0, 1, 1, 0
     while d:
@@ -122,6 +125,24 @@ def _candidate(x: float) -> tuple[int, int] | None:
     if abs(x - p1 / q1) > 8 * sys.float_info.epsilon * max(1.0, abs(x)):
         return None
     return p1, q1
+
+
+def _may_be_simple(x: float) -> bool:
+    """False when x's continued fraction, run in floats, passes denominator SNAP_DENOMINATOR
+    with no remainder near 0 on the way: the quick test that rules out most nodes. For |x| < 100
+    the float remainder where a true p/q (q <= 10^4) ends is below ~10^-4 (rounding of x and of
+    each step, amplified at most q² times), far under the 10^-3 threshold; a partial quotient
+    off by one at a near-integer step only splits it as [.., a−1, 1], same final denominator."""
+    f = x - math.floor(x)
+    q0, q1 = 0, 1
+    while f > 1e-3:
+        y = 1.0 / f
+        a = math.floor(y)
+        f = y - a
+        q0, q1 = q1, a * q1 + q0
+        if q1 > SNAP_DENOMINATOR:
+            return False
+    return True
 
 
 # ---------------------------------------------------------------- decimals of a ball

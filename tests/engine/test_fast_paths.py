@@ -119,7 +119,8 @@ def test_spec_matrices_read_like_sympy_matrices():
 # ---------------------------------------------------------------- the rational snap
 
 def small_rationals():  # what balls.snap promises to recognise: |t| <= 10^7, denominator <= 10^4
-    return st.fractions(min_value=-10**7, max_value=10**7, max_denominator=10**4)
+    return st.one_of(st.fractions(min_value=-100, max_value=100, max_denominator=10**4),
+                     st.fractions(min_value=-10**7, max_value=10**7, max_denominator=10**4))
 
 
 @settings(max_examples=200, deadline=None)
@@ -138,6 +139,18 @@ def test_a_node_within_a_tiny_distance_of_a_simple_rational_is_not(k, t):
     for v in (exact.real(t) + tiny, exact.real(t) - tiny):
         assert not v.is_rational
         assert v.sign() == (1 if v.enclosure(1 << 13) > 0 else -1)
+
+
+@pytest.mark.parametrize("bound", [1, 100, 10**7])
+def test_the_candidate_finds_every_simple_rational(bound):
+    """Against `fractions`: every p/q (q <= 10^4) is found from its float; the float pre-check
+    (|x| < 100) loses none of them."""
+    import random
+    rng = random.Random(bound)
+    for _ in range(20000):
+        t = Fraction(rng.randint(-bound * 10**4, bound * 10**4), rng.randint(1, 10**4))
+        if abs(t) <= bound:
+            assert balls._candidate(float(t)) == (t.numerator, t.denominator), t
 
 
 def test_the_candidate_is_the_rational_a_float_rounds_from():
