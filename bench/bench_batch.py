@@ -97,10 +97,16 @@ def bench_commands(baseline: Path, runs: int) -> list[str]:
                         got[label].append(timed(argv, code, tmp))
                 (bw, bc), (aw, ac) = [[statistics.median(x) for x in zip(*got[k])] for k in ("before", "after")]
                 cells.append(f"{bw:.2f} → **{aw:.2f}** (CPU {bc:.2f} → {ac:.2f})")
+                if command == "verify":
+                    VERIFY_CPU[name] = (bc, ac)
             rows.append(f"| {name} | " + " | ".join(cells) + f" | {os.getloadavg()[0]:.1f} |")
     head = ["| block | " + " | ".join(f"`{c}`" for c in COMMANDS) + " | load |",
             "|---|" + "---|" * (len(COMMANDS) + 1)]
     return head + rows
+
+
+VERIFY_CPU: dict[str, tuple[float, float]] = {}  # block -> verify's CPU (before, after)
+IMPORT_CPU: dict[str, float] = {}
 
 
 def bench_imports(runs: int) -> list[str]:
@@ -115,6 +121,7 @@ def bench_imports(runs: int) -> list[str]:
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             ts.append((time.perf_counter() - t0, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)))
         wall, cpu = (statistics.median(x) for x in zip(*ts))
+        IMPORT_CPU[mod or ""] = cpu
         out.append(f"`{'import ' + mod if mod else 'python -c pass'}` {wall:.2f} s (CPU {cpu:.2f})")
     return out
 
@@ -160,6 +167,9 @@ def main() -> int:
     lines += bench_commands(args.baseline, args.runs)
     lines += ["", "Floors, fresh processes (median of 3): " + ", ".join(bench_imports(3)) + ".", "",
               VERIFY_NOTE, ""]
+    torch_cpu = IMPORT_CPU.get("torch", 0.0)
+    lines += ["`verify`'s CPU beyond the bare `import torch` (after; seconds): "
+              + ", ".join(f"{name} {after - torch_cpu:.2f}" for name, (_, after) in VERIFY_CPU.items()) + ".", ""]
     if not args.no_set:
         lines += [f"## A set: {args.variants} medium variants with every PDF", "",
                   f"`symblock worksheet medium.yaml --variants {args.variants} --pdf` on the README's "

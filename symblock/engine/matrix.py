@@ -216,6 +216,14 @@ class ExactMatrix:
 
     _sympy_ = to_sympy
 
+    def __array__(self, dtype=None, copy=None):
+        """As SymPy's matrices do: an object array of SymPy numbers (so `sympy.Matrix(m)` keeps
+        the shape), or the entries converted to `dtype` (float: correctly rounded)."""
+        import numpy as np
+        if dtype is None or np.dtype(dtype) == object:
+            return np.array([[to_sympy_number(e) for e in r] for r in self._rows], dtype=object)
+        return np.array([[float(e) for e in r] for r in self._rows], dtype=dtype)
+
     def __repr__(self) -> str:
         return f"ExactMatrix({[[str(e) if isinstance(e, Fraction) else exact.text(e, 10**9) for e in r] for r in self._rows]})"
 

@@ -2,8 +2,9 @@
 
 Every value that leaves this module is exact: matrices are `ExactMatrix` (Fraction entries, or
 exact.Real for an irrational one such as sqrt(2)/2), scalars (ε, dropout p) a Fraction or, when
-irrational, a SymPy expression; SymPy is imported only to parse such an irrational form. Every error names the file, the field and what was expected. Weights are stored in
-math layout (in, out) whatever the spec's `layout`, vectors as 1 × n rows.
+irrational, a SymPy expression; SymPy is imported only to parse such a form (engine/numbers.py).
+Every error names the file, the field and what was expected. Weights are stored in math layout
+(in, out) whatever the spec's `layout`, vectors as 1 × n rows.
 """
 from __future__ import annotations
 
@@ -217,7 +218,7 @@ def _given(given_raw: Mapping, dims: Dims, opts: Options, source: str) -> dict[s
         given[name] = m = parse_matrix(value, shapes[name], source, f"given.{name}",
                                        allow_inf=name.endswith(".masked"))
         for i in range(m.rows):
-            if all(isinstance(e, exact.Real) and e is exact.NEG_INF for e in m.row(i)):
+            if all(e is exact.NEG_INF for e in m.row(i)):
                 raise SpecError(source, f"given.{name}[{i}]", "every entry of this row is −∞, so its "
                                 "softmax divides by zero; expected at least one finite score a row")
         _check_sign(name, m, source)

@@ -112,6 +112,9 @@ def test_spec_matrices_read_like_sympy_matrices():
     assert X == want and X.to_sympy() == want and sympy.sympify(X) == want
     assert X.T.to_sympy() == want.T and X[1, :].to_sympy() == want[1, :] and list(X)[2:] == [3, -1]
     assert [float(e) for e in X] == [float(e) for e in want]
+    assert sympy.Matrix(X) == want and sympy.ImmutableMatrix(X).shape == (2, 2)
+    import numpy as np
+    assert np.array(X, dtype=float).tolist() == [[0.5, 2 ** 0.5 / 2], [3.0, -1.0]]
     y = block.forward(s)["x"].value
     assert y.to_sympy() == want  # the irrational entry reaches the engine exactly
 
@@ -189,3 +192,19 @@ def test_rationals_round_half_away_from_zero(q, places):
         n = int(s) + (1 if s - int(s) >= Fraction(1, 2) else 0)
         want = Decimal(n if v >= 0 else -n).scaleb(-places, Context(prec=10**4))
         assert exact.real(v).decimal(places) == want
+
+
+def test_forward_and_check_commands_never_import_sympy(tmp_path):
+    """`symblock forward` (table and --json) and `symblock check` on a block: no SymPy import."""
+    import yaml
+    trace = block.forward(spec.load("pre-ln-causal-gelu"))
+    steps = {s.name: [[float(e.decimal(3)) for e in row] for row in s.value.rows]
+             for s in trace if s.name in ("attn.q", "norm1.mean", "output")}
+    (tmp_path / "a.yaml").write_text(yaml.safe_dump({"decimals": 3, "steps": steps}))
+    code = ("import sys, contextlib, io\nfrom symblock.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    codes = [main(['forward', 'pre-ln-causal-gelu']), main(['forward', '--json', 'pre-ln-causal-gelu']),\n"
+            f"             main(['check', 'pre-ln-causal-gelu', {str(tmp_path / 'a.yaml')!r}])]\n"
+            "print(codes, 'sympy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split()[-1] == "False" and out.startswith("[0, 0, 0]"), out
