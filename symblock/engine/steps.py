@@ -46,7 +46,7 @@ class Options:
     """The `block:` section of a spec (defaults are DESIGN.md's)."""
     norm_position: str = "post"
     norm: str = "layernorm"
-    eps: object = 0  # an exact SymPy number once loaded
+    eps: object = 0  # exact once loaded: a Fraction (a SymPy expression when irrational)
     final_norm: bool = False
     activation: str = "relu"
     attention_scale: str = "sqrt_dk"

@@ -69,7 +69,7 @@ def _float(v) -> float:
 
 
 def _to_float(matrix) -> np.ndarray:
-    """An exact SymPy matrix (entries may be -oo in a given masked step) as float64; a float
+    """An exact spec matrix (ExactMatrix or SymPy; entries may be -oo in a given masked step) as float64; a float
     array (a stack's hidden state, reference/numeric_model.py) as it is."""
     if isinstance(matrix, np.ndarray):
         return matrix.astype(np.float64)
