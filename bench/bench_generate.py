@@ -27,6 +27,7 @@ from collections import Counter
 from pathlib import Path
 
 N = 100
+QUIET_BEFORE = {"easy": 4.0, "medium": 2.8, "hard": 5.0}  # s per 100 variants, quiet machine, commit 1d8e6ed
 HERE = Path(__file__).resolve().parent
 
 
@@ -84,6 +85,7 @@ def main(argv=None) -> int:
             "draws/variant | forwards/variant | rejected draws | built into the draws |",
             "|---|---|---|---|---|---|---|---|---|"]
     tables = {"after": list(head), "before": list(head)}
+    got_cpu: dict[tuple[str, str], float] = {}
     for d in ("easy", "medium", "hard"):
         got = {"after": [], "before": []}
         for _ in range(args.runs):
@@ -93,16 +95,24 @@ def main(argv=None) -> int:
         for label, runs in got.items():
             if runs:
                 med = dict(runs[0], **{k: statistics.median(r[k] for r in runs) for k in ("secs", "cpu", "forward")})
+                got_cpu[label, d] = med["cpu"]
                 tables[label].append(row(d, args.n, med))
                 print(label, tables[label][-1], flush=True)
     end = os.getloadavg()
+    quiet = ""
+    if args.baseline and all(got_cpu.get(k) for k in (("before", d) for d in QUIET_BEFORE)):
+        est = ", ".join(f"{d} {QUIET_BEFORE[d] * got_cpu['after', d] / got_cpu['before', d]:.1f} s"
+                        for d in QUIET_BEFORE)
+        quiet = (f"\n\nOn a quiet machine the code before took {', '.join(f'{d} {v} s' for d, v in QUIET_BEFORE.items())} "
+                 "per 100 variants (commit 1d8e6ed); scaled by this run's after/before CPU ratio, the code "
+                 f"after takes about {est} there (an estimate from a shared machine, not a quiet measurement).")
     if args.write:
         machine = (f"{platform.machine()}, Python {platform.python_version()}, {os.cpu_count()} cores, shared; "
                    f"load average {load[0]:.1f} at the start, {end[0]:.1f} at the end")
         before = ("\n\n## Before (the code this branch started from), same run\n\n" + "\n".join(tables["before"])
                   if args.baseline else "")
         (HERE / "README_generate.md").write_text(
-            README.format(machine=machine, runs=args.runs, after="\n".join(tables["after"]), before=before),
+            README.format(machine=machine, runs=args.runs, after="\n".join(tables["after"]), before=before + quiet),
             encoding="utf-8")
     return 0
 
