@@ -168,7 +168,7 @@ def main() -> int:
     lines += ["", "Floors, fresh processes (median of 3): " + ", ".join(bench_imports(3)) + ".", "",
               VERIFY_NOTE, ""]
     torch_cpu = IMPORT_CPU.get("torch", 0.0)
-    lines += ["`verify`'s CPU beyond the bare `import torch` (after; seconds): "
+    lines += ["`verify`'s CPU beyond the bare `import torch` (after; seconds, a difference of medians of separate processes, so ±0.2 s of noise): "
               + ", ".join(f"{name} {after - torch_cpu:.2f}" for name, (_, after) in VERIFY_CPU.items()) + ".", ""]
     if not args.no_set:
         lines += [f"## A set: {args.variants} medium variants with every PDF", "",
