@@ -1,33 +1,41 @@
 """Time the exercise generator: 100 valid variants per difficulty preset, checks included.
 
-    python bench/bench_generate.py            # print the table
-    python bench/bench_generate.py --write    # also write it into bench/README_generate.md
+    python bench/bench_generate.py                          # print the table
+    python bench/bench_generate.py --baseline DIR --write   # before/after, write bench/README_generate.md
 
 Each variant is `generate.variant` for one seed (seeds 1..N): rows of X picked from their family,
 attention weights fitted in batches (exact integers), exact forward(s), W_1 refitted for
-relu_mixed, every constraint checked on the exact trace. The baseline, measured in the same run,
-is the exact forward alone of the accepted variants (what one draw costs at the least: a
-generator that needed no redraw at all would still pay it, twice for the staged easy preset).
-Target (issue 12): 100 variants of every preset in under 3 s on an idle machine, at most 50 draws
-per variant on average. "draws" counts candidate blocks, "forwards" exact forwards.
+relu_mixed, every constraint checked on the exact trace. Each measurement is a fresh process
+(imports not timed); DIR is a checkout of the code before (its `symblock` first on PYTHONPATH),
+run interleaved with this one, preset by preset, so that a burst of load hits both alike.
+The machine is shared, so CPU time (the process's user + system) is given beside wall time.
+The forward column, measured in the same process, is the exact forward alone of the accepted
+variants (what one draw costs at the least). Target (issue 12): 100 variants of every preset in
+under 3 s, at most 50 draws per variant on average. "draws" counts candidate blocks.
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
+import statistics
+import subprocess
 import sys
 import time
 from collections import Counter
 from pathlib import Path
 
 N = 100
+QUIET_BEFORE = {"easy": 4.0, "medium": 2.8, "hard": 5.0}  # s per 100 variants, quiet machine, commit 1d8e6ed
+HERE = Path(__file__).resolve().parent
 
 
-def bench(difficulty: str, n: int = N):
+def bench(difficulty: str, n: int = N) -> dict:
     from symblock.engine import block
     from symblock.exercises import generate
-    t = time.perf_counter()
+    generate.variant({"random": {"seed": 10**6, "difficulty": difficulty}}, "warm-up")  # numpy etc.
+    t, c = time.perf_counter(), time.process_time()
     draws, forwards, rej, redraws, specs = 0, 0, Counter(), Counter(), []
     for seed in range(1, n + 1):
         v = generate.variant({"random": {"seed": seed, "difficulty": difficulty}}, "bench")
@@ -36,60 +44,124 @@ def bench(difficulty: str, n: int = N):
         rej.update(v.rejections)
         redraws.update(v.redraws)
         specs.append(v.spec)
-    secs = time.perf_counter() - t
-    t = time.perf_counter()
+    secs, cpu = time.perf_counter() - t, time.process_time() - c
+    t = time.process_time()
     for s in specs:
         block.forward(s)
-    base = time.perf_counter() - t
-    return secs, base, draws, forwards, rej, redraws
+    return {"secs": secs, "cpu": cpu, "forward": time.process_time() - t, "draws": draws,
+            "forwards": forwards, "rej": dict(rej), "redraws": dict(redraws)}
+
+
+def measure(difficulty: str, n: int, code: Path | None) -> dict:
+    """One preset in a fresh process (code: a checkout to import symblock from)."""
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    if code is not None:
+        env["PYTHONPATH"] = str(code)
+    out = subprocess.run([sys.executable, __file__, "--one", difficulty, "-n", str(n)], env=env,
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out.splitlines()[-1])
+
+
+def row(d: str, n: int, r: dict) -> str:
+    top = ", ".join(f"{k} {v}" for k, v in Counter(r["rej"]).most_common()) or "none"
+    built = ", ".join(f"{k} {v}" for k, v in Counter(r["redraws"]).most_common())
+    return (f"| {d} | {r['secs']:.2f} s | {r['cpu']:.2f} s | {1000 * r['cpu'] / n:.1f} ms | "
+            f"{1000 * r['forward'] / n:.1f} ms | {r['draws'] / n:.2f} | {r['forwards'] / n:.2f} | {top} | {built} |")
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--write", action="store_true")
     p.add_argument("-n", type=int, default=N)
+    p.add_argument("--runs", type=int, default=3, help="runs per preset and code (median; default 3)")
+    p.add_argument("--baseline", type=Path, help="a checkout of the code before, measured in the same run")
+    p.add_argument("--one", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    import symblock.engine.block  # noqa: F401  (import time not measured)
-    rows = ["| preset | variants | total time | per variant | baseline: one exact forward | draws/variant | "
-            "forwards/variant | rejected draws | built into the draws |",
+    if args.one:
+        print(json.dumps(bench(args.one, args.n)))
+        return 0
+    load = os.getloadavg()
+    head = ["| preset | wall, 100 variants | CPU, 100 variants | CPU per variant | one exact forward (CPU) | "
+            "draws/variant | forwards/variant | rejected draws | built into the draws |",
             "|---|---|---|---|---|---|---|---|---|"]
+    tables = {"after": list(head), "before": list(head)}
+    got_cpu: dict[tuple[str, str], float] = {}
     for d in ("easy", "medium", "hard"):
-        secs, base, draws, forwards, rej, redraws = bench(d, args.n)
-        top = ", ".join(f"{k} {v}" for k, v in rej.most_common()) or "none"
-        built = ", ".join(f"{k} {v}" for k, v in redraws.most_common())
-        rows.append(f"| {d} | {args.n} | {secs:.2f} s | {1000 * secs / args.n:.1f} ms | "
-                    f"{1000 * base / args.n:.1f} ms | {draws / args.n:.2f} | {forwards / args.n:.2f} | {top} | {built} |")
-        print(rows[-1], flush=True)
-    table = "\n".join(rows)
+        got = {"after": [], "before": []}
+        for _ in range(args.runs):
+            for label, code in (("before", args.baseline), ("after", None)):
+                if label == "after" or code is not None:
+                    got[label].append(measure(d, args.n, code))
+        for label, runs in got.items():
+            if runs:
+                med = dict(runs[0], **{k: statistics.median(r[k] for r in runs) for k in ("secs", "cpu", "forward")})
+                got_cpu[label, d] = med["cpu"]
+                tables[label].append(row(d, args.n, med))
+                print(label, tables[label][-1], flush=True)
+    end = os.getloadavg()
+    quiet = ""
+    if args.baseline and all(got_cpu.get(k) for k in (("before", d) for d in QUIET_BEFORE)):
+        est = ", ".join(f"{d} {QUIET_BEFORE[d] * got_cpu['after', d] / got_cpu['before', d]:.1f} s"
+                        for d in QUIET_BEFORE)
+        quiet = (f"\n\nOn a quiet machine the code before took {', '.join(f'{d} {v} s' for d, v in QUIET_BEFORE.items())} "
+                 "per 100 variants (commit 1d8e6ed); scaled by this run's after/before CPU ratio, the code "
+                 f"after takes about {est} there (an estimate from a shared machine, not a quiet measurement).")
     if args.write:
-        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-        machine = (f"{platform.machine()}, Python {platform.python_version()}, {os.cpu_count()} cores, "
-                   f"load average {load:.1f} when it ran")
-        Path(__file__).with_name("README_generate.md").write_text(
-            "# Exercise generator bench\n\n"
-            "`python bench/bench_generate.py --write` regenerates this file. Each variant is "
-            "`generate.variant` for one seed (1..100) of a difficulty preset: rows of X picked from "
-            "the listed family of rows that pass the first norm's checks, attention weights fitted in "
-            "batches of 256 candidates scored in exact integers, W_1 refitted to the exact FFN input for "
-            "relu_mixed, and every constraint checked again on the exact trace. The baseline column, "
-            "measured in the same run, is one exact forward of each accepted variant: the least any "
-            "generator pays per variant.\n\n"
-            "Target (issue 12): 100 variants of every preset in under 3 s, at most 50 draws per variant "
-            "on average. The draw count is met by construction (about one candidate block per variant). "
-            "The time is what the exact engine costs: 1.7–2 exact forwards per variant (a relu_mixed refit "
-            "works the block again; the staged easy preset works it twice each time), the spec built "
-            "with SymPy for each, and the fits (about 10 ms). It scales with the forward baseline, so on a "
-            "shared, loaded machine it is several times the idle figure.\n\n"
-            f"Machine: {machine}.\n\n{table}\n\n"
-            "Draws/variant counts candidate blocks (the accepted one included); rejected draws name the "
-            "constraint that failed on the exact trace; the last column counts what was fitted instead of "
-            "rejected (a refit of the attention or FFN weights, and the first check that asked for it).\n\n"
-            "For comparison, the issue-5 generator (rejection only; X rows redrawn one by one) measured "
-            "on an idle machine: easy 41.1 ms, medium 22.2 ms, hard 32.6 ms per variant, with 31.7, 8.8 "
-            "and 2.1 draws per variant, for blocks with varying dims and without the issue-12 guarantees "
-            "(its medium shared σ = 3/2 in every row). Run on this machine in the same session (load average 9.2, 20 variants each) the issue-5 generator took easy 423.7 ms, medium 143.7 ms and hard 194.8 ms per variant, with 48.0, 11.6 and 1.8 draws per variant.\n", encoding="utf-8")
+        machine = (f"{platform.machine()}, Python {platform.python_version()}, {os.cpu_count()} cores, shared; "
+                   f"load average {load[0]:.1f} at the start, {end[0]:.1f} at the end")
+        before = ("\n\n## Before (the code this branch started from), same run\n\n" + "\n".join(tables["before"])
+                  if args.baseline else "")
+        (HERE / "README_generate.md").write_text(
+            README.format(machine=machine, runs=args.runs, after="\n".join(tables["after"]), before=before + quiet),
+            encoding="utf-8")
     return 0
 
+
+README = """# Exercise generator bench
+
+`python bench/bench_generate.py --baseline DIR --write` regenerates this file (DIR: a checkout of
+the code before). Each variant is `generate.variant` for one seed (1..100) of a difficulty preset:
+rows of X picked from the listed family of rows that pass the first norm's checks, attention
+weights fitted in batches of 256 candidates scored in exact integers, W_1 refitted to the exact FFN
+input for relu_mixed, and every constraint checked again on the exact trace. Each figure is the
+median of {runs} fresh processes (imports not timed), before and after interleaved preset by preset.
+
+Target (issue 12): 100 variants of every preset in under 3 s, at most 50 draws per variant on
+average. The machine is shared by several developers, so CPU time (user + system of the process)
+is the figure to read: it hardly depends on the others' load, while wall time does (on an idle
+machine wall ≈ CPU for this single-threaded work).
+
+Machine: {machine}.
+
+## After
+
+{after}{before}
+
+Draws/variant counts candidate blocks (the accepted one included); forwards/variant the candidates
+worked through exactly (a relu_mixed refit works the candidate again, keeping every step before
+the FFN; with staging the first work stops at the staged step); rejected draws name the constraint
+that failed on the exact trace; the last column counts what was fitted instead of rejected (a refit
+of the attention or FFN weights, and the first check that asked for it). The drawn variants are the
+same before and after (same tensors, steps and exact values for every seed).
+
+## Where the time went, and what changed
+
+- **The rational snap** (engine/balls.py), run on every graph node the engine builds: its
+  candidate rational came from `fractions.Fraction.limit_denominator`; it now comes from an
+  integer continued fraction of the midpoint, and Arb still certifies it at up to 16384 bits.
+- **Spec building** (engine/spec.py): each candidate's spec was parsed by SymPy entry by entry and
+  stored as SymPy matrices; rationals now parse as `Fraction`s (SymPy only for sqrt/exp forms) and
+  the matrices are `ExactMatrix`, so the generator never imports SymPy.
+- **Work per variant**: the staged easy preset worked the whole block twice; the unstaged pass now
+  stops at the staged step. A relu_mixed refit of W_1 worked the whole candidate again; it now keeps
+  every step that reads neither W_1 nor b_1.
+- Decimals of balls and rationals are rounded in integer arithmetic (no Fractions): the checks and
+  the staged step's rounding call them often.
+
+For comparison, the issue-5 generator (rejection only; X rows redrawn one by one) measured on an
+idle machine: easy 41.1 ms, medium 22.2 ms, hard 32.6 ms per variant, with 31.7, 8.8 and 2.1 draws
+per variant, for blocks with varying dims and without the issue-12 guarantees.
+"""
 
 if __name__ == "__main__":
     sys.exit(main())

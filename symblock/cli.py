@@ -229,6 +229,7 @@ def cmd_examples(args) -> int:
 
 
 def cmd_verify(args) -> int:
+    _import_in_background("torch")  # ~2 s, mostly reading files: it overlaps loading and the exact forward
     from symblock.engine import report
     from symblock.reference import verify
     from symblock.exercises.generate import load
@@ -236,6 +237,21 @@ def cmd_verify(args) -> int:
     result = verify.run(spec, tol=args.tol, require_torch=args.require_torch, max_cost=args.max_cost)
     print(report.verify_json(result) if args.json else report.verify_table(result))
     return 0 if result.ok else 1
+
+
+def _import_in_background(name: str) -> None:
+    """Start importing a module in a daemon thread. Whoever imports it later waits for that import
+    (Python's per-module import lock) and gets the module, or the ImportError, as usual."""
+    import importlib.util
+    import threading
+
+    def run():
+        try:
+            __import__(name)
+        except Exception:  # noqa: BLE001  (the later import raises it again where it is handled)
+            pass
+    if importlib.util.find_spec(name) is not None:
+        threading.Thread(target=run, name=f"import {name}", daemon=True).start()
 
 
 if __name__ == "__main__":

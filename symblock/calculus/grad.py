@@ -86,8 +86,7 @@ def put_cols(m: Mat, lo: int, width: int) -> Mat:
 
 
 def num(v) -> exact.Real:
-    import sympy
-    return exact.from_sympy(sympy.sympify(v))
+    return exact.from_sympy(v)  # ints and Fractions (a spec's ε, p) without importing SymPy
 
 
 # ---------------------------------------------------------------- losses

@@ -6,6 +6,8 @@ Below exact.py and independent of it: these functions read a node's `op`, `args`
 """
 from __future__ import annotations
 
+import math
+import sys
 from decimal import ROUND_HALF_UP, Context, Decimal
 from fractions import Fraction
 
@@ -70,27 +72,77 @@ def node_ball(r, child_balls: list) -> arb:
 
 def snap(r) -> fmpq | None:
     """The simple rational a node equals, or None (an exact 0 from LayerNorm outputs summing
-    to zero, ±1 from a 2-d LayerNorm row, a softmax-weighted constant): recognised when they
-    agree at every precision up to MAX_PREC bits (~4900 digits).
+    to zero, ±1 from a 2-d LayerNorm row, a softmax-weighted constant).
+
+    Called on every node the engine builds, so the common case (no such rational) must be cheap:
+    a tight ball's float midpoint is expanded as a continued fraction in float arithmetic
+    (`_candidate`, a handful of float operations), which rules out every rational with
+    denominator <= SNAP_DENOMINATOR unless its last convergent lands within float precision.
+    The candidate is only a guess; what makes it the value is certified in Arb: the ball minus
+    the candidate contains 0 at 128 bits and again at every precision of SNAP_PREC, up to
+    MAX_PREC bits (~4900 digits). The guess cannot lose a true rational p/q with q <= 10^4
+    and |p/q| <= 10^7: the float midpoint is then within |p/q|·2^-52 < 1/(2q²) of it, so p/q is a
+    convergent of the midpoint's expansion (Legendre's theorem), and the next one's denominator
+    exceeds 10^4. Beyond 10^7 such a rational may go unrecognised (the value stays an exact node).
 
     This is the one place where exactness rests on numerics rather than algebra: a value within
     2^-16384 of a small-denominator rational is taken to be it. Values of this engine's
     expressions (small integers through +, ·, /, √, exp, erf, tanh) do not come that close
     without being equal in any case we know of; short closed forms are confirmed by SymPy."""
     b = r.ball
-    if not b.is_finite() or b.rad() > 1e-20 * (1 + abs(float(b.mid()))):
+    if not b.is_finite():
         return None
     mid = float(b.mid())
-    if abs(mid) > 1e15:
+    if float(b.rad()) > 1e-20 * (1 + abs(mid)) or abs(mid) > 1e15:
         return None
-    c = Fraction(mid).limit_denominator(SNAP_DENOMINATOR)
-    q = fmpq(c.numerator, c.denominator)
+    pq = _candidate(mid)
+    if pq is None:
+        return None
+    q = fmpq(*pq)
     if not (b - q).contains(0):
         return None
     for prec in SNAP_PREC:  # the difference at that precision too: at 128 bits it would round to 0
         if not with_prec(prec, lambda: (r.enclosure(prec) - q).contains(0)):
             return None
     return q
+
+
+def _candidate(x: float) -> tuple[int, int] | None:
+    """(p, q): the last convergent of the float x's continued fraction with q <= SNAP_DENOMINATOR
+    (in Python ints, on x's exact binary value), or None when even that is farther from x than
+    float rounding explains. Only a guess: the caller certifies it."""
+    if abs(x) < 100.0 and not _may_be_simple(x):
+        return None
+    n, d = x.as_integer_ratio()
+    p0, q0, p1, q1 = 0, 1, 1, 0
+    while d:
+        a, r = divmod(n, d)
+        q2 = a * q1 + q0
+        if q2 > SNAP_DENOMINATOR:
+            break
+        p0, q0, p1, q1 = p1, q1, a * p1 + p0, q2
+        n, d = d, r
+    if abs(x - p1 / q1) > 8 * sys.float_info.epsilon * max(1.0, abs(x)):
+        return None
+    return p1, q1
+
+
+def _may_be_simple(x: float) -> bool:
+    """False when x's continued fraction, run in floats, passes denominator SNAP_DENOMINATOR
+    with no remainder near 0 on the way: the quick test that rules out most nodes. For |x| < 100
+    the float remainder where a true p/q (q <= 10^4) ends is below ~10^-4 (rounding of x and of
+    each step, amplified at most q² times), far under the 10^-3 threshold; a partial quotient
+    off by one at a near-integer step only splits it as [.., a−1, 1], same final denominator."""
+    f = x - math.floor(x)
+    q0, q1 = 0, 1
+    while f > 1e-3:
+        y = 1.0 / f
+        a = math.floor(y)
+        f = y - a
+        q0, q1 = q1, a * q1 + q0
+        if q1 > SNAP_DENOMINATOR:
+            return False
+    return True
 
 
 # ---------------------------------------------------------------- decimals of a ball
@@ -109,11 +161,15 @@ def dyadic(x: arb) -> Fraction:
 
 def round_ends(b: arb, places: int) -> tuple[Decimal, Decimal]:
     """Both ends of the ball, mid ∓ rad taken exactly, rounded half away from zero to `places`
-    decimals in exact arithmetic: equal results certify the rounding (no guard digits to fool)."""
-    mid, rad = dyadic(b.mid()), dyadic(b.rad())
+    decimals in exact arithmetic: equal results certify the rounding (no guard digits to fool).
+    The ends are dyadic, m·2^e, so the rounding is integer arithmetic: ⌊|m|·10^places·2^e + ½⌋."""
+    m1, e1 = (int(v) for v in b.mid().man_exp())
+    m2, e2 = (int(v) for v in b.rad().man_exp())
+    e = min(e1, e2)
+    mid, rad, scale = m1 << (e1 - e), m2 << (e2 - e), 10**places
     out = []
-    for end in (mid - rad, mid + rad):
-        s = end * 10**places
-        n = int(abs(s) + Fraction(1, 2))
-        out.append(Decimal(n if s >= 0 else -n).scaleb(-places, decimal_context(n.bit_length() // 3 + 1, places)))
+    for end in (mid - rad, mid + rad):  # end·2^e
+        a = abs(end) * scale
+        n = a << e if e >= 0 else (a + (1 << (-e - 1))) >> -e
+        out.append(Decimal(n if end >= 0 else -n).scaleb(-places, decimal_context(n.bit_length() // 3 + 1, places)))
     return out[0], out[1]

@@ -103,10 +103,15 @@ def check_size(spec: BlockSpec, max_cost: int | None = None) -> None:
 
 
 class _Tracer:
-    def __init__(self, spec: BlockSpec):
+    def __init__(self, spec: BlockSpec, upto: str | None = None, keep: Mapping[str, Mat] | None = None):
         self.spec, self.o, self.dims = spec, spec.options, spec.dims
         self.graph = step_inputs(spec.dims, spec.options)
-        self.todo = set(computed_steps(spec.dims, spec.options, set(spec.given)))
+        todo = computed_steps(spec.dims, spec.options, set(spec.given))
+        if upto is not None:  # the steps up to `upto` in forward order; none after it
+            order = list(self.graph)
+            todo = [n for n in todo if order.index(n) <= order.index(upto)]
+        self.todo = set(todo)
+        self.keep = keep or {}
         self.symbolic = is_symbolic(spec)
         self.params = {k: Mat.from_sympy(v, self.symbolic) for k, v in spec.params.items()}
         for prefix, X, _ in spec.sequences():  # X is a Mat when a stack feeds a layer's output on
@@ -126,9 +131,8 @@ class _Tracer:
         mask = Mat.from_sympy(self.spec.dropout_masks[name], self.symbolic)
         p = self.spec.dropout_p
         lhs = latex.split(" = ")[0]
-        import sympy
         tex = (rf"\tilde{{{lhs}}} = D \odot {lhs} \cdot \tfrac{{1}}{{1 - p}},\ "
-               rf"p = {sympy.latex(p)}")
+               rf"p = {number_latex(p)}")
         return self._record(name + DROPPED, tex, lambda: (value * mask).scale(self.num(1 / (1 - p))))
 
     def read(self, name: str, tex: str) -> str:
@@ -142,7 +146,7 @@ class _Tracer:
             if not isinstance(value, Mat):
                 value = Mat.from_sympy(value, self.symbolic)
         elif name in self.todo:
-            value, given = compute(), False
+            value, given = self.keep[name] if name in self.keep else compute(), False
         else:
             return None  # only fed given steps
         self.steps.append(Step(name, latex, () if given else self.graph[name], value, given))
@@ -154,17 +158,35 @@ class _Tracer:
 
     def num(self, v):
         """A constant in this forward's number type (exact Real, or SymPy when symbolic)."""
-        import sympy
-        return sympy.sympify(v) if self.symbolic else exact.from_sympy(sympy.sympify(v))
+        if self.symbolic:
+            import sympy
+            return sympy.sympify(v)
+        return exact.from_sympy(v)
+
+
+def number_latex(v) -> str:
+    """A spec scalar (a Fraction, or a SymPy form) as LaTeX, as sympy.latex writes it."""
+    from fractions import Fraction
+    if isinstance(v, Fraction):
+        sign = "- " if v < 0 else ""
+        return str(v) if v.denominator == 1 else rf"{sign}\frac{{{abs(v.numerator)}}}{{{v.denominator}}}"
+    import sympy
+    return sympy.latex(v)
 
 
 Tracer = _Tracer  # public: a stack (engine/model.py) runs sub-layers on rows of its own
 
 
-def forward(spec: BlockSpec, max_cost: int | None = None) -> Trace:
-    """Run the block on the spec and record every step (DESIGN.md's vocabulary and order)."""
+def forward(spec: BlockSpec, max_cost: int | None = None, upto: str | None = None,
+            keep: Mapping[str, Mat] | None = None) -> Trace:
+    """Run the block on the spec and record every step (DESIGN.md's vocabulary and order).
+
+    For the generator, which works many candidates: `upto` stops after that step (the trace
+    holds the steps up to it), and `keep` takes the values of steps known not to have changed
+    (from an earlier trace of the same block with other weights downstream) instead of working
+    them again; each is recorded exactly as computed (not as given)."""
     check_size(spec, max_cost)
-    t = _Tracer(spec)
+    t = _Tracer(spec, upto, keep)
     for prefix, _, pad in spec.sequences():
         t.prefix, t.pad = prefix, pad
         sequence(t)

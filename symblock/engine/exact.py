@@ -143,9 +143,9 @@ class Real:
     def decimal(self, places: int) -> Decimal:
         """The value rounded half away from zero to `places` decimals, certified."""
         if self.q is not None:  # exact: half away from zero, decided on the fraction
-            s = Fraction(int(self.q.p), int(self.q.q)) * 10**places
-            n = int(abs(s) + Fraction(1, 2))
-            return Decimal(n if s >= 0 else -n).scaleb(-places, decimal_context(n.bit_length() // 3 + 1, places))
+            p, q = int(self.q.p), int(self.q.q)
+            n = (2 * abs(p) * 10**places + q) // (2 * q)  # ⌊|p/q|·10^places + ½⌋
+            return Decimal(n if p >= 0 else -n).scaleb(-places, decimal_context(n.bit_length() // 3 + 1, places))
 
         def rounded(b):
             lo, hi = round_ends(b, places)
@@ -311,7 +311,10 @@ def _unary(op: str, x: Real, at_zero) -> Real:
 # ---------------------------------------------------------------- SymPy bridge
 
 def from_sympy(e) -> Real:
-    """An exact SymPy number (Rational, sqrt, exp, E, pi, erf, tanh, + − · /) as a Real."""
+    """An exact SymPy number (Rational, sqrt, exp, E, pi, erf, tanh, + − · /) as a Real; a Real,
+    an int or a Fraction (a spec's entries, engine/matrix.ExactMatrix) without importing SymPy."""
+    if isinstance(e, (Real, int, Fraction, fmpq)):
+        return real(e)
     import sympy
     e = sympy.sympify(e)
     if e.is_Rational:

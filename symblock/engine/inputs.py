@@ -9,10 +9,10 @@ Masks follow torch: a padding entry `true` is a key no query may attend to; a dr
 from __future__ import annotations
 
 from dataclasses import replace
+from fractions import Fraction
 from typing import Any, Mapping
 
-import sympy
-
+from symblock.engine.matrix import ExactMatrix
 from symblock.errors import SpecError
 from symblock.engine.steps import (DROPOUT_KINDS, Dims, Options, batch_prefixes, step_kind,
                                    step_names)
@@ -89,16 +89,15 @@ def dropout_p(p, source: str):
     return p
 
 
-def draw_mask(seed: int, name: str, shape: tuple[int, int], p) -> sympy.ImmutableMatrix:
+def draw_mask(seed: int, name: str, shape: tuple[int, int], p) -> ExactMatrix:
     """A fixed dropout mask drawn from the seed: each entry dropped with probability p, from the
     mask's own stream (spec.draw's scheme: sha256 of the seed and name, `random.random()`)."""
     import hashlib
     import random
-    from fractions import Fraction
     digest = hashlib.sha256(f"symblock:{seed}:dropout.{name}".encode()).digest()
     rng, q = random.Random(int.from_bytes(digest[:8], "big")), Fraction(str(p))
-    return sympy.ImmutableMatrix(shape[0], shape[1],
-                                 [0 if Fraction(rng.random()) < q else 1 for _ in range(shape[0] * shape[1])])
+    return ExactMatrix([[Fraction(0 if Fraction(rng.random()) < q else 1) for _ in range(shape[1])]
+                        for _ in range(shape[0])])
 
 
 def dropout_masks(dropout: Any, shapes: Mapping[str, tuple[int, int]], source: str,
@@ -125,7 +124,7 @@ def dropout_masks(dropout: Any, shapes: Mapping[str, tuple[int, int]], source: s
                 if isinstance(v, bool) or v not in (0, 1):
                     raise SpecError(source, f"{where}[{i}][{j}]", f"expected 0 (dropped) or 1 (kept), "
                                     f"got {_what(v)}")
-        out[name] = sympy.ImmutableMatrix([[int(v) for v in r] for r in raw])
+        out[name] = ExactMatrix([[Fraction(int(v)) for v in r] for r in raw])
     return out
 
 

@@ -5,6 +5,7 @@ arithmetic with a 1 × n row broadcast over rows (biases, γ, β), column blocks
 """
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Callable, Iterable, Sequence
 
 from symblock.engine import exact
@@ -18,8 +19,10 @@ class Mat:
 
     @classmethod
     def from_sympy(cls, m, symbolic: bool = False) -> "Mat":
-        """From a SymPy matrix: exact Reals, or (symbolic) the SymPy entries as they are."""
-        return cls(m.tolist() if symbolic else [[exact.from_sympy(e) for e in row] for row in m.tolist()])
+        """From a spec's ExactMatrix or a SymPy matrix: exact Reals, or (symbolic) SymPy entries."""
+        if symbolic:
+            return cls([[to_sympy_number(e) for e in row] for row in m.tolist()])
+        return cls([[exact.from_sympy(e) for e in row] for row in m.tolist()])
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -132,3 +135,102 @@ class Mat:
 
     def _repr_latex_(self) -> str:
         return "$" + self.latex() + "$"
+
+
+class ExactMatrix:
+    """A spec's matrix of exact numbers, read like a SymPy ImmutableMatrix (shape, rows/cols
+    counts, `m[i, j]`, flat iteration, tolist, T, row, ==) without importing SymPy: loading a
+    spec and working it forward never needs SymPy. Entries are `fractions.Fraction` (every
+    rational, the common case) or `exact.Real` (an irrational entry such as sqrt(2)/2, and −∞
+    in a given masked step). `to_sympy()` (also `sympy.sympify(m)`) converts on demand for the
+    symbolic and derive paths."""
+    __slots__ = ("_rows", "shape")
+
+    def __init__(self, rows: Iterable[Sequence]):
+        self._rows = tuple(tuple(r) for r in rows)
+        self.shape = (len(self._rows), len(self._rows[0]) if self._rows else 0)
+
+    @classmethod
+    def filled(cls, r: int, c: int, v) -> "ExactMatrix":
+        return cls([[v] * c for _ in range(r)])
+
+    @classmethod
+    def ones(cls, r: int, c: int) -> "ExactMatrix":
+        return cls.filled(r, c, Fraction(1))
+
+    @classmethod
+    def zeros(cls, r: int, c: int) -> "ExactMatrix":
+        return cls.filled(r, c, Fraction(0))
+
+    @property
+    def rows(self) -> int:
+        return self.shape[0]
+
+    @property
+    def cols(self) -> int:
+        return self.shape[1]
+
+    def __len__(self) -> int:
+        return self.shape[0] * self.shape[1]
+
+    def __iter__(self):
+        return (e for r in self._rows for e in r)
+
+    def __getitem__(self, ij):
+        if isinstance(ij, tuple):
+            i, j = ij
+            if isinstance(i, slice) or isinstance(j, slice):  # a block, as SymPy slices
+                rows = self._rows[i] if isinstance(i, slice) else (self._rows[i],)
+                return ExactMatrix([r[j] if isinstance(j, slice) else (r[j],) for r in rows])
+            return self._rows[i][j]
+        return self._rows[ij // self.shape[1]][ij % self.shape[1]]
+
+    def tolist(self) -> list[list]:
+        return [list(r) for r in self._rows]
+
+    def row(self, i: int) -> "ExactMatrix":
+        return ExactMatrix([self._rows[i]])
+
+    @property
+    def T(self) -> "ExactMatrix":
+        return ExactMatrix(zip(*self._rows))
+
+    def _keys(self) -> tuple:
+        """Entries as comparable keys: a rational itself, an irrational entry by its closed form
+        (written from its graph: equal forms are equal values)."""
+        return tuple(e if isinstance(e, Fraction) else ("real", exact.text(e, 10**9)) for e in self)
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, ExactMatrix):
+            return self.shape == other.shape and self._keys() == other._keys()
+        if getattr(other, "is_Matrix", False):
+            return self.to_sympy() == other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.shape, self._keys()))
+
+    def to_sympy(self):
+        import sympy
+        return sympy.ImmutableMatrix(self.shape[0], self.shape[1], [to_sympy_number(e) for e in self])
+
+    _sympy_ = to_sympy
+
+    def __array__(self, dtype=None, copy=None):
+        """As SymPy's matrices do: an object array of SymPy numbers (so `sympy.Matrix(m)` keeps
+        the shape), or the entries converted to `dtype` (float: correctly rounded)."""
+        import numpy as np
+        if dtype is None or np.dtype(dtype) == object:
+            return np.array([[to_sympy_number(e) for e in r] for r in self._rows], dtype=object)
+        return np.array([[float(e) for e in r] for r in self._rows], dtype=dtype)
+
+    def __repr__(self) -> str:
+        return f"ExactMatrix({[[str(e) if isinstance(e, Fraction) else exact.text(e, 10**9) for e in r] for r in self._rows]})"
+
+
+def to_sympy_number(e):
+    """One exact number (Fraction, Real, int, or already SymPy) as a SymPy number."""
+    import sympy
+    if isinstance(e, exact.Real):
+        return -sympy.oo if e is exact.NEG_INF else exact.to_sympy(e, 10**9)
+    return sympy.sympify(e)

@@ -36,7 +36,7 @@ MIXED_WARNING = ("this stack mixes Pre-LN and Post-LN layers; seed 001 warns tha
 @dataclass(frozen=True)
 class ModelSpec:
     """A validated tiny GPT: one BlockSpec per layer (seq_len = the prompt's length) plus the
-    embedding, positions, final norm and head, all exact (SymPy matrices, math layout)."""
+    embedding, positions, final norm and head, all exact (ExactMatrix, math layout)."""
     vocab: tuple[str, ...]
     positions: str
     layers: tuple                      # BlockSpec per layer

@@ -13,14 +13,21 @@ with `^` read as `**` as SymPy's parser does), with cheap upper bounds:
 
 Exponents must be known rationals with denominator 1 or 2 (the engine's exact roots are square
 roots); `E**x` is `exp(x)`. Rational subexpressions are evaluated exactly (Fractions), which is
-cheap because their size was bounded first. Only when an entry passes is it handed to SymPy.
+cheap because their size was bounded first. That value is the entry's when it is rational, so a
+spec's numbers parse without SymPy (engine/spec.parse_exact); only the other forms (sqrt(2),
+E/(1+E), …) are handed to SymPy, and only once they pass.
 """
 from __future__ import annotations
 
 import ast
 import math
+import re
 from decimal import Decimal
 from fractions import Fraction
+from typing import Any
+
+from symblock.engine.fields import kind_of
+from symblock.errors import SpecError
 
 MAX_DIGITS = 1000   # digits of one exact number (10**400 and exp(1000) pass; 10**10**10 does not)
 MAX_DEPTH = 100     # nesting of one expression
@@ -68,13 +75,15 @@ def check_decimal(d: Decimal) -> None:
                        f"exponent {t.exponent})")
 
 
-def check_text(text: str) -> None:
-    """Raise TooLarge or SyntaxError when the expression `text` is too large or not arithmetic."""
+def check_text(text: str) -> Fraction | None:
+    """Raise TooLarge or SyntaxError when the expression `text` is too large or not arithmetic;
+    else its exact value when it is rational (numbers and + − · / ** of them, `Rational(a, b)`),
+    None when it needs SymPy (sqrt, exp, erf, tanh, E, pi, oo, a division by zero)."""
     try:
         tree = ast.parse(text.replace("^", "**").strip(), mode="eval")
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         raise SyntaxError("not an arithmetic expression") from None
-    _walk(tree.body, text.replace("^", "**").strip(), 0)
+    return _walk(tree.body, text.replace("^", "**").strip(), 0).value
 
 
 def _walk(node: ast.AST, text: str, depth: int) -> _Num:
@@ -134,7 +143,9 @@ def _power(node: ast.BinOp, text: str, depth: int) -> _Num:
                        "(exact roots are square roots; write exp(x) for e^x)")
     p = abs(e.value.numerator)
     if b.value is not None and abs(b.value) in (0, 1):
-        return _of(b.value) if e.value.denominator == 1 and (b.value != 0 or e.value > 0) else _Num(1, 0)
+        if e.value.denominator == 1 and (b.value != 0 or e.value > 0):
+            return _of(b.value ** int(e.value))  # (−1)^k alternates
+        return _Num(1, 0)  # 0^0, 0^−k, (±1)^(1/2): SymPy decides (and refuses what is not finite)
     digits = (b.digits - 1) * p + 1  # digits of the exact form grow p-fold (a root keeps them)
     mag = abs(b.mag) * p / e.value.denominator
     _Num(digits, mag)  # bound before computing
@@ -160,3 +171,94 @@ def _function(name: str, args: list[_Num]) -> _Num:
             grow = 10 ** min(x.mag, 20) * _LOG10_E
         return _Num(x.digits + 1, grow + 1)
     return _Num(x.digits, 0.0)  # erf, tanh: |value| <= 1
+
+
+# ---------------------------------------------------------------- the parser (engine/spec.py re-exports it)
+
+_NAMES = ("sqrt", "exp", "E", "pi", "erf", "tanh", "Rational", "oo")
+_INT = r"(0+|[1-9]\d{0,39})"  # Python's integer literals (no leading zeros), as the full path reads them
+_PLAIN = re.compile(rf"[-+]?({_INT}(/{_INT})?|\d{{0,40}}\.\d{{1,40}}|\d{{1,40}}\.)")  # no exponent: bounded size
+_TRANSFORMS = None
+
+
+def parse_exact(value: Any, source: str, where: str, allow_inf: bool = False):
+    """An exact real number from an int, a decimal (exact as written) or a string such as
+    "1/2", "1e-5", "sqrt(2)/2", "E/(1+E)": a `Fraction` when it is rational, parsed without
+    SymPy (plain numbers by `Fraction`, arithmetic on the size guard's syntax tree above);
+    `exact.NEG_INF` for "-oo" where allowed; else the SymPy expression,
+    SymPy's parser being the fallback for the irrational forms only."""
+    if isinstance(value, bool) or value is None:
+        raise SpecError(source, where, f"expected a number, got {kind_of(value)}")
+    try:
+        if isinstance(value, int):
+            check_int(value)
+            return Fraction(value)
+        if isinstance(value, float):  # from Python callers: take the shortest repr, as written
+            value = Decimal(repr(value))
+        if isinstance(value, Decimal):
+            if not value.is_finite():
+                raise SpecError(source, where, f"expected a finite number, got {value}")
+            check_decimal(value)
+            return Fraction(value)
+    except TooLarge as e:
+        raise SpecError(source, where, f"{e}; expected a number of at most {MAX_DIGITS} digits") from None
+    if not isinstance(value, str):
+        raise SpecError(source, where, f"expected a number, got {kind_of(value)}")
+    text = value.strip()
+    if _PLAIN.fullmatch(text):
+        try:
+            return Fraction(text)
+        except ZeroDivisionError:
+            pass  # "1/0": refused below, as SymPy's zoo
+    words = set(re.findall(r"[A-Za-z_]+", text)) - {"e"}
+    bad = sorted(w for w in words if w not in _NAMES and not re.fullmatch(r"[eE]", w))
+    if not text or bad or len(text) > 500:
+        extra = f" (unknown name {', '.join(bad)})" if bad else ""
+        raise SpecError(source, where, f"expected a number or exact expression such as 3, 1.25, "
+                                       f"\"1/2\", \"sqrt(2)\", got {value!r}{extra}")
+    try:
+        q = check_text(text)
+    except TooLarge as e:
+        raise SpecError(source, where, f"{e}, got {value!r}") from None
+    except SyntaxError:
+        raise SpecError(source, where, f"could not parse {value!r} as an exact number: expected numbers, "
+                        "+ - * / ** and sqrt, exp, erf, tanh, E, pi") from None
+    if q is not None:
+        return q
+    if allow_inf and re.fullmatch(r"-\s*oo", text):
+        from symblock.engine import exact
+        return exact.NEG_INF
+    return _parse_with_sympy(value, text, source, where, allow_inf)
+
+
+def _parse_with_sympy(value: str, text: str, source: str, where: str, allow_inf: bool):
+    """The forms that are not rational (sqrt, exp, erf, tanh, E, pi), parsed by SymPy once the
+    size guard has passed them; what the exact engine cannot hold is refused with its field."""
+    global _TRANSFORMS
+    import sympy
+    from sympy.parsing.sympy_parser import parse_expr
+    if _TRANSFORMS is None:
+        from sympy.parsing.sympy_parser import (convert_xor, rationalize,
+                                                standard_transformations)
+        _TRANSFORMS = standard_transformations + (convert_xor, rationalize)
+    names = {n: getattr(sympy, n) for n in _NAMES}
+    try:
+        expr = parse_expr(text, local_dict=names, global_dict={"Integer": sympy.Integer,
+                          "Rational": sympy.Rational, "Float": sympy.Float, "Symbol": sympy.Symbol},
+                          transformations=_TRANSFORMS)
+    except Exception:
+        raise SpecError(source, where, f"could not parse {value!r} as an exact number") from None
+    if expr.free_symbols or not expr.is_number:
+        raise SpecError(source, where, f"expected a number, got {value!r}")
+    from symblock.engine import exact
+    if allow_inf and expr == -sympy.oo:
+        return exact.NEG_INF
+    if expr.has(sympy.oo, -sympy.oo, sympy.zoo, sympy.nan) or expr.is_real is False:
+        raise SpecError(source, where, f"expected a finite real number, got {value!r}")
+    if expr.is_Rational:
+        return Fraction(int(expr.p), int(expr.q))
+    try:  # what the exact engine cannot hold is refused here, with its field
+        exact.from_sympy(expr)
+    except (ValueError, ZeroDivisionError) as e:
+        raise SpecError(source, where, f"cannot use {value!r} exactly: {e}") from None
+    return expr

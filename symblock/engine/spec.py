@@ -1,8 +1,10 @@
 """Load and validate a block spec (YAML/JSON or a built-in example) into a frozen `BlockSpec`.
 
-Every value that leaves this module is exact (SymPy Integer/Rational, or an exact expression such
-as sqrt(2)); every error names the file, the field and what was expected. Weights are stored in
-math layout (in, out) whatever the spec's `layout`, vectors as 1 × n rows.
+Every value that leaves this module is exact: matrices are `ExactMatrix` (Fraction entries, or
+exact.Real for an irrational one such as sqrt(2)/2), scalars (ε, dropout p) a Fraction or, when
+irrational, a SymPy expression; SymPy is imported only to parse such a form (engine/numbers.py).
+Every error names the file, the field and what was expected. Weights are stored in math layout
+(in, out) whatever the spec's `layout`, vectors as 1 × n rows.
 """
 from __future__ import annotations
 
@@ -10,14 +12,15 @@ import hashlib
 import random as _random
 import re
 from dataclasses import dataclass, field
-from decimal import Decimal
+from fractions import Fraction
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
-import sympy
-from symblock.engine import cost, files, numbers
+from symblock.engine import cost, files
+from symblock.engine.numbers import parse_exact  # noqa: F401  (re-exported: spec.parse_exact is public)
+from symblock.engine.matrix import ExactMatrix
 from symblock.engine.fields import MAX_DIM, check_keys, check_text, int_field, kind_of, title_field  # noqa: F401
 from symblock.errors import SpecError  # noqa: F401  (re-exported: spec.SpecError is public)
 from symblock.engine import inputs as inputs_mod
@@ -40,7 +43,7 @@ RANDOM_KEYS = ("seed", "low", "high", "difficulty", "ranges", "sparsity", "integ
                "dims", "padding", "dropout")  # a variant's shape: exercises/shapes.py
 
 
-Matrix = sympy.ImmutableMatrix
+Matrix = ExactMatrix  # exact entries, read like a SymPy ImmutableMatrix (engine/matrix.py)
 
 
 @dataclass(frozen=True)
@@ -118,72 +121,6 @@ def load(name_or_path: str | Path) -> BlockSpec:
 
 # ---------------------------------------------------------------- exact numbers
 
-_NAMES = {"sqrt": sympy.sqrt, "exp": sympy.exp, "E": sympy.E, "pi": sympy.pi,
-          "erf": sympy.erf, "tanh": sympy.tanh, "Rational": sympy.Rational, "oo": sympy.oo}
-_TRANSFORMS = None
-
-
-def parse_exact(value: Any, source: str, where: str, allow_inf: bool = False) -> sympy.Expr:
-    """An exact real number from an int, a decimal (exact as written) or a string such as
-    "1/2", "1e-5", "sqrt(2)/2", "E/(1+E)"."""
-    global _TRANSFORMS
-    if isinstance(value, bool) or value is None:
-        raise SpecError(source, where, f"expected a number, got {kind_of(value)}")
-    try:
-        if isinstance(value, int):
-            numbers.check_int(value)
-            return sympy.Integer(value)
-        if isinstance(value, float):  # from Python callers: take the shortest repr, as written
-            value = Decimal(repr(value))
-        if isinstance(value, Decimal):
-            if not value.is_finite():
-                raise SpecError(source, where, f"expected a finite number, got {value}")
-            numbers.check_decimal(value)
-            return sympy.Rational(str(value))
-    except numbers.TooLarge as e:
-        raise SpecError(source, where, f"{e}; expected a number of at most {numbers.MAX_DIGITS} digits") from None
-    if not isinstance(value, str):
-        raise SpecError(source, where, f"expected a number, got {kind_of(value)}")
-    text = value.strip()
-    words = set(re.findall(r"[A-Za-z_]+", text)) - {"e"}
-    bad = sorted(w for w in words if w not in _NAMES and not re.fullmatch(r"[eE]", w))
-    if not text or bad or len(text) > 500:
-        extra = f" (unknown name {', '.join(bad)})" if bad else ""
-        raise SpecError(source, where, f"expected a number or exact expression such as 3, 1.25, "
-                                       f"\"1/2\", \"sqrt(2)\", got {value!r}{extra}")
-    try:
-        numbers.check_text(text)
-    except numbers.TooLarge as e:
-        raise SpecError(source, where, f"{e}, got {value!r}") from None
-    except SyntaxError:
-        raise SpecError(source, where, f"could not parse {value!r} as an exact number: expected numbers, "
-                        "+ - * / ** and sqrt, exp, erf, tanh, E, pi") from None
-    if _TRANSFORMS is None:
-        from sympy.parsing.sympy_parser import (convert_xor, rationalize,
-                                                standard_transformations)
-        _TRANSFORMS = standard_transformations + (convert_xor, rationalize)
-    from sympy.parsing.sympy_parser import parse_expr
-    try:
-        expr = parse_expr(text, local_dict=dict(_NAMES), global_dict={"Integer": sympy.Integer,
-                          "Rational": sympy.Rational, "Float": sympy.Float, "Symbol": sympy.Symbol},
-                          transformations=_TRANSFORMS)
-    except Exception:
-        raise SpecError(source, where, f"could not parse {value!r} as an exact number") from None
-    if expr.free_symbols or not expr.is_number:
-        raise SpecError(source, where, f"expected a number, got {value!r}")
-    if allow_inf and expr == -sympy.oo:
-        return expr
-    if expr.has(sympy.oo, -sympy.oo, sympy.zoo, sympy.nan) or expr.is_real is False:
-        raise SpecError(source, where, f"expected a finite real number, got {value!r}")
-    if not expr.is_Rational:  # what the exact engine cannot hold is refused here, with its field
-        from symblock.engine import exact
-        try:
-            exact.from_sympy(expr)
-        except (ValueError, ZeroDivisionError) as e:
-            raise SpecError(source, where, f"cannot use {value!r} exactly: {e}") from None
-    return expr
-
-
 def parse_matrix(value: Any, shape: tuple[int, int] | None, source: str, where: str,
                  vector: bool = False, allow_inf: bool = False) -> Matrix:
     """A list of rows (or, with vector=True, a flat list read as one row) of exact numbers."""
@@ -201,10 +138,18 @@ def parse_matrix(value: Any, shape: tuple[int, int] | None, source: str, where: 
         want = f"{shape[1]} entries" if vector else f"shape {shape[0]}×{shape[1]}"
         have = f"{got[1]} entries" if vector else f"{got[0]}×{got[1]}"
         raise SpecError(source, where, f"expected {want}, got {have}")
-    entries = [[parse_exact(v, source, f"{where}[{j}]" if vector else f"{where}[{i}][{j}]",
-                            allow_inf=allow_inf) for j, v in enumerate(row)]
+    entries = [[_entry(parse_exact(v, source, f"{where}[{j}]" if vector else f"{where}[{i}][{j}]",
+                                   allow_inf=allow_inf)) for j, v in enumerate(row)]
                for i, row in enumerate(value)]
     return Matrix(entries)
+
+
+def _entry(v):
+    """A matrix entry: a Fraction as it is, an irrational SymPy form as an exact.Real."""
+    if isinstance(v, Fraction):
+        return v
+    from symblock.engine import exact
+    return exact.from_sympy(v)
 
 
 # ---------------------------------------------------------------- the spec
@@ -264,6 +209,7 @@ def _weights_section(weights: Any, source: str) -> Mapping:
 
 def _given(given_raw: Mapping, dims: Dims, opts: Options, source: str) -> dict[str, Matrix]:
     """The pinned steps; −∞ only where a mask puts it, and never a whole row of it."""
+    from symblock.engine import exact
     shapes = step_shapes(dims, opts)
     given = {}
     for name, value in given_raw.items():
@@ -273,7 +219,7 @@ def _given(given_raw: Mapping, dims: Dims, opts: Options, source: str) -> dict[s
         given[name] = m = parse_matrix(value, shapes[name], source, f"given.{name}",
                                        allow_inf=name.endswith(".masked"))
         for i in range(m.rows):
-            if all(e == -sympy.oo for e in m.row(i)):
+            if all(e is exact.NEG_INF for e in m.row(i)):
                 raise SpecError(source, f"given.{name}[{i}]", "every entry of this row is −∞, so its "
                                 "softmax divides by zero; expected at least one finite score a row")
         _check_sign(name, m, source)
@@ -288,12 +234,13 @@ def _check_sign(name: str, m: Matrix, source: str) -> None:
         return
     from symblock.engine import exact
     for i in range(m.rows):
-        s = exact.from_sympy(m[i, 0]).sign()
+        v = exact.from_sympy(m[i, 0])
+        s = v.sign()
         if s < 0 or (s == 0 and last in ("std", "rms")):
             what = {"var": "a variance is never negative", "ms": "a mean square is never negative",
                     "std": "the norm divides by σ, so it must be > 0",
                     "rms": "the norm divides by the rms, so it must be > 0"}[last]
-            raise SpecError(source, f"given.{name}[{i}][0]", f"{what}; got {m[i, 0]}")
+            raise SpecError(source, f"given.{name}[{i}][0]", f"{what}; got {exact.text(v, 10**9)}")
 
 
 def _params(weights: Mapping, dims: Dims, opts: Options, layout: str, given: set[str],
@@ -442,4 +389,4 @@ def draw(seed: int, name: str, shape: tuple[int, int], low: int, high: int) -> M
     digest = hashlib.sha256(f"symblock:{seed}:{name}".encode()).digest()
     rng = _random.Random(int.from_bytes(digest[:8], "big"))
     span = high - low + 1
-    return Matrix(shape[0], shape[1], [low + int(rng.random() * span) for _ in range(shape[0] * shape[1])])
+    return Matrix([[Fraction(low + int(rng.random() * span)) for _ in range(shape[1])] for _ in range(shape[0])])

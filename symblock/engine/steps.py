@@ -6,6 +6,7 @@ engine, and the NumPy/torch paths (so every backend produces the same names). Pu
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -45,7 +46,7 @@ class Options:
     """The `block:` section of a spec (defaults are DESIGN.md's)."""
     norm_position: str = "post"
     norm: str = "layernorm"
-    eps: object = 0  # an exact SymPy number once loaded
+    eps: object = 0  # exact once loaded: a Fraction (a SymPy expression when irrational)
     final_norm: bool = False
     activation: str = "relu"
     attention_scale: str = "sqrt_dk"
@@ -220,7 +221,14 @@ def step_inputs(dims: Dims, opts: Options) -> dict[str, tuple[str, ...]]:
 
     The engine records these as `Step.inputs`; `computed_steps` walks them backwards. A batch
     repeats one sequence's graph per prefix (its input `X` becomes `b0.X`, …; parameters are
-    shared); a step with a dropout mask is followed by `<step>.dropped`, which its readers read."""
+    shared); a step with a dropout mask is followed by `<step>.dropped`, which its readers read.
+    Built once per configuration (the generator asks for it many times a variant); each caller
+    gets its own copy."""
+    return dict(_graph(dims, opts))
+
+
+@functools.lru_cache(maxsize=256)
+def _graph(dims: Dims, opts: Options) -> dict[str, tuple[str, ...]]:
     one = _one_sequence(dims, opts)
     g: dict[str, tuple[str, ...]] = {}
     for prefix in batch_prefixes(dims):
@@ -292,7 +300,12 @@ def _one_sequence(dims: Dims, opts: Options) -> dict[str, tuple[str, ...]]:
 def computed_steps(dims: Dims, opts: Options, given: set[str]) -> list[str]:
     """Steps the engine computes: those `output` depends on without passing through a given
     step, in forward order. A given step cuts off everything that only fed it."""
-    graph = step_inputs(dims, opts)
+    return list(_computed(dims, opts, frozenset(given)))
+
+
+@functools.lru_cache(maxsize=256)
+def _computed(dims: Dims, opts: Options, given: frozenset) -> tuple[str, ...]:
+    graph = _graph(dims, opts)
     need, todo = set(), [p + "output" for p in batch_prefixes(dims)]
     while todo:
         name = todo.pop()
@@ -301,7 +314,7 @@ def computed_steps(dims: Dims, opts: Options, given: set[str]) -> list[str]:
         need.add(name)
         if name not in given:
             todo.extend(graph[name])
-    return [n for n in graph if n in need and n not in given]
+    return tuple(n for n in graph if n in need and n not in given)
 
 
 def needed_params(dims: Dims, opts: Options, given: set[str]) -> list[str]:

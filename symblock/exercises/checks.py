@@ -138,10 +138,10 @@ def check_activation(steps: Mapping, c: Constraints, prefix: str = "") -> str | 
 def fractions(m) -> list | None:
     from flint import fmpq
     out = []
-    for row in m.tolist():
-        if not all(e.is_Rational for e in row):
+    for row in m.tolist():  # a spec's ExactMatrix: Fraction entries, exact.Real where irrational
+        if not all(isinstance(e, Fraction) for e in row):
             return None
-        out.append([fmpq(int(e.p), int(e.q)) for e in row])
+        out.append([fmpq(e.numerator, e.denominator) for e in row])
     return out
 
 

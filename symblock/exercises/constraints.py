@@ -228,6 +228,6 @@ def _numbers(rnd: Mapping, source: str) -> dict:
 def _exact(v: Any, source: str, where: str) -> Fraction:
     from symblock.engine.spec import parse_exact
     q = parse_exact(v, source, where)
-    if not q.is_Rational:
+    if not isinstance(q, Fraction):
         raise err(source, where, f"expected a rational number such as 1/2, got {v!r}")
-    return Fraction(int(q.p), int(q.q))
+    return q

@@ -78,7 +78,7 @@ from symblock.exercises.flags import add_random_arguments, overrides_from_args  
 class Variant:
     spec: Any                    # the BlockSpec (staged step given, when `staged`)
     trace: Any                   # its exact Trace
-    unstaged: Any                # the trace before staging (the same as `trace` without staging)
+    unstaged: Any                # the trace before staging, up to the staged step (`trace` without staging)
     draws: int                   # candidate blocks drawn (accepted one included)
     rejections: Counter          # constraint -> rejected candidates
     key: tuple                   # the drawn tensors ((name, rows), ...): equal keys, equal variants
@@ -232,9 +232,12 @@ def literal(v):
     return str(q)
 
 
-def work(p: Plan, tensors: dict, source: str, max_cost: int | None):
+def work(p: Plan, tensors: dict, source: str, max_cost: int | None, prev: tuple | None = None,
+         changed: tuple = ()):
     """(spec0, trace0, spec1, trace1): the candidate worked exactly, and again with the staged
-    step given rounded (the same pair without staging)."""
+    step given rounded (the same pair without staging). With staging, trace0 stops at the staged
+    step: the steps after it are trace1's. `prev` (this candidate's earlier work) and `changed`
+    (the tensors refitted since): steps that read none of them are taken from `prev`."""
     from symblock.engine import block, spec as specmod
     from symblock.engine.exact import NEG_INF
     data, c = p.data, p.c
@@ -253,7 +256,8 @@ def work(p: Plan, tensors: dict, source: str, max_cost: int | None):
     if p.draw_x:
         mapping["inputs"] = {**(data.get("inputs") or {}), "X": sequences.as_input(tensors["X"], p.probe.dims, literal)}
     spec0 = specmod.from_mapping(mapping, source)
-    trace0 = block.forward(spec0, max_cost=max_cost)
+    trace0 = block.forward(spec0, max_cost=max_cost, upto=c.staged[0] if c.staged else None,
+                           keep=prev and unchanged(prev[1], p.graph, changed))
     if not c.staged:
         return spec0, trace0, spec0, trace0
     step, k = c.staged
@@ -261,7 +265,18 @@ def work(p: Plan, tensors: dict, source: str, max_cost: int | None):
                         step: [["-oo" if e is NEG_INF else e.decimal(k) for e in row]
                                for row in trace0[step].value.rows]}
     spec1 = specmod.from_mapping(mapping, source)
-    return spec0, trace0, spec1, block.forward(spec1, max_cost=max_cost)
+    return spec0, trace0, spec1, block.forward(spec1, max_cost=max_cost,
+                                               keep=prev and unchanged(prev[3], p.graph, changed))
+
+
+def unchanged(trace, graph: Mapping, changed: tuple) -> dict:
+    """The computed steps of `trace` that read none of the `changed` tensors, directly or through
+    other steps (the graph is in forward order): working them again would give the same values."""
+    dirty = set(changed)
+    for name, ins in graph.items():
+        if any(i in dirty for i in ins):
+            dirty.add(name)
+    return {s.name: s.value for s in trace if not s.given and s.name not in dirty}
 
 
 def refit_ffn(p: Plan, tensors: dict, trace, attempt: int, redraws: Counter) -> bool:
@@ -310,7 +325,8 @@ def variant(data: Mapping, source: str, overrides: Mapping | None = None,
                 failed = exact_checks(p, trace0, trace1)
                 if failed and failed.startswith("relu_mixed") and refit_ffn(p, tensors, trace1, attempt, redraws):
                     forwards += 1
-                    spec0, trace0, spec1, trace1 = work(p, tensors, source, max_cost)
+                    spec0, trace0, spec1, trace1 = work(p, tensors, source, max_cost,
+                                                        (spec0, trace0, spec1, trace1), ("W_1", "b_1"))
                     failed = exact_checks(p, trace0, trace1)
             except specmod.SpecError as e:
                 if e.where.startswith("dims"):

@@ -14,7 +14,7 @@ from fractions import Fraction
 
 from symblock.exercises.checks import MARGIN
 from symblock.exercises.constraints import Constraints
-from symblock.exercises.draws import draw_tensor, ints, sub_seed
+from symblock.exercises.draws import draw_tensor, ints_array, sub_seed
 
 BATCH = 256  # candidates scored at once
 
@@ -67,7 +67,7 @@ def _batch(seed: int, name: str, shape: tuple[int, int], c: Constraints, dtype):
     if c.sparsity:
         return np.array([draw_tensor(sub_seed(seed, j), name, shape, *c.range_of(name), c.sparsity)
                          for j in range(BATCH)], dtype=dtype)
-    return np.array(ints(seed, f"{name}#stage", BATCH * r * k, *c.range_of(name)), dtype=dtype).reshape(BATCH, r, k)
+    return ints_array(seed, f"{name}#stage", BATCH * r * k, *c.range_of(name)).astype(dtype).reshape(BATCH, r, k)
 
 
 def _passing(AL, L: int, t: dict, dims, opts, c: Constraints, pad=None):

@@ -51,8 +51,7 @@ def norm_source(prefix: str, spec) -> str:
 # ---------------------------------------------------------------- small exact helpers
 
 def num(v) -> exact.Real:
-    import sympy
-    return exact.from_sympy(sympy.sympify(v))
+    return exact.from_sympy(v)  # ints and Fractions (a spec's ε, p) without importing SymPy
 
 
 def linear(x: Mat, env, w: str, b: str | None, transpose: bool = False, bias: bool = True) -> Mat:

@@ -63,13 +63,18 @@ def _torch():
     return torch
 
 
+def _float(v) -> float:
+    """A spec entry (Fraction or exact.Real: correctly rounded) or a SymPy number as a float."""
+    return float(v.evalf(30)) if hasattr(v, "evalf") else float(v)
+
+
 def _to_float(matrix) -> np.ndarray:
-    """An exact SymPy matrix (entries may be -oo in a given masked step) as float64; a float
+    """An exact spec matrix (ExactMatrix or SymPy; entries may be -oo in a given masked step) as float64; a float
     array (a stack's hidden state, reference/numeric_model.py) as it is."""
     if isinstance(matrix, np.ndarray):
         return matrix.astype(np.float64)
     rows, cols = matrix.shape
-    return np.array([[float(matrix[i, j].evalf(30)) for j in range(cols)] for i in range(rows)],
+    return np.array([[_float(matrix[i, j]) for j in range(cols)] for i in range(rows)],
                     dtype=np.float64).reshape(rows, cols)
 
 

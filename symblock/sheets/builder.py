@@ -98,7 +98,7 @@ class Builder(LinearWork, AttentionWork, NormWork, FfnWork):
             out.append(self.t("conv_padding", keys[0] if len(rows) == 1 else
                               "; ".join(f"b{b}: {k}" for b, k in enumerate(keys))))
         if o.dropout:
-            out.append(self.t("conv_dropout", sympy.latex(self.spec.dropout_p)))
+            out.append(self.t("conv_dropout", sympy.latex(sympy.sympify(self.spec.dropout_p))))
         out.append(self.t(f"conv_{o.norm}", eps))
         if o.norm_position == "post":
             out.append(self.t("conv_post"))

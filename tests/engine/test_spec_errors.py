@@ -151,7 +151,7 @@ def test_random_fill_is_reproducible_and_independent_per_tensor():
     a, b = spec.from_mapping(base), spec.from_mapping(base)
     assert a.params == b.params and a.X == b.X
     entries = [e for m in a.params.values() for e in m if m is not a.params.get("ln1.gamma")]
-    assert all(-3 <= e <= 3 and e.is_Integer for e in entries)
+    assert all(-3 <= e <= 3 and e.denominator == 1 for e in entries)
     pinned = spec.from_mapping({**base, "weights": {"W_Q": [[9, 9], [9, 9]]}})
     assert pinned.params["W_K"] == a.params["W_K"] and pinned.params["W_Q"] != a.params["W_Q"]
     other = spec.from_mapping({**base, "random": {"seed": 6, "low": -3, "high": 3}})
