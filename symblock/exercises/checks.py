@@ -32,14 +32,26 @@ def equal(a, b) -> bool:
     ra, rb = rat(a), rat(b)
     if ra is not None and rb is not None:
         return ra == rb
+    if not (a.ball - b.ball).contains(0):  # the certified balls already part them: no node to build
+        return False
     return sign(a - b) == 0
 
 
 def at_least(e, bound: Fraction) -> bool:
-    """e >= bound, exactly (certified for irrational e; indistinguishable counts as equal)."""
+    """e >= bound, exactly (certified for irrational e; indistinguishable counts as equal).
+    The node's own ball decides first (an Arb comparison is true only for every point of the
+    ball); only a ball that straddles the bound builds e − bound and refines its sign."""
+    from flint import arb, fmpq
     from symblock.engine import exact
     r = rat(e)
-    return r >= bound if r is not None else sign(e - exact.real(bound)) >= 0
+    if r is not None:
+        return r >= bound
+    d = e.ball - arb(fmpq(bound.numerator, bound.denominator))
+    if d > 0:
+        return True
+    if d < 0:
+        return False
+    return sign(e - exact.real(bound)) >= 0
 
 
 def show(e) -> str:
