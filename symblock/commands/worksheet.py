@@ -202,7 +202,7 @@ def _summary(out: Path, written: list) -> list[str]:
     names = list(dict.fromkeys(p.name for p in inner))
     lines = []
     if folders:
-        span = folders[0] if len(folders) == 1 else f"{folders[0]} … {folders[-1]}"
+        span = ", ".join(folders) if len(folders) <= 3 else f"{folders[0]} … {folders[-1]}"
         lines.append(f"wrote {len(folders)} variants in {out}/ ({span}), each: {', '.join(names)}")
     own = [str(p) for p in written if Path(p).parent == out]
     if own:

@@ -215,7 +215,7 @@ def test_a_failed_variant_keeps_the_others_and_names_itself(tmp_path, capsys):
     assert sorted(p.name for p in out.iterdir()) == [IDS[0], IDS[2]]  # no set files, no .41
     for ident in (IDS[0], IDS[2]):
         assert sorted(p.name for p in (out / ident).iterdir()) == ["key.pdf", "key.tex", "sheet.pdf", "sheet.tex"]
-        assert str(out / ident / "key.pdf") in cap.out
+    assert cap.out.startswith(f"wrote 2 variants in {out}/ ({IDS[0]}, {IDS[2]}), each: "), cap.out
     assert leftovers(tmp_path) == []
 
 
@@ -322,7 +322,7 @@ def test_a_set_prints_a_summary_not_every_file(tmp_path, capsys):
     assert run("--variants", "3", "--out", str(out)) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2, lines
-    assert lines[0].startswith(f"wrote 3 variants in {out}/ ({IDS[0]} … {IDS[-1]}), each: ")
+    assert lines[0].startswith(f"wrote 3 variants in {out}/ ({', '.join(IDS)}), each: ")
     each = lines[0].split("each: ")[1].split(", ")
     assert sorted(each) == sorted(p.name for p in (out / IDS[0]).iterdir())
     assert lines[1] == "set files: " + ", ".join(str(out / n) for n in ("sheets.tex", "keys.tex", "manifest.yaml"))
