@@ -61,26 +61,24 @@ def run(args) -> int:
         raise UsageError("check: give the ANSWERS file after SPEC")
     data, source = answers_mod.read(answers_path)
     ident = args.id or (str(data["id"]) if data.get("id") not in (None, "") else None)
+    # a set's answers file: its manifest knows the spec, preset, loss and places
     found = _from_set(args, answers_path, ident) if spec_arg is None else None
-    if found is not None:   # a set's answers file: its manifest knows the spec, preset, loss and places
+    if found is not None:
         marker, default = found
-        result = marker.mark(data, source, default)
-        print(to_json(result) if args.json else text(result, marker.trace, every_entry=args.all, lang=args.lang),
-              end="")
-        return 0 if result.ok else 1
-    if ident is not None:
-        _, trace = variants.rebuild(ident, spec_arg, "--id" if args.id else f"{source}: id",
-                                    max_cost=args.max_cost)
     else:
-        if spec_arg is None:
+        if ident is not None:
+            _, trace = variants.rebuild(ident, spec_arg, "--id" if args.id else f"{source}: id",
+                                        max_cost=args.max_cost)
+        elif spec_arg is None:
             raise UsageError(f"check: give SPEC, or an `id:` in {source} (a worksheet ID)")
-        trace = forward(load(spec_arg, allow_model=True), max_cost=args.max_cost)
-    wrt = None if args.wrt is None else [w.strip() for w in args.wrt.split(",") if w.strip()]
-    marker = Marker.for_answers(trace, data, loss=args.loss, wrt=wrt, preset=args.preset)
-    result = marker.mark(data, source)
-    print(to_json(result) if args.json else text(result, trace, every_entry=args.all, lang=args.lang), end="")
+        else:
+            trace = forward(load(spec_arg, allow_model=True), max_cost=args.max_cost)
+        wrt = None if args.wrt is None else [w.strip() for w in args.wrt.split(",") if w.strip()]
+        marker, default = Marker.for_answers(trace, data, loss=args.loss, wrt=wrt, preset=args.preset), None
+    result = marker.mark(data, source, default)
+    print(to_json(result) if args.json else text(result, marker.trace, every_entry=args.all, lang=args.lang),
+          end="")
     return 0 if result.ok else 1
-
 
 def _from_set(args, answers_path: str, ident: str | None):
     """(Marker, default Policy) when the answers file sits in a set `worksheet --variants N` wrote

@@ -241,3 +241,21 @@ def test_steps_fixed_by_the_spec_are_named_not_held_against_the_set(capsys):
     got = json.loads(capsys.readouterr().out)
     assert {"norm1.mean", "norm1.std", "norm1"} <= set(got["fixed"])
     assert "norm1.std" not in {v["step"] for v in got["variety"]} and not got["variety_problems"]
+
+
+def test_at_least_and_equal_decide_near_ties_exactly():
+    """The ball fast path decides clear cases; a bound within 1e-50 of √2 (inside the 128-bit
+    construction ball) still gets the right answer from refinement, on either side."""
+    from decimal import Decimal, getcontext
+    from fractions import Fraction
+    from symblock.engine import exact
+    from symblock.exercises.checks import at_least, equal
+    getcontext().prec = 80
+    root2 = Decimal(2).sqrt()                                   # 80 digits, independent of the engine
+    below = Fraction(root2 - Decimal("1e-50"))
+    above = Fraction(root2 + Decimal("1e-50"))
+    s = exact.sqrt(exact.real(2))
+    assert at_least(s, Fraction(1)) and not at_least(s, Fraction(3, 2))
+    assert at_least(s, below) and not at_least(s, above)
+    assert not equal(s, exact.real(Fraction(3, 2)))
+    assert equal(s * s, exact.real(2)) and not equal(s, exact.real(above))
