@@ -192,6 +192,34 @@ def from_mapping(data: Mapping, source: str = "<spec>", max_cost: int | None = N
                      dropout_masks=MappingProxyType(masks), titles=MappingProxyType(titles))
 
 
+def with_tensors(spec: BlockSpec, params: Mapping[str, Any], X: Any = None) -> BlockSpec:
+    """`spec` with drawn parameters (math layout) and, when given, X (a batch: one matrix per
+    sequence) replaced: the generator's candidates, which share everything else with one spec
+    validated once. Entries are ints or Fractions; shapes must be the spec's (a bug otherwise)."""
+    from dataclasses import replace
+    new = {n: _exact(m) for n, m in params.items()}
+    assert all(n in spec.params and m.shape == spec.params[n].shape for n, m in new.items()), \
+        "a drawn tensor the spec does not read, or of another shape"
+    kw: dict[str, Any] = {"params": MappingProxyType({**spec.params, **new})}
+    if X is not None:
+        kw.update(batch=tuple(_exact(m) for m in X)) if spec.dims.batch else kw.update(X=_exact(X))
+    return replace(spec, **kw)
+
+
+def with_given(spec: BlockSpec, given_raw: Mapping) -> BlockSpec:
+    """`spec` with more steps given (raw spec values, validated as `given:` is), keeping only the
+    parameters the computed steps still read."""
+    from dataclasses import replace
+    given = {**spec.given, **_given(given_raw, spec.dims, spec.options, spec.source)}
+    need = needed_params(spec.dims, spec.options, set(given))
+    return replace(spec, given=MappingProxyType(given),
+                   params=MappingProxyType({n: m for n, m in spec.params.items() if n in need}))
+
+
+def _exact(m) -> Matrix:
+    return Matrix([[Fraction(e) for e in row] for row in m])
+
+
 def _no_constraints(rnd: Any, source: str) -> None:
     if has_constraints(rnd):  # drawn until the constraints hold: exercises.generate
         key = next(k for k in rnd if k not in ("seed", "low", "high"))

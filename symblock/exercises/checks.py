@@ -54,6 +54,32 @@ def at_least(e, bound: Fraction) -> bool:
     return sign(e - exact.real(bound)) >= 0
 
 
+def at_most(e, bound: Fraction) -> bool:
+    """e <= bound, as at_least decides it (−e would build a node per entry checked)."""
+    from flint import arb, fmpq
+    from symblock.engine import exact
+    r = rat(e)
+    if r is not None:
+        return r <= bound
+    d = e.ball - arb(fmpq(bound.numerator, bound.denominator))
+    if d < 0:
+        return True
+    if d > 0:
+        return False
+    return sign(exact.real(bound) - e) >= 0
+
+
+def degenerate(row: list, mean=None) -> bool:
+    """Whether every (x − mean)² of the row is the same (zero variance, or every normalised value
+    forced to ±1). The certified balls part most rows at once; only a row whose balls all overlap
+    is worked exactly."""
+    balls = [(x.ball - mean.ball if mean is not None else x.ball) ** 2 for x in row]
+    if any(not (balls[0] - b).contains(0) for b in balls[1:]):
+        return False
+    sq = [(x - mean if mean is not None else x) ** 2 for x in row]
+    return all(equal(sq[0], s) for s in sq[1:])
+
+
 def show(e) -> str:
     r = rat(e)
     return str(r) if r is not None else f"{float(e):.4g}"
@@ -74,9 +100,7 @@ def check_norms(steps: Mapping, graph: Mapping, norm: str, c: Constraints) -> st
         x, root = steps[src].rows, steps[root_name].rows
         for i, row in enumerate(x):
             if c.no_degenerate_rows:
-                dev = [e - steps[stat].rows[i][0] for e in row] if norm == "layernorm" else list(row)
-                sq = [e * e for e in dev]  # all equal: zero variance, or every value forced to ±1
-                if all(equal(sq[0], s) for s in sq[1:]):
+                if degenerate(row, steps[stat].rows[i][0] if norm == "layernorm" else None):
                     return f"no_degenerate_rows: {src} row {i + 1} normalises to ±1 (or is constant)"
             if name in c.exact_norm and all(rat(e) is not None for e in row) and rat(root[i][0]) is None:
                 return f"exact_norm: {root_name} row {i + 1} = {show(root[i][0])} is irrational"
@@ -110,7 +134,7 @@ def check_attention(steps: Mapping, graph: Mapping, c: Constraints, prefix: str 
                 continue
             for i, row in enumerate(steps[name].rows):
                 for e in row:
-                    if e is not exact.NEG_INF and not (at_least(e, bounds[0]) and at_least(-e, -bounds[1])):
+                    if e is not exact.NEG_INF and not (at_least(e, bounds[0]) and at_most(e, bounds[1])):
                         return f"{key}: {name} row {i + 1} has {show(e)} outside [{bounds[0]}, {bounds[1]}]"
         src = graph[f"{h}.weights"][0]
         if c.softmax_distinct and src in steps:
@@ -124,14 +148,14 @@ def check_attention(steps: Mapping, graph: Mapping, c: Constraints, prefix: str 
             for i, (row, inp) in enumerate(zip(steps[f"{h}.weights"].rows, steps[src].rows)):
                 live = [w for w, s in zip(row, inp) if s is not exact.NEG_INF]
                 for w in live if len(live) > 1 else ():
-                    if not (at_least(w, lo) and at_least(-w, -hi)):
+                    if not (at_least(w, lo) and at_most(w, hi)):
                         return f"softmax_weights: {h}.weights row {i + 1} has {show(w)} outside [{lo}, {hi}]"
     return None
 
 
 def check_activation(steps: Mapping, c: Constraints, prefix: str = "") -> str | None:
     hidden = prefix + "ffn.hidden"
-    if not c.relu_mixed or hidden not in steps or prefix + "ffn.act" not in steps:
+    if not c.relu_mixed or hidden not in steps:
         return None
     signs = [[sign(e) for e in row] for row in steps[hidden].rows]
     lines = []

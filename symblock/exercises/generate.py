@@ -136,6 +136,8 @@ class Plan:
     rows_checked: bool           # rows of X must pass the first norm's row checks
     eps: Fraction
     family: dict | None = None   # σ² -> the grid rows that pass them (None: too many to list)
+    split: str | None = None     # relu_mixed on drawn W_1/b_1: the first forward stops after this
+                                 #   step (the last sequence's ffn.hidden), where a refit starts
 
 
 def with_preset(data: Mapping, source: str, overrides: Mapping | None = None) -> tuple[dict, Constraints]:
@@ -189,7 +191,21 @@ def plan(data: Mapping, source: str, overrides: Mapping | None = None, max_cost:
     if rows_checked:
         check_family(c, dims.d_model, opts.norm, eps, source)
         family = row_family(c, dims.d_model, opts.norm, eps)
-    return Plan(c, data, probe, step_inputs(dims, opts), drawn, draw_x, rows_checked, eps, family)
+    return Plan(c, data, probe, step_inputs(dims, opts), drawn, draw_x, rows_checked, eps, family,
+                split_step(c, dims, opts, drawn, set(probe.given)))
+
+
+def split_step(c: Constraints, dims, opts, drawn: list, given: set) -> str | None:
+    """Where the first forward stops: the last ffn.hidden when relu_mixed may refit W_1/b_1 and
+    no norm (checked before relu_mixed) comes after it, so the checks meet each candidate in the
+    order a full forward would and every seed draws the variant it drew without the split."""
+    from symblock.engine.steps import batch_prefixes, computed_steps
+    hidden = batch_prefixes(dims)[-1] + "ffn.hidden"
+    todo = computed_steps(dims, opts, given)
+    if not (c.relu_mixed and any(n in ("W_1", "b_1") for n in drawn) and hidden in todo):
+        return None
+    after = todo[todo.index(hidden) + 1:]
+    return hidden if after and not any(n.endswith((".std", ".rms")) for n in after) else None
 
 
 ATTENTION = ("W_Q", "W_K", "b_Q", "b_K")
@@ -224,48 +240,31 @@ def draw_candidate(p: Plan, s: int, redraws: Counter) -> tuple[dict | None, str 
     return (tensors, None) if failed is None else (None, failed)
 
 
-def literal(v):
-    """A drawn entry as the spec reads it exactly: an int, or a decimal / fraction string."""
-    q = Fraction(v)
-    if q.denominator == 1:
-        return int(q)
-    return str(q)
-
-
 def work(p: Plan, tensors: dict, source: str, max_cost: int | None, prev: tuple | None = None,
-         changed: tuple = ()):
+         changed: tuple = (), upto: str | None = None):
     """(spec0, trace0, spec1, trace1): the candidate worked exactly, and again with the staged
     step given rounded (the same pair without staging). With staging, trace0 stops at the staged
-    step: the steps after it are trace1's. `prev` (this candidate's earlier work) and `changed`
-    (the tensors refitted since): steps that read none of them are taken from `prev`."""
+    step: the steps after it are trace1's. `upto`: trace1 stops after that step (`split`).
+    `prev` (this candidate's earlier work) and `changed` (the tensors refitted since): steps that
+    read none of them are taken from `prev`; with nothing changed, prev is carried on to the end."""
     from symblock.engine import block, spec as specmod
     from symblock.engine.exact import NEG_INF
     data, c = p.data, p.c
-    mapping = {k: v for k, v in data.items() if k != "random"}
-    mapping["random"] = {"seed": c.seed, "low": c.low, "high": c.high}
-    w = copy.deepcopy(dict(data.get("weights") or {}))
-    for n in p.drawn:
-        m = tensors[n]
-        if "." in n:
-            ln, part = n.split(".")
-            w[ln] = {**(w.get(ln) or {}), part: m[0]}
-        else:
-            w[n] = m[0] if n.startswith("b_") else (m if data.get("layout", "math") == "math"
-                                                    else [list(r) for r in zip(*m)])
-    mapping["weights"] = w
-    if p.draw_x:
-        mapping["inputs"] = {**(data.get("inputs") or {}), "X": sequences.as_input(tensors["X"], p.probe.dims, literal)}
-    spec0 = specmod.from_mapping(mapping, source)
-    trace0 = block.forward(spec0, max_cost=max_cost, upto=c.staged[0] if c.staged else None,
+    if prev is not None and not changed:
+        spec0, trace0, spec1, trace1 = prev
+        trace1 = block.forward(spec1, max_cost=max_cost, upto=upto, keep=unchanged(trace1, p.graph, ()))
+        return spec0, trace0 if c.staged else trace1, spec1, trace1
+    spec0 = specmod.with_tensors(p.probe, {n: tensors[n] for n in p.drawn},
+                                 sequences.split(tensors["X"], p.probe.dims) if p.draw_x and p.probe.dims.batch
+                                 else tensors["X"] if p.draw_x else None)
+    trace0 = block.forward(spec0, max_cost=max_cost, upto=c.staged[0] if c.staged else upto,
                            keep=prev and unchanged(prev[1], p.graph, changed))
     if not c.staged:
         return spec0, trace0, spec0, trace0
     step, k = c.staged
-    mapping["given"] = {**(data.get("given") or {}),
-                        step: [["-oo" if e is NEG_INF else e.decimal(k) for e in row]
-                               for row in trace0[step].value.rows]}
-    spec1 = specmod.from_mapping(mapping, source)
-    return spec0, trace0, spec1, block.forward(spec1, max_cost=max_cost,
+    spec1 = specmod.with_given(spec0, {step: [["-oo" if e is NEG_INF else e.decimal(k) for e in row]
+                                              for row in trace0[step].value.rows]})
+    return spec0, trace0, spec1, block.forward(spec1, max_cost=max_cost, upto=upto,
                                                keep=prev and unchanged(prev[3], p.graph, changed))
 
 
@@ -293,14 +292,30 @@ def refit_ffn(p: Plan, tensors: dict, trace, attempt: int, redraws: Counter) -> 
     return True
 
 
-def exact_checks(p: Plan, trace0, trace1) -> str | None:
+def settle(p: Plan, tensors: dict, source: str, max_cost: int | None, attempt: int,
+           redraws: Counter) -> tuple[tuple, str | None, int]:
+    """(work, the constraint that failed or None, 1 if W_1/b_1 were refitted else 0): the
+    candidate worked exactly and checked. With `p.split` the forward stops after ffn.hidden first,
+    so that a relu_mixed refit does not throw away the FFN worked on the weights it replaces."""
+    w = work(p, tensors, source, max_cost, upto=p.split)
+    failed = exact_checks(p, w[1], w[3])
+    if failed and failed.startswith("relu_mixed") and refit_ffn(p, tensors, w[3], attempt, redraws):
+        w = work(p, tensors, source, max_cost, w, ("W_1", "b_1"))
+        return w, exact_checks(p, w[1], w[3]), 1
+    if failed is None and p.split:  # carried on from ffn.hidden: attention is checked already
+        w = work(p, tensors, source, max_cost, w)
+        failed = exact_checks(p, w[1], w[3], attention=False)
+    return w, failed, 0
+
+
+def exact_checks(p: Plan, trace0, trace1, attention: bool = True) -> str | None:
     steps = {st.name: st.value for st in trace0}
     steps.update({st.name: st.value for st in trace1})
     from symblock.engine.steps import batch_prefixes
-    prefixes = batch_prefixes(p.probe.dims)  # each sequence of a batch meets every guarantee
+    prefixes = batch_prefixes(p.probe.dims) if attention else ()  # each sequence meets every guarantee
     return next(filter(None, (check_attention(steps, p.graph, p.c, b) for b in prefixes)), None) \
         or check_norms(steps, p.graph, p.probe.options.norm, p.c) \
-        or next(filter(None, (check_activation(steps, p.c, b) for b in prefixes)), None)
+        or next(filter(None, (check_activation(steps, p.c, b) for b in batch_prefixes(p.probe.dims))), None)
 
 
 def variant(data: Mapping, source: str, overrides: Mapping | None = None,
@@ -321,13 +336,9 @@ def variant(data: Mapping, source: str, overrides: Mapping | None = None,
                 break
             forwards += 1
             try:
-                spec0, trace0, spec1, trace1 = work(p, tensors, source, max_cost)
-                failed = exact_checks(p, trace0, trace1)
-                if failed and failed.startswith("relu_mixed") and refit_ffn(p, tensors, trace1, attempt, redraws):
-                    forwards += 1
-                    spec0, trace0, spec1, trace1 = work(p, tensors, source, max_cost,
-                                                        (spec0, trace0, spec1, trace1), ("W_1", "b_1"))
-                    failed = exact_checks(p, trace0, trace1)
+                (spec0, trace0, spec1, trace1), failed, refitted = settle(p, tensors, source, max_cost,
+                                                                         attempt, redraws)
+                forwards += refitted
             except specmod.SpecError as e:
                 if e.where.startswith("dims"):
                     raise

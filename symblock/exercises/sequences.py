@@ -23,12 +23,6 @@ def split(X: list, dims) -> list[list]:
     return [X[b * n:(b + 1) * n] for b in range(max(dims.batch, 1))]
 
 
-def as_input(X: list, dims, literal) -> list:
-    """inputs.X as the spec writes it: a matrix, or a batch's list of matrices."""
-    mats = [[[literal(v) for v in row] for row in m] for m in split(X, dims)]
-    return mats if dims.batch else mats[0]
-
-
 def attention_inputs(tensors: dict, probe) -> list | None:
     """(prefix, attention input A, padding row) of each sequence, or None when one is not
     rational (the exact checks decide)."""

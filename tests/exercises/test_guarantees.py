@@ -249,7 +249,7 @@ def test_at_least_and_equal_decide_near_ties_exactly():
     from decimal import Decimal, getcontext
     from fractions import Fraction
     from symblock.engine import exact
-    from symblock.exercises.checks import at_least, equal
+    from symblock.exercises.checks import at_least, at_most, equal
     getcontext().prec = 80
     root2 = Decimal(2).sqrt()                                   # 80 digits, independent of the engine
     below = Fraction(root2 - Decimal("1e-50"))
@@ -259,3 +259,25 @@ def test_at_least_and_equal_decide_near_ties_exactly():
     assert at_least(s, below) and not at_least(s, above)
     assert not equal(s, exact.real(Fraction(3, 2)))
     assert equal(s * s, exact.real(2)) and not equal(s, exact.real(above))
+    assert at_most(s, Fraction(3, 2)) and not at_most(s, Fraction(1))
+    assert at_most(s, above) and not at_most(s, below)
+    assert at_most(exact.real(Fraction(1, 3)), Fraction(1, 3)) and not at_most(exact.real(1), Fraction(1, 3))
+
+
+def test_degenerate_rows_are_found_exactly_beside_near_misses():
+    """A row whose deviations from the mean all have one square is degenerate (zero variance, or
+    ±1 after the norm); a row 1e-50 away from that, inside the 128-bit balls, is not."""
+    from decimal import Decimal, getcontext
+    from fractions import Fraction
+    from symblock.engine import exact
+    from symblock.exercises.checks import degenerate
+    getcontext().prec = 80
+    s = exact.sqrt(exact.real(2))
+    r = exact.real
+    assert degenerate([s, -s, s, -s], r(0))                       # every (x − 0)² = 2
+    assert degenerate([r(3), r(3), r(3)], r(3))                   # constant: zero variance
+    assert degenerate([s + 1, 1 - s], r(1))                       # ±√2 about the mean 1
+    near = r(Fraction(Decimal(2).sqrt() + Decimal("1e-50")))      # within the balls of √2
+    assert not degenerate([s, -near, s, -s], r(0))
+    assert not degenerate([r(1), r(-1), r(2)], None)              # RMSNorm: x² itself, 1, 1, 4
+    assert degenerate([r(1), r(-1), r(1)], None)
