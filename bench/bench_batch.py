@@ -35,7 +35,8 @@ BLOCKS = [  # (name, dims, block options): d_model 2..8, the issue's 5×8 causal
     ("5×8 pre gelu causal 4h", {"seq_len": 5, "d_model": 8, "d_ff": 16, "heads": 4},
      {"norm_position": "pre", "activation": "gelu", "causal": True, "final_norm": True, "eps": "1/100000"}),
 ]
-COMMANDS = ["forward", "forward --json", "verify", "check"]
+COMMANDS = ["forward", "forward --json", "verify", "verify --no-torch", "check"]
+AFTER_ONLY = {"verify --no-torch"}  # new flags: the baseline does not know them
 SET_SPEC = 'title: "Medium exercise"\nrandom: {seed: 7, difficulty: medium}\n'  # README's medium.yaml
 
 
@@ -93,9 +94,14 @@ def bench_commands(baseline: Path, runs: int) -> list[str]:
             for command in COMMANDS:
                 argv = command.split() + [str(path)] + ([str(answers)] if command == "check" else [])
                 got = {"before": [], "after": []}
+                codes = (("after", REPO),) if command in AFTER_ONLY else (("before", baseline), ("after", REPO))
                 for _ in range(runs):  # interleaved, so that a burst of load hits both alike
-                    for label, code in (("before", baseline), ("after", REPO)):
+                    for label, code in codes:
                         got[label].append(timed(argv, code, tmp))
+                if command in AFTER_ONLY:
+                    aw, ac = (statistics.median(x) for x in zip(*got["after"]))
+                    cells.append(f"new: **{aw:.2f}** (CPU {ac:.2f})")
+                    continue
                 (bw, bc), (aw, ac) = [[statistics.median(x) for x in zip(*got[k])] for k in ("before", "after")]
                 cells.append(f"{bw:.2f} → **{aw:.2f}** (CPU {bc:.2f} → {ac:.2f})")
                 if command == "verify":

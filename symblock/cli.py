@@ -119,6 +119,7 @@ examples:
 VERIFY_EXAMPLES = """\
 examples:
   symblock verify pre-ln-causal-gelu
+  symblock verify my.yaml --no-torch          # NumPy only: no torch import, under a second
   symblock verify my.yaml --json --require-torch"""
 
 
@@ -158,14 +159,19 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("verify", help="compare every exact step with NumPy float64 (and torch)",
                        description="Compute every step again in an independent NumPy float64 path "
                                    "and, when torch is installed, with real torch.nn modules; print "
-                                   "the largest absolute difference per step. Exit 1 if any differs "
+                                   "the largest absolute difference per step (--no-torch: NumPy "
+                                   "only, without torch's 2-3 s import). Exit 1 if any differs "
                                    "by more than the tolerance.",
                        epilog=VERIFY_EXAMPLES, formatter_class=HelpFormatter)
     add_spec_argument(v)
     v.add_argument("--json", action="store_true", help="print {ok, backends: {numpy, torch}} as JSON")
     v.add_argument("--tol", type=tolerance, default=1e-9, help="tolerance, a finite number >= 0 (default 1e-9)")
-    v.add_argument("--require-torch", action="store_true",
-                   help="fail (exit 1) when torch is not installed instead of skipping it")
+    which = v.add_mutually_exclusive_group()
+    which.add_argument("--require-torch", action="store_true",
+                       help="fail (exit 1) when torch is not installed instead of skipping it")
+    which.add_argument("--no-torch", action="store_true",
+                       help="compare with NumPy alone: answers in well under a second (importing "
+                            "torch alone takes 2-3 s)")
     v.add_argument("--max-cost", type=nonneg, metavar="N", help="raise the exact engine's size limit")
     v.set_defaults(func=cmd_verify)
 
@@ -229,12 +235,14 @@ def cmd_examples(args) -> int:
 
 
 def cmd_verify(args) -> int:
-    _import_in_background("torch")  # ~2 s, mostly reading files: it overlaps loading and the exact forward
+    if not args.no_torch:
+        _import_in_background("torch")  # ~2 s, mostly reading files: it overlaps loading and the exact forward
     from symblock.engine import report
     from symblock.reference import verify
     from symblock.exercises.generate import load
     spec = load(args.spec, allow_model=True)
-    result = verify.run(spec, tol=args.tol, require_torch=args.require_torch, max_cost=args.max_cost)
+    result = verify.run(spec, tol=args.tol, require_torch=args.require_torch, max_cost=args.max_cost,
+                        use_torch=not args.no_torch)
     print(report.verify_json(result) if args.json else report.verify_table(result))
     return 0 if result.ok else 1
 

@@ -3,6 +3,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 import sympy
 
 from symblock.engine import block, spec
@@ -104,6 +105,28 @@ def test_verify_without_torch_is_reported(capsys, monkeypatch):
     assert code == 0 and data["backends"]["torch"]["available"] is False
     code, out, _ = run(capsys, "verify", "--require-torch")
     assert code == 1 and "--require-torch" in out
+
+
+def test_verify_no_torch_compares_with_numpy_alone_and_never_imports_torch(capsys, monkeypatch):
+    code = ("import sys, contextlib, io\nfrom symblock.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+            "    codes = [main(['verify', 'pre-ln-causal-gelu', '--no-torch']), main(['verify', 'tiny-gpt', '--no-torch'])]\n"
+            "print(out.getvalue()); print(codes, 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split("\n")[-2] == "[0, 0] False", out
+    assert "torch max" not in out and out.count("torch: not run (--no-torch)") == 2 and "KV cache:" in out
+    code, out, _ = run(capsys, "verify", "seed-post-ln", "--no-torch", "--json")
+    data = json.loads(out)
+    assert code == 0 and data["backends"]["torch"]["available"] is False
+    assert set(data["backends"]["numpy"]["steps"]) == set(block.forward(spec.load("seed-post-ln")).names())
+    from symblock.reference import numeric  # NumPy alone still decides the exit code
+    orig = numeric.forward
+    monkeypatch.setattr(numeric, "forward", lambda s: {**orig(s), "attn.out": orig(s)["attn.out"] + 1e-6})
+    code, out, _ = run(capsys, "verify", "--no-torch")
+    assert code == 1 and "numpy differs at attn.out by 1e-06" in out
+    with pytest.raises(SystemExit) as e:
+        main(["verify", "--no-torch", "--require-torch"])
+    assert e.value.code == 2 and "not allowed with argument" in capsys.readouterr().err
 
 
 def test_help_does_not_import_heavy_modules():

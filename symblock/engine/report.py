@@ -116,7 +116,7 @@ def matrix_lines(value, places: int = 4, width: int = TEXT_WIDTH) -> list[str]:
 
 def verify_table(result) -> str:
     names = list(result.steps)
-    backends = list(result.backends)
+    backends = [b for b, res in result.backends.items() if res.available]  # a column per backend run
     head = ["step"] + [f"{b} max |Δ|" for b in backends]
     rows = [[n] + [_diff(result.backends[b], n) for b in backends] for n in names]
     w = [max(len(r[j]) for r in [head] + rows) for j in range(len(head))]

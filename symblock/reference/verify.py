@@ -67,16 +67,23 @@ def compare(exact: dict[str, np.ndarray], other: dict[str, np.ndarray], name: st
     return res
 
 
+SKIPPED = BackendResult(available=False, reason="--no-torch")
+
+
 def run(spec: BlockSpec, tol: float = 1e-9, require_torch: bool = False,
-        max_cost: int | None = None) -> VerifyResult:
+        max_cost: int | None = None, use_torch: bool = True) -> VerifyResult:
+    """`use_torch=False` compares with NumPy alone: importing torch takes 2–3 s, the rest well under 1 s."""
     from symblock.engine.model_spec import ModelSpec
     if isinstance(spec, ModelSpec):
-        return run_model(spec, tol, require_torch, max_cost)
+        return run_model(spec, tol, require_torch, max_cost, use_torch)
     from symblock.reference import numeric
     trace = block.forward(spec, max_cost=max_cost)
     want = exact_floats(trace)
     problems: list[str] = []
     backends = {"numpy": compare(want, numeric.forward(spec), "numpy", tol, problems)}
+    if not use_torch:
+        return VerifyResult(tol=tol, steps=trace.names(), backends={**backends, "torch": SKIPPED},
+                            problems=problems)
     try:
         from symblock.reference import torch_ref
         got = torch_ref.forward(spec)
@@ -102,7 +109,7 @@ def run(spec: BlockSpec, tol: float = 1e-9, require_torch: bool = False,
 
 
 def run_model(spec, tol: float = 1e-9, require_torch: bool = False,
-              max_cost: int | None = None) -> VerifyResult:
+              max_cost: int | None = None, use_torch: bool = True) -> VerifyResult:
     """A tiny GPT: every step against NumPy and torch (each recomputing without a cache), the
     prompt pass against a stack of real nn.TransformerEncoderLayers where torch has the layer,
     and every cached step proved equal to the full recompute (engine/model.py)."""
@@ -111,26 +118,31 @@ def run_model(spec, tol: float = 1e-9, require_torch: bool = False,
     trace = model.forward(spec, max_cost=max_cost)
     want = exact_floats(trace)
     problems: list[str] = []
-    backends = {"numpy": compare(want, numeric_model.forward(spec), "numpy", tol, problems)}
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        backends["torch"] = BackendResult(available=False, reason="torch is not installed")
-        if require_torch:
-            problems.append("torch is required (--require-torch) but not installed: "
-                            "pip install 'symblock[torch]'")
-    else:
-        from symblock.reference import torch_model
-        res = backends["torch"] = compare(want, torch_model.forward(spec), "torch", tol, problems)
-        stack = torch_model.encoder_stack_output(spec)
-        if stack is not None:
-            last = f"layer{len(spec.layers) - 1}.output"
-            d = max_abs_diff(want[last], stack)
-            res.note = f"{len(spec.layers)} stacked nn.TransformerEncoderLayer differ by {d:.3g}"
-            if not d <= tol:
-                problems.append(f"the nn.TransformerEncoderLayer stack differs by {d:.3g}")
+    backends = {"numpy": compare(want, numeric_model.forward(spec), "numpy", tol, problems),
+                "torch": torch_model_result(spec, want, tol, require_torch, problems) if use_torch else SKIPPED}
     cache = model.prove_cache(spec, max_cost)
     bad = [name for name, verdict in cache if verdict == "differs"]
     if bad:
         problems.append(f"cached steps differ from the full recompute: {', '.join(bad[:5])}")
     return VerifyResult(tol=tol, steps=trace.names(), backends=backends, problems=problems, cache=cache)
+
+
+def torch_model_result(spec, want: dict, tol: float, require_torch: bool, problems: list[str]) -> BackendResult:
+    """A tiny GPT against torch: every step, and the prompt pass against stacked encoder layers."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        if require_torch:
+            problems.append("torch is required (--require-torch) but not installed: "
+                            "pip install 'symblock[torch]'")
+        return BackendResult(available=False, reason="torch is not installed")
+    from symblock.reference import torch_model
+    res = compare(want, torch_model.forward(spec), "torch", tol, problems)
+    stack = torch_model.encoder_stack_output(spec)
+    if stack is not None:
+        last = f"layer{len(spec.layers) - 1}.output"
+        d = max_abs_diff(want[last], stack)
+        res.note = f"{len(spec.layers)} stacked nn.TransformerEncoderLayer differ by {d:.3g}"
+        if not d <= tol:
+            problems.append(f"the nn.TransformerEncoderLayer stack differs by {d:.3g}")
+    return res
