@@ -27,7 +27,8 @@ from collections import Counter
 from pathlib import Path
 
 N = 100
-QUIET_BEFORE = {"easy": 4.0, "medium": 2.8, "hard": 5.0}  # s per 100 variants, quiet machine, commit 1d8e6ed
+QUIET_BEFORE = {"easy": 1.89, "medium": 1.91, "hard": 3.36}  # s per 100 variants, quiet machine, commit 15bbb9b
+QUIET_COMMIT = "15bbb9b"
 HERE = Path(__file__).resolve().parent
 
 
@@ -104,7 +105,7 @@ def main(argv=None) -> int:
         est = ", ".join(f"{d} {QUIET_BEFORE[d] * got_cpu['after', d] / got_cpu['before', d]:.1f} s"
                         for d in QUIET_BEFORE)
         quiet = (f"\n\nOn a quiet machine the code before took {', '.join(f'{d} {v} s' for d, v in QUIET_BEFORE.items())} "
-                 "per 100 variants (commit 1d8e6ed); scaled by this run's after/before CPU ratio, the code "
+                 f"per 100 variants (commit {QUIET_COMMIT}); scaled by this run's after/before CPU ratio, the code "
                  f"after takes about {est} there (an estimate from a shared machine, not a quiet measurement).")
     if args.write:
         machine = (f"{platform.machine()}, Python {platform.python_version()}, {os.cpu_count()} cores, shared; "
@@ -138,14 +139,32 @@ Machine: {machine}.
 {after}{before}
 
 Draws/variant counts candidate blocks (the accepted one included); forwards/variant the candidates
-worked through exactly (a relu_mixed refit works the candidate again, keeping every step before
-the FFN; with staging the first work stops at the staged step); rejected draws name the constraint
-that failed on the exact trace; the last column counts what was fitted instead of rejected (a refit
-of the attention or FFN weights, and the first check that asked for it). The drawn variants are the
-same before and after (same tensors, steps and exact values for every seed).
+worked through exactly (a relu_mixed refit counts as a second one, although it works only the FFN
+and what follows; with staging the first work stops at the staged step); rejected draws name the
+constraint that failed on the exact trace; the last column counts what was fitted instead of
+rejected (a refit of the attention or FFN weights, and the first check that asked for it). The
+drawn variants are the same before and after (same tensors, steps and exact values for every seed:
+a fingerprint of 200 seeds per preset, and tests/exercises/test_candidates.py).
 
 ## Where the time went, and what changed
 
+This round (from commit 15bbb9b), on each candidate:
+- **No spec parse per candidate** (engine/spec.py `with_tensors`, `with_given`): the generator
+  validated the spec once (the probe) but then wrote every candidate's tensors back into a spec
+  mapping and parsed it again, twice with staging; the candidate's spec is now the probe with its
+  drawn matrices replaced, and the staged step added through the same validation as `given:`.
+- **The FFN is worked once** (`generate.split_step`): with relu_mixed on drawn W_1/b_1 (Pre-LN
+  without a norm after the FFN: medium and hard), the first forward stops after `ffn.hidden`, the
+  only step relu_mixed reads. A failing sign pattern refits W_1 there, and the forward carries on
+  from it; before, the FFN and the residual were worked for the weights the refit threw away, and
+  every check ran again. (Post-LN, as in easy, checks norm2 before relu_mixed, so it keeps the
+  full forward: splitting would change which seeds are rejected, and so the variants.)
+- **Checks build no nodes where the balls decide**: `at_most` replaces `at_least(−e, −hi)` (each
+  −e was a new node), and the degenerate-row check compares the balls of (x − μ)² before squaring
+  exactly.
+
+Before that (commit 1d8e6ed → 15bbb9b; quiet machine, easy 4.0 → 1.89 s, medium 2.8 → 1.91 s,
+hard 5.0 → 3.36 s):
 - **The rational snap** (engine/balls.py), run on every graph node the engine builds: its
   candidate rational came from `fractions.Fraction.limit_denominator`; it now comes from an
   integer continued fraction of the midpoint, and Arb still certifies it at up to 16384 bits.
