@@ -263,7 +263,8 @@ VERIFY_NOTE = """`verify` runs NumPy and real torch modules: the torch import al
 process. What verify adds on top of it is the exact forward, the NumPy path and the torch modules
 themselves; the torch import now starts in a background thread when verify starts, so that its
 file reading overlaps the spec loading and the exact forward (two cores: the overlap is real, but
-the import holds the GIL for its Python parts)."""
+the import holds the GIL for its Python parts). `verify --no-torch` (new) compares with NumPy alone
+and never imports torch: the column beside it, which has no "before"."""
 
 NOTES = """
 ## What changed, and what is left

@@ -20,6 +20,26 @@ from pathlib import Path
 from symblock.errors import SpecError
 
 MAX_TRIES = 50  # seeds tried per wanted variant before giving up
+PRESET = "preset:"  # `preset:medium`: the difficulty preset's own block, where no SPEC is given
+PRESET_TITLES = {"easy": ("Exercise (easy)", "练习（简单）"), "medium": ("Exercise (medium)", "练习（中等）"),
+                 "hard": ("Exercise (hard)", "练习（困难）")}
+
+
+def default_spec(overrides: dict | None) -> str:
+    """The SPEC of a command given none: `preset:D` with --difficulty D (the preset's own dims,
+    not the default example's), else the default example."""
+    from symblock.options import DEFAULT_EXAMPLE
+    d = (overrides or {}).get("difficulty")
+    return PRESET + d if d in PRESET_TITLES else DEFAULT_EXAMPLE
+
+
+def preset_mapping(spec_arg: str) -> dict | None:
+    """`preset:D` as a spec mapping (a seed and the difficulty), or None for any other SPEC."""
+    d = spec_arg[len(PRESET):] if spec_arg.startswith(PRESET) else None
+    if d not in PRESET_TITLES:
+        return None
+    en, zh = PRESET_TITLES[d]
+    return {"title": {"en": en, "zh": zh}, "random": {"seed": 1, "difficulty": d}}
 
 
 def spec_token(spec_arg: str) -> str:
@@ -27,6 +47,8 @@ def spec_token(spec_arg: str) -> str:
     from symblock.engine.spec import example_names
     if spec_arg in example_names() and not Path(spec_arg).exists():
         return spec_arg
+    if preset_mapping(spec_arg) is not None:
+        return spec_arg.replace(":", "-")  # preset-medium
     path = Path(spec_arg)
     if not path.is_file():
         raise SpecError(str(path), "", "no such file (give a spec path or a built-in example name; "
@@ -78,6 +100,8 @@ def parse_id(ident: str, spec_arg: str | None, flag: str = "--id") -> tuple[str,
     token, seed = m.group(1), m.group(2)
     seed = int(seed) if seed is not None else None
     if spec_arg is None:
+        if preset_mapping(token.replace("-", ":", 1)) is not None:
+            return token.replace("-", ":", 1), seed
         if token not in example_names():
             hint = (" (a spec file's ID: give the file too, `symblock worksheet FILE --id ID` or `symblock check FILE "
                     "ANSWERS`; an answers file inside its set folder needs none)") \
@@ -115,6 +139,8 @@ def read(spec_arg: str, overrides: dict | None = None) -> tuple[dict, str]:
     if spec_arg in example_names() and not Path(spec_arg).exists():
         data, _ = read_mapping(f"{spec_arg}.yaml", example_text(spec_arg))
         source = f"example:{spec_arg}"
+    elif preset_mapping(spec_arg) is not None:
+        data, source = preset_mapping(spec_arg), spec_arg
     else:
         data, source = read_mapping(spec_arg)
     if overrides:
