@@ -13,6 +13,7 @@ examples:
   symblock check answers.yaml                    # its id: names the variant
   symblock check class.yaml answers.yaml         # the id of a spec file's set
   symblock check set/h4k2q9x7a.3/answers.yaml   # inside a set: its manifest.yaml gives spec and preset
+  symblock check class.yaml set/h4k2q9x7a.3/answers.yaml   # the same (SPEC must be the set's)
   symblock check answers.yaml --preset norm --all
   symblock check answers.yaml --json --lang zh
   (answers.yaml: `decimals: 3` and `steps: {norm1.mean: [[1.5], [1.628],
@@ -62,7 +63,7 @@ def run(args) -> int:
     data, source = answers_mod.read(answers_path)
     ident = args.id or (str(data["id"]) if data.get("id") not in (None, "") else None)
     # a set's answers file: its manifest knows the spec, preset, loss and places
-    found = _from_set(args, answers_path, ident) if spec_arg is None else None
+    found = _from_set(args, answers_path, ident, spec_arg)
     if found is not None:
         marker, default = found
     else:
@@ -80,12 +81,15 @@ def run(args) -> int:
           end="")
     return 0 if result.ok else 1
 
-def _from_set(args, answers_path: str, ident: str | None):
+def _from_set(args, answers_path: str, ident: str | None, spec_arg: str | None):
     """(Marker, default Policy) when the answers file sits in a set `worksheet --variants N` wrote
     (SET/<ID>/answers.yaml, or a copy in SET/) and its ID is one of the set's: the manifest then
-    rebuilds the variant with the set's preset, loss and decimals, so a student needs no spec file
-    and no --preset. None otherwise, or when a flag asks for something else."""
+    rebuilds the variant with the set's preset, flags, loss and decimals, so a student needs no
+    --preset, and no spec file (a SPEC given must be the set's: the same spec token). None
+    otherwise, or when a flag asks for something else."""
     from pathlib import Path
+    from symblock.errors import UsageError
+    from symblock.exercises import variants
     from symblock.grading import manifest
     from symblock.grading.answers import Policy
     from symblock.grading.gradebook import Variants
@@ -96,6 +100,22 @@ def _from_set(args, answers_path: str, ident: str | None):
         if (folder / manifest.NAME).is_file():
             man = manifest.read(folder)
             pool = Variants(man, args.max_cost)
-            if pool.problem(ident) is None:
-                return pool.marker(ident), Policy(decimals=man.get("decimals"))
+            if pool.problem(ident) is not None:
+                continue
+            if spec_arg is not None and variants.spec_token(spec_arg) != pool.token:
+                raise UsageError(
+                    f"check: {answers_path} is an answers file of the set in {_shown(folder)} (made from "
+                    f"{man.get('spec_source', 'its spec')}, spec {pool.token!r}), but SPEC {spec_arg} is "
+                    f"spec {variants.spec_token(spec_arg)!r}; leave SPEC out to mark it against its set")
+            return pool.marker(ident), Policy(decimals=man.get("decimals"))
     return None
+
+
+def _shown(folder) -> str:
+    """A folder as the user would type it: relative to the working directory (at most one level up)."""
+    import os
+    try:
+        rel = os.path.relpath(folder)
+    except ValueError:   # another drive
+        return str(folder)
+    return folder.as_posix() if rel.startswith(("../..", "..\\..")) else rel + os.sep
