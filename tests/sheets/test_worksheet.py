@@ -303,3 +303,35 @@ def test_help_stays_light():
             "bad = [m for m in ('jinja2', 'sympy', 'flint') if m in sys.modules]; print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize("preset, shown, absent", [
+    ("norm", ["LayerNorm per row", "population variance"], ["Attention per head", "Causal mask", "FFN:", "order:"]),
+    ("ffn", ["FFN: $F ="], ["Attention per head", "Causal mask", "LayerNorm per row", "order:"]),
+    ("attention", ["Attention per head", "Causal mask"], ["LayerNorm per row", "FFN:", "order:"]),
+    ("full", ["Attention per head", "Causal mask", "LayerNorm per row", "Pre-LN order:", "FFN: $F ="], []),
+])
+def test_conventions_box_states_only_what_the_asked_tasks_use(tmp_path, preset, shown, absent):
+    """A norm-only sheet says nothing of attention (softmax, heads, the causal mask) or the FFN;
+    the full sheet states every convention; sheet and key agree, LaTeX and Markdown alike."""
+    out = tmp_path / preset
+    assert run("pre-ln-causal-gelu", "--preset", preset, "--out", str(out)) == 0
+    for doc in ("sheet.md", "key.md", "sheet.tex", "key.tex"):
+        text = (out / doc).read_text(encoding="utf-8")
+        box = text[text.index("Conventions"):text.index("Given")]
+        for words in shown:
+            assert words in box, (doc, words)
+        for words in absent:
+            assert words not in box, (doc, words)
+        assert "Tokens are rows" in box and "Round answers to 3 decimal places" in box
+
+
+def test_backprop_conventions_state_the_parts_the_gradients_go_through(tmp_path):
+    """∂L/∂W₂, ∂L/∂W₁ (the default) go back through resid2 and the FFN only: no attention box line,
+    no RMSNorm line; the order (where R₂ comes from) and the gradient convention stay."""
+    out = tmp_path / "bp"
+    assert run("rmsnorm-swiglu", "--preset", "backprop", "--out", str(out), "--format", "markdown") == 0
+    text = (out / "sheet.md").read_text(encoding="utf-8")
+    box = text[text.index("Conventions"):text.index("Given")]
+    assert "FFN: $F =" in box and "order:" in box and "Gradients:" in box
+    assert "Attention per head" not in box and "RMSNorm per row" not in box
