@@ -86,6 +86,12 @@ def variants(args) -> list[tuple[str, object]]:
         if got is None:
             raise UsageError(f"--id {args.id}: seed {seed} does not give a usable block")
         return [(args.id, got[1])]
+    if args.spec is None and overrides.get("difficulty"):   # stress draws a bare preset block; a sheet's ID needs a spec
+        d = overrides["difficulty"]
+        raise UsageError(f"--difficulty {d} needs a SPEC that leaves the block to the draws: without one, worksheet "
+                         f"works the built-in example {DEFAULT_EXAMPLE}, whose weights and X are given. Write a "
+                         f"file holding `random: {{seed: 1, difficulty: {d}}}` and give it: symblock worksheet "
+                         f"FILE --variants N --out DIR (`symblock stress --difficulty {d}` previews such a set)")
     spec_arg = args.spec or DEFAULT_EXAMPLE
     if args.variants is not None:
         if args.variants < 1:

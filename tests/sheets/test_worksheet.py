@@ -335,3 +335,17 @@ def test_backprop_conventions_state_the_parts_the_gradients_go_through(tmp_path)
     box = text[text.index("Conventions"):text.index("Given")]
     assert "FFN: $F =" in box and "order:" in box and "Gradients:" in box
     assert "Attention per head" not in box and "RMSNorm per row" not in box
+
+
+def test_difficulty_without_a_spec_says_how_to_draw_a_block(tmp_path, capsys):
+    """`worksheet --difficulty medium` alone would put the seed example's given block under medium's
+    constraints (its error named seed-post-ln's d_k); it says what to write instead, and that works."""
+    out = tmp_path / "class"
+    assert run("--difficulty", "medium", "--variants", "2", "--out", str(out)) == 2
+    err = capsys.readouterr().err
+    assert "--difficulty medium needs a SPEC" in err and "`random: {seed: 1, difficulty: medium}`" in err, err
+    assert not out.exists()
+    spec_file = tmp_path / "medium.yaml"
+    spec_file.write_text("random: {seed: 1, difficulty: medium}\n", encoding="utf-8")
+    assert run(str(spec_file), "--variants", "2", "--format", "markdown", "--out", str(out)) == 0
+    assert len([p for p in out.iterdir() if p.is_dir()]) == 2
