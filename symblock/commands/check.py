@@ -60,6 +60,10 @@ def run(args) -> int:
     spec_arg, answers_path = (args.spec, args.answers) if args.answers is not None else (None, args.spec)
     if args.answers is None and args.spec in example_names():
         raise UsageError("check: give the ANSWERS file after SPEC")
+    from pathlib import Path
+    if answers_path != "-" and not Path(answers_path).exists():   # not the spec reader's "give a spec path"
+        raise UsageError(f"{answers_path}: no such answers file (the hand-worked answers: YAML, JSON or CSV; "
+                         "a set's blank ones are SET/<ID>/answers.yaml)")
     data, source = answers_mod.read(answers_path)
     ident = args.id or (str(data["id"]) if data.get("id") not in (None, "") else None)
     # a set's answers file: its manifest knows the spec, preset, loss and places

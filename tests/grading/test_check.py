@@ -366,7 +366,11 @@ def test_bad_answers_files(tmp_path, capsys, text, name, field, message):
 def test_missing_answers_file(tmp_path, capsys):
     code = main(["check", "seed-post-ln", str(tmp_path / "nope.yaml")])
     err = capsys.readouterr().err
-    assert code == 2 and "nope.yaml: no such file" in err
+    assert code == 2 and "nope.yaml: no such answers file" in err
+    # one argument is the answers file: the message is about answers, not "give a spec path"
+    code = main(["check", str(tmp_path / "nope.yaml")])
+    err = capsys.readouterr().err
+    assert code == 2 and "nope.yaml: no such answers file" in err and "spec" not in err, err
 
 
 def test_answers_need_both_arguments(capsys):
