@@ -28,7 +28,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.usage = ("%(prog)s [-h] [SPEC] ANSWERS [--id ID] [--preset P] [--json] [--all]\n"
                "                      [--lang zh] [--loss L] [--wrt NAMES] [--max-cost N]")  # not `SPEC [ANSWERS]`
     p.add_argument("spec", metavar="SPEC", nargs="?", help="the block: a spec file (YAML/JSON) or a built-in example "
-                                                "name (may be left out when ANSWERS carries an example's id:)")
+                                                "name (may be left out when ANSWERS carries an example's id:, or "
+                                                "sits in the set folder whose manifest.yaml names it)")
     p.add_argument("answers", metavar="ANSWERS", nargs="?", help="the hand-worked answers (YAML, JSON or CSV)")
     p.add_argument("--id", metavar="ID", help="the worksheet ID the answers are for (default: the file's id:)")
     from symblock.exercises.presets import PRESETS
