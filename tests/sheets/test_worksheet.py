@@ -349,3 +349,33 @@ def test_difficulty_without_a_spec_says_how_to_draw_a_block(tmp_path, capsys):
     spec_file.write_text("random: {seed: 1, difficulty: medium}\n", encoding="utf-8")
     assert run(str(spec_file), "--variants", "2", "--format", "markdown", "--out", str(out)) == 0
     assert len([p for p in out.iterdir() if p.is_dir()]) == 2
+
+
+AFFINE_NORM = """\
+dims: {seq_len: 2, d_model: 4, d_ff: 2, heads: 1}
+block: {norm_position: pre}
+weights:
+  ln1: {gamma: [2, 1, 2, 1], beta: [1, -1, 0, -1]}
+inputs:
+  X: [[1.5, -3, 3, 1.5], [-2, 2.5, 0, -1.5]]
+random: {seed: 1, low: -1, high: 1}
+exercise: {ask: [norm1.mean, norm1.var, norm1.std, norm1]}
+"""
+
+
+def test_a_norm_row_with_gamma_and_beta_is_split_not_shrunk(tmp_path):
+    """Four `(x − μ)/σ · γ + β` fractions are wider than the page, and \\fitmath shrank the whole
+    block (every row) to some 60 %: each row now goes over aligned rows of two entries, and reads
+    (x − μ)/σ · γ + β with the numbers worked here: row 1 has μ = 0.75, σ = 2.25."""
+    spec_file = tmp_path / "affine.yaml"
+    spec_file.write_text(AFFINE_NORM, encoding="utf-8")
+    assert run(str(spec_file), "--out", str(tmp_path / "ws")) == 0
+    key = (tmp_path / "ws" / "key.tex").read_text(encoding="utf-8")
+    block = next(line for line in key.splitlines() if r"i = 1:\ & \left(" in line and r"\cdot 2 + 1" in line)
+    rows = block.split(r"\\")
+    row1 = [r for r in rows[:2]]
+    assert [r.count(r"\cdot") for r in row1] == [2, 2], row1
+    assert r"\frac{1.5 - 0.75}{2.25} \cdot 2 + 1, \frac{-3 - 0.75}{2.25} \cdot 1 + (-1), \right." in row1[0]
+    assert r"\left. \frac{3 - 0.75}{2.25} \cdot 2 + 0, \frac{1.5 - 0.75}{2.25} \cdot 1 + (-1)\right)" in row1[1]
+    # (1.5 − 0.75)/2.25·2 + 1 = 5/3, (−3 − 0.75)/2.25 − 1 = −8/3, 2.25/2.25·2 = 2, 0.75/2.25 − 1 = −2/3
+    assert row1[1].rstrip().endswith(r"\approx \left(1.667, -2.667, 2, -0.667\right)"), row1[1]
