@@ -46,16 +46,13 @@ BUGS = [
         "return _within(entry.value, value, Fraction(1, 2 * 10 ** places))", "return False",
         ("tests/grading/test_marking.py",),
         "an answer next to an undecidable rounding tie is marked wrong"),
-    Bug("key-sigma-line-prints-variance", "symblock/sheets/model.py",
-        "+ result(step.value.rows[i][0], self.places, a))\n        return self._rows_block(lines)\n\n"
-        "    def work_std",
-        "+ result(e, self.places, a))\n        return self._rows_block(lines)\n\n    def work_std",
+    Bug("key-sigma-line-prints-variance", "symblock/sheets/work_norm.py",
+        "+ self.outcome(exact.sqrt(a.value + eps_val), step.value.rows[i][0], a.exact, aligned=True))",
+        "+ self.outcome(a.value + eps_val, v.rows[i][0], a.exact, aligned=True))",
         ("tests/sheets/test_key_numbers.py",), "the key's σ line ends in σ² instead of σ"),
-    Bug("key-norm-rows-one-place-short", "symblock/sheets/model.py",
-        "vals = [exact_tex(e) if is_plain(e) else dec_tex(e, self.places) for e in step.value.rows[i]]\n"
-        "            approx = approx or",
-        "vals = [exact_tex(e) if is_plain(e) else dec_tex(e, self.places - 1) for e in step.value.rows[i]]\n"
-        "            approx = approx or",
+    Bug("key-norm-rows-one-place-short", "symblock/sheets/builder.py",
+        "cells = [None if c is None else dec_tex(c, self.places) for c in computed]",
+        "cells = [None if c is None else dec_tex(c, self.places - 1) for c in computed]",
         ("tests/sheets/test_key_numbers.py",), "the key's normalised rows are rounded one place short"),
     Bug("softmax-sign", "symblock/engine/block.py",
         "cache[key] = exact.exp(s)", "cache[key] = exact.exp(-s)",

@@ -14,8 +14,11 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.mark.slow
 def test_wheel_installs_and_runs(tmp_path):
     dist = tmp_path / "dist"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                    "-q", "-w", str(dist), str(ROOT)], check=True)
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                            "-q", "-w", str(dist), str(ROOT)], check=True, capture_output=True, text=True)
+    # the packaging metadata is clean: an SPDX license string, every package-data folder a package
+    said = built.stdout + built.stderr
+    assert "deprecated" not in said and "is absent from the `packages`" not in said, said
     wheel = next(dist.glob("symblock-*.whl"))
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)

@@ -13,6 +13,7 @@ examples:
   symblock check answers.yaml                    # its id: names the variant
   symblock check class.yaml answers.yaml         # the id of a spec file's set
   symblock check set/h4k2q9x7a.3/answers.yaml   # inside a set: its manifest.yaml gives spec and preset
+  symblock check class.yaml set/h4k2q9x7a.3/answers.yaml   # the same (SPEC must be the set's)
   symblock check answers.yaml --preset norm --all
   symblock check answers.yaml --json --lang zh
   (answers.yaml: `decimals: 3` and `steps: {norm1.mean: [[1.5], [1.628],
@@ -27,7 +28,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.usage = ("%(prog)s [-h] [SPEC] ANSWERS [--id ID] [--preset P] [--json] [--all]\n"
                "                      [--lang zh] [--loss L] [--wrt NAMES] [--max-cost N]")  # not `SPEC [ANSWERS]`
     p.add_argument("spec", metavar="SPEC", nargs="?", help="the block: a spec file (YAML/JSON) or a built-in example "
-                                                "name (may be left out when ANSWERS carries an example's id:)")
+                                                "name (may be left out when ANSWERS carries an example's id:, or "
+                                                "sits in the set folder whose manifest.yaml names it)")
     p.add_argument("answers", metavar="ANSWERS", nargs="?", help="the hand-worked answers (YAML, JSON or CSV)")
     p.add_argument("--id", metavar="ID", help="the worksheet ID the answers are for (default: the file's id:)")
     from symblock.exercises.presets import PRESETS
@@ -59,10 +61,14 @@ def run(args) -> int:
     spec_arg, answers_path = (args.spec, args.answers) if args.answers is not None else (None, args.spec)
     if args.answers is None and args.spec in example_names():
         raise UsageError("check: give the ANSWERS file after SPEC")
+    from pathlib import Path
+    if answers_path != "-" and not Path(answers_path).exists():   # not the spec reader's "give a spec path"
+        raise UsageError(f"{answers_path}: no such answers file (the hand-worked answers: YAML, JSON or CSV; "
+                         "a set's blank ones are SET/<ID>/answers.yaml)")
     data, source = answers_mod.read(answers_path)
     ident = args.id or (str(data["id"]) if data.get("id") not in (None, "") else None)
     # a set's answers file: its manifest knows the spec, preset, loss and places
-    found = _from_set(args, answers_path, ident) if spec_arg is None else None
+    found = _from_set(args, answers_path, ident, spec_arg)
     if found is not None:
         marker, default = found
     else:
@@ -80,12 +86,15 @@ def run(args) -> int:
           end="")
     return 0 if result.ok else 1
 
-def _from_set(args, answers_path: str, ident: str | None):
+def _from_set(args, answers_path: str, ident: str | None, spec_arg: str | None):
     """(Marker, default Policy) when the answers file sits in a set `worksheet --variants N` wrote
     (SET/<ID>/answers.yaml, or a copy in SET/) and its ID is one of the set's: the manifest then
-    rebuilds the variant with the set's preset, loss and decimals, so a student needs no spec file
-    and no --preset. None otherwise, or when a flag asks for something else."""
+    rebuilds the variant with the set's preset, flags, loss and decimals, so a student needs no
+    --preset, and no spec file (a SPEC given must be the set's: the same spec token). None
+    otherwise, or when a flag asks for something else."""
     from pathlib import Path
+    from symblock.errors import UsageError
+    from symblock.exercises import variants
     from symblock.grading import manifest
     from symblock.grading.answers import Policy
     from symblock.grading.gradebook import Variants
@@ -96,6 +105,22 @@ def _from_set(args, answers_path: str, ident: str | None):
         if (folder / manifest.NAME).is_file():
             man = manifest.read(folder)
             pool = Variants(man, args.max_cost)
-            if pool.problem(ident) is None:
-                return pool.marker(ident), Policy(decimals=man.get("decimals"))
+            if pool.problem(ident) is not None:
+                continue
+            if spec_arg is not None and variants.spec_token(spec_arg) != pool.token:
+                raise UsageError(
+                    f"check: {answers_path} is an answers file of the set in {_shown(folder)} (made from "
+                    f"{man.get('spec_source', 'its spec')}, spec {pool.token!r}), but SPEC {spec_arg} is "
+                    f"spec {variants.spec_token(spec_arg)!r}; leave SPEC out to mark it against its set")
+            return pool.marker(ident), Policy(decimals=man.get("decimals"))
     return None
+
+
+def _shown(folder) -> str:
+    """A folder as the user would type it: relative to the working directory (at most one level up)."""
+    import os
+    try:
+        rel = os.path.relpath(folder)
+    except ValueError:   # another drive
+        return str(folder)
+    return folder.as_posix() if rel.startswith(("../..", "..\\..")) else rel + os.sep

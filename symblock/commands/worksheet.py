@@ -59,7 +59,8 @@ def add_arguments(p) -> None:
                                                        "(default: one summary line per kind)")
     p.add_argument("--allow-repeats", action="store_true",
                    help="--variants: write the set even when some asked step repeats its answer in more "
-                        "than 10%% of the variants (or a statistic takes fewer than 5 values)")
+                        "than 10%% of the variants (or a statistic takes fewer than 5 values), or is the "
+                        "same on every sheet because it reads only given data (e.g. a given X)")
     p.add_argument("--max-cost", type=nonneg, metavar="N", help="raise the exact engine's size limit")
     from symblock.exercises.generate import add_random_arguments
     add_random_arguments(p)
@@ -85,6 +86,12 @@ def variants(args) -> list[tuple[str, object]]:
         if got is None:
             raise UsageError(f"--id {args.id}: seed {seed} does not give a usable block")
         return [(args.id, got[1])]
+    if args.spec is None and overrides.get("difficulty"):   # stress draws a bare preset block; a sheet's ID needs a spec
+        d = overrides["difficulty"]
+        raise UsageError(f"--difficulty {d} needs a SPEC that leaves the block to the draws: without one, worksheet "
+                         f"works the built-in example {DEFAULT_EXAMPLE}, whose weights and X are given. Write a "
+                         f"file holding `random: {{seed: 1, difficulty: {d}}}` and give it: symblock worksheet "
+                         f"FILE --variants N --out DIR (`symblock stress --difficulty {d}` previews such a set)")
     spec_arg = args.spec or DEFAULT_EXAMPLE
     if args.variants is not None:
         if args.variants < 1:
@@ -93,15 +100,52 @@ def variants(args) -> list[tuple[str, object]]:
         from symblock.grading.ambiguity import judge
         drawn = variants.draw_variants(spec_arg, args.variants, seed, args.max_cost, overrides,
                                        judge(args.preset, args.loss, _wrt(args.wrt), args.decimals))
-        if not args.allow_repeats:  # every student's exercise differs (exercises/stress.py)
+        if not args.allow_repeats and len(drawn) > 1:  # every student's exercise differs (exercises/stress.py)
             from symblock.exercises.presets import choose
             from symblock.exercises.stress import require_variety
-            require_variety([(t, choose(t, args.preset, args.loss, _wrt(args.wrt))) for _, _, t in drawn])
+            pairs = [(t, choose(t, args.preset, args.loss, _wrt(args.wrt))) for _, _, t in drawn]
+            _same_on_every_sheet(pairs)
+            require_variety(pairs)
         return [(i, t) for i, _, t in drawn]
     if args.seed is not None:
         raise UsageError("--seed goes with --variants N")
     spec = from_mapping(*variants.read(spec_arg, overrides)) if overrides else _load(spec_arg)
     return [(variants.make_id(variants.spec_token(spec_arg), spec.seed), forward(spec, max_cost=args.max_cost))]
+
+
+def _same_on_every_sheet(pairs) -> None:
+    """Asked steps that read only what the spec gives (not drawn) have one answer for the whole
+    set: the variety guarantee leaves them out, so say so, naming the given data and the fix, on
+    stderr; a set where every asked step is such is refused (exit 2): its sheets are all alike."""
+    import sys
+    from symblock.errors import UsageError
+    from symblock.exercises.stress import asked_answers, fixed_steps
+    trace, ex = pairs[0]
+    fixed = fixed_steps([t for t, _ in pairs])
+    asked = list(asked_answers(trace, ex))
+    same = [n for n in asked if n in fixed]
+    if not same:
+        return
+    given, todo = [], list(same)
+    while todo:   # the given data behind them, in the order the block reads it
+        for i in trace[todo.pop(0)].inputs:
+            if i in trace.params and i not in given:
+                given.append(i)
+            elif i in fixed and i in trace and i not in todo:
+                todo.append(i)
+    given.sort(key=lambda g: g.split(".")[-1] != "X")   # X first: the likely cause
+    data = ", ".join(given) or "the spec's data"
+    x = [g for g in given if g.split(".")[-1] == "X"]
+    fix = (f"leave {'inputs.X' if x else 'them'} out of the spec so that "
+           f"{'X is' if x else 'they are'} drawn for each variant, or pass --allow-repeats to hand "
+           "out the same numbers on purpose")
+    steps = ", ".join(same) if len(same) <= 6 else f"{', '.join(same[:5])} … ({len(same)} steps)"
+    if len(same) == len(asked):
+        raise UsageError(f"--variants {len(pairs)}: every sheet would have the same answers: every asked "
+                         f"step ({steps}) reads only {data}, none of which is drawn; {fix}")
+    print(f"symblock worksheet: warning: {steps} {'has' if len(same) == 1 else 'have'} the same answer on "
+          f"all {len(pairs)} sheets: {'it reads' if len(same) == 1 else 'they read'} only {data}, none "
+          f"of which is drawn; {fix}", file=sys.stderr)
 
 
 def _load(spec_arg: str):

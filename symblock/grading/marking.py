@@ -154,13 +154,20 @@ def fewer_places(entry, value) -> bool:
 
 
 def is_slip(entry, value) -> bool:
-    """Off by at most one unit in the last place written (a decimal entry under places or sig figs)."""
+    """Off by at most one unit in the last place written from the value rounded there (a decimal
+    entry under places or sig figs): 0.351 or 0.353 where the key has 0.352, whatever digits
+    follow in the exact value, as the student compares it with the key."""
     if entry.decimal is None or entry.tol is not None or value is exact.NEG_INF:
         return False
     if entry.sig_figs is None and not entry.written and entry.places is None:
         return False
-    unit = Fraction(1, 10 ** entry.places) if entry.sig_figs is None and not entry.written \
-        else Fraction(10) ** entry.decimal.as_tuple().exponent
+    places = entry.places if entry.sig_figs is None and not entry.written else -entry.decimal.as_tuple().exponent
+    unit = Fraction(10) ** -places
+    if places >= 0:
+        try:
+            return abs(Fraction(entry.decimal) - Fraction(value.decimal(places))) <= unit
+        except exact.UndecidableError:   # on a rounding tie: within one unit of the value itself
+            pass
     return _within(entry.value, value, unit)
 
 

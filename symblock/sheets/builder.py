@@ -12,6 +12,10 @@ from symblock.sheets.work_linear import LinearWork
 from symblock.sheets.work_norm import NormWork
 
 
+_PARTS = {"attn": "attn", "cache": "attn", "norm": "norm", "ffn": "ffn", "resid1": "resid", "resid2": "resid",
+          "output": "output"}   # a step name's word -> the part of the block it belongs to
+_PARAM_PARTS = {**{f"{w}_{x}": "attn" for w in "Wb" for x in "QKVO"},
+                **{f"{w}_{x}": "ffn" for w in "Wb" for x in "123"}}   # grad.W_1: a parameter's part
 DATA_WIDTH = 60     # characters of matrix entries printed side by side on one line
 DATA_PER_LINE = 3
 
@@ -89,24 +93,50 @@ class Builder(LinearWork, AttentionWork, NormWork, FfnWork):
         cols = r"1, \dots, d" if d.heads == 1 else r"h d_k + 1, \dots, (h + 1) d_k"
         if d.heads * d.d_k != d.d_model or d.d_k != d.d_v:  # issue 15: other projection widths
             cols = rf"h d_k + 1, \dots, (h + 1) d_k\ (d_k = {d.d_k};\ V\!: d_v = {d.d_v})"
-        out = [self.t("conv_rows", d.seq_len, d.d_model), self.t("conv_attn", scale, cols)]
-        if o.causal:
-            out.append(self.t("conv_mask"))
-        if o.padding:  # issue 15: the key padding mask, shown like the causal one
-            rows = self.spec.key_padding_mask
-            keys = [", ".join(str(j + 1) for j, p in enumerate(r) if p) or "—" for r in rows]
-            out.append(self.t("conv_padding", keys[0] if len(rows) == 1 else
-                              "; ".join(f"b{b}: {k}" for b, k in enumerate(keys))))
-        if o.dropout:
+        uses = self.uses()
+        out = [self.t("conv_rows", d.seq_len, d.d_model)]
+        if "attn" in uses:
+            out.append(self.t("conv_attn", scale, cols))
+            if o.causal:
+                out.append(self.t("conv_mask"))
+            if o.padding:  # issue 15: the key padding mask, shown like the causal one
+                rows = self.spec.key_padding_mask
+                keys = [", ".join(str(j + 1) for j, p in enumerate(r) if p) or "—" for r in rows]
+                out.append(self.t("conv_padding", keys[0] if len(rows) == 1 else
+                                  "; ".join(f"b{b}: {k}" for b, k in enumerate(keys))))
+        if o.dropout and "dropout" in uses:
             out.append(self.t("conv_dropout", sympy.latex(sympy.sympify(self.spec.dropout_p))))
-        out.append(self.t(f"conv_{o.norm}", eps))
-        if o.norm_position == "post":
-            out.append(self.t("conv_post"))
-        else:
-            out.append(self.t("conv_pre", self.t("conv_final") if o.final_norm else ""))
-        out.append(self.t("conv_ffn", self.ffn_formula()))
+        if "norm" in uses:
+            out.append(self.t(f"conv_{o.norm}", eps))
+        if "order" in uses:
+            if o.norm_position == "post":
+                out.append(self.t("conv_post"))
+            else:
+                out.append(self.t("conv_pre", self.t("conv_final") if o.final_norm else ""))
+        if "ffn" in uses:
+            out.append(self.t("conv_ffn", self.ffn_formula()))
         out.append(self.t("conv_round", self.places))
         return out
+
+    def uses(self) -> set[str]:
+        """The parts of the block the asked tasks work (attn, norm, ffn, dropout), and `order`
+        when they cross a residual connection or more than one part: the conventions box states
+        only these, so a norm-only sheet says nothing of attention."""
+        kinds = set()
+        for name in self.ex.ask:
+            words = name.split(".")
+            for i, w in enumerate(words):   # past batch, layer, generation and grad. prefixes
+                kind = _PARTS.get(w) or (_PARTS.get(w[:4]) if w.startswith("norm") else None)
+                if kind is None and w in _PARAM_PARTS and i == len(words) - 1:
+                    kind = _PARAM_PARTS[w]
+                if kind:
+                    kinds.add(kind)
+                    break
+            if words[-1] == "dropped":
+                kinds.add("dropout")
+        if kinds & {"resid", "output"} or len(kinds & {"attn", "norm", "ffn"}) > 1:
+            kinds.add("order")
+        return kinds
 
     def ffn_formula(self) -> str:
         from symblock.engine.block import ACTIVATIONS

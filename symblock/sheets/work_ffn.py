@@ -36,6 +36,9 @@ class FfnWork:
             got.append(val)
             true.append(step.value.rows[0][j])
             exact_in = exact_in and ex
-        out.append((None, rf"({step_symbol(step)})_{{1\cdot}} = \left(" + ", ".join(terms) + r"\right) "
-                    + self.tuple_outcome(got, true, exact_in)))
+        # aligned, so that a "(from exact values …)" note, and the results of four terms, take a
+        # row of their own instead of \fitmath shrinking one line past the page to fit
+        out.append((None, rf"\begin{{aligned}} ({step_symbol(step)})_{{1\cdot}} &= \left(" + ", ".join(terms)
+                    + r"\right) " + (r"\\ &" if len(terms) > 3 else "") + " "
+                    + self.tuple_outcome(got, true, exact_in, aligned=True) + r" \end{aligned}"))
         return out

@@ -115,9 +115,19 @@ class NormWork:
                 got.append(val)
                 true.append(step.value.rows[i][j])
                 exact_in = exact_in and ex
-            lines.append(rf"i = {i + 1}:\ & \left(" + ", ".join(parts) + r"\right) "
+            lines.append(rf"i = {i + 1}:\ & " + self.split_tuple(parts, 2 if affine else 4)
+                         + (r" \\ &" if len(parts) > 3 else "") + " "     # four results: a row of their own
                          + self.tuple_outcome(got, true, exact_in, aligned=True))
         return self.rows_block(lines)
+
+    @staticmethod
+    def split_tuple(parts: list[str], per_line: int) -> str:
+        """`(a, b, …)` over aligned rows of `per_line` entries: a row of four `(x − μ)/σ · γ + β`
+        fractions is wider than the page, and \\fitmath would shrink the whole block to fit it
+        (so would four fractions and their four results on one row: the result gets its own)."""
+        chunks = [parts[k:k + per_line] for k in range(0, len(parts), per_line)]
+        rows = r", \right. \\ &\quad \left. ".join(", ".join(c) for c in chunks)
+        return r"\left(" + rows + r"\right)"
 
     def work_layernorm(self, step) -> list:
         src, mean, std, g, b = step.inputs

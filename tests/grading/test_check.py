@@ -73,8 +73,11 @@ SEED = SEED_ANSWERS.read_text(encoding="utf-8")
     ("  norm1.var: [[0.8119], [0.0154], [0.1849]]", "slip"),
     # 4 places asked, 0.812 is 0.811801 right to 3 places: correct, rounded to fewer places
     ("  norm1.var: {decimals: 4, value: [[0.812], [0.0154], [0.1849]]}", "rounded"),
-    # more than one unit off in the 4th place (0.8117 for 0.811801): wrong
-    ("  norm1.var: [[0.8117], [0.0154], [0.1849]]", "wrong"),
+    # one unit below the key's 0.8118 is as much a slip as one above: the student compares with
+    # the key, not with 0.811801's fifth digit (it was marked wrong, 0.8119 a slip)
+    ("  norm1.var: [[0.8117], [0.0154], [0.1849]]", "slip"),
+    # two units off in the 4th place (0.8116 for 0.8118): wrong
+    ("  norm1.var: [[0.8116], [0.0154], [0.1849]]", "wrong"),
 ])
 def test_seed_variance_as_the_article_writes_it(tmp_path, capsys, var_line, status):
     code, data, steps = run_json(tmp_path, capsys, SEED + var_line + "\n")
@@ -366,7 +369,11 @@ def test_bad_answers_files(tmp_path, capsys, text, name, field, message):
 def test_missing_answers_file(tmp_path, capsys):
     code = main(["check", "seed-post-ln", str(tmp_path / "nope.yaml")])
     err = capsys.readouterr().err
-    assert code == 2 and "nope.yaml: no such file" in err
+    assert code == 2 and "nope.yaml: no such answers file" in err
+    # one argument is the answers file: the message is about answers, not "give a spec path"
+    code = main(["check", str(tmp_path / "nope.yaml")])
+    err = capsys.readouterr().err
+    assert code == 2 and "nope.yaml: no such answers file" in err and "spec" not in err, err
 
 
 def test_answers_need_both_arguments(capsys):

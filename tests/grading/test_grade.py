@@ -340,3 +340,28 @@ def test_check_of_a_set_answers_file_needs_no_spec_and_no_preset(tmp_path, capsy
     assert main(["check", "pre-ln-causal-gelu", str(tmp_path / "loose.yaml"), "--json"]) == 0
     loose = json.loads(capsys.readouterr().out)["steps"]
     assert any(s["status"] == "missing" and s["asked"] and s["name"].startswith("attn") for s in loose)
+
+
+def test_check_with_the_sets_spec_uses_the_manifest_and_another_spec_is_refused(tmp_path, capsys, monkeypatch):
+    """`symblock check SPEC answers.yaml` in a set folder: SPEC the set's spec (same token) marks from
+    the manifest (its --preset: only the norm steps count as missing); another SPEC is an error
+    naming both, never a marking against a block the sheet did not show."""
+    import json
+    from symblock.engine.spec import example_text
+    monkeypatch.chdir(tmp_path)
+    assert main(["worksheet", "pre-ln-causal-gelu", "--preset", "norm", "--variants", "2", "--out", "set"]) == 0
+    capsys.readouterr()
+    X = np.array(yaml.safe_load(example_text("pre-ln-causal-gelu"))["inputs"]["X"], dtype=float)
+    path = Path("set") / "pre-ln-causal-gelu.1" / "answers.yaml"
+    data = yaml.safe_load(path.read_text())
+    data["steps"]["norm1.mean"] = [[text3(m)] for m in X.mean(axis=1)]   # worked in NumPy
+    path.write_text(yaml.safe_dump(data))
+    assert main(["check", "pre-ln-causal-gelu", str(path), "--json"]) == 0
+    steps = {s["name"]: s for s in json.loads(capsys.readouterr().out)["steps"]}
+    assert steps["norm1.mean"]["status"] == "correct"
+    missing = {n for n, s in steps.items() if s["status"] == "missing" and s["asked"]}
+    assert missing and all(n.startswith(("norm1", "norm2", "norm_final")) for n in missing), missing
+    assert main(["check", "seed-post-ln", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "set in set/" in err and "'pre-ln-causal-gelu'" in err and "'seed-post-ln'" in err, err
+    assert "leave SPEC out" in err and "Traceback" not in err

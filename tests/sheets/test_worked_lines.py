@@ -119,13 +119,26 @@ ENTRY_LINE = re.compile(r"\((?P<sym>[^()]+)\)_\{(?P<i>\d)(?P<j>\d)\} &= [^\\]*?.
 ROW_LINE = re.compile(r"i = (?P<i>\d+):\\ & \\left\(.*\\right\) (?:=|\\approx) \\left\((?P<r>[-\d., ]+|.*?)\\right\)$")
 
 
+def joined(rows: list[str]) -> list[str]:
+    """Aligned rows with a tuple split over rows (`, \\right. \\\\ &\\quad \\left. ...`) or a result on
+    a row of its own (`\\\\ & \\approx ...`) joined into one; a "(from exact values …)" row stays apart."""
+    out: list[str] = []
+    for r in rows:
+        rest = r.strip().removeprefix("&").strip().removeprefix(r"\quad").strip()
+        if out and r.strip().startswith("&") and rest.startswith((r"\left.", r"\approx", "=")):
+            out[-1] = out[-1].strip().removesuffix(r"\right.").strip() + " " + rest.removeprefix(r"\left.").strip()
+        else:
+            out.append(r)
+    return out
+
+
 def key_entry_results(key: str) -> dict[str, dict[tuple[int, int], str]]:
     """{step: {(i, j): the result its worked line prints}} of the sum-of-products lines."""
     out: dict[str, dict] = {}
     for sec in re.split(r"^### ", key, flags=re.M)[1:]:
         name = re.search(r"`([^`]+)`", sec.splitlines()[0]).group(1)
         for line in re.findall(r"\\begin\{aligned\} (.*?) \\end\{aligned\}", sec):
-            for row in line.split(r" \\ "):
+            for row in joined(line.split(r" \\ ")):
                 m = ENTRY_LINE.match(row.strip())
                 if m:
                     out.setdefault(name, {})[(int(m["i"]) - 1, int(m["j"]) - 1)] = m["r"]

@@ -303,3 +303,78 @@ def test_help_stays_light():
             "bad = [m for m in ('jinja2', 'sympy', 'flint') if m in sys.modules]; print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize("preset, shown, absent", [
+    ("norm", ["LayerNorm per row", "population variance"], ["Attention per head", "Causal mask", "FFN:", "order:"]),
+    ("ffn", ["FFN: $F ="], ["Attention per head", "Causal mask", "LayerNorm per row", "order:"]),
+    ("attention", ["Attention per head", "Causal mask"], ["LayerNorm per row", "FFN:", "order:"]),
+    ("full", ["Attention per head", "Causal mask", "LayerNorm per row", "Pre-LN order:", "FFN: $F ="], []),
+])
+def test_conventions_box_states_only_what_the_asked_tasks_use(tmp_path, preset, shown, absent):
+    """A norm-only sheet says nothing of attention (softmax, heads, the causal mask) or the FFN;
+    the full sheet states every convention; sheet and key agree, LaTeX and Markdown alike."""
+    out = tmp_path / preset
+    assert run("pre-ln-causal-gelu", "--preset", preset, "--out", str(out)) == 0
+    for doc in ("sheet.md", "key.md", "sheet.tex", "key.tex"):
+        text = (out / doc).read_text(encoding="utf-8")
+        box = text[text.index("Conventions"):text.index("Given")]
+        for words in shown:
+            assert words in box, (doc, words)
+        for words in absent:
+            assert words not in box, (doc, words)
+        assert "Tokens are rows" in box and "Round answers to 3 decimal places" in box
+
+
+def test_backprop_conventions_state_the_parts_the_gradients_go_through(tmp_path):
+    """∂L/∂W₂, ∂L/∂W₁ (the default) go back through resid2 and the FFN only: no attention box line,
+    no RMSNorm line; the order (where R₂ comes from) and the gradient convention stay."""
+    out = tmp_path / "bp"
+    assert run("rmsnorm-swiglu", "--preset", "backprop", "--out", str(out), "--format", "markdown") == 0
+    text = (out / "sheet.md").read_text(encoding="utf-8")
+    box = text[text.index("Conventions"):text.index("Given")]
+    assert "FFN: $F =" in box and "order:" in box and "Gradients:" in box
+    assert "Attention per head" not in box and "RMSNorm per row" not in box
+
+
+def test_difficulty_without_a_spec_says_how_to_draw_a_block(tmp_path, capsys):
+    """`worksheet --difficulty medium` alone would put the seed example's given block under medium's
+    constraints (its error named seed-post-ln's d_k); it says what to write instead, and that works."""
+    out = tmp_path / "class"
+    assert run("--difficulty", "medium", "--variants", "2", "--out", str(out)) == 2
+    err = capsys.readouterr().err
+    assert "--difficulty medium needs a SPEC" in err and "`random: {seed: 1, difficulty: medium}`" in err, err
+    assert not out.exists()
+    spec_file = tmp_path / "medium.yaml"
+    spec_file.write_text("random: {seed: 1, difficulty: medium}\n", encoding="utf-8")
+    assert run(str(spec_file), "--variants", "2", "--format", "markdown", "--out", str(out)) == 0
+    assert len([p for p in out.iterdir() if p.is_dir()]) == 2
+
+
+AFFINE_NORM = """\
+dims: {seq_len: 2, d_model: 4, d_ff: 2, heads: 1}
+block: {norm_position: pre}
+weights:
+  ln1: {gamma: [2, 1, 2, 1], beta: [1, -1, 0, -1]}
+inputs:
+  X: [[1.5, -3, 3, 1.5], [-2, 2.5, 0, -1.5]]
+random: {seed: 1, low: -1, high: 1}
+exercise: {ask: [norm1.mean, norm1.var, norm1.std, norm1]}
+"""
+
+
+def test_a_norm_row_with_gamma_and_beta_is_split_not_shrunk(tmp_path):
+    """Four `(x − μ)/σ · γ + β` fractions are wider than the page, and \\fitmath shrank the whole
+    block (every row) to some 60 %: each row now goes over aligned rows of two entries, and reads
+    (x − μ)/σ · γ + β with the numbers worked here: row 1 has μ = 0.75, σ = 2.25."""
+    spec_file = tmp_path / "affine.yaml"
+    spec_file.write_text(AFFINE_NORM, encoding="utf-8")
+    assert run(str(spec_file), "--out", str(tmp_path / "ws")) == 0
+    key = (tmp_path / "ws" / "key.tex").read_text(encoding="utf-8")
+    block = next(line for line in key.splitlines() if r"i = 1:\ & \left(" in line and r"\cdot 2 + 1" in line)
+    row1 = block.split(r"\\")[:3]   # two entries, two entries, then the four results
+    assert [r.count(r"\cdot") for r in row1] == [2, 2, 0], row1
+    assert r"\frac{1.5 - 0.75}{2.25} \cdot 2 + 1, \frac{-3 - 0.75}{2.25} \cdot 1 + (-1), \right." in row1[0]
+    assert r"\left. \frac{3 - 0.75}{2.25} \cdot 2 + 0, \frac{1.5 - 0.75}{2.25} \cdot 1 + (-1)\right)" in row1[1]
+    # (1.5 − 0.75)/2.25·2 + 1 = 5/3, (−3 − 0.75)/2.25 − 1 = −8/3, 2.25/2.25·2 = 2, 0.75/2.25 − 1 = −2/3
+    assert row1[2].strip() == r"& \approx \left(1.667, -2.667, 2, -0.667\right)", row1[2]

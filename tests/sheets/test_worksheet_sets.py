@@ -294,8 +294,8 @@ def test_a_signal_during_pdf_removes_the_staging_folder(tmp_path, sig):
 
 
 def test_progress_shows_on_a_terminal_and_is_quiet_otherwise(tmp_path, capsys):
-    assert run("--variants", "2", "--format", "markdown", "--out", str(tmp_path / "quiet")) == 0
-    assert capsys.readouterr().err == ""
+    assert run("--variants", "2", "--format", "markdown", "--out", str(tmp_path / "quiet"), "--allow-repeats") == 0
+    assert capsys.readouterr().err == ""   # (--allow-repeats: the example's given X repeats norm1, a warning)
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))  # a real terminal's size
     proc = subprocess.Popen([sys.executable, "-m", "symblock", "worksheet", "pre-ln-causal-gelu", "--seed",
@@ -326,3 +326,40 @@ def test_a_set_prints_a_summary_not_every_file(tmp_path, capsys):
     each = lines[0].split("each: ")[1].split(", ")
     assert sorted(each) == sorted(p.name for p in (out / IDS[0]).iterdir())
     assert lines[1] == "set files: " + ", ".join(str(out / n) for n in ("sheets.tex", "keys.tex", "manifest.yaml"))
+
+
+FIXED_X = """\
+dims: {seq_len: 3, d_model: 4, d_ff: 4, heads: 1}
+block: {norm_position: pre}
+inputs:
+  X: [[1, 0, 2, -1], [0, 1, -1, 2], [2, -1, 0, 1]]
+random: {seed: 1, low: -1, high: 1}
+"""
+
+
+def test_a_given_x_is_named_when_its_steps_repeat_on_every_sheet(tmp_path, capsys):
+    """Pre-LN with X given: norm1's answers are the same on every sheet (the means of X's rows,
+    worked here by hand: 1/2, 1/2, 1/2). The set is written, with a warning that names those steps,
+    the cause (X is given) and the fixes; --allow-repeats says it is meant. When every asked step
+    is such, the set is refused (exit 2) and nothing is written."""
+    spec = tmp_path / "fixed.yaml"
+    spec.write_text(FIXED_X, encoding="utf-8")
+    assert cli.main(["worksheet", str(spec), "--preset", "norm", "--variants", "3", "--format", "markdown",
+                     "--out", str(tmp_path / "a")]) == 0
+    err = capsys.readouterr().err
+    assert "warning: norm1.mean, norm1.var, norm1.std, norm1 have the same answer on all 3 sheets" in err, err
+    assert "only X, " in err and "leave inputs.X out of the spec" in err and "--allow-repeats" in err
+    assert "norm2" not in err   # norm2 reads resid1, which the drawn attention weights change
+    keys = [(tmp_path / "a" / d / "key.md").read_text(encoding="utf-8") for d in sorted(os.listdir(tmp_path / "a"))
+            if (tmp_path / "a" / d).is_dir()]
+    mean = r"\mu = \begin{bmatrix} 0.5 \\ 0.5 \\ 0.5 \end{bmatrix}"   # (1 + 0 + 2 − 1)/4, ...
+    assert len(keys) == 3 and all(mean in k for k in keys)
+    assert cli.main(["worksheet", str(spec), "--preset", "norm", "--variants", "3", "--format", "markdown",
+                     "--out", str(tmp_path / "b"), "--allow-repeats"]) == 0
+    assert "warning" not in capsys.readouterr().err
+    spec.write_text(FIXED_X + "exercise: {ask: [norm1.mean, norm1.var]}\n", encoding="utf-8")
+    assert cli.main(["worksheet", str(spec), "--variants", "3", "--format", "markdown",
+                     "--out", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err
+    assert "every sheet would have the same answers" in err and "norm1.mean, norm1.var" in err
+    assert "leave inputs.X out of the spec" in err and not (tmp_path / "c").exists()

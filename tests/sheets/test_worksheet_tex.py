@@ -45,3 +45,31 @@ def test_pdf_option_writes_pdfs_atomically(tmp_path, capsys):
     names = sorted(p.name for p in out.iterdir())
     assert names == ["key.md", "key.pdf", "key.tex", "sheet.md", "sheet.pdf", "sheet.tex"]  # no aux/log
     assert (out / "key.pdf").read_bytes()[:5] == b"%PDF-"
+
+
+SHRUNK = r"\typeout{SHRUNK \the\wd\fitbox: \detokenize{#1}}\resizebox"
+
+
+@pytest.mark.parametrize("spec_text", [
+    "pre-ln-causal-gelu",                                 # 4-wide norm rows, four GELU terms
+    "random: {seed: 3, difficulty: hard}\n",              # norm2 with γ and β, GELU notes
+    "random: {seed: 1, difficulty: medium}\n",
+])
+def test_no_line_of_a_key_is_shrunk_to_fit(tmp_path, spec_text):
+    """\\fitmath scales a display wider than the line down to fit (as small as 60%, hard to read on
+    paper). The keys' working is laid out over rows instead, so no display of these keys needs it:
+    the compile records every display \\fitmath would shrink (TeX measures, not an estimate)."""
+    from symblock.exercises.generate import load
+    from symblock.engine.block import forward
+    source = spec_text
+    if "\n" in spec_text:
+        source = tmp_path / "spec.yaml"
+        source.write_text(spec_text, encoding="utf-8")
+    docs = documents(forward(load(str(source))), "id", formats=["latex"])
+    key = docs["key.tex"]
+    assert r"\ifdim\wd\fitbox>\linewidth\resizebox" in key
+    tex = tmp_path / "key.tex"
+    tex.write_text(key.replace(r"\ifdim\wd\fitbox>\linewidth\resizebox",
+                               r"\ifdim\wd\fitbox>\linewidth" + SHRUNK), encoding="utf-8")
+    log = compile_tex(tex, "pdflatex")
+    assert "SHRUNK" not in log, "\n".join(line for line in log.splitlines() if "SHRUNK" in line)

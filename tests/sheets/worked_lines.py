@@ -215,7 +215,8 @@ def logical_lines(display: str) -> list[str]:
             out[-1] += " " + r.lstrip("&").replace(r"\quad", "", 1)
         else:
             out.append(r)
-    return [re.sub(r"^i = \d+:\\ ", "", r).replace("&", " ") for r in out if r]
+    return [re.sub(r"^i = \d+:\\ ", "", r).replace("&", " ").replace(r"\right.", "").replace(r"\left.", "")
+            for r in out if r]   # a tuple split over rows (work_norm.split_tuple) is one tuple
 
 
 def check_line(line: str) -> tuple[int, str | None]:
