@@ -27,7 +27,8 @@ def add_arguments(p) -> None:
     from symblock.exercises.presets import PRESETS
     from symblock.sheets.lang import LANGS
     p.add_argument("spec", nargs="?", default=None, metavar="SPEC",
-                   help=f"a spec file (YAML/JSON) or a built-in example name (default: {DEFAULT_EXAMPLE})")
+                   help=f"a spec file (YAML/JSON) or a built-in example name (default: {DEFAULT_EXAMPLE}; "
+                        "with --difficulty D and no SPEC, the preset's own block, ID preset-D.SEED)")
     p.add_argument("--out", metavar="DIR", required=True, help="directory to write into")
     p.add_argument("--format", default="latex,markdown", metavar="LIST",
                    help="comma-separated: latex, markdown, html, moodle, qti, ipynb (default latex,markdown)")
@@ -71,7 +72,6 @@ def variants(args) -> list[tuple[str, object]]:
     from symblock.exercises import variants
     from symblock.engine.model import forward_any as forward  # a block, or a model (decoder preset)
     from symblock.errors import UsageError
-    from symblock.options import DEFAULT_EXAMPLE
     from symblock.exercises.generate import overrides_from_args
     from symblock.exercises.generate import from_mapping
     overrides = overrides_from_args(args)  # the same flags must be given again with --id
@@ -86,24 +86,21 @@ def variants(args) -> list[tuple[str, object]]:
         if got is None:
             raise UsageError(f"--id {args.id}: seed {seed} does not give a usable block")
         return [(args.id, got[1])]
-    if args.spec is None and overrides.get("difficulty"):   # stress draws a bare preset block; a sheet's ID needs a spec
-        d = overrides["difficulty"]
-        raise UsageError(f"--difficulty {d} needs a SPEC that leaves the block to the draws: without one, worksheet "
-                         f"works the built-in example {DEFAULT_EXAMPLE}, whose weights and X are given. Write a "
-                         f"file holding `random: {{seed: 1, difficulty: {d}}}` and give it: symblock worksheet "
-                         f"FILE --variants N --out DIR (`symblock stress --difficulty {d}` previews such a set)")
-    spec_arg = args.spec or DEFAULT_EXAMPLE
+    spec_arg = args.spec or variants.default_spec(overrides)  # --difficulty D alone: preset:D
     if args.variants is not None:
         if args.variants < 1:
             raise UsageError("--variants: expected at least 1")
         seed = 1 if args.seed is None else args.seed
         from symblock.grading.ambiguity import judge
+        from symblock.exercises.presets import choose
+        from symblock.exercises.stress import spread
+        ask = lambda t: choose(t, args.preset, args.loss, _wrt(args.wrt))  # noqa: E731
         drawn = variants.draw_variants(spec_arg, args.variants, seed, args.max_cost, overrides,
-                                       judge(args.preset, args.loss, _wrt(args.wrt), args.decimals))
+                                       judge(args.preset, args.loss, _wrt(args.wrt), args.decimals),
+                                       None if args.allow_repeats else spread(args.variants, ask))
         if not args.allow_repeats and len(drawn) > 1:  # every student's exercise differs (exercises/stress.py)
-            from symblock.exercises.presets import choose
             from symblock.exercises.stress import require_variety
-            pairs = [(t, choose(t, args.preset, args.loss, _wrt(args.wrt))) for _, _, t in drawn]
+            pairs = [(t, ask(t)) for _, _, t in drawn]
             _same_on_every_sheet(pairs)
             require_variety(pairs)
         return [(i, t) for i, _, t in drawn]
@@ -212,8 +209,9 @@ def run(args) -> int:
         if many:  # the set remembers itself: manifest.yaml and blank answers files, for `symblock grade`
             from symblock.grading.manifest import set_files
             from symblock.exercises.generate import overrides_from_args
-            from symblock.options import DEFAULT_EXAMPLE
-            extra.update(set_files(sets, args.spec or DEFAULT_EXAMPLE, overrides=overrides_from_args(args),
+            from symblock.exercises.variants import default_spec
+            extra.update(set_files(sets, args.spec or default_spec(overrides_from_args(args)),
+                                   overrides=overrides_from_args(args),
                                    preset=args.preset, loss=args.loss, wrt=_wrt(args.wrt),
                                    decimals=args.decimals, lang=args.lang))
         return extra

@@ -137,6 +137,27 @@ def asked_answers(trace, exercise) -> dict:
     return {n: grads[n] if n in grads else trace[n].value for n in exercise.ask if n not in extra}
 
 
+def spread(n: int, exercise_of):
+    """A `keep(trace)` for draw_variants that turns down a variant whose answer to an asked step
+    is already held by as many variants as an n-variant set may share (`Variety.problem`), so a
+    small class gets a set that meets the guarantee instead of a refusal; `exercise_of(trace)` is
+    what the sheet asks. Steps read only from data the spec gives are left out, as
+    `require_variety` leaves them, which still judges the whole set."""
+    from collections import Counter
+    allowed, held, first = max(1, n // REPEAT_SHARE), {}, []
+
+    def keep(trace) -> bool:
+        fixed = fixed_steps([first[0], trace]) if first else set()
+        keys = {k: answer_key(v) for k, v in asked_answers(trace, exercise_of(trace)).items() if k not in fixed}
+        if any(held.get(k, Counter())[key] >= allowed for k, key in keys.items()):
+            return False
+        for k, key in keys.items():
+            held.setdefault(k, Counter())[key] += 1
+        first[:] = first or [trace]
+        return True
+    return keep
+
+
 def require_variety(traces_and_exercises: list) -> None:
     """The set's variety guarantee, or UsageError listing what breaks it (worksheet --variants)."""
     from symblock.errors import UsageError

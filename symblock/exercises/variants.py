@@ -182,15 +182,16 @@ def draw_variant(data: dict, source: str, seed: int, max_cost: int | None = None
 
 
 def draw_variants(spec_arg: str, n: int, seed: int, max_cost: int | None = None,
-                  overrides: dict | None = None, judge=None) -> list:
+                  overrides: dict | None = None, judge=None, keep=None) -> list:
     """`n` distinct usable variants with seeds seed, seed+1, ... (unusable or repeated draws are
     skipped, deterministically, and so are those `judge(trace)` turns down when the spec asks for
-    random.distinct_mistakes): a list of (id, spec, trace)."""
+    random.distinct_mistakes, and those `keep(trace)` does not keep: stress.spread): a list of
+    (id, spec, trace)."""
     data, source = read(spec_arg, overrides)
     token = spec_token(spec_arg)
     if judge is not None and not wants_judge(data, source):
         judge = None
-    out, seen = [], set()
+    out, seen, alike = [], set(), 0
     for s in range(seed, seed + n * MAX_TRIES):
         got = draw_variant(data, source, s, max_cost)
         if got is None or (judge is not None and judge(got[1])):
@@ -199,13 +200,18 @@ def draw_variants(spec_arg: str, n: int, seed: int, max_cost: int | None = None,
         key = variant_key(spec)
         if key in seen:
             continue
+        if keep is not None and not keep(trace):
+            alike += 1
+            continue
         seen.add(key)
         out.append((make_id(token, s), spec, trace))
         if len(out) == n:
             return out
+    why = (f" ({alike} more were turned down: each repeated an answer already shared by as many variants as a "
+           f"set of {n} may share; --allow-repeats keeps them)") if alike else ""
     raise SpecError(source, "random", f"found only {len(out)} distinct usable variants in seeds {seed}.."
-                    f"{seed + n * MAX_TRIES - 1}; leave more weights or inputs out for `random` to draw, or "
-                    "widen random.low/high")
+                    f"{seed + n * MAX_TRIES - 1}{why}; leave more weights or inputs out for `random` to draw, or "
+                    "widen random.ranges")
 
 
 def variant_key(spec) -> tuple:

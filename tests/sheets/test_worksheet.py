@@ -337,18 +337,24 @@ def test_backprop_conventions_state_the_parts_the_gradients_go_through(tmp_path)
     assert "Attention per head" not in box and "RMSNorm per row" not in box
 
 
-def test_difficulty_without_a_spec_says_how_to_draw_a_block(tmp_path, capsys):
-    """`worksheet --difficulty medium` alone would put the seed example's given block under medium's
-    constraints (its error named seed-post-ln's d_k); it says what to write instead, and that works."""
+def test_difficulty_without_a_spec_draws_the_presets_own_block(tmp_path, capsys):
+    """`worksheet --difficulty medium` alone draws medium's block (2 tokens, d_model 4, Pre-LN), not
+    the seed example's given one under medium's constraints (whose error named seed-post-ln's d_k);
+    its IDs rebuild the same sheet with no file, and check finds the set from an answers file."""
+    import yaml
     out = tmp_path / "class"
-    assert run("--difficulty", "medium", "--variants", "2", "--out", str(out)) == 2
-    err = capsys.readouterr().err
-    assert "--difficulty medium needs a SPEC" in err and "`random: {seed: 1, difficulty: medium}`" in err, err
-    assert not out.exists()
-    spec_file = tmp_path / "medium.yaml"
-    spec_file.write_text("random: {seed: 1, difficulty: medium}\n", encoding="utf-8")
-    assert run(str(spec_file), "--variants", "2", "--format", "markdown", "--out", str(out)) == 0
-    assert len([p for p in out.iterdir() if p.is_dir()]) == 2
+    assert run("--difficulty", "medium", "--variants", "2", "--format", "markdown", "--out", str(out)) == 0
+    manifest = yaml.safe_load((out / "manifest.yaml").read_text())
+    assert [v["id"] for v in manifest["variants"]] == ["preset-medium.1", "preset-medium.2"]
+    sheet = (out / "preset-medium.2" / "sheet.md").read_text()
+    assert sheet.startswith("# Exercise (medium)") and "`preset-medium.2`" in sheet and "Pre-LN" in sheet
+    X = sheet[sheet.index("X ="):].split("\\end{bmatrix}")[0]
+    assert X.count("\\\\") == 1 and X.split("\\\\")[0].count("&") == 3  # 2 rows of 4 entries
+    assert run("--id", "preset-medium.2", "--format", "markdown", "--out", str(tmp_path / "again")) == 0
+    assert (tmp_path / "again" / "sheet.md").read_text() == sheet
+    capsys.readouterr()
+    assert cli.main(["check", str(out / "preset-medium.2" / "answers.yaml")]) == 1  # blank: nothing answered
+    assert "21 missing" in capsys.readouterr().out
 
 
 AFFINE_NORM = """\
