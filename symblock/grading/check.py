@@ -64,7 +64,7 @@ def text(result, trace=None, every_entry: bool = False, lang: str = "en") -> str
             if every_entry or e.mark not in ("correct", "carried"):
                 exp = e.expected + (f" (= {e.exact})" if _worth_showing(e) else "")
                 own = w["own"].format(own=e.own) if e.own else ""
-                lines.append("      " + w["entry"].format(row=e.row, col=e.col, given=e.given, expected=exp,
+                lines.append("      " + w["entry"].format(row=e.row + 1, col=e.col + 1, given=e.given, expected=exp,
                                                           own=own, mark=w["mark"][e.mark]))
         for code in s.diagnosis:
             lines.append("      " + w["diagnosis"].format(code=code, explanation=explanation(code, lang)))

@@ -125,7 +125,7 @@ def feedback_md(g, cls, credit, lang: str = "en") -> str:
         shown = [e for e in st.entries if e.mark in ("wrong", "slip")][:SHOWN_ENTRIES]
         for e in shown:
             own = w["own"].format(own=e.own) if e.own else ""
-            lines.append("- " + w["entry"].format(row=e.row, col=e.col, given=e.given, expected=e.expected,
+            lines.append("- " + w["entry"].format(row=e.row + 1, col=e.col + 1, given=e.given, expected=e.expected,
                                                   own=own, mark=w["mark"][e.mark]).replace("  ", " "))
         lines.append("")
     lines += [credit.statement(lang), ""]

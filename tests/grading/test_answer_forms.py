@@ -178,6 +178,7 @@ def test_chinese_report(tmp_path, capsys):
     assert "✗ 错误  norm1.var   ← 计算链从这里开始出错" in out
     assert "诊断：ln_sample_variance — LayerNorm 的方差除以了 n−1（样本方差），应除以 n" in out
     assert "未通过（正确 2，错误 1，未答 10）。计算链从 norm1.var 开始出错。" in out
+    assert "第 2 行第 1 列  你的答案 0.031      应为 0.015" in out   # rows count from 1, as in the key
 
 
 # ---------------------------------------------------------------- backprop answers

@@ -124,15 +124,15 @@ def test_carried_text_report(tmp_path, capsys):
     code, out, _, _ = run(tmp_path, capsys, answers)
     assert code == 1
     assert "✗ wrong    resid1      ← the chain first breaks here" in out
-    assert "[0][0]  given 2.501      expected 2.401 (= 2401/1000)" in out
+    assert "row 1, col 1  given 2.501      expected 2.401 (= 2401/1000)" in out
     assert "↪ carried  norm1.mean  right from your own resid1 (error carried forward)" in out
     assert "· missing  norm1.var … norm2  (11 steps not answered)" in out  # output is not asked
     assert "ffn.act" not in out  # inside the collapsed run
     assert out.rstrip().endswith("The chain first breaks at resid1.")
-    assert "[0][1]" not in out  # only wrong entries by default...
+    assert "row 1, col 2" not in out  # only wrong entries by default...
     code, out, _, _ = run(tmp_path, capsys, answers, "seed-post-ln", "answers.yaml", "--all")
-    assert "[0][1]  given 0.599      expected 0.599 (= 599/1000)  ok" in out  # ...every one with --all
-    assert "[0][0]  given 1.55       expected 1.500 (= 3/2); from your own answers 1.550  carried" in out
+    assert "row 1, col 2  given 0.599      expected 0.599 (= 599/1000)  ok" in out  # ...every one with --all
+    assert "row 1, col 1  given 1.55       expected 1.500 (= 3/2); from your own answers 1.550  carried" in out
 
 
 def test_no_carried_credit_without_the_earlier_answer(tmp_path, capsys):
