@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import os
 
 from symblock.engine.steps import DROPPED, Dims, Options, computed_steps, split_batch, step_shape
@@ -52,6 +53,11 @@ def step_cost(name: str, dims: Dims, opts: Options) -> int:
 
 def cost(dims: Dims, opts: Options, given=()) -> int:
     """Units of the whole forward (the steps it computes)."""
+    return _cost(dims, opts, frozenset(given))
+
+
+@functools.lru_cache(maxsize=256)  # every forward checks its size; a generator works hundreds alike
+def _cost(dims: Dims, opts: Options, given: frozenset) -> int:
     return sum(step_cost(s, dims, opts) for s in computed_steps(dims, opts, set(given)))
 
 

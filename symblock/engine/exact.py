@@ -29,6 +29,7 @@ from flint import arb, fmpq, fmpz
 from symblock.engine import closed
 from symblock.engine.balls import (MAX_PREC, PREC, children, decimal_context, node_ball, round_ends, snap,
                                    with_prec)
+from symblock.engine.cancel import by_serial, cancel_inverses, cancel_quotients
 from symblock.errors import UndecidableError  # noqa: F401  (re-exported)
 
 DIGITS = 30         # decimals are certified to at least this many significant digits
@@ -44,7 +45,7 @@ class Real:
     def __init__(self, q=None, op="rat", args=(), ball=None, size=1):
         self.q, self.op, self.args, self.size = q, op, args, size
         self.n = next(_serial)  # creation order: a deterministic sort key for factors
-        self._hi: dict[int, arb] = {}
+        self._hi: dict[int, arb] | None = None  # balls at higher precision, made on demand
         self._sym = self._inv = None
         self.ball = arb(q) if q is not None else ball
 
@@ -59,7 +60,10 @@ class Real:
 
     # ---- arithmetic
     def __add__(self, other):
-        return lincomb(fmpq(0), [(fmpq(1), self), (fmpq(1), real(other))])
+        other = real(other)
+        if self.q is not None and other.q is not None:
+            return Real(q=self.q + other.q)
+        return lincomb(fmpq(0), [(fmpq(1), self), (fmpq(1), other)])
 
     __radd__ = __add__
 
@@ -67,7 +71,10 @@ class Real:
         return lincomb(fmpq(0), [(fmpq(-1), self)])
 
     def __sub__(self, other):
-        return lincomb(fmpq(0), [(fmpq(1), self), (fmpq(-1), real(other))])
+        other = real(other)
+        if self.q is not None and other.q is not None:
+            return Real(q=self.q - other.q)
+        return lincomb(fmpq(0), [(fmpq(1), self), (fmpq(-1), other)])
 
     def __rsub__(self, other):
         return lincomb(fmpq(0), [(fmpq(1), real(other)), (fmpq(-1), self)])
@@ -98,6 +105,8 @@ class Real:
             return arb(self.q) if prec <= PREC else with_prec(prec, arb, self.q)
         if prec <= PREC or self.op == "neginf":
             return self.ball
+        if self._hi is None:
+            self._hi = {}
         b = self._hi.get(prec)
         if b is None:
             args = [a.enclosure(prec) if isinstance(a, Real) else a for a in children(self)]
@@ -222,18 +231,24 @@ def sum_of_products(c0: fmpq, terms: Iterable[tuple[fmpq, tuple[Real, ...]]]) ->
         if c == 0:
             continue
         if len(irr) > 1:
-            irr = _cancel_inverses(irr)
+            irr = cancel_inverses(irr)
         if not irr:
             c0 += c
             continue
-        if len(irr) == 1 and irr[0].op == "sum" and len(irr[0].args[1]) <= FLATTEN:
-            inner = irr[0].args
-            c0 += c * inner[0]
-            for ci, fi in inner[1]:
-                acc[fi] = acc.get(fi, 0) + c * ci
-            continue
-        key = tuple(sorted(irr, key=lambda f: f.n))
+        if len(irr) == 1:  # the common case (a weight times a value): no sort to key it
+            f = irr[0]
+            if f.op == "sum" and len(f.args[1]) <= FLATTEN:
+                inner = f.args
+                c0 += c * inner[0]
+                for ci, fi in inner[1]:
+                    acc[fi] = acc.get(fi, 0) + c * ci
+                continue
+            key = (f,)
+        else:
+            key = tuple(sorted(irr, key=by_serial))
         acc[key] = acc.get(key, 0) + c
+    if len(acc) > 1:
+        c0 = cancel_quotients(acc, c0)
     kept = tuple((fmpq(c), k) for k, c in acc.items() if c != 0)
     if not kept:
         return Real(q=fmpq(c0))
@@ -241,16 +256,6 @@ def sum_of_products(c0: fmpq, terms: Iterable[tuple[fmpq, tuple[Real, ...]]]) ->
         return kept[0][1][0]
     size = 1 + sum(1 + sum(f.size for f in fs) for _, fs in kept)
     return _node("sum", (fmpq(c0), kept), size)
-
-
-def _cancel_inverses(fs: list) -> list:
-    """x · (1/x) = 1 within one product."""
-    out = list(fs)
-    for f in fs:
-        if f.op == "inv" and f in out and f.args[0] in out:
-            out.remove(f)
-            out.remove(f.args[0])
-    return out
 
 
 def product(a: Real, b: Real) -> Real:

@@ -26,10 +26,23 @@ def ints_array(seed: Any, name: str, count: int, low: int, high: int):
     `random_sample` makes each double from two 32-bit outputs exactly as `random.random()` does."""
     import numpy as np
     digest = hashlib.sha256(f"symblock:{seed}:{name}".encode()).digest()
-    _, state, _ = _random.Random(int.from_bytes(digest[:8], "big")).getstate()
+    return low + np.floor(mt_like_python(int.from_bytes(digest[:8], "big")).random_sample(count)
+                          * (high - low + 1)).astype(np.int64)
+
+
+def mt_like_python(key: int):
+    """A NumPy RandomState in the state random.Random(key) starts in (0 <= key < 2^64).
+    random.seed runs MT19937's init_by_array on the key's 32-bit words, least significant first;
+    RandomState(two uint32 words) runs the same init_by_array, with no state copied through
+    Python. A one-word array NumPy takes as an int (init_genrand, another state): those keys
+    (one sha256 key in 2^32) copy Python's state."""
+    import numpy as np
+    if key >> 32:
+        return np.random.RandomState(np.array([key & 0xFFFFFFFF, key >> 32], dtype=np.uint32))
+    _, state, _ = _random.Random(key).getstate()
     rs = np.random.RandomState()
     rs.set_state(("MT19937", np.array(state[:-1], dtype=np.uint32), state[-1]))
-    return low + np.floor(rs.random_sample(count) * (high - low + 1)).astype(np.int64)
+    return rs
 
 
 def sub_seed(seed: int, attempt: int) -> int:

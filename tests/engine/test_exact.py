@@ -144,3 +144,44 @@ def test_decimals_are_certified_right_next_to_a_rounding_tie():
     assert (exact.real(Fraction(21, 40)) - tiny).decimal(2) == Decimal("0.52")
     assert (exact.real(Fraction(21, 40)) + tiny).decimal(2) == Decimal("0.53")
     assert (tiny - exact.real(Fraction(21, 40))).decimal(2) == Decimal("-0.52")
+
+
+def softmax_row(args):
+    """The engine's softmax as block.py builds it: e^(x − max), their sum S, each e/S."""
+    xs = [exact.sqrt(real(2)) * real(a) for a in args]
+    top = max(xs, key=float)
+    es = [exact.exp(x - top) for x in xs]
+    s = es[0]
+    for e in es[1:]:
+        s = s + e
+    return [e / s for e in es]
+
+
+@given(st.lists(fractions, min_size=2, max_size=5, unique=True), fractions)
+@settings(deadline=None, max_examples=40)
+def test_softmax_weighted_constant_is_rational_by_algebra_not_numerics(args, k):
+    """Σ_j k·w_j over a softmax row is k: cancelled as k·S·(1/S), with the numeric snap switched
+    off; two different values per row stay an irrational node, at SymPy's value."""
+    w = softmax_row(args)
+    orig = exact.snap
+    exact.snap = lambda r: None  # no rational recognised from balls: only the algebra is left
+    try:
+        total = exact.dot(w, [real(k)] * len(w))
+        mixed = exact.dot(w, [real(k + 1)] + [real(k)] * (len(w) - 1))
+    finally:
+        exact.snap = orig
+    assert total.is_rational and Fraction(int(total.q.p), int(total.q.q)) == k
+    x = [sympy.sqrt(2) * sympy.Rational(a.numerator, a.denominator) for a in args]
+    top = max(x, key=lambda v: float(v))
+    e = [sympy.exp(v - top) for v in x]
+    want = sympy.Rational(k.numerator, k.denominator) + e[0] / sum(e)  # k·Σw + w_0
+    assert not mixed.is_rational and agrees(mixed.digits(30), want)
+
+
+def test_partial_softmax_sums_are_not_cancelled():
+    w = softmax_row([Fraction(1), Fraction(-1, 2), Fraction(3)])
+    two = w[0] * 2 + w[1] * 2          # only two of the three weights: 2·(1 − w_2), irrational
+    assert not two.is_rational
+    x = [sympy.sqrt(2), -sympy.sqrt(2) / 2, 3 * sympy.sqrt(2)]
+    e = [sympy.exp(v - x[2]) for v in x]
+    assert agrees(two.digits(30), 2 * (e[0] + e[1]) / sum(e))
