@@ -208,8 +208,9 @@ def latex(steps: Iterable[Step], places: int = 4) -> str:
         rows = s.value.rows
         lhs = s.latex.split(" = ")[0].strip()
         exact_cells = [[latex_entry(e) for e in r] for r in rows]
-        dec = latex_matrix([[r"-\infty" if e is exact.NEG_INF else fmt_decimal(e, places) for e in r]
-                            for r in rows])
+        dec = latex_matrix([[r"-\infty" if e is exact.NEG_INF
+                             else (e.is_rational and terminating(e, places)) or fmt_decimal(e, places)
+                             for e in r] for r in rows])  # an exact 0 or 1 stays 0 or 1
         if all(c is not None for r in exact_cells for c in r):
             value = "= " + latex_matrix(exact_cells)
             if not all(e is exact.NEG_INF or (e.is_rational and terminating(e)) for r in rows for e in r):

@@ -47,6 +47,10 @@ def test_forward_latex_step_shows_formula_and_exact_value(capsys):
     assert r"\sigma = \begin{bmatrix} 0.901 \\ 0.124 \\ 0.43 \end{bmatrix}" in out  # the seed article's σ
     out = snippet(capsys, "forward", "pre-ln-causal-gelu", "--format", "latex", "--step", "norm1.std")
     assert r"\frac{\sqrt{5}}{2}" in out and r"\approx \begin{bmatrix} 1.1180" in out
+    out = snippet(capsys, "forward", "pre-ln-causal-gelu", "--format", "latex", "--step", "attn.h0.weights")
+    # causal row 1 is exactly (1, 0, 0), as the decimals say too; the masked entries stay exact 0
+    row1, row2 = out.split(r"P_0 \approx \begin{bmatrix} ")[1].split(r" \\ ")[:2]
+    assert row1 == "1 & 0 & 0" and row2.endswith(" & 0") and "0.0000" not in out
 
 
 def test_params_latex_formulas(capsys):
