@@ -169,7 +169,7 @@ def bench_set(baseline: Path, variants: int, runs: int = 3) -> list[str]:
             "plus the LaTeX runs that do not overlap it.", "",
             "| run | PDFs | LaTeX runs | wall (best) | CPU (best) | load average during the runs |",
             "|---|---|---|---|---|---|"]
-    configs = [("before: one LaTeX run per PDF, --jobs = cores", "before", []),
+    configs = [("before (the baseline checkout), --jobs = cores", "before", []),
                ("after, --jobs 1", "after", ["--jobs", "1"]),
                ("after, --jobs = cores", "after", [])]
     got: dict[str, list] = {label: [] for label, _, _ in configs}
