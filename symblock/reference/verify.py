@@ -67,7 +67,8 @@ def compare(exact: dict[str, np.ndarray], other: dict[str, np.ndarray], name: st
     return res
 
 
-SKIPPED = BackendResult(available=False, reason="--no-torch")
+def skipped() -> BackendResult:
+    return BackendResult(available=False, reason="--no-torch")
 
 
 def run(spec: BlockSpec, tol: float = 1e-9, require_torch: bool = False,
@@ -82,7 +83,7 @@ def run(spec: BlockSpec, tol: float = 1e-9, require_torch: bool = False,
     problems: list[str] = []
     backends = {"numpy": compare(want, numeric.forward(spec), "numpy", tol, problems)}
     if not use_torch:
-        return VerifyResult(tol=tol, steps=trace.names(), backends={**backends, "torch": SKIPPED},
+        return VerifyResult(tol=tol, steps=trace.names(), backends={**backends, "torch": skipped()},
                             problems=problems)
     try:
         from symblock.reference import torch_ref
@@ -119,7 +120,7 @@ def run_model(spec, tol: float = 1e-9, require_torch: bool = False,
     want = exact_floats(trace)
     problems: list[str] = []
     backends = {"numpy": compare(want, numeric_model.forward(spec), "numpy", tol, problems),
-                "torch": torch_model_result(spec, want, tol, require_torch, problems) if use_torch else SKIPPED}
+                "torch": torch_model_result(spec, want, tol, require_torch, problems) if use_torch else skipped()}
     cache = model.prove_cache(spec, max_cost)
     bad = [name for name, verdict in cache if verdict == "differs"]
     if bad:
