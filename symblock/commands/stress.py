@@ -32,13 +32,9 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from symblock.exercises import variants
     from symblock.errors import UsageError
-    from symblock.options import DEFAULT_EXAMPLE
     from symblock.exercises.generate import overrides_from_args
     overrides = overrides_from_args(args)
-    if args.spec is None and overrides.get("difficulty"):
-        data, source = {}, f"preset:{overrides['difficulty']}"
-    else:
-        data, source = variants.read(args.spec or DEFAULT_EXAMPLE)
+    data, source = variants.read(args.spec or variants.default_spec(overrides))  # --difficulty D alone: preset:D
     from symblock.engine.model_spec import is_model
     if is_model(data):
         raise UsageError(f"{source}: a model spec (a tiny GPT); stress draws variants of one block. A model's "

@@ -192,17 +192,17 @@ def from_mapping(data: Mapping, source: str = "<spec>", max_cost: int | None = N
                      dropout_masks=MappingProxyType(masks), titles=MappingProxyType(titles))
 
 
-def with_tensors(spec: BlockSpec, params: Mapping[str, Any], X: Any = None) -> BlockSpec:
-    """`spec` with drawn parameters (math layout) and, when given, X (a batch: one matrix per
-    sequence) replaced: the generator's candidates, which share everything else with one spec
+def with_tensors(spec: BlockSpec, params: Mapping[str, Any], xs: list | None = None) -> BlockSpec:
+    """`spec` with drawn parameters (math layout) and, when given, X replaced (`xs`: one matrix
+    per sequence): the generator's candidates, which share everything else with one spec
     validated once. Entries are ints or Fractions; shapes must be the spec's (a bug otherwise)."""
     from dataclasses import replace
     new = {n: _exact(m) for n, m in params.items()}
     assert all(n in spec.params and m.shape == spec.params[n].shape for n, m in new.items()), \
         "a drawn tensor the spec does not read, or of another shape"
     kw: dict[str, Any] = {"params": MappingProxyType({**spec.params, **new})}
-    if X is not None:
-        kw.update(batch=tuple(_exact(m) for m in X)) if spec.dims.batch else kw.update(X=_exact(X))
+    if xs is not None:
+        kw.update(batch=tuple(_exact(m) for m in xs)) if spec.dims.batch else kw.update(X=_exact(xs[0]))
     return replace(spec, **kw)
 
 

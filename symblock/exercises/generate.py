@@ -255,8 +255,7 @@ def work(p: Plan, tensors: dict, source: str, max_cost: int | None, prev: tuple 
         trace1 = block.forward(spec1, max_cost=max_cost, upto=upto, keep=unchanged(trace1, p.graph, ()))
         return spec0, trace0 if c.staged else trace1, spec1, trace1
     spec0 = specmod.with_tensors(p.probe, {n: tensors[n] for n in p.drawn},
-                                 sequences.split(tensors["X"], p.probe.dims) if p.draw_x and p.probe.dims.batch
-                                 else tensors["X"] if p.draw_x else None)
+                                 sequences.split(tensors["X"], p.probe.dims) if p.draw_x else None)
     trace0 = block.forward(spec0, max_cost=max_cost, upto=c.staged[0] if c.staged else upto,
                            keep=prev and unchanged(prev[1], p.graph, changed))
     if not c.staged:
@@ -312,10 +311,10 @@ def exact_checks(p: Plan, trace0, trace1, attention: bool = True) -> str | None:
     steps = {st.name: st.value for st in trace0}
     steps.update({st.name: st.value for st in trace1})
     from symblock.engine.steps import batch_prefixes
-    prefixes = batch_prefixes(p.probe.dims) if attention else ()  # each sequence meets every guarantee
-    return next(filter(None, (check_attention(steps, p.graph, p.c, b) for b in prefixes)), None) \
+    prefixes = batch_prefixes(p.probe.dims)  # each sequence of a batch meets every guarantee
+    return next(filter(None, (check_attention(steps, p.graph, p.c, b) for b in prefixes if attention)), None) \
         or check_norms(steps, p.graph, p.probe.options.norm, p.c) \
-        or next(filter(None, (check_activation(steps, p.c, b) for b in batch_prefixes(p.probe.dims))), None)
+        or next(filter(None, (check_activation(steps, p.c, b) for b in prefixes)), None)
 
 
 def variant(data: Mapping, source: str, overrides: Mapping | None = None,

@@ -20,7 +20,8 @@ from pathlib import Path
 from symblock.errors import SpecError
 
 MAX_TRIES = 50  # seeds tried per wanted variant before giving up
-PRESET = "preset:"  # `preset:medium`: the difficulty preset's own block, where no SPEC is given
+# `preset:medium`, the SPEC of a command given --difficulty and no spec: the preset's own block;
+# its IDs are preset-medium.SEED
 PRESET_TITLES = {"easy": ("Exercise (easy)", "练习（简单）"), "medium": ("Exercise (medium)", "练习（中等）"),
                  "hard": ("Exercise (hard)", "练习（困难）")}
 
@@ -30,14 +31,17 @@ def default_spec(overrides: dict | None) -> str:
     not the default example's), else the default example."""
     from symblock.options import DEFAULT_EXAMPLE
     d = (overrides or {}).get("difficulty")
-    return PRESET + d if d in PRESET_TITLES else DEFAULT_EXAMPLE
+    return f"preset:{d}" if d in PRESET_TITLES else DEFAULT_EXAMPLE
 
 
-def preset_mapping(spec_arg: str) -> dict | None:
-    """`preset:D` as a spec mapping (a seed and the difficulty), or None for any other SPEC."""
-    d = spec_arg[len(PRESET):] if spec_arg.startswith(PRESET) else None
-    if d not in PRESET_TITLES:
-        return None
+def preset_of(text: str, sep: str = ":") -> str | None:
+    """D of a SPEC `preset:D` (or, sep "-", of an ID token `preset-D`), else None."""
+    head, _, d = text.partition(sep)
+    return d if head == "preset" and d in PRESET_TITLES else None
+
+
+def preset_mapping(d: str) -> dict:
+    """The spec mapping of `preset:D`: a title, a seed and the difficulty."""
     en, zh = PRESET_TITLES[d]
     return {"title": {"en": en, "zh": zh}, "random": {"seed": 1, "difficulty": d}}
 
@@ -47,8 +51,8 @@ def spec_token(spec_arg: str) -> str:
     from symblock.engine.spec import example_names
     if spec_arg in example_names() and not Path(spec_arg).exists():
         return spec_arg
-    if preset_mapping(spec_arg) is not None:
-        return spec_arg.replace(":", "-")  # preset-medium
+    if preset_of(spec_arg):
+        return f"preset-{preset_of(spec_arg)}"
     path = Path(spec_arg)
     if not path.is_file():
         raise SpecError(str(path), "", "no such file (give a spec path or a built-in example name; "
@@ -100,8 +104,8 @@ def parse_id(ident: str, spec_arg: str | None, flag: str = "--id") -> tuple[str,
     token, seed = m.group(1), m.group(2)
     seed = int(seed) if seed is not None else None
     if spec_arg is None:
-        if preset_mapping(token.replace("-", ":", 1)) is not None:
-            return token.replace("-", ":", 1), seed
+        if preset_of(token, "-"):
+            return f"preset:{preset_of(token, '-')}", seed
         if token not in example_names():
             hint = (" (a spec file's ID: give the file too, `symblock worksheet FILE --id ID` or `symblock check FILE "
                     "ANSWERS`; an answers file inside its set folder needs none)") \
@@ -139,8 +143,8 @@ def read(spec_arg: str, overrides: dict | None = None) -> tuple[dict, str]:
     if spec_arg in example_names() and not Path(spec_arg).exists():
         data, _ = read_mapping(f"{spec_arg}.yaml", example_text(spec_arg))
         source = f"example:{spec_arg}"
-    elif preset_mapping(spec_arg) is not None:
-        data, source = preset_mapping(spec_arg), spec_arg
+    elif preset_of(spec_arg):
+        data, source = preset_mapping(preset_of(spec_arg)), spec_arg
     else:
         data, source = read_mapping(spec_arg)
     if overrides:

@@ -23,7 +23,7 @@ def test_candidate_spec_equals_the_spec_parsed_from_the_same_numbers():
     data = {**TORCH_BATCH, "inputs": {"X": [[[0] * 3] * 2] * 2}}
     probe = specmod.from_mapping(data, "t")
     params = {"W_Q": [list(r) for r in zip(*W_Q_TORCH)], "b_1": B_1, "ln1.gamma": GAMMA}  # math layout
-    built = specmod.with_tensors(probe, params, BATCH_X)
+    built = specmod.with_tensors(probe, params, BATCH_X)  # one X per sequence
     text = lambda m: [[str(e) for e in r] for r in m]  # noqa: E731  (as a spec file writes them)
     parsed = specmod.from_mapping({**TORCH_BATCH, "inputs": {"X": [text(x) for x in BATCH_X]},
                                    "weights": {"W_Q": W_Q_TORCH, "b_1": B_1[0], "ln1": {"gamma": text(GAMMA)[0]}}}, "t")

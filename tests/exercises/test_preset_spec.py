@@ -12,7 +12,8 @@ from symblock.options import DEFAULT_EXAMPLE
 def test_default_spec_follows_the_difficulty_flag():
     assert variants.default_spec({"difficulty": "hard"}) == "preset:hard"
     assert variants.default_spec({}) == variants.default_spec(None) == DEFAULT_EXAMPLE
-    assert variants.preset_mapping("preset:nope") is None and variants.preset_mapping("seed-post-ln") is None
+    assert variants.preset_of("preset:nope") is None and variants.preset_of("seed-post-ln") is None
+    assert variants.preset_of("preset:hard") == variants.preset_of("preset-hard", "-") == "hard"
 
 
 def test_preset_id_rebuilds_the_variant_the_preset_draws():
