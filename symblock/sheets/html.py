@@ -9,7 +9,7 @@ everything is HTML-escaped by Jinja's autoescape.
 from __future__ import annotations
 
 import re
-from importlib import resources
+from pathlib import Path
 
 from symblock.sheets import render
 
@@ -56,7 +56,7 @@ FILTERS = {"math": math, "display": display, "prose": prose}
 
 def katex_files() -> dict[str, bytes]:
     """KaTeX's script, style sheet, licence and woff2 fonts, as shipped in the package data."""
-    root = resources.files("symblock.templates").joinpath(KATEX)
+    root = Path(render.package_template_dir()) / KATEX
     out = {f"{KATEX}/{name}": root.joinpath(name).read_bytes() for name in KATEX_FILES}
     fonts = root.joinpath("fonts")
     for font in sorted(fonts.iterdir(), key=lambda p: p.name):

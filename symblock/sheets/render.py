@@ -14,6 +14,7 @@ import threading
 import time
 import unicodedata
 from importlib import resources
+from pathlib import Path
 
 from symblock.errors import UsageError
 from symblock.sheets.numbers import Safe
@@ -93,7 +94,12 @@ class RenderBudgetError(Exception):
 
 
 def package_template_dir() -> str:
-    """The built-in templates' folder (package data: `templates/` in a checkout or a wheel)."""
+    """The built-in templates' folder: `templates/` beside the package in a checkout (so a checkout
+    runs without an install, and a worktree uses its own templates), else the package data of a
+    wheel or an editable install."""
+    checkout = Path(__file__).resolve().parents[2] / "templates"
+    if (checkout / "worksheet.tex.j2").is_file() and (checkout / "__init__.py").is_file():
+        return str(checkout)
     return str(resources.files("symblock.templates"))
 
 
