@@ -10,11 +10,13 @@ import functools
 import re
 from dataclasses import dataclass, field
 
+from symblock.engine import names
+from symblock.engine.names import DROPPED, NORM_STAT_NAMES
+
 NORM_STATS = {"layernorm": ("mean", "var", "std"), "rmsnorm": ("ms", "rms")}
 HEAD_STEPS = ("scores", "scaled", "masked", "weights", "out")
 GATED = ("swiglu", "geglu")
 DROPOUT_KINDS = ("weights", "attn_out", "act", "ffn_out")  # where a fixed dropout mask may sit
-DROPPED = ".dropped"
 _BATCH = re.compile(r"b(\d+)\.")
 
 
@@ -122,31 +124,15 @@ def _base_names(dims: Dims, opts: Options) -> list[str]:
     return names + ["output"]
 
 
-NORM_STAT_NAMES = ("mean", "var", "std", "ms", "rms")
-_KINDS = {"x": "x", "attn.q": "q", "attn.k": "k", "attn.v": "v", "attn.concat": "concat",
-          "attn.out": "attn_out", "resid1": "resid", "resid2": "resid", "ffn.hidden": "hidden",
-          "ffn.gate": "gate", "ffn.act": "act", "ffn.out": "ffn_out", "output": "output"}
-
-
 def step_kind(name: str) -> str:
-    """What a step computes, whichever instance it is: 'q' 'k' 'v' 'scores' 'scaled' 'masked'
-    'weights' 'head_out' 'concat' 'attn_out' 'resid' 'hidden' 'gate' 'act' 'ffn_out' 'output' 'x',
-    'norm', a norm statistic ('mean' 'var' 'std' 'ms' 'rms'), or 'dropped' (`<step>.dropped`);
-    a batch's `b1.` prefix changes nothing."""
-    name = split_batch(name)[1]
-    if name.endswith(DROPPED):
-        return "dropped"
-    if name.startswith("attn.h"):
-        last = name.rsplit(".", 1)[-1]
-        return "head_out" if last == "out" else last
-    if name.startswith("norm"):
-        last = name.rsplit(".", 1)[-1]
-        return last if "." in name and last in NORM_STAT_NAMES else "norm"
-    return _KINDS[name]
+    """What a step computes, whichever instance it is (names.parse's kind), or 'dropped' for a
+    `<step>.dropped`; a batch's `b1.` prefix changes nothing."""
+    parsed = names.parse(name)
+    return "dropped" if parsed.dropped else parsed.kind
 
 
 def head_index(name: str) -> int:
-    return int(split_batch(name)[1].split(".")[1][1:])
+    return names.parse(name).head
 
 
 def head_columns(name: str, dims: Dims) -> tuple[int, int]:
@@ -163,19 +149,16 @@ def value_columns(name: str, dims: Dims) -> tuple[int, int]:
 
 def step_shape(name: str, dims: Dims) -> tuple[int, int]:
     n, d = dims.seq_len, dims.d_model
-    name = split_batch(name)[1]
-    if name.endswith(DROPPED):
-        name = name[:-len(DROPPED)]
-    last = name.rsplit(".", 1)[-1]
-    if name.startswith("norm") and last in ("mean", "var", "std", "ms", "rms"):
+    step = names.parse(name)
+    if step.stat:
         return (n, 1)
-    if name.startswith("attn.h"):
-        return (n, dims.d_v) if last == "out" else (n, n)
-    if name in ("ffn.hidden", "ffn.gate", "ffn.act"):
+    if step.head is not None:
+        return (n, dims.d_v) if step.kind == "head_out" else (n, n)
+    if step.kind in ("hidden", "gate", "act"):
         return (n, dims.d_ff)
-    if name in ("attn.q", "attn.k"):
+    if step.kind in ("q", "k"):
         return (n, dims.heads * dims.d_k)
-    if name in ("attn.v", "attn.concat"):
+    if step.kind in ("v", "concat"):
         return (n, dims.heads * dims.d_v)
     return (n, d)
 

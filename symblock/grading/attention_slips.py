@@ -2,7 +2,7 @@
 head step (or a `.dropped` step) with one slip, from the values in `env` (see mistakes.py)."""
 from __future__ import annotations
 
-from symblock.engine import exact
+from symblock.engine import exact, names
 from symblock.engine.matrix import Mat
 from symblock.engine.steps import head_columns
 from symblock.grading.onestep import (attention_mask, inputs_of, kind, mask_with, num, pad_of,
@@ -16,8 +16,7 @@ def masks(spec) -> bool:
 def scaled_by(name, env, spec, factor):
     """The head's chain from scores with `factor` in place of 1/sqrt(d_k)."""
     k = kind(name)
-    prefix = name.rsplit(".", 1)[0]
-    s = env[f"{prefix}.scores"].scale(factor)
+    s = env[names.parse(name).head_step("scores")].scale(factor)
     if k == "scaled":
         return [s]
     if masks(spec):
@@ -66,8 +65,8 @@ def softmax_input(name, env, spec):
 
 
 def unmasked(name, env, spec):
-    prefix = name.rsplit(".", 1)[0]
-    return env[f"{prefix}.scaled"] if f"{prefix}.scaled" in env else env[f"{prefix}.scores"]
+    scaled, scores = names.parse(name).head_step("scaled"), names.parse(name).head_step("scores")
+    return env[scaled] if scaled in env else env[scores]
 
 
 def softmax_axis(name, env, spec):

@@ -14,7 +14,7 @@ from the values before it (the person's chain, else the truth) with the slip mad
 """
 from __future__ import annotations
 
-from symblock.engine import exact
+from symblock.engine import exact, names
 from symblock.engine.matrix import Mat
 from symblock.grading import model_step
 from symblock.grading.onestep import softmax_rows
@@ -30,9 +30,9 @@ def _model(spec) -> bool:
 def not_appended_applies(name: str, spec) -> bool:
     if not _model(spec):
         return False
-    prefix, t, layer, rest = model_step.parse(name)
-    return layer is not None and model_step.cached(spec, t) and rest.startswith("attn.h") \
-        and rest.rsplit(".", 1)[1] in ("scores", "scaled", "weights", "out")
+    step = names.parse(name)
+    return step.layer is not None and model_step.cached(spec, step.gen) and step.head is not None \
+        and step.part in ("scores", "scaled", "weights", "out")
 
 
 def _pad(m: Mat, fill) -> Mat:
@@ -45,8 +45,8 @@ def _drop_last(m: Mat) -> Mat:
 
 def not_appended(name: str, env: dict, spec) -> list[Mat]:
     prefix, t, layer, rest = model_step.parse(name)
-    head, kind = rest.rsplit(".", 1)
-    h = int(head.split(".")[1][1:])
+    step = names.parse(name)
+    kind, h = step.part, step.head
     dims, o = spec.layers[layer].dims, spec.layers[layer].options
     here = f"{prefix}layer{layer}."
     k_old, v_old = env[model_step.old_cache(t, layer, "k")], env[model_step.old_cache(t, layer, "v")]
@@ -58,11 +58,11 @@ def not_appended(name: str, env: dict, spec) -> list[Mat]:
         return [_pad(scores, exact.NEG_INF)]
     if kind == "scaled":
         return [_pad(scaled, exact.NEG_INF)]
-    src = env.get(f"{here}{head}.scaled" if scale else f"{here}{head}.scores")
+    src = env.get(step.head_step("scaled" if scale else "scores"))
     weights = [softmax_rows(scaled)] + ([softmax_rows(_drop_last(src))] if src is not None else [])
     if kind == "weights":
         return [_pad(w, exact.ZERO) for w in weights]
-    mine = env.get(f"{here}{head}.weights")
+    mine = env.get(step.head_step("weights"))
     if mine is not None:
         weights.append(_drop_last(mine))
     return [w @ v_old.cols(vlo, vhi) for w in weights]

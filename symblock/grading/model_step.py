@@ -7,20 +7,18 @@ next token) are written here. `env` maps the model's step and parameter names to
 """
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 
-from symblock.engine import exact
+from symblock.engine import exact, names
 from symblock.engine.matrix import Mat
 from symblock.grading.onestep import compute, softmax_rows
 
-_NAME = re.compile(r"^(gen(\d+)\.)?(?:layer(\d+)\.)?(.+)$")
-
-
 def parse(name: str) -> tuple[str, int, int | None, str]:
     """(prefix "gen1." or "", generation step t (0: the prompt pass), layer or None, rest)."""
-    m = _NAME.match(name)
-    return m.group(1) or "", int(m.group(2) or 0), None if m.group(3) is None else int(m.group(3)), m.group(4)
+    step = names.parse(name)
+    if step.grad or step.batch is not None:   # not a model's step: all of it is the rest
+        return "", 0, None, name
+    return names.name_of("", gen=step.gen), step.gen, step.layer, name[len(step.prefix):]
 
 
 def cached(spec, t: int) -> bool:

@@ -7,7 +7,7 @@ absent bias is simply not in it. The formulas are DESIGN.md's conventions, writt
 """
 from __future__ import annotations
 
-from symblock.engine import exact
+from symblock.engine import exact, names
 from symblock.engine.block import ACTIVATIONS, apply_mask, softmax
 from symblock.engine.matrix import Mat
 from symblock.engine.steps import (batch_index, head_columns, masked_positions, split_batch, step_inputs,
@@ -17,8 +17,8 @@ from symblock.engine.steps import step_kind as kind
 
 def norm_prefix(name: str) -> str:
     """The norm a step belongs to, with its batch prefix: "b1.norm2" for "b1.norm2.std"."""
-    prefix, base = split_batch(name)
-    return prefix + base.split(".")[0]
+    step = names.parse(name)
+    return step.sibling(step.norm)
 
 
 def ln_of(prefix: str) -> str:
@@ -196,5 +196,5 @@ def equivalents(name: str, env, spec) -> list[Mat]:
     if k == "scaled":
         return [apply_mask(compute(name, env, spec), attention_mask(name, spec))]
     if k == "masked":
-        return [apply_mask(env[name.rsplit(".", 1)[0] + ".scores"], attention_mask(name, spec))]
+        return [apply_mask(env[names.parse(name).head_step("scores")], attention_mask(name, spec))]
     return []

@@ -2,7 +2,7 @@
 task per asked step, with the working of each kind of step from its mixin (work_*.py)."""
 from __future__ import annotations
 
-from symblock.engine.steps import split_batch
+from symblock.engine import names
 from symblock.sheets.lang import MATH_TEXT, TEXTS
 from symblock.sheets.numbers import (Safe, dec_tex, exact_tex, grid, is_plain, matrix_value, outcome,
                                      param_symbol, shape_tex, show, step_symbol)
@@ -208,17 +208,18 @@ class Builder(LinearWork, AttentionWork, NormWork, FfnWork):
 
     # -- prose: what is computed
     def what(self, step) -> Safe:
-        name = split_batch(step.name)[1]  # a batch's b1.attn.q reads as attn.q
-        if name.endswith(".dropped"):
+        parsed = names.parse(step.name)   # a batch's b1.attn.q reads as attn.q
+        name = parsed.base
+        if parsed.dropped:
             return self.t("s.dropped", src=self.symbol(step.inputs[0]))
-        parts = name.split(".")
-        if name.startswith("attn.h"):
-            pad = "_pad" if parts[2] == "masked" and self.o.padding and not self.o.causal else ""
-            return self.t(f"s.{parts[2]}{pad}", h=int(parts[1][1:]))
-        if name.startswith("norm"):
+        if parsed.head is not None:
+            part = parsed.part
+            pad = "_pad" if part == "masked" and self.o.padding and not self.o.causal else ""
+            return self.t(f"s.{part}{pad}", h=parsed.head)
+        if parsed.norm:
             src = self.symbol(step.inputs[0])
             norm = "LayerNorm" if self.o.norm == "layernorm" else "RMSNorm"
-            key = f"s.{parts[1]}" if len(parts) > 1 else f"s.{self.o.norm}"
+            key = f"s.{parsed.stat}" if parsed.stat else f"s.{self.o.norm}"
             return self.t(key, src=src, norm=norm)
         if name in ("ffn.hidden", "ffn.gate"):
             w = "W_1" if name == "ffn.hidden" else "W_3"
@@ -231,21 +232,19 @@ class Builder(LinearWork, AttentionWork, NormWork, FfnWork):
 
     # -- work shown: a list of (prose or None, display math or None)
     def work(self, step) -> list[tuple[str | None, str | None]]:
-        name = split_batch(step.name)[1]
-        last = name.rsplit(".", 1)[-1]
-        if last == "dropped":
+        parsed = names.parse(step.name)
+        name = parsed.base
+        if parsed.dropped:
             return [(self.t("dropped_text"), None)]
         if name in ("attn.q", "attn.k", "attn.v", "ffn.hidden", "ffn.gate", "ffn.out") or \
                 (name == "attn.out" and self.o.out_proj):
             return self.work_linear(step)
-        if name.startswith("attn.h"):
-            h = int(name.split(".")[1][1:])
-            return getattr(self, f"work_{last}")(step, h)
+        if parsed.head is not None:
+            return getattr(self, f"work_{parsed.part}")(step, parsed.head)
         if name in ("resid1", "resid2"):
             return self.work_add(step)
-        if name.startswith("norm"):
-            kind = last if last in ("mean", "var", "std", "ms", "rms") else self.o.norm
-            return getattr(self, f"work_{kind}")(step)
+        if parsed.norm:
+            return getattr(self, f"work_{parsed.stat or self.o.norm}")(step)
         if name == "ffn.act":
             return self.work_act(step)
         if name == "attn.concat":

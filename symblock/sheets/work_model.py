@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from symblock.engine import names
 from symblock.exercises.decoder import token_index
 from symblock.sheets.builder import Builder
 from symblock.sheets.lang import TEXTS
@@ -16,7 +17,6 @@ from symblock.sheets.lang_model import TEXTS as MODEL_TEXTS
 from symblock.sheets.numbers import (Safe, bmatrix, cells, grid, matrix_value, param_symbol, shape_tex,
                                      step_symbol)
 
-_LAYER = re.compile(r"^(gen\d+\.)?layer(\d+)\.(.+)$")
 _SAFE_TOKEN = re.compile(r"[^A-Za-z0-9 .,'!?:;()+=-]")
 
 
@@ -28,8 +28,8 @@ def token_tex(tok: str) -> str:
 
 def split_layer(name: str) -> tuple[int, str] | None:
     """(layer, block step name) of a layer's step, e.g. (0, "attn.q") for gen1.layer0.attn.q."""
-    m = _LAYER.match(name)
-    return (int(m.group(2)), m.group(3)) if m else None
+    step = names.parse(name)
+    return None if step.layer is None else (step.layer, name[len(step.prefix):])
 
 
 def model_symbol(name: str, layers: int) -> str:
@@ -121,7 +121,7 @@ class DecoderBuilder(Builder):
         layer, _ = split_layer(name)
         spec = self.model.layers[layer]
         rows = self.trace[name].value.shape[0]
-        opts = spec.options if not name.startswith("gen") else replace(spec.options, causal=False)
+        opts = spec.options if not names.parse(name).gen else replace(spec.options, causal=False)
         return replace(spec.dims, seq_len=rows), opts
 
     def what(self, step) -> Safe:
@@ -130,11 +130,12 @@ class DecoderBuilder(Builder):
             base = got[1]
             if base in ("cache.k", "cache.v"):
                 return self.t(f"m.s.{base}")
-            if base.endswith(".scores") and step.name.startswith("gen"):
-                return self.t("m.s.scores", h=int(base.split(".")[1][1:]))
+            parsed = names.parse(step.name)
+            if parsed.kind == "scores" and parsed.gen:
+                return self.t("m.s.scores", h=parsed.head)
             return super().what(replace(step, name=base))
-        base = step.name.split(".", 1)[1] if step.name.startswith("gen") else step.name
-        if base.startswith("norm_final."):
+        base = names.parse(step.name).base
+        if names.parse(base).norm == "norm_final" and base != "norm_final":
             return super().what(replace(step, name=base))
         return self.t(f"m.s.{base}")
 
@@ -152,8 +153,8 @@ class DecoderBuilder(Builder):
                 return super().work(replace(step, name=got[1]))
             finally:
                 self.dims, self.o = keep
-        base = step.name.split(".", 1)[1] if step.name.startswith("gen") else step.name
-        if base.startswith("norm_final"):
+        base = names.parse(step.name).base
+        if names.parse(base).norm == "norm_final":
             keep = self.dims
             self.dims = replace(self.dims, seq_len=step.value.shape[0])
             try:
@@ -170,9 +171,9 @@ class DecoderBuilder(Builder):
                 (None, rf"{step_symbol(step)} = (W_E)_{{{tok + 1}\cdot}} = {row}")]
 
     def token_of(self, step) -> int:
-        if not step.name.startswith("gen"):
+        t = names.parse(step.name).gen
+        if not t:
             return self.model.prompt[0]
-        t = int(step.name.split(".")[0][3:])
         prev = "next_token" if t == 1 else f"gen{t - 1}.next_token"
         return token_index(self.trace[prev].value)
 
@@ -184,7 +185,8 @@ class DecoderBuilder(Builder):
         return [(self.t("m.w.pos_sin", p), None), (None, f"P = {row}")]
 
     def position(self, step) -> int:
-        return self.m + int(step.name.split(".")[0][3:]) - 1 if step.name.startswith("gen") else 0
+        t = names.parse(step.name).gen
+        return self.m + t - 1 if t else 0
 
     def work_model_x(self, step) -> list:
         return self.work_add(step)
