@@ -21,10 +21,12 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from symblock.engine import names
 from symblock.errors import SpecError
 
 PRESET = "decoder"
-GEN = "gen1."                      # the generation step a decoder sheet asks
+ASKED_GEN = 1                      # the generation step a decoder sheet asks
+GEN = names.name_of("", gen=ASKED_GEN)
 REUSED = "cache.reused"            # per layer: gen1.layer{i}.cache.reused
 SCALED_RANGE = (-3, 3)
 WEIGHT_RANGE = (Fraction(1, 50), Fraction(9, 10))
@@ -69,51 +71,56 @@ def choose(trace, preset: str | None = None) -> dict:
     require(spec)
     ask, extra = [], {}
     for step in trace:
-        if not step.name.startswith(GEN) or step.name.endswith(".output"):
+        parsed = names.parse(step.name)
+        if parsed.gen != ASKED_GEN or parsed.kind == "output":
             continue
         ask.append(step.name)
-        if step.name.endswith(".cache.v"):
-            layer = int(step.name[len(GEN):].split(".")[0][len("layer"):])
-            extra[reused_name(layer)] = reused_value(trace, layer)
-            ask.append(reused_name(layer))
+        if parsed.kind == "cache_v":
+            extra[reused_name(parsed.layer)] = reused_value(trace, parsed.layer)
+            ask.append(reused_name(parsed.layer))
     reads = set()
     for name in ask:
         if name in trace:
             reads.update(trace[name].inputs)
     # a step of the new row that is not asked is a copy (the layer's output): never printed as data
-    data_steps = tuple(n for n in trace.names() if n in reads and n not in ask and not n.startswith(GEN))
+    data_steps = tuple(n for n in trace.names() if n in reads and n not in ask and names.parse(n).gen != ASKED_GEN)
     data_params = tuple(p for p in trace.params if p in reads)
     return {"ask": tuple(ask), "data_steps": data_steps, "data_params": data_params,
             "points": {n: 1 for n in ask}, "extra": extra,
-            "categorical": tuple(n for n in ask if n.endswith("next_token"))}
+            "categorical": tuple(n for n in ask if names.parse(n).kind == "next_token")}
 
 
 def problem(trace) -> str | None:
     """Why this model's variant is no good hand exercise (None: it is)."""
     from symblock.engine import exact
     for step in trace:
-        name = step.name
-        if not name.startswith(GEN):
+        name, parsed = step.name, names.parse(step.name)
+        if parsed.gen != ASKED_GEN:
             continue
-        if name.endswith((".attn.q", ".attn.k", ".attn.v")) and all(e.sign() == 0 for e in step.value.rows[0]):
+        if parsed.kind in ("q", "k", "v") and all(e.sign() == 0 for e in step.value.rows[0]):
             return f"{name}: an all-zero row"
-        if name.endswith(".scaled") or (name.endswith(".scores") and f"{name[:-7]}.scaled" not in trace):
+        if _softmax_input(parsed, trace):
             row = step.value.rows[0]
             if any((e - exact.real(SCALED_RANGE[1])).sign() > 0 or (e - exact.real(SCALED_RANGE[0])).sign() < 0
                    for e in row):
                 return f"{name}: a softmax input outside {SCALED_RANGE}"
             if len({(int(e.q.p), int(e.q.q)) if e.is_rational else e.digits(30) for e in row}) < len(row):
                 return f"{name}: two equal softmax inputs"
-        if name.endswith(".ffn.hidden") and trace.spec.options.activation == "relu" and \
+        if parsed.kind == "hidden" and trace.spec.options.activation == "relu" and \
                 not ({e.sign() for e in step.value.rows[0]} >= {-1, 1}):
             return f"{name}: ReLU's input needs an entry of each sign"
-        if name.endswith(".mean") and step.value.rows[0][0].sign() == 0:
+        if parsed.kind == "mean" and step.value.rows[0][0].sign() == 0:
             return f"{name}: a row mean of 0 (the same answer in many variants)"
-        if name.endswith(".weights"):
+        if parsed.kind == "weights":
             lo, hi = (exact.real(w) for w in WEIGHT_RANGE)
             if any((e - lo).sign() < 0 or (e - hi).sign() > 0 for e in step.value.rows[0]):
                 return f"{name}: a weight outside [{WEIGHT_RANGE[0]}, {WEIGHT_RANGE[1]}]"
     return None
+
+
+def _softmax_input(step: names.StepName, steps) -> bool:
+    """Whether a head's step is what its softmax reads: `.scaled`, or `.scores` when unscaled."""
+    return step.kind == "scaled" or (step.kind == "scores" and step.head_step("scaled") not in steps)
 
 
 def variant_key(spec) -> tuple:
@@ -144,20 +151,21 @@ def prefilter(spec) -> str | None:
     except (ValueError, ArithmeticError):   # e.g. a zero-variance row: the exact forward says so
         return None
     for name, v in steps.items():
-        if name.endswith("logits"):
+        if names.parse(name).kind == "logits":
             top = np.sort(v[-1])[-2:]
             if top[1] - top[0] < MARGIN:
                 return None
     lo, hi = (float(w) for w in WEIGHT_RANGE)
     for name, v in steps.items():
-        if not name.startswith(GEN):
+        parsed = names.parse(name)
+        if parsed.gen != ASKED_GEN:
             continue
-        if (name.endswith(".scaled") or (name.endswith(".scores") and f"{name[:-7]}.scaled" not in steps)) \
+        if _softmax_input(parsed, steps) \
                 and (v.max() > SCALED_RANGE[1] + MARGIN or v.min() < SCALED_RANGE[0] - MARGIN):
             return f"{name}: a softmax input outside {SCALED_RANGE}"
-        if name.endswith(".weights") and (v.min() < lo - MARGIN or v.max() > hi + MARGIN):
+        if parsed.kind == "weights" and (v.min() < lo - MARGIN or v.max() > hi + MARGIN):
             return f"{name}: a weight outside [{WEIGHT_RANGE[0]}, {WEIGHT_RANGE[1]}]"
-        if name.endswith(".ffn.hidden") and spec.options.activation == "relu" and \
+        if parsed.kind == "hidden" and spec.options.activation == "relu" and \
                 (v.max() < -MARGIN or v.min() > MARGIN):
             return f"{name}: ReLU's input needs an entry of each sign"
     return None
