@@ -67,12 +67,6 @@ class Constraints:
         group = "X" if name == "X" else "weights" if name.startswith("W_") else "biases"
         return self.ranges.get(name) or self.ranges.get(group) or (self.low, self.high)
 
-    def active(self) -> list[str]:
-        names = [k for k in FLAG_KEYS if getattr(self, k)]
-        names += [k for k in ("exact_norm", "relu_mixed", *BOUND_KEYS, "norm_min", "norm_params", "staged",
-                              "sparsity") if getattr(self, k)]
-        return names
-
 
 def has_constraints(rnd: Any) -> bool:
     return isinstance(rnd, dict) and any(k in rnd for k in CONSTRAINT_KEYS)

@@ -10,7 +10,6 @@ Add a slip by adding a `Mistake` to CATALOGUE; codes are stable identifiers (DES
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Callable, Sequence
 
 from symblock.engine import exact
@@ -365,33 +364,3 @@ def _reproduces(answer, value: Mat, matches) -> bool:
                    if e is not None)
     except exact.UndecidableError:
         return False
-
-
-def is_rounding_slip(answer, values: Sequence[Mat]) -> bool:
-    """Every decimal entry is within one unit of its last place of one of `values` (the truth, or
-    the person's own recomputation), and at least one entry is a decimal."""
-    if not any(e is not None and e.places is not None for r in answer.entries for e in r):
-        return False
-    for value in values:
-        if value is None:
-            continue
-        ok = True
-        for er, vr in zip(answer.entries, value.rows):
-            for e, v in zip(er, vr):
-                if e is None:
-                    continue
-                if e.value is exact.NEG_INF or v is exact.NEG_INF:
-                    ok = ok and e.value is v
-                    continue
-                unit = exact.real(Fraction(1, 10 ** e.places)) if e.places is not None else exact.ZERO
-                try:
-                    ok = ok and (abs_(e.value - v) - unit).sign() <= 0
-                except exact.UndecidableError:
-                    pass  # equal to ~4900 digits
-        if ok:
-            return True
-    return False
-
-
-def abs_(x):
-    return -x if x.sign() < 0 else x
