@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from symblock.engine import names
-from symblock.engine.names import DROPPED, NORM_STAT_NAMES
+from symblock.engine.names import DROPPED
 
 NORM_STATS = {"layernorm": ("mean", "var", "std"), "rmsnorm": ("ms", "rms")}
 HEAD_STEPS = ("scores", "scaled", "masked", "weights", "out")
