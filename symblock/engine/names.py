@@ -62,6 +62,11 @@ class StepName:
         return self.base.rsplit(".", 1)[-1]
 
     @property
+    def section(self) -> str:
+        """The part of the block the step belongs to: "attn", "ffn", "norm1", "cache", "resid1", …"""
+        return self.base.split(".", 1)[0]
+
+    @property
     def head_prefix(self) -> str:
         """The name of this head's steps up to the last dot: "gen1.layer0.attn.h1"."""
         return f"{self.prefix}attn.h{self.head}"

@@ -58,11 +58,14 @@ class Exercise:
 def preset_steps(preset: str, names: list[str]) -> list[str]:
     """The steps a preset asks, among the computed step names (forward order; a batch's steps
     by their names without the b0., b1. prefix)."""
-    from symblock.engine.steps import split_batch
+    from symblock.engine import names as vocabulary
+    steps = [vocabulary.parse(n) for n in names]
     if preset == "full":
-        return [n for n in names if split_batch(n)[1] not in ("x", "output")]
-    prefix = {"attention": "attn.", "norm": "norm", "ffn": "ffn."}[preset]
-    return [n for n in names if split_batch(n)[1].startswith(prefix)]
+        return [s.full for s in steps if s.kind not in ("x", "output")]
+    if preset == "norm":
+        return [s.full for s in steps if s.norm]
+    part = {"attention": "attn", "ffn": "ffn"}[preset]
+    return [s.full for s in steps if s.section == part]
 
 
 def choose(trace, preset: str | None = None, loss: str | None = None,
@@ -315,11 +318,12 @@ def _forward_cost(trace, step) -> tuple[int, int]:
         k = ins[0].shape[1]
         return n * m * k + (n * m if len(step.inputs) > 2 and step.inputs[2] in trace.params else 0), 0
     if kind in ("scores", "head_out"):
-        head = step.name.rsplit(".", 1)[0]
-        live = _live(trace[f"{head}.weights"].value)  # causal: the masked entries are not worked
+        from symblock.engine import names
+        live = _live(trace[names.parse(step.name).head_step("weights")].value)  # causal: the masked entries are not worked
         return sum(live) * spec.dims.d_head, 0  # a dot product of length d_k (d_v) per live entry
     if kind == "scaled":
-        return sum(_live(trace[step.name.replace(".scaled", ".weights")].value)), 0
+        from symblock.engine import names
+        return sum(_live(trace[names.parse(step.name).head_step("weights")].value)), 0
     if kind == "softmax":
         live = sum(_live(ins[0]))
         return 2 * live, live

@@ -41,3 +41,10 @@ def test_a_norm_statistic_needs_a_known_statistic():
     assert names.parse("norm1.mean").stat == "mean"
     assert names.parse("norm1.gamma").kind == "other"   # a parameter's part, not a statistic
     assert names.parse("gen1.layer0.attn.h1.masked").part == "masked"
+
+
+def test_a_step_knows_the_part_of_the_block_it_belongs_to():
+    assert names.parse("b1.attn.h0.weights.dropped").section == "attn"
+    assert names.parse("gen1.layer0.ffn.act").section == "ffn"
+    assert names.parse("norm2.var").section == "norm2"
+    assert names.parse("gen1.layer0.cache.v").section == "cache"
