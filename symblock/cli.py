@@ -106,7 +106,7 @@ examples (an instructor, a student, an author):
 
 FORWARD_EXAMPLES = """\
 examples:
-  symblock forward                             # the seed article's block
+  symblock forward                             # the worked example of an article's Post-LN block
   symblock forward pre-ln-causal-gelu --step attn.h0.weights
   symblock forward my.yaml --json > steps.json # exact strings and floats
   symblock forward --format latex --step norm1.std   # needs only amsmath"""
@@ -140,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "order: name, formula, exact value and a decimal.",
                        epilog=FORWARD_EXAMPLES, formatter_class=HelpFormatter)
     add_spec_argument(f)
-    f.add_argument("--json", action="store_true", help="print the machine format of DESIGN.md")
+    f.add_argument("--json", action="store_true", help="print every step as JSON: name, shape, LaTeX, exact string, float")
     f.add_argument("--format", choices=("text", "latex"), default="text",
                    help="latex: a snippet for notes (each step's formula and value; amsmath only)")
     f.add_argument("--step", metavar="NAME", help="print only this step (e.g. norm1.std)")

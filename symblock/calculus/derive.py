@@ -247,7 +247,7 @@ def fact_layernorm_2d() -> Fact:
             ok &= sympy.simplify(got.subs(a, b + t) - w.subs(a, b + t)) == 0
     return Fact("layernorm_2d",
                 "LayerNorm (γ = 1, β = 0, ε = 0) of any 2-d row [a, b] with a ≠ b is [sign(a − b), sign(b − a)]: "
-                "±1 whatever the numbers (seed 000 §十七)",
+                "±1 whatever the numbers (as the article “手算一个完整TransformerBlock” finds by hand)",
                 r"\mathrm{LN}([a, b]) = \left[%s,\ %s\right] = [\operatorname{sign}(a - b),\ \operatorname{sign}(b - a)]"
                 % (sympy.latex(sympy.simplify(y[0])), sympy.latex(sympy.simplify(y[1]))),
                 ok, "engine's LayerNorm on symbols a, b; simplified with a = b + t for t > 0 and t < 0")

@@ -1,6 +1,6 @@
-"""Pre-LN against Post-LN as depth grows (seed 001's exercise 3), in float64 with torch: a PNG
-plot of the gradient norm reaching each layer and of the output scale against depth, plus the
-numbers as CSV. Random stacks at initialisation; not an exact computation.
+"""Pre-LN against Post-LN as depth grows (an exercise of the article “Encoder 块：残差、归一化与前馈网络”),
+in float64 with torch: a PNG plot of the gradient norm reaching each layer and of the output scale
+against depth, plus the numbers as CSV. Random stacks at initialisation; not an exact computation.
 """
 from __future__ import annotations
 

@@ -29,8 +29,9 @@ HEADS = ("tied", "untied")
 MAX_LAYERS = 24
 MAX_VOCAB = 4096
 MAX_GENERATE = 64
-MIXED_WARNING = ("this stack mixes Pre-LN and Post-LN layers; seed 001 warns that such a stack "
-                 "trains badly (the residual stream's scale jumps where the placement changes)")
+MIXED_WARNING = ("this stack mixes Pre-LN and Post-LN layers; the article “Encoder 块：残差、归一化与前馈网络” "
+                 "warns that such a stack trains badly (the residual stream's scale jumps where the placement "
+                 "changes)")
 
 
 @dataclass(frozen=True)

@@ -16,13 +16,13 @@ from pathlib import Path
 # (directory, spec, options of `symblock worksheet`, one line for the index)
 GALLERY = [
     ("seed-post-ln", "seed-post-ln", {},
-     "The seed article's Post-LN block (given attention output, LayerNorm, ReLU FFN)"),
+     "The Post-LN block an article works by hand (given attention output, LayerNorm, ReLU FFN)"),
     ("pre-ln-causal-gelu", "pre-ln-causal-gelu", {},
      "Pre-LN, two causal heads, exact GELU, final LayerNorm"),
     ("rmsnorm-swiglu", "rmsnorm-swiglu", {},
      "Pre-LN with RMSNorm and a SwiGLU FFN, no output projection"),
     ("seed-post-ln-zh", "seed-post-ln", {"lang": "zh", "title": "手算一个完整的 Transformer Block"},
-     "The seed article's block with Chinese prose (xelatex + ctex)"),
+     "The same block with Chinese prose (xelatex + ctex)"),
     ("rmsnorm-swiglu-backprop", "rmsnorm-swiglu", {"preset": "backprop"},
      "Backprop through the RMSNorm + SwiGLU block: mse against a drawn target, back to W_2 and W_1"),
     ("tiny-decoder", "tiny-decoder", {"formats": ["latex", "markdown", "html", "moodle", "qti"]},

@@ -146,7 +146,7 @@ def test_sinusoidal_positions_are_exact_sin_and_cos():
 def test_mixed_pre_and_post_layers_need_an_explicit_list_and_warn():
     with pytest.warns(UserWarning) as w:
         spec = tiny(model={"norm_positions": ["pre", "post"]})
-    assert "seed 001" in str(w[0].message) and MIXED_WARNING in str(w[0].message)
+    assert "Encoder 块：残差、归一化与前馈网络" in str(w[0].message) and MIXED_WARNING in str(w[0].message)
     assert [layer.options.norm_position for layer in spec.layers] == ["pre", "post"]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
