@@ -32,12 +32,7 @@ def run(args) -> int:
         return 0 if all(f.verified for f in fs) else 1
     from symblock.exercises.generate import load
     s = symbolic(None if args.spec is None else load(args.spec))
-    steps = derive(s)
-    chosen = list(steps.values())
-    if args.step:
-        if args.step not in steps:
-            raise SpecError(s.source, "--step", f"no step {args.step!r}; expected one of " + ", ".join(steps))
-        chosen = [steps[args.step]]
+    chosen = list(derive(s, only=args.step).values())
     try:
         text = render(chosen, args.format, s.title, strict=bool(args.step))
     except TooLarge as e:

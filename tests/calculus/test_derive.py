@@ -122,3 +122,19 @@ def test_direct_input_formulas_agree_with_the_numbers(tiny):
         for got, want in zip(tiny[step].entries, ref[step].tolist()):
             for g, w in zip(got, want):
                 assert abs(float(g.subs(subs)) - w) < 1e-12 * max(1, abs(w)), step
+
+
+def test_normal_moments_agree_with_sympy_stats_and_hand_values():
+    """derive's expectation over independent N(0, 1) against sympy.stats' integrals (an independent
+    path) and numbers worked by hand: E[q0⁴ k1² + 3 q0 k0 − q1²] = 3·1 + 0 − 1 = 2."""
+    from sympy.stats import E, Normal, variance
+    q0, q1, k0, k1 = sympy.symbols("q0 q1 k0 k1", real=True)
+    assert derive.normal_expectation(q0 ** 4 * k1 ** 2 + 3 * q0 * k0 - q1 ** 2, (q0, q1, k0, k1)) == 2
+    assert derive.normal_expectation(q0 ** 6, (q0,)) == 15          # 5!! = 15
+    assert derive.normal_expectation(q0 ** 3 * k1 ** 2, (q0, k1)) == 0
+    Q = [Normal(f"Q{i}", 0, 1) for i in range(2)]
+    K = [Normal(f"K{i}", 0, 1) for i in range(2)]
+    dot = Q[0] * K[0] + Q[1] * K[1]
+    mine = derive.normal_expectation((q0 * k0 + q1 * k1) ** 2, (q0, q1, k0, k1))
+    assert mine == sympy.simplify(variance(dot)) == 2
+    assert derive.normal_expectation(q0 * k0 + q1 * k1, (q0, q1, k0, k1)) == sympy.simplify(E(dot)) == 0
