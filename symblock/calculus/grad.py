@@ -34,7 +34,7 @@ from symblock.engine.matrix import Mat
 from symblock.engine.spec import BlockSpec, SpecError
 from symblock.engine.steps import (batch_index, batch_prefixes, head_columns, masked_positions,
                                    value_columns)
-from symblock.engine.steps import step_kind as vocabulary_kind
+from symblock.engine import kinds, names
 
 LOSSES = ("sum", "mse")
 GRAD_PREFIX = "grad."
@@ -329,25 +329,11 @@ RULES: dict[str, tuple[Rule, str]] = {
 }
 
 
-_RULE_OF_KIND = {
-    "x": "identity", "output": "identity", "resid": "residual", "concat": "concat",
-    "q": "linear", "k": "linear", "v": "linear", "attn_out": "linear", "hidden": "linear",
-    "gate": "linear", "ffn_out": "linear", "scores": "scores", "scaled": "scaled",
-    "masked": "masked", "weights": "softmax", "head_out": "head_out",
-    "mean": "mean", "var": "var", "ms": "ms", "std": "root", "rms": "root", "dropped": "dropped",
-}
-
-
 def step_kind(name: str, spec: BlockSpec) -> str:
-    """Which local rule a step name uses."""
-    kind = vocabulary_kind(name)
-    if kind == "attn_out" and not spec.options.out_proj:
-        return "identity"
-    if kind == "act":
-        return "gated" if spec.options.gated else "activation"
-    if kind == "norm":
-        return spec.options.norm
-    return _RULE_OF_KIND[kind]
+    """Which local rule a step uses (the table of kinds names it)."""
+    if names.parse(name).dropped:
+        return "dropped"
+    return kinds.of(name).rule_for(spec.options)
 
 
 def symbol(step: Step) -> str:

@@ -15,40 +15,19 @@ import contextvars
 import functools
 import os
 
-from symblock.engine.steps import DROPPED, Dims, Options, computed_steps, split_batch, step_shape
+from symblock.engine import kinds
+from symblock.engine.kinds import NODE  # noqa: F401  (the unit's definition, read by model.py)
+from symblock.engine.steps import Dims, Options, computed_steps
 from symblock.errors import SpecError, UsageError
 
 MAX_COST = 2_000_000     # default limit (--max-cost N or SYMBLOCK_MAX_COST=N raise it)
 MAX_SYMBOLIC_ENTRIES = 8  # seq_len·d_model and d_ff of a symbolic forward
-NODE = 6                 # units per entry a step makes: an exact node costs about 6 multiply-adds
 _limit: contextvars.ContextVar[int | None] = contextvars.ContextVar("max_cost", default=None)
 
 
 def step_cost(name: str, dims: Dims, opts: Options) -> int:
-    """Units of one step: its entries times (the length of the sum behind each, plus NODE)."""
-    r, c = step_shape(name, dims)
-    name = split_batch(name)[1]  # a batch: each sequence's steps cost as one sequence's
-    if name.endswith(DROPPED):   # mask ⊙ value / (1 − p): a node an entry
-        return r * c * NODE
-    d, f = dims.d_model, dims.d_ff
-    last = name.rsplit(".", 1)[-1]
-    if name in ("attn.q", "attn.k", "attn.v", "ffn.hidden", "ffn.gate") or (name == "attn.out" and opts.out_proj):
-        inner = d
-    elif name == "ffn.out":
-        inner = f
-    elif name.startswith("attn.h") and last in ("scores", "out"):
-        inner = dims.d_head if last == "scores" else dims.seq_len
-    elif last in ("mean", "var", "ms"):
-        inner = d
-    elif last == "weights":   # an exp, a term of the row's sum and a division per entry
-        inner = 1 + NODE
-    elif name in ("x", "output", "attn.concat", "attn.out"):
-        return 0              # copies of other steps' entries
-    else:
-        inner = 0
-    if name == "ffn.act":     # GELU/SiLU make a few nodes an entry
-        inner = 3 * NODE
-    return r * c * (inner + NODE)
+    """Units of one step (the table of kinds says; a batch's steps cost as one sequence's)."""
+    return kinds.cost(name, dims, opts)
 
 
 def cost(dims: Dims, opts: Options, given=()) -> int:

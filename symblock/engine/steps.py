@@ -10,7 +10,7 @@ import functools
 import re
 from dataclasses import dataclass, field
 
-from symblock.engine import names
+from symblock.engine import kinds, names
 from symblock.engine.names import DROPPED
 
 NORM_STATS = {"layernorm": ("mean", "var", "std"), "rmsnorm": ("ms", "rms")}
@@ -148,19 +148,8 @@ def value_columns(name: str, dims: Dims) -> tuple[int, int]:
 
 
 def step_shape(name: str, dims: Dims) -> tuple[int, int]:
-    n, d = dims.seq_len, dims.d_model
-    step = names.parse(name)
-    if step.stat:
-        return (n, 1)
-    if step.head is not None:
-        return (n, dims.d_v) if step.kind == "head_out" else (n, n)
-    if step.kind in ("hidden", "gate", "act"):
-        return (n, dims.d_ff)
-    if step.kind in ("q", "k"):
-        return (n, dims.heads * dims.d_k)
-    if step.kind in ("v", "concat"):
-        return (n, dims.heads * dims.d_v)
-    return (n, d)
+    """One sequence's shape of a block step (the table of kinds says)."""
+    return kinds.shape(name, dims)
 
 
 def step_shapes(dims: Dims, opts: Options) -> dict[str, tuple[int, int]]:

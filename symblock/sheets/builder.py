@@ -2,7 +2,7 @@
 task per asked step, with the working of each kind of step from its mixin (work_*.py)."""
 from __future__ import annotations
 
-from symblock.engine import names
+from symblock.engine import kinds, names
 from symblock.sheets.lang import MATH_TEXT, TEXTS
 from symblock.sheets.numbers import (Safe, dec_tex, exact_tex, grid, is_plain, matrix_value, outcome,
                                      param_symbol, shape_tex, show, step_symbol)
@@ -232,24 +232,20 @@ class Builder(LinearWork, AttentionWork, NormWork, FfnWork):
 
     # -- work shown: a list of (prose or None, display math or None)
     def work(self, step) -> list[tuple[str | None, str | None]]:
+        """The working of a step: the `work_<name>` its kind names (a head's also gets the head)."""
         parsed = names.parse(step.name)
-        name = parsed.base
-        if parsed.dropped:
-            return [(self.t("dropped_text"), None)]
-        if name in ("attn.q", "attn.k", "attn.v", "ffn.hidden", "ffn.gate", "ffn.out") or \
-                (name == "attn.out" and self.o.out_proj):
-            return self.work_linear(step)
-        if parsed.head is not None:
-            return getattr(self, f"work_{parsed.part}")(step, parsed.head)
-        if name in ("resid1", "resid2"):
-            return self.work_add(step)
-        if parsed.norm:
-            return getattr(self, f"work_{parsed.stat or self.o.norm}")(step)
-        if name == "ffn.act":
-            return self.work_act(step)
-        if name == "attn.concat":
-            return [(self.t("concat"), None)]
-        if name == "output":
-            return [(self.t("copy"), None)]
-        return []
+        how = "dropped" if parsed.dropped else kinds.of(step.name).work_for(self.o)
+        if how is None:
+            return []
+        method = getattr(self, f"work_{how}")
+        return method(step) if parsed.head is None or parsed.dropped else method(step, parsed.head)
+
+    def work_dropped(self, step) -> list:
+        return [(self.t("dropped_text"), None)]
+
+    def work_concat(self, step) -> list:
+        return [(self.t("concat"), None)]
+
+    def work_copy(self, step) -> list:
+        return [(self.t("copy"), None)]
 

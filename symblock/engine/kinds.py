@@ -1,0 +1,130 @@
+"""The table of step kinds: what each kind of step is, in one place.
+
+A step's kind comes from its name (`names.parse`); the entry says the shape of its value, what
+working it out by hand costs (the engine's size guard), which local rule carries a gradient back
+through it (`calculus.grad.RULES`, by name) and how the key works it (`work_<name>` of the sheet
+builder). The consumers look a kind up here; none of them decides these things from a name.
+A new kind is one entry (plus its exact op, its rule and its working, each named here).
+
+Entries that depend on the block's options (an `attn.out` without W_O is a copy; a gated
+activation has its own rule; a norm is LayerNorm or RMSNorm) are functions of `Options`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Union
+
+from symblock.engine import names
+
+NODE = 6   # cost units per entry a step makes: an exact node costs about 6 multiply-adds
+
+# steps.Dims and steps.Options (not imported: steps reads this table)
+Shape = Callable[[Any], tuple[int, int]]
+ByOptions = Union[str, None, Callable[[Any], Union[str, None]]]
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of step. `shape` is one sequence's; `inner` the length of the sum behind each
+    entry (None: the step copies entries it does not make, and costs nothing); `rule` the
+    backward rule's name; `work` the key's working (None: nothing to show)."""
+    name: str
+    shape: Shape
+    inner: Callable[[Any, Any], Union[int, None]]
+    rule: ByOptions
+    work: ByOptions
+
+    def rule_for(self, opts) -> str:
+        return self.rule(opts) if callable(self.rule) else self.rule
+
+    def work_for(self, opts) -> str | None:
+        return self.work(opts) if callable(self.work) else self.work
+
+
+def _model(d):
+    return d.seq_len, d.d_model
+
+
+def _qk(d):
+    return d.seq_len, d.heads * d.d_k
+
+
+def _v(d):
+    return d.seq_len, d.heads * d.d_v
+
+
+def _square(d):
+    return d.seq_len, d.seq_len
+
+
+def _ff(d):
+    return d.seq_len, d.d_ff
+
+
+def _column(d):
+    return d.seq_len, 1
+
+
+def _const(n):
+    return lambda dims, opts: n
+
+
+def _d_model(dims, opts):
+    return dims.d_model
+
+
+def _with_projection(then):
+    """attn.out: a linear map with W_O, else the concatenated heads copied."""
+    return lambda opts: then if opts.out_proj else None
+
+
+def _entry(name, shape, inner, rule, work) -> Kind:
+    return Kind(name, shape, inner, rule, work)
+
+
+KINDS: dict[str, Kind] = {k.name: k for k in (
+    _entry("x", _model, _const(None), "identity", None),
+    _entry("q", _qk, _d_model, "linear", "linear"),
+    _entry("k", _qk, _d_model, "linear", "linear"),
+    _entry("v", _v, _d_model, "linear", "linear"),
+    _entry("scores", _square, lambda d, o: d.d_head, "scores", "scores"),
+    _entry("scaled", _square, _const(0), "scaled", "scaled"),
+    _entry("masked", _square, _const(0), "masked", "masked"),
+    _entry("weights", _square, _const(1 + NODE), "softmax", "weights"),   # an exp, a sum's term, a division
+    _entry("head_out", lambda d: (d.seq_len, d.d_v), lambda d, o: d.seq_len, "head_out", "out"),
+    _entry("concat", _v, _const(None), "concat", "concat"),
+    _entry("attn_out", _model, lambda d, o: d.d_model if o.out_proj else None,
+           lambda o: "linear" if o.out_proj else "identity", _with_projection("linear")),
+    _entry("resid", _model, _const(0), "residual", "add"),
+    _entry("hidden", _ff, _d_model, "linear", "linear"),
+    _entry("gate", _ff, _d_model, "linear", "linear"),
+    _entry("act", _ff, _const(3 * NODE), lambda o: "gated" if o.gated else "activation", "act"),  # GELU/SiLU: a few nodes
+    _entry("ffn_out", _model, lambda d, o: d.d_ff, "linear", "linear"),
+    _entry("mean", _column, _d_model, "mean", "mean"),
+    _entry("var", _column, _d_model, "var", "var"),
+    _entry("std", _column, _const(0), "root", "std"),
+    _entry("ms", _column, _d_model, "ms", "ms"),
+    _entry("rms", _column, _const(0), "root", "rms"),
+    _entry("norm", _model, _const(0), lambda o: o.norm, lambda o: o.norm),
+    _entry("output", _model, _const(None), "identity", "copy"),
+)}
+
+
+def of(name: str) -> Kind:
+    """The kind of a block step (a `.dropped` step: the kind of the step it masks)."""
+    return KINDS[names.parse(name).kind]
+
+
+def shape(name: str, dims) -> tuple[int, int]:
+    """One sequence's shape of a block step."""
+    return of(name).shape(dims)
+
+
+def cost(name: str, dims, opts) -> int:
+    """Units of working one block step: its entries times (the length of the sum behind each,
+    plus NODE); a dropout mask applied costs a node an entry; a copy costs nothing."""
+    r, c = shape(name, dims)
+    if names.parse(name).dropped:    # mask ⊙ value / (1 − p)
+        return r * c * NODE
+    inner = of(name).inner(dims, opts)
+    return 0 if inner is None else r * c * (inner + NODE)
