@@ -130,60 +130,79 @@ def dropout_scale(spec) -> exact.Real:
 # ---------------------------------------------------------------- the correct step
 
 def compute(name: str, env, spec) -> Mat:
-    """The step `name` computed correctly from the values in `env` (its inputs, and parameters)."""
-    o, d = spec.options, spec.dims
-    ins = step_inputs(d, o)[name]
-    k = kind(name)
-    src = env.get(ins[0]) if ins else None
-    if k == "x":
-        return env[ins[0]]
-    if k in ("q", "k", "v"):
-        p = k.upper()
-        return linear(src, env, f"W_{p}", f"b_{p}")
-    if k == "scores":
-        lo, hi = head_columns(name, spec.dims)
-        return env[ins[0]].cols(lo, hi) @ env[ins[1]].cols(lo, hi).T
-    if k == "scaled":
-        lo, hi = head_columns(name, spec.dims)
-        return src.scale(1 / exact.sqrt(num(hi - lo)))
-    if k == "masked":
-        return apply_mask(src, attention_mask(name, spec))
-    if k == "weights":
-        return softmax_rows(src)
-    if k == "head_out":
-        return src @ env[ins[1]].cols(*value_columns(name, spec.dims))
-    if k == "dropped":
-        return (src * Mat.from_sympy(spec.dropout_masks[ins[0]])).scale(dropout_scale(spec))
-    if k == "concat":
-        return Mat.hstack([env[i] for i in ins])
-    if k == "attn_out":
-        return linear(src, env, "W_O", "b_O") if o.out_proj else src
-    if k == "resid":
-        return env[ins[0]] + env[ins[1]]
-    if k == "hidden":
-        return linear(src, env, "W_1", "b_1")
-    if k == "gate":
-        return linear(src, env, "W_3", "b_3")
-    if k == "act":
-        return activate(src, env, spec, prefix=split_batch(name)[0])
-    if k == "ffn_out":
-        return linear(src, env, "W_2", "b_2")
-    if k == "output":
-        return src
-    prefix = norm_prefix(name)
-    eps = num(o.eps)
-    if k == "mean":
-        return row_mean(src)
-    if k == "var":
-        return centred_var(src, env[f"{prefix}.mean"])
-    if k in ("std", "rms"):
-        return src.map(lambda v: exact.sqrt(v + eps))
-    if k == "ms":
-        return row_meansq(src)
+    """The step `name` computed correctly from the values in `env` (its inputs, and parameters):
+    the recompute its kind names in RECOMPUTE."""
+    ins = step_inputs(spec.dims, spec.options)[name]
+    return RECOMPUTE[kind(name)](name, ins, env, spec)
+
+
+def _linear_as(w: str, b: str):
+    return lambda name, ins, env, spec: linear(env.get(ins[0]), env, w, b)
+
+
+def _projection(name, ins, env, spec):
+    p = kind(name).upper()
+    return linear(env.get(ins[0]), env, f"W_{p}", f"b_{p}")
+
+
+def _scores(name, ins, env, spec):
+    lo, hi = head_columns(name, spec.dims)
+    return env[ins[0]].cols(lo, hi) @ env[ins[1]].cols(lo, hi).T
+
+
+def _scaled(name, ins, env, spec):
+    lo, hi = head_columns(name, spec.dims)
+    return env[ins[0]].scale(1 / exact.sqrt(num(hi - lo)))
+
+
+def _dropped(name, ins, env, spec):
+    return (env[ins[0]] * Mat.from_sympy(spec.dropout_masks[ins[0]])).scale(dropout_scale(spec))
+
+
+def _attn_out(name, ins, env, spec):
+    return linear(env[ins[0]], env, "W_O", "b_O") if spec.options.out_proj else env[ins[0]]
+
+
+def _var(name, ins, env, spec):
+    return centred_var(env[ins[0]], env[f"{norm_prefix(name)}.mean"])
+
+
+def _root(name, ins, env, spec):
+    eps = num(spec.options.eps)
+    return env[ins[0]].map(lambda v: exact.sqrt(v + eps))
+
+
+def _normalised(name, ins, env, spec):
+    prefix, src = norm_prefix(name), env[ins[0]]
     ln = ln_of(prefix)
-    if o.norm == "layernorm":
+    if spec.options.norm == "layernorm":
         return affine((src - env[f"{prefix}.mean"]) / env[f"{prefix}.std"], env, ln)
     return affine(src / env[f"{prefix}.rms"], env, ln, beta=False)
+
+
+def _first(name, ins, env, spec):
+    return env[ins[0]]
+
+
+# The recompute of each kind of step (engine/kinds.py) from a person's own inputs.
+RECOMPUTE = {
+    "x": _first, "output": _first,
+    "q": _projection, "k": _projection, "v": _projection,
+    "scores": _scores, "scaled": _scaled,
+    "masked": lambda name, ins, env, spec: apply_mask(env[ins[0]], attention_mask(name, spec)),
+    "weights": lambda name, ins, env, spec: softmax_rows(env[ins[0]]),
+    "head_out": lambda name, ins, env, spec: env[ins[0]] @ env[ins[1]].cols(*value_columns(name, spec.dims)),
+    "dropped": _dropped,
+    "concat": lambda name, ins, env, spec: Mat.hstack([env[i] for i in ins]),
+    "attn_out": _attn_out,
+    "resid": lambda name, ins, env, spec: env[ins[0]] + env[ins[1]],
+    "hidden": _linear_as("W_1", "b_1"), "gate": _linear_as("W_3", "b_3"), "ffn_out": _linear_as("W_2", "b_2"),
+    "act": lambda name, ins, env, spec: activate(env.get(ins[0]), env, spec, prefix=split_batch(name)[0]),
+    "mean": lambda name, ins, env, spec: row_mean(env[ins[0]]),
+    "var": _var, "std": _root, "rms": _root,
+    "ms": lambda name, ins, env, spec: row_meansq(env[ins[0]]),
+    "norm": _normalised,
+}
 
 
 def equivalents(name: str, env, spec) -> list[Mat]:

@@ -49,3 +49,9 @@ def test_an_attention_output_without_projection_is_a_copy():
     assert kinds.of("attn.out").work_for(opts) is None
     assert kinds.cost("attn.out", dims, opts) == 0
     assert kinds.of("attn.out").work_for(Options()) == "linear"
+
+
+def test_every_kind_can_be_recomputed_from_a_persons_own_inputs():
+    from symblock.grading.onestep import RECOMPUTE
+    assert set(kinds.KINDS) <= set(RECOMPUTE)
+    assert "dropped" in RECOMPUTE     # a mask applied: recomputed from the step it masks
