@@ -182,17 +182,17 @@ BUGS = [
     # ---- sheets (language labels)
     Bug("zh-causal-mask-label-says-no-mask", "symblock/sheets/lang.py",
         '"mask_on": "因果掩码",', '"mask_on": "无掩码",',
-        ("tests/sheets/test_lang_zh.py",), "a zh sheet of a causal block describes it as having no mask"),
+        ("tests/sheets/test_lang_labels.py",), "a zh sheet of a causal block describes it as having no mask"),
     Bug("en-causal-mask-label-says-no-mask", "symblock/sheets/lang.py",
         '"mask_on": "causal mask",', '"mask_on": "no mask",',
-        ("tests/sheets/test_worksheet.py", "tests/sheets/test_lang_zh.py"),
+        ("tests/sheets/test_lang_labels.py",),
         "an English sheet of a causal block describes it as having no mask"),
     Bug("zh-variance-label-says-sample", "symblock/sheets/lang.py",
         '"s.var": "${src}$ 每一行的总体方差。",', '"s.var": "${src}$ 每一行的样本方差。",',
-        ("tests/sheets/test_lang_zh.py",), "the zh variance task asks for the sample variance"),
+        ("tests/sheets/test_lang_labels.py",), "the zh variance task asks for the sample variance"),
     Bug("en-layernorm-convention-divides-by-d-1", "symblock/sheets/lang.py",
         "(divide by $d$, not $d-1$)", "(divide by $d-1$, not $d$)",
-        ("tests/sheets/test_worksheet.py", "tests/sheets/test_lang_zh.py"),
+        ("tests/sheets/test_lang_labels.py",),
         "the English conventions box tells the reader to divide the variance by d − 1"),
     # ---- grading
     Bug("slip-no-sqrt-is-the-right-scale", "symblock/grading/attention_slips.py",
@@ -210,7 +210,7 @@ BUGS = [
     Bug("worksheet-fixed-steps-not-named", "symblock/commands/worksheet.py",
         "    same = [n for n in asked if n in fixed]\n    if not same:",
         "    same = [n for n in asked if n in fixed]\n    if True:",
-        ("tests/exercises/test_guarantees.py::test_steps_fixed_by_the_spec_are_named_not_held_against_the_set",),
+        ("tests/sheets/test_worksheet_sets.py::test_a_given_x_is_named_when_its_steps_repeat_on_every_sheet",),
         "a set's steps fixed by the spec are neither named nor refused"),
 ]
 

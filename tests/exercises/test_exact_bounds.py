@@ -7,6 +7,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
+import pytest
 
 from symblock.engine import block, spec
 from symblock.engine.steps import step_inputs
@@ -52,3 +53,51 @@ def test_exact_check_refuses_weights_above_the_upper_bound_after_an_irrational_s
     floor = Fraction(low + 0.001).limit_denominator(1000)     # the lower bound is held too
     refused = check_attention(steps, graph, Constraints(softmax_weights=(floor, above)))
     assert refused and refused.startswith("softmax_weights:") and f"[{floor}, " in refused
+
+
+def test_exact_norm_min_check_refuses_a_sigma_just_below_the_bound():
+    """σ of norm1's rows by NumPy; a bound just above the smallest is refused on that row, exactly,
+    and a bound just below it passes norm1 (a later norm may still fail: it is not named norm1)."""
+    from symblock.exercises.checks import check_norms
+    s = spec.load("pre-ln-causal-gelu")
+    X = np.array([[float(e) for e in row] for row in s.X.tolist()])
+    sigma = np.sqrt(((X - X.mean(axis=1, keepdims=True)) ** 2).mean(axis=1))
+    row = int(sigma.argmin())
+    steps = {st.name: st.value for st in block.forward(s)}
+    graph = step_inputs(s.dims, s.options)
+    bound = Fraction(float(sigma[row]) + 1e-3).limit_denominator(10 ** 6)
+    refused = check_norms(steps, graph, "layernorm", Constraints(norm_min=bound))
+    assert refused and refused.startswith(f"norm_min: norm1.std row {row + 1} = ") and refused.endswith(f"< {bound}")
+    bound = Fraction(float(sigma[row]) - 1e-3).limit_denominator(10 ** 6)
+    passed = check_norms(steps, graph, "layernorm", Constraints(norm_min=bound))
+    assert passed is None or not passed.startswith("norm_min: norm1.std"), passed
+
+
+def spec_with_random(tmp_path, random: str):
+    from symblock.engine.spec import example_text
+    text = example_text("pre-ln-causal-gelu")
+    line = next(l for l in text.splitlines() if l.startswith("random:"))
+    path = tmp_path / "r.yaml"
+    path.write_text(text.replace(line, random), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("random, field, why", [
+    ('random: {seed: 7, softmax_weights: ["0.6", "0.9"]}', "random.softmax_weights", "at most 1/2, below the bound 3/5"),
+    ('random: {seed: 7, softmax_weights: ["0.02", "1.5"]}', "random.softmax_weights", "expected 0 < low <= high <= 1"),
+    ('random: {seed: 7, softmax_weights: ["0", "0.9"]}', "random.softmax_weights", "expected 0 < low <= high <= 1"),
+    ('random: {seed: 7, x_step: "1/101"}', "random.x_step", "denominator <= 100"),
+])
+def test_bounds_no_draw_can_meet_are_refused_before_drawing(tmp_path, capsys, random, field, why):
+    from symblock.cli import main
+    out = tmp_path / "out"
+    assert main(["worksheet", str(spec_with_random(tmp_path, random)), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert field in err and why in err and "r.yaml" in err and "Traceback" not in err, err
+    assert not out.exists()
+
+
+def test_bounds_at_their_limits_are_accepted():
+    from symblock.exercises.constraints import parse_random
+    c = parse_random({"seed": 1, "softmax_weights": ["1/2", "1"], "x_step": "1/100"}, "r.yaml")
+    assert c.softmax_weights == (Fraction(1, 2), Fraction(1)) and c.x_step == Fraction(1, 100)
