@@ -86,14 +86,22 @@ def test_gallery_page_typesets_every_formula(browser, page):
         assert browser.find_elements(By.ID, "save-yaml") and browser.find_elements(By.ID, "save-json")
 
 
-def _download(downloads: Path, pattern: str, timeout: float = 10) -> Path:
-    end = time.monotonic() + timeout
+def _download(downloads: Path, name: str, timeout: float = 30, settle: float = 0.3) -> Path:
+    """The downloaded file, once Chromium has finished writing it: it exists, is not empty, has no
+    `.crdownload` partner left and its size has not changed for `settle` seconds. (Chromium can
+    show the final name before the last bytes are flushed, so its mere existence is not enough.)"""
+    path, partner = downloads / name, downloads / (name + ".crdownload")
+    end, seen, since = time.monotonic() + timeout, None, time.monotonic()
     while time.monotonic() < end:
-        done = [p for p in downloads.glob(pattern) if not p.name.endswith(".crdownload")]
-        if done:
-            return done[0]
-        time.sleep(0.1)
-    pytest.fail(f"no download matching {pattern} in {downloads}: {list(downloads.iterdir())}")
+        size = path.stat().st_size if path.is_file() else None
+        if size != seen:
+            seen, since = size, time.monotonic()
+        elif size and not partner.exists() and time.monotonic() - since >= settle:
+            return path
+        time.sleep(0.05)
+    state = ("not there" if seen is None else f"{seen} bytes") + (", still .crdownload" if partner.exists() else "")
+    pytest.fail(f"the download {name} did not finish within {timeout} s ({state}); "
+                f"{downloads} holds {sorted(p.name for p in downloads.iterdir())}")
 
 
 def _type(browser, step: str, rows: list[list[str]]) -> None:
