@@ -39,7 +39,8 @@ class Bug:
 
 BUGS = [
     Bug("check-variance-around-exact-mean", "symblock/grading/onestep.py",
-        'return centred_var(src, env[f"{prefix}.mean"])', "return centred_var(src, row_mean(src))",
+        'return centred_var(env[ins[0]], env[f"{norm_prefix(name)}.mean"])',
+        "return centred_var(env[ins[0]], row_mean(env[ins[0]]))",
         ("tests/grading/test_check.py",),
         "the checker recomputes a variance around the exact row mean, not the person's own"),
     Bug("marking-tie-rejects-both-neighbours", "symblock/grading/marking.py",
