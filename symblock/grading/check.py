@@ -88,6 +88,8 @@ def _note(s, result, w) -> str:
         note = w["carried"].format(names=", ".join(s.built_on))
     if s.status == "wrong" and s.name == result.first_break:
         note = w["first_break"]
+    if s.status != "carried" and s.built_on and any(e.mark == "carried" for e in s.entries):
+        note = " ".join(x for x in (note, w["rests"].format(names=", ".join(s.built_on))) if x)
     if s.blank and s.status != "missing":
         part = w["partial"].format(n=len(s.entries) - s.blank, total=len(s.entries))
         note = f"{note}  ({part})" if note else part

@@ -116,6 +116,8 @@ def feedback_md(g, cls, credit, lang: str = "en") -> str:
         lines.append(f"**`{s}`** — {w['status'][st.status]}")
         if st.status == "carried":
             lines.append(f"- {w['carried'].format(names=', '.join(st.built_on))}")
+        elif st.built_on and any(e.mark == "carried" for e in st.entries):
+            lines.append(f"- {w['rests'].format(names=', '.join(st.built_on))}")
         for code in st.diagnosis:
             lines.append(f"- {w['diagnosis'].format(code=code, explanation=explanation(code, lang))}")
         if st.status == "wrong" and not st.diagnosis:
