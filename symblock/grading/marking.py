@@ -107,12 +107,27 @@ def matches(entry, value) -> bool:
 
 
 def _places_equal(entry, value, places: int) -> bool:
+    """`value` rounded to `places` is the entry. Rounding is half away from zero, and an exact tie
+    at `places` (1.5625 at 3) is accepted rounded either way: 1.563, or 1.562 as half to even
+    (Python, NumPy) gives it."""
     try:
-        return value.decimal(places) == entry.decimal
+        rounded = value.decimal(places)
     except exact.UndecidableError:
         # the value sits on a rounding tie (to ~4900 digits, e.g. 1/8 written in exps):
         # either neighbour is a fair rounding
         return _within(entry.value, value, Fraction(1, 2 * 10 ** places))
+    return rounded == entry.decimal or _tie_neighbour(entry, value, rounded, places)
+
+
+def _tie_neighbour(entry, value, rounded, places: int) -> bool:
+    """Whether the entry is the other rounding of a value exactly halfway between it and `rounded`."""
+    if entry.decimal is None or abs(Fraction(entry.decimal) - Fraction(rounded)) != Fraction(1, 10 ** places):
+        return False
+    middle = (Fraction(entry.decimal) + Fraction(rounded)) / 2
+    try:
+        return (value - exact.real(middle)).sign() == 0
+    except exact.UndecidableError:   # equal to ~4900 digits
+        return True
 
 
 def _sig_equal(entry, value, sig: int) -> bool:

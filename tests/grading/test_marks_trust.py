@@ -120,3 +120,55 @@ def test_a_step_answered_right_passes_nothing_on(tmp_path, capsys):
         """)
     assert "built_on" not in steps["attn.h0.weights"] and "built_on" not in steps["attn.h0.out"]
     assert steps["attn.h0.out"]["status"] == "correct"
+
+
+# ---------------------------------------------------------------- an exact tie, rounded either way
+
+def _entry(text: str, decimals=None):
+    from symblock.grading import answers
+    return answers.parse_entry(text, decimals, "<test>", "steps.x[0][0]")
+
+
+@pytest.mark.parametrize("text, mark", [
+    ("1.563", "correct"),   # half away from zero (the sheets' rounding)
+    ("1.562", "correct"),   # half to even, as Python's round() and NumPy give 25/16 at 3 places
+    ("1.561", "wrong"),     # 1.5 units of the last place from 1.5625
+    ("1.564", "slip"),
+    ("1.56", "rounded"),    # 2 places: 1.5625 is no tie there
+    ("-1.562", "wrong"),
+])
+def test_an_exact_tie_is_accepted_rounded_either_way(text, mark):
+    from symblock.engine import exact
+    from symblock.grading import marking
+    assert f"{round(1.5625, 3)}" == "1.562" and f"{Decimal('1.5625').quantize(Decimal('0.001'), 'ROUND_HALF_UP')}" == "1.563"
+    assert marking.judge(_entry(text, 3), exact.real(Fraction(25, 16)), None, None)[0] == mark
+
+
+def test_a_negative_tie_and_a_near_tie():
+    from symblock.engine import exact
+    from symblock.grading import marking
+    tie = exact.real(Fraction(-25, 16))             # −1.5625
+    assert marking.matches(_entry("-1.563", 3), tie) and marking.matches(_entry("-1.562", 3), tie)
+    near = exact.real(Fraction(15626, 10000))      # 1.5626: no tie, only 1.563
+    assert marking.matches(_entry("1.563", 3), near) and not marking.matches(_entry("1.562", 3), near)
+
+
+TIE_SPEC = IDENTITY_SPEC.replace("X: [[1, 0], [0, 1]]", "X: [[1, 0], [0, 0]]")
+
+
+@pytest.mark.parametrize("written", ["0.3", "0.2"])
+def test_check_marks_a_tie_rounded_half_to_even_correct(tmp_path, capsys, written):
+    # X row 2 is zero: its scores are 0, 0, its weights 1/2, 1/2, its out 1/2 · V row 1 = (1/2, 0),
+    # so resid1 row 2 = (1/2, 0) and its mean 1/4 = 0.25, a tie at 1 place.
+    code, steps = _check_json(tmp_path, capsys, f"decimals: 1\nsteps:\n  norm1.mean: [null, [{written}]]\n", TIE_SPEC)
+    assert steps["norm1.mean"]["status"] == "correct" and code == 0
+
+
+@pytest.mark.parametrize("lang, words", [
+    ("en", "half away from zero; a number exactly halfway may be rounded either way"),
+    ("zh", "四舍五入；恰好在两数正中的，向上或向下舍入都算对"),
+])
+def test_the_sheet_states_the_rounding_it_expects(tmp_path, capsys, lang, words):
+    assert main(["worksheet", "seed-post-ln", "--out", str(tmp_path / "ws"), "--format", "markdown",
+                 "--lang", lang]) == 0
+    assert words in (tmp_path / "ws" / "sheet.md").read_text(encoding="utf-8")
