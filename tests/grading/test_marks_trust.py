@@ -172,3 +172,90 @@ def test_the_sheet_states_the_rounding_it_expects(tmp_path, capsys, lang, words)
     assert main(["worksheet", "seed-post-ln", "--out", str(tmp_path / "ws"), "--format", "markdown",
                  "--lang", lang]) == 0
     assert words in (tmp_path / "ws" / "sheet.md").read_text(encoding="utf-8")
+
+
+# ---------------------------------------------------------------- blanks named
+
+def test_check_names_the_blank_entries_of_a_partly_blank_step(tmp_path, capsys):
+    spec, answers = _write(tmp_path, "spec.yaml", IDENTITY_SPEC), _write(
+        tmp_path, "answers.yaml", "steps:\n  attn.v: [[1, null], [null, 1]]\n")   # V = X = I
+    assert main(["check", spec, answers]) == 0
+    out = capsys.readouterr().out
+    assert "✓ correct  attn.v" in out and "2 blank: row 1 col 2, row 2 col 1" in out
+    assert main(["check", spec, answers, "--lang", "zh"]) == 0
+    assert "2 个数未答：第 1 行第 2 列，第 2 行第 1 列" in capsys.readouterr().out
+
+
+def test_grade_feedback_names_the_blank_entries(tmp_path, capsys, monkeypatch):
+    import numpy as np
+    import yaml
+    from symblock.engine.spec import example_text
+    monkeypatch.chdir(tmp_path)
+    assert main(["worksheet", "pre-ln-causal-gelu", "--preset", "norm", "--variants", "2", "--out", "set"]) == 0
+    X = np.array(yaml.safe_load(example_text("pre-ln-causal-gelu"))["inputs"]["X"], dtype=float)
+    path = tmp_path / "set" / "pre-ln-causal-gelu.1" / "answers.yaml"
+    data = yaml.safe_load(path.read_text())
+    mean0 = Decimal(repr(float(X[0].mean()))).quantize(Decimal("0.001"), "ROUND_HALF_UP")   # worked in NumPy
+    data["name"] = "Ada"
+    data["steps"]["norm1.mean"] = [[str(mean0)]] + [None] * (len(X) - 1)
+    (tmp_path / "answers").mkdir()
+    (tmp_path / "answers" / "ada.yaml").write_text(yaml.safe_dump(data))
+    blank_rows = ", ".join(f"row {i + 1} col 1" for i in range(1, len(X)))
+    for lang, words, line in (("en", "correct, partly blank", f"{len(X) - 1} blank: {blank_rows}"),
+                              ("zh", "正确，部分未答", f"{len(X) - 1} 个数未答：第 2 行第 1 列")):
+        capsys.readouterr()
+        assert main(["grade", "set", "answers", "--lang", lang, "--out", f"graded-{lang}"]) == 0
+        feedback = (tmp_path / f"graded-{lang}" / "feedback" / "Ada.md").read_text(encoding="utf-8")
+        row = next(x for x in feedback.splitlines() if x.startswith("| `norm1.mean`"))
+        assert words in row
+        assert line in feedback
+
+
+# ---------------------------------------------------------------- totals add up
+
+def _klass(scores: list[dict], asked=("a", "b", "c")):
+    from symblock.grading.gradebook import Class, Graded
+    graded = [Graded(f"s{i}.yaml", f"S{i}", f"set.{i}", None, dict(sc)) for i, sc in enumerate(scores)]
+    return Class({"asked": list(asked), "points": {}, "spec_token": "set"}, graded, [])
+
+
+def test_a_gradebook_total_is_the_sum_of_its_task_columns():
+    import csv
+    import io
+    from symblock.grading import classreport
+    third = Fraction(1, 3)   # 0.333…: printed 0.33 three times, exact total 1 (printed 1.00 until now)
+    cls = _klass([{"a": third, "b": third, "c": third}, {"a": Fraction(2, 3), "b": Fraction(1, 2), "c": Fraction(1)}])
+    rows = list(csv.DictReader(io.StringIO(classreport.gradebook_csv(cls))))
+    for row in rows:
+        assert Decimal(row["total"]) == sum(Decimal(row[s]) for s in "abc"), row
+    assert [row["total"] for row in rows] == ["0.99", "2.17"]   # 0.33·3; 0.67 + 0.50 + 1.00
+
+
+def test_the_feedback_total_and_the_mean_use_the_printed_totals():
+    from symblock.grading import classreport
+    from symblock.grading.policy import Credit
+    third = Fraction(1, 3)
+    cls = _stepped(_klass([{"a": third, "b": third, "c": third}, {"a": third, "b": third, "c": third}]))
+    assert "mean total 0.99 of 3" in classreport.summary_text(cls)
+    assert "0.99 of 3 points" in classreport.feedback_md(cls.graded[0], cls, Credit())
+
+
+def _stepped(cls):
+    """The class with a marked result per file (feedback reads each task's status)."""
+    from symblock.grading.marking import CheckResult, StepResult
+    for g in cls.graded:
+        g.result = CheckResult([StepResult(s, "correct") for s in cls.asked], "spec", g.file, None)
+    return cls
+
+
+@pytest.mark.parametrize("lang, words", [("en", "no file graded"), ("zh", "没有批改任何文件")])
+def test_a_summary_with_no_file_graded_says_so(lang, words):
+    from symblock.grading import classreport
+    from symblock.grading.gradebook import Rejected
+    from symblock.grading.policy import Credit
+    cls = _klass([])
+    cls.rejected.append(Rejected("x.yaml", "X", None, "no id"))
+    summary = classreport.summary_md(cls, Credit(), lang)
+    assert words in summary and "0.00" not in summary
+    if lang == "en":
+        assert classreport.summary_text(cls).startswith("no file graded, 1 not graded")
