@@ -35,7 +35,7 @@ COUNTED = ("correct", "rounded", "slip", "wrong", "carried", "missing")
 
 
 def text(result, trace=None, every_entry: bool = False, lang: str = "en") -> str:
-    from symblock.grading.lang import explanation, words
+    from symblock.grading.lang import blanks, explanation, words
     w = words(lang)
     who = ", ".join(x for x in (result.name, result.ident) if x)
     answers = f"{result.answers_source} ({who})" if who else result.answers_source
@@ -66,6 +66,9 @@ def text(result, trace=None, every_entry: bool = False, lang: str = "en") -> str
                 own = w["own"].format(own=e.own) if e.own else ""
                 lines.append("      " + w["entry"].format(row=e.row + 1, col=e.col + 1, given=e.given, expected=exp,
                                                           own=own, mark=w["mark"][e.mark]))
+        gaps = blanks(s, w)
+        if gaps:
+            lines.append("      " + gaps)
         for code in s.diagnosis:
             lines.append("      " + w["diagnosis"].format(code=code, explanation=explanation(code, lang)))
         if s.status == "wrong" and not s.diagnosis:
@@ -88,6 +91,8 @@ def _note(s, result, w) -> str:
         note = w["carried"].format(names=", ".join(s.built_on))
     if s.status == "wrong" and s.name == result.first_break:
         note = w["first_break"]
+    if s.status != "carried" and s.built_on and any(e.mark == "carried" for e in s.entries):
+        note = " ".join(x for x in (note, w["rests"].format(names=", ".join(s.built_on))) if x)
     if s.blank and s.status != "missing":
         part = w["partial"].format(n=len(s.entries) - s.blank, total=len(s.entries))
         note = f"{note}  ({part})" if note else part

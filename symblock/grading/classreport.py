@@ -1,6 +1,7 @@
 """The views of a graded class (gradebook.Class): the CSV gradebook, the class summary (Markdown
 and a short text for the terminal) and one Markdown feedback file per student, in English or
-Chinese. Points are printed to 2 decimals (the sums are exact until then)."""
+Chinese. Each task's points are printed to 2 decimals, and a printed total is the sum of its printed
+task columns (so a gradebook row adds up); the exact sums stay in gradebook.Graded."""
 from __future__ import annotations
 
 import csv
@@ -8,7 +9,7 @@ import io
 from collections import Counter
 from fractions import Fraction
 
-from symblock.grading.lang import explanation, words
+from symblock.grading.lang import blanks, explanation, words
 
 SHOWN_ENTRIES = 6   # wrong entries listed per task in a feedback file
 
@@ -18,13 +19,28 @@ def pts(x: Fraction) -> str:
     return str((Decimal(x.numerator) / Decimal(x.denominator)).quantize(Decimal("0.01"), ROUND_HALF_UP))
 
 
+def shown_total(g, cls) -> str:
+    """The total as printed: the sum of the task points as printed (each rounded to 2 decimals)."""
+    from decimal import Decimal
+    return str(sum((Decimal(pts(g.scores[s])) for s in cls.asked), Decimal("0.00")))
+
+
+def _mean_line(cls, t) -> str:
+    """The summary's first line: counts and the mean of the printed totals (none when nothing was graded)."""
+    if not cls.graded:
+        return t["graded_none"].format(r=len(cls.rejected), token=cls.manifest["spec_token"])
+    mean = sum((Fraction(shown_total(g, cls)) for g in cls.graded), Fraction(0)) / len(cls.graded)
+    return t["graded"].format(n=len(cls.graded), r=len(cls.rejected), token=cls.manifest["spec_token"],
+                              mean=pts(mean), max=cls.max_total)
+
+
 def gradebook_csv(cls) -> str:
     """name, id, file, status, total, max, then the points of each asked step."""
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\r\n")
     w.writerow(["name", "id", "file", "status", "total", "max", *cls.asked])
     for g in cls.graded:
-        w.writerow([g.name, g.ident, g.file, "graded", pts(g.total), cls.max_total,
+        w.writerow([g.name, g.ident, g.file, "graded", shown_total(g, cls), cls.max_total,
                     *(pts(g.scores[s]) for s in cls.asked)])
     for r in cls.rejected:
         w.writerow([r.name, r.ident or "", r.file, "not graded: " + r.reason, "", cls.max_total,
@@ -49,10 +65,11 @@ def task_stats(cls) -> list[dict]:
 
 TEXT = {
     "en": {"title": "Class summary", "graded": "{n} graded, {r} not graded · set {token} · mean total "
-           "{mean} of {max}", "task": "task", "points": "points", "mean": "mean", "wrong": "wrong",
+           "{mean} of {max}", "graded_none": "no file graded, {r} not graded · set {token}", "task": "task", "points": "points", "mean": "mean", "wrong": "wrong",
            "missing": "blank", "codes": "most frequent diagnoses", "rejected": "Not graded",
            "policy": "Scoring", "none": "—"},
     "zh": {"title": "全班小结", "graded": "已批改 {n} 份，未批改 {r} 份 · 题组 {token} · 平均总分 {mean}/{max}",
+           "graded_none": "没有批改任何文件，未批改 {r} 份 · 题组 {token}",
            "task": "题目", "points": "分值", "mean": "平均得分", "wrong": "错误比例", "missing": "未答比例",
            "codes": "最常见的诊断", "rejected": "未批改的文件", "policy": "计分规则", "none": "—"},
 }
@@ -60,16 +77,13 @@ TEXT = {
 
 def summary_md(cls, credit, lang: str = "en") -> str:
     t = TEXT[lang]
-    mean = sum((g.total for g in cls.graded), Fraction(0)) / (len(cls.graded) or 1)
-    lines = [f"# {t['title']}", "", t["graded"].format(n=len(cls.graded), r=len(cls.rejected),
-                                                          token=cls.manifest["spec_token"], mean=pts(mean),
-                                                          max=cls.max_total), "",
+    lines = [f"# {t['title']}", "", _mean_line(cls, t), "",
              f"| {t['task']} | {t['points']} | {t['mean']} | {t['wrong']} | {t['missing']} | {t['codes']} |",
              "|---|---|---|---|---|---|"]
     for r in task_stats(cls):
         codes = ", ".join(f"`{c}` ×{k}" for c, k in r["codes"]) or t["none"]
-        lines.append(f"| `{r['step']}` | {r['points']} | {pts(r['mean'])} | {r['wrong']:.0%} | "
-                     f"{r['missing']:.0%} | {codes} |")
+        shares = (pts(r["mean"]), f"{r['wrong']:.0%}", f"{r['missing']:.0%}") if cls.graded else (t["none"],) * 3
+        lines.append(f"| `{r['step']}` | {r['points']} | {' | '.join(shares)} | {codes} |")
     if cls.rejected:
         lines += ["", f"## {t['rejected']}", ""]
         lines += [f"- `{r.file}` ({r.name}): {r.reason}" for r in cls.rejected]
@@ -79,10 +93,7 @@ def summary_md(cls, credit, lang: str = "en") -> str:
 
 def summary_text(cls) -> str:
     """A few lines for the terminal: counts, the tasks most often wrong, the files not graded."""
-    t = TEXT["en"]
-    mean = sum((g.total for g in cls.graded), Fraction(0)) / (len(cls.graded) or 1)
-    lines = [t["graded"].format(n=len(cls.graded), r=len(cls.rejected), token=cls.manifest["spec_token"],
-                                mean=pts(mean), max=cls.max_total)]
+    lines = [_mean_line(cls, TEXT["en"])]
     worst = sorted((r for r in task_stats(cls) if r["wrong"]), key=lambda r: -r["wrong"])[:5]
     for r in worst:
         codes = ", ".join(f"{c} ×{k}" for c, k in r["codes"])
@@ -90,6 +101,12 @@ def summary_text(cls) -> str:
     for r in cls.rejected:
         lines.append(f"not graded: {r.file} ({r.name}): {r.reason}")
     return "\n".join(lines) + "\n"
+
+
+def _status(step, w) -> str:
+    """A task's status word, with "partly blank" when some (not all) of its entries are blank."""
+    word = w["status"][step.status]
+    return word + w["sep"] + w["partly_blank"] if blanks(step, w) else word
 
 
 FEEDBACK = {
@@ -103,19 +120,24 @@ FEEDBACK = {
 def feedback_md(g, cls, credit, lang: str = "en") -> str:
     f, w = FEEDBACK[lang], words(lang)
     lines = [f"# {f['title'].format(name=g.name)}", "",
-             f["sheet"].format(ident=g.ident, total=pts(g.total), max=cls.max_total), "",
+             f["sheet"].format(ident=g.ident, total=shown_total(g, cls), max=cls.max_total), "",
              f"| {f['task']} | {f['status']} | {f['points']} |", "|---|---|---|"]
     steps = {s.name: s for s in g.result.steps}
     for s in cls.asked:
-        lines.append(f"| `{s}` | {w['status'][steps[s].status]} | {pts(g.scores[s])} / {cls.points[s]} |")
+        lines.append(f"| `{s}` | {_status(steps[s], w)} | {pts(g.scores[s])} / {cls.points[s]} |")
     lines.append("")
     for s in cls.asked:
         st = steps[s]
-        if st.status not in ("wrong", "slip", "rounded", "carried"):
+        gaps = blanks(st, w)
+        if st.status not in ("wrong", "slip", "rounded", "carried") and not gaps:
             continue
-        lines.append(f"**`{s}`** — {w['status'][st.status]}")
+        lines.append(f"**`{s}`** — {_status(st, w)}")
+        if gaps:
+            lines.append(f"- {gaps}")
         if st.status == "carried":
             lines.append(f"- {w['carried'].format(names=', '.join(st.built_on))}")
+        elif st.built_on and any(e.mark == "carried" for e in st.entries):
+            lines.append(f"- {w['rests'].format(names=', '.join(st.built_on))}")
         for code in st.diagnosis:
             lines.append(f"- {w['diagnosis'].format(code=code, explanation=explanation(code, lang))}")
         if st.status == "wrong" and not st.diagnosis:

@@ -17,10 +17,14 @@ EN = {
     "missing": "not answered",
     "given": "given in the spec",
     "carried": "right from your own {names} (error carried forward)",
+    "rests": "(other entries right from your own {names}: error carried forward)",
     "first_break": "← the chain first breaks here",
     "rounded": "correct, rounded to fewer places than asked",
     "slip": "a rounding slip (one unit in the last place)",
     "partial": "{n} of {total} entries answered",
+    "blanks": "{n} blank: {cells}",
+    "cell": "row {row} col {col}",
+    "partly_blank": "partly blank",
     "run": "{first} … {last}  ({n} steps not answered)",
     "entry": "row {row}, col {col}  given {given:<10} expected {expected}{own}  {mark}",
     "own": "; from your own answers {own}",
@@ -43,10 +47,14 @@ ZH = {
     "missing": "未作答",
     "given": "题目已给出",
     "carried": "由你自己的 {names} 推得正确（误差传递，不重复扣分）",
+    "rests": "（其余的数由你自己的 {names} 推得正确：误差传递）",
     "first_break": "← 计算链从这里开始出错",
     "rounded": "正确，但保留的小数位数少于要求",
     "slip": "舍入失误（末位差一个单位）",
     "partial": "答了 {n}/{total} 个数",
+    "blanks": "{n} 个数未答：{cells}",
+    "cell": "第 {row} 行第 {col} 列",
+    "partly_blank": "部分未答",
     "run": "{first} … {last}（{n} 步未作答）",
     "entry": "第 {row} 行第 {col} 列  你的答案 {given:<10} 应为 {expected}{own}  {mark}",
     "own": "；按你自己前面的答案应为 {own}",
@@ -86,6 +94,15 @@ EXPLANATIONS_ZH = {
     "relu_instead_of_gelu": "要求 GELU，却用了 ReLU",
     "rounding": "末位最多差一个单位：舍入方向错了，或截断而非四舍五入",
 }
+
+
+def blanks(step, w: dict, shown: int = 8) -> str | None:
+    """The line naming a partly blank step's blank entries (rows and columns from 1), or None."""
+    cells = [w["cell"].format(row=e.row + 1, col=e.col + 1) for e in step.entries if e.mark == "blank"]
+    if not cells or len(cells) == len(step.entries):
+        return None
+    more = ", …" if len(cells) > shown else ""
+    return w["blanks"].format(n=len(cells), cells=w["sep"].join(cells[:shown]) + more)
 
 
 def words(lang: str = "en") -> dict:

@@ -16,7 +16,10 @@ truth. Each answered entry is
 
 A step is `wrong` when an entry is wrong (or a catalogued mistake reproduces its numbers), else
 `slip` when an entry is a slip, else `carried` / `rounded` / `correct`; a step with no answered
-entry is `missing` (or `given` when the spec pins it). Only `wrong` makes `ok` false. `asked`
+entry is `missing` (or `given` when the spec pins it). Only `wrong` makes `ok` false. Whatever
+the status, a step whose entries rest on an earlier wrong answer (an entry right only from the
+person's chain, or a blank filled from it) lists that answer in `built_on` and passes it on, so a
+slip beside carried entries never lets later entries built on the wrong answer pass as correct. `asked`
 (the exercise's steps) decides which unanswered steps count as missing.
 """
 from __future__ import annotations
@@ -51,7 +54,7 @@ class StepResult:
     status: str
     entries: list[EntryResult] = field(default_factory=list)
     diagnosis: list[str] = field(default_factory=list)
-    built_on: list[str] = field(default_factory=list)   # wrong/carried answers this step relied on
+    built_on: list[str] = field(default_factory=list)   # earlier wrong answers its numbers rest on
     asked: bool = True
 
     @property
@@ -104,12 +107,27 @@ def matches(entry, value) -> bool:
 
 
 def _places_equal(entry, value, places: int) -> bool:
+    """`value` rounded to `places` is the entry. Rounding is half away from zero, and an exact tie
+    at `places` (1.5625 at 3) is accepted rounded either way: 1.563, or 1.562 as half to even
+    (Python, NumPy) gives it."""
     try:
-        return value.decimal(places) == entry.decimal
+        rounded = value.decimal(places)
     except exact.UndecidableError:
         # the value sits on a rounding tie (to ~4900 digits, e.g. 1/8 written in exps):
         # either neighbour is a fair rounding
         return _within(entry.value, value, Fraction(1, 2 * 10 ** places))
+    return rounded == entry.decimal or _tie_neighbour(entry, value, rounded, places)
+
+
+def _tie_neighbour(entry, value, rounded, places: int) -> bool:
+    """Whether the entry is the other rounding of a value exactly halfway between it and `rounded`."""
+    if entry.decimal is None or abs(Fraction(entry.decimal) - Fraction(rounded)) != Fraction(1, 10 ** places):
+        return False
+    middle = (Fraction(entry.decimal) + Fraction(rounded)) / 2
+    try:
+        return (value - exact.real(middle)).sign() == 0
+    except exact.UndecidableError:   # equal to ~4900 digits
+        return True
 
 
 def _sig_equal(entry, value, sig: int) -> bool:
@@ -271,7 +289,7 @@ def check(spec, trace, answers, asked=None, backward=None, items=None, memo: dic
         results.append(result)
         chain[name] = answer.values(own if own is not None else it.value)
         fixed[name] = _put_right(chain[name], result, honest if honest is not None else it.value)
-        bad[name] = [name] if result.status == WRONG else (built_on if result.status == CARRIED else [])
+        bad[name] = sorted({name, *result.built_on}) if result.status == WRONG else result.built_on
     return CheckResult(results, spec.source, answers.source, answers.decimals,
                        getattr(answers, "ident", None), getattr(answers, "name", None))
 
@@ -324,6 +342,7 @@ def mark_step(it, answer, own, honest, built_on: list[str], spec, chain, truth, 
                 er.own = show(o, e.places, e)
             entries.append(er)
     marks = {er.mark for er in entries}
+    rests = _rests_on(built_on, needed_own, own, entries)
     if marks & {WRONG, SLIP} and _equivalent(answer, it.name, chain, spec):
         for er in entries:  # an order DESIGN.md marks correct (mask, then scale)
             if er.mark != BLANK:
@@ -339,8 +358,17 @@ def mark_step(it, answer, own, honest, built_on: list[str], spec, chain, truth, 
             for er in entries:
                 if er.mark == SLIP and diagnosis:
                     er.mark = WRONG
-            return StepResult(it.name, WRONG, entries, diagnosis)
-        return StepResult(it.name, SLIP, entries, [ROUNDING_CODE])
+            return StepResult(it.name, WRONG, entries, diagnosis, built_on=rests)
+        return StepResult(it.name, SLIP, entries, [ROUNDING_CODE], built_on=rests)
     if needed_own and built_on:
         return StepResult(it.name, CARRIED, entries, built_on=built_on)
-    return StepResult(it.name, ROUNDED if ROUNDED in marks else CORRECT, entries)
+    return StepResult(it.name, ROUNDED if ROUNDED in marks else CORRECT, entries, built_on=rests)
+
+
+def _rests_on(built_on: list[str], needed_own: bool, own, entries) -> list[str]:
+    """The earlier wrong answers this step's numbers rest on, whatever its summary status: an entry
+    right only from the person's own chain, or a blank filled from that chain (what later steps are
+    recomputed from), passes `built_on` on; a step answered right from the truth passes nothing."""
+    if needed_own or own is not None and any(e.mark == BLANK for e in entries):
+        return built_on
+    return []

@@ -1,0 +1,261 @@
+"""Marks a teacher can trust: provenance of an earlier wrong answer survives a step whose summary is
+a rounding slip; an exact tie at the asked places is accepted rounded either way; a partly blank
+step names its blank entries; the printed total is the sum of the printed task columns.
+
+Every expected number is worked by hand (or with Python's decimal module), never by symblock."""
+import json
+import textwrap
+from decimal import Decimal
+from fractions import Fraction
+
+import pytest
+
+from symblock.cli import main
+
+# A 2×2 block with identity weights and no scaling: X = I, so the scores are Q Kᵀ = I, each weight
+# row is softmax(1, 0) or softmax(0, 1), and attn.h0.out = weights · V = weights (V = X = I).
+# By hand: e/(1+e) = 0.731059 → 0.7311, 1/(1+e) = 0.268941 → 0.2689; e²/(1+e²) = 0.880797 → 0.8808,
+# 1/(1+e²) = 0.119203 → 0.1192.
+IDENTITY_SPEC = """\
+    dims: {seq_len: 2, d_model: 2, d_ff: 2, heads: 1}
+    block: {attention_scale: none}
+    weights:
+      W_Q: [[1, 0], [0, 1]]
+      W_K: [[1, 0], [0, 1]]
+      W_V: [[1, 0], [0, 1]]
+      W_O: [[1, 0], [0, 1]]
+      W_1: [[1, 0], [0, 1]]
+      W_2: [[1, 0], [0, 1]]
+    inputs:
+      X: [[1, 0], [0, 1]]
+    """
+
+# scores[0][0] answered 2 (truth 1); weights row 1 from that wrong score (softmax(2, 0), carried),
+# row 2 with a one-unit slip (0.2690 for 0.2689); out row 1 follows the carried weights.
+SLIP_OVER_CARRIED = """\
+    decimals: 4
+    steps:
+      attn.h0.scores: [[2, 0], [0, 1]]
+      attn.h0.weights: [[0.8808, 0.1192], [0.2690, 0.7311]]
+      attn.h0.out: [[0.8808, 0.1192], [0.2689, 0.7311]]
+    """
+
+
+def _write(tmp_path, name: str, text: str) -> str:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return str(path)
+
+
+def _check_json(tmp_path, capsys, answers: str, spec: str = IDENTITY_SPEC):
+    code = main(["check", _write(tmp_path, "spec.yaml", spec), _write(tmp_path, "answers.yaml", answers), "--json"])
+    out = capsys.readouterr()
+    assert out.err == ""
+    return code, {s["name"]: s for s in json.loads(out.out)["steps"]}
+
+
+# ---------------------------------------------------------------- a slip does not hide a carried error
+
+def test_a_slip_step_passes_on_the_wrong_answer_it_rests_on(tmp_path, capsys):
+    code, steps = _check_json(tmp_path, capsys, SLIP_OVER_CARRIED)
+    assert code == 1 and steps["attn.h0.scores"]["status"] == "wrong"
+    weights = steps["attn.h0.weights"]
+    assert weights["status"] == "slip"
+    assert [e["mark"] for e in weights["entries"]] == ["carried", "carried", "slip", "correct"]
+    assert weights["built_on"] == ["attn.h0.scores"]   # the status does not hide it
+    out = steps["attn.h0.out"]
+    assert [e["mark"] for e in out["entries"]] == ["carried", "carried", "correct", "correct"]
+    assert out["status"] == "carried" and out["built_on"] == ["attn.h0.scores"]
+
+
+def test_a_slip_over_carried_entries_is_not_full_credit_under_carried_below_1(tmp_path, capsys):
+    from symblock.grading import answers, marking
+    from symblock.grading.marker import Marker
+    from symblock.grading.policy import Credit
+    import symblock
+    spec = symblock.load(_write(tmp_path, "spec.yaml", IDENTITY_SPEC))
+    trace = symblock.forward(spec)
+    marker = Marker.for_answers(trace, {})
+    data, source = answers.read(_write(tmp_path, "answers.yaml", SLIP_OVER_CARRIED))
+    steps = {s.name: s for s in marker.mark(data, source).steps}
+    half = Credit(carried=Fraction(1, 2))
+    # out: two carried entries at 1/2, two correct at 1, one point shared by 4 entries: 3/4
+    assert half.task(steps["attn.h0.out"], 1) == Fraction(3, 4)
+    # weights: two carried at 1/2, a slip at 1/2, one correct: (1/2 + 1/2 + 1/2 + 1) / 4 = 5/8
+    assert half.task(steps["attn.h0.weights"], 1) == Fraction(5, 8)
+    assert marking.CARRIED == steps["attn.h0.out"].status
+
+
+def test_the_text_report_names_what_a_slip_step_rests_on(tmp_path, capsys):
+    main(["check", _write(tmp_path, "spec.yaml", IDENTITY_SPEC), _write(tmp_path, "answers.yaml", SLIP_OVER_CARRIED)])
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if "attn.h0.weights" in x)
+    assert "slip" in line and "attn.h0.scores" in line
+
+
+def test_a_blank_filled_from_the_wrong_chain_passes_the_wrong_answer_on(tmp_path, capsys):
+    # weights row 1 left blank (the chain fills it from the wrong score: softmax(2, 0)), row 2 right:
+    # out row 1 = 0.8808, 0.1192 rests on the wrong score all the same.
+    code, steps = _check_json(tmp_path, capsys, """\
+        decimals: 4
+        steps:
+          attn.h0.scores: [[2, 0], [0, 1]]
+          attn.h0.weights: [null, [0.2689, 0.7311]]
+          attn.h0.out: [[0.8808, 0.1192], [0.2689, 0.7311]]
+        """)
+    assert steps["attn.h0.weights"]["status"] == "correct"
+    out = steps["attn.h0.out"]
+    assert [e["mark"] for e in out["entries"]] == ["carried", "carried", "correct", "correct"]
+    assert out["built_on"] == ["attn.h0.scores"]
+
+
+def test_a_step_answered_right_passes_nothing_on(tmp_path, capsys):
+    # the wrong score, then weights put right from the truth: out from the right weights is correct
+    code, steps = _check_json(tmp_path, capsys, """\
+        decimals: 4
+        steps:
+          attn.h0.scores: [[2, 0], [0, 1]]
+          attn.h0.weights: [[0.7311, 0.2689], [0.2689, 0.7311]]
+          attn.h0.out: [[0.7311, 0.2689], [0.2689, 0.7311]]
+        """)
+    assert "built_on" not in steps["attn.h0.weights"] and "built_on" not in steps["attn.h0.out"]
+    assert steps["attn.h0.out"]["status"] == "correct"
+
+
+# ---------------------------------------------------------------- an exact tie, rounded either way
+
+def _entry(text: str, decimals=None):
+    from symblock.grading import answers
+    return answers.parse_entry(text, decimals, "<test>", "steps.x[0][0]")
+
+
+@pytest.mark.parametrize("text, mark", [
+    ("1.563", "correct"),   # half away from zero (the sheets' rounding)
+    ("1.562", "correct"),   # half to even, as Python's round() and NumPy give 25/16 at 3 places
+    ("1.561", "wrong"),     # 1.5 units of the last place from 1.5625
+    ("1.564", "slip"),
+    ("1.56", "rounded"),    # 2 places: 1.5625 is no tie there
+    ("-1.562", "wrong"),
+])
+def test_an_exact_tie_is_accepted_rounded_either_way(text, mark):
+    from symblock.engine import exact
+    from symblock.grading import marking
+    assert f"{round(1.5625, 3)}" == "1.562" and f"{Decimal('1.5625').quantize(Decimal('0.001'), 'ROUND_HALF_UP')}" == "1.563"
+    assert marking.judge(_entry(text, 3), exact.real(Fraction(25, 16)), None, None)[0] == mark
+
+
+def test_a_negative_tie_and_a_near_tie():
+    from symblock.engine import exact
+    from symblock.grading import marking
+    tie = exact.real(Fraction(-25, 16))             # −1.5625
+    assert marking.matches(_entry("-1.563", 3), tie) and marking.matches(_entry("-1.562", 3), tie)
+    near = exact.real(Fraction(15626, 10000))      # 1.5626: no tie, only 1.563
+    assert marking.matches(_entry("1.563", 3), near) and not marking.matches(_entry("1.562", 3), near)
+
+
+TIE_SPEC = IDENTITY_SPEC.replace("X: [[1, 0], [0, 1]]", "X: [[1, 0], [0, 0]]")
+
+
+@pytest.mark.parametrize("written", ["0.3", "0.2"])
+def test_check_marks_a_tie_rounded_half_to_even_correct(tmp_path, capsys, written):
+    # X row 2 is zero: its scores are 0, 0, its weights 1/2, 1/2, its out 1/2 · V row 1 = (1/2, 0),
+    # so resid1 row 2 = (1/2, 0) and its mean 1/4 = 0.25, a tie at 1 place.
+    code, steps = _check_json(tmp_path, capsys, f"decimals: 1\nsteps:\n  norm1.mean: [null, [{written}]]\n", TIE_SPEC)
+    assert steps["norm1.mean"]["status"] == "correct" and code == 0
+
+
+@pytest.mark.parametrize("lang, words", [
+    ("en", "half away from zero; a number exactly halfway may be rounded either way"),
+    ("zh", "四舍五入；恰好在两数正中的，向上或向下舍入都算对"),
+])
+def test_the_sheet_states_the_rounding_it_expects(tmp_path, capsys, lang, words):
+    assert main(["worksheet", "seed-post-ln", "--out", str(tmp_path / "ws"), "--format", "markdown",
+                 "--lang", lang]) == 0
+    assert words in (tmp_path / "ws" / "sheet.md").read_text(encoding="utf-8")
+
+
+# ---------------------------------------------------------------- blanks named
+
+def test_check_names_the_blank_entries_of_a_partly_blank_step(tmp_path, capsys):
+    spec, answers = _write(tmp_path, "spec.yaml", IDENTITY_SPEC), _write(
+        tmp_path, "answers.yaml", "steps:\n  attn.v: [[1, null], [null, 1]]\n")   # V = X = I
+    assert main(["check", spec, answers]) == 0
+    out = capsys.readouterr().out
+    assert "✓ correct  attn.v" in out and "2 blank: row 1 col 2, row 2 col 1" in out
+    assert main(["check", spec, answers, "--lang", "zh"]) == 0
+    assert "2 个数未答：第 1 行第 2 列，第 2 行第 1 列" in capsys.readouterr().out
+
+
+def test_grade_feedback_names_the_blank_entries(tmp_path, capsys, monkeypatch):
+    import numpy as np
+    import yaml
+    from symblock.engine.spec import example_text
+    monkeypatch.chdir(tmp_path)
+    assert main(["worksheet", "pre-ln-causal-gelu", "--preset", "norm", "--variants", "2", "--out", "set"]) == 0
+    X = np.array(yaml.safe_load(example_text("pre-ln-causal-gelu"))["inputs"]["X"], dtype=float)
+    path = tmp_path / "set" / "pre-ln-causal-gelu.1" / "answers.yaml"
+    data = yaml.safe_load(path.read_text())
+    mean0 = Decimal(repr(float(X[0].mean()))).quantize(Decimal("0.001"), "ROUND_HALF_UP")   # worked in NumPy
+    data["name"] = "Ada"
+    data["steps"]["norm1.mean"] = [[str(mean0)]] + [None] * (len(X) - 1)
+    (tmp_path / "answers").mkdir()
+    (tmp_path / "answers" / "ada.yaml").write_text(yaml.safe_dump(data))
+    blank_rows = ", ".join(f"row {i + 1} col 1" for i in range(1, len(X)))
+    for lang, words, line in (("en", "correct, partly blank", f"{len(X) - 1} blank: {blank_rows}"),
+                              ("zh", "正确，部分未答", f"{len(X) - 1} 个数未答：第 2 行第 1 列")):
+        capsys.readouterr()
+        assert main(["grade", "set", "answers", "--lang", lang, "--out", f"graded-{lang}"]) == 0
+        feedback = (tmp_path / f"graded-{lang}" / "feedback" / "Ada.md").read_text(encoding="utf-8")
+        row = next(x for x in feedback.splitlines() if x.startswith("| `norm1.mean`"))
+        assert words in row
+        assert line in feedback
+
+
+# ---------------------------------------------------------------- totals add up
+
+def _klass(scores: list[dict], asked=("a", "b", "c")):
+    from symblock.grading.gradebook import Class, Graded
+    graded = [Graded(f"s{i}.yaml", f"S{i}", f"set.{i}", None, dict(sc)) for i, sc in enumerate(scores)]
+    return Class({"asked": list(asked), "points": {}, "spec_token": "set"}, graded, [])
+
+
+def test_a_gradebook_total_is_the_sum_of_its_task_columns():
+    import csv
+    import io
+    from symblock.grading import classreport
+    third = Fraction(1, 3)   # 0.333…: printed 0.33 three times, exact total 1 (printed 1.00 until now)
+    cls = _klass([{"a": third, "b": third, "c": third}, {"a": Fraction(2, 3), "b": Fraction(1, 2), "c": Fraction(1)}])
+    rows = list(csv.DictReader(io.StringIO(classreport.gradebook_csv(cls))))
+    for row in rows:
+        assert Decimal(row["total"]) == sum(Decimal(row[s]) for s in "abc"), row
+    assert [row["total"] for row in rows] == ["0.99", "2.17"]   # 0.33·3; 0.67 + 0.50 + 1.00
+
+
+def test_the_feedback_total_and_the_mean_use_the_printed_totals():
+    from symblock.grading import classreport
+    from symblock.grading.policy import Credit
+    third = Fraction(1, 3)
+    cls = _stepped(_klass([{"a": third, "b": third, "c": third}, {"a": third, "b": third, "c": third}]))
+    assert "mean total 0.99 of 3" in classreport.summary_text(cls)
+    assert "0.99 of 3 points" in classreport.feedback_md(cls.graded[0], cls, Credit())
+
+
+def _stepped(cls):
+    """The class with a marked result per file (feedback reads each task's status)."""
+    from symblock.grading.marking import CheckResult, StepResult
+    for g in cls.graded:
+        g.result = CheckResult([StepResult(s, "correct") for s in cls.asked], "spec", g.file, None)
+    return cls
+
+
+@pytest.mark.parametrize("lang, words", [("en", "no file graded"), ("zh", "没有批改任何文件")])
+def test_a_summary_with_no_file_graded_says_so(lang, words):
+    from symblock.grading import classreport
+    from symblock.grading.gradebook import Rejected
+    from symblock.grading.policy import Credit
+    cls = _klass([])
+    cls.rejected.append(Rejected("x.yaml", "X", None, "no id"))
+    summary = classreport.summary_md(cls, Credit(), lang)
+    assert words in summary and "0.00" not in summary
+    if lang == "en":
+        assert classreport.summary_text(cls).startswith("no file graded, 1 not graded")
