@@ -1,10 +1,8 @@
-"""The views of a graded class (gradebook.Class): the CSV gradebook, the class summary (Markdown
-and a short text for the terminal) and one Markdown feedback file per student, in English or
-Chinese. Points are printed to 2 decimals (the sums are exact until then)."""
+"""The views of a graded class (gradebook.Class): the class summary (Markdown and a short text
+for the terminal) and one Markdown feedback file per student, in English or Chinese (the gradebook
+CSV is lms.py). Points are printed to 2 decimals (the sums are exact until then)."""
 from __future__ import annotations
 
-import csv
-import io
 from collections import Counter
 from fractions import Fraction
 
@@ -16,20 +14,6 @@ SHOWN_ENTRIES = 6   # wrong entries listed per task in a feedback file
 def pts(x: Fraction) -> str:
     from decimal import ROUND_HALF_UP, Decimal
     return str((Decimal(x.numerator) / Decimal(x.denominator)).quantize(Decimal("0.01"), ROUND_HALF_UP))
-
-
-def gradebook_csv(cls) -> str:
-    """name, id, file, status, total, max, then the points of each asked step."""
-    out = io.StringIO()
-    w = csv.writer(out, lineterminator="\r\n")
-    w.writerow(["name", "id", "file", "status", "total", "max", *cls.asked])
-    for g in cls.graded:
-        w.writerow([g.name, g.ident, g.file, "graded", pts(g.total), cls.max_total,
-                    *(pts(g.scores[s]) for s in cls.asked)])
-    for r in cls.rejected:
-        w.writerow([r.name, r.ident or "", r.file, "not graded: " + r.reason, "", cls.max_total,
-                    *([""] * len(cls.asked))])
-    return out.getvalue()
 
 
 def task_stats(cls) -> list[dict]:
