@@ -42,6 +42,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     from symblock.grading import classreport, gradebook, lms, manifest, plots, roster, summary
     from symblock.grading.policy import Credit, parse_credit
+    from symblock.sheets.render import environment
     from symblock.sheets.worksheet import write_files
     credit = Credit(parse_credit(args.carried, "--carried"), parse_credit(args.rounded, "--rounded"),
                     parse_credit(args.slip, "--slip"))
@@ -58,7 +59,8 @@ def run(args) -> int:
     drawn = plots.available()
     files = {"gradebook.csv": lms.gradebook_csv(cls, args.lang),
              "summary.md": summary.summary_md(cls, credit, args.lang, drawn),
-             "summary.html": summary.summary_html(cls, credit, args.lang, drawn)}
+             "summary.html": environment("html").get_template("summary.html.j2").render(
+                 **summary.html_context(cls, credit, args.lang, drawn))}
     files.update({f"{summary.PLOTS}/{k}": v for k, v in (plots.pngs(cls) if drawn else {}).items()})
     taken: set[str] = set()
     for g in cls.graded:

@@ -73,18 +73,18 @@ def summary_md(cls, credit, lang: str = "en", plots: bool = True) -> str:
     return "\n".join(lines) + "\n"
 
 
-def summary_html(cls, credit, lang: str = "en", plots: bool = True) -> str:
-    """The same summary as one HTML page (Jinja autoescape: no user text becomes markup)."""
-    from symblock.grading import classreport
-    from symblock.sheets.render import environment
+def html_context(cls, credit, lang: str = "en", plots: bool = True) -> dict:
+    """What templates/summary.html.j2 shows: the same summary as one HTML page (rendered with
+    autoescape by the caller, sheets.render's environment: no user text becomes markup)."""
     from fractions import Fraction
+
+    from symblock.grading import classreport
     mean = sum((g.total for g in cls.graded), Fraction(0)) / (len(cls.graded) or 1)
     t = classreport.TEXT[lang]
     head = t["graded"].format(n=len(cls.graded), r=len(cls.rejected), token=cls.manifest["spec_token"],
                               mean=classreport.pts(mean), max=cls.max_total)
     tasks = [{**r, "mean": classreport.pts(r["mean"]), "wrong": f"{r['wrong']:.0%}", "missing": f"{r['missing']:.0%}"}
              for r in classreport.task_stats(cls)]
-    return environment("html").get_template("summary.html.j2").render(
-        lang=lang, t=t, s=TEXT[lang], head=head, tasks=tasks, mistakes=mistakes(cls, lang),
-        n=len(cls.graded), flagged=flagged(cls, lang), rejected=cls.rejected, policy=credit.statement(lang),
-        plots=PLOTS if plots and cls.graded else None, no_plots=not plots)
+    return dict(lang=lang, t=t, s=TEXT[lang], head=head, tasks=tasks, mistakes=mistakes(cls, lang),
+                n=len(cls.graded), flagged=flagged(cls, lang), rejected=cls.rejected, policy=credit.statement(lang),
+                plots=PLOTS if plots and cls.graded else None, no_plots=not plots)
