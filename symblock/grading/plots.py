@@ -54,8 +54,9 @@ def _totals(totals: list[float], max_total: int) -> bytes:
     fig = _figure(SIZE)
     ax = fig.add_subplot()
     step = max(1, max_total // 20)
-    ax.hist(totals, bins=[k * step for k in range(max_total // step + 2)], color="#4c72b0", edgecolor="white")
-    ax.set(xlim=(0, max_total + step), xlabel=f"total (of {max_total})", ylabel="files")
+    edges = sorted({*range(0, max_total, step), max_total})   # the last bin holds the full marks
+    ax.hist(totals, bins=edges, color="#4c72b0", edgecolor="white")
+    ax.set(xlim=(0, max_total), xlabel=f"total (of {max_total})", ylabel="files")
     ax.yaxis.get_major_locator().set_params(integer=True)
     fig.tight_layout()
     return _png(fig)

@@ -105,3 +105,12 @@ def test_without_matplotlib_the_summary_says_so(klass, tmp_path, monkeypatch, ca
 def test_user_text_in_markdown_is_plain_text():
     from symblock.grading.summary import md_text
     assert md_text("<b>*x*</b> [a](b) `c` | #") == r"\<b\>\*x\*\</b\> \[a\](b) \`c\` \| \#"
+
+
+def test_a_roster_without_an_identifying_column_is_a_clear_error(klass, tmp_path, capsys):
+    root, answers, _ = klass
+    bad = tmp_path / "roster.csv"
+    bad.write_text("who,email\nx,y\n", encoding="utf-8")
+    assert main(["grade", str(root / "set"), str(answers), "--roster", str(bad), "--out", str(tmp_path / "g")]) == 2
+    assert f"{bad}: line 1: expected a header naming file or name" in capsys.readouterr().err
+    assert not (tmp_path / "g").exists()
