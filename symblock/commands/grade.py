@@ -14,7 +14,8 @@ EXAMPLES = """\
 examples:
   symblock worksheet class.yaml --variants 30 --out set   # the set
   symblock grade set answers          # answers/*.yaml, *.json, *.csv
-  symblock grade set answers --carried 1/2 --lang zh --out graded"""  # the --help epilog
+  symblock grade set answers --carried 1/2 --lang zh --out graded
+  symblock grade set answers --roster roster.csv   # file or name, student_id, email, section"""  # the --help epilog
 
 import argparse
 from pathlib import Path

@@ -46,7 +46,7 @@ def gradebook_csv(cls, lang: str = "en") -> str:
         w.writerow(_who(g.name, g.student) + [str(total), percent(total, cls.max_total), *cells]
                    + _notes(cls.max_total, g.ident, g.file, "graded", "; ".join(describe(f, lang) for f in g.flags)))
     for r in cls.rejected:
-        w.writerow(_who(r.name, {}) + ["", "", *([""] * len(cls.asked))]
+        w.writerow(_who(r.name, r.student) + ["", "", *([""] * len(cls.asked))]
                    + _notes(cls.max_total, r.ident, r.file, "not graded: " + r.reason, ""))
     return out.getvalue()
 

@@ -114,3 +114,15 @@ def test_a_roster_without_an_identifying_column_is_a_clear_error(klass, tmp_path
     assert main(["grade", str(root / "set"), str(answers), "--roster", str(bad), "--out", str(tmp_path / "g")]) == 2
     assert f"{bad}: line 1: expected a header naming file or name" in capsys.readouterr().err
     assert not (tmp_path / "g").exists()
+
+
+def test_a_file_not_graded_keeps_its_roster_row(klass, tmp_path):
+    root, answers, roster = klass
+    mine = tmp_path / "answers"
+    mine.mkdir()
+    (mine / "bo.yaml").write_text((answers / "bo.yaml").read_text(encoding="utf-8").replace("id: ", "id: x"),
+                                  encoding="utf-8")
+    assert main(["grade", str(root / "set"), str(mine), "--roster", str(roster)]) == 1
+    rows = list(csv.DictReader(io.StringIO((mine / "graded" / "gradebook.csv").read_text(encoding="utf-8"))))
+    assert [(r["SIS User ID"], r["SIS Login ID"], r["total"]) for r in rows] == [("s1002", "bo@example.edu", "")]
+    assert rows[0]["status"].startswith("not graded: id x")

@@ -77,3 +77,16 @@ def test_a_class_without_doubts_is_not_flagged(three, tmp_path):
         write_yaml(answers / f"s{k}.yaml", ident, f"S{k}", steps[ident])
     assert main(["grade", str(root / "set"), str(answers)]) == 0
     assert {r["flags"] for r in gradebook(answers / "graded" / "gradebook.csv").values()} == {""}
+
+
+def test_a_flagged_name_stays_text_in_the_summaries(three, tmp_path):
+    root, ids, steps = three
+    answers = tmp_path / "answers"
+    answers.mkdir()
+    write_yaml(answers / "a.yaml", ids[0], '"<img src=x onerror=alert(1)> *A*"', steps[ids[0]])
+    write_yaml(answers / "b.yaml", ids[1], '"<img src=x onerror=alert(1)> *A*"', steps[ids[1]])
+    assert main(["grade", str(root / "set"), str(answers)]) == 1
+    html = (answers / "graded" / "summary.html").read_text(encoding="utf-8")
+    assert "<img src=x" not in html and "a.yaml (&lt;img src=x onerror=alert(1)&gt; *A*): same name as b.yaml" in html
+    md = (answers / "graded" / "summary.md").read_text(encoding="utf-8")
+    assert r"- a.yaml (\<img src=x onerror=alert(1)\> \*A\*): same name as b.yaml" in md
