@@ -126,3 +126,15 @@ def test_a_file_not_graded_keeps_its_roster_row(klass, tmp_path):
     rows = list(csv.DictReader(io.StringIO((mine / "graded" / "gradebook.csv").read_text(encoding="utf-8"))))
     assert [(r["SIS User ID"], r["SIS Login ID"], r["total"]) for r in rows] == [("s1002", "bo@example.edu", "")]
     assert rows[0]["status"].startswith("not graded: id x")
+
+
+def test_the_csv_form_carries_student_id_and_email(three, tmp_path):  # noqa: F811
+    root, ids, steps = three
+    answers = tmp_path / "answers"
+    answers.mkdir()
+    rows = ["step,row,col,value", f"id,,,{ids[0]}", "name,,,Di", "student_id,,,s1004", "email,,,di@example.edu"]
+    rows += [f"{s},{a},{b},{x}" for s, g in steps[ids[0]].items() for a, row in enumerate(g) for b, x in enumerate(row)]
+    (answers / "di.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    assert main(["grade", str(root / "set"), str(answers)]) == 0
+    got = next(csv.DictReader(io.StringIO((answers / "graded" / "gradebook.csv").read_text(encoding="utf-8"))))
+    assert (got["Student"], got["SIS User ID"], got["SIS Login ID"], got["total"]) == ("Di", "s1004", "di@example.edu", "9.00")
