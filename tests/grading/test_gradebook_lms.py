@@ -138,3 +138,23 @@ def test_the_csv_form_carries_student_id_and_email(three, tmp_path):  # noqa: F8
     assert main(["grade", str(root / "set"), str(answers)]) == 0
     got = next(csv.DictReader(io.StringIO((answers / "graded" / "gradebook.csv").read_text(encoding="utf-8"))))
     assert (got["Student"], got["SIS User ID"], got["SIS Login ID"], got["total"]) == ("Di", "s1004", "di@example.edu", "9.00")
+
+
+def test_a_total_is_the_sum_of_the_rounded_cells_not_the_rounded_sum(three, tmp_path):  # noqa: F811
+    root, ids, _ = three
+    manifest = yaml.safe_load((root / "set" / "manifest.yaml").read_text(encoding="utf-8"))
+    spec = yaml.safe_load((root / "spec.yaml").read_text(encoding="utf-8"))
+
+    def plant(name, v):   # one wrong entry in each: 11/12, 2/3 and 11/12 of a point (later steps carried)
+        v = v.copy()
+        if name in ("attn.out", "norm1.mean", "ffn.act"):
+            v[0, 0] += 1
+        return v
+    answers = tmp_path / "answers"
+    answers.mkdir()
+    mine = work(params(spec, manifest["variants"][0]["seed"]), plant=plant)
+    write_yaml(answers / "eli.yaml", ids[0], "Eli", {s: grid(m) for s, m in mine.items()})
+    assert main(["grade", str(root / "set"), str(answers)]) == 0
+    got = next(csv.DictReader(io.StringIO((answers / "graded" / "gradebook.csv").read_text(encoding="utf-8"))))
+    assert [got[s] for s in ("attn.out", "norm1.mean", "ffn.act")] == ["0.92", "0.67", "0.92"]
+    assert got["total"] == "8.51" and got["percent"] == "94.56"   # 6 + 0.92 + 0.67 + 0.92 (exactly 8.50)
