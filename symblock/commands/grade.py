@@ -1,8 +1,10 @@
 """Grade a class: every answers file of ANSWERS_DIR against its own variant of the set SET_DIR
-(what `worksheet --variants N` wrote, with its manifest.yaml). Writes gradebook.csv, summary.md
-and feedback/<name>.md into --out (default ANSWERS_DIR/graded), never over existing files
-without --force. Exit 0 when every file was graded, 1 when some could not be (each is named, with
-the reason, in summary.md, gradebook.csv and on the terminal), 2 on bad input.
+(what `worksheet --variants N` wrote, with its manifest.yaml). Writes gradebook.csv (in the layout
+Canvas's and Moodle's grade import read), summary.md, summary.html, plots/*.png and
+feedback/<name>.md into --out (default ANSWERS_DIR/graded), never over existing files without
+--force. Exit 0 when every file was graded and none is flagged, 1 when some could not be graded or
+are flagged (another variant fits a file better, or two files share an ID, a name or their answers:
+each is named, with the reason, in summary.md, gradebook.csv and on the terminal), 2 on bad input.
 
 The argparse glue over `symblock.grading.gradebook` and `classreport`.
 """
@@ -12,7 +14,8 @@ EXAMPLES = """\
 examples:
   symblock worksheet class.yaml --variants 30 --out set   # the set
   symblock grade set answers          # answers/*.yaml, *.json, *.csv
-  symblock grade set answers --carried 1/2 --lang zh --out graded"""  # the --help epilog
+  symblock grade set answers --carried 1/2 --lang zh --out graded
+  symblock grade set answers --roster roster.csv   # file or name, student_id, email, section"""  # the --help epilog
 
 import argparse
 from pathlib import Path
@@ -31,13 +34,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="credit of an entry right but rounded to fewer places than asked (default 9/10)")
     p.add_argument("--slip", default="1/2", metavar="CREDIT",
                    help="credit of a rounding slip, one unit off in the last place (default 1/2)")
+    p.add_argument("--roster", metavar="FILE", help="a CSV of file or name, student_id, email (and section) "
+                                                      "for the gradebook's LMS columns")
     p.add_argument("--force", action="store_true", help="overwrite existing output files")
     p.add_argument("--max-cost", type=int, metavar="N", help="raise the exact engine's size limit")
 
 
 def run(args) -> int:
-    from symblock.grading import classreport, gradebook, manifest
+    from symblock.grading import classreport, gradebook, lms, manifest, plots, roster, summary
     from symblock.grading.policy import Credit, parse_credit
+    from symblock.sheets.render import environment
     from symblock.sheets.worksheet import write_files
     credit = Credit(parse_credit(args.carried, "--carried"), parse_credit(args.rounded, "--rounded"),
                     parse_credit(args.slip, "--slip"))
@@ -46,17 +52,26 @@ def run(args) -> int:
     out = Path(args.out) if args.out else answers_dir / "graded"
     if not args.force:   # refuse before the work (write_files checks every file again)
         from symblock.errors import UsageError
-        for name in ("gradebook.csv", "summary.md", "feedback"):
+        for name in ("gradebook.csv", "summary.md", "summary.html", summary.PLOTS, "feedback"):
             if (out / name).exists():
                 raise UsageError(f"--out: {out / name} already exists; use --force to overwrite, or another directory")
-    cls = gradebook.grade(man, gradebook.answer_files(answers_dir), credit, max_cost=args.max_cost)
-    files = {"gradebook.csv": classreport.gradebook_csv(cls),
-             "summary.md": classreport.summary_md(cls, credit, args.lang)}
+    people = roster.read(args.roster) if args.roster else None
+    cls = gradebook.grade(man, gradebook.answer_files(answers_dir), credit, max_cost=args.max_cost, roster=people)
+    drawn = plots.available()
+    files = {"gradebook.csv": lms.gradebook_csv(cls, args.lang),
+             "summary.md": summary.summary_md(cls, credit, args.lang, drawn),
+             "summary.html": environment("html").get_template("summary.html.j2").render(
+                 **summary.html_context(cls, credit, args.lang, drawn))}
+    files.update({f"{summary.PLOTS}/{k}": v for k, v in (plots.pngs(cls) if drawn else {}).items()})
     taken: set[str] = set()
     for g in cls.graded:
         files[f"feedback/{gradebook.slug(g.name, taken)}.md"] = classreport.feedback_md(g, cls, credit, args.lang)
     write_files(out, files, force=args.force)
     print(classreport.summary_text(cls), end="")
-    print(f"wrote {out / 'gradebook.csv'}, {out / 'summary.md'} and {len(cls.graded)} feedback files in "
-          f"{out / 'feedback'}")
-    return 1 if cls.rejected else 0
+    for file, name, why in summary.flagged(cls):
+        print(f"flagged: {file} ({name}): {'; '.join(why)}")
+    if not drawn:
+        print("no plots: matplotlib is not installed (pip install 'symblock[plot]')")
+    print(f"wrote {out / 'gradebook.csv'}, {out / 'summary.md'} (and .html) and {len(cls.graded)} feedback "
+          f"files in {out / 'feedback'}")
+    return 1 if cls.rejected or any(g.flags for g in cls.graded) else 0

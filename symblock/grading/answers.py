@@ -172,6 +172,7 @@ except (ImportError, AttributeError):   # PyYAML without libyaml
 def read_csv(path: str | Path, text: str | None = None) -> tuple[dict, str]:
     """`step,row,col,value` lines as {id, name, decimals, ..., steps: {STEP: {entries: {...}}}}."""
     from symblock.engine.spec import SpecError
+    from symblock.grading.roster import FIELDS as STUDENT_FIELDS   # student_id, email: the student's own
     source = str(path)
     if text is None:
         try:
@@ -186,7 +187,7 @@ def read_csv(path: str | Path, text: str | None = None) -> tuple[dict, str]:
     for n, r in enumerate(rows[1:], start=2):
         step, row, col, value = (list(r) + ["", "", "", ""])[:4]
         step, value = step.strip(), value.strip()
-        if step in TOP_KEYS and step != "steps":
+        if step in TOP_KEYS and step != "steps" or step in STUDENT_FIELDS:
             data[step] = int(value) if step in ("decimals", "sig_figs") and value.isdigit() else (value or None)
             continue
         if not (row.strip().isdigit() and col.strip().isdigit()):

@@ -1,11 +1,9 @@
-"""The views of a graded class (gradebook.Class): the CSV gradebook, the class summary (Markdown
-and a short text for the terminal) and one Markdown feedback file per student, in English or
-Chinese. Each task's points are printed to 2 decimals, and a printed total is the sum of its printed
-task columns (so a gradebook row adds up); the exact sums stay in gradebook.Graded."""
+"""The views of a graded class (gradebook.Class): the class summary (Markdown and a short text
+for the terminal) and one Markdown feedback file per student, in English or Chinese (the gradebook
+CSV is lms.py). Each task's points are printed to 2 decimals, and a printed total is the sum of its
+printed task columns (so a gradebook row adds up); the exact sums stay in gradebook.Graded."""
 from __future__ import annotations
 
-import csv
-import io
 from collections import Counter
 from fractions import Fraction
 
@@ -32,20 +30,6 @@ def _mean_line(cls, t) -> str:
     mean = sum((Fraction(shown_total(g, cls)) for g in cls.graded), Fraction(0)) / len(cls.graded)
     return t["graded"].format(n=len(cls.graded), r=len(cls.rejected), token=cls.manifest["spec_token"],
                               mean=pts(mean), max=cls.max_total)
-
-
-def gradebook_csv(cls) -> str:
-    """name, id, file, status, total, max, then the points of each asked step."""
-    out = io.StringIO()
-    w = csv.writer(out, lineterminator="\r\n")
-    w.writerow(["name", "id", "file", "status", "total", "max", *cls.asked])
-    for g in cls.graded:
-        w.writerow([g.name, g.ident, g.file, "graded", shown_total(g, cls), cls.max_total,
-                    *(pts(g.scores[s]) for s in cls.asked)])
-    for r in cls.rejected:
-        w.writerow([r.name, r.ident or "", r.file, "not graded: " + r.reason, "", cls.max_total,
-                    *([""] * len(cls.asked))])
-    return out.getvalue()
 
 
 def task_stats(cls) -> list[dict]:

@@ -3,7 +3,8 @@
 `grade(manifest, files)` reads each file's `id:`, finds the variant the manifest lists, builds that
 variant's exact forward once (a Marker), marks the file and scores its asked tasks (policy.py). A
 file that cannot be graded (no id, an id of another spec or of no variant of the set, a malformed
-file or entry) is kept as a `Rejected` with the reason, never marked against another block.
+file or entry) is kept as a `Rejected` with the reason, never marked against another block. A graded
+file whose ID, name or answers are in doubt (identity.py) carries flags for a person to look at.
 The views (gradebook CSV, class summary, feedback) are in classreport.py.
 """
 from __future__ import annotations
@@ -25,6 +26,8 @@ class Graded:
     ident: str
     result: object                         # marking.CheckResult
     scores: dict[str, Fraction] = field(default_factory=dict)   # asked step -> points earned
+    student: dict[str, str] = field(default_factory=dict)      # student_id, email, section (roster.py)
+    flags: list = field(default_factory=list)                   # identity.Flag: a person should look
 
     @property
     def total(self) -> Fraction:
@@ -37,6 +40,7 @@ class Rejected:
     name: str
     ident: str | None
     reason: str
+    student: dict[str, str] = field(default_factory=dict)      # as Graded.student: the LMS still finds the row
 
 
 @dataclass
@@ -108,32 +112,37 @@ class Variants:
         return self._markers[ident]
 
 
-def grade(manifest: dict, files: list[Path], credit, max_cost: int | None = None) -> Class:
-    """Mark every file against its own variant and score it; see the module docstring."""
+def grade(manifest: dict, files: list[Path], credit, max_cost: int | None = None, roster: dict | None = None) -> Class:
+    """Mark every file against its own variant and score it, then flag the files whose identity is
+    in doubt (identity.py); see the module docstring. `roster`: roster.read's mapping."""
     from symblock.grading import answers as answers_mod
+    from symblock.grading import identity, roster as roster_mod
     from symblock.grading.answers import Policy
     pool = Variants(manifest, max_cost)
     default = Policy(decimals=manifest.get("decimals"))
     points = {s: int(manifest["points"].get(s, 1)) for s in manifest["asked"]}
-    graded, rejected = [], []
+    graded, rejected, read_as = [], [], {}
     for path in files:
-        name, ident = path.stem, None
+        name, ident, own = path.stem, None, {}
         try:
             data, source = answers_mod.read(path)
+            own = roster_mod.take(data)
             name = _name(data.get("name")) or path.stem
             ident = _name(data.get("id"))
             why = pool.problem(ident)
             if why:
-                rejected.append(Rejected(path.name, name, ident, why))
+                rejected.append(Rejected(path.name, name, ident, why, roster_mod.student(roster, path.name, name, own)))
                 continue
             result = pool.marker(ident).mark(data, path.name, default, forms=False)
+            read_as[path.name] = pool.marker(ident).answers(data, path.name, default)
         except (SpecError, UsageError) as e:   # this file's input, named; the others are still graded
-            rejected.append(Rejected(path.name, name, ident, str(e)))
+            rejected.append(Rejected(path.name, name, ident, str(e), roster_mod.student(roster, path.name, name, own)))
             continue
         by_name = {s.name: s for s in result.steps}
-        g = Graded(path.name, name, ident, result)
+        g = Graded(path.name, name, ident, result, student=roster_mod.student(roster, path.name, name, own))
         g.scores = {s: credit.task(by_name.get(s), n) for s, n in points.items()}
         graded.append(g)
+    identity.flag(graded, read_as, pool)
     return Class(manifest, graded, rejected)
 
 

@@ -73,13 +73,19 @@ def set_files(sets, spec_arg: str, *, overrides: dict | None = None, preset=None
 
 
 def _shape(trace, ex, name: str) -> tuple[int, int]:
+    return asked_value(trace, ex, name).shape
+
+
+def asked_value(trace, ex, name: str):
+    """The exact answer (a Mat) of the asked step `name`: a forward step, the decoder's conceptual
+    task or a gradient of the backprop exercise."""
     if name in trace:
-        return trace[name].value.shape
+        return trace[name].value
     if name in ex.extra:   # the decoder's conceptual task
-        return ex.extra[name].shape
+        return ex.extra[name]
     back = ex.backward
     g = next((g for g in back.steps if g.name == name), None) or next(g for g in back.wrt.values() if g.name == name)
-    return g.value.shape
+    return g.value
 
 
 def blank_yaml(ident: str, shapes: dict, decimals: int) -> str:

@@ -41,9 +41,13 @@ class Marker:
     def mark(self, data: dict, source: str, default: answers_mod.Policy | None = None, forms: bool = True):
         """A CheckResult for one answers mapping (answers.read); only asked steps count as missing.
         `forms=False` leaves out the closed forms of right entries (grade's feedback shows none)."""
+        answers = self.answers(data, source, default)
+        return check(self.spec, self.trace, answers, asked=set(self.exercise.ask), items=self.items, memo=self.memo,
+                     forms=forms)
+
+    def answers(self, data: dict, source: str, default: answers_mod.Policy | None = None) -> answers_mod.Answers:
+        """The answers mapping read against this variant's shapes (a model's names normalised)."""
         if self.model:
             from symblock.grading.model_plan import normalise
             data = normalise(data, self.spec)
-        answers = answers_mod.from_mapping(data, source, self.shapes, self.computed, default)
-        return check(self.spec, self.trace, answers, asked=set(self.exercise.ask), items=self.items, memo=self.memo,
-                     forms=forms)
+        return answers_mod.from_mapping(data, source, self.shapes, self.computed, default)

@@ -213,7 +213,7 @@ def test_grade_a_class_of_decoder_answers(tmp_path, capsys):
         (answers / f"s{n}.yaml").write_text(text.replace("steps:", f"name: student {n}\nsteps:"), encoding="utf-8")
     assert main(["grade", str(set_dir), str(answers)]) == 0
     capsys.readouterr()
-    rows = {r["name"]: r for r in csv.DictReader((answers / "graded" / "gradebook.csv").open(encoding="utf-8"))}
+    rows = {r["Student"]: r for r in csv.DictReader((answers / "graded" / "gradebook.csv").open(encoding="utf-8"))}
     assert set(rows) == {"student 0", "student 1", "student 2"}
     assert rows["student 0"]["total"] == f"{len(decode(spec_of(ids[0]))[0]) + 1}.00" == rows["student 0"]["max"] + ".00"
     assert rows["student 1"]["gen1.logits"] == "0.00" and rows["student 1"]["gen1.probs"] == "1.00"

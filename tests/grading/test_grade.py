@@ -191,7 +191,7 @@ def klass(tmp_path_factory):
 
 def read_gradebook(path: Path) -> dict:
     with open(path, newline="", encoding="utf-8") as f:
-        return {row["name"]: row for row in csv.DictReader(f)}
+        return {row["Student"]: row for row in csv.DictReader(f)}
 
 
 @pytest.fixture(scope="module")
@@ -209,7 +209,7 @@ def test_gradebook_matches_the_expected_points(klass, graded):
     assert code == 1   # three files were not graded
     for name, exp in klass["expected"].items():
         row = book[name]
-        assert row["status"] == "graded" and row["id"] == exp["id"], (name, row["status"])
+        assert row["status"] == "graded" and row["worksheet"] == exp["id"], (name, row["status"])
         for step in ASKED:
             assert row[step] == dec2(exp["points"][step]), (name, exp["kind"], step, row[step])
         assert row["total"] == dec2(sum(exp["points"].values(), Fraction(0))), name

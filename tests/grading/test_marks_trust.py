@@ -222,10 +222,10 @@ def _klass(scores: list[dict], asked=("a", "b", "c")):
 def test_a_gradebook_total_is_the_sum_of_its_task_columns():
     import csv
     import io
-    from symblock.grading import classreport
+    from symblock.grading import lms
     third = Fraction(1, 3)   # 0.333…: printed 0.33 three times, exact total 1 (printed 1.00 until now)
     cls = _klass([{"a": third, "b": third, "c": third}, {"a": Fraction(2, 3), "b": Fraction(1, 2), "c": Fraction(1)}])
-    rows = list(csv.DictReader(io.StringIO(classreport.gradebook_csv(cls))))
+    rows = list(csv.DictReader(io.StringIO(lms.gradebook_csv(cls))))
     for row in rows:
         assert Decimal(row["total"]) == sum(Decimal(row[s]) for s in "abc"), row
     assert [row["total"] for row in rows] == ["0.99", "2.17"]   # 0.33·3; 0.67 + 0.50 + 1.00

@@ -1,0 +1,92 @@
+"""`grade` flags a file whose identity is in doubt instead of grading it silently: an ID that
+another variant of the set fits clearly better (a typo such as .1 for .2), and two files with the
+same ID, name or answers. The answers are worked independently in NumPy from each variant's drawn
+weights (test_grade's helpers), not by the checker."""
+import csv
+import textwrap
+
+import pytest
+import yaml
+from test_grade import SPEC, grid, params, work, write_yaml
+
+from symblock.cli import main
+
+
+@pytest.fixture(scope="module")
+def three(tmp_path_factory):
+    """A 3-variant set and each variant's answers worked in NumPy (3 places)."""
+    root = tmp_path_factory.mktemp("three")
+    (root / "spec.yaml").write_text(textwrap.dedent(SPEC), encoding="utf-8")
+    assert main(["worksheet", str(root / "spec.yaml"), "--variants", "3", "--seed", "1", "--out", str(root / "set"),
+                 "--format", "markdown"]) == 0
+    manifest = yaml.safe_load((root / "set" / "manifest.yaml").read_text(encoding="utf-8"))
+    spec = yaml.safe_load(textwrap.dedent(SPEC))
+    ids = [v["id"] for v in manifest["variants"]]
+    steps = {ident: {s: grid(m) for s, m in work(params(spec, v["seed"])).items()}
+             for ident, v in zip(ids, manifest["variants"])}
+    return root, ids, steps
+
+
+def gradebook(path):
+    with open(path, newline="", encoding="utf-8") as f:
+        return {row["file"]: row for row in csv.DictReader(f)}
+
+
+def test_an_answers_file_labelled_with_another_variants_id_is_flagged(three, tmp_path, capsys):
+    root, ids, steps = three
+    answers = tmp_path / "answers"
+    answers.mkdir()
+    write_yaml(answers / "cy.yaml", ids[2], "Cy", steps[ids[2]])
+    write_yaml(answers / "swap.yaml", ids[1], "Swap", steps[ids[0]])   # variant 1's numbers, labelled 2
+    assert main(["grade", str(root / "set"), str(answers)]) == 1       # graded, but a person should look
+    out = capsys.readouterr().out
+    assert f"flagged: swap.yaml (Swap): fits {ids[0]} better than its own id" in out
+    book = gradebook(answers / "graded" / "gradebook.csv")
+    assert book["cy.yaml"]["flags"] == "" and book["cy.yaml"]["total"] == "9.00"
+    swap = book["swap.yaml"]
+    assert swap["status"] == "graded" and swap["worksheet"] == ids[1]       # still against its own ID
+    assert swap["flags"].startswith(f"fits {ids[0]} better") and float(swap["total"]) < 9
+    summary = (answers / "graded" / "summary.md").read_text(encoding="utf-8")
+    assert f"- swap.yaml (Swap): fits {ids[0]} better" in summary
+
+
+def test_files_sharing_an_id_a_name_or_their_answers_are_flagged(three, tmp_path, capsys):
+    root, ids, steps = three
+    answers = tmp_path / "answers"
+    answers.mkdir()
+    write_yaml(answers / "ada.yaml", ids[0], "Ada", steps[ids[0]])
+    write_yaml(answers / "copy.yaml", ids[0], "Ada", steps[ids[0]])      # the same file handed in twice
+    write_yaml(answers / "dan.yaml", ids[1], "Dan", steps[ids[1]])
+    write_yaml(answers / "dana.yaml", ids[2], "dan", steps[ids[2]])      # the same name, other case
+    write_yaml(answers / "eve.yaml", ids[1], "Eve", {s: g for s, g in steps[ids[1]].items() if s == "ffn.act"})
+    assert main(["grade", str(root / "set"), str(answers)]) == 1
+    book = gradebook(answers / "graded" / "gradebook.csv")
+    assert book["ada.yaml"]["flags"] == "same id as copy.yaml; same name as copy.yaml; same answers as copy.yaml"
+    assert book["copy.yaml"]["flags"] == "same id as ada.yaml; same name as ada.yaml; same answers as ada.yaml"
+    assert book["dan.yaml"]["flags"] == "same id as eve.yaml; same name as dana.yaml"
+    assert book["dana.yaml"]["flags"] == "same name as dan.yaml"
+    assert book["eve.yaml"]["flags"] == "same id as dan.yaml"   # its ffn.act is no copy of Dan's whole file
+    assert all(r["status"] == "graded" for r in book.values())
+
+
+def test_a_class_without_doubts_is_not_flagged(three, tmp_path):
+    root, ids, steps = three
+    answers = tmp_path / "answers"
+    answers.mkdir()
+    for k, ident in enumerate(ids):
+        write_yaml(answers / f"s{k}.yaml", ident, f"S{k}", steps[ident])
+    assert main(["grade", str(root / "set"), str(answers)]) == 0
+    assert {r["flags"] for r in gradebook(answers / "graded" / "gradebook.csv").values()} == {""}
+
+
+def test_a_flagged_name_stays_text_in_the_summaries(three, tmp_path):
+    root, ids, steps = three
+    answers = tmp_path / "answers"
+    answers.mkdir()
+    write_yaml(answers / "a.yaml", ids[0], '"<img src=x onerror=alert(1)> *A*"', steps[ids[0]])
+    write_yaml(answers / "b.yaml", ids[1], '"<img src=x onerror=alert(1)> *A*"', steps[ids[1]])
+    assert main(["grade", str(root / "set"), str(answers)]) == 1
+    html = (answers / "graded" / "summary.html").read_text(encoding="utf-8")
+    assert "<img src=x" not in html and "a.yaml (&lt;img src=x onerror=alert(1)&gt; *A*): same name as b.yaml" in html
+    md = (answers / "graded" / "summary.md").read_text(encoding="utf-8")
+    assert r"- a.yaml (\<img src=x onerror=alert(1)\> \*A\*): same name as b.yaml" in md
