@@ -45,5 +45,7 @@ class Marker:
             from symblock.grading.model_plan import normalise
             data = normalise(data, self.spec)
         answers = answers_mod.from_mapping(data, source, self.shapes, self.computed, default)
-        return check(self.spec, self.trace, answers, asked=set(self.exercise.ask), items=self.items, memo=self.memo,
-                     forms=forms)
+        result = check(self.spec, self.trace, answers, asked=set(self.exercise.ask), items=self.items,
+                       memo=self.memo, forms=forms)
+        result.student = dict(answers.student)   # student_id, email, ...: for the gradebook
+        return result
