@@ -18,6 +18,7 @@ from pathlib import Path
 import mpmath
 import pytest
 import sympy
+import yaml
 
 from symblock.cli import main
 from symblock.engine import cost, exact, spec
@@ -505,3 +506,15 @@ def test_huge_or_unicode_row_numbers_and_long_csv_fields_refuse_the_file_briefly
     err = capsys.readouterr().err
     assert code == 2 and err.startswith(f"symblock: error: {path}: " + (f"{where}: " if where else "")), err
     assert message in err and len(err) < 400, err
+
+
+def test_a_json_spec_number_past_decimals_exponents_is_refused_by_field(tmp_path, capsys):
+    """json.loads(parse_float=Decimal) raised decimal.InvalidOperation (an internal error)."""
+    data = yaml.safe_load((Path(spec.__file__).parent.parent / "examples" / "seed-post-ln.yaml").read_text())
+    text = json.dumps(data).replace('"eps": 0', '"eps": 1e99999999999999999999')
+    assert "1e99999999999999999999" in text
+    path = tmp_path / "s.json"
+    path.write_text(text, encoding="utf-8")
+    assert main(["forward", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"symblock: error: {path}: block.eps: ") and "too large" in err, err
