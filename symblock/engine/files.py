@@ -72,6 +72,13 @@ ExactLoader.add_constructor("tag:yaml.org,2002:float", _decimal)
 ExactLoader.add_constructor("tag:yaml.org,2002:int", _int)
 
 
+def _json_decimal(text: str) -> Any:
+    try:
+        return Decimal(text)
+    except InvalidOperation:  # 1e99999999999999999999: past `decimal`'s exponents; refused by name later
+        return text
+
+
 def _json_int(text: str) -> int:
     if len(text.lstrip("-")) > numbers.MAX_DIGITS:
         raise _Refused(f"a whole number of more than {numbers.MAX_DIGITS} digits")
@@ -113,7 +120,7 @@ def parse(text: str, source: str, json_syntax: bool) -> Any:
     """YAML (or JSON) text as plain data, decimals exact; every refusal a SpecError naming `source`."""
     try:
         if json_syntax:
-            data = json.loads(text, parse_float=Decimal, parse_int=_json_int,
+            data = json.loads(text, parse_float=_json_decimal, parse_int=_json_int,
                               parse_constant=lambda c: c, object_pairs_hook=_json_object)
         else:
             data = yaml.load(text, Loader=ExactLoader)

@@ -27,21 +27,33 @@ An entry is either
 * `"-inf"` (also `-oo`, `-.inf`, `-∞`) in a `.masked` step (or `.scaled`, masked before scaling), for a masked score;
 * a blank (`null` or `""`): not answered (the checker counts it, carries the truth on).
 
+A decimal comma is a decimal point when it can be nothing else: one comma between digits, with no
+point (`"2,25"` and `"1,234"` are 2.25 and 1.234; thousands separators are never read). An entry
+that cannot be read as a number (`abc`, `²`, `"1,234.5"`, `1e99999999999999999999`, `true`) is that
+entry marked wrong with the reason (`Entry.reason`), not a refused file; only the file's structure
+(not a mapping, an unknown step, a shape, a row or col out of range, a list where an entry goes, a
+bad `decimals`) refuses the file. Other top-level keys (`student_id`, `email`, `section`) are the
+student's data, kept as short text in `Answers.student` (keys lower-cased), except a near-miss
+of a key above (`decimal:`), which is refused as a typo.
+
 The CSV form (what a spreadsheet exports) has the header `step,row,col,value`, one entry per line,
 and lines `id,,,ID`, `name,,,NAME`, `decimals,,,3` (likewise `sig_figs`, `print`); an empty value is a blank.
+Any other `KEY,,,VALUE` line is student data; an unquoted decimal comma (`resid1,0,0,2,25`) is read
+as one value.
 """
 from __future__ import annotations
 
 import csv
 import io
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Mapping
 
 from symblock.engine.spec import kind_of
+from symblock.grading.answer_fields import excerpt, student_data
 
 TOP_KEYS = ("id", "name", "decimals", "sig_figs", "print", "steps", "title", "notes")
 STEP_KEYS = ("value", "decimals", "sig_figs", "print", "row", "col", "entries")
@@ -49,7 +61,11 @@ PRINTS = {"float32": Fraction(16, 2 ** 23), "float64": Fraction(16, 2 ** 52)}
 CSV_HEADER = ("step", "row", "col", "value")
 MAX_DECIMALS = 30
 MAX_SIG_FIGS = 30
-_DECIMAL = re.compile(r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$")
+_DECIMAL = re.compile(r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$", re.ASCII)
+_DECIMAL_COMMA = re.compile(r"\s*[+-]?[0-9]+,[0-9]+\s*", re.ASCII)   # "2,25": the only comma read
+_COMMA_NUMBER = re.compile(r"[\s0-9.,+-]*,[\s0-9.,+-]*")             # "1,234.5": a comma left ambiguous
+_WHOLE = re.compile(r"[0-9]{1,9}", re.ASCII)                           # a CSV row or col
+
 _NEG_INF = {"-inf", "-oo", "-.inf", "-∞", "-infinity"}
 _CELL = re.compile(r"^\s*(?:\[(\d+)\]\s*\[(\d+)\]|(\d+)\s*,\s*(\d+))\s*$")
 
@@ -79,6 +95,7 @@ class Entry:
     written: int = 0
     sig_figs: int | None = None
     tol: Fraction | None = None
+    reason: str | None = None   # unreadable: "number", "large", "comma" or "inf"; value is None
 
 
 @dataclass(frozen=True)
@@ -100,8 +117,8 @@ class StepAnswer:
         """The person's numbers as an exact matrix (what later steps are recomputed from); a
         blank takes the entry of `fill` (their chain's value of this step)."""
         from symblock.engine.matrix import Mat
-        return Mat([[e.value if e is not None else fill.rows[i][j] for j, e in enumerate(row)]
-                    for i, row in enumerate(self.entries)])
+        return Mat([[e.value if e is not None and e.reason is None else fill.rows[i][j]
+                     for j, e in enumerate(row)] for i, row in enumerate(self.entries)])
 
 
 @dataclass(frozen=True)
@@ -111,6 +128,7 @@ class Answers:
     steps: Mapping[str, StepAnswer]
     ident: str | None = None
     name: str | None = None
+    student: Mapping[str, str] = field(default_factory=dict)   # e.g. {"student_id": "7", "email": ...}
 
 
 def load(path: str | Path, shapes: Mapping[str, tuple[int, int]], computed: set[str] | None = None,
@@ -137,8 +155,8 @@ def read(path: str | Path, text: str | None = None) -> tuple[dict, str]:
             data = _yaml.load(raw, Loader=_FAST)
             if isinstance(data, dict):
                 return data, str(path)
-        except (OSError, UnicodeDecodeError, RecursionError, _yaml.YAMLError, _Duplicate):
-            pass
+        except (OSError, UnicodeDecodeError, RecursionError, _yaml.YAMLError, _Duplicate, ValueError):
+            pass   # ValueError: a whole number past Python's 4300 digits, which the spec reader refuses
     return read_mapping(path, text)
 
 
@@ -172,26 +190,31 @@ except (ImportError, AttributeError):   # PyYAML without libyaml
 def read_csv(path: str | Path, text: str | None = None) -> tuple[dict, str]:
     """`step,row,col,value` lines as {id, name, decimals, ..., steps: {STEP: {entries: {...}}}}."""
     from symblock.engine.spec import SpecError
-    from symblock.grading.roster import FIELDS as STUDENT_FIELDS   # student_id, email: the student's own
     source = str(path)
     if text is None:
         try:
             text = Path(path).read_text(encoding="utf-8-sig")
         except (OSError, UnicodeDecodeError) as e:
             raise SpecError(source, "", f"cannot read it as UTF-8 text: {e}") from None
-    rows = list(csv.reader(io.StringIO(text.lstrip("\ufeff"))))
+    try:
+        rows = list(csv.reader(io.StringIO(text.lstrip("\ufeff"))))
+    except csv.Error as e:   # a field over the reader's limit, a NUL byte
+        raise SpecError(source, "", f"not a readable CSV table: {e}") from None
     rows = [r for r in rows if any(c.strip() for c in r)]
     if not rows or tuple(c.strip().lower() for c in rows[0][:4]) != CSV_HEADER:
         raise SpecError(source, "line 1", "expected the header step,row,col,value")
     data: dict[str, Any] = {"steps": {}}
     for n, r in enumerate(rows[1:], start=2):
-        step, row, col, value = (list(r) + ["", "", "", ""])[:4]
-        step, value = step.strip(), value.strip()
-        if step in TOP_KEYS and step != "steps" or step in STUDENT_FIELDS:
-            data[step] = int(value) if step in ("decimals", "sig_figs") and value.isdigit() else (value or None)
+        step, row, col = (list(r) + ["", "", ""])[:3]
+        value = ",".join(r[3:]).strip()   # an unquoted decimal comma splits the value in two
+        step = step.strip()
+        if not row.strip() and not col.strip() and step != "steps":
+            data[step] = int(value) if step in ("decimals", "sig_figs") and _WHOLE.fullmatch(value) \
+                else (value or None)
             continue
-        if not (row.strip().isdigit() and col.strip().isdigit()):
-            raise SpecError(source, f"line {n}", f"expected whole-number row and col (from 0), got {row!r}, {col!r}")
+        if not (_WHOLE.fullmatch(row.strip()) and _WHOLE.fullmatch(col.strip())):
+            raise SpecError(source, f"line {n}", f"expected whole-number row and col (from 0), got "
+                                                 f"{excerpt(row)!r}, {excerpt(col)!r}")
         cells = data["steps"].setdefault(step, {"entries": {}})["entries"]
         cells[f"{int(row)},{int(col)}"] = value if value else None
     return data, source
@@ -200,9 +223,7 @@ def read_csv(path: str | Path, text: str | None = None) -> tuple[dict, str]:
 def from_mapping(data: Mapping, source: str, shapes: Mapping[str, tuple[int, int]],
                  computed: set[str] | None = None, default: Policy | None = None) -> Answers:
     from symblock.engine.spec import SpecError
-    for key in data:
-        if key not in TOP_KEYS:
-            raise SpecError(source, str(key), f"unknown key; expected one of {', '.join(TOP_KEYS)}")
+    student = student_data(data, source, shapes, TOP_KEYS)
     top = _policy(data, source, "", default or Policy())
     raw = data.get("steps")
     if not isinstance(raw, dict) or not raw:
@@ -227,10 +248,31 @@ def from_mapping(data: Mapping, source: str, shapes: Mapping[str, tuple[int, int
             policy = _policy(value, source, f"{where}.", top)
         rows = _grid(value, shapes[name], source, where)
         masked = name.endswith((".masked", ".scaled"))  # .scaled: masked, then scaled
-        entries = tuple(tuple(None if _blank(v) else parse_entry(v, policy, source, w, masked)
+        entries = tuple(tuple(None if _blank(v) else _entry(v, policy, source, w, masked)
                               for v, w in row) for row in rows)
         out[name] = StepAnswer(name, entries, policy.decimals, policy)
-    return Answers(source, top.decimals, out, _text_field(data, "id", source), _text_field(data, "name", source))
+    return Answers(source, top.decimals, out, _text_field(data, "id", source), _text_field(data, "name", source),
+                   student)
+
+
+def _entry(value: Any, policy: Policy, source: str, where: str, masked: bool) -> Entry:
+    """parse_entry, except that an entry that cannot be read as a number is that entry, unreadable
+    (marked wrong, with the reason), not a refused file; a list or a mapping where an entry goes
+    is the file's structure and still refused."""
+    from symblock.engine.spec import SpecError
+    if isinstance(value, (list, dict)):
+        raise SpecError(source, where, f"expected a number, a fraction or an exact expression "
+                                       f"such as \"sqrt(2)/2\", got {kind_of(value)}")
+    try:
+        return parse_entry(value, policy, source, where, masked)
+    except SpecError as e:
+        if isinstance(value, str) and value.strip().lower() in _NEG_INF:
+            reason = "inf"
+        elif isinstance(value, str) and _COMMA_NUMBER.fullmatch(value):
+            reason = "comma"
+        else:
+            reason = "large" if "too large" in e.message else "number"
+        return Entry(None, excerpt(value), policy.decimals, reason=reason)
 
 
 def _text_field(data: Mapping, key: str, source: str) -> str | None:
@@ -303,7 +345,9 @@ def _grid(value: Any, shape: tuple[int, int], source: str, where: str) -> list[l
 def _index(v: Any, n: int, source: str, where: str) -> int:
     from symblock.engine.spec import SpecError
     if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < n:
-        raise SpecError(source, where, f"expected a whole number 0..{n - 1} (counted from 0), got {kind_of(v)}")
+        got = excerpt(v) if isinstance(v, int) and not isinstance(v, bool) else \
+            kind_of(excerpt(v) if isinstance(v, str) else v)
+        raise SpecError(source, where, f"expected a whole number 0..{n - 1} (counted from 0), got {got}")
     return v
 
 
@@ -320,8 +364,13 @@ def parse_entry(value: Any, policy: Policy | int | None, source: str, where: str
         return Entry(exact.NEG_INF, "-inf", None)
     if isinstance(value, float) and not isinstance(value, bool):  # from Python callers
         value = Decimal(repr(value))
+    if isinstance(value, str) and _DECIMAL_COMMA.fullmatch(value):
+        value = value.replace(",", ".")   # "2,25": a decimal comma (see the module docstring)
     if isinstance(value, str) and _DECIMAL.match(value):
-        value = Decimal(value.strip())
+        try:
+            value = Decimal(value.strip())
+        except ArithmeticError:   # an exponent beyond what `decimal` holds
+            raise SpecError(source, where, f"the number is too large to read, got {excerpt(value)!r}") from None
     if isinstance(value, (int, Decimal)) and not isinstance(value, bool):
         if isinstance(value, Decimal) and not value.is_finite():
             raise SpecError(source, where, f"expected a finite number, got {value}")

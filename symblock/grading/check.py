@@ -35,7 +35,7 @@ COUNTED = ("correct", "rounded", "slip", "wrong", "carried", "missing")
 
 
 def text(result, trace=None, every_entry: bool = False, lang: str = "en") -> str:
-    from symblock.grading.lang import blanks, explanation, words
+    from symblock.grading.lang import blanks, explanation, why, words
     w = words(lang)
     who = ", ".join(x for x in (result.name, result.ident) if x)
     answers = f"{result.answers_source} ({who})" if who else result.answers_source
@@ -65,7 +65,7 @@ def text(result, trace=None, every_entry: bool = False, lang: str = "en") -> str
                 exp = e.expected + (f" (= {e.exact})" if _worth_showing(e) else "")
                 own = w["own"].format(own=e.own) if e.own else ""
                 lines.append("      " + w["entry"].format(row=e.row + 1, col=e.col + 1, given=e.given, expected=exp,
-                                                          own=own, mark=w["mark"][e.mark]))
+                                                          own=own, mark=w["mark"][e.mark]) + why(e, lang))
         gaps = blanks(s, w)
         if gaps:
             lines.append("      " + gaps)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from fractions import Fraction
 
-from symblock.grading.lang import blanks, explanation, words
+from symblock.grading.lang import blanks, explanation, why, words
 
 SHOWN_ENTRIES = 6   # wrong entries listed per task in a feedback file
 
@@ -132,7 +132,8 @@ def feedback_md(g, cls, credit, lang: str = "en") -> str:
         for e in shown:
             own = w["own"].format(own=e.own) if e.own else ""
             lines.append("- " + w["entry"].format(row=e.row + 1, col=e.col + 1, given=e.given, expected=e.expected,
-                                                  own=own, mark=w["mark"][e.mark]).replace("  ", " "))
+                                                  own=own, mark=w["mark"][e.mark]).replace("  ", " ")
+                         + why(e, lang).replace("  ", " "))
         lines.append("")
     lines += [credit.statement(lang), ""]
     return "\n".join(lines)

@@ -133,8 +133,9 @@ def grade(manifest: dict, files: list[Path], credit, max_cost: int | None = None
             if why:
                 rejected.append(Rejected(path.name, name, ident, why, roster_mod.student(roster, path.name, name, own)))
                 continue
-            result = pool.marker(ident).mark(data, path.name, default, forms=False)
-            read_as[path.name] = pool.marker(ident).answers(data, path.name, default)
+            marker = pool.marker(ident)
+            read_as[path.name] = answers = marker.answers(data, path.name, default)
+            result = marker.mark_answers(answers, forms=False)
         except (SpecError, UsageError) as e:   # this file's input, named; the others are still graded
             rejected.append(Rejected(path.name, name, ident, str(e), roster_mod.student(roster, path.name, name, own)))
             continue

@@ -108,7 +108,7 @@ def _entries(answers) -> list[tuple]:
     for name, step in answers.steps.items():
         for i, row in enumerate(step.entries):
             for j, e in enumerate(row):
-                if e is None or exact.real(e.value) is exact.NEG_INF:
+                if e is None or e.value is None or exact.real(e.value) is exact.NEG_INF:   # blank, unreadable, −∞
                     continue
                 places = e.places if e.places is not None else PLACES
                 given = e.decimal if e.decimal is not None and e.places is not None else exact.real(e.value).decimal(places)

@@ -28,6 +28,10 @@ EN = {
     "run": "{first} … {last}  ({n} steps not answered)",
     "entry": "row {row}, col {col}  given {given:<10} expected {expected}{own}  {mark}",
     "own": "; from your own answers {own}",
+    "why": "  ({reason})",
+    "reason": {"number": "not a number: '{text}'", "large": "too large to read: '{text}'",
+               "comma": "ambiguous comma: '{text}' (write the decimal with a point: 1234.5)",
+               "inf": "-inf only in a masked step: '{text}'"},
     "diagnosis": "diagnosis: {code} — {explanation}",
     "no_diagnosis": "diagnosis: none of the catalogued mistakes reproduces these numbers",
     "ok": "OK: nothing wrong ({counts}).",
@@ -58,6 +62,10 @@ ZH = {
     "run": "{first} … {last}（{n} 步未作答）",
     "entry": "第 {row} 行第 {col} 列  你的答案 {given:<10} 应为 {expected}{own}  {mark}",
     "own": "；按你自己前面的答案应为 {own}",
+    "why": "（{reason}）",
+    "reason": {"number": "不是数：'{text}'", "large": "数太大，无法读取：'{text}'",
+               "comma": "逗号有歧义：'{text}'（小数请用小数点，如 1234.5）",
+               "inf": "只有被遮住的分数可以是 -inf：'{text}'"},
     "diagnosis": "诊断：{code} — {explanation}",
     "no_diagnosis": "诊断：已知的常见错误都不能得到这些数",
     "ok": "通过：没有错误（{counts}）。",
@@ -107,6 +115,14 @@ def blanks(step, w: dict, shown: int = 8) -> str | None:
 
 def words(lang: str = "en") -> dict:
     return ZH if lang == "zh" else EN
+
+
+def why(entry, lang: str = "en") -> str:
+    """Why an entry (a marking.EntryResult) is wrong when it could not be read; else ""."""
+    w = words(lang)
+    if getattr(entry, "reason", None) is None:
+        return ""
+    return w["why"].format(reason=w["reason"][entry.reason].format(text=entry.given))
 
 
 def explanation(code: str, lang: str = "en") -> str:

@@ -41,9 +41,14 @@ class Marker:
     def mark(self, data: dict, source: str, default: answers_mod.Policy | None = None, forms: bool = True):
         """A CheckResult for one answers mapping (answers.read); only asked steps count as missing.
         `forms=False` leaves out the closed forms of right entries (grade's feedback shows none)."""
-        answers = self.answers(data, source, default)
-        return check(self.spec, self.trace, answers, asked=set(self.exercise.ask), items=self.items, memo=self.memo,
-                     forms=forms)
+        return self.mark_answers(self.answers(data, source, default), forms)
+
+    def mark_answers(self, answers: answers_mod.Answers, forms: bool = True):
+        """A CheckResult for answers already read against this variant (`answers`)."""
+        result = check(self.spec, self.trace, answers, asked=set(self.exercise.ask), items=self.items,
+                       memo=self.memo, forms=forms)
+        result.student = dict(answers.student)   # student_id, email, ...: for the gradebook
+        return result
 
     def answers(self, data: dict, source: str, default: answers_mod.Policy | None = None) -> answers_mod.Answers:
         """The answers mapping read against this variant's shapes (a model's names normalised)."""

@@ -46,6 +46,7 @@ class EntryResult:
     own: str | None = None       # what the person's own earlier answers give, when that differs
     exact: str | None = None     # the truth's closed form, when short
     mark: str = "correct"        # correct | carried | rounded | slip | wrong | blank
+    reason: str | None = None    # why an unreadable entry is wrong (answers.Entry.reason)
 
 
 @dataclass
@@ -70,6 +71,7 @@ class CheckResult:
     decimals: int | None
     ident: str | None = None
     name: str | None = None
+    student: dict = field(default_factory=dict)   # the file's student data (answers.Answers.student)
 
     @property
     def answered(self) -> bool:
@@ -92,6 +94,8 @@ class CheckResult:
 
 def matches(entry, value) -> bool:
     """The acceptance rule for one entry against one exact value."""
+    if getattr(entry, "reason", None) is not None:   # unreadable: wrong against anything
+        return False
     if entry.value is exact.NEG_INF or value is exact.NEG_INF:
         return entry.value is value
     if entry.tol is not None:
@@ -337,7 +341,8 @@ def mark_step(it, answer, own, honest, built_on: list[str], spec, chain, truth, 
                 mark = CARRIED
             right = mark in (CORRECT, CARRIED, ROUNDED)
             er = EntryResult(i, j, e.text, known(show, t, e.places, _Style(e)), right,
-                             exact=known(closed_form, t) if forms or not right else None, mark=mark)
+                             exact=known(closed_form, t) if forms or not right else None, mark=mark,
+                             reason=getattr(e, "reason", None))
             if o is not None and show(o, e.places, e) != er.expected:
                 er.own = show(o, e.places, e)
             entries.append(er)

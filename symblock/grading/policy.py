@@ -52,11 +52,15 @@ def _pct(x: Fraction) -> str:
 def parse_credit(text: str, flag: str) -> Fraction:
     """A credit from the command line: a number 0..1 (0.5, 1/2) or a percentage (50%)."""
     from symblock.errors import UsageError
+    import re
     t = text.strip()
-    try:
-        v = Fraction(t[:-1]) / 100 if t.endswith("%") else Fraction(t)
-    except (ValueError, ZeroDivisionError):
-        v = None
-    if v is None or not 0 <= v <= 1 or len(t) > 20:
+    v = None
+    exponent = re.search(r"[eE]\s*([+-]?\d+)", t)
+    if len(t) <= 20 and not (exponent and abs(int(exponent.group(1))) > 20):   # 1e999999999: no huge power
+        try:
+            v = Fraction(t[:-1]) / 100 if t.endswith("%") else Fraction(t)
+        except (ValueError, ZeroDivisionError):
+            v = None
+    if v is None or not 0 <= v <= 1:
         raise UsageError(f"{flag}: expected a credit between 0 and 1 (e.g. 0.5, 1/2 or 50%), got {text!r}")
     return v

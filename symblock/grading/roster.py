@@ -21,10 +21,10 @@ ALIASES = {"id": "student_id", "sis user id": "student_id", "e-mail": "email", "
 
 
 def take(data: dict) -> dict[str, str]:
-    """Remove the student's own fields from an answers mapping (they are no answers) and return them."""
+    """The student's own fields of an answers mapping (the answers reader keeps them as student data)."""
     out = {}
     for key in FIELDS:
-        v = data.pop(key, None)
+        v = data.get(key)
         if v is not None and not isinstance(v, (dict, list, bool)) and str(v).strip():
             out[key] = str(v).strip()
     return out

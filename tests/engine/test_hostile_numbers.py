@@ -18,6 +18,7 @@ from pathlib import Path
 import mpmath
 import pytest
 import sympy
+import yaml
 
 from symblock.cli import main
 from symblock.engine import cost, exact, spec
@@ -77,9 +78,6 @@ HANGS = {  # case: (files to write, argv, parts of the one-line error) -- exit 2
                          ["forward", "s.json"], ["inputs.X[0][0]", "too large"]),
     "eps 1e-999999999": ({"s.yaml": seed_with("eps: 0", 'eps: "1e-999999999"')},
                          ["forward", "s.yaml"], ["block.eps", "too large"]),
-    "answer 2.401e+100000000": ({"a.yaml": "steps:\n  resid1: [[2.401e+100000000, 0.599], [1.504, 1.752], "
-                                           "[2.576, 1.716]]\n"},
-                                ["check", "seed-post-ln", "a.yaml"], ["a.yaml", "steps.resid1[0][0]", "too large"]),
     "--target 10**10**10": ({}, ["grad", "--loss", "mse", "--target", "[[10**10**10, 0], [0, 0], [0, 0]]"],
                             ["--target", "target[0][0]", "too large"]),
     "512³ spec": ({"s.yaml": BIG % ""}, ["forward", "s.yaml"], ["s.yaml: dims:", "limit of 2,000,000"]),
@@ -441,3 +439,82 @@ def test_a_large_exact_entry_is_shown_in_full_on_the_key(tmp_path, capsys):
     code, _, err = cli(capsys, "worksheet", p, "--format", "markdown", "--out", tmp_path / "w")
     assert code == 0, err
     assert "10000000000000000000000000000000000000001" in (tmp_path / "w" / "key.md").read_text()
+
+
+# ---------------------------------------------------------------- answer values past what `decimal` holds
+
+RESID1_ROWS = ["[1.504, 1.752]", "[2.576, 1.716]"]   # the seed article's resid1, rows 2 and 3
+
+
+def _check_json(tmp_path, capsys, name, text):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    code = main(["check", "seed-post-ln", str(path), "--json"])
+    out = capsys.readouterr()
+    assert out.err == "", out.err
+    return code, {s["name"]: s for s in json.loads(out.out)["steps"]}
+
+
+@pytest.mark.parametrize("name, text", [
+    ("a.yaml", "steps:\n  resid1: [[1e99999999999999999999, 0.599], " + ", ".join(RESID1_ROWS) + "]\n"),
+    ("b.yaml", "steps:\n  resid1: [[2.401e+100000000, 0.599], " + ", ".join(RESID1_ROWS) + "]\n"),
+    ("c.yaml", 'steps:\n  resid1: [["1e-99999999999999999999", 0.599], ' + ", ".join(RESID1_ROWS) + "]\n"),
+    ("d.json", '{"steps": {"resid1": [[1e99999999999999999999, 0.599], ' + ", ".join(RESID1_ROWS) + "]}}"),
+    ("e.csv", "step,row,col,value\nresid1,0,0,1e99999999999999999999\nresid1,0,1,0.599\n"),
+])
+def test_an_answer_past_decimals_exponents_is_that_entry_wrong(tmp_path, capsys, name, text):
+    """Was an internal error (decimal.InvalidOperation): now resid1[0][0] is wrong, "too large to
+    read", and 0.599 beside it is still marked (correct: the seed article's resid1[0][1])."""
+    code, steps = _check_json(tmp_path, capsys, name, text)
+    first, second = steps["resid1"]["entries"][:2]
+    assert code == 1 and steps["resid1"]["status"] == "wrong"
+    assert first["mark"] == "wrong" and first["reason"] == "large" and len(first["given"]) <= 24
+    assert second["mark"] == "correct" and "reason" not in second
+
+
+@pytest.mark.parametrize("name, text", [
+    ("a.yaml", 'steps:\n  resid1: [["²", "³"], ' + ", ".join(RESID1_ROWS) + "]\n"),
+    ("b.csv", "step,row,col,value\nresid1,0,0,²\nresid1,0,1,³\n"),
+    ("c.json", '{"steps": {"resid1": [["\u00b2", "\u00b3"], ' + ", ".join(RESID1_ROWS) + "]}}"),
+])
+def test_superscript_digits_are_not_numbers_but_entries_marked_wrong(tmp_path, capsys, name, text):
+    """str.isdigit("²") is True, int("²") fails: the entries are "not a number", the file marked."""
+    code, steps = _check_json(tmp_path, capsys, name, text)
+    entries = steps["resid1"]["entries"]
+    assert code == 1 and [(e["given"], e["reason"]) for e in entries[:2]] == [("²", "number"), ("³", "number")]
+
+
+@pytest.mark.parametrize("name, text, where, message", [
+    ("a.yaml", "steps:\n  resid1: {row: " + "9" * 5000 + ", value: [1, 2]}\n", "line 2",
+     "a whole number of more than 1000 digits"),
+    ("b.json", '{"steps": {"resid1": {"row": ' + "9" * 5000 + ', "value": [1, 2]}}}', "", "more than 1000 digits"),
+    ("c.yaml", 'steps:\n  resid1: {row: "' + "9" * 5000 + '", value: [1, 2]}\n', "steps.resid1.row",
+     "expected a whole number 0..2"),
+    ("d.csv", "step,row,col,value\nresid1," + "9" * 5000 + ",0,1\n", "line 2", "expected whole-number row and col"),
+    ("e.csv", "step,row,col,value\nresid1,0,²,1\n", "line 2", "expected whole-number row and col"),
+    ("f.csv", "step,row,col,value\ndecimals,,,³\nresid1,0,0,1\n", "decimals", "expected a whole number 0..30"),
+    ("g.csv", "step,row,col,value\nresid1,0,0," + "1" * 200_000 + "\n", "", "not a readable CSV table"),
+])
+def test_huge_or_unicode_row_numbers_and_long_csv_fields_refuse_the_file_briefly(tmp_path, capsys, name, text,
+                                                                                  where, message):
+    """A row or col is the file's structure: a 5,000-digit one (past Python's 4300-digit int
+    conversion), `²`, or a CSV field past the reader's 131,072 characters refuse the file (exit 2,
+    not an internal error), with a message that quotes at most a short excerpt."""
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    code = main(["check", "seed-post-ln", str(path)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith(f"symblock: error: {path}: " + (f"{where}: " if where else "")), err
+    assert message in err and len(err) < 400, err
+
+
+def test_a_json_spec_number_past_decimals_exponents_is_refused_by_field(tmp_path, capsys):
+    """json.loads(parse_float=Decimal) raised decimal.InvalidOperation (an internal error)."""
+    data = yaml.safe_load((Path(spec.__file__).parent.parent / "examples" / "seed-post-ln.yaml").read_text())
+    text = json.dumps(data).replace('"eps": 0', '"eps": 1e99999999999999999999')
+    assert "1e99999999999999999999" in text
+    path = tmp_path / "s.json"
+    path.write_text(text, encoding="utf-8")
+    assert main(["forward", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"symblock: error: {path}: block.eps: ") and "too large" in err, err

@@ -266,3 +266,46 @@ def test_a_tie_rounded_the_other_way_is_correct(tmp_path, capsys):
     assert code == 0 and data["first_break"] is None
     code, data, steps = check(tmp_path, capsys, "decimals: 0\nsteps:\n  norm2.mean: [[3], [1], [3]]\n")
     assert steps["norm2.mean"]["status"] == "correct"
+
+
+# ---------------------------------------------------------------- decimal commas, student data, unreadable entries
+
+@pytest.mark.parametrize("name, text", [
+    ("a.yaml", 'decimals: 3\nsteps:\n  resid1: [["2,401", "0,599"], ["1,504", "1,752"], ["2,576", "1,716"]]\n'),
+    ("b.yaml", "decimals: 3\nsteps:\n  resid1:\n    - - 2,401\n      - 0,599\n"),   # block style: text
+    ("c.csv", "step,row,col,value\ndecimals,,,3\nresid1,0,0,\"2,401\"\nresid1,0,1,0,599\n"),   # quoted or not
+])
+def test_a_single_decimal_comma_is_a_decimal_point(tmp_path, capsys, name, text):
+    """One comma between digits and no point is a decimal comma: 2,401 is the seed article's
+    resid1[0][0] 2.401 (a thousands reading, 2401, is never taken)."""
+    code, data, steps = check(tmp_path, capsys, text, name=name)
+    answered = [e for e in steps["resid1"]["entries"] if e["mark"] != "blank"]
+    assert code == 0 and answered and all(e["mark"] == "correct" for e in answered)
+    assert answered[0]["given"] == "2.401"
+
+
+def test_a_comma_beside_a_point_or_two_commas_is_ambiguous_and_that_entry_wrong(tmp_path, capsys):
+    code, data, steps = check(tmp_path, capsys, 'steps:\n  resid1: [["2,401.0", "0,599,1"], ["1,504", "1,752"]]\n')
+    e = steps["resid1"]["entries"]
+    assert code == 1 and [(x["mark"], x.get("reason")) for x in e[:4]] == \
+        [("wrong", "comma"), ("wrong", "comma"), ("correct", None), ("correct", None)]
+
+
+def test_other_top_level_keys_are_the_students_data(tmp_path):
+    """student_id, Email, section: kept (keys lower-cased, one line, cut to 200 characters), not errors."""
+    from symblock.grading import answers
+    data = {"student_id": 42, "Email": "ada@example.org", "section": "B\n# injected", "comment": "x" * 500,
+            "nothing": None, "steps": {"resid1": [[2.401, 0.599]]}}
+    a = answers.from_mapping(data, "a.yaml", {"resid1": (3, 2)})
+    assert a.student == {"student_id": "42", "email": "ada@example.org", "section": "B # injected",
+                         "comment": "x" * 199 + "…"}
+    assert a.steps["resid1"].answered == 2
+
+
+def test_student_data_does_not_stop_check_and_the_zh_report_says_why(tmp_path, capsys):
+    text = "student_id: s-7\nemail: ada@example.org\ndecimals: 3\nsteps:\n  resid1: [[abc, 0.599]]\n"
+    path = tmp_path / "a.yaml"
+    path.write_text(text, encoding="utf-8")
+    assert main(["check", "seed-post-ln", str(path), "--lang", "zh"]) == 1
+    out = capsys.readouterr().out
+    assert "你的答案 abc" in out and "错（不是数：'abc'）" in out

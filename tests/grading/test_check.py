@@ -335,22 +335,22 @@ def test_masked_scores_with_minus_infinity(tmp_path, capsys):
     ("steps:\n  resid1: [[1, 2], [3, 4], [5, 6], [7, 8]]\n", "a.yaml", "steps.resid1", "expected shape 3×2, got 4 rows"),
     ("steps:\n  resid1: [[1, 2], [3, 4], [5]]\n", "a.yaml", "steps.resid1[2]", "expected shape 3×2, got a row of 1"),
     ("steps:\n  norm1.mean: [[1, 2], [3, 4], [5, 6]]\n", "a.yaml", "steps.norm1.mean[0]", "expected shape 3×1, got a row of 2 (a 1-column step is a list of one-entry rows"),
-    ("steps:\n  resid1: [[1, 2], [3, abc], [5, 6]]\n", "a.yaml", "steps.resid1[1][1]", "unknown name abc"),
-    ("steps:\n  resid1: [[1, 2], [3, \"1/0\"], [5, 6]]\n", "a.yaml", "steps.resid1[1][1]", "expected a finite real number"),
-    ("steps:\n  resid1: [[1, 2], [3, true], [5, 6]]\n", "a.yaml", "steps.resid1[1][1]", "expected a number"),
     ("steps:\n  resid1: [1, 2]\n", "a.yaml", "steps.resid1", "one row of 2 for a 3×2 step: say which"),
     ("steps:\n  resid1: {row: 3, value: [1, 2]}\n", "a.yaml", "steps.resid1.row", "expected a whole number 0..2"),
     ("steps:\n  resid1: {row: 0, value: [1, 2, 3]}\n", "a.yaml", "steps.resid1.value", "expected one row of 2 entries"),
     ("steps:\n  resid1: {entries: {\"[3][0]\": 1}}\n", "a.yaml", "steps.resid1.entries.[3][0]", "expected a cell"),
     ("sig_figs: 0\nsteps:\n  output: [[1, 1], [1, 1], [1, 1]]\n", "a.yaml", "sig_figs", "expected a whole number 1..30"),
     ("print: float16\nsteps:\n  output: [[1, 1], [1, 1], [1, 1]]\n", "a.yaml", "print", "expected one of float32, float64"),
-    ("steps:\n  resid1: [[1, 2], [3, -inf], [5, 6]]\n", "a.yaml", "steps.resid1[1][1]", "only appears in a `.masked` step"),
     ("steps:\n  resid1: 3\n", "a.yaml", "steps.resid1", "expected a 3×2 matrix"),
     ("steps:\n  resid1: {decimals: 2}\n", "a.yaml", "steps.resid1.value", "missing"),
     ("steps:\n  resid1: {value: [[1, 2]], places: 2}\n", "a.yaml", "steps.resid1.places", "unknown key"),
     ("decimals: -1\nsteps:\n  output: [[1, 1], [1, 1], [1, 1]]\n", "a.yaml", "decimals", "expected a whole number 0..30"),
     ("decimals: 2.5\nsteps:\n  output: [[1, 1], [1, 1], [1, 1]]\n", "a.yaml", "decimals", "expected a whole number"),
     ("decimal: 3\nsteps:\n  output: [[1, 1], [1, 1], [1, 1]]\n", "a.yaml", "decimal", "unknown key"),
+    ("Steps: {}\nsteps:\n  output: [[1, 1], [1, 1], [1, 1]]\n", "a.yaml", "Steps", "did you mean steps?"),
+    ("resid1: [[1, 2]]\nsteps:\n  output: [[1, 1], [1, 1], [1, 1]]\n", "a.yaml", "resid1", "a step goes under steps:"),
+    ("email: [a, b]\nsteps:\n  output: [[1, 1], [1, 1], [1, 1]]\n", "a.yaml", "email", "student data: expected text"),
+    ("steps:\n  resid1: [[1, 2], [3, [4]], [5, 6]]\n", "a.yaml", "steps.resid1[1][1]", "got a list"),
     ("decimals: 3\n", "a.yaml", "steps", "expected a mapping of step names"),
     ("steps: [resid1]\n", "a.yaml", "steps", "expected a mapping of step names"),
     ("steps:\n  resid1: [[1, 2]\n", "a.yaml", "line 3", "malformed YAML"),
@@ -364,6 +364,33 @@ def test_bad_answers_files(tmp_path, capsys, text, name, field, message):
     prefix = f"symblock: error: {path}: " + (f"{field}: " if field else "")
     assert err.startswith(prefix), err
     assert message in err, err
+
+
+@pytest.mark.parametrize("value, given, reason", [
+    ("abc", "abc", "not a number: 'abc'"),
+    ('"1/0"', "1/0", "not a number: '1/0'"),
+    ("true", "True", "not a number: 'True'"),
+    ("-inf", "-inf", "-inf only in a masked step: '-inf'"),
+    ('"1,234.5"', "1,234.5", "ambiguous comma: '1,234.5'"),
+    ('"<b>x</b>"', "?b?x?/b?", "not a number: '?b?x?/b?'"),
+    ('"' + "x" * 5000 + '"', "x" * 23 + "…", "not a number: '" + "x" * 23 + "…'"),
+])
+def test_an_unreadable_entry_is_that_entry_wrong_and_the_rest_is_marked(tmp_path, capsys, value, given, reason):
+    """resid1[1][1] unreadable, the seed article's other resid1 entries right (2.401 0.599 / 1.504 . /
+    2.576 1.716): that one entry wrong with the reason quoted short and inert, the other five
+    correct, and norm1.mean, worked from the true resid1[1][1] (1.628 = (1.504 + 1.752)/2), correct."""
+    text = (f"decimals: 3\nsteps:\n  resid1: [[2.401, 0.599], [1.504, {value}], [2.576, 1.716]]\n"
+            "  norm1.mean: [[1.5], [1.628], [2.146]]\n")
+    code, _, steps = run_json(tmp_path, capsys, text)
+    marks = [(e["mark"], e["given"]) for e in steps["resid1"]["entries"]]
+    assert code == 1 and steps["resid1"]["status"] == "wrong" and steps["norm1.mean"]["status"] == "correct"
+    assert marks == [("correct", "2.401"), ("correct", "0.599"), ("correct", "1.504"), ("wrong", given),
+                     ("correct", "2.576"), ("correct", "1.716")]
+    assert steps["resid1"]["entries"][3]["expected"] == "1.752"
+    code, out, err, _ = run(tmp_path, capsys, text)
+    line = next(l for l in out.splitlines() if "row 2, col 2" in l)
+    assert code == 1 and line.endswith(f"wrong  ({reason}" + ("" if "comma" not in reason else
+                                                                " (write the decimal with a point: 1234.5)") + ")")
 
 
 def test_missing_answers_file(tmp_path, capsys):

@@ -185,7 +185,7 @@ def klass(tmp_path_factory):
     # files that must not be graded: an ID of no variant, an ID of another spec, a malformed entry
     write_yaml(answers / "stray.yaml", manifest["spec_token"] + ".999", "Stray", {"resid1": [["1", "2", "3", "4"]]})
     write_yaml(answers / "other.yaml", "seed-post-ln.3", "Other", {"resid1": [["1", "2", "3", "4"]]})
-    write_yaml(answers / "broken.yaml", manifest["variants"][0]["id"], "Broken", {"resid1": [["1", "abc", "3", "4"]]})
+    write_yaml(answers / "broken.yaml", manifest["variants"][0]["id"], "Broken", {"resid1": [["1", "2", "3", "4", "5"]]})
     return {"set": set_dir, "answers": answers, "expected": expected, "manifest": manifest, "root": root}
 
 
@@ -222,7 +222,7 @@ def test_files_of_no_variant_or_another_spec_are_named_not_graded(klass, graded)
     token = klass["manifest"]["spec_token"]
     assert book["Stray"]["status"].startswith(f"not graded: id {token}.999 is not a variant of this set")
     assert "made from another spec ('seed-post-ln'" in book["Other"]["status"]
-    assert "resid1[0][1]" in book["Broken"]["status"] and "abc" in book["Broken"]["status"]
+    assert "resid1[0]" in book["Broken"]["status"] and "a row of 5" in book["Broken"]["status"]
     assert book["Stray"]["total"] == "" and book["Other"]["total"] == ""
     summary = (klass["answers"] / "graded" / "summary.md").read_text(encoding="utf-8")
     for f in ("stray.yaml", "other.yaml", "broken.yaml"):
@@ -365,3 +365,39 @@ def test_check_with_the_sets_spec_uses_the_manifest_and_another_spec_is_refused(
     err = capsys.readouterr().err
     assert "set in set/" in err and "'pre-ln-causal-gelu'" in err and "'seed-post-ln'" in err, err
     assert "leave SPEC out" in err and "Traceback" not in err
+
+
+def test_one_unreadable_entry_is_that_entry_wrong_and_the_file_is_graded(klass, tmp_path):
+    """student00 has everything right; with resid1[0][0] written `abc` (and student data beside
+    id and name) the file is graded: that entry wrong (1 of resid1's 12: 11/12 of its point),
+    the rest of resid1 right, and the later steps, worked from the true resid1[0][0], right:
+    9 − 1/12 = 8.92. The feedback says why, in English and Chinese."""
+    answers = tmp_path / "answers"
+    answers.mkdir()
+    text = (klass["answers"] / "student00.yaml").read_text(encoding="utf-8")
+    head, _, rest = text.partition("  resid1: [[")
+    first, _, tail = rest.partition(",")
+    text = "student_id: s-0042\nemail: ada@example.org\n" + head + '  resid1: [["abc"' + "," + tail
+    (answers / "student00.yaml").write_text(text, encoding="utf-8")
+    assert main(["grade", str(klass["set"]), str(answers), "--out", str(tmp_path / "en")]) == 0
+    row = read_gradebook(tmp_path / "en" / "gradebook.csv")["student00"]
+    assert row["status"] == "graded" and row["resid1"] == "0.92" and row["norm1.mean"] == "1.00"
+    assert row["total"] == "8.92"
+    fb = (tmp_path / "en" / "feedback" / "student00.md").read_text(encoding="utf-8")
+    assert "given abc" in fb and "(not a number: 'abc')" in fb
+    assert main(["grade", str(klass["set"]), str(answers), "--out", str(tmp_path / "zh"), "--lang", "zh"]) == 0
+    assert "不是数：'abc'" in (tmp_path / "zh" / "feedback" / "student00.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("flag, value", [("--carried", "1e999999999"), ("--rounded", "1e-999999999"),
+                                         ("--slip", "0e99999999999999999999"), ("--carried", "1/10000000000000000000000")])
+def test_credit_flags_with_huge_exponents_are_refused_at_once(klass, tmp_path, flag, value):
+    import subprocess
+    import sys
+    import time
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "symblock", "grade", str(klass["set"]), str(klass["answers"]),
+                           "--out", str(tmp_path / "o"), flag, value], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and time.monotonic() - start < 30
+    assert proc.stderr.startswith(f"symblock: error: {flag}: expected a credit between 0 and 1"), proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "o").exists()

@@ -150,6 +150,17 @@ def test_typed_answers_download_as_a_file_that_symblock_check_marks(browser, dow
 
 
 @pytest.mark.slow
+def test_a_decimal_comma_typed_in_the_page_is_saved_as_a_point(browser, downloads):
+    """2,5 and -0,25 (one comma between digits, as symblock reads it) are saved as 2.5 and -0.25;
+    1,234.5 (ambiguous) is saved as typed, for symblock to mark that entry wrong and say why."""
+    load(browser, GALLERY_DIR / "pre-ln-causal-gelu" / "sheet.html")
+    _type(browser, "norm1.mean", [["2,5"], ["-0,25"], ["1,234.5"]])
+    browser.find_element(By.ID, "save-yaml").click()
+    saved = _download(downloads, "answers-pre-ln-causal-gelu.7.yaml")
+    assert yaml.safe_load(saved.read_text())["steps"]["norm1.mean"][:3] == [["2.5"], ["-0.25"], ["1,234.5"]]
+
+
+@pytest.mark.slow
 def test_gradient_sheet_saves_answers_that_the_command_it_shows_marks(browser, downloads, capsys, tmp_path):
     out = tmp_path / "bp"
     assert cli.main(["worksheet", "rmsnorm-swiglu", "--preset", "backprop", "--loss", "sum", "--out", str(out),
