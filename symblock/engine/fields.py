@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from symblock.errors import SpecError
+from symblock.errors import SpecError, excerpt
 
 MAX_DIM = 512  # a typo guard for dims; the engine's cost limit (engine/cost.py) is the real one
 
@@ -20,8 +20,8 @@ def kind_of(v: Any) -> str:
     if isinstance(v, dict):
         return "a mapping"
     if isinstance(v, str):
-        return f"the text {v!r}"
-    return f"{v!r}"
+        return f"the text {excerpt(v)}"
+    return excerpt(v)
 
 
 def check_text(value: Any, source: str, where: str) -> str:
