@@ -26,6 +26,7 @@ MODEL_KEYS = ("vocab", "positions", "layers", "head", "final_norm", "prompt", "g
 TOP_KEYS = ("title", "layout", "model", "dims", "block", "weights", "random")
 POSITIONS = ("learned", "sinusoidal", "none")
 HEADS = ("tied", "untied")
+DIM_KEYS = ("d_model", "d_ff", "heads", "d_k", "d_v")  # seq_len is the prompt's length
 MAX_LAYERS = 24
 MAX_VOCAB = 4096
 MAX_GENERATE = 64
@@ -171,6 +172,12 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> ModelSpec:
     dims = _section(data, "dims", source)
     if "seq_len" in dims:
         raise SpecError(source, "dims.seq_len", "a model's sequence is model.prompt; leave seq_len out")
+    specmod.check_keys(dims, DIM_KEYS, source, "dims")
+    for key in DIM_KEYS:  # every dim checked before any matrix is built from it
+        if key in dims:
+            specmod.int_field(dims[key], source, f"dims.{key}")
+    if "d_model" not in dims:
+        raise SpecError(source, "dims.d_model", "missing; expected a whole number")
     weights = _section(data, "weights", source)
     specmod.check_keys(weights, ("W_E", "W_P", "W_U", "ln_final", "layers"), source, "weights")
     per_layer = weights.get("layers") or []
@@ -189,7 +196,7 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> ModelSpec:
             "dims": {**dims, "seq_len": len(prompt)},
             "block": {**block, "causal": True, "norm_position": places[i]},
             "weights": lw,
-            "inputs": {"X": [[0] * int(dims.get("d_model", 1))] * len(prompt)},
+            "inputs": {"X": [[0] * dims["d_model"]] * len(prompt)},
         }
         if seed is not None:
             layer_map["random"] = {"seed": _layer_seed(seed, i), "low": low, "high": high}
@@ -200,6 +207,8 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> ModelSpec:
             if where.startswith("weights."):
                 where = f"weights.layers[{i}].{where[len('weights.'):]}"
             raise SpecError(source, where, e.message) from None
+        if i == 0:  # the whole run's size, known now: refuse before drawing the rest
+            _check_cost(layers[0], n_layers, len(vocab), len(prompt), generate, m, source)
     d = layers[0].dims.d_model
     tensors = _tensors(weights, data.get("layout", "math"), len(vocab), d, len(prompt) + generate,
                        positions, head, seed, low, high, source)
@@ -214,6 +223,13 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> ModelSpec:
     return ModelSpec(vocab=vocab, positions=positions, layers=tuple(layers), final_norm=final, head=head,
                      prompt=prompt, generate=generate, kv_cache=_flag(m, "kv_cache", False, source),
                      title=title, source=source, seed=seed, titles=titles, **tensors)
+
+
+def _check_cost(layer, n_layers: int, vocab: int, n0: int, generate: int, m: Mapping, source: str) -> None:
+    """The model's cost (engine/model.py) from its first layer: every layer has its shape."""
+    from symblock.engine import model
+    kv_cache = m.get("kv_cache") is True
+    model.refuse_cost(model.run_cost([layer] * n_layers, vocab, n0, generate, kv_cache), source)
 
 
 def _tensors(weights, layout, vocab, d, max_len, positions, head, seed, low, high, source) -> dict:
