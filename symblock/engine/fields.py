@@ -50,7 +50,7 @@ def int_field(value: Any, source: str, where: str, lo: int = 1, hi: int | None =
         raise SpecError(source, where, f"expected a whole number, got {kind_of(value)}")
     if value < lo or (hi is not None and value > hi):
         rng = f"{lo}..{hi}" if hi is not None else f">= {lo}"
-        raise SpecError(source, where, f"expected a whole number in {rng}, got {value}")
+        raise SpecError(source, where, f"expected a whole number in {rng}, got {excerpt(value)}")
     return value
 
 
