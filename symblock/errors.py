@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import re
 import reprlib
+from fractions import Fraction
 from typing import Any
 
 
@@ -22,6 +23,10 @@ class SpecError(ValueError):
     """A spec problem, said once: `FILE: FIELD: what was expected`. `.field` names the field."""
 
     def __init__(self, source: str, where: str, message: str):
+        if len(where) > 2 * EXCERPT:  # a field named by a long key the input made up
+            where = where[:2 * EXCERPT] + "…"
+        if len(source) > 6 * EXCERPT:  # a file name past the system's limit
+            source = source[:6 * EXCERPT] + "…"
         self.source, self.where, self.message = source, where, message
         super().__init__(f"{source}: {where}: {message}" if where else f"{source}: {message}")
 
@@ -61,6 +66,9 @@ def excerpt(value: Any, limit: int = EXCERPT) -> str:
     `\\xNN`/`\\uNNNN`), cut to about `limit` characters with the full length said after it."""
     if isinstance(value, bool) or value is None:
         return repr(value)
+    if isinstance(value, Fraction):
+        return excerpt(value.numerator, limit) if value.denominator == 1 else \
+            f"{excerpt(value.numerator, limit)}/{excerpt(value.denominator, limit)}"
     if isinstance(value, int):
         if value.bit_length() <= 3.3 * limit:
             return repr(value)

@@ -59,11 +59,13 @@ def title_field(title: Any, source: str) -> tuple[str, dict[str, str]]:
     titles: dict[str, str] = {}
     if isinstance(title, dict):
         for lang, text in title.items():
-            if not isinstance(text, str) or not isinstance(lang, str):
+            if not isinstance(lang, str):
                 raise SpecError(source, f"title.{lang}", f"expected text, got {kind_of(text)}")
+            check_text(lang, source, f"title.{excerpt(lang)}")
+            check_text(text, source, f"title.{lang}")
         titles = dict(title)
         title = titles.get("en") or next(iter(titles.values()), "")
     if not isinstance(title, str):
         raise SpecError(source, "title", f"expected text or a mapping of languages to text "
                                          f"({{en: ..., zh: ...}}), got {kind_of(title)}")
-    return title, titles
+    return check_text(title, source, "title"), titles

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from symblock.engine import spec as specmod
-from symblock.errors import SpecError
+from symblock.errors import SpecError, excerpt
 
 MODEL_KEYS = ("vocab", "positions", "layers", "head", "final_norm", "prompt", "generate", "kv_cache",
               "norm_positions")
@@ -99,7 +99,7 @@ def _tokens(value: Any, vocab: tuple[str, ...], source: str, where: str) -> tupl
             out.append(tok)
         else:
             raise SpecError(source, f"{where}[{i}]", f"expected a token of model.vocab "
-                                                     f"({', '.join(vocab)}) or its index, got {tok!r}")
+                                                     f"({', '.join(vocab)}) or its index, got {excerpt(tok)}")
     return tuple(out)
 
 
@@ -113,7 +113,7 @@ def _section(data: Mapping, key: str, source: str) -> dict:
 def _choice(m: Mapping, key: str, choices: tuple, default: str, source: str) -> str:
     v = m.get(key, default)
     if v not in choices:
-        raise SpecError(source, f"model.{key}", f"expected one of {', '.join(choices)}, got {v!r}")
+        raise SpecError(source, f"model.{key}", f"expected one of {', '.join(choices)}, got {excerpt(v)}")
     return v
 
 
@@ -133,10 +133,10 @@ def _vocab(m: Mapping, source: str) -> tuple[str, ...]:
         if not isinstance(tok, str) or not tok:
             hint = (" (YAML reads on, off, yes, no, true and false as booleans: quote the token, e.g. \"on\")"
                     if isinstance(tok, bool) else "")
-            raise SpecError(source, f"model.vocab[{i}]", f"expected a token string, got {tok!r}{hint}")
+            raise SpecError(source, f"model.vocab[{i}]", f"expected a token string, got {excerpt(tok)}{hint}")
     if len(set(vocab)) != len(vocab):
         dup = next(t for t in vocab if vocab.count(t) > 1)
-        raise SpecError(source, "model.vocab", f"token {dup!r} appears twice; tokens must be distinct")
+        raise SpecError(source, "model.vocab", f"token {excerpt(dup)} appears twice; tokens must be distinct")
     return tuple(vocab)
 
 
@@ -146,7 +146,7 @@ def _norm_positions(m: Mapping, block: Mapping, layers: int, source: str) -> lis
         return [block.get("norm_position", "post")] * layers
     if not isinstance(given, list) or len(given) != layers or any(p not in ("pre", "post") for p in given):
         raise SpecError(source, "model.norm_positions", f"expected a list of {layers} entries, each pre "
-                                                        f"or post, got {given!r}")
+                                                        f"or post, got {excerpt(given)}")
     if len(set(given)) > 1:
         warnings.warn(f"{source}: model.norm_positions: {MIXED_WARNING}", stacklevel=2)
     return list(given)
