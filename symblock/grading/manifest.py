@@ -59,6 +59,14 @@ def digest(manifest: dict) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def stamped(manifest: dict) -> dict:
+    """`manifest` with its `content_sha256`, taken over the manifest as `read` will see it (the
+    spec loader's YAML: decimals as Decimal, `.inf` as text), so that the hash written is the hash
+    read back whatever types the values had."""
+    from symblock.engine import files
+    return {**manifest, "content_sha256": digest(files.parse(dump(manifest), NAME, json_syntax=False))}
+
+
 def set_files(sets, spec_arg: str, *, overrides: dict | None = None, preset=None, loss=None,
               wrt=None, decimals: int = 3, lang: str = "en") -> dict[str, str]:
     """{file name: text} of a set's manifest and blank answers files. `sets`: the (ID, trace) of
@@ -80,7 +88,7 @@ def set_files(sets, spec_arg: str, *, overrides: dict | None = None, preset=None
                 "decimals": decimals, "lang": lang,
                 "seeds": {"first": entries[0]["seed"], "last": entries[-1]["seed"]},
                 "asked": list(first.ask), "points": dict(first.points), "variants": entries}
-    manifest["content_sha256"] = digest(manifest)
+    manifest = stamped(manifest)
     files[NAME] = ("# symblock set: read by `symblock grade SET_DIR ANSWERS_DIR`; do not edit.\n"
                    + dump(manifest))
     return files
