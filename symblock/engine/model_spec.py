@@ -134,6 +134,7 @@ def _vocab(m: Mapping, source: str) -> tuple[str, ...]:
             hint = (" (YAML reads on, off, yes, no, true and false as booleans: quote the token, e.g. \"on\")"
                     if isinstance(tok, bool) else "")
             raise SpecError(source, f"model.vocab[{i}]", f"expected a token string, got {excerpt(tok)}{hint}")
+        specmod.check_text(tok, source, f"model.vocab[{i}]")
     if len(set(vocab)) != len(vocab):
         dup = next(t for t in vocab if vocab.count(t) > 1)
         raise SpecError(source, "model.vocab", f"token {excerpt(dup)} appears twice; tokens must be distinct")

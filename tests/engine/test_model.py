@@ -238,3 +238,9 @@ def test_params_cli_counts_a_model(capsys):
                      "--context", "1024"]) == 0
     assert "124,439,808" in capsys.readouterr().out
     assert cli.main(["params", "--d-model", "8", "--heads", "2", "--layers", "2"]) == 2
+
+
+def test_a_token_with_a_lone_surrogate_is_refused_by_field():
+    with pytest.raises(SpecError) as e:
+        tiny(model={"vocab": ["the", "cat", "sat", "on", "m\ud800t"]})
+    assert e.value.where == "model.vocab[4]" and "lone surrogate" in e.value.message
