@@ -248,3 +248,8 @@ def test_variants_of_a_spec_that_draws_nothing_are_refused_at_once(tmp_path, cap
 def block_spec_with_everything_given() -> str:
     from symblock.engine.spec import example_text
     return example_text("seed-post-ln")
+
+
+def test_a_long_step_or_example_name_is_quoted_short(capsys):
+    code, out, err = run(capsys, "forward", "--step", "x" * 10_000)
+    assert code == 2 and "--step: no step 'xxx" in err and "10,000 characters" in err and len(err) < 2000
