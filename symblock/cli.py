@@ -13,7 +13,7 @@ import os
 import sys
 import traceback
 
-from symblock.errors import SpecError, UndecidableError, UsageError, printable
+from symblock.errors import SpecError, UndecidableError, UsageError, excerpt, printable
 from symblock.options import (DEFAULT_EXAMPLE, MAX_DECIMALS, HelpFormatter, add_spec_argument,  # noqa: F401
                               decimals, nonneg, tolerance)  # (DEFAULT_EXAMPLE re-exported)
 
@@ -204,7 +204,7 @@ def cmd_forward(args) -> int:
     steps = list(trace)
     if args.step:
         if args.step not in trace:
-            raise UsageError(f"--step: no step {args.step!r} in this block; expected one of "
+            raise UsageError(f"--step: no step {excerpt(args.step)} in this block; expected one of "
                              + ", ".join(trace.names()))
         steps = [trace[args.step]]
     if args.json:
@@ -225,7 +225,7 @@ def cmd_examples(args) -> int:
     names = spec.example_names()
     if args.show:
         if args.show not in names:
-            raise UsageError(f"--show: no example {args.show!r}; expected one of {', '.join(names)}")
+            raise UsageError(f"--show: no example {excerpt(args.show)}; expected one of {', '.join(names)}")
         print(spec.example_text(args.show), end="")
         return 0
     for name in names:

@@ -6,17 +6,27 @@
 - `InternalError`: a bug in symblock; the CLI says "internal error, please report" (exit 3).
 
 `printable` makes any text safe for a terminal: a title or key holding escape sequences must not
-retitle the window or clear the screen when an error message quotes it.
+retitle the window or clear the screen when an error message quotes it. `excerpt` is how every
+message quotes an input: short, escaped, never the whole of a long value (a 100,000-digit entry or a
+file's whole text must not be repeated back, nor leak through a message into a report).
 """
 from __future__ import annotations
 
+import math
 import re
+import reprlib
+from fractions import Fraction
+from typing import Any
 
 
 class SpecError(ValueError):
     """A spec problem, said once: `FILE: FIELD: what was expected`. `.field` names the field."""
 
     def __init__(self, source: str, where: str, message: str):
+        if len(where) > 2 * EXCERPT:  # a field named by a long key the input made up
+            where = where[:2 * EXCERPT] + "…"
+        if len(source) > 6 * EXCERPT:  # a file name past the system's limit
+            source = source[:6 * EXCERPT] + "…"
         self.source, self.where, self.message = source, where, message
         super().__init__(f"{source}: {where}: {message}" if where else f"{source}: {message}")
 
@@ -46,3 +56,34 @@ _UNPRINTABLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 def printable(text: str) -> str:
     """`text` with control characters and lone surrogates shown as `\\xNN`/`\\uNNNN` escapes."""
     return _UNPRINTABLE.sub(lambda m: ascii(m.group())[1:-1], text)
+
+
+EXCERPT = 40  # characters of an input a message quotes
+
+
+def excerpt(value: Any, limit: int = EXCERPT) -> str:
+    """`value` as a message quotes it: its repr (escaped: controls and lone surrogates show as
+    `\\xNN`/`\\uNNNN`), cut to about `limit` characters with the full length said after it."""
+    if isinstance(value, bool) or value is None:
+        return repr(value)
+    if isinstance(value, Fraction):
+        return excerpt(value.numerator, limit) if value.denominator == 1 else \
+            f"{excerpt(value.numerator, limit)}/{excerpt(value.denominator, limit)}"
+    if isinstance(value, int):
+        if value.bit_length() <= 3.3 * limit:
+            return repr(value)
+        digits = int(value.bit_length() * math.log10(2)) + 1
+        return f"a whole number of about {digits:,} digits"
+    if isinstance(value, str):
+        if len(value) <= limit:
+            return repr(value)
+        return f"{value[:limit]!r}… ({len(value):,} characters)"
+    short = reprlib.Repr()
+    short.maxstring = short.maxother = short.maxlong = limit
+    short.maxlist = short.maxtuple = short.maxdict = short.maxset = 4
+    short.maxlevel = 2
+    try:
+        text = short.repr(value)
+    except ValueError:  # an int too long for str() inside a container
+        text = f"a {type(value).__name__}"
+    return text if len(text) <= 2 * limit else text[:2 * limit] + "…"

@@ -187,3 +187,69 @@ def test_check_without_files_asks_for_the_answers(capsys):
     assert cli.main(["check"]) == 2
     err = capsys.readouterr().err
     assert "give the ANSWERS file" in err and "SPEC" not in err.split("(")[0]
+
+
+SMALL = """\
+dims: {seq_len: 2, d_model: 2, d_ff: 2, heads: 1}
+block: {norm_position: post, eps: 0, activation: relu}
+inputs: {X: [[1, 0], [0, 1]]}
+random: {seed: 1, low: -1, high: 1}
+"""
+
+
+@pytest.mark.parametrize("tail", ["\n", "\uff11", "\u0661", "1" * 10_000])
+def test_an_id_is_ascii_in_its_canonical_form_and_quoted_short(tmp_path, capsys, tail):
+    # "NAME.1\n" matched `$`, fullwidth/Arabic digits matched \d (a non-canonical ID on the sheet)
+    path = tmp_path / "spec.yaml"
+    path.write_text(SMALL, encoding="utf-8")
+    code, out, err = run(capsys, "worksheet", str(path), "--id", "seed-post-ln.1" + tail, "--out", str(tmp_path / "w"))
+    assert code == 2 and "not a worksheet ID" in err and len(err) < 400
+    assert not (tmp_path / "w").exists()
+
+
+def test_a_long_id_of_another_spec_is_quoted_short(tmp_path, capsys):
+    path = tmp_path / "spec.yaml"
+    path.write_text(SMALL, encoding="utf-8")
+    code, out, err = run(capsys, "worksheet", str(path), "--id", "a" * 10_000 + ".1", "--out", str(tmp_path / "w"))
+    assert code == 2 and "was made from spec" in err and len(err) < 600
+
+
+def test_a_tiny_space_gives_a_length_latex_reads(tmp_path, capsys):
+    # \vspace{1e-05cm}: pdflatex failed; the length is written to 0.1 mm, without an exponent
+    path = tmp_path / "spec.yaml"
+    path.write_text(SMALL, encoding="utf-8")
+    for space, want in (("0.00001", None), ("2.5", r"\vspace{2.5cm}"), ("0.123", r"\vspace{0.12cm}")):
+        out = tmp_path / f"w{space}"
+        assert main(["worksheet", str(path), "--space", space, "--format", "latex", "--out", str(out)]) == 0
+        tex = (out / "sheet.tex").read_text(encoding="utf-8")
+        assert "e-0" not in tex and (want is None and r"\vspace" not in tex or want in tex)
+
+
+def test_verify_of_an_entry_beyond_float64_is_a_clear_refusal(tmp_path, capsys):
+    # float(10**400) raised OverflowError: exit 3
+    path = tmp_path / "spec.yaml"
+    path.write_text(SMALL.replace("[0, 1]]", f"[0, {10**400}]]"), encoding="utf-8")
+    code, out, err = run(capsys, "verify", str(path))
+    assert code == 2 and "beyond float64" in err and "401 digits" in err and len(err) < 400
+
+
+def test_variants_of_a_spec_that_draws_nothing_are_refused_at_once(tmp_path, capsys):
+    import time
+    path = tmp_path / "spec.yaml"
+    text = block_spec_with_everything_given()
+    path.write_text(text + "random: {seed: 1, low: -1, high: 1}\n", encoding="utf-8")
+    start = time.monotonic()
+    code, out, err = run(capsys, "worksheet", str(path), "--variants", "1000", "--out", str(tmp_path / "set"))
+    took = time.monotonic() - start
+    assert code == 2 and "nothing is left for `random` to draw" in err
+    assert took < 10, took   # it tried all 50,000 seeds (about a minute) before refusing
+
+
+def block_spec_with_everything_given() -> str:
+    from symblock.engine.spec import example_text
+    return example_text("seed-post-ln")
+
+
+def test_a_long_step_or_example_name_is_quoted_short(capsys):
+    code, out, err = run(capsys, "forward", "--step", "x" * 10_000)
+    assert code == 2 and "--step: no step 'xxx" in err and "10,000 characters" in err and len(err) < 2000

@@ -183,6 +183,7 @@ def run(args) -> int:
         check_text(args.title, "--title", "")
     if not 0 <= args.space <= 30:
         raise UsageError(f"--space: expected centimetres from 0 to 30, got {args.space:g}")
+    args.space = round(args.space, 2)  # to 0.1 mm: a length LaTeX reads (never 1e-05)
     if args.pdf and "latex" not in formats:
         raise UsageError("--pdf needs the latex format (--format latex,...)")
     if args.template_dir and not Path(args.template_dir).is_dir():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from symblock.errors import SpecError
+from symblock.errors import SpecError, excerpt
 
 MAX_DIM = 512  # a typo guard for dims; the engine's cost limit (engine/cost.py) is the real one
 
@@ -20,8 +20,8 @@ def kind_of(v: Any) -> str:
     if isinstance(v, dict):
         return "a mapping"
     if isinstance(v, str):
-        return f"the text {v!r}"
-    return f"{v!r}"
+        return f"the text {excerpt(v)}"
+    return excerpt(v)
 
 
 def check_text(value: Any, source: str, where: str) -> str:
@@ -50,7 +50,7 @@ def int_field(value: Any, source: str, where: str, lo: int = 1, hi: int | None =
         raise SpecError(source, where, f"expected a whole number, got {kind_of(value)}")
     if value < lo or (hi is not None and value > hi):
         rng = f"{lo}..{hi}" if hi is not None else f">= {lo}"
-        raise SpecError(source, where, f"expected a whole number in {rng}, got {value}")
+        raise SpecError(source, where, f"expected a whole number in {rng}, got {excerpt(value)}")
     return value
 
 
@@ -59,11 +59,13 @@ def title_field(title: Any, source: str) -> tuple[str, dict[str, str]]:
     titles: dict[str, str] = {}
     if isinstance(title, dict):
         for lang, text in title.items():
-            if not isinstance(text, str) or not isinstance(lang, str):
+            if not isinstance(lang, str):
                 raise SpecError(source, f"title.{lang}", f"expected text, got {kind_of(text)}")
+            check_text(lang, source, f"title.{excerpt(lang)}")
+            check_text(text, source, f"title.{lang}")
         titles = dict(title)
         title = titles.get("en") or next(iter(titles.values()), "")
     if not isinstance(title, str):
         raise SpecError(source, "title", f"expected text or a mapping of languages to text "
                                          f"({{en: ..., zh: ...}}), got {kind_of(title)}")
-    return title, titles
+    return check_text(title, source, "title"), titles

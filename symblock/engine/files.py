@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from symblock.engine import numbers
-from symblock.errors import SpecError
+from symblock.errors import SpecError, excerpt
 
 MAX_BYTES = 16 * 2**20   # 16 MiB: a 512 × 512 spec in YAML is ~2 MiB
 MAX_NESTING = 32         # a spec nests 5 deep (weights.ln1.gamma: a list); answers 4
@@ -43,7 +43,7 @@ class ExactLoader(yaml.SafeLoader):
             key = self.construct_object(key_node, deep=True)
             try:
                 if key in seen:
-                    raise _Refused(f"the key {key!r} appears twice in one mapping (lines "
+                    raise _Refused(f"the key {excerpt(key)} appears twice in one mapping (lines "
                                    f"{seen[key] + 1} and {key_node.start_mark.line + 1}); "
                                    "expected each key once", key_node.start_mark.line + 1)
                 seen[key] = key_node.start_mark.line
@@ -89,9 +89,17 @@ def _json_object(pairs: list) -> dict:
     out: dict = {}
     for key, value in pairs:
         if key in out:
-            raise _Refused(f"the key {key!r} appears twice in one object; expected each key once")
+            raise _Refused(f"the key {excerpt(key)} appears twice in one object; expected each key once")
         out[key] = value
     return out
+
+
+def exists(path: Path) -> bool:
+    """Whether `path` exists; a name the system cannot take (longer than its limit) is bad input."""
+    try:
+        return path.exists()
+    except OSError as e:
+        raise SpecError(str(path), "", f"cannot be opened: {e.strerror or e}") from None
 
 
 def read_text(path: Path | str, what: str = "a YAML or JSON file") -> str:

@@ -26,27 +26,37 @@ from symblock.errors import SpecError, UndecidableError
 def cost(spec: ModelSpec) -> int:
     """Exact operations of the whole run (engine/cost.py's units): the prompt pass, then every
     generation step, worked in full or, with the cache, as one row against m cached keys."""
+    return run_cost(spec.layers, len(spec.vocab), len(spec.prompt), spec.generate, spec.kv_cache)
+
+
+def run_cost(layers, vocab: int, n0: int, generate: int, kv_cache: bool) -> int:
+    """`cost` from the layers' BlockSpecs and the run's sizes alone, so that the model's loader
+    can refuse a model too large before it draws the embedding and the other layers."""
     from symblock.engine.cost import NODE
-    d, vocab, n0 = spec.dims.d_model, len(spec.vocab), len(spec.prompt)
+    d, dims = layers[0].dims.d_model, layers[0].dims
 
     def full(m):
-        return sum(block.cost(with_length(layer, m)) for layer in spec.layers) + m * vocab * (d + NODE)
+        return sum(block.cost(with_length(layer, m)) for layer in layers) + m * vocab * (d + NODE)
 
     def cached(m):  # one row through each layer, its scores and weights over m keys
-        rows = sum(block.cost(with_length(layer, 1)) for layer in spec.layers)
-        k, v, h = spec.dims.d_k, spec.dims.d_v, spec.dims.heads
-        attention = len(spec.layers) * h * (m * (k + 2 * NODE) + v * (m + NODE))
+        rows = sum(block.cost(with_length(layer, 1)) for layer in layers)
+        k, v, h = dims.d_k, dims.d_v, dims.heads
+        attention = len(layers) * h * (m * (k + 2 * NODE) + v * (m + NODE))
         return rows + attention + vocab * (d + NODE)
-    steps = range(n0 + 1, n0 + spec.generate + 1)
-    return full(n0) + sum(cached(m) if spec.kv_cache else full(m) for m in steps)
+    steps = range(n0 + 1, n0 + generate + 1)
+    return full(n0) + sum(cached(m) if kv_cache else full(m) for m in steps)
 
 
 def check_size(spec: ModelSpec, max_cost: int | None = None) -> None:
+    refuse_cost(cost(spec), spec.source, max_cost)
+
+
+def refuse_cost(c: int, source: str, max_cost: int | None = None) -> None:
+    """Refuse a model run of `c` exact operations over the limit in force."""
     from symblock.engine import cost as costmod
     limit = costmod.limit(max_cost)
-    c = cost(spec)
     if c > limit:
-        raise SpecError(spec.source, "model", f"this model needs about {c:,} exact operations, over "
+        raise SpecError(source, "model", f"this model needs about {c:,} exact operations, over "
                         f"the exact engine's limit of {limit:,}; use fewer layers, tokens or dims, or raise "
                         "the limit with --max-cost N (or SYMBLOCK_MAX_COST=N)")
 

@@ -19,13 +19,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from symblock.engine import spec as specmod
-from symblock.errors import SpecError
+from symblock.errors import SpecError, excerpt
 
 MODEL_KEYS = ("vocab", "positions", "layers", "head", "final_norm", "prompt", "generate", "kv_cache",
               "norm_positions")
 TOP_KEYS = ("title", "layout", "model", "dims", "block", "weights", "random")
 POSITIONS = ("learned", "sinusoidal", "none")
 HEADS = ("tied", "untied")
+DIM_KEYS = ("d_model", "d_ff", "heads", "d_k", "d_v")  # seq_len is the prompt's length
 MAX_LAYERS = 24
 MAX_VOCAB = 4096
 MAX_GENERATE = 64
@@ -99,7 +100,7 @@ def _tokens(value: Any, vocab: tuple[str, ...], source: str, where: str) -> tupl
             out.append(tok)
         else:
             raise SpecError(source, f"{where}[{i}]", f"expected a token of model.vocab "
-                                                     f"({', '.join(vocab)}) or its index, got {tok!r}")
+                                                     f"({', '.join(vocab)}) or its index, got {excerpt(tok)}")
     return tuple(out)
 
 
@@ -113,7 +114,7 @@ def _section(data: Mapping, key: str, source: str) -> dict:
 def _choice(m: Mapping, key: str, choices: tuple, default: str, source: str) -> str:
     v = m.get(key, default)
     if v not in choices:
-        raise SpecError(source, f"model.{key}", f"expected one of {', '.join(choices)}, got {v!r}")
+        raise SpecError(source, f"model.{key}", f"expected one of {', '.join(choices)}, got {excerpt(v)}")
     return v
 
 
@@ -133,10 +134,11 @@ def _vocab(m: Mapping, source: str) -> tuple[str, ...]:
         if not isinstance(tok, str) or not tok:
             hint = (" (YAML reads on, off, yes, no, true and false as booleans: quote the token, e.g. \"on\")"
                     if isinstance(tok, bool) else "")
-            raise SpecError(source, f"model.vocab[{i}]", f"expected a token string, got {tok!r}{hint}")
+            raise SpecError(source, f"model.vocab[{i}]", f"expected a token string, got {excerpt(tok)}{hint}")
+        specmod.check_text(tok, source, f"model.vocab[{i}]")
     if len(set(vocab)) != len(vocab):
         dup = next(t for t in vocab if vocab.count(t) > 1)
-        raise SpecError(source, "model.vocab", f"token {dup!r} appears twice; tokens must be distinct")
+        raise SpecError(source, "model.vocab", f"token {excerpt(dup)} appears twice; tokens must be distinct")
     return tuple(vocab)
 
 
@@ -146,7 +148,7 @@ def _norm_positions(m: Mapping, block: Mapping, layers: int, source: str) -> lis
         return [block.get("norm_position", "post")] * layers
     if not isinstance(given, list) or len(given) != layers or any(p not in ("pre", "post") for p in given):
         raise SpecError(source, "model.norm_positions", f"expected a list of {layers} entries, each pre "
-                                                        f"or post, got {given!r}")
+                                                        f"or post, got {excerpt(given)}")
     if len(set(given)) > 1:
         warnings.warn(f"{source}: model.norm_positions: {MIXED_WARNING}", stacklevel=2)
     return list(given)
@@ -172,6 +174,12 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> ModelSpec:
     dims = _section(data, "dims", source)
     if "seq_len" in dims:
         raise SpecError(source, "dims.seq_len", "a model's sequence is model.prompt; leave seq_len out")
+    specmod.check_keys(dims, DIM_KEYS, source, "dims")
+    for key in DIM_KEYS:  # every dim checked before any matrix is built from it
+        if key in dims:
+            specmod.int_field(dims[key], source, f"dims.{key}")
+    if "d_model" not in dims:
+        raise SpecError(source, "dims.d_model", "missing; expected a whole number")
     weights = _section(data, "weights", source)
     specmod.check_keys(weights, ("W_E", "W_P", "W_U", "ln_final", "layers"), source, "weights")
     per_layer = weights.get("layers") or []
@@ -190,7 +198,7 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> ModelSpec:
             "dims": {**dims, "seq_len": len(prompt)},
             "block": {**block, "causal": True, "norm_position": places[i]},
             "weights": lw,
-            "inputs": {"X": [[0] * int(dims.get("d_model", 1))] * len(prompt)},
+            "inputs": {"X": [[0] * dims["d_model"]] * len(prompt)},
         }
         if seed is not None:
             layer_map["random"] = {"seed": _layer_seed(seed, i), "low": low, "high": high}
@@ -201,6 +209,8 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> ModelSpec:
             if where.startswith("weights."):
                 where = f"weights.layers[{i}].{where[len('weights.'):]}"
             raise SpecError(source, where, e.message) from None
+        if i == 0:  # the whole run's size, known now: refuse before drawing the rest
+            _check_cost(layers[0], n_layers, len(vocab), len(prompt), generate, m, source)
     d = layers[0].dims.d_model
     tensors = _tensors(weights, data.get("layout", "math"), len(vocab), d, len(prompt) + generate,
                        positions, head, seed, low, high, source)
@@ -215,6 +225,13 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> ModelSpec:
     return ModelSpec(vocab=vocab, positions=positions, layers=tuple(layers), final_norm=final, head=head,
                      prompt=prompt, generate=generate, kv_cache=_flag(m, "kv_cache", False, source),
                      title=title, source=source, seed=seed, titles=titles, **tensors)
+
+
+def _check_cost(layer, n_layers: int, vocab: int, n0: int, generate: int, m: Mapping, source: str) -> None:
+    """The model's cost (engine/model.py) from its first layer: every layer has its shape."""
+    from symblock.engine import model
+    kv_cache = m.get("kv_cache") is True
+    model.refuse_cost(model.run_cost([layer] * n_layers, vocab, n0, generate, kv_cache), source)
 
 
 def _tensors(weights, layout, vocab, d, max_len, positions, head, seed, low, high, source) -> dict:

@@ -27,7 +27,7 @@ from fractions import Fraction
 from typing import Any
 
 from symblock.engine.fields import kind_of
-from symblock.errors import SpecError
+from symblock.errors import SpecError, excerpt
 
 MAX_DIGITS = 1000   # digits of one exact number (10**400 and exp(1000) pass; 10**10**10 does not)
 MAX_DEPTH = 100     # nesting of one expression
@@ -215,13 +215,13 @@ def parse_exact(value: Any, source: str, where: str, allow_inf: bool = False):
     if not text or bad or len(text) > 500:
         extra = f" (unknown name {', '.join(bad)})" if bad else ""
         raise SpecError(source, where, f"expected a number or exact expression such as 3, 1.25, "
-                                       f"\"1/2\", \"sqrt(2)\", got {value!r}{extra}")
+                                       f"\"1/2\", \"sqrt(2)\", got {excerpt(value)}{extra}")
     try:
         q = check_text(text)
     except TooLarge as e:
-        raise SpecError(source, where, f"{e}, got {value!r}") from None
+        raise SpecError(source, where, f"{e}, got {excerpt(value)}") from None
     except SyntaxError:
-        raise SpecError(source, where, f"could not parse {value!r} as an exact number: expected numbers, "
+        raise SpecError(source, where, f"could not parse {excerpt(value)} as an exact number: expected numbers, "
                         "+ - * / ** and sqrt, exp, erf, tanh, E, pi") from None
     if q is not None:
         return q
@@ -247,18 +247,18 @@ def _parse_with_sympy(value: str, text: str, source: str, where: str, allow_inf:
                           "Rational": sympy.Rational, "Float": sympy.Float, "Symbol": sympy.Symbol},
                           transformations=_TRANSFORMS)
     except Exception:
-        raise SpecError(source, where, f"could not parse {value!r} as an exact number") from None
+        raise SpecError(source, where, f"could not parse {excerpt(value)} as an exact number") from None
     if expr.free_symbols or not expr.is_number:
-        raise SpecError(source, where, f"expected a number, got {value!r}")
+        raise SpecError(source, where, f"expected a number, got {excerpt(value)}")
     from symblock.engine import exact
     if allow_inf and expr == -sympy.oo:
         return exact.NEG_INF
     if expr.has(sympy.oo, -sympy.oo, sympy.zoo, sympy.nan) or expr.is_real is False:
-        raise SpecError(source, where, f"expected a finite real number, got {value!r}")
+        raise SpecError(source, where, f"expected a finite real number, got {excerpt(value)}")
     if expr.is_Rational:
         return Fraction(int(expr.p), int(expr.q))
     try:  # what the exact engine cannot hold is refused here, with its field
         exact.from_sympy(expr)
     except (ValueError, ZeroDivisionError) as e:
-        raise SpecError(source, where, f"cannot use {value!r} exactly: {e}") from None
+        raise SpecError(source, where, f"cannot use {excerpt(value)} exactly: {e}") from None
     return expr

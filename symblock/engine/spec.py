@@ -78,7 +78,7 @@ def read_mapping(path: Path | str, text: str | None = None) -> tuple[dict, str]:
     path = Path(path)
     source = str(path)
     if text is None:
-        if not path.exists():
+        if not files.exists(path):
             raise SpecError(source, "", "no such file (give a spec path or a built-in example name; "
                                         "`symblock examples` lists them)")
         text = files.read_text(path, "a YAML or JSON spec file")

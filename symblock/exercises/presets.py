@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from symblock.errors import SpecError
+from symblock.errors import SpecError, excerpt
 
 PRESETS = ("full", "attention", "norm", "ffn", "backprop", "decoder")  # decoder: model specs (decoder.py)
 EXERCISE_KEYS = ("preset", "ask", "give", "loss", "wrt", "target", "points")
@@ -89,7 +89,7 @@ def choose(trace, preset: str | None = None, loss: str | None = None,
     for key in BACKPROP_KEYS:
         if key in ex:
             raise SpecError(src, f"exercise.{key}", f"goes with `preset: backprop` only (this exercise's "
-                                                    f"preset is {effective!r})")
+                                                    f"preset is {excerpt(effective)})")
     if loss is not None or wrt is not None:
         raise SpecError(src, "--loss" if loss is not None else "--wrt", "goes with --preset backprop only")
     computed = [s.name for s in trace if not s.given]
@@ -106,12 +106,12 @@ def choose(trace, preset: str | None = None, loss: str | None = None,
     give = names_list("give")
     for i, name in enumerate(give):
         if name not in all_names:
-            raise SpecError(src, f"exercise.give[{i}]", f"no step {name!r} in this block; expected one of "
+            raise SpecError(src, f"exercise.give[{i}]", f"no step {excerpt(name)} in this block; expected one of "
                             + ", ".join(all_names))
     if preset is None:
         preset = ex.get("preset", "full")
         if preset not in PRESETS:
-            raise SpecError(src, "exercise.preset", f"expected one of {', '.join(PRESETS)}, got {preset!r}")
+            raise SpecError(src, "exercise.preset", f"expected one of {', '.join(PRESETS)}, got {excerpt(preset)}")
         asked_raw = names_list("ask")
     else:
         asked_raw = []
@@ -126,7 +126,7 @@ def choose(trace, preset: str | None = None, loss: str | None = None,
                 raise SpecError(src, f"exercise.ask[{i}]", f"{name} is given in the spec (`given:`), "
                                 "so it cannot be asked")
             elif name not in computed:
-                raise SpecError(src, f"exercise.ask[{i}]", f"no computed step {name!r} in this block; "
+                raise SpecError(src, f"exercise.ask[{i}]", f"no computed step {excerpt(name)} in this block; "
                                 "expected a preset (" + ", ".join(PRESETS) + ") or one of " + ", ".join(computed))
             else:
                 asked.append(name)
@@ -135,7 +135,7 @@ def choose(trace, preset: str | None = None, loss: str | None = None,
     ask = [n for n in computed if n in set(asked) and n not in give]
     if not ask:
         where = "exercise.ask" if asked_raw else "exercise"
-        raise SpecError(src, where, f"nothing to ask: preset {preset!r} with these `give` steps leaves no "
+        raise SpecError(src, where, f"nothing to ask: preset {excerpt(preset)} with these `give` steps leaves no "
                                     "computed step (this block computes " + ", ".join(computed) + ")")
     reads = set(give)
     for name in ask:
@@ -158,7 +158,7 @@ def with_points(ex: Exercise, points, src: str, trace) -> Exercise:
             raise SpecError(src, f"exercise.points.{name}", "no such step; expected one of the asked steps "
                             + ", ".join(ex.ask))
         if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= 1000:
-            raise SpecError(src, f"exercise.points.{name}", f"expected a whole number 0..1000, got {n!r}")
+            raise SpecError(src, f"exercise.points.{name}", f"expected a whole number 0..1000, got {excerpt(n)}")
     return replace(ex, points={name: points.get(name, 1) for name in ex.ask})
 
 
@@ -174,7 +174,7 @@ def choose_backprop(trace, ex: dict, loss: str | None, wrt: list[str] | None) ->
     where_loss = "--loss" if loss is not None else "exercise.loss"
     loss = loss if loss is not None else ex.get("loss", BACKPROP_LOSS)
     if loss not in grad.LOSSES:
-        raise SpecError(src, where_loss, f"expected one of {', '.join(grad.LOSSES)}, got {loss!r}")
+        raise SpecError(src, where_loss, f"expected one of {', '.join(grad.LOSSES)}, got {excerpt(loss)}")
     where_wrt = "--wrt" if wrt is not None else "exercise.wrt"
     if wrt is None:
         wrt = ex.get("wrt", list(BACKPROP_WRT))
@@ -186,7 +186,7 @@ def choose_backprop(trace, ex: dict, loss: str | None, wrt: list[str] | None) ->
     for i, name in enumerate(wrt):
         if name not in known:
             raise SpecError(src, f"{where_wrt}[{i}]" if where_wrt == "exercise.wrt" else where_wrt,
-                            f"no parameter or step {name!r} in this block; expected one of " + ", ".join(known))
+                            f"no parameter or step {excerpt(name)} in this block; expected one of " + ", ".join(known))
     target = None
     if "target" in ex:
         if loss != "mse":

@@ -17,7 +17,7 @@ import json
 import re
 from pathlib import Path
 
-from symblock.errors import SpecError
+from symblock.errors import SpecError, excerpt
 
 MAX_TRIES = 50  # seeds tried per wanted variant before giving up
 # `preset:medium`, the SPEC of a command given --difficulty and no spec: the preset's own block;
@@ -89,7 +89,8 @@ def make_id(token: str, seed: int | None) -> str:
     return token if seed is None else f"{token}.{seed}"
 
 
-_ID = re.compile(r"^([A-Za-z0-9_-]+?)(?:\.(\d{1,100}))?$")  # a seed as long as --seed takes
+# ASCII only, whole string (no trailing newline, no fullwidth or Arabic digits): an ID prints as typed
+_ID = re.compile(r"([A-Za-z0-9_-]+?)(?:\.([0-9]{1,100}))?")  # a seed as long as --seed takes
 
 
 def parse_id(ident: str, spec_arg: str | None, flag: str = "--id") -> tuple[str, int | None]:
@@ -97,9 +98,9 @@ def parse_id(ident: str, spec_arg: str | None, flag: str = "--id") -> tuple[str,
     `flag` names where the ID came from in messages."""
     from symblock.errors import UsageError
     from symblock.engine.spec import example_names
-    m = _ID.match(ident or "")
+    m = _ID.fullmatch(ident or "")
     if not m:
-        raise UsageError(f"{flag}: {ident!r} is not a worksheet ID (expected NAME or NAME.SEED, "
+        raise UsageError(f"{flag}: {excerpt(ident)} is not a worksheet ID (expected NAME or NAME.SEED, "
                          "as printed on a sheet, e.g. pre-ln-causal-gelu.7)")
     token, seed = m.group(1), m.group(2)
     seed = int(seed) if seed is not None else None
@@ -110,11 +111,11 @@ def parse_id(ident: str, spec_arg: str | None, flag: str = "--id") -> tuple[str,
             hint = (" (a spec file's ID: give the file too, `symblock worksheet FILE --id ID` or `symblock check FILE "
                     "ANSWERS`; an answers file inside its set folder needs none)") \
                 if re.fullmatch(r"h[a-z2-7]{8}", token) else ""
-            raise UsageError(f"{flag}: no built-in example {token!r}{hint}")
+            raise UsageError(f"{flag}: no built-in example {excerpt(token)}{hint}")
         return token, seed
     have = spec_token(spec_arg)
     if have != token:
-        raise UsageError(f"{flag}: {ident} was made from spec {token!r}, but {spec_arg} is {have!r} "
+        raise UsageError(f"{flag}: {excerpt(ident)} was made from spec {excerpt(token)}, but {spec_arg} is {excerpt(have)} "
                          "(the file changed, or it is another spec)")
     return spec_arg, seed
 
@@ -185,6 +186,9 @@ def draw_variant(data: dict, source: str, seed: int, max_cost: int | None = None
     return spec, trace
 
 
+SAME_DRAWS = 40  # usable draws that all repeat the first: no variety (chance ~3^-40 for one drawn entry)
+
+
 def draw_variants(spec_arg: str, n: int, seed: int, max_cost: int | None = None,
                   overrides: dict | None = None, judge=None, keep=None) -> list:
     """`n` distinct usable variants with seeds seed, seed+1, ... (unusable or repeated draws are
@@ -195,7 +199,7 @@ def draw_variants(spec_arg: str, n: int, seed: int, max_cost: int | None = None,
     token = spec_token(spec_arg)
     if judge is not None and not wants_judge(data, source):
         judge = None
-    out, seen, alike = [], set(), 0
+    out, seen, alike, usable_repeats = [], set(), 0, 0
     for s in range(seed, seed + n * MAX_TRIES):
         got = draw_variant(data, source, s, max_cost)
         if got is None or (judge is not None and judge(got[1])):
@@ -203,6 +207,11 @@ def draw_variants(spec_arg: str, n: int, seed: int, max_cost: int | None = None,
         spec, trace = got
         key = variant_key(spec)
         if key in seen:
+            usable_repeats += 1
+            if len(seen) == 1 and usable_repeats >= SAME_DRAWS:
+                raise SpecError(source, "random", f"{SAME_DRAWS + 1} draws in a row gave the same "
+                                "variant: nothing is left for `random` to draw (every weight and input "
+                                "is given, or low = high); leave weights or inputs out, or widen the range")
             continue
         if keep is not None and not keep(trace):
             alike += 1

@@ -19,9 +19,15 @@ command line, the preset and flags, the seeds, the asked steps, their points and
     asked: [resid1, norm1.mean, ...]
     points: {resid1: 1, ...}
     variants: [{id: he4t2yklb.1, seed: 1, dir: he4t2yklb.1}, ...]
+    content_sha256: 3f…            # SHA-256 of the rest (`digest`): an edited manifest is refused
+
+`read` validates every field as the spec loader does (a clear error naming the field, exit 2) and
+refuses a manifest whose content no longer matches its hash, or that has none (an older set:
+writing it again with the same command gives the same variants, with the hash).
 """
 from __future__ import annotations
 
+import hashlib
 from decimal import Decimal
 
 import yaml
@@ -46,6 +52,21 @@ def dump(data) -> str:
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
 
 
+def digest(manifest: dict) -> str:
+    """SHA-256 of a manifest's content but its hash, over a canonical dump (keys sorted), so that
+    the same content read back from the file gives the same digest."""
+    text = yaml.dump(manifest, Dumper=_Dumper, sort_keys=True, allow_unicode=True, width=100)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def stamped(manifest: dict) -> dict:
+    """`manifest` with its `content_sha256`, taken over the manifest as `read` will see it (the
+    spec loader's YAML: decimals as Decimal, `.inf` as text), so that the hash written is the hash
+    read back whatever types the values had."""
+    from symblock.engine import files
+    return {**manifest, "content_sha256": digest(files.parse(dump(manifest), NAME, json_syntax=False))}
+
+
 def set_files(sets, spec_arg: str, *, overrides: dict | None = None, preset=None, loss=None,
               wrt=None, decimals: int = 3, lang: str = "en") -> dict[str, str]:
     """{file name: text} of a set's manifest and blank answers files. `sets`: the (ID, trace) of
@@ -67,6 +88,7 @@ def set_files(sets, spec_arg: str, *, overrides: dict | None = None, preset=None
                 "decimals": decimals, "lang": lang,
                 "seeds": {"first": entries[0]["seed"], "last": entries[-1]["seed"]},
                 "asked": list(first.ask), "points": dict(first.points), "variants": entries}
+    manifest = stamped(manifest)
     files[NAME] = ("# symblock set: read by `symblock grade SET_DIR ANSWERS_DIR`; do not edit.\n"
                    + dump(manifest))
     return files
@@ -109,21 +131,75 @@ def blank_csv(ident: str, shapes: dict, decimals: int) -> str:
 
 
 def read(set_dir) -> dict:
-    """The manifest of a set directory, validated enough to rebuild its variants."""
+    """The manifest of a set directory, validated (every field `grade` and `check` use) and
+    unedited (its content hash holds)."""
     from pathlib import Path
     from symblock.engine.spec import read_mapping
-    from symblock.errors import SpecError, UsageError
+    from symblock.errors import UsageError
     path = Path(set_dir) / NAME
     if not path.is_file():
         raise UsageError(f"{set_dir}: no {NAME} (expected a folder written by `symblock worksheet "
                          "--variants N`)")
     data, source = read_mapping(path)
+    _validate(data, source)
+    _check_digest(data, source)
+    return data
+
+
+def _check_digest(data: dict, source: str) -> None:
+    from symblock.errors import SpecError
+    given = data.pop("content_sha256", None)
+    if given is None:
+        raise SpecError(source, "content_sha256", "missing: this manifest was written by an older "
+                        "symblock (or edited); write the set again with the same `symblock worksheet "
+                        "--variants` command (the variants come out the same) and grade against that")
+    if given != digest(data):
+        raise SpecError(source, "content_sha256", "does not match the manifest's content: the manifest "
+                        "was edited after `symblock worksheet --variants` wrote it; write the set again "
+                        "instead of editing it")
+
+
+def _validate(data: dict, source: str) -> None:
+    """Every field as `worksheet --variants` writes it, so that a damaged or edited manifest is an
+    error naming the field, never a crash further on."""
+    from symblock.engine.fields import int_field, kind_of
+    from symblock.errors import SpecError
+    from symblock.options import MAX_DECIMALS
     if data.get("symblock_set") != FORMAT:
         raise SpecError(source, "symblock_set", f"expected {FORMAT} (a set written by this symblock)")
     for key in ("spec_token", "spec", "asked", "points", "variants"):
         if key not in data:
             raise SpecError(source, key, "missing (the manifest was edited or is damaged)")
-    if not isinstance(data["variants"], list) or not all(isinstance(v, dict) and "id" in v and "seed" in v
-                                                         for v in data["variants"]):
-        raise SpecError(source, "variants", "expected a list of {id, seed, dir}")
-    return data
+    _expect(isinstance(data["spec_token"], str), source, "spec_token", "text", data["spec_token"])
+    _expect(isinstance(data["spec"], dict), source, "spec", "a mapping (the set's spec)", data["spec"])
+    for key in ("random_flags",):
+        _expect(isinstance(data.get(key) or {}, dict), source, key, "a mapping", data.get(key))
+    for key in ("spec_source", "preset", "loss", "lang"):
+        _expect(data.get(key) is None or isinstance(data[key], str), source, key, "text", data.get(key))
+    wrt = data.get("wrt")
+    _expect(wrt is None or isinstance(wrt, list) and all(isinstance(w, str) for w in wrt), source,
+            "wrt", "a list of parameter names", wrt)
+    if data.get("decimals") is not None:
+        int_field(data["decimals"], source, "decimals", lo=0, hi=MAX_DECIMALS)
+    asked = data["asked"]
+    _expect(isinstance(asked, list) and asked and all(isinstance(a, str) for a in asked), source,
+            "asked", "a list of step names", asked)
+    points = data["points"]
+    _expect(isinstance(points, dict), source, "points", "a mapping of asked steps to points", points)
+    for name, n in points.items():
+        int_field(n, source, f"points.{name}", lo=0, hi=1000)
+    variants = data["variants"]
+    if not isinstance(variants, list) or not variants:
+        raise SpecError(source, "variants", f"expected a list of {{id, seed, dir}}, got {kind_of(variants)}")
+    for i, v in enumerate(variants):
+        if not isinstance(v, dict) or not isinstance(v.get("id"), str):
+            raise SpecError(source, f"variants[{i}]", "expected {id, seed, dir} with the ID as text, got "
+                            + kind_of(v))
+        int_field(v.get("seed"), source, f"variants[{i}].seed", lo=0, hi=None)
+
+
+def _expect(ok: bool, source: str, where: str, what: str, value) -> None:
+    from symblock.engine.fields import kind_of
+    from symblock.errors import SpecError
+    if not ok:
+        raise SpecError(source, where, f"expected {what}, got {kind_of(value)}")

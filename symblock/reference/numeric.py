@@ -15,6 +15,7 @@ from typing import Callable
 import numpy as np
 
 from symblock.engine import steps
+from symblock.errors import UsageError, excerpt
 
 
 def forward(spec) -> dict[str, np.ndarray]:
@@ -79,8 +80,23 @@ class _Trace:
 
 
 def _floats(m) -> np.ndarray:
-    """An exact SymPy matrix as float64 (-oo, allowed in a given mask, becomes -inf)."""
-    return np.array([[float(v) for v in row] for row in m.tolist()], dtype=np.float64)
+    """An exact SymPy matrix as float64 (-oo, allowed in a given mask, becomes -inf). An entry
+    beyond float64's range is a refusal (exit 2): the exact engine holds it, this check cannot."""
+    try:
+        return np.array([[float(v) for v in row] for row in m.tolist()], dtype=np.float64)
+    except OverflowError:
+        big = next(v for row in m.tolist() for v in row if not _fits(v))
+        raise UsageError(f"an entry ({excerpt(big)}) is beyond float64's range (about ±1.8e308), so the "
+                         "NumPy cross-check cannot hold it; the exact commands (forward, worksheet) "
+                         "work it exactly") from None
+
+
+def _fits(v) -> bool:
+    try:
+        float(v)
+        return True
+    except OverflowError:
+        return False
 
 
 def linear(x: np.ndarray, W: np.ndarray, b: np.ndarray | None) -> np.ndarray:

@@ -13,7 +13,7 @@ import pytest
 import symblock
 from symblock import cli
 from symblock.calculus.model_params import count_model
-from symblock.engine import exact, model
+from symblock.engine import exact, model, model_spec
 from symblock.engine.model_spec import MIXED_WARNING, from_mapping
 from symblock.errors import SpecError
 
@@ -181,14 +181,34 @@ def test_yaml_booleans_in_the_vocabulary_get_a_hint(tmp_path, capsys):
 
 
 def test_the_size_guard_refuses_a_large_model_at_once(monkeypatch):
-    spec = tiny(model={"layers": 24, "generate": 64}, dims={"d_model": 64, "d_ff": 256, "heads": 4})
-
     def no_work(*a, **k):
-        raise AssertionError("the guard must refuse before any layer is worked")
+        raise AssertionError("the guard must refuse before any layer is worked or drawn")
     monkeypatch.setattr(model.block, "Tracer", no_work)
     monkeypatch.setattr(model.block, "forward", no_work)
+    # the loader refuses after the first layer, before the 23 others and the embedding are drawn
+    drawn = []
+    real_draw = model_spec.specmod.draw
+    monkeypatch.setattr(model_spec.specmod, "draw", lambda seed, name, *a: drawn.append(name) or real_draw(seed, name, *a))
     with pytest.raises(SpecError, match="exact operations"):
-        model.forward(spec)
+        tiny(model={"layers": 24, "generate": 64}, dims={"d_model": 64, "d_ff": 256, "heads": 4})
+    assert "W_E" not in drawn
+
+
+@pytest.mark.parametrize("value, said", [("abc", "the text 'abc'"), ([4], "a list"),
+                                          ("1e400", "the text '1e400'"), (4.0, "4.0"),
+                                          (10**9, "in 1..512, got 1000000000")])
+def test_every_model_dim_is_validated_before_anything_is_built(value, said):
+    # int() ran first: 'abc', [4] and '1e400' were internal errors, 10**9 built a 10**9-wide row
+    for key in ("d_model", "d_ff", "heads"):
+        with pytest.raises(SpecError) as e:
+            tiny(dims={"d_model": 4, "d_ff": 8, "heads": 2, key: value})
+        assert e.value.where == f"dims.{key}" and said in e.value.message
+
+
+def test_a_model_without_d_model_names_the_field():
+    with pytest.raises(SpecError) as e:
+        tiny(dims={"d_ff": 8, "heads": 2})
+    assert e.value.where == "dims.d_model" and "missing" in e.value.message
 
 
 def test_public_api_and_commands():
@@ -218,3 +238,9 @@ def test_params_cli_counts_a_model(capsys):
                      "--context", "1024"]) == 0
     assert "124,439,808" in capsys.readouterr().out
     assert cli.main(["params", "--d-model", "8", "--heads", "2", "--layers", "2"]) == 2
+
+
+def test_a_token_with_a_lone_surrogate_is_refused_by_field():
+    with pytest.raises(SpecError) as e:
+        tiny(model={"vocab": ["the", "cat", "sat", "on", "m\ud800t"]})
+    assert e.value.where == "model.vocab[4]" and "lone surrogate" in e.value.message

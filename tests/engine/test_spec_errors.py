@@ -186,3 +186,33 @@ def test_torch_layout_one_row_weight_is_a_matrix_not_a_vector():
                            "block": {"eps": 1}, "random": {"seed": 1}})
     import sympy
     assert s.params["W_1"] == sympy.Matrix([[2, 3]])
+
+
+@pytest.mark.parametrize("entry", ['"' + "9" * 100_000 + '"', "1." + "9" * 100_000, '"1/' + "9" * 100_000 + '"'])
+def test_a_long_entry_is_quoted_as_a_short_excerpt(tmp_path, capsys, entry):
+    # the message repeated the whole 100,000-digit entry back
+    code, err, _ = run_cli(tmp_path, GOOD.replace("X: [[1, 0], [0, 2]]", f"X: [[1, 0], [0, {entry}]]"), capsys=capsys)
+    assert code == 2 and "inputs.X[1][1]" in err and len(err) < 500
+
+
+def test_a_long_unknown_key_is_named_by_an_excerpt(tmp_path, capsys):
+    code, err, _ = run_cli(tmp_path, GOOD + "? " + "k" * 10_000 + "\n: 1\n", capsys=capsys)
+    assert code == 2 and "unknown key" in err and len(err) < 500
+
+
+@pytest.mark.parametrize("title", ['{en: a, zh: "\\ud800"}', '"a\\udc80b"'])
+def test_a_lone_surrogate_in_a_title_is_refused_by_field(tmp_path, capsys, title):
+    # worksheet crashed writing the sheet (UnicodeEncodeError, exit 3)
+    path = tmp_path / "spec.yaml"
+    path.write_text(f"title: {title}\n" + GOOD, encoding="utf-8")
+    code = main(["worksheet", str(path), "--lang", "zh", "--out", str(tmp_path / "w")])
+    err = capsys.readouterr().err
+    assert code == 2 and "title" in err and "lone surrogate" in err and "internal error" not in err
+    assert not (tmp_path / "w").exists()
+
+
+def test_a_spec_name_over_the_systems_limit_is_bad_input(tmp_path, capsys):
+    # os.stat raised ENAMETOOLONG: exit 3
+    code = main(["forward", str(tmp_path / ("a" * 300 + ".yaml"))])
+    err = capsys.readouterr().err
+    assert code == 2 and "File name too long" in err and "internal error" not in err and len(err) < 600

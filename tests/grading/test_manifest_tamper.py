@@ -1,0 +1,114 @@
+"""A set's manifest is read like a spec: every field validated (a clear error naming it, exit 2,
+never a crash), and its content hash names an edited manifest as edited."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+import yaml
+
+from symblock.cli import main
+from symblock.grading import manifest
+
+SPEC = """\
+    dims: {seq_len: 2, d_model: 2, d_ff: 2, heads: 1}
+    block: {norm_position: post, eps: 0, activation: relu}
+    inputs: {X: [[1, 0], [0, 1]]}
+    random: {seed: 1, low: -1, high: 1}
+    exercise: {ask: [resid1, norm1.mean], points: {norm1.mean: 2}}
+    """
+
+
+@pytest.fixture(scope="module")
+def set_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tamper")
+    (root / "spec.yaml").write_text(textwrap.dedent(SPEC), encoding="utf-8")
+    assert main(["worksheet", str(root / "spec.yaml"), "--variants", "2", "--out", str(root / "set"),
+                 "--format", "markdown"]) == 0
+    (root / "answers").mkdir()
+    return root
+
+
+def _grade_edited(root, tmp_path, capsys, edit, rehash="new") -> str:
+    """grade against a copy of the set whose manifest `edit` changed; returns stderr (exit 2).
+    rehash: "new" (recomputed), "old" (the hash as written) or "none" (left out)."""
+    import shutil
+    copy = tmp_path / "set"
+    shutil.copytree(root / "set", copy)
+    data = yaml.safe_load((copy / manifest.NAME).read_text(encoding="utf-8"))
+    old = data.pop("content_sha256")
+    edit(data)
+    if rehash == "new":  # a careful editor recomputes the hash: the validation must hold on its own
+        data["content_sha256"] = manifest.digest(data)
+    elif rehash == "old":
+        data["content_sha256"] = old
+    (copy / manifest.NAME).write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["grade", str(copy), str(root / "answers"), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "internal error" not in err and "Traceback" not in err
+    return err
+
+
+def test_the_manifest_carries_the_hash_of_its_content(set_dir):
+    data = yaml.safe_load((set_dir / "set" / manifest.NAME).read_text(encoding="utf-8"))
+    given = data.pop("content_sha256")
+    assert len(given) == 64 and given == manifest.digest(data)
+
+
+def test_an_untouched_set_grades(set_dir, tmp_path):
+    assert main(["grade", str(set_dir / "set"), str(set_dir / "answers"), "--out", str(tmp_path / "o")]) == 0
+
+
+@pytest.mark.parametrize("field, value, said", [
+    ("points", {"resid1": "two", "norm1.mean": 2}, "points.resid1: expected a whole number, got the text 'two'"),
+    ("points", {"resid1": float("inf"), "norm1.mean": 2}, "points.resid1: expected a whole number"),
+    ("points", {"resid1": [1], "norm1.mean": 2}, "points.resid1: expected a whole number, got a list"),
+    ("points", {"resid1": -1, "norm1.mean": 2}, "points.resid1: expected a whole number in 0..1000"),
+    ("points", {"resid1": 10**900, "norm1.mean": 2}, "about 901 digits"),
+    ("points", [1, 2], "points: expected a mapping"),
+    ("decimals", 99, "decimals: expected a whole number in 0..30, got 99"),
+    ("spec", [1, 2], "spec: expected a mapping"),
+    ("variants", [{"id": "x.1", "seed": "abc"}], "variants[0].seed: expected a whole number, got the text 'abc'"),
+    ("asked", "resid1", "asked: expected a list of step names"),
+])
+def test_a_damaged_field_is_an_error_naming_it(set_dir, tmp_path, capsys, field, value, said):
+    err = _grade_edited(set_dir, tmp_path, capsys, lambda d: d.__setitem__(field, value))
+    assert "manifest.yaml" in err and said in err, err
+    assert len(err) < 400   # a 901-digit number is not repeated back
+
+
+def test_an_edited_spec_under_the_same_token_is_named_as_edited(set_dir, tmp_path, capsys):
+    def edit(d):
+        d["spec"]["inputs"]["X"] = [[2, 0], [0, 2]]
+    err = _grade_edited(set_dir, tmp_path, capsys, edit, rehash="old")
+    assert "content_sha256: does not match" in err and "edited" in err
+
+
+def test_a_manifest_without_a_hash_is_refused_with_how_to_regenerate(set_dir, tmp_path, capsys):
+    err = _grade_edited(set_dir, tmp_path, capsys, lambda d: None, rehash="none")
+    assert "content_sha256: missing" in err and "worksheet" in err
+
+
+def test_check_reads_the_manifest_the_same_way(set_dir, tmp_path, capsys):
+    import shutil
+    copy = tmp_path / "set"
+    shutil.copytree(set_dir / "set", copy)
+    text = (copy / manifest.NAME).read_text(encoding="utf-8")
+    (copy / manifest.NAME).write_text(text.replace("decimals: 3", "decimals: 4"), encoding="utf-8")
+    ident = yaml.safe_load(text)["variants"][0]["id"]
+    capsys.readouterr()
+    assert main(["check", str(copy / ident / "answers.yaml")]) == 2
+    assert "content_sha256: does not match" in capsys.readouterr().err
+
+
+def test_the_hash_holds_for_values_the_yaml_reader_reads_back_otherwise(tmp_path):
+    # a float -inf dumps as -.inf, which the spec loader reads back as text: the hash is taken
+    # over the manifest as it will be read, so such a value does not make every grade refuse
+    from decimal import Decimal
+    from symblock.engine.spec import read_mapping
+    data = {"symblock_set": 1, "spec": {"given": {"x": [[float("-inf"), Decimal("1.50")]]}},
+            "random_flags": {"scale": 0.5}}
+    (tmp_path / "m.yaml").write_text(manifest.dump(manifest.stamped(data)), encoding="utf-8")
+    back, _ = read_mapping(tmp_path / "m.yaml")
+    assert back.pop("content_sha256") == manifest.digest(back)
