@@ -130,13 +130,15 @@ def test_unknown_key_escapes_are_not_printed_raw(tmp_path, capsys):
     assert "\x1b" not in err and "bogus\\x1b[2J: unknown key" in err
 
 
-def test_unencodable_title_prints(tmp_path, capsys):
+def test_an_unencodable_title_is_refused_by_field_with_the_character_escaped(tmp_path, capsys):
+    """A lone surrogate could reach every output (UTF-8 files cannot hold it): refused, named."""
     from symblock.engine import spec
     text = spec.example_text("seed-post-ln").replace('title: {en: "Post-LN block, worked by hand", zh: "Post-LN 块：手算演示"}',
                                                     'title: "bad \\ud800 surrogate"')
     path = _spec_file(tmp_path, text)
-    assert cli.main(["forward", path]) == 0
-    assert "bad \\ud800 surrogate" in capsys.readouterr().out
+    assert cli.main(["forward", path]) == 2
+    err = capsys.readouterr().err
+    assert "title:" in err and "\\ud800" in err and "Traceback" not in err
 
 
 def test_printable_keeps_text_and_escapes_controls():
