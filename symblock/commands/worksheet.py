@@ -56,6 +56,9 @@ def add_arguments(p) -> None:
     p.add_argument("--template-dir", metavar="DIR",
                    help="a directory of templates used before the built-in ones (rendered sandboxed)")
     p.add_argument("--force", action="store_true", help="overwrite existing output files")
+    p.add_argument("--link-key", action="store_true",
+                   help="--format html: the sheet page links to its key (default: no link, for sheets "
+                        "handed to students)")
     p.add_argument("--list", action="store_true", help="with --variants: print every file written "
                                                        "(default: one summary line per kind)")
     p.add_argument("--allow-repeats", action="store_true",
@@ -205,7 +208,7 @@ def run(args) -> int:
                          loss=args.loss, wrt=_wrt(args.wrt), space=args.space, models=models)
 
     def set_extra() -> dict:  # once every variant is rendered
-        extra = bundle(models, formats, many, args.template_dir)  # html, moodle, qti, ipynb
+        extra = bundle(models, formats, many, args.template_dir, args.link_key)  # html, moodle, qti, ipynb
         if many:  # the set remembers itself: manifest.yaml and blank answers files, for `symblock grade`
             from symblock.grading.manifest import set_files
             from symblock.exercises.generate import overrides_from_args
@@ -229,17 +232,19 @@ def run(args) -> int:
         where = f" ({e.filename})" if e.filename and ".symblock-" not in str(e.filename) \
             and str(e.filename) != args.out else ""
         raise UsageError(f"--out {args.out}: cannot write there: {e.strerror or e}{where}") from None
-    for line in (map(str, written) if not many or args.list else _summary(Path(args.out), written)):
+    idents = [i for i, _ in sets]
+    for line in (map(str, written) if not many or args.list else _summary(Path(args.out), written, idents)):
         print(line)
     if args.variants is not None and result.failed:
         raise result.error(Path(args.out), len(sets))
     return 0
 
 
-def _summary(out: Path, written: list) -> list[str]:
+def _summary(out: Path, written: list, idents: list[str]) -> list[str]:
     """A set's files in a few lines (a 30-variant set writes ~200 files): the variants and what
-    each holds, then the set's own files."""
-    inner = [Path(p) for p in written if Path(p).parent != out]
+    each holds, then the set's own files (katex/ and its fonts are set files, not variants)."""
+    ids = set(idents)
+    inner = [Path(p) for p in written if Path(p).parent != out and Path(p).parent.name in ids]
     folders = list(dict.fromkeys(p.parent.name for p in inner))
     names = list(dict.fromkeys(p.name for p in inner))
     lines = []
@@ -247,6 +252,9 @@ def _summary(out: Path, written: list) -> list[str]:
         span = ", ".join(folders) if len(folders) <= 3 else f"{folders[0]} … {folders[-1]}"
         lines.append(f"wrote {len(folders)} variants in {out}/ ({span}), each: {', '.join(names)}")
     own = [str(p) for p in written if Path(p).parent == out]
+    assets = list(dict.fromkeys(Path(p).relative_to(out).parts[0] for p in written
+                                if Path(p).parent != out and Path(p).parent.name not in ids))
+    own += [f"{out / a}/" for a in assets]
     if own:
         lines.append("set files: " + ", ".join(own))
     return lines

@@ -83,15 +83,20 @@ def controls(lang: str, variants: int = 0, model: dict | None = None) -> dict:
             "variants_count": t["variants_count"].format(variants)}
 
 
-def page(model: dict, key: bool, assets: str = "", template_dir=None, index: str | None = None) -> str:
-    """One page: `assets` is the relative path to the folder holding `katex/`; `index` links back."""
-    return render.render({**model, "assets": assets, "index": index, "ui": controls(model["lang"], model=model)},
+def page(model: dict, key: bool, assets: str = "", template_dir=None, index: str | None = None,
+         link_key: bool = False) -> str:
+    """One page: `assets` is the relative path to the folder holding `katex/`; `index` links back;
+    the sheet links to its key only with `link_key` (a sheet handed out must not lead to answers)."""
+    return render.render({**model, "assets": assets, "index": index, "link_key": link_key,
+                          "ui": controls(model["lang"], model=model)},
                          "html", key, template_dir, template=PAGE, filters=FILTERS)
 
 
-def files(models: list[dict], *, many: bool, template_dir=None, assets: str | None = None) -> dict[str, str | bytes]:
+def files(models: list[dict], *, many: bool, template_dir=None, assets: str | None = None,
+          link_key: bool = False) -> dict[str, str | bytes]:
     """sheet.html and key.html per variant (in `<ID>/` when `many`, with index.html over them),
-    and KaTeX in `katex/` unless `assets` names a folder where it already is (the gallery's)."""
+    and KaTeX in `katex/` unless `assets` names a folder where it already is (the gallery's);
+    each sheet links to its key only with `link_key`."""
     out: dict[str, str | bytes] = {}
     up = "../" if many else ""
     for model in models:
@@ -99,11 +104,11 @@ def files(models: list[dict], *, many: bool, template_dir=None, assets: str | No
         base = up + (assets or "")
         for doc in ("sheet", "key"):
             out[f"{where}{doc}.html"] = page(model, doc == "key", base, template_dir,
-                                             index="../index.html" if many else None)
+                                             index="../index.html" if many else None, link_key=link_key)
     if many:
         first = models[0]
         out["index.html"] = render.render({"lang": first["lang"], "t": first["t"], "title": first["title"],
-                                           "variants": [m["ident"] for m in models], "assets": assets or "",
+                                           "variants": [m["ident"] for m in models], "assets": assets or "", "link_key": link_key,
                                            "ui": controls(first["lang"], len(models))},
                                           "html", False, template_dir, template=INDEX, filters=FILTERS)
     if assets is None:

@@ -202,7 +202,8 @@ def test_index_page_of_a_set_links_every_variant(browser, tmp_path):
     spec = tmp_path / "easy.yaml"
     spec.write_text("random: {seed: 1, difficulty: easy}\n")
     out = tmp_path / "set"
-    assert cli.main(["worksheet", str(spec), "--variants", "2", "--out", str(out), "--format", "html"]) == 0
+    assert cli.main(["worksheet", str(spec), "--variants", "2", "--out", str(out), "--format", "html",
+                     "--link-key"]) == 0
     assert load(browser, out / "index.html") == []
     links = [a.get_attribute("href") for a in browser.find_elements(By.CSS_SELECTOR, "ul.variants a")]
     assert len(links) == 4
