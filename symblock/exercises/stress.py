@@ -29,20 +29,29 @@ from dataclasses import dataclass, field
 class StepStats:
     name: str
     variants: int = 0
-    min: object = None   # the smallest and largest entry (exact), printed as the sheets round
-    max: object = None
+    min: float | None = None
+    max: float | None = None
+    low: object = None    # the entries at min and max, exact: printed as the sheets round them
+    high: object = None
     largest_integer: int = 0
     rational: int = 0
     closed_form: int = 0
+
+    def to_dict(self) -> dict:
+        """The JSON report's fields (the exact entries stay out: `min`/`max` are their floats)."""
+        return {k: v for k, v in vars(self).items() if k not in ("low", "high")}
 
     def add(self, value) -> None:
         from symblock.engine import exact
         self.variants += 1
         entries = [e for row in value.rows for e in row if e is not exact.NEG_INF]
-        if entries:
-            lo, hi = min(entries, key=float), max(entries, key=float)
-            self.min = lo if self.min is None or float(lo) < float(self.min) else self.min
-            self.max = hi if self.max is None or float(hi) > float(self.max) else self.max
+        floats = [float(e) for e in entries]
+        if floats:
+            lo, hi = min(zip(floats, entries), key=lambda p: p[0]), max(zip(floats, entries), key=lambda p: p[0])
+            if self.min is None or lo[0] < self.min:
+                self.min, self.low = lo
+            if self.max is None or hi[0] > self.max:
+                self.max, self.high = hi
         rats = [e for e in entries if e.is_rational]
         for e in rats:
             self.largest_integer = max(self.largest_integer, abs(int(e.q.p)), int(e.q.q))
@@ -203,7 +212,7 @@ class Report:
                 "skipped": dict(self.skipped), "fixed": list(self.fixed),
                 "variety": [vars(v) for v in self.variety.values()],
                 "variety_problems": problems(self.variety),
-                "steps": [vars(s) for s in self.steps.values()]}
+                "steps": [s.to_dict() for s in self.steps.values()]}
 
 
 def stress(data: dict, source: str, n: int, first_seed: int = 1, overrides: dict | None = None,
@@ -324,7 +333,7 @@ def steps_table(r: Report) -> list[str]:
            f"{'rational':>8}  {'closed form':>11}"]
     for s in r.steps.values():
         fmt = lambda x: "" if x is None else significant(x)  # noqa: E731
-        out.append(f"{s.name:<{width}}  {s.variants:>8}  {fmt(s.min):>9}  {fmt(s.max):>9}  "
+        out.append(f"{s.name:<{width}}  {s.variants:>8}  {fmt(s.low):>9}  {fmt(s.high):>9}  "
                    f"{s.largest_integer if s.rational or s.largest_integer else '':>11}  "
                    f"{s.rational:>8}  {s.closed_form:>11}")
     return out
