@@ -57,8 +57,8 @@ def add_arguments(p) -> None:
                    help="a directory of templates used before the built-in ones (rendered sandboxed)")
     p.add_argument("--force", action="store_true", help="overwrite existing output files")
     p.add_argument("--link-key", action="store_true",
-                   help="--format html: the sheet page links to its key (default: no link, for sheets "
-                        "handed to students)")
+                   help="--format html, one variant: the sheet page links to its key (default: no link, "
+                        "for sheets handed to students)")
     p.add_argument("--list", action="store_true", help="with --variants: print every file written "
                                                        "(default: one summary line per kind)")
     p.add_argument("--allow-repeats", action="store_true",
@@ -200,6 +200,9 @@ def run(args) -> int:
     for _, trace in sets:  # printed escaped by forward; a file needs text UTF-8 can hold
         check_text(trace.spec.title, trace.spec.source, "title")
     many = args.variants is not None
+    if many and args.link_key:
+        raise UsageError("--link-key: a set's sheets go to students/ and never link to the keys, which "
+                         "stay in instructor/ (its index.html links every key)")
     models: list[dict] = []
 
     def render(ident: str, trace) -> dict[str, str]:
@@ -242,19 +245,19 @@ def run(args) -> int:
 
 def _summary(out: Path, written: list, idents: list[str]) -> list[str]:
     """A set's files in a few lines (a 30-variant set writes ~200 files): the variants and what
-    each holds, then the set's own files (katex/ and its fonts are set files, not variants)."""
+    each holds in students/ and instructor/, then the set's own files (katex/ as one folder)."""
     ids = set(idents)
-    inner = [Path(p) for p in written if Path(p).parent != out and Path(p).parent.name in ids]
+    inner = [Path(p) for p in written if Path(p).parent.name in ids]
     folders = list(dict.fromkeys(p.parent.name for p in inner))
-    names = list(dict.fromkeys(p.name for p in inner))
     lines = []
     if folders:
         span = ", ".join(folders) if len(folders) <= 3 else f"{folders[0]} … {folders[-1]}"
-        lines.append(f"wrote {len(folders)} variants in {out}/ ({span}), each: {', '.join(names)}")
-    own = [str(p) for p in written if Path(p).parent == out]
-    assets = list(dict.fromkeys(Path(p).relative_to(out).parts[0] for p in written
-                                if Path(p).parent != out and Path(p).parent.name not in ids))
-    own += [f"{out / a}/" for a in assets]
+        sides = {side: list(dict.fromkeys(p.name for p in inner if p.parent.parent.name == side))
+                 for side in dict.fromkeys(p.parent.parent.name for p in inner)}
+        each = "; ".join(f"{side}/<ID>/: {', '.join(names)}" for side, names in sides.items())
+        lines.append(f"wrote {len(folders)} variants in {out}/ ({span}), each: {each}")
+    own = list(dict.fromkeys(str(Path(*Path(p).parts[:len(out.parts) + 2])) + ("/" if len(Path(p).parts)
+                             > len(out.parts) + 2 else "") for p in written if Path(p).parent.name not in ids))
     if own:
         lines.append("set files: " + ", ".join(own))
     return lines

@@ -121,7 +121,7 @@ def test_notebook_of_a_drawn_variant_rebuilds_it_from_the_id(tmp_path):
     nb = nbformat.read(out / "notebook.ipynb", as_version=4)
     assert "Nothing to check yet" in _run(nb)[3]
     out2 = _write(tmp_path / "b", str(spec), "--variants", "2")
-    [first, second] = sorted(out2.glob("*/notebook.ipynb"))
+    [first, second] = sorted(out2.glob("students/*/notebook.ipynb"))
     nb = nbformat.read(first, as_version=4)
     nb.cells[1].source = nb.cells[1].source.replace("SPEC = None", f"SPEC = {str(spec)!r}")
     nb.cells[4].source = nb.cells[4].source.replace("# trace", "print(trace['x'].value.latex())")
