@@ -32,7 +32,7 @@ def make_class(root: Path, spec: str, n: int) -> tuple[Path, Path]:
     set_dir, answers = root / "set", root / "answers"
     assert main(["worksheet", spec, "--variants", str(n), "--out", str(set_dir), "--format", "markdown",
                  "--preset", "full"]) == 0
-    man = yaml.safe_load((set_dir / "manifest.yaml").read_text(encoding="utf-8"))
+    man = yaml.safe_load((set_dir / "instructor" / "manifest.yaml").read_text(encoding="utf-8"))
     answers.mkdir()
     for i, v in enumerate(man["variants"]):
         s, _ = variants.rebuild(v["id"], spec if Path(spec).exists() else None)

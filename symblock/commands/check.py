@@ -12,8 +12,8 @@ examples:
   symblock check seed-post-ln answers.yaml       # against a built-in block
   symblock check answers.yaml                    # its id: names the variant
   symblock check class.yaml answers.yaml         # the id of a spec file's set
-  symblock check set/h4k2q9x7a.3/answers.yaml   # inside a set: its manifest.yaml gives spec and preset
-  symblock check class.yaml set/h4k2q9x7a.3/answers.yaml   # the same (SPEC must be the set's)
+  symblock check set/students/h4k2q9x7a.3/answers.yaml   # in a set: its manifest gives spec and preset
+  symblock check class.yaml set/students/h4k2q9x7a.3/answers.yaml   # the same (SPEC: the set's)
   symblock check answers.yaml --preset norm --all
   symblock check answers.yaml --json --lang zh
   (answers.yaml: `decimals: 3` and `steps: {norm1.mean: [[1.5], [1.628],
@@ -64,7 +64,7 @@ def run(args) -> int:
     from pathlib import Path
     if answers_path != "-" and not Path(answers_path).exists():   # not the spec reader's "give a spec path"
         raise UsageError(f"{answers_path}: no such answers file (the hand-worked answers: YAML, JSON or CSV; "
-                         "a set's blank ones are SET/<ID>/answers.yaml)")
+                         "a set's blank ones are SET/students/<ID>/answers.yaml)")
     data, source = answers_mod.read(answers_path)
     ident = args.id or (str(data["id"]) if data.get("id") not in (None, "") else None)
     # a set's answers file: its manifest knows the spec, preset, loss and places
@@ -88,7 +88,7 @@ def run(args) -> int:
 
 def _from_set(args, answers_path: str, ident: str | None, spec_arg: str | None):
     """(Marker, default Policy) when the answers file sits in a set `worksheet --variants N` wrote
-    (SET/<ID>/answers.yaml, or a copy in SET/) and its ID is one of the set's: the manifest then
+    (SET/students/<ID>/answers.yaml, or a copy in SET/, SET/students/ or SET/instructor/) and its ID is one of the set's: the manifest then
     rebuilds the variant with the set's preset, flags, loss and decimals, so a student needs no
     --preset, and no spec file (a SPEC given must be the set's: the same spec token). None
     otherwise, or when a flag asks for something else."""
@@ -101,8 +101,8 @@ def _from_set(args, answers_path: str, ident: str | None, spec_arg: str | None):
     if ident is None or args.preset or args.loss or args.wrt or answers_path == "-":
         return None
     here = Path(answers_path).resolve().parent
-    for folder in (here, here.parent):
-        if (folder / manifest.NAME).is_file():
+    for folder in (here, here.parent, here.parent.parent):  # SET/students/<ID>/answers.yaml too
+        if manifest.find(folder) is not None:
             man = manifest.read(folder)
             pool = Variants(man, args.max_cost)
             if pool.problem(ident) is not None:

@@ -56,6 +56,9 @@ def add_arguments(p) -> None:
     p.add_argument("--template-dir", metavar="DIR",
                    help="a directory of templates used before the built-in ones (rendered sandboxed)")
     p.add_argument("--force", action="store_true", help="overwrite existing output files")
+    p.add_argument("--link-key", action="store_true",
+                   help="--format html, one variant: the sheet page links to its key (default: no link, "
+                        "for sheets handed to students)")
     p.add_argument("--list", action="store_true", help="with --variants: print every file written "
                                                        "(default: one summary line per kind)")
     p.add_argument("--allow-repeats", action="store_true",
@@ -198,6 +201,9 @@ def run(args) -> int:
     for _, trace in sets:  # printed escaped by forward; a file needs text UTF-8 can hold
         check_text(trace.spec.title, trace.spec.source, "title")
     many = args.variants is not None
+    if many and args.link_key:
+        raise UsageError("--link-key: a set's sheets go to students/ and never link to the keys, which "
+                         "stay in instructor/ (its index.html links every key)")
     models: list[dict] = []
 
     def render(ident: str, trace) -> dict[str, str]:
@@ -206,7 +212,7 @@ def run(args) -> int:
                          loss=args.loss, wrt=_wrt(args.wrt), space=args.space, models=models)
 
     def set_extra() -> dict:  # once every variant is rendered
-        extra = bundle(models, formats, many, args.template_dir)  # html, moodle, qti, ipynb
+        extra = bundle(models, formats, many, args.template_dir, args.link_key)  # html, moodle, qti, ipynb
         if many:  # the set remembers itself: manifest.yaml and blank answers files, for `symblock grade`
             from symblock.grading.manifest import set_files
             from symblock.exercises.generate import overrides_from_args
@@ -230,24 +236,29 @@ def run(args) -> int:
         where = f" ({e.filename})" if e.filename and ".symblock-" not in str(e.filename) \
             and str(e.filename) != args.out else ""
         raise UsageError(f"--out {args.out}: cannot write there: {e.strerror or e}{where}") from None
-    for line in (map(str, written) if not many or args.list else _summary(Path(args.out), written)):
+    idents = [i for i, _ in sets]
+    for line in (map(str, written) if not many or args.list else _summary(Path(args.out), written, idents)):
         print(line)
     if args.variants is not None and result.failed:
         raise result.error(Path(args.out), len(sets))
     return 0
 
 
-def _summary(out: Path, written: list) -> list[str]:
+def _summary(out: Path, written: list, idents: list[str]) -> list[str]:
     """A set's files in a few lines (a 30-variant set writes ~200 files): the variants and what
-    each holds, then the set's own files."""
-    inner = [Path(p) for p in written if Path(p).parent != out]
+    each holds in students/ and instructor/, then the set's own files (katex/ as one folder)."""
+    ids = set(idents)
+    inner = [Path(p) for p in written if Path(p).parent.name in ids]
     folders = list(dict.fromkeys(p.parent.name for p in inner))
-    names = list(dict.fromkeys(p.name for p in inner))
     lines = []
     if folders:
         span = ", ".join(folders) if len(folders) <= 3 else f"{folders[0]} … {folders[-1]}"
-        lines.append(f"wrote {len(folders)} variants in {out}/ ({span}), each: {', '.join(names)}")
-    own = [str(p) for p in written if Path(p).parent == out]
+        sides = {side: list(dict.fromkeys(p.name for p in inner if p.parent.parent.name == side))
+                 for side in dict.fromkeys(p.parent.parent.name for p in inner)}
+        each = "; ".join(f"{side}/<ID>/: {', '.join(names)}" for side, names in sides.items())
+        lines.append(f"wrote {len(folders)} variants in {out}/ ({span}), each: {each}")
+    own = list(dict.fromkeys(str(Path(*Path(p).parts[:len(out.parts) + 2])) + ("/" if len(Path(p).parts)
+                             > len(out.parts) + 2 else "") for p in written if Path(p).parent.name not in ids))
     if own:
         lines.append("set files: " + ", ".join(own))
     return lines

@@ -31,9 +31,15 @@ class StepStats:
     variants: int = 0
     min: float | None = None
     max: float | None = None
+    low: object = None    # the entries at min and max, exact: printed as the sheets round them
+    high: object = None
     largest_integer: int = 0
     rational: int = 0
     closed_form: int = 0
+
+    def to_dict(self) -> dict:
+        """The JSON report's fields (the exact entries stay out: `min`/`max` are their floats)."""
+        return {k: v for k, v in vars(self).items() if k not in ("low", "high")}
 
     def add(self, value) -> None:
         from symblock.engine import exact
@@ -41,8 +47,11 @@ class StepStats:
         entries = [e for row in value.rows for e in row if e is not exact.NEG_INF]
         floats = [float(e) for e in entries]
         if floats:
-            self.min = min(floats) if self.min is None else min(self.min, min(floats))
-            self.max = max(floats) if self.max is None else max(self.max, max(floats))
+            lo, hi = min(zip(floats, entries), key=lambda p: p[0]), max(zip(floats, entries), key=lambda p: p[0])
+            if self.min is None or lo[0] < self.min:
+                self.min, self.low = lo
+            if self.max is None or hi[0] > self.max:
+                self.max, self.high = hi
         rats = [e for e in entries if e.is_rational]
         for e in rats:
             self.largest_integer = max(self.largest_integer, abs(int(e.q.p)), int(e.q.q))
@@ -203,7 +212,7 @@ class Report:
                 "skipped": dict(self.skipped), "fixed": list(self.fixed),
                 "variety": [vars(v) for v in self.variety.values()],
                 "variety_problems": problems(self.variety),
-                "steps": [vars(s) for s in self.steps.values()]}
+                "steps": [s.to_dict() for s in self.steps.values()]}
 
 
 def stress(data: dict, source: str, n: int, first_seed: int = 1, overrides: dict | None = None,
@@ -294,11 +303,28 @@ def text(report: Report) -> str:
                f"distinct blocks ({r.space} exactly), about {r.estimated_valid:.3g} of them valid "
                "(estimated from the acceptance rate)")
     if r.minutes:
-        out.append(f"time by hand (presets.estimate): {r.minutes[0]}–{r.minutes[1]} min; "
+        span = r.minutes[0] if r.minutes[0] == r.minutes[1] else f"{r.minutes[0]}–{r.minutes[1]}"
+        out.append(f"time by hand (presets.estimate): {span} min; "
                    f"largest |x| of an e^x: {r.max_exponent:.4g}")
     out += ["", *steps_table(r)]
     out += ["", *variety_table(r)]
     return "\n".join(out) + "\n"
+
+
+def significant(e, digits: int = 4) -> str:
+    """An exact entry to `digits` significant digits, rounded as the sheets round (half away from
+    zero, by the engine's certified Real.decimal), so that the table and the sheets agree on a tie
+    such as 81/16 (5.063, where a float's {:.4g} gives 5.062); very large or small values in
+    scientific notation."""
+    import math
+    from symblock.engine import exact
+    x = float(e)
+    if x == 0 or not 1e-4 <= abs(x) < 10 ** digits:
+        return f"{x:.{digits}g}"
+    places = max(0, digits - 1 - math.floor(math.log10(abs(x))))
+    text = f"{exact.real(e).decimal(places):f}"
+    text = text.rstrip("0").rstrip(".") if "." in text else text
+    return "0" if text == "-0" else text
 
 
 def steps_table(r: Report) -> list[str]:
@@ -306,8 +332,8 @@ def steps_table(r: Report) -> list[str]:
     out = [f"{'step':<{width}}  {'variants':>8}  {'min':>9}  {'max':>9}  {'largest int':>11}  "
            f"{'rational':>8}  {'closed form':>11}"]
     for s in r.steps.values():
-        fmt = lambda x: "" if x is None else f"{x:.4g}"  # noqa: E731
-        out.append(f"{s.name:<{width}}  {s.variants:>8}  {fmt(s.min):>9}  {fmt(s.max):>9}  "
+        fmt = lambda x: "" if x is None else significant(x)  # noqa: E731
+        out.append(f"{s.name:<{width}}  {s.variants:>8}  {fmt(s.low):>9}  {fmt(s.high):>9}  "
                    f"{s.largest_integer if s.rational or s.largest_integer else '':>11}  "
                    f"{s.rational:>8}  {s.closed_form:>11}")
     return out

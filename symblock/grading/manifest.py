@@ -1,5 +1,5 @@
-"""A set remembers itself: `worksheet --variants N` writes SET/manifest.yaml and, per variant, a
-blank answers file (SET/<ID>/answers.yaml and .csv) that `symblock grade` reads back.
+"""A set remembers itself: `worksheet --variants N` writes SET/instructor/manifest.yaml and, per variant, a
+blank answers file (SET/students/<ID>/answers.yaml and .csv) that `symblock grade` reads back.
 
 The manifest holds everything needed to rebuild and mark each variant without the original spec
 file: the parsed spec (as read, decimals kept exact) and its token, the `random:` flags given on the
@@ -130,14 +130,23 @@ def blank_csv(ident: str, shapes: dict, decimals: int) -> str:
     return "\r\n".join(lines) + "\r\n"
 
 
+def find(folder):
+    """The manifest of the set in `folder`: folder/manifest.yaml, or the set's own folder's
+    instructor/manifest.yaml (so `grade SET` and `grade SET/instructor` both work); None if neither."""
+    for path in (folder / NAME, folder / "instructor" / NAME):
+        if path.is_file():
+            return path
+    return None
+
+
 def read(set_dir) -> dict:
     """The manifest of a set directory, validated (every field `grade` and `check` use) and
     unedited (its content hash holds)."""
     from pathlib import Path
     from symblock.engine.spec import read_mapping
     from symblock.errors import UsageError
-    path = Path(set_dir) / NAME
-    if not path.is_file():
+    path = find(Path(set_dir))
+    if path is None:
         raise UsageError(f"{set_dir}: no {NAME} (expected a folder written by `symblock worksheet "
                          "--variants N`)")
     data, source = read_mapping(path)

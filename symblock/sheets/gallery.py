@@ -55,7 +55,7 @@ def generate(out: Path, pdf: bool = False) -> list[Path]:
         models: list[dict] = []
         files = documents(trace, ident, formats=formats, lang=lang, title=opts.get("title"),
                           preset=opts.get("preset"), models=models)
-        files.update(html.files(models, many=False, assets="../"))  # the gallery's one katex/
+        files.update(html.files(models, many=False, assets="../", link_key=True))  # the gallery's one katex/
         files.update(bundle(models, [f for f in formats if f != "html"], many=False))
         written += write_files(out / name, files, force=True, pdf_engine=ENGINES[lang] if pdf else None)
         links = " · ".join(f"[{doc}.{ext}]({name}/{doc}.{ext})" for doc in ("sheet", "key")

@@ -83,29 +83,47 @@ def controls(lang: str, variants: int = 0, model: dict | None = None) -> dict:
             "variants_count": t["variants_count"].format(variants)}
 
 
-def page(model: dict, key: bool, assets: str = "", template_dir=None, index: str | None = None) -> str:
-    """One page: `assets` is the relative path to the folder holding `katex/`; `index` links back."""
-    return render.render({**model, "assets": assets, "index": index, "ui": controls(model["lang"], model=model)},
+def page(model: dict, key: bool, assets: str = "", template_dir=None, index: str | None = None,
+         link_key: bool = False, sheet: str = "sheet.html") -> str:
+    """One page: `assets` is the relative path to the folder holding `katex/`; `index` links back;
+    the sheet links to its key only with `link_key` (a sheet handed out must not lead to answers);
+    the key links to its sheet at `sheet`."""
+    return render.render({**model, "assets": assets, "index": index, "link_key": link_key, "sheet_page": sheet,
+                          "ui": controls(model["lang"], model=model)},
                          "html", key, template_dir, template=PAGE, filters=FILTERS)
 
 
-def files(models: list[dict], *, many: bool, template_dir=None, assets: str | None = None) -> dict[str, str | bytes]:
-    """sheet.html and key.html per variant (in `<ID>/` when `many`, with index.html over them),
-    and KaTeX in `katex/` unless `assets` names a folder where it already is (the gallery's)."""
-    out: dict[str, str | bytes] = {}
-    up = "../" if many else ""
-    for model in models:
-        where = f"{model['ident']}/" if many else ""
-        base = up + (assets or "")
-        for doc in ("sheet", "key"):
-            out[f"{where}{doc}.html"] = page(model, doc == "key", base, template_dir,
-                                             index="../index.html" if many else None)
+def files(models: list[dict], *, many: bool, template_dir=None, assets: str | None = None,
+          link_key: bool = False) -> dict[str, str | bytes]:
+    """sheet.html and key.html (the sheet links to its key only with `link_key`), and KaTeX in
+    `katex/` unless `assets` names a folder where it already is (the gallery's); a set (`many`)
+    is laid out by `set_files`."""
     if many:
-        first = models[0]
-        out["index.html"] = render.render({"lang": first["lang"], "t": first["t"], "title": first["title"],
-                                           "variants": [m["ident"] for m in models], "assets": assets or "",
-                                           "ui": controls(first["lang"], len(models))},
-                                          "html", False, template_dir, template=INDEX, filters=FILTERS)
+        return set_files(models, template_dir)
+    out: dict[str, str | bytes] = {}
+    for model in models:
+        for doc in ("sheet", "key"):
+            out[f"{doc}.html"] = page(model, doc == "key", assets or "", template_dir, link_key=link_key)
     if assets is None:
         out.update(katex_files())
+    return out
+
+
+def set_files(models: list[dict], template_dir=None) -> dict[str, str | bytes]:
+    """A set's pages, apart: students/<ID>/sheet.html under students/index.html (sheets only, no
+    way to a key), instructor/<ID>/key.html under instructor/index.html (each key and its sheet);
+    KaTeX in both folders, so that either can be copied on its own."""
+    out: dict[str, str | bytes] = {}
+    for model in models:
+        ident = model["ident"]
+        out[f"students/{ident}/sheet.html"] = page(model, False, "../", template_dir, index="../index.html")
+        out[f"instructor/{ident}/key.html"] = page(model, True, "../", template_dir, index="../index.html",
+                                                   sheet=f"../../students/{ident}/sheet.html")
+    first = models[0]
+    for side, keys in (("students", False), ("instructor", True)):
+        out[f"{side}/index.html"] = render.render(
+            {"lang": first["lang"], "t": first["t"], "title": first["title"], "assets": "",
+             "variants": [m["ident"] for m in models], "link_key": keys, "sheets": "../students/" if keys else "",
+             "ui": controls(first["lang"], len(models))}, "html", False, template_dir, template=INDEX, filters=FILTERS)
+        out.update({f"{side}/{name}": data for name, data in katex_files().items()})
     return out

@@ -140,6 +140,7 @@ EN = {
     "nb_key": "After the exercise: the worked key, every step with its formula, exact value and decimal.",
     "nb_steps": "steps",
     "nb_asked": "The steps this sheet asks: only they count as missing.",
+    "nb_self_study": "For self-study: this notebook rebuilds the exact answers from the worksheet ID inside your own Python, so it cannot be a graded test; your instructor grades the answers file of a sheet.",
 }
 
 ZH = {
@@ -269,6 +270,7 @@ ZH = {
     "nb_key": "做完之后：完整的参考答案，每一步的公式、精确值和小数。",
     "nb_steps": "个步骤",
     "nb_asked": "这张练习题所问的步骤：只有它们未作答时才算缺答。",
+    "nb_self_study": "仅供自学：这个笔记本在你自己的 Python 里由练习编号重建精确答案，所以不能用作计分的测验；计分的是练习题的答案文件，由老师评阅。",
 }
 
 # English words inside the formulas of the engine and of grad.py (`\text{...}`), per language

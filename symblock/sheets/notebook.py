@@ -1,5 +1,6 @@
 """Jupyter writer: `notebook.ipynb` per variant (nbformat). The first cell is the sheet (the Markdown
-writer's page: tasks, data, conventions); then a cell rebuilds the block from the worksheet ID, a
+writer's page: tasks, data, conventions), under a line saying the notebook is for self-study (it can
+rebuild the key); then a cell rebuilds the block from the worksheet ID, a
 cell holds the student's answers (one grid of `None` per task; a `None` left is a blank) and the
 next cell marks the asked steps through grading.marker, as `symblock check` does (gradient steps
 too). Comments and messages are in the sheet's language (sheets/lang). Cell ids are fixed, so the
@@ -87,7 +88,8 @@ def notebook(model: dict, template_dir=None) -> str:
         raise UsageError("--format ipynb needs nbformat: pip install 'symblock[jupyter]'") from None
     from symblock.sheets.lang import TEXTS
     t = TEXTS[model["lang"]]
-    sheet = render.render(model, "markdown", False, template_dir)
+    # the kernel can print the key, so the notebook says first that it is for practice, not a test
+    sheet = f"> {t['nb_self_study']}\n\n" + render.render(model, "markdown", False, template_dir)
     cells = [v4.new_markdown_cell(sheet),
              v4.new_code_cell(LOAD.format(t=t, ident=str(model["ident"]), steps=t["nb_steps"])),
              v4.new_code_cell(ANSWERS.format(answers=_comment(t["nb_answers"].format(model["places"])),

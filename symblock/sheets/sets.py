@@ -1,5 +1,8 @@
-"""A set of variants on disk: each variant's files in DIR/<ID>/, and the set files that put the
-whole set in one document to print, DIR/sheets.tex and DIR/keys.tex (+ .pdf with --pdf).
+"""A set of variants on disk, in two folders: DIR/students/ holds what is handed out (each variant's
+sheet, blank answers files, HTML sheet and notebook in students/<ID>/, and an index of the sheets),
+DIR/instructor/ what stays with the teacher (each variant's key in instructor/<ID>/, the manifest,
+the LMS exports and the set files that put the whole set in one document to print, sheets.tex and
+keys.tex, + .pdf with --pdf). Nothing under students/ links to or holds a key (`placed`).
 
 A set file is one LaTeX document, compiled in one run: the variants' shared preamble once, then
 each variant's body in a group, starting on an odd page (so a duplex print never puts two students
@@ -24,6 +27,7 @@ from symblock.errors import UsageError
 from symblock.sheets.worksheet import Stage, check_targets, document_names, output_names, require
 
 SET_NAMES = {"sheet.tex": "sheets.tex", "key.tex": "keys.tex"}
+STUDENTS, INSTRUCTOR = "students", "instructor"
 _BEGIN, _END = "\\begin{document}", "\\end{document}"
 _SET_PREAMBLE = r"""% symblock: a set of variants in one document. Each starts on an odd page, is numbered
 % from 1, and its first and last page go to \jobname.pages (to cut each variant's own PDF out).
@@ -78,10 +82,35 @@ class SetResult:
 Files = Mapping[str, "str | bytes"]
 
 
+def placed(name: str) -> str:
+    """Where a set's file goes, from its name relative to the set (`<ID>/sheet.tex`, `manifest.yaml`):
+    a variant's key (`key.*`) and every set-level file to instructor/, the rest of a variant's
+    files to students/; a name already under students/ or instructor/ (the HTML's) stays."""
+    parts = Path(name).parts
+    if parts[0] in (STUDENTS, INSTRUCTOR):
+        return name
+    side = INSTRUCTOR if len(parts) == 1 or parts[-1].startswith("key.") else STUDENTS
+    return f"{side}/{name}"
+
+
+def _land(folder: Path, out: Path, names: Sequence[str], prefix: str = "") -> list[Path]:
+    """Move the staged `names` (under `folder`; `prefix`+name relative to the set) to their place
+    under `out` (`placed`), onto targets that check_targets cleared."""
+    import os
+    landed = []
+    for name in names:
+        dest = out / placed(prefix + name)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(folder / name, dest)
+        landed.append(dest)
+    return landed
+
+
 def write_set(out: Path, variants: Sequence[tuple[str, Callable[[], dict[str, str]]]], formats,
               force: bool = False, pdf_engine: str | None = None, jobs: int | None = None,
               extra: Files | Callable[[], Files] | None = None) -> SetResult:
-    """Write each variant (ID, render() -> {name: text}) into out/<ID>/ and the set files into out/;
+    """Write each variant (ID, render() -> {name: text}) and the set files into out/students/ and
+    out/instructor/ (`placed`);
     `extra` (names relative to out: the HTML/LMS/notebook writers' files, the manifest and blank
     answers), or a function that gives it once every variant is rendered, joins the set files' unit.
 
@@ -93,8 +122,8 @@ def write_set(out: Path, variants: Sequence[tuple[str, Callable[[], dict[str, st
     per_variant = output_names(document_names(formats), pdf)
     set_docs = [SET_NAMES[n] for n in document_names(formats) if n in SET_NAMES]
     known = {} if callable(extra) else dict(extra or {})
-    check_targets(out, [f"{i}/{n}" for i, _ in variants for n in per_variant]
-                  + output_names(set_docs, pdf) + list(known), force)
+    check_targets(out, [placed(n) for n in [f"{i}/{n}" for i, _ in variants for n in per_variant]
+                        + output_names(set_docs, pdf) + list(known)], force)
     if pdf:
         require(pdf_engine)
     result, stopped = SetResult(), None
@@ -114,7 +143,7 @@ def write_set(out: Path, variants: Sequence[tuple[str, Callable[[], dict[str, st
             bar.update(1)
         if stopped is None and callable(extra):
             known = dict(extra())
-            check_targets(out, list(known), force)
+            check_targets(out, [placed(n) for n in known], force)
         try:
             docs = {SET_NAMES[n]: combined(pairs) for n, pairs in texts.items() if pairs}
         except UsageError as e:
@@ -124,13 +153,13 @@ def write_set(out: Path, variants: Sequence[tuple[str, Callable[[], dict[str, st
             _pdfs(stage, pdf_engine, folders, folder, docs, result, bar)
         for ident, variant in folders.items():
             if ident not in result.failed:
-                result.written += stage.land(variant, out / ident, per_variant)
+                result.written += _land(variant, out, per_variant, f"{ident}/")
         if stopped is not None:
             kept = sum(i not in result.failed for i in folders)
             said = "the variant before it was" if kept == 1 else f"the {kept} variants before it were"
             raise UsageError(stopped + (f"; {said} written to {out}" if kept else ""))
         if not result.failed and (docs or known):  # the set files only with every variant in them
-            result.written += stage.land(folder, out, output_names(docs, pdf) + list(known))
+            result.written += _land(folder, out, output_names(docs, pdf) + list(known))
         bar.update(1)
     return result
 

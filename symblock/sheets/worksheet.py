@@ -53,14 +53,17 @@ def documents(trace, ident: str, *, formats, preset=None, lang="en", places=3, t
     return out
 
 
-def bundle(models: list[dict], formats, many: bool, template_dir=None) -> dict[str, str | bytes]:
+def bundle(models: list[dict], formats, many: bool, template_dir=None,
+           link_key: bool = False) -> dict[str, str | bytes]:
     """{file name: text or bytes} of the set-level formats (html, moodle, qti, ipynb) for the
-    sheet models of a set; `many`: variants live in sub-directories named by their ID."""
+    sheet models of a set; `many`: variants live in sub-directories named by their ID; `link_key`:
+    the HTML sheet links to its key."""
     from importlib import import_module
     out: dict[str, str | bytes] = {}
     for fmt in formats:
         if fmt in SET_WRITERS:
-            out.update(import_module(SET_WRITERS[fmt]).files(models, many=many, template_dir=template_dir))
+            own = {"link_key": link_key} if fmt == "html" else {}
+            out.update(import_module(SET_WRITERS[fmt]).files(models, many=many, template_dir=template_dir, **own))
     return out
 
 

@@ -299,15 +299,15 @@ def test_worksheet_random_flags_reach_the_variants(tmp_path):
     spec_file.write_text('title: "Easy"\nrandom: {seed: 1}\n')
     assert main(["worksheet", str(spec_file), "--difficulty", "easy", "--variants", "2", "--seed", "3",
                  "--format", "markdown", "--out", str(tmp_path / "set")]) == 0
-    ids = sorted(p.name for p in (tmp_path / "set").iterdir() if p.is_dir())  # and manifest.yaml
+    ids = sorted(p.name for p in (tmp_path / "set" / "students").iterdir() if p.is_dir())
     assert len(ids) == 2
     for ident in ids:  # easy: Post-LN, one head, d_model 3
-        key = (tmp_path / "set" / ident / "key.md").read_text()
+        key = (tmp_path / "set" / "instructor" / ident / "key.md").read_text()
         assert "Post-LN" in key and "one head" in key
     assert main(["worksheet", str(spec_file), "--difficulty", "easy", "--id", ids[0], "--format", "markdown",
                  "--out", str(tmp_path / "again")]) == 0
-    for name in ("sheet.md", "key.md"):
-        assert (tmp_path / "again" / name).read_bytes() == (tmp_path / "set" / ids[0] / name).read_bytes()
+    for name, side in (("sheet.md", "students"), ("key.md", "instructor")):
+        assert (tmp_path / "again" / name).read_bytes() == (tmp_path / "set" / side / ids[0] / name).read_bytes()
 
 
 def test_stress_on_a_model_spec_says_where_its_variants_are_drawn(capsys):

@@ -230,8 +230,8 @@ def test_worksheet_spreads_a_set_that_would_be_too_alike(tmp_path, capsys):
     p.write_text(REPEATS)
     args = ["worksheet", str(p), "--variants", "12", "--format", "markdown"]
     assert main([*args, "--out", str(tmp_path / "a")]) == 0
-    ids = [v["id"] for v in yaml.safe_load((tmp_path / "a" / "manifest.yaml").read_text())["variants"]]
-    asked = yaml.safe_load((tmp_path / "a" / "manifest.yaml").read_text())["asked"]
+    ids = [v["id"] for v in yaml.safe_load((tmp_path / "a" / "instructor" / "manifest.yaml").read_text())["variants"]]
+    asked = yaml.safe_load((tmp_path / "a" / "instructor" / "manifest.yaml").read_text())["asked"]
     assert int(ids[-1].rsplit(".", 1)[1]) > 12  # seeds were skipped
     answers = [variants.rebuild(i, str(p))[1] for i in ids]
     for step in asked:  # every answer matrix held by one variant only, on the exact values
@@ -239,7 +239,7 @@ def test_worksheet_spreads_a_set_that_would_be_too_alike(tmp_path, capsys):
         assert len(set(shown)) == len(shown), step
     capsys.readouterr()
     assert main([*args, "--out", str(tmp_path / "b"), "--allow-repeats"]) == 0
-    ids = [v["id"] for v in yaml.safe_load((tmp_path / "b" / "manifest.yaml").read_text())["variants"]]
+    ids = [v["id"] for v in yaml.safe_load((tmp_path / "b" / "instructor" / "manifest.yaml").read_text())["variants"]]
     assert ids[-1].endswith(".12")  # consecutive seeds, repeats and all
     # stress previews consecutive seeds, step by step
     assert main(["stress", str(p), "-n", "12"]) == 0

@@ -165,7 +165,7 @@ def test_id_accepts_long_seeds_that_variants_printed(tmp_path, capsys):
                  "--format", "markdown"]) == 0
     ident = f"pre-ln-causal-gelu.{seed}"
     assert main(["worksheet", "--id", ident, "--out", str(tmp_path / "again"), "--format", "markdown"]) == 0
-    assert (tmp_path / "again" / "key.md").read_bytes() == (out / ident / "key.md").read_bytes()
+    assert (tmp_path / "again" / "key.md").read_bytes() == (out / "instructor" / ident / "key.md").read_bytes()
 
 
 def test_chinese_report(tmp_path, capsys):
@@ -235,13 +235,13 @@ def test_a_backprop_set_is_graded(tmp_path, capsys):
     assert main(["worksheet", str(spec_path), "--variants", "2", "--out", str(set_dir), "--format", "markdown",
                  "--allow-repeats"]) == 0  # Σ Y: the first gradients are all ones in every variant
     import yaml
-    manifest = yaml.safe_load((set_dir / "manifest.yaml").read_text(encoding="utf-8"))
+    manifest = yaml.safe_load((set_dir / "instructor" / "manifest.yaml").read_text(encoding="utf-8"))
     assert manifest["asked"] == ["grad.output", "grad.resid2", "grad.ffn.out", "grad.ffn.act", "grad.ffn.hidden",
                                  "grad.W_2", "grad.W_1"]
     ident = manifest["variants"][0]["id"]
-    blank = (set_dir / ident / "answers.yaml").read_text(encoding="utf-8")
+    blank = (set_dir / "students" / ident / "answers.yaml").read_text(encoding="utf-8")
     assert f"id: {ident}" in blank and "grad.W_1: [[null, null, null], [null, null, null]]" in blank
-    csv_lines = (set_dir / ident / "answers.csv").read_text(encoding="utf-8").splitlines()
+    csv_lines = (set_dir / "students" / ident / "answers.csv").read_text(encoding="utf-8").splitlines()
     assert csv_lines[:4] == ["step,row,col,value", f"id,,,{ident}", "name,,,", "decimals,,,3"]
     assert "grad.W_1,1,2," in csv_lines and len(csv_lines) == 4 + sum(v.size for v in relu_grads(spec_path)[1].values())
     T, G = relu_grads(spec_path)   # the weights are given, so both variants share these FFN numbers

@@ -201,14 +201,14 @@ def test_grade_a_class_of_decoder_answers(tmp_path, capsys):
     assert main(["worksheet", SPEC, "--variants", "3", "--seed", "1", "--out", str(set_dir),
                  "--allow-repeats", "--format", "markdown"]) == 0
     capsys.readouterr()
-    ids = sorted(p.name for p in set_dir.iterdir() if p.is_dir())
+    ids = sorted(p.name for p in (set_dir / "students").iterdir() if p.is_dir())
     answers.mkdir()
     for n, ident in enumerate(ids):
         T, aux = decode(spec_of(ident))
         nxt = int(np.argmax(T["gen1.logits"][0]))
         if n == 1:   # the head the wrong way round
             T = {**T, "gen1.logits": aux["h2"] @ aux["WE"]}
-        text = answers_yaml(ident, T, nxt) if n < 2 else (set_dir / ident / "answers.yaml").read_text()
+        text = answers_yaml(ident, T, nxt) if n < 2 else (set_dir / "students" / ident / "answers.yaml").read_text()
         text = text.replace('name: ""\n', "")   # the set's blank file names nobody yet
         (answers / f"s{n}.yaml").write_text(text.replace("steps:", f"name: student {n}\nsteps:"), encoding="utf-8")
     assert main(["grade", str(set_dir), str(answers)]) == 0

@@ -113,7 +113,7 @@ def klass(tmp_path_factory):
     set_dir, answers = root / "set", root / "answers"
     assert main(["worksheet", str(spec_path), "--variants", str(N), "--seed", "1", "--out", str(set_dir),
                  "--format", "markdown"]) == 0
-    manifest = yaml.safe_load((set_dir / "manifest.yaml").read_text(encoding="utf-8"))
+    manifest = yaml.safe_load((set_dir / "instructor" / "manifest.yaml").read_text(encoding="utf-8"))
     assert manifest["asked"] == ASKED and manifest["points"] == POINTS
     spec_data = yaml.safe_load(textwrap.dedent(SPEC))
     answers.mkdir()
@@ -281,7 +281,7 @@ def test_a_re_commented_and_renamed_spec_keeps_its_ids(klass, tmp_path, capsys):
     assert main(["worksheet", str(other), "--id", ident, "--out", str(tmp_path / "again"),
                  "--format", "markdown"]) == 0
     again = (tmp_path / "again" / "key.md").read_text(encoding="utf-8")
-    assert again == (klass["set"] / ident / "key.md").read_text(encoding="utf-8")
+    assert again == (klass["set"] / "instructor" / ident / "key.md").read_text(encoding="utf-8")
     changed = tmp_path / "changed.yaml"
     changed.write_text(text.replace("low: -1", "low: -2"), encoding="utf-8")
     assert main(["worksheet", str(changed), "--id", ident, "--out", str(tmp_path / "no")]) == 2
@@ -300,11 +300,11 @@ def test_a_set_drawn_with_random_flags_is_rebuilt_from_its_manifest(tmp_path, ca
     set_dir, answers = tmp_path / "set", tmp_path / "answers"
     assert main(["worksheet", str(spec_file), "--difficulty", "easy", "--variants", "2", "--seed", "5",
                  "--format", "markdown", "--out", str(set_dir)]) == 0
-    manifest = yaml.safe_load((set_dir / "manifest.yaml").read_text(encoding="utf-8"))
+    manifest = yaml.safe_load((set_dir / "instructor" / "manifest.yaml").read_text(encoding="utf-8"))
     assert manifest["random_flags"] == {"difficulty": "easy"}
     spec_file.unlink()   # the set needs no spec file any more
     answers.mkdir()
-    data, source = variants.read(str(set_dir / "manifest.yaml"))
+    data, source = variants.read(str(set_dir / "instructor" / "manifest.yaml"))
     for v in manifest["variants"]:
         from symblock.exercises.generate import merge_random
         spec, _ = variants.draw_variant(merge_random(data["spec"], {"difficulty": "easy"}), "easy.yaml", v["seed"])
@@ -326,7 +326,7 @@ def test_check_of_a_set_answers_file_needs_no_spec_and_no_preset(tmp_path, capsy
     assert main(["worksheet", "pre-ln-causal-gelu", "--preset", "norm", "--variants", "2", "--out", "set"]) == 0
     capsys.readouterr()
     X = np.array(yaml.safe_load(example_text("pre-ln-causal-gelu"))["inputs"]["X"], dtype=float)
-    path = tmp_path / "set" / "pre-ln-causal-gelu.2" / "answers.yaml"
+    path = tmp_path / "set" / "students" / "pre-ln-causal-gelu.2" / "answers.yaml"
     data = yaml.safe_load(path.read_text())
     data["steps"]["norm1.mean"] = [[text3(m)] for m in X.mean(axis=1)]   # worked in NumPy, not by symblock
     path.write_text(yaml.safe_dump(data))
@@ -352,7 +352,7 @@ def test_check_with_the_sets_spec_uses_the_manifest_and_another_spec_is_refused(
     assert main(["worksheet", "pre-ln-causal-gelu", "--preset", "norm", "--variants", "2", "--out", "set"]) == 0
     capsys.readouterr()
     X = np.array(yaml.safe_load(example_text("pre-ln-causal-gelu"))["inputs"]["X"], dtype=float)
-    path = Path("set") / "pre-ln-causal-gelu.1" / "answers.yaml"
+    path = Path("set") / "students" / "pre-ln-causal-gelu.1" / "answers.yaml"
     data = yaml.safe_load(path.read_text())
     data["steps"]["norm1.mean"] = [[text3(m)] for m in X.mean(axis=1)]   # worked in NumPy
     path.write_text(yaml.safe_dump(data))

@@ -21,7 +21,7 @@ def klass(three, tmp_path_factory):  # noqa: F811
     """Ada carries her student ID and email; Bo (sample variance, an HTML name) and Cy (sample
     variance, a formula as name) are found in a roster."""
     root, ids, steps = three
-    manifest = yaml.safe_load((root / "set" / "manifest.yaml").read_text(encoding="utf-8"))
+    manifest = yaml.safe_load((root / "set" / "instructor" / "manifest.yaml").read_text(encoding="utf-8"))
     spec = yaml.safe_load((root / "spec.yaml").read_text(encoding="utf-8"))
     answers = tmp_path_factory.mktemp("lms") / "answers"
     answers.mkdir()
@@ -142,7 +142,7 @@ def test_the_csv_form_carries_student_id_and_email(three, tmp_path):  # noqa: F8
 
 def test_a_total_is_the_sum_of_the_rounded_cells_not_the_rounded_sum(three, tmp_path):  # noqa: F811
     root, ids, _ = three
-    manifest = yaml.safe_load((root / "set" / "manifest.yaml").read_text(encoding="utf-8"))
+    manifest = yaml.safe_load((root / "set" / "instructor" / "manifest.yaml").read_text(encoding="utf-8"))
     spec = yaml.safe_load((root / "spec.yaml").read_text(encoding="utf-8"))
 
     def plant(name, v):   # one wrong entry in each: 11/12, 2/3 and 11/12 of a point (later steps carried)

@@ -19,7 +19,7 @@ def three(tmp_path_factory):
     (root / "spec.yaml").write_text(textwrap.dedent(SPEC), encoding="utf-8")
     assert main(["worksheet", str(root / "spec.yaml"), "--variants", "3", "--seed", "1", "--out", str(root / "set"),
                  "--format", "markdown"]) == 0
-    manifest = yaml.safe_load((root / "set" / "manifest.yaml").read_text(encoding="utf-8"))
+    manifest = yaml.safe_load((root / "set" / "instructor" / "manifest.yaml").read_text(encoding="utf-8"))
     spec = yaml.safe_load(textwrap.dedent(SPEC))
     ids = [v["id"] for v in manifest["variants"]]
     steps = {ident: {s: grid(m) for s, m in work(params(spec, v["seed"])).items()}

@@ -35,14 +35,14 @@ def _grade_edited(root, tmp_path, capsys, edit, rehash="new") -> str:
     import shutil
     copy = tmp_path / "set"
     shutil.copytree(root / "set", copy)
-    data = yaml.safe_load((copy / manifest.NAME).read_text(encoding="utf-8"))
+    data = yaml.safe_load((copy / "instructor" / manifest.NAME).read_text(encoding="utf-8"))
     old = data.pop("content_sha256")
     edit(data)
     if rehash == "new":  # a careful editor recomputes the hash: the validation must hold on its own
         data["content_sha256"] = manifest.digest(data)
     elif rehash == "old":
         data["content_sha256"] = old
-    (copy / manifest.NAME).write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    (copy / "instructor" / manifest.NAME).write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     capsys.readouterr()
     assert main(["grade", str(copy), str(root / "answers"), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
@@ -51,7 +51,7 @@ def _grade_edited(root, tmp_path, capsys, edit, rehash="new") -> str:
 
 
 def test_the_manifest_carries_the_hash_of_its_content(set_dir):
-    data = yaml.safe_load((set_dir / "set" / manifest.NAME).read_text(encoding="utf-8"))
+    data = yaml.safe_load((set_dir / "set" / "instructor" / manifest.NAME).read_text(encoding="utf-8"))
     given = data.pop("content_sha256")
     assert len(given) == 64 and given == manifest.digest(data)
 
@@ -94,11 +94,11 @@ def test_check_reads_the_manifest_the_same_way(set_dir, tmp_path, capsys):
     import shutil
     copy = tmp_path / "set"
     shutil.copytree(set_dir / "set", copy)
-    text = (copy / manifest.NAME).read_text(encoding="utf-8")
-    (copy / manifest.NAME).write_text(text.replace("decimals: 3", "decimals: 4"), encoding="utf-8")
+    text = (copy / "instructor" / manifest.NAME).read_text(encoding="utf-8")
+    (copy / "instructor" / manifest.NAME).write_text(text.replace("decimals: 3", "decimals: 4"), encoding="utf-8")
     ident = yaml.safe_load(text)["variants"][0]["id"]
     capsys.readouterr()
-    assert main(["check", str(copy / ident / "answers.yaml")]) == 2
+    assert main(["check", str(copy / "students" / ident / "answers.yaml")]) == 2
     assert "content_sha256: does not match" in capsys.readouterr().err
 
 

@@ -193,7 +193,7 @@ def test_grade_feedback_names_the_blank_entries(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert main(["worksheet", "pre-ln-causal-gelu", "--preset", "norm", "--variants", "2", "--out", "set"]) == 0
     X = np.array(yaml.safe_load(example_text("pre-ln-causal-gelu"))["inputs"]["X"], dtype=float)
-    path = tmp_path / "set" / "pre-ln-causal-gelu.1" / "answers.yaml"
+    path = tmp_path / "set" / "students" / "pre-ln-causal-gelu.1" / "answers.yaml"
     data = yaml.safe_load(path.read_text())
     mean0 = Decimal(repr(float(X[0].mean()))).quantize(Decimal("0.001"), "ROUND_HALF_UP")   # worked in NumPy
     data["name"] = "Ada"

@@ -214,7 +214,7 @@ def test_index_page_of_a_set_links_every_variant(browser, tmp_path):
     spec.write_text("random: {seed: 1, difficulty: easy}\n")
     out = tmp_path / "set"
     assert cli.main(["worksheet", str(spec), "--variants", "2", "--out", str(out), "--format", "html"]) == 0
-    assert load(browser, out / "index.html") == []
+    assert load(browser, out / "instructor" / "index.html") == []  # each variant's sheet and key
     links = [a.get_attribute("href") for a in browser.find_elements(By.CSS_SELECTOR, "ul.variants a")]
     assert len(links) == 4
     browser.get(links[1])  # a key, one folder down: KaTeX comes from ../katex/
@@ -268,7 +268,7 @@ def test_chinese_pages_have_no_english_prose(tmp_path):
     assert cli.main(["worksheet", str(spec), "--variants", "2", "--out", str(out), "--format", "html",
                      "--lang", "zh"]) == 0
     pages = sorted(out.glob("**/*.html")) + sorted(GALLERY_DIR.glob("*-zh/*.html"))
-    assert len(pages) == 7
+    assert len(pages) == 8   # 2 sheets, 2 keys, the students' and the instructor's index, the gallery's 2
     for page in pages:
         assert _page_prose(page.read_text()) == [], page
     en = (GALLERY_DIR / "seed-post-ln" / "sheet.html").read_text()

@@ -121,7 +121,7 @@ def test_notebook_of_a_drawn_variant_rebuilds_it_from_the_id(tmp_path):
     nb = nbformat.read(out / "notebook.ipynb", as_version=4)
     assert "Nothing to check yet" in _run(nb)[3]
     out2 = _write(tmp_path / "b", str(spec), "--variants", "2")
-    [first, second] = sorted(out2.glob("*/notebook.ipynb"))
+    [first, second] = sorted(out2.glob("students/*/notebook.ipynb"))
     nb = nbformat.read(first, as_version=4)
     nb.cells[1].source = nb.cells[1].source.replace("SPEC = None", f"SPEC = {str(spec)!r}")
     nb.cells[4].source = nb.cells[4].source.replace("# trace", "print(trace['x'].value.latex())")
@@ -129,3 +129,11 @@ def test_notebook_of_a_drawn_variant_rebuilds_it_from_the_id(tmp_path):
     # the kernel rebuilt this variant: its X is the one printed on the variant's sheet
     assert printed.startswith(r"\begin{bmatrix}") and f"X = {printed}" in nb.cells[0].source
     assert f"X = {printed}" not in nbformat.read(second, as_version=4).cells[0].source
+
+
+def test_first_cell_says_the_notebook_is_for_self_study_in_both_languages(tmp_path):
+    """The kernel rebuilds the exact answers, so the sheet cell opens by saying so (en and zh)."""
+    for lang, words in (("en", "For self-study"), ("zh", "仅供自学")):
+        nb = nbformat.read(_write(tmp_path / lang, "--lang", lang) / "notebook.ipynb", as_version=4)
+        first = nb.cells[0].source.splitlines()[0]
+        assert first.startswith("> ") and words in first, first

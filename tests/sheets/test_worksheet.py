@@ -197,16 +197,16 @@ def test_same_inputs_same_bytes(tmp_path):
 def test_variants_and_id_regenerate_byte_for_byte(tmp_path, capsys):
     out = tmp_path / "v"
     assert run("pre-ln-causal-gelu", "--variants", "3", "--seed", "40", "--out", str(out)) == 0
-    ids = sorted(p.name for p in out.iterdir() if p.is_dir())
+    ids = sorted(p.name for p in (out / "students").iterdir() if p.is_dir())
     assert len(ids) == 3 and all(i.startswith("pre-ln-causal-gelu.") for i in ids)
-    assert (out / "manifest.yaml").is_file()   # the set remembers itself (grading/manifest.py)
-    keys = {(out / i / "key.md").read_bytes() for i in ids}
+    assert (out / "instructor" / "manifest.yaml").is_file()   # the set remembers itself (grading/manifest.py)
+    keys = {(out / "instructor" / i / "key.md").read_bytes() for i in ids}
     assert len(keys) == 3, "variants must differ"
     for i in ids:
-        assert f"`{i}`" in (out / i / "sheet.md").read_text()
+        assert f"`{i}`" in (out / "students" / i / "sheet.md").read_text()
         again = tmp_path / f"again-{i}"
         assert run("--id", i, "--out", str(again)) == 0
-        for p in (out / i).iterdir():
+        for p in [*(out / "students" / i).iterdir(), *(out / "instructor" / i).iterdir()]:
             if not p.name.startswith("answers."):   # the set's blank answers files
                 assert p.read_bytes() == (again / p.name).read_bytes(), (i, p.name)
 
@@ -215,16 +215,16 @@ def test_id_of_a_spec_file(tmp_path, capsys):
     path = big_spec(tmp_path)
     out = tmp_path / "v"
     assert run(str(path), "--variants", "1", "--seed", "3", "--format", "markdown", "--out", str(out)) == 0
-    (ident,) = [p.name for p in out.iterdir() if p.is_dir()]
+    (ident,) = [p.name for p in (out / "students").iterdir() if p.is_dir()]
     assert ident.startswith("h") and ident.endswith(".3")
     assert run("--id", ident, "--out", str(tmp_path / "x")) == 2
     assert "give the file too" in capsys.readouterr().err
     assert run(str(path), "--id", ident, "--format", "markdown", "--out", str(tmp_path / "y")) == 0
-    assert (tmp_path / "y" / "key.md").read_bytes() == (out / ident / "key.md").read_bytes()
+    assert (tmp_path / "y" / "key.md").read_bytes() == (out / "instructor" / ident / "key.md").read_bytes()
     # the ID carries the seed, so the file's own seed does not count; its numbers' ranges do
     path.write_text("# a comment\n" + BIG.replace("seed: 11", "seed: 12"))
     assert run(str(path), "--id", ident, "--format", "markdown", "--out", str(tmp_path / "w")) == 0
-    assert (tmp_path / "w" / "key.md").read_bytes() == (out / ident / "key.md").read_bytes()
+    assert (tmp_path / "w" / "key.md").read_bytes() == (out / "instructor" / ident / "key.md").read_bytes()
     path.write_text(BIG.replace("low: -2", "low: -1"))
     assert run(str(path), "--id", ident, "--out", str(tmp_path / "z")) == 2
     assert "file changed" in capsys.readouterr().err
@@ -344,16 +344,16 @@ def test_difficulty_without_a_spec_draws_the_presets_own_block(tmp_path, capsys)
     import yaml
     out = tmp_path / "class"
     assert run("--difficulty", "medium", "--variants", "2", "--format", "markdown", "--out", str(out)) == 0
-    manifest = yaml.safe_load((out / "manifest.yaml").read_text())
+    manifest = yaml.safe_load((out / "instructor" / "manifest.yaml").read_text())
     assert [v["id"] for v in manifest["variants"]] == ["preset-medium.1", "preset-medium.2"]
-    sheet = (out / "preset-medium.2" / "sheet.md").read_text()
+    sheet = (out / "students" / "preset-medium.2" / "sheet.md").read_text()
     assert sheet.startswith("# Exercise (medium)") and "`preset-medium.2`" in sheet and "Pre-LN" in sheet
     X = sheet[sheet.index("X ="):].split("\\end{bmatrix}")[0]
     assert X.count("\\\\") == 1 and X.split("\\\\")[0].count("&") == 3  # 2 rows of 4 entries
     assert run("--id", "preset-medium.2", "--format", "markdown", "--out", str(tmp_path / "again")) == 0
     assert (tmp_path / "again" / "sheet.md").read_text() == sheet
     capsys.readouterr()
-    assert cli.main(["check", str(out / "preset-medium.2" / "answers.yaml")]) == 1  # blank: nothing answered
+    assert cli.main(["check", str(out / "students" / "preset-medium.2" / "answers.yaml")]) == 1  # blank: nothing answered
     assert "21 missing" in capsys.readouterr().out
 
 

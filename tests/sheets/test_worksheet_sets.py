@@ -1,5 +1,5 @@
 """worksheet --variants N: the set files (one document holding every variant), parallel compiles,
-progress only on a terminal, and output that appears in whole units (issue 10, "Partial output"):
+progress only on a terminal, the set split into students/ and instructor/, and output that appears in whole units (issue 10, "Partial output"):
 a variant's files or the set files land whole or not at all, a failed variant keeps the finished
 ones, and no temporary folder survives an error, SIGINT or SIGTERM."""
 from __future__ import annotations
@@ -35,6 +35,23 @@ def body(tex: str) -> str:
     return tex[tex.index("\\begin{document}") + len("\\begin{document}"):tex.rindex("\\end{document}")].strip("\n")
 
 
+def at(out: Path, name: str) -> Path:
+    """Where a set's file named relative to the set (`<ID>/key.tex`, `sheets.tex`) lands."""
+    return out / sets.placed(name)
+
+
+def top(out: Path) -> list[str]:
+    """The set's own files and variant folders, students/ and instructor/ together."""
+    return sorted({p.name for side in ("students", "instructor") if (out / side).is_dir()
+                   for p in (out / side).iterdir()})
+
+
+def variant(out: Path, ident: str) -> list[str]:
+    """A variant's files, its sheet's in students/ and its key's in instructor/ together."""
+    return sorted(p.name for side in ("students", "instructor") if (out / side / ident).is_dir()
+                  for p in (out / side / ident).iterdir())
+
+
 def leftovers(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.rglob(".symblock-*"))
 
@@ -56,31 +73,31 @@ def failing_templates(tmp_path: Path, ident_suffix: str,
 def test_set_files_hold_every_variant_in_order(tmp_path, capsys):
     out = tmp_path / "set"
     assert run("--variants", "3", "--out", str(out), "--list") == 0
-    assert sorted(p.name for p in out.iterdir()) == sorted(IDS + ["keys.tex", "manifest.yaml", "sheets.tex"])
+    assert top(out) == sorted(IDS + ["keys.tex", "manifest.yaml", "sheets.tex"])
     printed = capsys.readouterr().out.split()
-    sets = [p for p in printed if p in (str(out / "sheets.tex"), str(out / "keys.tex"))]
-    assert sets == [str(out / "sheets.tex"), str(out / "keys.tex")]
-    assert printed.index(sets[0]) > max(printed.index(str(out / i / "key.tex")) for i in IDS)  # variants first
+    docs = [str(at(out, "sheets.tex")), str(at(out, "keys.tex"))]
+    assert [p for p in printed if p in docs] == docs
+    assert printed.index(docs[0]) > max(printed.index(str(at(out, f"{i}/key.tex"))) for i in IDS)  # variants first
     for doc, set_doc in (("sheet", "sheets"), ("key", "keys")):
-        whole = (out / f"{set_doc}.tex").read_text()
-        first = (out / IDS[0] / f"{doc}.tex").read_text()
+        whole = at(out, f"{set_doc}.tex").read_text()
+        first = at(out, f"{IDS[0]}/{doc}.tex").read_text()
         assert whole.startswith(first[:first.index("\\begin{document}")])  # the shared preamble, once
         assert whole.count("\\documentclass") == 1 and whole.count("\\begin{document}") == 1
         starts = [whole.index(f"\\symblockvariant{{{i}}}") for i in IDS]
         assert starts == sorted(starts)
         for i, ident in enumerate(IDS):  # each variant's body, verbatim, in its own slot
             chunk = whole[starts[i]:starts[i + 1] if i + 1 < len(IDS) else len(whole)]
-            assert body((out / ident / f"{doc}.tex").read_text()) in chunk
+            assert body(at(out, f"{ident}/{doc}.tex").read_text()) in chunk
     again = tmp_path / "again"
     assert run("--variants", "3", "--out", str(again)) == 0
     for name in ("sheets.tex", "keys.tex"):
-        assert (again / name).read_bytes() == (out / name).read_bytes()
+        assert at(again, name).read_bytes() == at(out, name).read_bytes()
 
 
 def test_markdown_only_set_has_no_set_files(tmp_path):
     out = tmp_path / "md"
     assert run("--variants", "2", "--format", "markdown", "--out", str(out)) == 0
-    assert sorted(p.name for p in out.iterdir()) == sorted(IDS[:2] + ["manifest.yaml"])  # no sheets/keys.tex
+    assert top(out) == sorted(IDS[:2] + ["manifest.yaml"])  # no sheets/keys.tex
 
 
 def test_combined_refuses_variants_whose_preambles_differ():
@@ -112,19 +129,19 @@ def test_set_pdf_numbers_each_variant_from_one_on_an_odd_page(tmp_path, capsys):
     out = tmp_path / "set"
     assert run("--variants", "3", "--pdf", "--format", "latex", "--jobs", "2", "--out", str(out)) == 0
     for doc, set_doc in (("sheet", "sheets"), ("key", "keys")):
-        have = pages(out / f"{set_doc}.pdf")
-        at = 0
+        have = pages(at(out, f"{set_doc}.pdf"))
+        page = 0
         for ident in IDS:
-            own = len(pages(out / ident / f"{doc}.pdf"))
-            assert at % 2 == 0, f"{ident} starts on page {at + 1} of {set_doc}.pdf (must be odd)"
+            own = len(pages(at(out, f"{ident}/{doc}.pdf")))
+            assert page % 2 == 0, f"{ident} starts on page {page + 1} of {set_doc}.pdf (must be odd)"
             for n in range(1, own + 1):  # footer: the ID and the page number within the variant
-                footer = [line for line in have[at].splitlines() if line.strip()][-1].split()
-                assert footer == [ident, str(n)], (set_doc, at, footer)
-                at += 1
+                footer = [line for line in have[page].splitlines() if line.strip()][-1].split()
+                assert footer == [ident, str(n)], (set_doc, page, footer)
+                page += 1
             if own % 2:
-                assert have[at].strip() == "", f"{set_doc}: the page after an odd-length variant is blank"
-                at += 1
-        assert at == len(have)
+                assert have[page].strip() == "", f"{set_doc}: the page after an odd-length variant is blank"
+                page += 1
+        assert page == len(have)
 
 
 def count_compiles(monkeypatch) -> list[str]:
@@ -164,12 +181,13 @@ def test_each_variants_pdfs_are_cut_from_the_set_and_match_its_own_compile(tmp_p
         assert (cut / name).read_bytes() == (again / name).read_bytes(), name
     for ident in IDS:
         for doc in ("sheet.pdf", "key.pdf"):
-            have, want = pages(cut / ident / doc), pages(own / ident / doc)
+            name = f"{ident}/{doc}"
+            have, want = pages(at(cut, name)), pages(at(own, name))
             assert len(have) == len(want) > 1, (ident, doc)  # the blank page that pads a set is not cut
             assert have == want, (ident, doc)
-            assert images(cut / ident / doc, tmp_path) == images(own / ident / doc, tmp_path), (ident, doc)
+            assert images(at(cut, name), tmp_path) == images(at(own, name), tmp_path), (ident, doc)
     for doc in ("sheets.pdf", "keys.pdf"):
-        assert (cut / doc).read_bytes() == (own / doc).read_bytes()
+        assert at(cut, doc).read_bytes() == at(own, doc).read_bytes()
 
 
 # ---------------------------------------------------------------- failures keep finished units
@@ -183,10 +201,11 @@ def test_a_set_document_that_fails_alone_still_writes_every_variant(tmp_path, ca
     assert code == 2
     err = capsys.readouterr().err
     assert "the set files failed" in err and "symblockonlyinaset" in err and "all 3 variants were written" in err
-    assert sorted(p.name for p in out.iterdir()) == IDS
+    assert top(out) == IDS
     for ident in IDS:
-        assert sorted(p.name for p in (out / ident).iterdir()) == ["key.pdf", "key.tex", "sheet.pdf", "sheet.tex"]
-        assert pages(out / ident / "key.pdf")[-1].split()[-2:] == [ident, str(len(pages(out / ident / "key.pdf")))]
+        assert variant(out, ident) == ["key.pdf", "key.tex", "sheet.pdf", "sheet.tex"]
+        key = at(out, f"{ident}/key.pdf")
+        assert pages(key)[-1].split()[-2:] == [ident, str(len(pages(key)))]
     assert leftovers(tmp_path) == []
 
 
@@ -198,8 +217,8 @@ def test_a_variant_that_fails_to_render_ends_the_set_and_keeps_those_before(tmp_
     err = capsys.readouterr().err
     assert f"variant {IDS[1]}: template worksheet.tex.j2" in err and "no_such_value" in err
     assert f"the variant before it was written to {out}" in err
-    assert sorted(p.name for p in out.iterdir()) == [IDS[0]]  # no set files, nothing after the failure
-    assert sorted(p.name for p in (out / IDS[0]).iterdir()) == ["key.tex", "sheet.tex"]
+    assert top(out) == [IDS[0]]  # no set files, nothing after the failure
+    assert variant(out, IDS[0]) == ["key.tex", "sheet.tex"]
     assert leftovers(tmp_path) == []
 
 
@@ -212,9 +231,9 @@ def test_a_failed_variant_keeps_the_others_and_names_itself(tmp_path, capsys):
     cap = capsys.readouterr()
     assert "variant pre-ln-causal-gelu.41 failed" in cap.err and "symblockundefinedcommand" in cap.err
     assert "2 of 3 variants were written" in cap.err and "set files were not" in cap.err
-    assert sorted(p.name for p in out.iterdir()) == [IDS[0], IDS[2]]  # no set files, no .41
+    assert top(out) == [IDS[0], IDS[2]]  # no set files, no .41
     for ident in (IDS[0], IDS[2]):
-        assert sorted(p.name for p in (out / ident).iterdir()) == ["key.pdf", "key.tex", "sheet.pdf", "sheet.tex"]
+        assert variant(out, ident) == ["key.pdf", "key.tex", "sheet.pdf", "sheet.tex"]
     assert cap.out.startswith(f"wrote 2 variants in {out}/ ({IDS[0]}, {IDS[2]}), each: "), cap.out
     assert leftovers(tmp_path) == []
 
@@ -245,11 +264,11 @@ def test_force_onto_a_directory_where_a_file_goes_moves_nothing(tmp_path, capsys
 
 def test_a_file_blocking_a_variant_folder_writes_no_variant(tmp_path, capsys):
     out = tmp_path / "set"
-    out.mkdir()
-    (out / IDS[1]).write_text("in the way")
+    (out / "students").mkdir(parents=True)
+    (out / "students" / IDS[1]).write_text("in the way")
     assert run("--variants", "3", "--force", "--out", str(out)) == 2
     assert f"{IDS[1]} is a file where a folder of the output goes" in capsys.readouterr().err
-    assert sorted(p.name for p in out.iterdir()) == [IDS[1]]
+    assert [p.name for p in out.iterdir()] == ["students"] and top(out) == [IDS[1]]
     assert leftovers(tmp_path) == []
 
 
@@ -287,10 +306,9 @@ def test_a_signal_during_pdf_removes_the_staging_folder(tmp_path, sig):
     proc.communicate(timeout=60)
     assert proc.returncode == (128 + sig if sig == signal.SIGTERM else 130)
     assert leftovers(tmp_path) == []
-    for variant in (out.iterdir() if out.exists() else []):  # what landed is whole
-        assert variant.is_dir() and sorted(p.name for p in variant.iterdir()) == \
-            ["key.pdf", "key.tex", "sheet.pdf", "sheet.tex"]
-    assert not (out / "sheets.pdf").exists()
+    for ident in (top(out) if out.exists() else []):  # what landed is whole
+        assert variant(out, ident) == ["key.pdf", "key.tex", "sheet.pdf", "sheet.tex"]
+    assert not at(out, "sheets.pdf").exists()
 
 
 def test_progress_shows_on_a_terminal_and_is_quiet_otherwise(tmp_path, capsys):
@@ -322,10 +340,9 @@ def test_a_set_prints_a_summary_not_every_file(tmp_path, capsys):
     assert run("--variants", "3", "--out", str(out)) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 2, lines
-    assert lines[0].startswith(f"wrote 3 variants in {out}/ ({', '.join(IDS)}), each: ")
-    each = lines[0].split("each: ")[1].split(", ")
-    assert sorted(each) == sorted(p.name for p in (out / IDS[0]).iterdir())
-    assert lines[1] == "set files: " + ", ".join(str(out / n) for n in ("sheets.tex", "keys.tex", "manifest.yaml"))
+    assert lines[0] == (f"wrote 3 variants in {out}/ ({', '.join(IDS)}), each: students/<ID>/: sheet.tex, "
+                        "sheet.md, answers.yaml, answers.csv; instructor/<ID>/: key.tex, key.md")
+    assert lines[1] == "set files: " + ", ".join(str(at(out, n)) for n in ("sheets.tex", "keys.tex", "manifest.yaml"))
 
 
 FIXED_X = """\
@@ -350,8 +367,7 @@ def test_a_given_x_is_named_when_its_steps_repeat_on_every_sheet(tmp_path, capsy
     assert "warning: norm1.mean, norm1.var, norm1.std, norm1 have the same answer on all 3 sheets" in err, err
     assert "only X, " in err and "leave inputs.X out of the spec" in err and "--allow-repeats" in err
     assert "norm2" not in err   # norm2 reads resid1, which the drawn attention weights change
-    keys = [(tmp_path / "a" / d / "key.md").read_text(encoding="utf-8") for d in sorted(os.listdir(tmp_path / "a"))
-            if (tmp_path / "a" / d).is_dir()]
+    keys = [p.read_text(encoding="utf-8") for p in sorted((tmp_path / "a" / "instructor").glob("*/key.md"))]
     mean = r"\mu = \begin{bmatrix} 0.5 \\ 0.5 \\ 0.5 \end{bmatrix}"   # (1 + 0 + 2 − 1)/4, ...
     assert len(keys) == 3 and all(mean in k for k in keys)
     assert cli.main(["worksheet", str(spec), "--preset", "norm", "--variants", "3", "--format", "markdown",
