@@ -116,10 +116,10 @@ def test_a_model_spec_takes_no_block_preset(tmp_path, capsys):
 def test_the_set_compiles_and_regenerates_by_id(tmp_path, capsys):
     out = tmp_path / "set"
     assert main(["worksheet", SPEC, "--variants", "2", "--seed", "1", "--out", str(out), "--allow-repeats"]) == 0
-    ident = sorted(p.name for p in out.iterdir() if p.is_dir())[0]
+    ident = sorted(p.name for p in (out / "students").iterdir() if p.is_dir())[0]
     assert main(["worksheet", "--id", ident, "--out", str(tmp_path / "again")]) == 0
     capsys.readouterr()
-    assert (tmp_path / "again" / "key.tex").read_bytes() == (out / ident / "key.tex").read_bytes()
+    assert (tmp_path / "again" / "key.tex").read_bytes() == (out / "instructor" / ident / "key.tex").read_bytes()
 
 
 def test_a_two_layer_model_key_is_worked_true_too():
