@@ -16,7 +16,7 @@ from symblock.exercises.generate import load
 from symblock.grading.answers import parse_entry
 from symblock.grading.marking import matches
 
-SUB = re.compile(r"\{1:(NUMERICAL|SHORTANSWER):((?:\\.|[^\\}])*)\}")
+SUB = re.compile(r"\{(\d+):(NUMERICAL|SHORTANSWER):((?:\\.|[^\\}])*)\}")
 GRID = re.compile(r'<table class="symblock-grid" data-step="([^"]+)">(.*?)</table>', re.S)
 
 
@@ -39,11 +39,11 @@ def grids(question) -> dict[str, list[list[tuple[str, str, str]]]]:
         rows = []
         for tr in re.findall(r"<tr>(.*?)</tr>", body, re.S):
             row = []
-            for kind, inner in SUB.findall(tr):
+            for _, kind, inner in SUB.findall(tr):
                 first = re.split(r"(?<!\\)~", inner)[0]
                 answer = re.split(r"(?<!\\)#", first)[0]
                 if kind == "NUMERICAL":
-                    value, tol = answer.lstrip("=").split(":")
+                    value, tol = answer.replace("%100%", "").split(":")
                     row.append((kind, unescape(value), tol))
                 else:
                     row.append((kind, unescape(answer.replace("%100%", "")), None))
@@ -153,7 +153,7 @@ def test_all_math_of_the_question_and_its_feedback_is_valid_tex(tmp_path):
         for m in re.finditer(r"\\\((.+?)\\\)|\\\[(.+?)\\\]", plain, re.S):
             frags.append({"tex": html.unescape(m.group(1) or m.group(2)), "display": m.group(2) is not None,
                           "where": where})
-        for _, inner in SUB.findall(text):
+        for _, _, inner in SUB.findall(text):
             feedback = unescape(html.unescape(re.split(r"(?<!\\)#", inner, maxsplit=1)[1]))
             frags += [{"tex": t, "display": False, "where": "feedback"} for t in re.findall(r"\\\((.+?)\\\)", feedback)]
     assert katex_check(frags) == len(frags) > 100
