@@ -38,7 +38,7 @@ def accepted(trace, exercise, places: int) -> dict[str, list[list[list[tuple[str
         own = _recompute(it, rounded)
         if it.name in asked:
             out[it.name] = _entries([it.value, key, own], places)
-            printed[it.name], rounded[it.name] = _printed(it.value, places), _printed(own, places)
+            printed[it.name], rounded[it.name] = _printed(it.value, places), _printed(own, places, True)
         else:
             printed[it.name], rounded[it.name] = key, own
     return out
@@ -65,10 +65,12 @@ def _recompute(it, chain: dict) -> Mat:
         return it.value
 
 
-def _printed(mat: Mat, places: int) -> Mat:
-    """The numbers as the key prints them: exact when a short decimal, else rounded at `places`."""
+def _printed(mat: Mat, places: int, always: bool = False) -> Mat:
+    """The numbers as the key prints them (exact when a short decimal, else rounded at `places`),
+    or, `always`, as a student writes them: rounded at `places`."""
     from symblock.sheets.numbers import is_plain
-    return Mat([[e if is_plain(e) else _round(e, places) for e in row] for row in mat.rows])
+    return Mat([[e if is_plain(e) and not always or e is exact.NEG_INF else _round(e, places) for e in row]
+                for row in mat.rows])
 
 
 def _round(e, places: int):

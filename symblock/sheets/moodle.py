@@ -21,6 +21,13 @@ TEMPLATE = "moodle.xml.j2"
 FILE = "moodle.xml"
 _INLINE = re.compile(r"\$([^$]+)\$")
 _CLOZE_SPECIAL = re.compile(r'([}#~/"\\])')
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_chars(text: str) -> str:
+    """The document without the characters XML 1.0 forbids (control characters, lone surrogates,
+    U+FFFE/U+FFFF), which user text may hold: an LMS refuses to import a file with one."""
+    return _NOT_XML.sub("", text)
 
 
 def _markup(text: str):
@@ -110,6 +117,6 @@ def category(models: list[dict]) -> str:
 
 def files(models: list[dict], *, many: bool, template_dir=None) -> dict[str, str]:
     first = models[0]
-    return {FILE: render.render({"lang": first["lang"], "category": category(models),
+    return {FILE: xml_chars(render.render({"lang": first["lang"], "category": category(models),
                                  "questions": [dict(m, weights=weights(m), points=total(m)) for m in models]},
-                                "xml", False, template_dir, template=TEMPLATE, filters=FILTERS)}
+                                "xml", False, template_dir, template=TEMPLATE, filters=FILTERS))}

@@ -20,6 +20,7 @@ from fractions import Fraction
 from urllib.parse import quote
 
 from symblock.sheets import render
+from symblock.sheets.moodle import xml_chars
 
 FILE = "qti.zip"
 MANIFEST, ASSESSMENT, META = "qti-manifest.xml.j2", "qti-assessment.xml.j2", "qti-meta.xml.j2"
@@ -76,7 +77,7 @@ def _number(q: Fraction) -> str:
 
 
 def ident(*parts: str) -> str:
-    return "sb_" + hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:24]
+    return "sb_" + hashlib.sha256("\x00".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
 FILTERS = {"math": equation, "display": lambda tex: equation(tex, block=True), "prose": prose,
@@ -92,8 +93,8 @@ def files(models: list[dict], *, many: bool, template_dir=None) -> dict[str, byt
     lang = models[0]["lang"]
 
     def xml(template, **context):
-        return render.render({"lang": lang, **context}, "xml", False, template_dir, template=template,
-                             filters=FILTERS)
+        return xml_chars(render.render({"lang": lang, **context}, "xml", False, template_dir,
+                                       template=template, filters=FILTERS))
     parts = {"imsmanifest.xml": xml(MANIFEST, quizzes=quizzes, package=ident("package", *[q["id"] for q in quizzes]))}
     for q in quizzes:
         parts[f"{q['id']}/{q['id']}.xml"] = xml(ASSESSMENT, quiz=q, ident=ident)
