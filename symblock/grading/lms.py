@@ -25,6 +25,8 @@ from symblock.engine import exact
 from symblock.engine.matrix import Mat
 from symblock.grading.policy import Credit
 
+MAX_EXACT_PLACES = 6    # as the sheets: a terminating decimal this short is printed exactly
+
 
 def accepted(trace, exercise, places: int) -> dict[str, list[list[list[tuple[str, Fraction]]]]]:
     """{asked step: rows of entries, each a list of (12-place centre, credit), full credit first}:
@@ -45,11 +47,9 @@ def accepted(trace, exercise, places: int) -> dict[str, list[list[list[tuple[str
 
 
 def annotate(tasks: list[dict], trace, exercise, places: int) -> None:
-    """Give each task of a sheet model its points and each of its cells the answers an LMS
-    question accepts (`accept`: [(centre, credit)], see `accepted`)."""
+    """Give each cell of a sheet model's tasks the answers an LMS question accepts (`accept`: [(centre, credit)], see `accepted`)."""
     answers = accepted(trace, exercise, places)
     for task in tasks:
-        task["points"] = exercise.points.get(task["name"], 1)
         for row, accept in zip(task["cells"], answers[task["name"]]):
             for cell, a in zip(row, accept):
                 cell["accept"] = a
@@ -68,9 +68,22 @@ def _recompute(it, chain: dict) -> Mat:
 def _printed(mat: Mat, places: int, always: bool = False) -> Mat:
     """The numbers as the key prints them (exact when a short decimal, else rounded at `places`),
     or, `always`, as a student writes them: rounded at `places`."""
-    from symblock.sheets.numbers import is_plain
-    return Mat([[e if is_plain(e) and not always or e is exact.NEG_INF else _round(e, places) for e in row]
+    return Mat([[e if _plain(e) and not always or e is exact.NEG_INF else _round(e, places) for e in row]
                 for row in mat.rows])
+
+
+def _plain(e) -> bool:
+    """A short terminating decimal, which the key prints exactly (as the sheets' numbers do)."""
+    if e is exact.NEG_INF or not e.is_rational:
+        return e is exact.NEG_INF
+    q = e.to_sympy()
+    scaled = Fraction(int(q.p), int(q.q)) * 10 ** MAX_EXACT_PLACES
+    return scaled.denominator == 1
+
+
+def _fixed(e, places: int) -> str:
+    d = exact.real(e).decimal(places)
+    return f"{abs(d) if d == 0 else d:.{places}f}"
 
 
 def _round(e, places: int):
@@ -92,7 +105,7 @@ def _answers(values: list, places: int) -> list[tuple[str, Fraction]]:
     value's rounding that no full-credit range already covers."""
     if values[0] is exact.NEG_INF:
         return []
-    from symblock.sheets.numbers import fixed
+    fixed = _fixed
     values = [v for v in values if v is not exact.NEG_INF]
     full = list(dict.fromkeys(fixed(v, 12) for v in values))
     unit, half = Decimal(1).scaleb(-places), Decimal(5).scaleb(-places - 1)
