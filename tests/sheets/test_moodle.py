@@ -180,7 +180,7 @@ def cloze_rules(question) -> tuple[Fraction, dict[str, list[list[tuple[int, list
     html = question.find("questiontext/text").text
     out = {}
     for step, body in GRID.findall(html):
-        out[step] = [[(int(w), options(inner)) for w, kind, inner in SUB.findall(tr)] for tr in re.findall(r"<tr>(.*?)</tr>", body, re.S)]
+        out[step] = [[(int(w), options(inner) if kind == "NUMERICAL" else None) for w, kind, inner in SUB.findall(tr)] for tr in re.findall(r"<tr>(.*?)</tr>", body, re.S)]
     return Fraction(question.findtext("defaultgrade")), out
 
 
@@ -193,8 +193,11 @@ def moodle_points(question, answers: dict[str, list[list[str]]]) -> Fraction:
     for step, rows in rules.items():
         for i, row in enumerate(rows):
             for j, (w, options) in enumerate(row):
-                a = Fraction(Decimal(answers[step][i][j]))
-                credit = next((c for c, v, t in options if abs(a - v) <= t), Fraction(0))
+                if options is None:   # a masked score: a short answer, -inf
+                    credit = Fraction(answers[step][i][j] in ("-inf", "-oo"))
+                else:
+                    a = Fraction(Decimal(answers[step][i][j]))
+                    credit = next((c for c, v, t in options if abs(a - v) <= t), Fraction(0))
                 points += grade * w / total_weight * credit
     return points
 
