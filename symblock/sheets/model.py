@@ -32,7 +32,7 @@ def build(trace, exercise, *, lang: str = "en", places: int = 3, ident: str = ""
     for task in tasks:
         task["cells"] = cells(b.grads[task["name"]].value if backprop else trace[task["name"]].value, places)
     for task in tasks:   # the LMS exports share a task's points over its entries
-        task["points"] = exercise.points.get(task["name"], 1)
+        task["worth"] = exercise.points.get(task["name"], 1)
     return {
         "lang": lang,
         "title": title if title is not None else (spec.titles.get(lang) or spec.title or TEXTS[lang]["default_title"]),

@@ -96,13 +96,13 @@ def weights(model: dict) -> dict[str, int]:
     ∝ points / entries (Moodle gives a sub-question defaultgrade·weight/Σweights)."""
     sizes = {t["name"]: sum(len(r) for r in t["cells"]) for t in model["tasks"]}
     common = math_lcm(*sizes.values())
-    raw = {t["name"]: t.get("points", 1) * common // sizes[t["name"]] for t in model["tasks"]}
+    raw = {t["name"]: t.get("worth", 1) * common // sizes[t["name"]] for t in model["tasks"]}
     g = gcd(*raw.values()) or 1
     return {k: v // g for k, v in raw.items()}
 
 
 def total(model: dict) -> int:
-    return sum(t.get("points", 1) for t in model["tasks"])
+    return sum(t.get("worth", 1) for t in model["tasks"])
 
 
 FILTERS = {"math": math, "display": display, "prose": prose, "cloze": cloze}

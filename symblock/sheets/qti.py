@@ -67,7 +67,7 @@ def bounds(cell: dict, places: int) -> list[dict]:
 
 def share(task: dict) -> str:
     """One entry's points: the task's points shared by its entries (6 places when not exact)."""
-    return _number(Fraction(task.get("points", 1), sum(len(r) for r in task["cells"])))
+    return _number(Fraction(task.get("worth", 1), sum(len(r) for r in task["cells"])))
 
 
 def _number(q: Fraction) -> str:
@@ -89,7 +89,7 @@ def files(models: list[dict], *, many: bool, template_dir=None) -> dict[str, byt
     for model in models:
         aid = ident("assessment", model["ident"], str(model["title"]))
         quizzes.append({"id": aid, "meta_id": ident("meta", aid), "model": model,
-                        "points": sum(task.get("points", 1) for task in model["tasks"])})
+                        "points": sum(task.get("worth", 1) for task in model["tasks"])})
     lang = models[0]["lang"]
 
     def xml(template, **context):

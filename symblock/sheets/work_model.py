@@ -231,7 +231,7 @@ def build(trace, exercise, *, lang: str = "en", places: int = 3, ident: str = ""
         if "cells" not in task:
             task["cells"] = cells_of(trace[task["name"]].value, places)
     for task in tasks:   # the LMS exports share a task's points over its entries
-        task["points"] = exercise.points.get(task["name"], 1)
+        task["worth"] = exercise.points.get(task["name"], 1)
     spec = trace.spec
     return {
         "lang": lang, "title": title if title is not None else (spec.title or TEXTS[lang]["default_title"]),
