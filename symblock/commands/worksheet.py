@@ -257,10 +257,10 @@ def _summary(out: Path, written: list) -> list[str]:
 
 
 def _lms_answers(models: list[dict], traces: dict, args) -> None:
-    """What the Moodle and QTI questions accept for each entry (grading.lms: the exact value, the
+    """What the Moodle and QTI questions accept for each entry (grading.accepted: the exact value, the
     key's printed chain, rounding slips), worked from each variant's trace and exercise."""
     from symblock.exercises import presets
-    from symblock.grading.lms import annotate
+    from symblock.grading.accepted import annotate
     for model in models:
         trace = traces[model["ident"]]
         annotate(model["tasks"], trace, presets.choose(trace, args.preset, loss=args.loss, wrt=_wrt(args.wrt)),

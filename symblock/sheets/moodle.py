@@ -3,7 +3,7 @@
 Each asked entry is a NUMERICAL sub-question `{w:NUMERICAL:%100%v:t#fb~%100%c:t#fb~%50%s:t#fb}`:
 full credit for the exact value v and for what the key's printed chain gives c (12 places, each
 with t = ½·10⁻ᵈ: a d-place answer that is the value rounded, either rounding of an exact tie), the
-checker's slip credit one unit off (grading.lms). Weights w make a task's entries share its points
+checker's slip credit one unit off (grading.accepted). Weights w make a task's entries share its points
 and the question's grade is the sheet's total, as `symblock grade` counts. The feedback names the
 exact value. A masked −∞ is a SHORTANSWER (`-inf`, `-oo`). Math is `\\(...\\)` / `\\[...\\]` for Moodle's
 MathJax filter. Reads the sheet model only (`task.cells`).
@@ -66,7 +66,7 @@ def prose(text) -> str:
 
 def cloze(cell: dict, places: int, weight: int = 1) -> str:
     """The sub-question of one entry (escaped for HTML; the Cloze syntax is plain text): each
-    answer the checker accepts without the student's own chain (grading.lms), with its credit."""
+    answer the checker accepts without the student's own chain (grading.accepted), with its credit."""
     from markupsafe import escape
     if cell["precise"] is None:  # a masked score
         return _markup(f"{{{weight}:SHORTANSWER:%100%-inf#" + cloze_escape(r"= −∞") + r"~%100%-oo#"

@@ -1,7 +1,7 @@
 """Canvas / QTI 1.2 writer: `qti.zip`, a content package with one quiz (assessment) per variant and
 one numerical question per asked entry worth its share of the task's points, accepting the exact
 value and the key's printed chain (each ±½·10⁻ᵈ) and a rounding slip at partial credit
-(grading.lms), its feedback the exact value. A masked −∞ is a short-answer question.
+(grading.accepted), its feedback the exact value. A masked −∞ is a short-answer question.
 
 Written from templates rather than with text2qti: text2qti prints numerical bounds with 4 decimal
 places (a wrong tolerance from `--decimals 4` on), stamps the manifest with today's date (output
@@ -52,7 +52,7 @@ def prose(text) -> str:
 
 
 def bounds(cell: dict, places: int) -> list[dict]:
-    """The numerical answers of one entry, full credit first (grading.lms): each a centre (exact
+    """The numerical answers of one entry, full credit first (grading.accepted): each a centre (exact
     when it is a short decimal), its range ±½·10⁻ᵈ and its score in percent."""
     tol = Decimal(5).scaleb(-(places + 1))
     answers = cell.get("accept") or [(cell["exact"] if cell["plain"] else cell["precise"], 1)]
