@@ -205,13 +205,17 @@ def run(args) -> int:
         raise UsageError("--link-key: a set's sheets go to students/ and never link to the keys, which "
                          "stay in instructor/ (its index.html links every key)")
     models: list[dict] = []
+    traces: dict[str, object] = {}
 
     def render(ident: str, trace) -> dict[str, str]:
+        traces[ident] = trace
         return documents(trace, ident, formats=formats, preset=args.preset, lang=args.lang,
                          places=args.decimals, title=args.title, template_dir=args.template_dir,
                          loss=args.loss, wrt=_wrt(args.wrt), space=args.space, models=models)
 
     def set_extra() -> dict:  # once every variant is rendered
+        if {"moodle", "qti"} & set(formats):
+            _lms_answers(models, traces, args)
         extra = bundle(models, formats, many, args.template_dir, args.link_key)  # html, moodle, qti, ipynb
         if many:  # the set remembers itself: manifest.yaml and blank answers files, for `symblock grade`
             from symblock.grading.manifest import set_files
@@ -262,3 +266,14 @@ def _summary(out: Path, written: list, idents: list[str]) -> list[str]:
     if own:
         lines.append("set files: " + ", ".join(own))
     return lines
+
+
+def _lms_answers(models: list[dict], traces: dict, args) -> None:
+    """What the Moodle and QTI questions accept for each entry (grading.accepted: the exact value, the
+    key's printed chain, rounding slips), worked from each variant's trace and exercise."""
+    from symblock.exercises import presets
+    from symblock.grading.accepted import annotate
+    for model in models:
+        trace = traces[model["ident"]]
+        annotate(model["tasks"], trace, presets.choose(trace, args.preset, loss=args.loss, wrt=_wrt(args.wrt)),
+                 args.decimals)

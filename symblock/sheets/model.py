@@ -31,6 +31,8 @@ def build(trace, exercise, *, lang: str = "en", places: int = 3, ident: str = ""
     tasks = [b.task(i, n) for i, n in enumerate(exercise.ask, 1)]
     for task in tasks:
         task["cells"] = cells(b.grads[task["name"]].value if backprop else trace[task["name"]].value, places)
+    for task in tasks:   # the LMS exports share a task's points over its entries
+        task["worth"] = exercise.points.get(task["name"], 1)
     return {
         "lang": lang,
         "title": title if title is not None else (spec.titles.get(lang) or spec.title or TEXTS[lang]["default_title"]),

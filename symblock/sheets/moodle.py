@@ -1,14 +1,19 @@
 """Moodle XML writer: one Cloze (multianswer) question per variant, in one category per set.
 
-Each asked entry is a NUMERICAL sub-question `{1:NUMERICAL:=v:t#feedback}` centred on the exact
-value v (12 places) with the tolerance t = ½·10⁻ᵈ of `symblock check`'s rule: a d-place answer is
-right when it is v rounded to d places, i.e. |answer − v| ≤ ½·10⁻ᵈ. The feedback names the exact
-value. A masked −∞ is a SHORTANSWER (`-inf`, `-oo`). Math is `\\(...\\)` / `\\[...\\]` for Moodle's
+Each asked entry is a NUMERICAL sub-question `{w:NUMERICAL:%100%v:t#fb~%100%c:t#fb~%50%s:t#fb}`:
+full credit for the exact value v and for what the key's printed chain gives c (12 places, each
+with t = ½·10⁻ᵈ: a d-place answer that is the value rounded, either rounding of an exact tie), the
+checker's slip credit one unit off (grading.accepted). Weights w make a task's entries share its points
+and the question's grade is the sheet's total, as `symblock grade` counts. The feedback names the
+exact value. A masked −∞ is a SHORTANSWER (`-inf`, `-oo`). Math is `\\(...\\)` / `\\[...\\]` for Moodle's
 MathJax filter. Reads the sheet model only (`task.cells`).
 """
 from __future__ import annotations
 
 import re
+from fractions import Fraction
+from math import gcd
+from math import lcm as math_lcm
 
 from symblock.sheets import render
 
@@ -16,6 +21,13 @@ TEMPLATE = "moodle.xml.j2"
 FILE = "moodle.xml"
 _INLINE = re.compile(r"\$([^$]+)\$")
 _CLOZE_SPECIAL = re.compile(r'([}#~/"\\])')
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_chars(text: str) -> str:
+    """The document without the characters XML 1.0 forbids (control characters, lone surrogates,
+    U+FFFE/U+FFFF), which user text may hold: an LMS refuses to import a file with one."""
+    return _NOT_XML.sub("", text)
 
 
 def _markup(text: str):
@@ -52,19 +64,45 @@ def prose(text) -> str:
     return _markup("".join(out) + str(escape(text[pos:])))
 
 
-def cloze(cell: dict, places: int) -> str:
-    """The sub-question of one entry (escaped for HTML; the Cloze syntax is plain text)."""
+def cloze(cell: dict, places: int, weight: int = 1) -> str:
+    """The sub-question of one entry (escaped for HTML; the Cloze syntax is plain text): each
+    answer the checker accepts without the student's own chain (grading.accepted), with its credit."""
     from markupsafe import escape
     if cell["precise"] is None:  # a masked score
-        return _markup(r"{1:SHORTANSWER:%100%-inf#" + cloze_escape(r"= −∞") + r"~%100%-oo#"
+        return _markup(f"{{{weight}:SHORTANSWER:%100%-inf#" + cloze_escape(r"= −∞") + r"~%100%-oo#"
                        + cloze_escape("= −∞") + "}")
     if cell["plain"]:           # an integer or a short terminating decimal: exact as written
-        value, note = cell["exact"], f"= {cell['exact']}"
+        note = f"= {cell['exact']}"
     elif cell["exact"] is not None:
-        value, note = cell["precise"], rf"= \({cell['exact']}\) ≈ {cell['decimal']}"
+        note = rf"= \({cell['exact']}\) ≈ {cell['decimal']}"
     else:
-        value, note = cell["precise"], f"≈ {cell['decimal']}"
-    return _markup(f"{{1:NUMERICAL:={value}:{tolerance(places)}#{escape(cloze_escape(note))}}}")
+        note = f"≈ {cell['decimal']}"
+    answers = list(cell.get("accept") or [(cell["precise"], 1)])
+    if cell["plain"]:
+        answers[0] = (cell["exact"], answers[0][1])
+    fb = escape(cloze_escape(note))
+    body = "~".join(f"%{percent(credit)}%{value}:{tolerance(places)}#{fb}" for value, credit in answers)
+    return _markup(f"{{{weight}:NUMERICAL:{body}}}")
+
+
+def percent(credit) -> str:
+    """A credit as Moodle's answer fraction in percent (Moodle keeps 7 decimal places)."""
+    v = Fraction(credit) * 100
+    return str(v.numerator) if v.denominator == 1 else f"{float(v):.5f}".rstrip("0")
+
+
+def weights(model: dict) -> dict[str, int]:
+    """Each task's Cloze weight per entry, so that a task's entries share its points: entry weight
+    ∝ points / entries (Moodle gives a sub-question defaultgrade·weight/Σweights)."""
+    sizes = {t["name"]: sum(len(r) for r in t["cells"]) for t in model["tasks"]}
+    common = math_lcm(*sizes.values())
+    raw = {t["name"]: t.get("worth", 1) * common // sizes[t["name"]] for t in model["tasks"]}
+    g = gcd(*raw.values()) or 1
+    return {k: v // g for k, v in raw.items()}
+
+
+def total(model: dict) -> int:
+    return sum(t.get("worth", 1) for t in model["tasks"])
 
 
 FILTERS = {"math": math, "display": display, "prose": prose, "cloze": cloze}
@@ -79,5 +117,6 @@ def category(models: list[dict]) -> str:
 
 def files(models: list[dict], *, many: bool, template_dir=None) -> dict[str, str]:
     first = models[0]
-    return {FILE: render.render({"lang": first["lang"], "category": category(models), "questions": models},
-                                "xml", False, template_dir, template=TEMPLATE, filters=FILTERS)}
+    return {FILE: xml_chars(render.render({"lang": first["lang"], "category": category(models),
+                                 "questions": [dict(m, weights=weights(m), points=total(m)) for m in models]},
+                                "xml", False, template_dir, template=TEMPLATE, filters=FILTERS))}

@@ -1,6 +1,7 @@
 """Canvas / QTI 1.2 writer: `qti.zip`, a content package with one quiz (assessment) per variant and
-one numerical question per asked entry, its tolerance that of `symblock check` (centred on the
-exact value, ½·10⁻ᵈ), its feedback the exact value. A masked −∞ is a short-answer question.
+one numerical question per asked entry worth its share of the task's points, accepting the exact
+value and the key's printed chain (each ±½·10⁻ᵈ) and a rounding slip at partial credit
+(grading.accepted), its feedback the exact value. A masked −∞ is a short-answer question.
 
 Written from templates rather than with text2qti: text2qti prints numerical bounds with 4 decimal
 places (a wrong tolerance from `--decimals 4` on), stamps the manifest with today's date (output
@@ -15,9 +16,11 @@ import io
 import re
 import zipfile
 from decimal import Decimal
+from fractions import Fraction
 from urllib.parse import quote
 
 from symblock.sheets import render
+from symblock.sheets.moodle import xml_chars
 
 FILE = "qti.zip"
 MANIFEST, ASSESSMENT, META = "qti-manifest.xml.j2", "qti-assessment.xml.j2", "qti-meta.xml.j2"
@@ -48,19 +51,37 @@ def prose(text) -> str:
     return _markup("".join(out) + str(escape(text[pos:])))
 
 
-def bounds(cell: dict, places: int) -> dict:
-    """The numerical answer of one entry: centre (exact when it is a short decimal) and range."""
-    centre = cell["exact"] if cell["plain"] else cell["precise"]
+def bounds(cell: dict, places: int) -> list[dict]:
+    """The numerical answers of one entry, full credit first (grading.accepted): each a centre (exact
+    when it is a short decimal), its range ±½·10⁻ᵈ and its score in percent."""
     tol = Decimal(5).scaleb(-(places + 1))
-    return {"centre": centre, "low": str(Decimal(centre) - tol), "high": str(Decimal(centre) + tol)}
+    answers = cell.get("accept") or [(cell["exact"] if cell["plain"] else cell["precise"], 1)]
+    out = []
+    for k, (centre, credit) in enumerate(answers):
+        if k == 0 and cell["plain"]:
+            centre = cell["exact"]
+        out.append({"centre": centre, "low": str(Decimal(centre) - tol), "high": str(Decimal(centre) + tol),
+                    "score": _number(Fraction(credit) * 100)})
+    return out
+
+
+def share(task: dict) -> str:
+    """One entry's points: the task's points shared by its entries (6 places when not exact)."""
+    return _number(Fraction(task.get("worth", 1), sum(len(r) for r in task["cells"])))
+
+
+def _number(q: Fraction) -> str:
+    if q.denominator == 1:
+        return str(q.numerator)
+    return f"{float(q):.6f}".rstrip("0")
 
 
 def ident(*parts: str) -> str:
-    return "sb_" + hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:24]
+    return "sb_" + hashlib.sha256("\x00".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
 FILTERS = {"math": equation, "display": lambda tex: equation(tex, block=True), "prose": prose,
-           "bounds": bounds}
+           "bounds": bounds, "share": share}
 
 
 def files(models: list[dict], *, many: bool, template_dir=None) -> dict[str, bytes]:
@@ -68,12 +89,12 @@ def files(models: list[dict], *, many: bool, template_dir=None) -> dict[str, byt
     for model in models:
         aid = ident("assessment", model["ident"], str(model["title"]))
         quizzes.append({"id": aid, "meta_id": ident("meta", aid), "model": model,
-                        "points": sum(len(row) for task in model["tasks"] for row in task["cells"])})
+                        "points": sum(task.get("worth", 1) for task in model["tasks"])})
     lang = models[0]["lang"]
 
     def xml(template, **context):
-        return render.render({"lang": lang, **context}, "xml", False, template_dir, template=template,
-                             filters=FILTERS)
+        return xml_chars(render.render({"lang": lang, **context}, "xml", False, template_dir,
+                                       template=template, filters=FILTERS))
     parts = {"imsmanifest.xml": xml(MANIFEST, quizzes=quizzes, package=ident("package", *[q["id"] for q in quizzes]))}
     for q in quizzes:
         parts[f"{q['id']}/{q['id']}.xml"] = xml(ASSESSMENT, quiz=q, ident=ident)

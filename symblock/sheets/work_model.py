@@ -230,6 +230,8 @@ def build(trace, exercise, *, lang: str = "en", places: int = 3, ident: str = ""
     for task in tasks:
         if "cells" not in task:
             task["cells"] = cells_of(trace[task["name"]].value, places)
+    for task in tasks:   # the LMS exports share a task's points over its entries
+        task["worth"] = exercise.points.get(task["name"], 1)
     spec = trace.spec
     return {
         "lang": lang, "title": title if title is not None else (spec.title or TEXTS[lang]["default_title"]),

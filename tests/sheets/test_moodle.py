@@ -16,7 +16,7 @@ from symblock.exercises.generate import load
 from symblock.grading.answers import parse_entry
 from symblock.grading.marking import matches
 
-SUB = re.compile(r"\{1:(NUMERICAL|SHORTANSWER):((?:\\.|[^\\}])*)\}")
+SUB = re.compile(r"\{(\d+):(NUMERICAL|SHORTANSWER):((?:\\.|[^\\}])*)\}")
 GRID = re.compile(r'<table class="symblock-grid" data-step="([^"]+)">(.*?)</table>', re.S)
 
 
@@ -39,11 +39,11 @@ def grids(question) -> dict[str, list[list[tuple[str, str, str]]]]:
         rows = []
         for tr in re.findall(r"<tr>(.*?)</tr>", body, re.S):
             row = []
-            for kind, inner in SUB.findall(tr):
+            for _, kind, inner in SUB.findall(tr):
                 first = re.split(r"(?<!\\)~", inner)[0]
                 answer = re.split(r"(?<!\\)#", first)[0]
                 if kind == "NUMERICAL":
-                    value, tol = answer.lstrip("=").split(":")
+                    value, tol = answer.replace("%100%", "").split(":")
                     row.append((kind, unescape(value), tol))
                 else:
                     row.append((kind, unescape(answer.replace("%100%", "")), None))
@@ -154,8 +154,102 @@ def test_all_math_of_the_question_and_its_feedback_is_valid_tex(tmp_path):
         for m in re.finditer(r"\\\((.+?)\\\)|\\\[(.+?)\\\]", plain, re.S):
             frags.append({"tex": html.unescape(m.group(1) or m.group(2)), "display": m.group(2) is not None,
                           "where": where})
-        for _, inner in SUB.findall(text):
+        for _, _, inner in SUB.findall(text):
             feedback = unescape(html.unescape(re.split(r"(?<!\\)#", inner, maxsplit=1)[1]))
             frags += [{"tex": t, "display": False, "where": "feedback"} for t in re.findall(r"\\\((.+?)\\\)", feedback)]
     assert katex_check(frags) == len(frags) > 100
     assert any(f["where"] == "feedback" and r"\sqrt" in f["tex"] for f in frags)
+
+
+# ---------------------------------------------------------------- the export marks as grade does
+
+ANSWER = re.compile(r"(?:%(\d+(?:\.\d+)?)%|=)([^:]+):([^#]+)#")
+
+
+def options(inner: str) -> list[tuple[Fraction, Fraction, Fraction]]:
+    """[(credit, centre, tolerance)] of one NUMERICAL sub-question, in Moodle's order."""
+    out = []
+    for answer in re.split(r"(?<!\\)~", inner):
+        p, v, t = ANSWER.match(answer).groups()
+        out.append((Fraction(Decimal(p or 100)) / 100, Fraction(Decimal(v)), Fraction(Decimal(t))))
+    return out
+
+
+def cloze_rules(question) -> tuple[Fraction, dict[str, list[list[tuple[int, list]]]]]:
+    """The question's grade and {step: rows of (weight, [(credit, centre, tolerance)])}, read from
+    the Moodle XML: what Moodle applies to a response."""
+    html = question.find("questiontext/text").text
+    out = {}
+    for step, body in GRID.findall(html):
+        out[step] = [[(int(w), options(inner) if kind == "NUMERICAL" else None) for w, kind, inner in SUB.findall(tr)] for tr in re.findall(r"<tr>(.*?)</tr>", body, re.S)]
+    return Fraction(question.findtext("defaultgrade")), out
+
+
+def moodle_points(question, answers: dict[str, list[list[str]]]) -> Fraction:
+    """Points Moodle gives `answers`: per entry, the first answer whose range holds the response,
+    its credit times the entry's share of the question's grade (weight / Σ weights)."""
+    grade, rules = cloze_rules(question)
+    total_weight = sum(w for rows in rules.values() for row in rows for w, _ in row)
+    points = Fraction(0)
+    for step, rows in rules.items():
+        for i, row in enumerate(rows):
+            for j, (w, options) in enumerate(row):
+                if options is None:   # a masked score: a short answer, -inf
+                    credit = Fraction(answers[step][i][j] in ("-inf", "-oo"))
+                else:
+                    a = Fraction(Decimal(answers[step][i][j]))
+                    credit = next((c for c, v, t in options if abs(a - v) <= t), Fraction(0))
+                points += grade * w / total_weight * credit
+    return points
+
+
+def grade_points(trace, exercise, answers: dict[str, list[list[str]]]) -> Fraction:
+    from symblock.grading.marker import Marker
+    from symblock.grading.policy import Credit
+    result = Marker(trace, exercise).mark({"decimals": 3, "steps": answers}, "answers.yaml")
+    steps = {s.name: s for s in result.steps}
+    return sum((Credit().task(steps.get(n), exercise.points[n]) for n in exercise.ask), Fraction(0))
+
+
+def r3(x) -> list[list[str]]:
+    return [[str(Decimal(repr(float(v))).quantize(Decimal("0.001"))) for v in row] for row in x]
+
+
+def norm_chain(x, gamma, beta) -> dict[str, list[list[str]]]:
+    """A student's layer norm in NumPy from the printed numbers, rounding each result to 3 places
+    and working on from the rounded numbers (population variance, ε = 0)."""
+    import numpy as np
+    mean = np.array([[float(v)] for v in (Decimal(m[0]) for m in r3(x.mean(axis=1, keepdims=True)))])
+    var = np.array([[float(v[0])] for v in r3(((x - mean) ** 2).mean(axis=1, keepdims=True))])
+    std = np.array([[float(v[0])] for v in r3(np.sqrt(var))])
+    return {"mean": r3(mean), "var": r3(var), "std": r3(std), "out": r3((x - mean) / std * gamma + beta)}
+
+
+def test_moodle_marks_equal_grade_for_the_key_the_printed_chain_and_a_wrong_answer(tmp_path):
+    """The same answers marked by `symblock grade`'s checker and by reading the exported Cloze rules
+    give the same points: the exact key rounded, a student who carries the printed numbers forward
+    (NumPy, rounding each step), and one wrong entry (no points for it in either)."""
+    import numpy as np
+    from symblock.exercises import presets
+    question = write(tmp_path, "--preset", "norm").findall("question")[1]
+    trace = block.forward(load("seed-post-ln"))
+    exercise = presets.choose(trace, "norm")
+    key = {n: r3([[float(e) for e in row] for row in trace[n].value.rows]) for n in exercise.ask}
+    x = np.array([[float(e) for e in row] for row in trace["resid1"].value.rows])
+    p = {k: np.array([[float(e) for e in row] for row in trace.params[k].rows]) for k in ("ln1.gamma", "ln1.beta")}
+    chain = norm_chain(x, p["ln1.gamma"], p["ln1.beta"])
+    carried = dict(key, **{"norm1.mean": chain["mean"], "norm1.var": chain["var"], "norm1.std": chain["std"],
+                           "norm1": chain["out"]})
+    assert carried != key            # the printed chain really differs from the key somewhere
+    wrong = {n: [row[:] for row in rows] for n, rows in key.items()}
+    wrong["norm1.std"][0][0] = "7.000"
+    total = sum(exercise.points.values())
+    for answers, expected in ((key, total), (carried, total), (wrong, None)):
+        got = grade_points(trace, exercise, answers)
+        assert moodle_points(question, answers) == got, answers
+        assert got == expected if expected is not None else got < total
+
+
+def test_control_characters_in_the_title_are_left_out_of_the_xml(tmp_path):
+    root = write(tmp_path, "--title", "A\x01\x0b\ufffe\uffffB")   # lxml raises on a forbidden character
+    assert root.findall("question")[1].find("name/text").text == "AB · seed-post-ln"

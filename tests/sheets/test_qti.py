@@ -123,3 +123,49 @@ def test_every_equation_image_is_valid_tex(tmp_path):
                 frags.append({"tex": tex, "display": False, "where": "qti"})
     unique = list({f["tex"]: f for f in frags}.values())
     assert katex_check(unique) == len(unique) > 50
+
+
+def test_qti_marks_equal_grade_for_the_key_the_printed_chain_and_a_wrong_answer(tmp_path):
+    """As for Moodle: the QTI's respconditions (first range holding the response, its SCORE) times
+    each item's points give `grade`'s points for the key, the printed chain and a wrong entry."""
+    import numpy as np
+    from test_moodle import grade_points, norm_chain, r3
+    from symblock.exercises import presets
+    [doc] = assessments(write(tmp_path, "--preset", "norm"))
+    trace = block.forward(load("seed-post-ln"))
+    exercise = presets.choose(trace, "norm")
+    key = {n: r3([[float(e) for e in row] for row in trace[n].value.rows]) for n in exercise.ask}
+    arr = {k: np.array([[float(e) for e in row] for row in v.rows])
+           for k, v in (("x", trace["resid1"].value), ("g", trace.params["ln1.gamma"]), ("b", trace.params["ln1.beta"]))}
+    chain = norm_chain(arr["x"], arr["g"], arr["b"])
+    carried = dict(key, **{"norm1.mean": chain["mean"], "norm1.var": chain["var"], "norm1.std": chain["std"],
+                           "norm1": chain["out"]})
+    wrong = dict(key, **{"norm1.std": [["7.000"]] + key["norm1.std"][1:]})
+    for answers in (key, carried, wrong):
+        assert abs(qti_points(doc, answers) - grade_points(trace, exercise, answers)) < Fraction(1, 10 ** 5)
+
+
+def qti_points(doc, answers) -> Fraction:
+    points = Fraction(0)
+    for item in doc.iterfind(".//q:item", namespaces=NS):
+        meta = {f.findtext("q:fieldlabel", namespaces=NS): f.findtext("q:fieldentry", namespaces=NS)
+                for f in item.iterfind(".//q:qtimetadatafield", namespaces=NS)}
+        if meta["question_type"] != "numerical_question":
+            continue
+        i, j = map(int, meta["symblock_entry"].split(","))
+        a = Fraction(Decimal(answers[meta["symblock_step"]][i][j]))
+        for cond in item.findall(".//q:respcondition", NS)[1:]:
+            low, high = (Fraction(Decimal(cond.findtext(".//q:" + t, namespaces=NS))) for t in ("vargte", "varlte"))
+            if low <= a <= high:
+                points += Fraction(Decimal(meta["points_possible"])) * Fraction(Decimal(cond.findtext("q:setvar", namespaces=NS))) / 100
+                break
+    return points
+
+
+def test_control_characters_in_the_title_are_left_out_of_the_xml(tmp_path):
+    zf = write(tmp_path, "--title", "A\x01\x0b\ufffe\uffffB")
+    for name in zf.namelist():
+        if name.endswith(".xml"):
+            etree.fromstring(zf.read(name), PARSER)   # raises on a character XML forbids
+    assert 'title="AB · seed-post-ln"' in zf.read(next(n for n in zf.namelist() if n.endswith(".xml")
+                                                        and "meta" not in n and "imsmanifest" not in n)).decode()
