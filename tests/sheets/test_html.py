@@ -20,7 +20,7 @@ from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 
 from symblock import cli
-from symblock.sheets.gallery import GALLERY
+from symblock.commands.gallery import GALLERY
 from worksheet_tools import REPO
 
 GALLERY_DIR = REPO / "worksheets"

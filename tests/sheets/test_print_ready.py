@@ -111,7 +111,7 @@ def test_every_heading_and_given_label_asks_for_room(tmp_path):
 # ---------------------------------------------------------------- Chinese
 
 def test_chinese_sheets_have_no_english_prose():
-    from symblock.sheets.gallery import GALLERY
+    from symblock.commands.gallery import GALLERY
     sources = [(s, o) for _, s, o, _ in GALLERY if o.get("lang") == "zh"]
     sources += [(s, {"lang": "zh", "preset": p, "title": "练习"}) for s in spec.block_example_names()
                 for p in (None, "backprop") if not (p == "backprop" and s != "rmsnorm-swiglu")]

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from symblock.engine import block, spec
-from symblock.sheets.gallery import GALLERY
+from symblock.commands.gallery import GALLERY
 from symblock.sheets.worksheet import documents
 
 sys.path.insert(0, str(Path(__file__).parent))

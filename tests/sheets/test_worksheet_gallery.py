@@ -1,4 +1,4 @@
-"""The committed gallery (worksheets/) is what `python -m symblock.sheets.gallery worksheets --pdf`
+"""The committed gallery (worksheets/) is what `python -m symblock.commands.gallery worksheets --pdf`
 generates today, byte for byte (every file but the PDFs: .tex, .md, .html with katex/, moodle.xml,
 qti.zip, notebook.ipynb, README.md), and its LaTeX compiles. This says the gallery is current, not
 that it is right (test_key_numbers.py checks the keys' numbers). PDFs are not
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from symblock.sheets.gallery import COMMAND, GALLERY, generate
+from symblock.commands.gallery import COMMAND, GALLERY, generate
 from worksheet_tools import REPO, compile_tex
 
 GALLERY_DIR = REPO / "worksheets"
@@ -31,7 +31,7 @@ def test_committed_gallery_is_current(fresh):
     extra = sorted(set(have) - set(want))
     assert not stale and not extra, (
         f"worksheets/ differs from a fresh generation (differs: {stale}, not generated any more: "
-        f"{extra}). Read the differences first (`python -m symblock.sheets.gallery /tmp/gallery && "
+        f"{extra}). Read the differences first (`python -m symblock.commands.gallery /tmp/gallery && "
         "diff -r worksheets /tmp/gallery`): a changed number in a key is a bug until shown "
         f"otherwise. Only when every change is one you meant, run `{COMMAND}` and commit it")
     for name, *_ in GALLERY:

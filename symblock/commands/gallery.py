@@ -1,6 +1,6 @@
 """Regenerate the worksheet gallery (`worksheets/` at the top of the repository).
 
-    python -m symblock.sheets.gallery [DIR] [--pdf]
+    python -m symblock.commands.gallery [DIR] [--pdf]
 
 Writes DIR/<name>/{sheet,key}.{tex,md,html} (and .pdf with --pdf), moodle.xml, qti.zip and
 notebook.ipynb for every entry of GALLERY, KaTeX once in DIR/katex/ for the HTML pages, plus
@@ -29,14 +29,16 @@ GALLERY = [
      "One decoding step of a tiny GPT with the KV cache (the decoder preset), to the next token; no notebook"),
 ]
 DEFAULT_DIR = "worksheets"
+PLACES = 3   # the sheets' default decimals
 FORMATS = ["latex", "markdown", "html", "moodle", "qti", "ipynb"]
-COMMAND = "python -m symblock.sheets.gallery worksheets --pdf"
+COMMAND = "python -m symblock.commands.gallery worksheets --pdf"
 
 
 def generate(out: Path, pdf: bool = False) -> list[Path]:
     """Write the gallery into `out` (overwriting); returns the files written."""
-    from symblock.exercises import variants
+    from symblock.exercises import presets, variants
     from symblock.engine.model import forward_any as forward   # a block, or a model (decoder)
+    from symblock.grading.accepted import annotate
     from symblock.exercises.generate import load
     from symblock.sheets import html
     from symblock.sheets.worksheet import ENGINES, bundle, documents, write_files
@@ -53,8 +55,10 @@ def generate(out: Path, pdf: bool = False) -> list[Path]:
         ident = variants.make_id(variants.spec_token(spec_name), spec.seed)
         lang = opts.get("lang", "en")
         models: list[dict] = []
-        files = documents(trace, ident, formats=formats, lang=lang, title=opts.get("title"),
+        files = documents(trace, ident, formats=formats, lang=lang, title=opts.get("title"), places=PLACES,
                           preset=opts.get("preset"), models=models)
+        if {"moodle", "qti"} & set(formats):   # what the LMS questions accept, as `worksheet` writes them
+            annotate(models[0]["tasks"], trace, presets.choose(trace, opts.get("preset")), PLACES)
         files.update(html.files(models, many=False, assets="../", link_key=True))  # the gallery's one katex/
         files.update(bundle(models, [f for f in formats if f != "html"], many=False))
         written += write_files(out / name, files, force=True, pdf_engine=ENGINES[lang] if pdf else None)
@@ -68,7 +72,7 @@ def generate(out: Path, pdf: bool = False) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m symblock.sheets.gallery", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m symblock.commands.gallery", description=__doc__.split("\n\n")[0])
     p.add_argument("out", nargs="?", default=DEFAULT_DIR, help=f"directory (default {DEFAULT_DIR})")
     p.add_argument("--pdf", action="store_true", help="also compile the PDFs (TeX Live)")
     args = p.parse_args(argv)
@@ -78,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         for path in generate(Path(args.out), pdf=args.pdf):
             print(path)
     except (SpecError, UsageError) as e:
-        print(f"symblock.sheets.gallery: error: {e}", file=sys.stderr)
+        print(f"symblock.commands.gallery: error: {e}", file=sys.stderr)
         return 2
     return 0
 
