@@ -50,6 +50,7 @@ def run(args) -> int:
     man = manifest.read(args.set_dir)
     answers_dir = Path(args.answers_dir)
     out = Path(args.out) if args.out else answers_dir / "graded"
+    _no_links(out, ("feedback", summary.PLOTS))
     if not args.force:   # refuse before the work (write_files checks every file again)
         from symblock.errors import UsageError
         for name in ("gradebook.csv", "summary.md", "summary.html", summary.PLOTS, "feedback"):
@@ -75,3 +76,13 @@ def run(args) -> int:
     print(f"wrote {out / 'gradebook.csv'}, {out / 'summary.md'} (and .html) and {len(cls.graded)} feedback "
           f"files in {out / 'feedback'}")
     return 1 if cls.rejected or any(g.flags for g in cls.graded) else 0
+
+
+def _no_links(out: Path, folders) -> None:
+    """Refuse an --out (or a folder in it) that is a symbolic link: one planted in a class folder
+    (`graded` -> elsewhere) would send the gradebook and feedback outside; nothing is written."""
+    from symblock.errors import UsageError
+    for path in (out, *(out / f for f in folders)):
+        if path.is_symlink():
+            raise UsageError(f"--out: {path} is a symbolic link; refusing to write through it "
+                             "(remove the link, or give the real folder with --out)")

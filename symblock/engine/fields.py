@@ -8,6 +8,16 @@ from typing import Any, Mapping
 from symblock.errors import SpecError
 
 MAX_DIM = 512  # a typo guard for dims; the engine's cost limit (engine/cost.py) is the real one
+EXCERPT = 40   # characters of an input a message may quote
+
+
+def excerpt(value: Any, limit: int = EXCERPT) -> str:
+    """`value` as a message quotes it: repr (so escaped and on one line), cut to about `limit`
+    characters, so that no message repeats a whole file or a huge entry."""
+    if isinstance(value, str):
+        return repr(value[:limit]) + ("…" if len(value) > limit else "")
+    text = repr(value)
+    return text[:limit] + ("…" if len(text) > limit else "")
 
 
 def kind_of(v: Any) -> str:
@@ -20,8 +30,8 @@ def kind_of(v: Any) -> str:
     if isinstance(v, dict):
         return "a mapping"
     if isinstance(v, str):
-        return f"the text {v!r}"
-    return f"{v!r}"
+        return f"the text {excerpt(v)}"
+    return excerpt(v)
 
 
 def check_text(value: Any, source: str, where: str) -> str:

@@ -114,6 +114,8 @@ def read(set_dir) -> dict:
     from symblock.engine.spec import read_mapping
     from symblock.errors import SpecError, UsageError
     path = Path(set_dir) / NAME
+    if path.is_symlink():   # a link planted in the set could make `grade` quote any file
+        raise SpecError(str(path), "", "is a symbolic link; expected the set's own manifest (not read)")
     if not path.is_file():
         raise UsageError(f"{set_dir}: no {NAME} (expected a folder written by `symblock worksheet "
                          "--variants N`)")
