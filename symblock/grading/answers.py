@@ -181,7 +181,10 @@ def read_csv(path: str | Path, text: str | None = None) -> tuple[dict, str]:
     if text is None:
         from symblock.engine.files import read_text
         text = read_text(path, "an answers file (CSV)", follow=False)
-    rows = list(csv.reader(io.StringIO(text.lstrip("\ufeff"))))
+    try:
+        rows = list(csv.reader(io.StringIO(text.lstrip("\ufeff"))))
+    except csv.Error as e:   # a field over the reader's limit, a NUL: the file's fault, named
+        raise SpecError(source, "", f"not readable as CSV: {e}") from None
     rows = [r for r in rows if any(c.strip() for c in r)]
     if not rows or tuple(c.strip().lower() for c in rows[0][:4]) != CSV_HEADER:
         raise SpecError(source, "line 1", "expected the header step,row,col,value")
