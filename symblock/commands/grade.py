@@ -67,7 +67,11 @@ def run(args) -> int:
     taken: set[str] = set()
     for g in cls.graded:
         files[f"feedback/{gradebook.slug(g.name, taken)}.md"] = classreport.feedback_md(g, cls, credit, args.lang)
-    write_files(out, files, force=args.force)
+    try:
+        write_files(out, files, force=args.force)
+    except OSError as e:  # /proc/..., /sys/..., a read-only disk: the folder, not a bug
+        from symblock.errors import UsageError
+        raise UsageError(f"--out {out}: cannot write there: {e.strerror or e}") from None
     print(classreport.summary_text(cls), end="")
     for file, name, why in summary.flagged(cls):
         print(f"flagged: {file} ({name}): {'; '.join(why)}")

@@ -181,12 +181,7 @@ class Stage:
         self.out, self.jobs = out, jobs or default_jobs()
 
     def __enter__(self) -> "Stage":
-        base = _existing(self.out.parent)
-        try:
-            self.root = Path(tempfile.mkdtemp(prefix=".symblock-", dir=base))
-        except OSError as e:   # /proc, /sys, a read-only mount: the user's --out, not a bug
-            from symblock.errors import UsageError
-            raise UsageError(f"--out: cannot write into {base} ({e.strerror or e})") from None
+        self.root = Path(tempfile.mkdtemp(prefix=".symblock-", dir=_existing(self.out.parent)))
         self.children = _Children()
         self.pool = ThreadPoolExecutor(self.jobs, thread_name_prefix="symblock-tex")
         self._handlers = _handle_signals(_terminate)

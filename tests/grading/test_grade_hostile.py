@@ -135,7 +135,7 @@ def test_a_planted_graded_link_is_never_written_through(set_dir, answers, tmp_pa
 @pytest.mark.parametrize("where", ["/proc", "/sys"])
 def test_out_in_a_pseudo_file_system_is_a_clear_error(set_dir, answers, where, capsys):
     assert main(["grade", str(set_dir), str(answers), "--out", f"{where}/graded"]) == 2
-    assert "cannot write into" in capsys.readouterr().err
+    assert "cannot write there" in capsys.readouterr().err
 
 
 def test_one_file_never_stops_the_class(set_dir, answers, monkeypatch, capsys):
