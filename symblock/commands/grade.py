@@ -42,6 +42,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     from symblock.grading import classreport, gradebook, lms, manifest, plots, roster, summary
+    from symblock.grading.escape import one_line
     from symblock.grading.policy import Credit, parse_credit
     from symblock.sheets.render import environment
     from symblock.sheets.worksheet import write_files
@@ -74,7 +75,7 @@ def run(args) -> int:
         raise UsageError(f"--out {out}: cannot write there: {e.strerror or e}") from None
     print(classreport.summary_text(cls), end="")
     for file, name, why in summary.flagged(cls):
-        print(f"flagged: {file} ({name}): {'; '.join(why)}")
+        print(one_line(f"flagged: {file} ({name}): {'; '.join(why)}"))
     if not drawn:
         print("no plots: matplotlib is not installed (pip install 'symblock[plot]')")
     print(f"wrote {out / 'gradebook.csv'}, {out / 'summary.md'} (and .html) and {len(cls.graded)} feedback "

@@ -8,7 +8,7 @@ from collections import Counter
 from fractions import Fraction
 
 from symblock.grading.lang import blanks, explanation, words
-from symblock.grading.escape import md_text
+from symblock.grading.escape import md_text, one_line
 
 SHOWN_ENTRIES = 6   # wrong entries listed per task in a feedback file
 
@@ -84,7 +84,7 @@ def summary_text(cls) -> str:
         codes = ", ".join(f"{c} ×{k}" for c, k in r["codes"])
         lines.append(f"  {r['step']:<18} wrong {r['wrong']:.0%}" + (f"  ({codes})" if codes else ""))
     for r in cls.rejected:
-        lines.append(f"not graded: {r.file} ({r.name}): {r.reason}")
+        lines.append(one_line(f"not graded: {r.file} ({r.name}): {r.reason}"))
     return "\n".join(lines) + "\n"
 
 

