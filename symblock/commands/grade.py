@@ -42,6 +42,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     from symblock.grading import classreport, gradebook, lms, manifest, plots, roster, summary
+    from symblock.grading.escape import one_line
     from symblock.grading.policy import Credit, parse_credit
     from symblock.sheets.render import environment
     from symblock.sheets.worksheet import write_files
@@ -50,6 +51,7 @@ def run(args) -> int:
     man = manifest.read(args.set_dir)
     answers_dir = Path(args.answers_dir)
     out = Path(args.out) if args.out else answers_dir / "graded"
+    _no_links(out, ("feedback", summary.PLOTS))
     if not args.force:   # refuse before the work (write_files checks every file again)
         from symblock.errors import UsageError
         for name in ("gradebook.csv", "summary.md", "summary.html", summary.PLOTS, "feedback"):
@@ -66,12 +68,26 @@ def run(args) -> int:
     taken: set[str] = set()
     for g in cls.graded:
         files[f"feedback/{gradebook.slug(g.name, taken)}.md"] = classreport.feedback_md(g, cls, credit, args.lang)
-    write_files(out, files, force=args.force)
+    try:
+        write_files(out, files, force=args.force)
+    except OSError as e:  # /proc/..., /sys/..., a read-only disk: the folder, not a bug
+        from symblock.errors import UsageError
+        raise UsageError(f"--out {out}: cannot write there: {e.strerror or e}") from None
     print(classreport.summary_text(cls), end="")
     for file, name, why in summary.flagged(cls):
-        print(f"flagged: {file} ({name}): {'; '.join(why)}")
+        print(one_line(f"flagged: {file} ({name}): {'; '.join(why)}"))
     if not drawn:
         print("no plots: matplotlib is not installed (pip install 'symblock[plot]')")
     print(f"wrote {out / 'gradebook.csv'}, {out / 'summary.md'} (and .html) and {len(cls.graded)} feedback "
           f"files in {out / 'feedback'}")
     return 1 if cls.rejected or any(g.flags for g in cls.graded) else 0
+
+
+def _no_links(out: Path, folders) -> None:
+    """Refuse an --out (or a folder in it) that is a symbolic link: one planted in a class folder
+    (`graded` -> elsewhere) would send the gradebook and feedback outside; nothing is written."""
+    from symblock.errors import UsageError
+    for path in (out, *(out / f for f in folders)):
+        if path.is_symlink():
+            raise UsageError(f"--out: {path} is a symbolic link; refusing to write through it "
+                             "(remove the link, or give the real folder with --out)")

@@ -8,8 +8,6 @@ from typing import Any, Mapping
 from symblock.errors import SpecError, excerpt
 
 MAX_DIM = 512  # a typo guard for dims; the engine's cost limit (engine/cost.py) is the real one
-
-
 def kind_of(v: Any) -> str:
     if v is None:
         return "nothing (null)"

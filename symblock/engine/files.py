@@ -11,6 +11,8 @@ MAX_NESTING deep and YAML aliases may not expand past MAX_NODES values.
 from __future__ import annotations
 
 import json
+import os
+import stat
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
@@ -102,13 +104,22 @@ def exists(path: Path) -> bool:
         raise SpecError(str(path), "", f"cannot be opened: {e.strerror or e}") from None
 
 
-def read_text(path: Path | str, what: str = "a YAML or JSON file") -> str:
-    """A file's text: UTF-8, at most MAX_BYTES, not binary, not a directory."""
+def read_text(path: Path | str, what: str = "a YAML or JSON file", follow: bool = True) -> str:
+    """A file's text: UTF-8, at most MAX_BYTES, not binary, not a directory, a pipe or a socket
+    (opened without blocking and checked before reading, so a FIFO cannot hang the run); with
+    `follow` False a symbolic link is refused unread (a class folder's file must be its own)."""
     path, source = Path(path), str(path)
-    if path.is_dir():
+    if path.is_dir() and (follow or not path.is_symlink()):
         raise SpecError(source, "", f"is a directory, expected {what}")
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_BINARY", 0) | (0 if follow else os.O_NOFOLLOW)
     try:
-        with open(path, "rb") as f:
+        if not follow and path.is_symlink():
+            raise SpecError(source, "", f"is a symbolic link, expected {what} (not read)")
+        fd = os.open(path, flags)
+        with os.fdopen(fd, "rb") as f:
+            mode = os.fstat(f.fileno()).st_mode
+            if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+                raise SpecError(source, "", f"is a pipe or socket, not a regular file; expected {what} (not read)")
             raw = f.read(MAX_BYTES + 1)
     except FileNotFoundError:
         raise SpecError(source, "", "no such file") from None

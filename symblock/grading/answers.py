@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from symblock.engine.spec import kind_of
+from symblock.errors import excerpt as quoted
 from symblock.grading.answer_fields import excerpt, student_data
 
 TOP_KEYS = ("id", "name", "decimals", "sig_figs", "print", "steps", "title", "notes")
@@ -145,13 +146,16 @@ def read(path: str | Path, text: str | None = None) -> tuple[dict, str]:
     """The raw mapping of an answers file: YAML/JSON as they are, CSV turned into the same form.
     YAML goes through libyaml when it is there (a class's files are long); anything it does not
     take cleanly is read again by the spec reader, whose messages name the line."""
+    from symblock.engine.files import read_text
     from symblock.engine.spec import read_mapping
     suffix = Path(path).suffix.lower()
+    if text is None:   # bounded, a symbolic link or a pipe refused unread (engine.files)
+        text = read_text(path, "an answers file (YAML, JSON or CSV)", follow=False)
     if suffix == ".csv":
         return read_csv(path, text)
     if suffix in (".yaml", ".yml") and _FAST is not None:
         try:
-            raw = text if text is not None else Path(path).read_text(encoding="utf-8")
+            raw = text
             data = _yaml.load(raw, Loader=_FAST)
             if isinstance(data, dict):
                 return data, str(path)
@@ -192,13 +196,11 @@ def read_csv(path: str | Path, text: str | None = None) -> tuple[dict, str]:
     from symblock.engine.spec import SpecError
     source = str(path)
     if text is None:
-        try:
-            text = Path(path).read_text(encoding="utf-8-sig")
-        except (OSError, UnicodeDecodeError) as e:
-            raise SpecError(source, "", f"cannot read it as UTF-8 text: {e}") from None
+        from symblock.engine.files import read_text
+        text = read_text(path, "an answers file (CSV)", follow=False)
     try:
         rows = list(csv.reader(io.StringIO(text.lstrip("\ufeff"))))
-    except csv.Error as e:   # a field over the reader's limit, a NUL byte
+    except csv.Error as e:   # a field over the reader's limit, a NUL: the file's fault, named
         raise SpecError(source, "", f"not a readable CSV table: {e}") from None
     rows = [r for r in rows if any(c.strip() for c in r)]
     if not rows or tuple(c.strip().lower() for c in rows[0][:4]) != CSV_HEADER:
@@ -394,7 +396,7 @@ def parse_entry(value: Any, policy: Policy | int | None, source: str, where: str
     try:
         real = exact.from_sympy(number)
     except ValueError as e:
-        raise SpecError(source, where, f"cannot use {value!r} exactly: {e}") from None
+        raise SpecError(source, where, f"cannot use {quoted(value)} exactly: {e}") from None
     return Entry(real, value.strip(), None)
 
 

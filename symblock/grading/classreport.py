@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from fractions import Fraction
 
+from symblock.grading.escape import md_text, one_line
 from symblock.grading.lang import blanks, explanation, why, words
 
 SHOWN_ENTRIES = 6   # wrong entries listed per task in a feedback file
@@ -70,7 +71,7 @@ def summary_md(cls, credit, lang: str = "en") -> str:
         lines.append(f"| `{r['step']}` | {r['points']} | {' | '.join(shares)} | {codes} |")
     if cls.rejected:
         lines += ["", f"## {t['rejected']}", ""]
-        lines += [f"- `{r.file}` ({r.name}): {r.reason}" for r in cls.rejected]
+        lines += [f"- {md_text(r.file)} ({md_text(r.name)}): {md_text(r.reason)}" for r in cls.rejected]
     lines += ["", f"## {t['policy']}", "", credit.statement(lang), ""]
     return "\n".join(lines)
 
@@ -83,7 +84,7 @@ def summary_text(cls) -> str:
         codes = ", ".join(f"{c} ×{k}" for c, k in r["codes"])
         lines.append(f"  {r['step']:<18} wrong {r['wrong']:.0%}" + (f"  ({codes})" if codes else ""))
     for r in cls.rejected:
-        lines.append(f"not graded: {r.file} ({r.name}): {r.reason}")
+        lines.append(one_line(f"not graded: {r.file} ({r.name}): {r.reason}"))
     return "\n".join(lines) + "\n"
 
 
@@ -103,8 +104,8 @@ FEEDBACK = {
 
 def feedback_md(g, cls, credit, lang: str = "en") -> str:
     f, w = FEEDBACK[lang], words(lang)
-    lines = [f"# {f['title'].format(name=g.name)}", "",
-             f["sheet"].format(ident=g.ident, total=shown_total(g, cls), max=cls.max_total), "",
+    lines = [f"# {f['title'].format(name=md_text(g.name))}", "",
+             f["sheet"].format(ident=md_text(g.ident), total=shown_total(g, cls), max=cls.max_total), "",
              f"| {f['task']} | {f['status']} | {f['points']} |", "|---|---|---|"]
     steps = {s.name: s for s in g.result.steps}
     for s in cls.asked:

@@ -63,10 +63,11 @@ class Class:
 
 
 def answer_files(folder: Path, skip: Path | None = None) -> list[Path]:
-    """The answers files directly inside `folder` (YAML, JSON, CSV), sorted by name."""
+    """The answers files directly inside `folder` (YAML, JSON, CSV), sorted by name. Symbolic links
+    and other files that are not regular are listed too, so that `grade` names them as refused."""
     if not folder.is_dir():
         raise UsageError(f"{folder}: not a directory (expected a folder of answers files)")
-    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in SUFFIXES
+    return sorted(p for p in folder.iterdir() if (p.is_symlink() or not p.is_dir()) and p.suffix.lower() in SUFFIXES
                   and p.name != "manifest.yaml" and (skip is None or p.resolve() != skip.resolve()))
 
 
@@ -123,32 +124,50 @@ def grade(manifest: dict, files: list[Path], credit, max_cost: int | None = None
     points = {s: int(manifest["points"].get(s, 1)) for s in manifest["asked"]}
     graded, rejected, read_as = [], [], {}
     for path in files:
-        name, ident, own = path.stem, None, {}
+        file, name, ident, own = shown(path.name), shown(path.stem), None, {}
         try:
+            if file != path.name:
+                raise SpecError(file, "", "the file name is not UTF-8 text; rename the file")
             data, source = answers_mod.read(path)
             own = roster_mod.take(data)
-            name = _name(data.get("name")) or path.stem
+            name = _name(data.get("name")) or name
             ident = _name(data.get("id"))
             why = pool.problem(ident)
             if why:
-                rejected.append(Rejected(path.name, name, ident, why, roster_mod.student(roster, path.name, name, own)))
+                rejected.append(Rejected(file, name, ident, why, roster_mod.student(roster, file, name, own)))
                 continue
             marker = pool.marker(ident)
-            read_as[path.name] = answers = marker.answers(data, path.name, default)
+            read_as[file] = answers = marker.answers(data, file, default)
             result = marker.mark_answers(answers, forms=False)
-        except (SpecError, UsageError) as e:   # this file's input, named; the others are still graded
-            rejected.append(Rejected(path.name, name, ident, str(e), roster_mod.student(roster, path.name, name, own)))
+        except Exception as e:   # this file's failure, named; the others are still graded
+            rejected.append(Rejected(file, name, ident, _why(e), roster_mod.student(roster, file, name, own)))
             continue
         by_name = {s.name: s for s in result.steps}
-        g = Graded(path.name, name, ident, result, student=roster_mod.student(roster, path.name, name, own))
+        g = Graded(file, name, ident, result, student=roster_mod.student(roster, file, name, own))
         g.scores = {s: credit.task(by_name.get(s), n) for s, n in points.items()}
         graded.append(g)
     identity.flag(graded, read_as, pool)
     return Class(manifest, graded, rejected)
 
 
+def _why(e: Exception) -> str:
+    """The reason a file is not graded: its input's error as it is, anything else named as an
+    internal error (a bug in symblock, not the student's fault), never a traceback."""
+    from symblock.errors import excerpt
+    if isinstance(e, (SpecError, UsageError)):
+        return shown(str(e))
+    return shown(f"internal error while grading this file ({type(e).__name__}: {excerpt(str(e))}); "
+                 "please report it")
+
+
+def shown(text: str) -> str:
+    """Text that can be written to a UTF-8 file: a lone surrogate (from a file name that is not
+    UTF-8, or a YAML escape) becomes its escape \\udcff instead of failing the whole write."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _name(v) -> str | None:
-    return str(v).strip() or None if v is not None and not isinstance(v, (dict, list)) else None
+    return shown(str(v)).strip() or None if v is not None and not isinstance(v, (dict, list)) else None
 
 
 def slug(name: str, taken: set[str]) -> str:

@@ -24,9 +24,11 @@ _FORMULA = ("=", "+", "-", "@", "\t", "\r")
 
 
 def text_cell(text) -> str:
-    """A text cell as a spreadsheet will not run it: one that would start a formula gets a leading '."""
-    s = "" if text is None else str(text)
-    return "'" + s if s.startswith(_FORMULA) else s
+    """A text cell as a spreadsheet will not run it: one that would start a formula gets a leading '
+    (OWASP's advice), and line breaks become spaces so that every row stays one line."""
+    raw = "" if text is None else str(text)
+    s = " ".join(raw.splitlines())
+    return "'" + s if raw.startswith(_FORMULA) or s.lstrip().startswith(_FORMULA) else s
 
 
 def header(asked: list[str]) -> list[str]:

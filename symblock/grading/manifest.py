@@ -133,7 +133,10 @@ def blank_csv(ident: str, shapes: dict, decimals: int) -> str:
 def find(folder):
     """The manifest of the set in `folder`: folder/manifest.yaml, or the set's own folder's
     instructor/manifest.yaml (so `grade SET` and `grade SET/instructor` both work); None if neither."""
+    from symblock.errors import SpecError
     for path in (folder / NAME, folder / "instructor" / NAME):
+        if path.is_symlink():   # a link planted in the set could make `grade` quote any file
+            raise SpecError(str(path), "", "is a symbolic link; expected the set's own manifest (not read)")
         if path.is_file():
             return path
     return None

@@ -8,8 +8,8 @@ totals and of each task's points as PNG plots (plots.py) when matplotlib is inst
 """
 from __future__ import annotations
 
-import re
 
+from symblock.grading.escape import md_text  # noqa: F401  (summary's writers and its callers)
 from symblock.grading.lang import explanation
 
 PLOTS = "plots"   # the folder of the PNGs, beside summary.md
@@ -25,15 +25,6 @@ TEXT = {
            "plots": "分布", "totals": "总分", "tasks": "各题得分",
            "no_plots": "没有图：未安装 matplotlib（pip install 'symblock[plot]'）。"},
 }
-
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>#|~&$])")
-
-
-def md_text(text) -> str:
-    """User text as plain Markdown text inside a line: every character Markdown (emphasis, code,
-    links, tables, headings) or HTML could read as markup is escaped; line breaks become spaces."""
-    return _MD_SPECIAL.sub(r"\\\1", str(text)).replace("\n", " ").replace("\r", " ")
-
 
 def mistakes(cls, lang: str = "en") -> list[dict]:
     """Per asked step with a diagnosed mistake: [{step, codes: [(code, explanation, students)]}]."""
