@@ -43,3 +43,9 @@ def test_built_in_examples_cite_articles_by_title():
 @pytest.mark.parametrize("text", [MIXED_WARNING] + [f().statement for f in (derive.fact_layernorm_2d,)])
 def test_messages_and_facts_cite_no_internal_document(text):
     assert not INTERNAL.search(text)
+
+
+def test_the_readme_cites_no_internal_document():
+    from pathlib import Path
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    assert not INTERNAL.findall(readme)
