@@ -38,6 +38,19 @@ class Bug:
 
 
 BUGS = [
+    Bug("names-head-off-by-one", "symblock/engine/names.py",
+        "head, part = int(h.group(1)), h.group(2)", "head, part = int(h.group(1)) + 1, h.group(2)",
+        ("tests/engine/test_names.py",),
+        "a head step's name is read as the next head's"),
+    Bug("kinds-values-shaped-as-queries", "symblock/engine/kinds.py",
+        '_entry("v", _v, _d_model, "linear", "linear"),', '_entry("v", _qk, _d_model, "linear", "linear"),',
+        ("tests/engine/test_kinds.py",),
+        "V takes the width heads·d_k of Q and K instead of heads·d_v"),
+    Bug("kinds-weights-cost-no-exp", "symblock/engine/kinds.py",
+        '_entry("weights", _square, _const(1 + NODE), "softmax", "weights"),',
+        '_entry("weights", _square, _const(0), "softmax", "weights"),',
+        ("tests/engine/test_kinds.py", "tests/engine/test_spec_errors.py"),
+        "the size guard counts a softmax weight as one node, forgetting its exp and division"),
     Bug("check-variance-around-exact-mean", "symblock/grading/onestep.py",
         'return centred_var(env[ins[0]], env[f"{norm_prefix(name)}.mean"])',
         "return centred_var(env[ins[0]], row_mean(env[ins[0]]))",

@@ -38,6 +38,8 @@ def test_shapes_and_costs_follow_the_dims_as_worked_by_hand():
     assert kinds.cost("attn.q", dims, opts) == 18 * (4 + 6)
     # the scores: 3 × 3 entries, a sum of d_k = 3 products each
     assert kinds.cost("attn.h0.scores", dims, opts) == 9 * (3 + 6)
+    # a softmax weight: an exp, a term of the row's sum and a division (1 + NODE), plus its node
+    assert kinds.cost("attn.h1.weights", dims, opts) == 9 * (1 + 6 + 6)
     assert kinds.cost("x", dims, opts) == 0 and kinds.cost("attn.concat", dims, opts) == 0
     assert kinds.cost("attn.h0.weights.dropped", dims, opts) == 9 * 6
 
