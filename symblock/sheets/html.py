@@ -66,10 +66,11 @@ def katex_files() -> dict[str, bytes]:
 
 
 def check_command(model: dict) -> str:
-    """The `symblock check` line for this sheet's saved answers; a gradient sheet names its loss
-    and parameters, which the answers file does not carry."""
+    """The `symblock check` line for this sheet's saved answers: the preset a sheet was made with
+    and a gradient sheet's loss and parameters, which the answers file does not carry."""
     how = model.get("marking") or {}
-    flags = f" --loss {how['loss']} --wrt {','.join(how['wrt'])}" if how.get("loss") else ""
+    flags = f" --preset {how['preset']}" if how.get("preset") not in (None, "backprop") else ""
+    flags += f" --loss {how['loss']} --wrt {','.join(how['wrt'])}" if how.get("loss") else ""
     return f"symblock check answers-{model['ident']}.yaml{flags}"
 
 

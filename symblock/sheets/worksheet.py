@@ -43,6 +43,7 @@ def documents(trace, ident: str, *, formats, preset=None, lang="en", places=3, t
     from symblock.sheets import render, model as sheet
     ex = presets.choose(trace, preset, loss=loss, wrt=wrt)
     model = sheet.build(trace, ex, lang=lang, places=places, ident=ident, title=title, space=space)
+    model.setdefault("marking", {})["preset"] = preset   # a student's `check` must ask for it again
     if models is not None:
         models.append(model)
     out = {}

@@ -105,3 +105,13 @@ def test_link_key_is_refused_for_a_set(tmp_path, capsys):
     assert cli.main(["worksheet", "--difficulty", "easy", "--variants", "2", "--format", "html",
                      "--link-key", "--out", str(out)]) == 2
     assert "--link-key: a set's sheets go to students/" in capsys.readouterr().err and not out.exists()
+
+
+def test_a_sheet_made_with_a_preset_prints_the_check_command_with_it(tmp_path):
+    """A student's own copy has no manifest beside it: the page's command must name the preset, or
+    `check` would mark the full block's steps as missing."""
+    out = tmp_path / "one"
+    assert cli.main(["worksheet", "pre-ln-causal-gelu", "--preset", "norm", "--format", "html",
+                     "--out", str(out)]) == 0
+    page = (out / "sheet.html").read_text(encoding="utf-8")
+    assert "symblock check answers-pre-ln-causal-gelu.7.yaml --preset norm" in page   # the example's seed 7
