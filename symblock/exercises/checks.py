@@ -86,7 +86,8 @@ def show(e) -> str:
 
 
 def norm_names_in(steps: Mapping) -> list[str]:
-    return [n[:-4] for n in steps if n.endswith((".std", ".rms"))]
+    from symblock.engine import names
+    return [names.parse(n).sibling(names.parse(n).norm) for n in steps if names.parse(n).stat in ("std", "rms")]
 
 
 def check_norms(steps: Mapping, graph: Mapping, norm: str, c: Constraints) -> str | None:
@@ -111,8 +112,9 @@ def check_norms(steps: Mapping, graph: Mapping, norm: str, c: Constraints) -> st
 
 def heads_of(steps: Mapping, prefix: str = "") -> list[str]:
     """The heads of one sequence (`prefix`: a batch's `b1.`), as step-name stems."""
-    return sorted(n[:-len(".weights")] for n in steps
-                  if n.startswith(prefix + "attn.h") and n.endswith(".weights") and not n.endswith(".dropped"))
+    from symblock.engine import names
+    return sorted(s.head_prefix for s in map(names.parse, steps)
+                  if s.prefix == prefix and s.kind == "weights" and not s.dropped)
 
 
 def check_attention(steps: Mapping, graph: Mapping, c: Constraints, prefix: str = "") -> str | None:

@@ -205,7 +205,8 @@ def split_step(c: Constraints, dims, opts, drawn: list, given: set) -> str | Non
     if not (c.relu_mixed and any(n in ("W_1", "b_1") for n in drawn) and hidden in todo):
         return None
     after = todo[todo.index(hidden) + 1:]
-    return hidden if after and not any(n.endswith((".std", ".rms")) for n in after) else None
+    from symblock.engine import names
+    return hidden if after and not any(names.parse(n).stat in ("std", "rms") for n in after) else None
 
 
 ATTENTION = ("W_Q", "W_K", "b_Q", "b_K")

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from symblock.engine import names
 from symblock.errors import SpecError, excerpt
 
 PRESETS = ("full", "attention", "norm", "ffn", "backprop", "decoder")  # decoder: model specs (decoder.py)
@@ -154,7 +155,7 @@ def with_points(ex: Exercise, points, src: str, trace) -> Exercise:
         raise SpecError(src, "exercise.points", "expected a mapping of asked steps to points, e.g. "
                                                 "{norm1.std: 2}")
     for name, n in points.items():
-        if name not in ex.ask and name not in trace and not str(name).startswith("grad."):
+        if name not in ex.ask and name not in trace and not names.parse(str(name)).grad:
             raise SpecError(src, f"exercise.points.{name}", "no such step; expected one of the asked steps "
                             + ", ".join(ex.ask))
         if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= 1000:
@@ -286,7 +287,7 @@ def estimate(trace, exercise: Exercise) -> Estimate:
     """The time a person needs for the asked steps, by the cost model above (SECONDS)."""
     rows = []
     for name in exercise.ask:
-        if name.startswith("grad."):
+        if names.parse(name).grad:
             cells, madds, specials = _grad_cost(trace, exercise, name[5:])
         else:
             cells, (madds, specials) = _cells(trace[name].value), _forward_cost(trace, trace[name])

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from symblock.engine import names
+
 
 @dataclass
 class StepStats:
@@ -109,7 +111,7 @@ def variety(answers: list[dict]) -> dict[str, Variety]:
         for name, value in one.items():
             key = answer_key(value)
             groups.setdefault(name, Counter())[key] += 1
-            if name.endswith(STATS):
+            if names.parse(name).stat and not names.parse(name).dropped:
                 entries.setdefault(name, set()).update(key)
     for name, counts in groups.items():
         out[name] = Variety(name, sum(counts.values()), len(counts), max(counts.values()),

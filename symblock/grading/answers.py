@@ -52,6 +52,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Mapping
 
+from symblock.engine import names
 from symblock.engine.spec import kind_of
 from symblock.errors import excerpt as quoted
 from symblock.grading.answer_fields import excerpt, student_data
@@ -249,7 +250,8 @@ def from_mapping(data: Mapping, source: str, shapes: Mapping[str, tuple[int, int
                                                               f"{', '.join(STEP_KEYS)}")
             policy = _policy(value, source, f"{where}.", top)
         rows = _grid(value, shapes[name], source, where)
-        masked = name.endswith((".masked", ".scaled"))  # .scaled: masked, then scaled
+        step = names.parse(name)
+        masked = step.kind in ("masked", "scaled") and not step.dropped  # .scaled: masked, then scaled
         entries = tuple(tuple(None if _blank(v) else _entry(v, policy, source, w, masked)
                               for v, w in row) for row in rows)
         out[name] = StepAnswer(name, entries, policy.decimals, policy)

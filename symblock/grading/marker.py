@@ -3,6 +3,7 @@ points), the items the checker walks and the shapes an answers file may use. `ch
 per run; `grade` makes one per variant of a set and marks every answers file of it."""
 from __future__ import annotations
 
+from symblock.engine import names
 from symblock.grading import answers as answers_mod
 from symblock.grading import plan
 from symblock.grading.marking import check
@@ -32,7 +33,7 @@ class Marker:
         answers give `grad.*` steps."""
         from symblock.exercises import presets
         steps = data.get("steps") if isinstance(data, dict) else None
-        grads = isinstance(steps, dict) and any(str(k).startswith("grad.") for k in steps)
+        grads = isinstance(steps, dict) and any(names.parse(str(k)).grad for k in steps)
         backprop = grads or loss is not None or wrt is not None
         if preset is None and backprop and trace.spec.exercise.get("preset") != "backprop":
             preset = "backprop"

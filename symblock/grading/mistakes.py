@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from symblock.engine import exact
+from symblock.engine import exact, names
 from symblock.engine.matrix import Mat
 from symblock.engine.steps import split_batch
 from symblock.grading.attention_slips import (dropout_no_rescale, mask_after_softmax, mask_missing,
@@ -170,7 +170,7 @@ def _order_swapped(name, env, spec):
         src = x if pre else full_norm(x, env, "ln1", spec)
         w, b = LINEAR[k]
         return [linear(src, env, w, b)]
-    if base.startswith("norm1") and not pre:  # Pre-LN's norm1 normalises x
+    if names.parse(base).norm == "norm1" and not pre:  # Pre-LN's norm1 normalises x
         return [_norm_step_of(name, x, env, spec)]
     if base == "resid2" and not pre:          # Pre-LN: resid2 = resid1 + F
         return [env[bp + "resid1"] + env[inputs_of(name, spec)[1]]]
@@ -185,7 +185,7 @@ def _order_swapped(name, env, spec):
 def _order_applies(name, spec) -> bool:
     k, pre = kind(name), _pre(spec)
     name = split_batch(name)[1]
-    return (k in ("q", "k", "v") or (name.startswith("norm1") and not pre)
+    return (k in ("q", "k", "v") or (names.parse(name).norm == "norm1" and not pre)
             or (name == "resid2" and not pre)
             or (name == "output" and (not pre or not spec.options.final_norm)))
 

@@ -7,6 +7,7 @@ latter. Answers may name the next token by its string; `normalise` turns it into
 """
 from __future__ import annotations
 
+from symblock.engine import names
 from symblock.grading import model_step
 from symblock.grading.mistakes import MODEL_CATALOGUE, diagnose
 from symblock.grading.plan import Item
@@ -31,10 +32,10 @@ def diagnoser(name: str, spec):
 
     def run(answer, envs, matches) -> list[str]:
         found = diagnose(name, spec, answer, envs, matches, catalogue=MODEL_CATALOGUE)
-        if layer is not None and not rest.startswith("cache."):
+        if layer is not None and names.parse(rest).section != "cache":
             local = [model_step.local_env(e, prefix, layer, t, spec) for e in envs]
             found += diagnose(rest, model_step.layer_spec(spec, layer, t), answer, local, matches)
-        elif rest.startswith("norm_final"):
+        elif names.parse(rest).norm == "norm_final":
             local = [model_step.final_env(e, prefix, spec) for e in envs]
             found += diagnose(rest, model_step.final_spec(spec, t), answer, local, matches)
         return list(dict.fromkeys(found))
@@ -55,9 +56,9 @@ def normalise(data: dict, spec) -> dict:
     out = dict(steps)
     for name, value in steps.items():
         name = str(name)
-        if name.endswith("next_token"):
+        if names.parse(name).kind == "next_token":
             out[name] = _token(value, spec.vocab)
-        elif name.endswith(".cache.reused") and isinstance(value, dict) and set(value) == {"rows"}:
+        elif names.parse(name).kind == "cache_reused" and isinstance(value, dict) and set(value) == {"rows"}:
             out[name] = _flags(value["rows"], name, spec)
     return {**data, "steps": out}
 

@@ -72,7 +72,7 @@ def not_appended(name: str, env: dict, spec) -> list[Mat]:
 
 def _reads_x(rest: str, spec, layer: int) -> bool:
     pre = spec.layers[layer].options.norm_position == "pre"
-    return rest == "resid1" or (rest.startswith("norm1") if pre else rest in ("attn.q", "attn.k", "attn.v"))
+    return rest == "resid1" or (names.parse(rest).norm == "norm1" if pre else rest in ("attn.q", "attn.k", "attn.v"))
 
 
 def position_applies(name: str, spec) -> bool:

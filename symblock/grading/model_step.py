@@ -115,7 +115,7 @@ def recompute(name: str, env: dict, spec) -> Mat:
                              else range(rows_of(spec, t)))
     if rest == "x":
         return env[f"{prefix}embed"] + env[f"{prefix}pos"] if spec.positions != "none" else env[f"{prefix}embed"]
-    if rest.startswith("norm_final"):
+    if names.parse(rest).norm == "norm_final":
         return compute(rest, final_env(env, prefix, spec), final_spec(spec, t))
     if rest == "logits":
         h = env[last_hidden(spec, prefix)]

@@ -97,9 +97,10 @@ class DecoderBuilder(Builder):
         if name in self.ex.extra:
             return self.reused_task(i, name)
         out = super().task(i, name)
-        if name.endswith(".pos") and self.model.positions == "learned":  # the row is the task
+        step = names.parse(name)
+        if step.kind == "pos" and step.gen and self.model.positions == "learned":  # the row is the task
             out["formula"] = Safe(r"P = W_P[\text{%s}]" % self.t("m.position"))
-        if name.endswith("next_token"):   # the engine's formula names the token: not on a sheet
+        if step.kind == "next_token":   # the engine's formula names the token: not on a sheet
             out["formula"] = Safe(r"\hat t = \arg\max_j \ell_j")
             tok = self.model.vocab[token_index(self.trace[name].value)]
             out["answer"] = Safe(out["answer"] + rf"\quad ({token_tex(tok)})")
