@@ -78,35 +78,31 @@ def _with_projection(then):
     return lambda opts: then if opts.out_proj else None
 
 
-def _entry(name, shape, inner, rule, work) -> Kind:
-    return Kind(name, shape, inner, rule, work)
-
-
 KINDS: dict[str, Kind] = {k.name: k for k in (
-    _entry("x", _model, _const(None), "identity", None),
-    _entry("q", _qk, _d_model, "linear", "linear"),
-    _entry("k", _qk, _d_model, "linear", "linear"),
-    _entry("v", _v, _d_model, "linear", "linear"),
-    _entry("scores", _square, lambda d, o: d.d_head, "scores", "scores"),
-    _entry("scaled", _square, _const(0), "scaled", "scaled"),
-    _entry("masked", _square, _const(0), "masked", "masked"),
-    _entry("weights", _square, _const(1 + NODE), "softmax", "weights"),   # an exp, a sum's term, a division
-    _entry("head_out", lambda d: (d.seq_len, d.d_v), lambda d, o: d.seq_len, "head_out", "out"),
-    _entry("concat", _v, _const(None), "concat", "concat"),
-    _entry("attn_out", _model, lambda d, o: d.d_model if o.out_proj else None,
-           lambda o: "linear" if o.out_proj else "identity", _with_projection("linear")),
-    _entry("resid", _model, _const(0), "residual", "add"),
-    _entry("hidden", _ff, _d_model, "linear", "linear"),
-    _entry("gate", _ff, _d_model, "linear", "linear"),
-    _entry("act", _ff, _const(3 * NODE), lambda o: "gated" if o.gated else "activation", "act"),  # GELU/SiLU: a few nodes
-    _entry("ffn_out", _model, lambda d, o: d.d_ff, "linear", "linear"),
-    _entry("mean", _column, _d_model, "mean", "mean"),
-    _entry("var", _column, _d_model, "var", "var"),
-    _entry("std", _column, _const(0), "root", "std"),
-    _entry("ms", _column, _d_model, "ms", "ms"),
-    _entry("rms", _column, _const(0), "root", "rms"),
-    _entry("norm", _model, _const(0), lambda o: o.norm, lambda o: o.norm),
-    _entry("output", _model, _const(None), "identity", "copy"),
+    Kind("x", _model, _const(None), "identity", None),
+    Kind("q", _qk, _d_model, "linear", "linear"),
+    Kind("k", _qk, _d_model, "linear", "linear"),
+    Kind("v", _v, _d_model, "linear", "linear"),
+    Kind("scores", _square, lambda d, o: d.d_head, "scores", "scores"),
+    Kind("scaled", _square, _const(0), "scaled", "scaled"),
+    Kind("masked", _square, _const(0), "masked", "masked"),
+    Kind("weights", _square, _const(1 + NODE), "softmax", "weights"),   # an exp, a sum's term, a division
+    Kind("head_out", lambda d: (d.seq_len, d.d_v), lambda d, o: d.seq_len, "head_out", "out"),
+    Kind("concat", _v, _const(None), "concat", "concat"),
+    Kind("attn_out", _model, lambda d, o: d.d_model if o.out_proj else None,
+         lambda o: "linear" if o.out_proj else "identity", _with_projection("linear")),
+    Kind("resid", _model, _const(0), "residual", "add"),
+    Kind("hidden", _ff, _d_model, "linear", "linear"),
+    Kind("gate", _ff, _d_model, "linear", "linear"),
+    Kind("act", _ff, _const(3 * NODE), lambda o: "gated" if o.gated else "activation", "act"),  # GELU/SiLU: a few nodes
+    Kind("ffn_out", _model, lambda d, o: d.d_ff, "linear", "linear"),
+    Kind("mean", _column, _d_model, "mean", "mean"),
+    Kind("var", _column, _d_model, "var", "var"),
+    Kind("std", _column, _const(0), "root", "std"),
+    Kind("ms", _column, _d_model, "ms", "ms"),
+    Kind("rms", _column, _const(0), "root", "rms"),
+    Kind("norm", _model, _const(0), lambda o: o.norm, lambda o: o.norm),
+    Kind("output", _model, _const(None), "identity", "copy"),
 )}
 
 

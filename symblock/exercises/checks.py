@@ -87,7 +87,8 @@ def show(e) -> str:
 
 def norm_names_in(steps: Mapping) -> list[str]:
     from symblock.engine import names
-    return [names.parse(n).sibling(names.parse(n).norm) for n in steps if names.parse(n).stat in ("std", "rms")]
+    roots = (s for s in map(names.parse, steps) if s.stat in ("std", "rms"))
+    return [s.sibling(s.norm) for s in roots]
 
 
 def check_norms(steps: Mapping, graph: Mapping, norm: str, c: Constraints) -> str | None:

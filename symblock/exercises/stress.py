@@ -63,7 +63,6 @@ class StepStats:
 
 REPEAT_SHARE = 10      # an answer may repeat in at most 1/REPEAT_SHARE of a set
 MIN_STAT_VALUES = 5    # distinct values a per-row statistic takes over a set
-STATS = (".mean", ".var", ".std", ".ms", ".rms")
 
 
 def answer_key(value) -> tuple:

@@ -30,7 +30,7 @@ def student_data(data: Mapping, source: str, shapes: Mapping, top_keys: tuple) -
         if isinstance(value, (list, dict)):
             raise SpecError(source, text, f"student data: expected text, got {kind_of(value)}")
         if value is not None:
-            out[text.lower()] = one_line(excerpt(value, MAX_STUDENT_TEXT, inert=False), MAX_STUDENT_TEXT)
+            out[text.lower()] = one_line(inert_excerpt(value, MAX_STUDENT_TEXT, inert=False), MAX_STUDENT_TEXT)
     if len(out) > MAX_STUDENT_KEYS:
         raise SpecError(source, "", f"{len(out)} keys of student data; expected at most {MAX_STUDENT_KEYS}")
     return out
@@ -43,7 +43,7 @@ def one_line(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-def excerpt(value: Any, limit: int = EXCERPT, inert: bool = True) -> str:
+def inert_excerpt(value: Any, limit: int = EXCERPT, inert: bool = True) -> str:
     """A short excerpt of what was written, at most `limit` characters; `inert`: letters, digits
     and number punctuation kept, anything else (markup, quotes, control characters) shown as `?`.
     A number is shown as written (1e99999999999999999999 stays short)."""

@@ -54,8 +54,8 @@ from typing import Any, Mapping
 
 from symblock.engine import names
 from symblock.engine.spec import kind_of
-from symblock.errors import excerpt as quoted
-from symblock.grading.answer_fields import excerpt, student_data
+from symblock.errors import excerpt
+from symblock.grading.answer_fields import inert_excerpt, student_data
 
 TOP_KEYS = ("id", "name", "decimals", "sig_figs", "print", "steps", "title", "notes")
 STEP_KEYS = ("value", "decimals", "sig_figs", "print", "row", "col", "entries")
@@ -217,7 +217,7 @@ def read_csv(path: str | Path, text: str | None = None) -> tuple[dict, str]:
             continue
         if not (_WHOLE.fullmatch(row.strip()) and _WHOLE.fullmatch(col.strip())):
             raise SpecError(source, f"line {n}", f"expected whole-number row and col (from 0), got "
-                                                 f"{excerpt(row)!r}, {excerpt(col)!r}")
+                                                 f"{inert_excerpt(row)!r}, {inert_excerpt(col)!r}")
         cells = data["steps"].setdefault(step, {"entries": {}})["entries"]
         cells[f"{int(row)},{int(col)}"] = value if value else None
     return data, source
@@ -276,7 +276,7 @@ def _entry(value: Any, policy: Policy, source: str, where: str, masked: bool) ->
             reason = "comma"
         else:
             reason = "large" if "too large" in e.message else "number"
-        return Entry(None, excerpt(value), policy.decimals, reason=reason)
+        return Entry(None, inert_excerpt(value), policy.decimals, reason=reason)
 
 
 def _text_field(data: Mapping, key: str, source: str) -> str | None:
@@ -349,8 +349,8 @@ def _grid(value: Any, shape: tuple[int, int], source: str, where: str) -> list[l
 def _index(v: Any, n: int, source: str, where: str) -> int:
     from symblock.engine.spec import SpecError
     if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v < n:
-        got = excerpt(v) if isinstance(v, int) and not isinstance(v, bool) else \
-            kind_of(excerpt(v) if isinstance(v, str) else v)
+        got = inert_excerpt(v) if isinstance(v, int) and not isinstance(v, bool) else \
+            kind_of(inert_excerpt(v) if isinstance(v, str) else v)
         raise SpecError(source, where, f"expected a whole number 0..{n - 1} (counted from 0), got {got}")
     return v
 
@@ -374,7 +374,7 @@ def parse_entry(value: Any, policy: Policy | int | None, source: str, where: str
         try:
             value = Decimal(value.strip())
         except ArithmeticError:   # an exponent beyond what `decimal` holds
-            raise SpecError(source, where, f"the number is too large to read, got {excerpt(value)!r}") from None
+            raise SpecError(source, where, f"the number is too large to read, got {inert_excerpt(value)!r}") from None
     if isinstance(value, (int, Decimal)) and not isinstance(value, bool):
         if isinstance(value, Decimal) and not value.is_finite():
             raise SpecError(source, where, f"expected a finite number, got {value}")
@@ -398,7 +398,7 @@ def parse_entry(value: Any, policy: Policy | int | None, source: str, where: str
     try:
         real = exact.from_sympy(number)
     except ValueError as e:
-        raise SpecError(source, where, f"cannot use {quoted(value)} exactly: {e}") from None
+        raise SpecError(source, where, f"cannot use {excerpt(value)} exactly: {e}") from None
     return Entry(real, value.strip(), None)
 
 
