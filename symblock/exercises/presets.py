@@ -55,6 +55,17 @@ class Exercise:
     def total(self) -> int:
         return sum(self.points.values())
 
+    def answer(self, trace, name: str):
+        """The exact answer (a Mat) of the asked step `name`: a forward or model step, the
+        decoder's conceptual task or a gradient of the backprop exercise (the one lookup)."""
+        if name in self.extra:
+            return self.extra[name]
+        if self.backward is not None:
+            for g in (*self.backward.steps, *self.backward.wrt.values()):
+                if g.name == name:
+                    return g.value
+        return trace[name].value
+
 
 def preset_steps(preset: str, names: list[str]) -> list[str]:
     """The steps a preset asks, among the computed step names (forward order; a batch's steps
@@ -71,13 +82,12 @@ def preset_steps(preset: str, names: list[str]) -> list[str]:
 
 def choose(trace, preset: str | None = None, loss: str | None = None,
            wrt: list[str] | None = None) -> Exercise:
-    """Validate the spec's `exercise:` section and decide what is asked and given.
+    """Validate a block's `exercise:` section and decide what is asked and given (a model's is
+    decoder.choose; exercises/variant.py calls the one or the other, once per variant).
     A `preset` from the command line replaces the section's `preset` and `ask`; `loss` and `wrt`
     (backprop only) replace the section's."""
     from symblock.exercises import decoder
     spec = trace.spec
-    if decoder.is_model(spec):
-        return Exercise(**decoder.choose(trace, preset))
     src, ex = spec.source, dict(spec.exercise)
     for key in ex:
         if key not in EXERCISE_KEYS:
@@ -288,7 +298,7 @@ def estimate(trace, exercise: Exercise) -> Estimate:
     rows = []
     for name in exercise.ask:
         if names.parse(name).grad:
-            cells, madds, specials = _grad_cost(trace, exercise, name[5:])
+            cells, madds, specials = _grad_cost(trace, exercise, name)
         else:
             cells, (madds, specials) = _cells(trace[name].value), _forward_cost(trace, trace[name])
         rows.append((name, cells, madds, specials))
@@ -342,13 +352,11 @@ def _forward_cost(trace, step) -> tuple[int, int]:
     return 0, 0  # identity, concat, masked: copying
 
 
-def _grad_cost(trace, exercise: Exercise, of: str) -> tuple[int, int, int]:
+def _grad_cost(trace, exercise: Exercise, name: str) -> tuple[int, int, int]:
     """A gradient step costs what its consumers' forward products cost (the transposed products
     have as many multiply-adds), without their specials (their values are read off the data)."""
-    back = exercise.backward
-    live = {g.of for g in back.steps}
-    grad = next((g for g in (*back.steps, *back.wrt.values()) if g.of == of), None)
-    cells = _cells(grad.value) if grad is not None else 0
+    of, live = name[5:], {g.of for g in exercise.backward.steps}   # dL/d`of`
+    cells = _cells(exercise.answer(trace, name))
     users = consumers(trace, of, live)
     madds = sum(_forward_cost(trace, s)[0] for s in users) if users else cells
     return cells, madds, 0

@@ -1,0 +1,316 @@
+"""One exercise variant: its ID, spec, exact trace and exercise (asked and given steps, points and
+the asked answers), built once by `build` and handed to the sheets, stress, the manifest, check and
+grade, so that what a variant asks is decided in one place and never chosen again.
+
+A variant is drawn from a spec and a seed (`draw`, `draw_set`, `rebuild` from an ID; IDs and reading
+are variants.py); a set's manifest stores each variant's exercise as it was (`record`) and `build`
+takes that record back instead of choosing, so a later generator cannot change how the set grades.
+Whether the variant is one block or a tiny GPT (the decoder sheet) is decided here once (`rules`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Mapping
+
+from symblock.errors import SpecError
+from symblock.exercises import decoder, presets, variants
+from symblock.exercises.presets import Exercise
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the command line chooses of an exercise; None: the spec's own `exercise:` section."""
+    preset: str | None = None
+    loss: str | None = None
+    wrt: tuple[str, ...] | None = None
+
+    @classmethod
+    def of(cls, preset=None, loss=None, wrt=None) -> "Options":
+        return cls(preset, loss, None if wrt is None else tuple(wrt))
+
+
+@dataclass(frozen=True)
+class Variant:
+    ident: str
+    spec: Any
+    trace: Any
+    exercise: Exercise
+    answers: Mapping[str, Any]          # asked step -> its exact answer (a Mat), in asked order
+    options: Options = field(default_factory=Options)
+
+    @property
+    def ask(self) -> tuple[str, ...]:
+        return self.exercise.ask
+
+    @property
+    def given(self) -> tuple[str, ...]:
+        return self.exercise.data_steps
+
+    @property
+    def points(self) -> dict:
+        return self.exercise.points
+
+    @property
+    def model(self) -> bool:
+        """A tiny GPT's decoding step (the decoder sheet), not one block."""
+        return rules(self.spec) is MODEL
+
+    @property
+    def shapes(self) -> dict[str, tuple[int, int]]:
+        return {name: value.shape for name, value in self.answers.items()}
+
+    @cached_property
+    def varied(self) -> dict:
+        """The asked answers the set's variety guarantee holds to: a conceptual task (the same for
+        all) and a categorical one (a token of the vocabulary) are left out."""
+        out = {*self.exercise.extra, *self.exercise.categorical}
+        return {n: v for n, v in self.answers.items() if n not in out}
+
+
+def build(ident: str, trace, options: Options | None = None, stored: Mapping | None = None) -> Variant:
+    """The variant of `trace` named `ident`: its exercise chosen once from the spec's `exercise:`
+    section and `options`, or, given `stored` (a manifest's `record`), taken back as it was."""
+    options = options or Options()
+    if stored is not None:
+        exercise, answers = restore(trace, stored)
+    else:
+        exercise = rules(trace.spec).choose(trace, options)
+        answers = {name: exercise.answer(trace, name) for name in exercise.ask}
+    return Variant(ident, trace.spec, trace, exercise, answers, options)
+
+
+# ---------------------------------------------------------------- block or model, decided once
+
+class _Block:
+    @staticmethod
+    def choose(trace, o: Options) -> Exercise:
+        return presets.choose(trace, o.preset, o.loss, None if o.wrt is None else list(o.wrt))
+
+    @staticmethod
+    def unusable(spec) -> bool:
+        return False
+
+    @staticmethod
+    def problem(trace) -> str | None:
+        return None
+
+    @staticmethod
+    def key(spec) -> tuple:
+        return tuple(sorted((k, tuple(v)) for k, v in spec.params.items())), tuple(spec.X or ())
+
+
+class _Model:
+    @staticmethod
+    def choose(trace, o: Options) -> Exercise:
+        return Exercise(**decoder.choose(trace, o.preset))
+
+    @staticmethod
+    def unusable(spec) -> bool:
+        return decoder.prefilter(spec) is not None   # most seeds: turned down without an exact forward
+
+    problem = staticmethod(decoder.problem)
+    key = staticmethod(decoder.variant_key)
+
+
+BLOCK, MODEL = _Block, _Model
+
+
+def rules(spec):
+    """What differs between a block's variant and a model's: how its exercise is chosen, which
+    draws are usable, and which numbers tell two variants apart."""
+    return MODEL if decoder.is_model(spec) else BLOCK
+
+
+# ---------------------------------------------------------------- drawing
+
+def draw(data: dict, source: str, seed: int, max_cost: int | None = None):
+    """One draw: (spec, trace) for `seed`, or None when it is unusable (e.g. a row with zero
+    variance and ε = 0, or a model whose decoding step is no hand exercise)."""
+    from symblock.engine.model import forward_any as forward
+    spec = variants.with_seed(data, source, seed)
+    family = rules(spec)
+    if family.unusable(spec):
+        return None
+    try:
+        trace = forward(spec, max_cost=max_cost)
+    except SpecError as e:
+        if e.where.startswith(("dims", "random")):  # random.*: a constraint no draw can meet
+            raise
+        return None
+    if family.problem(trace):
+        return None
+    return spec, trace
+
+
+def key(spec) -> tuple:
+    """The drawn numbers of a variant (equal keys: the same exercise)."""
+    return rules(spec).key(spec)
+
+
+def rebuild(ident: str, spec_arg: str | None, options: Options | None = None, flag: str = "--id",
+            max_cost: int | None = None, overrides: dict | None = None) -> Variant:
+    """The variant a worksheet ID names (`spec_arg`: the spec file, needed for a file's ID); the
+    same draw as `worksheet --variants` made, with the same `overrides` (random-section flags)."""
+    from symblock.errors import UsageError
+    from symblock.engine.model import forward_any as forward
+    spec_arg, seed = variants.parse_id(ident, spec_arg, flag)
+    if seed is None:
+        from symblock.exercises.generate import from_mapping
+        return build(ident, forward(from_mapping(*variants.read(spec_arg)), max_cost=max_cost), options)
+    got = draw(*variants.read(spec_arg, overrides), seed, max_cost)
+    if got is None:
+        raise UsageError(f"{flag} {ident}: seed {seed} does not give a usable block")
+    return build(ident, got[1], options)
+
+
+MAX_TRIES = variants.MAX_TRIES
+SAME_DRAWS = 40  # usable draws that all repeat the first: no variety (chance ~3^-40 for one drawn entry)
+
+
+def draw_set(spec_arg: str, n: int, seed: int, options: Options | None = None, max_cost: int | None = None,
+             overrides: dict | None = None, judge=None, keep=None) -> list[Variant]:
+    """`n` distinct usable variants with seeds seed, seed+1, ... (unusable or repeated draws are
+    skipped, deterministically, and so are those `judge(variant)` turns down when the spec asks for
+    random.distinct_mistakes, and those `keep(variant)` does not keep: stress.spread)."""
+    data, source = variants.read(spec_arg, overrides)
+    token = variants.spec_token(spec_arg)
+    if judge is not None and not wants_judge(data, source):
+        judge = None
+    out, seen, alike, usable_repeats = [], set(), 0, 0
+    for s in range(seed, seed + n * MAX_TRIES):
+        got = draw(data, source, s, max_cost)
+        if got is None:
+            continue
+        spec, trace = got
+        drawn = key(spec)
+        if drawn in seen:   # a repeat is skipped before its exercise is chosen; a judge turns it down no later
+            usable_repeats += judge is None or not judge(build(variants.make_id(token, s), trace, options))
+            if len(seen) == 1 and usable_repeats >= SAME_DRAWS:
+                raise SpecError(source, "random", f"{SAME_DRAWS + 1} draws in a row gave the same "
+                                "variant: nothing is left for `random` to draw (every weight and input "
+                                "is given, or low = high); leave weights or inputs out, or widen the range")
+            continue
+        v = build(variants.make_id(token, s), trace, options)
+        if judge is not None and judge(v):
+            continue
+        if keep is not None and not keep(v):
+            alike += 1
+            continue
+        seen.add(drawn)
+        out.append(v)
+        if len(out) == n:
+            return out
+    why = (f" ({alike} more were turned down: each repeated an answer already shared by as many variants as a "
+           f"set of {n} may share; --allow-repeats keeps them)") if alike else ""
+    raise SpecError(source, "random", f"found only {len(out)} distinct usable variants in seeds {seed}.."
+                    f"{seed + n * MAX_TRIES - 1}{why}; leave more weights or inputs out for `random` to draw, or "
+                    "widen random.ranges")
+
+
+def wants_judge(data: dict, source: str) -> bool:
+    """Whether the spec (with its difficulty preset) asks for random.distinct_mistakes."""
+    from symblock.exercises.generate import constraints_of
+    rnd = data.get("random")
+    return isinstance(rnd, dict) and constraints_of(data, source).distinct_mistakes
+
+
+# ---------------------------------------------------------------- the stored exercise
+
+DIGITS = 40      # significant digits stored of an answer whose closed form is too long to store
+MAX_TEXT = 400   # characters of a stored closed form (the spec reader takes entries up to 500)
+
+
+def entry_text(e) -> str:
+    """An answer's entry as the manifest stores it: its exact closed form (`7/4`, `sqrt(5)/2`, `-oo`)
+    when short, else its certified decimal to DIGITS significant digits (the only form with a `.`)."""
+    from symblock.engine import exact
+    if e is exact.NEG_INF or e.is_rational or e.size <= exact.CLOSED_FORM_SIZE:
+        text = exact.text(e, exact.CLOSED_FORM_SIZE)
+        if len(text) <= MAX_TEXT and _readable(text):
+            return text
+    return e.digits(DIGITS)
+
+
+def _readable(text: str) -> bool:
+    """Whether the bounded parser reads `text` back (its size guard is conservative: it refuses
+    some closed forms of softmax weights, which are then stored as decimals)."""
+    try:
+        entry(text, SOURCE, "answers")
+    except SpecError:
+        return False
+    return True
+
+
+def entry(text: str, source: str, where: str):
+    """A stored entry read back exactly (engine/numbers' bounded parser: never evaluated as code)."""
+    from symblock.engine import exact
+    from symblock.engine.numbers import parse_exact
+    return exact.from_sympy(parse_exact(text, source, where, allow_inf=True))
+
+
+def record(v: Variant) -> dict:
+    """The variant's exercise as a set's manifest stores it: asked and given steps, parameters
+    given, points, each asked answer (`entry_text`: text that `sympify` reads back) with its shape,
+    the asked tasks that are no engine step (`extra`) or a token (`categorical`), and a backprop
+    exercise's loss, wrt and target."""
+    ex = v.exercise
+    back = None
+    if ex.backward is not None:
+        target = None if ex.target is None else [[entry_text(e) for e in row] for row in ex.target.rows]
+        back = {"loss": ex.backward.loss, "wrt": list(ex.backward.wrt), "target": target}
+    return {"ask": list(ex.ask), "given": list(ex.data_steps), "params": list(ex.data_params),
+            "points": dict(ex.points), "shapes": {n: list(m.shape) for n, m in v.answers.items()},
+            "answers": {n: [[entry_text(e) for e in row] for row in m.rows] for n, m in v.answers.items()},
+            "backward": back, "extra": list(ex.extra), "categorical": list(ex.categorical)}
+
+
+def restore(trace, stored: Mapping) -> tuple[Exercise, dict]:
+    """(exercise, answers) from a `record` (validated by the manifest's reader). The exact answers
+    stored are the truth; an entry stored as a decimal is the trace's exact value, which must agree
+    with it. A backprop exercise's backward pass is worked again from the trace (the checker
+    recomputes through it)."""
+    from symblock.engine.matrix import Mat
+    back = target = None
+    if stored.get("backward") is not None:
+        from symblock.calculus import grad
+        b = stored["backward"]
+        sym = None if b["target"] is None else Mat([[entry(e, SOURCE, f"backward.target[{i}][{j}]")
+                                                     for j, e in enumerate(r)] for i, r in enumerate(b["target"])])
+        back = grad.backward(trace.spec, b["loss"], list(b["wrt"]),
+                             target=None if sym is None else sym.to_sympy(), trace=trace)
+        if b["loss"] == "mse":
+            target = sym if sym is not None else grad.zeros(*trace["output"].value.shape)
+    extra = {n: _exact(stored["answers"][n], f"answers.{n}") for n in stored["extra"]}
+    ex = Exercise(tuple(stored["ask"]), tuple(stored["given"]), tuple(stored["params"]), backward=back,
+                  target=target, points=dict(stored["points"]), extra=extra,
+                  categorical=tuple(stored["categorical"]))
+    return ex, {n: _answer(trace, ex, n, rows) for n, rows in stored["answers"].items()}
+
+
+SOURCE = "manifest.yaml"
+
+
+def _exact(rows: list, where: str):
+    from symblock.engine.matrix import Mat
+    return Mat([[entry(e, SOURCE, f"{where}[{i}][{j}]") for j, e in enumerate(r)] for i, r in enumerate(rows)])
+
+
+def _answer(trace, ex: Exercise, name: str, rows: list):
+    """An asked answer: exact as stored, but for the entries stored as decimals (too long a closed
+    form), which are the trace's exact values once they agree with the stored digits."""
+    if not any("." in e for row in rows for e in row):
+        return _exact(rows, f"answers.{name}")
+    from symblock.engine.matrix import Mat
+    value, out = ex.answer(trace, name), []
+    for i, (row, have) in enumerate(zip(rows, value.rows)):
+        out.append([])
+        for j, (e, x) in enumerate(zip(row, have)):
+            if "." not in e:
+                out[-1].append(entry(e, SOURCE, f"answers.{name}[{i}][{j}]"))
+                continue
+            if abs(float(x) - float(e)) > 10.0 ** (3 - DIGITS) * max(1.0, abs(float(e))):
+                raise SpecError(SOURCE, f"answers.{name}[{i}][{j}]", f"the set stored {e}, but this "
+                                f"symblock works {x.digits(12)}…: grade the set with the symblock that wrote it")
+            out[-1].append(x)
+    return Mat(out)
