@@ -93,7 +93,7 @@ def variants(args) -> list:
         if args.variants < 1:
             raise UsageError("--variants: expected at least 1")
         seed = 1 if args.seed is None else args.seed
-        from symblock.grading.ambiguity import judge
+        from symblock.grading.mistakes import judge
         from symblock.exercises.stress import spread
         drawn = variant.draw_set(spec_arg, args.variants, seed, opts, args.max_cost, overrides,
                                  judge(args.decimals), None if args.allow_repeats else spread(args.variants))
@@ -263,8 +263,8 @@ def _summary(out: Path, written: list, idents: list[str]) -> list[str]:
 
 
 def _lms_answers(done: list, places: int) -> None:
-    """What the Moodle and QTI questions accept for each entry (grading.accepted: the exact value, the
+    """What the Moodle and QTI questions accept for each entry (grading.points: the exact value, the
     key's printed chain, rounding slips), worked from each (Variant, sheet model)."""
-    from symblock.grading.accepted import annotate
+    from symblock.grading.points import annotate
     for v, model in done:
         annotate(model["tasks"], v.trace, v.exercise, places)
