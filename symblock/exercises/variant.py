@@ -152,16 +152,23 @@ def rebuild(ident: str, spec_arg: str | None, options: Options | None = None, fl
             max_cost: int | None = None, overrides: dict | None = None) -> Variant:
     """The variant a worksheet ID names (`spec_arg`: the spec file, needed for a file's ID); the
     same draw as `worksheet --variants` made, with the same `overrides` (random-section flags)."""
+    return build(ident, redraw(ident, spec_arg, flag, max_cost, overrides), options)
+
+
+def redraw(ident: str, spec_arg: str | None, flag: str = "--id", max_cost: int | None = None,
+           overrides: dict | None = None):
+    """The trace of the variant a worksheet ID names (`rebuild` without the exercise, for a caller
+    that reads the exercise options from the spec: `check`)."""
     from symblock.errors import UsageError
     from symblock.engine.model import forward_any as forward
     spec_arg, seed = variants.parse_id(ident, spec_arg, flag)
     if seed is None:
         from symblock.exercises.generate import from_mapping
-        return build(ident, forward(from_mapping(*variants.read(spec_arg)), max_cost=max_cost), options)
+        return forward(from_mapping(*variants.read(spec_arg)), max_cost=max_cost)
     got = draw(*variants.read(spec_arg, overrides), seed, max_cost)
     if got is None:
         raise UsageError(f"{flag} {ident}: seed {seed} does not give a usable block")
-    return build(ident, got[1], options)
+    return got[1]
 
 
 MAX_TRIES = variants.MAX_TRIES

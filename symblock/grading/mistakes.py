@@ -434,11 +434,9 @@ def ambiguous(trace, ask, places: int = 3) -> str | None:
     return None
 
 
-def judge(preset: str | None = None, loss: str | None = None, wrt=None, places: int = 3):
-    """A judge for exercises.stress / variants.draw_variants: trace -> reason or None, for the
-    exercise the options choose."""
-    from symblock.exercises.presets import choose
-
-    def check(trace) -> str | None:
-        return ambiguous(trace, choose(trace, preset, loss, wrt).ask, places)
+def judge(places: int = 3):
+    """A judge for exercises.stress / variant.draw_set: Variant -> reason or None, on the steps its
+    exercise asks."""
+    def check(v) -> str | None:
+        return ambiguous(v.trace, v.ask, places)
     return check
