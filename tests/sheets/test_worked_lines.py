@@ -12,6 +12,7 @@ import pytest
 
 from symblock.engine import block, spec
 from symblock.commands.gallery import GALLERY
+from symblock.exercises import variant
 from symblock.sheets.worksheet import documents
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -76,7 +77,6 @@ def test_every_worked_line_of_the_gallery_follows_from_its_numbers():
 
 
 def draw_keys(tmp_path, difficulty: str, n: int, **kw):
-    from symblock.exercises import variant
     path = tmp_path / f"{difficulty}.yaml"
     path.write_text(f"random: {{difficulty: {difficulty}, seed: 1}}\n")
     for v in variant.draw_set(str(path), n, 1, None, None, {}):
