@@ -225,7 +225,7 @@ def wants_judge(data: dict, source: str) -> bool:
 # ---------------------------------------------------------------- the stored exercise
 
 DIGITS = 40      # significant digits stored of an answer whose closed form is too long to store
-MAX_TEXT = 400   # characters of a stored closed form (the spec reader takes entries up to 500)
+MAX_TEXT = 120   # characters of a stored closed form (longer ones: a decimal of DIGITS digits)
 
 
 def entry_text(e) -> str:
@@ -240,13 +240,19 @@ def entry_text(e) -> str:
 
 
 def _readable(text: str) -> bool:
-    """Whether the bounded parser reads `text` back (its size guard is conservative: it refuses
-    some closed forms of softmax weights, which are then stored as decimals)."""
+    """Whether the bounded parser takes `text` (its size guard is conservative: it refuses some
+    closed forms of softmax weights, which are then stored as decimals)."""
     try:
-        entry(text, SOURCE, "answers")
+        check_entry(text, SOURCE, "answers")
     except SpecError:
         return False
     return True
+
+
+def check_entry(text: str, source: str, where: str) -> None:
+    """A stored entry's text passes the bounded parser's guard (names, length, size, syntax; no SymPy)."""
+    from symblock.engine.numbers import guard
+    guard(text, source, where)
 
 
 def entry(text: str, source: str, where: str):
@@ -258,18 +264,29 @@ def entry(text: str, source: str, where: str):
 
 def record(v: Variant) -> dict:
     """The variant's exercise as a set's manifest stores it: asked and given steps, parameters
-    given, points, each asked answer (`entry_text`: text that `sympify` reads back) with its shape,
-    the asked tasks that are no engine step (`extra`) or a token (`categorical`), and a backprop
-    exercise's loss, wrt and target."""
+    given, points, each asked answer (`matrix_text`: entries that `sympify` reads back) with its
+    shape, the asked tasks that are no engine step (`extra`) or a token (`categorical`), and a
+    backprop exercise's loss, wrt and target."""
     ex = v.exercise
     back = None
     if ex.backward is not None:
-        target = None if ex.target is None else [[entry_text(e) for e in row] for row in ex.target.rows]
-        back = {"loss": ex.backward.loss, "wrt": list(ex.backward.wrt), "target": target}
+        back = {"loss": ex.backward.loss, "wrt": list(ex.backward.wrt),
+                "target": None if ex.target is None else matrix_text(ex.target)}
     return {"ask": list(ex.ask), "given": list(ex.data_steps), "params": list(ex.data_params),
             "points": dict(ex.points), "shapes": {n: list(m.shape) for n, m in v.answers.items()},
-            "answers": {n: [[entry_text(e) for e in row] for row in m.rows] for n, m in v.answers.items()},
+            "answers": {n: matrix_text(m) for n, m in v.answers.items()},
             "backward": back, "extra": list(ex.extra), "categorical": list(ex.categorical)}
+
+
+def matrix_text(m) -> str:
+    """A matrix as one line: entries (`entry_text`) joined by ", ", rows by "; " (a closed form
+    holds neither: its functions take one argument)."""
+    return "; ".join(", ".join(entry_text(e) for e in row) for row in m.rows)
+
+
+def matrix_entries(text: str) -> list[list[str]]:
+    """`matrix_text` read back into rows of entry texts."""
+    return [[e.strip() for e in row.split(",")] for row in text.split(";")]
 
 
 def restore(trace, stored: Mapping) -> tuple[Exercise, dict]:
@@ -277,22 +294,20 @@ def restore(trace, stored: Mapping) -> tuple[Exercise, dict]:
     stored are the truth; an entry stored as a decimal is the trace's exact value, which must agree
     with it. A backprop exercise's backward pass is worked again from the trace (the checker
     recomputes through it)."""
-    from symblock.engine.matrix import Mat
     back = target = None
     if stored.get("backward") is not None:
         from symblock.calculus import grad
         b = stored["backward"]
-        sym = None if b["target"] is None else Mat([[entry(e, SOURCE, f"backward.target[{i}][{j}]")
-                                                     for j, e in enumerate(r)] for i, r in enumerate(b["target"])])
+        sym = None if b["target"] is None else _exact(matrix_entries(b["target"]), "backward.target")
         back = grad.backward(trace.spec, b["loss"], list(b["wrt"]),
                              target=None if sym is None else sym.to_sympy(), trace=trace)
         if b["loss"] == "mse":
             target = sym if sym is not None else grad.zeros(*trace["output"].value.shape)
-    extra = {n: _exact(stored["answers"][n], f"answers.{n}") for n in stored["extra"]}
+    extra = {n: _exact(matrix_entries(stored["answers"][n]), f"answers.{n}") for n in stored["extra"]}
     ex = Exercise(tuple(stored["ask"]), tuple(stored["given"]), tuple(stored["params"]), backward=back,
                   target=target, points=dict(stored["points"]), extra=extra,
                   categorical=tuple(stored["categorical"]))
-    return ex, {n: _answer(trace, ex, n, rows) for n, rows in stored["answers"].items()}
+    return ex, {n: _answer(trace, ex, n, matrix_entries(text)) for n, text in stored["answers"].items()}
 
 
 SOURCE = "manifest.yaml"
@@ -304,20 +319,28 @@ def _exact(rows: list, where: str):
 
 
 def _answer(trace, ex: Exercise, name: str, rows: list):
-    """An asked answer: exact as stored, but for the entries stored as decimals (too long a closed
-    form), which are the trace's exact values once they agree with the stored digits."""
-    if not any("." in e for row in rows for e in row):
-        return _exact(rows, f"answers.{name}")
+    """An asked answer as stored: exact, but for an entry stored as a decimal (too long a closed
+    form), which is the trace's exact value once it agrees with the stored digits. An irrational
+    closed form the trace writes the same way is taken from the trace (no SymPy needed)."""
+    from symblock.engine import exact
     from symblock.engine.matrix import Mat
-    value, out = ex.answer(trace, name), []
-    for i, (row, have) in enumerate(zip(rows, value.rows)):
+    from symblock.engine.numbers import guard
+    value, out, memo = None, [], {}
+    for i, row in enumerate(rows):
         out.append([])
-        for j, (e, x) in enumerate(zip(row, have)):
-            if "." not in e:
-                out[-1].append(entry(e, SOURCE, f"answers.{name}[{i}][{j}]"))
+        for j, e in enumerate(row):
+            where = f"answers.{name}[{i}][{j}]"
+            text, q = guard(e, SOURCE, where)
+            if q is not None and "." not in text:
+                out[-1].append(exact.real(q))
                 continue
-            if abs(float(x) - float(e)) > 10.0 ** (3 - DIGITS) * max(1.0, abs(float(e))):
-                raise SpecError(SOURCE, f"answers.{name}[{i}][{j}]", f"the set stored {e}, but this "
-                                f"symblock works {x.digits(12)}…: grade the set with the symblock that wrote it")
-            out[-1].append(x)
+            value = ex.answer(trace, name) if value is None else value
+            x = value.rows[i][j]
+            if "." in text and q is not None:
+                if abs(float(x) - float(q)) > 10.0 ** (3 - DIGITS) * max(1.0, abs(float(q))):
+                    raise SpecError(SOURCE, where, f"the set stored {e}, but this symblock works "
+                                    f"{x.digits(12)}…: grade the set with the symblock that wrote it")
+                out[-1].append(x)
+            else:
+                out[-1].append(x if exact.text(x, exact.CLOSED_FORM_SIZE, memo) == text else entry(e, SOURCE, where))
     return Mat(out)

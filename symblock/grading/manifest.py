@@ -7,7 +7,7 @@ command line, the preset and flags, the seeds, the asked steps, their points, an
 seed and exercise as it was chosen (exercises/variant.record): `grade` marks from that, so a later
 generator cannot change how the set grades (it draws the trace again only to recompute and diagnose):
 
-    symblock_set: 1
+    symblock_set: 2
     spec_token: he4t2yklb          # the <spec> part of every ID (variants.token_of, or the example's name)
     spec_source: my-block.yaml
     spec: {...}                    # the parsed spec
@@ -30,8 +30,9 @@ generator cannot change how the set grades (it draws the trace again only to rec
         params: [X, W_Q, ...]                # parameters printed as data
         points: {resid1: 1, ...}
         shapes: {resid1: [3, 4], ...}
-        answers: {resid1: [["1/2", ...], ...], ...}   # exact ("7/4", "sqrt(5)/2", "-oo"), or a
-                                             #   40-digit decimal where the closed form is too long
+        answers: {resid1: "1/2, -3/4; 0, 1", ...}   # entries by ", ", rows by "; ": exact ("7/4",
+                                             #   "sqrt(5)/2", "-oo"), or a 40-digit decimal where
+                                             #   the closed form is too long
         backward: null                       # backprop: {loss, wrt, target}
         extra: []                            # asked tasks that are no engine step (cache.reused)
         categorical: []                      # asked tokens (outside the variety guarantee)
@@ -48,7 +49,7 @@ from decimal import Decimal
 
 import yaml
 
-FORMAT = 1
+FORMAT = 2   # 2: each variant's exercise stored (1: chosen again when graded)
 NAME = "manifest.yaml"
 ANSWERS = ("answers.yaml", "answers.csv")
 
@@ -78,9 +79,17 @@ def digest(manifest: dict) -> str:
 def stamped(manifest: dict) -> dict:
     """`manifest` with its `content_sha256`, taken over the manifest as `read` will see it (the
     spec loader's YAML: decimals as Decimal, `.inf` as text), so that the hash written is the hash
-    read back whatever types the values had."""
+    read back whatever types the values had. The variants' exercises hold only text, whole numbers,
+    lists and mappings, which read back as written: they skip the round trip (most of a set's size)."""
     from symblock.engine import files
-    return {**manifest, "content_sha256": digest(files.parse(dump(manifest), NAME, json_syntax=False))}
+    entries = manifest.get("variants") or []
+    plain = {**manifest, "variants": [{k: v for k, v in e.items() if k != "exercise"} for e in entries]} \
+        if entries else manifest
+    back = files.parse(dump(plain), NAME, json_syntax=False)
+    if entries:
+        back["variants"] = [{**b, "exercise": e["exercise"]} if "exercise" in e else b
+                            for b, e in zip(back["variants"], entries)]
+    return {**manifest, "content_sha256": digest(back)}
 
 
 def set_files(sets, spec_arg: str, *, overrides: dict | None = None, decimals: int = 3,
@@ -175,6 +184,10 @@ def _validate(data: dict, source: str) -> None:
     from symblock.engine.fields import int_field, kind_of
     from symblock.errors import SpecError
     from symblock.options import MAX_DECIMALS
+    if data.get("symblock_set") == 1:
+        raise SpecError(source, "symblock_set", "1: this set was written by an older symblock, which did not "
+                        "store each variant's exercise; write the set again with the same `symblock worksheet "
+                        "--variants` command (the variants come out the same) and grade against that")
     if data.get("symblock_set") != FORMAT:
         raise SpecError(source, "symblock_set", f"expected {FORMAT} (a set written by this symblock)")
     for key in ("spec_token", "spec", "asked", "points", "variants"):
@@ -257,19 +270,22 @@ def _validate_exercise(ex, source: str, where: str, asked: list, points: dict) -
             _matrix(back["target"], None, source, f"{where}.backward.target")
 
 
-def _matrix(rows, shape, source: str, where: str) -> None:
-    """A stored matrix: rows of text entries (of `shape` when given), each read by the bounded parser."""
+def _matrix(text, shape, source: str, where: str) -> None:
+    """A stored matrix (exercises/variant.matrix_text: entries joined by ", ", rows by "; "), of
+    `shape` when given, each entry passing the bounded parser's guard (one that passes it and
+    still does not read is named when graded)."""
     from symblock.errors import SpecError
-    from symblock.exercises.variant import entry
-    ok = isinstance(rows, list) and rows and all(isinstance(r, list) and r and len(r) == len(rows[0]) for r in rows)
-    _expect(ok, source, where, "a list of rows of equal length", rows)
+    from symblock.exercises.variant import check_entry, matrix_entries
+    _expect(isinstance(text, str), source, where, 'rows of entries as text ("1/2, -3; 0, 1")', text)
+    rows = matrix_entries(text)
+    if any(len(r) != len(rows[0]) for r in rows):
+        raise SpecError(source, where, "expected rows of equal length")
     if shape is not None and (len(rows), len(rows[0])) != shape:
         raise SpecError(source, where, f"expected {shape[0]} × {shape[1]} entries (its shape), got "
                         f"{len(rows)} × {len(rows[0])}")
     for i, row in enumerate(rows):
         for j, e in enumerate(row):
-            _expect(isinstance(e, str), source, f"{where}[{i}][{j}]", "an exact number as text", e)
-            entry(e, source, f"{where}[{i}][{j}]")
+            check_entry(e, source, f"{where}[{i}][{j}]")
 
 
 def _expect(ok: bool, source: str, where: str, what: str, value) -> None:

@@ -87,8 +87,8 @@ def test_a_stored_exercise_comes_back_exactly(preset):
     trace = block.forward(s)
     v = variant.build("x", trace, variant.Options.of(preset))
     stored = yaml.safe_load(yaml.safe_dump(variant.record(v)))   # through the manifest's text
-    for name, rows in stored["answers"].items():   # text that sympify reads back as the exact value
-        exact = [[sympy.sympify(e) for e in row] for row in rows]
+    for name, text in stored["answers"].items():   # text that sympify reads back as the exact value
+        exact = [[sympy.sympify(e) for e in row] for row in variant.matrix_entries(text)]
         assert len(exact) == stored["shapes"][name][0] and len(exact[0]) == stored["shapes"][name][1]
         for row, want in zip(exact, v.answers[name].rows):
             for e, w in zip(row, want):

@@ -135,9 +135,10 @@ def test_each_variant_stores_its_exercise_with_answers_that_read_back_exactly(se
         assert ex["backward"] is None and ex["extra"] == [] and ex["categorical"] == []
         floats = numeric.forward(variant.rebuild(v["id"], str(set_dir / "spec.yaml")).spec)
         for name in ex["ask"]:
-            back = [[float(parse_exact(e, "m", "a")) for e in row] for row in ex["answers"][name]]
-            np.testing.assert_allclose(back, floats[name], atol=1e-12)
-            assert all("." not in e for row in ex["answers"][name] for e in row)   # rational: exact, e.g. "-1/2"
+            rows = variant.matrix_entries(ex["answers"][name])
+            np.testing.assert_allclose([[float(parse_exact(e, "m", "a")) for e in row] for row in rows],
+                                       floats[name], atol=1e-12)
+            assert all("." not in e for row in rows for e in row)   # rational: exact, e.g. "-1/2"
 
 
 @pytest.mark.parametrize("edit, said", [
@@ -147,13 +148,15 @@ def test_each_variant_stores_its_exercise_with_answers_that_read_back_exactly(se
     (lambda d: _exercise(d, 1).__setitem__("ask", ["norm1.mean", "resid1"]), "variants[1].exercise.ask: expected the set's asked steps"),
     (lambda d: _exercise(d)["points"].__setitem__("resid1", 5), "variants[0].exercise.points: expected the set's points"),
     (lambda d: _exercise(d)["shapes"].__setitem__("resid1", [2, 0]), "variants[0].exercise.shapes.resid1: expected a whole number in 1..10000"),
-    (lambda d: _exercise(d)["answers"]["resid1"].pop(), "variants[0].exercise.answers.resid1: expected 2 × 2 entries"),
-    (lambda d: _exercise(d)["answers"]["norm1.mean"][1].__setitem__(0, 0.5),
-     "variants[0].exercise.answers.norm1.mean[1][0]: expected an exact number as text"),
-    (lambda d: _exercise(d)["answers"]["resid1"][0].__setitem__(1, "__import__('os').getcwd()"),
+    (lambda d: _exercise(d)["answers"].__setitem__("resid1", "1, 2"), "variants[0].exercise.answers.resid1: expected 2 × 2 entries"),
+    (lambda d: _exercise(d)["answers"].__setitem__("resid1", "1, 2; 3"), "variants[0].exercise.answers.resid1: expected rows of equal length"),
+    (lambda d: _exercise(d)["answers"].__setitem__("norm1.mean", [[0.5], [1]]),
+     "variants[0].exercise.answers.norm1.mean: expected rows of entries as text"),
+    (lambda d: _exercise(d)["answers"].__setitem__("resid1", "1, __import__('os').getcwd(); 0, 1"),
      "variants[0].exercise.answers.resid1[0][1]: expected a number or exact expression"),
-    (lambda d: _exercise(d)["answers"]["resid1"][0].__setitem__(0, "9^9^9"),
+    (lambda d: _exercise(d)["answers"].__setitem__("resid1", "9^9^9, 1; 0, 1"),
      "variants[0].exercise.answers.resid1[0][0]: the number is too large"),
+    (lambda d: d.__setitem__("symblock_set", 1), "symblock_set: 1: this set was written by an older symblock"),
     (lambda d: _exercise(d).__setitem__("backward", {"loss": "l1", "wrt": ["W_2"], "target": None}),
      "variants[0].exercise.backward.loss: expected one of sum, mse"),
     (lambda d: _exercise(d).__setitem__("extra", ["cache.reused"]), "variants[0].exercise.extra: expected asked steps only"),
