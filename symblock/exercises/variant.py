@@ -234,7 +234,7 @@ def entry_text(e) -> str:
     from symblock.engine import exact
     if e is exact.NEG_INF or e.is_rational or e.size <= exact.CLOSED_FORM_SIZE:
         text = exact.text(e, exact.CLOSED_FORM_SIZE)
-        if len(text) <= MAX_TEXT and _readable(text):
+        if len(text) <= MAX_TEXT and (e.is_rational or e is exact.NEG_INF or _readable(text)):
             return text
     return e.digits(DIGITS)
 
