@@ -39,7 +39,7 @@ class Bug:
 
 BUGS = [
     Bug("names-head-off-by-one", "symblock/engine/names.py",
-        "head, part = int(h.group(1)), h.group(2)", "head, part = int(h.group(1)) + 1, h.group(2)",
+        "head, part = int(h.group(1)), h.group(3)", "head, part = int(h.group(1)) + 1, h.group(3)",
         ("tests/engine/test_names.py",),
         "a head step's name is read as the next head's"),
     Bug("kinds-values-shaped-as-queries", "symblock/engine/kinds.py",
