@@ -3,9 +3,11 @@ which exist and what they read). Every value is an exact node; the maxima are de
 certified signs, so m_j is one of the row's own scores and e^(s − m_j) is exactly 1 at it."""
 from __future__ import annotations
 
-from symblock.engine import exact
+from symblock.engine import exact, names, proof
 from symblock.engine.matrix import Mat
+from symblock.engine.steps import value_columns
 from symblock.engine.tiles import key_blocks, tile_name
+from symblock.errors import UndecidableError
 
 NEG_INF = exact.NEG_INF
 
@@ -28,7 +30,12 @@ def work(t, h: int, s: Mat | None, v: Mat | None, s_tex: str) -> None:
         a = t.step(tile_name(h, j, "acc"), _acc_tex(j, s_tex, rng, h),
                    lambda keys=keys, p=prev, m=m: running_acc(s, v, keys, p[0], m, p[2]))
     t.step(f"attn.h{h}.tiled", f"\\tilde O_{{{h}}} = a_{{{last}}} / \\ell_{{{last}}}\\ \\text{{(each row)}}",
-           lambda: Mat([[x / r[0] for x in ra] for ra, r in zip(a.rows, l.rows)]))
+           lambda: divide_rows(a, l))
+
+
+def divide_rows(a: Mat, l: Mat) -> Mat:
+    """a / l, row i of a divided by the single entry of row i of l."""
+    return Mat([[x / r[0] for x in ra] for ra, r in zip(a.rows, l.rows)])
 
 
 def _max_tex(j: int, s: str, rng: str) -> str:
@@ -115,7 +122,6 @@ def prove(trace) -> list[tuple[str, str]]:
     """(tiled step, verdict) for every head's `attn.hH.tiled`, against its `attn.hH.out`:
     "exact" when every entry is proved equal by algebra (engine/proof.py), else "numeric" (equal
     to 16384 bits) or "differs". Empty without tiles."""
-    from symblock.engine import names, proof
     normal, out = proof.Normal(), []
     for st in trace:
         p = names.parse(st.name)
@@ -134,8 +140,46 @@ def prove(trace) -> list[tuple[str, str]]:
 
 
 def _sign(v) -> int:
-    from symblock.errors import UndecidableError
     try:
         return exact.sign(v)
     except UndecidableError:
         return 0  # equal to thousands of digits, and no closed form tells them apart
+
+
+# ---------------------------------------------------------------- a tile from given inputs
+
+def _keys(name: str, spec) -> range:
+    return key_blocks(spec.dims.seq_len, spec.options.attention_tiles)[names.parse(name).tile]
+
+
+def _v(name: str, env, ins, spec) -> Mat:
+    return env[ins[-1]].cols(*value_columns(name, spec.dims))
+
+
+def _recompute_max(name, ins, env, spec):
+    prev, s = (None, ins[0]) if len(ins) == 1 else (env[ins[0]], ins[1])
+    return running_max(env[s], _keys(name, spec), prev)
+
+
+def _recompute_sum(name, ins, env, spec):
+    if len(ins) == 2:   # (scores, max)
+        return running_sum(env[ins[0]], _keys(name, spec), None, env[ins[1]], None)
+    ps, pm, m, s = ins
+    return running_sum(env[s], _keys(name, spec), env[pm], env[m], env[ps])
+
+
+def _recompute_acc(name, ins, env, spec):
+    if len(ins) == 3:   # (scores, max, v)
+        return running_acc(env[ins[0]], _v(name, env, ins, spec), _keys(name, spec), None, env[ins[1]], None)
+    pa, pm, m, s, _ = ins
+    return running_acc(env[s], _v(name, env, ins, spec), _keys(name, spec), env[pm], env[m], env[pa])
+
+
+def _recompute_tiled(name, ins, env, spec):
+    return divide_rows(env[ins[0]], env[ins[1]])
+
+
+# Each tile kind worked from the step's own inputs (a step's `inputs`, read from `env`), with the
+# signature of the checker's recomputes: what grading a person's tiles would call.
+RECOMPUTE = {"tile_max": _recompute_max, "tile_sum": _recompute_sum, "tile_acc": _recompute_acc,
+             "tiled": _recompute_tiled}
