@@ -63,15 +63,16 @@ def tile_graph(h: int, scores: str, dims, opts) -> dict[str, tuple[str, ...]]:
 def with_side_steps(graph: dict, computed: list[str], given) -> list[str]:
     """`computed` (what the output needs) plus the tile steps of every head whose `out` is
     computed, in forward order: they read only steps the head works anyway."""
-    done = set(computed)
     if not any(names.parse(n).kind in SIDE_KINDS for n in graph):
         return list(computed)
+    done, have = set(computed), set(computed) | set(given)   # a given tile is read as given
     out = []
     for n in graph:
         p = names.parse(n)
-        if (n not in done and p.kind in SIDE_KINDS and n not in given and p.head_step("out") in done
-                and all(i in done for i in graph[n] if i in graph)):
+        if (n not in have and p.kind in SIDE_KINDS and p.head_step("out") in done
+                and all(i in have for i in graph[n] if i in graph)):
             done.add(n)
+            have.add(n)
         if n in done:
             out.append(n)
     return out
