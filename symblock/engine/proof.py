@@ -90,6 +90,7 @@ class Normal:
     def __init__(self):
         self.memo: dict[int, tuple] = {}
         self.polys: dict[frozenset, dict] = {}
+        self.ratios: dict[tuple, tuple | None] = {}
 
     def __call__(self, r) -> tuple[dict, dict]:
         hit = self.memo.get(id(r))
@@ -185,11 +186,49 @@ class Normal:
         return f"Normal({len(self.memo)} nodes)"
 
 
+def _times(mu: tuple, p: dict) -> dict:
+    """The polynomial p times the term mu = (coefficient, monomial)."""
+    c, m = mu
+    out: dict = {}
+    for mp, cp in p.items():
+        k, mm = _mono_mul(m, mp)
+        out[mm] = out.get(mm, 0) + c * cp * k
+    return {mm: v for mm, v in out.items() if v != 0}
+
+
+def _ratio(normal: Normal, kl, ks):
+    """A term mu with L = mu·S (L, S the polynomials of keys kl, ks), or None; memoised."""
+    key = (kl, ks)
+    if key not in normal.ratios:
+        L, S = normal.polys[kl], normal.polys[ks]
+        normal.ratios[key] = None
+        if len(L) == len(S):
+            ml, cl = next(iter(L.items()))
+            for ms, cs in S.items():
+                k, m = _reduced({**dict(ml), **{b: dict(ml).get(b, 0) - p for b, p in ms}})
+                if _times((cl / cs * k, m), S) == L:
+                    normal.ratios[key] = (cl / cs * k, m)
+                    break
+    return normal.ratios[key]
+
+
+def _same_ratio(normal: Normal, na, da, nb, db):
+    """A/L against B/S when L = mu·S for one term mu (a tiled softmax's sum is the plain one's
+    times e^(−m)): equal exactly when A = mu·B. None when no such mu (cross-multiply instead)."""
+    if len(da) != 1 or len(db) != 1 or set(da.values()) != {1} or set(db.values()) != {1}:
+        return None
+    mu = _ratio(normal, next(iter(da)), next(iter(db)))
+    return None if mu is None else _times(mu, nb) == na
+
+
 def equal(a, b, normal: Normal | None = None) -> bool:
     """True when a = b is proved by the normal forms (False proves nothing)."""
     normal = normal or Normal()
     try:
         (na, da), (nb, db) = normal(a), normal(b)
+        quick = _same_ratio(normal, na, da, nb, db)
+        if quick is not None:
+            return quick
         common = {k: min(da.get(k, 0), db.get(k, 0)) for k in da}
         da = {k: v - common.get(k, 0) for k, v in da.items() if v > common.get(k, 0)}
         db = {k: v - common.get(k, 0) for k, v in db.items() if v > common.get(k, 0)}

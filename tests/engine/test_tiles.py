@@ -139,6 +139,17 @@ def test_the_algebra_proves_exponentials_multiply_and_cancel():
     assert not proof.equal(exact.sqrt(2), exact.sqrt(3))
 
 
+def test_the_algebra_adds_fractions_over_different_denominators():
+    x = exact.exp(exact.real(sympy.Rational(1, 3)))
+    lhs = 1 / (x + 1) + 1 / (x + 2)
+    rhs = (2 * x + 3) / ((x + 1) * (x + 2))
+    assert proof.equal(lhs, rhs) and proof.equal(rhs, lhs)
+    assert not proof.equal(lhs, (2 * x + 4) / ((x + 1) * (x + 2)))
+    # 1/√q and powers of √q are read in one form
+    r = exact.sqrt(5)
+    assert proof.equal(r * r * r, 5 * r) and proof.equal(1 / (r * r * r), r / 25)
+
+
 def test_every_head_of_the_examples_is_proved_exactly_for_every_tile_size():
     for name in ("pre-ln-causal-gelu", "padding-batch", "rmsnorm-swiglu"):
         data, src = spec.read_spec(name)
