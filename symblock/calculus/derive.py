@@ -72,6 +72,10 @@ def symbolic(spec_arg=None):
     if s.dims.batch:
         raise specmod.SpecError(s.source, "inputs.X", "derive writes one sequence in symbols; this spec "
                                 f"is a batch of {s.dims.batch}: give inputs.X one matrix")
+    if s.options.attention_tiles:
+        raise specmod.SpecError(s.source, "block.attention_tiles", "derive writes the steps in symbols, "
+                                "but a tile's running maximum compares numbers; leave attention_tiles "
+                                "out (`derive --facts` proves the tiles equal to softmax·V)")
     sym = block.symbolic_spec(s)
     block.check_size(sym)
     return sym

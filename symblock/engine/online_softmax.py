@@ -39,8 +39,8 @@ def divide_rows(a: Mat, l: Mat) -> Mat:
 
 
 def _max_tex(j: int, s: str, rng: str) -> str:
-    prev = f"m_{{{j - 1}}}, " if j else ""
-    return f"m_{{{j}}} = \\max({prev}\\max_{{{rng}}} {s}_{{ij}})"
+    block = f"\\max_{{{rng}}} {s}_{{ij}}"
+    return f"m_{{{j}}} = \\max(m_{{{j - 1}}},\\ {block})" if j else f"m_{{{j}}} = {block}"
 
 
 def _rescale(j: int) -> str:

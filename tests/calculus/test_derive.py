@@ -149,3 +149,9 @@ def test_the_online_softmax_fact_is_proved_and_would_fail_without_the_rescaling(
     # a tile that forgets to rescale the earlier sum and accumulator is not softmax·V
     monkeypatch.setattr(online_softmax, "_factor", lambda old, new: 1)
     assert not derive.fact_online_softmax().verified
+
+
+def test_derive_refuses_the_tiles_clearly(capsys):
+    assert main(["derive", "tiled-attention"]) == 2
+    err = capsys.readouterr().err
+    assert "block.attention_tiles: derive writes the steps in symbols" in err and "internal" not in err
