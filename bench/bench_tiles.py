@@ -21,7 +21,8 @@ What the tiles add: per head a second exponential for every live score (e^(s −
 softmax's e^s), one rescaling exponential per row and tile, and the accumulators' sums. The size
 guard counts them (`engine/kinds.py`: the cost column), so a block near the limit is refused
 with its tiles rather than run slowly. Single runs on the shared 2 cores vary by ±30 % or more
-(a row with tiles can come out faster than the plain block); the cost units do not. The proof
+between runs (an earlier run had tiles of 2 on the largest block at 0.89×); the cost units do
+not. The proof
 reads each tiled entry and its softmax·V entry as fractions of polynomials in exponentials and
 shows the tiled sum to be the plain one times the single term e^(−m) (engine/proof.py).
 """

@@ -71,8 +71,8 @@ def test_the_tiles_cost_is_counted_by_the_size_guard():
     from symblock.engine import cost
     dims = Dims(seq_len=4, d_model=2, d_ff=2, heads=1)
     plain, tiled = cost.cost(dims, Options()), cost.cost(dims, Options(attention_tiles=2))
-    # per tile: max 4·(2 + 6), sum 4·((2 + 1)·7 + 6), acc 4·2·(3 + 6); the tiled result 4·2·6
-    assert tiled - plain == 2 * (4 * 8 + 4 * 27 + 8 * 9) + 8 * 6
+    # per tile: max 4·(2 + 6), sum 4·((2 + 1)·(1 + 12) + 6), acc 4·2·(3 + 6); the tiled result 4·2·6
+    assert tiled - plain == 2 * (4 * 8 + 4 * 45 + 8 * 9) + 8 * 6
 
 
 # ---------------------------------------------------------------- values worked by hand
