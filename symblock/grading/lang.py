@@ -93,6 +93,10 @@ EXPLANATIONS_ZH = {
     "mask_after_softmax": "因果掩码放在了 softmax 之后（被遮住的权重置 0，行和不再为 1）",
     "mask_zero_not_inf": "被遮住的分数设成了 0，应为 −∞（未来位置仍分到了权重）",
     "mask_missing": "没有加因果掩码（看到了未来位置）",
+    "scale_approximated": "分数除以了四舍五入后的 sqrt(d_k)（例如 √3 ≈ 1.73），应除以精确的平方根",
+    "padding_mask_missing": "没有加键填充掩码（关注了填充 token）",
+    "padding_on_queries": "填充掩码加在了查询（行）上，应加在键（列）上",
+    "dropout_no_rescale": "用了 dropout 掩码，但保留的数没有乘以 1/(1 − p)",
     "weight_transposed": "权重矩阵用成了转置（x Wᵀ，应为 x W）",
     "bias_missing": "没有加偏置向量",
     "missing_residual": "忘了残差连接：只有子层输出，没有加上它的输入",
@@ -128,3 +132,21 @@ def why(entry, lang: str = "en") -> str:
 def explanation(code: str, lang: str = "en") -> str:
     from symblock.grading.mistakes import EXPLANATIONS
     return EXPLANATIONS_ZH[code] if lang == "zh" else EXPLANATIONS[code]
+
+
+# What a gradebook flag says (an identity flag: gradebook.Flag), in each language.
+FLAG_TEXT = {
+    "en": {"fits": "fits {other} better than its own id ({theirs} entries match {other}, {mine} its own, "
+                   "among those where the two differ)",
+           "same_id": "same id as {other}", "same_name": "same name as {other}",
+           "same_answers": "same answers as {other}"},
+    "zh": {"fits": "与 {other} 的吻合程度明显高于它自己的 ID（在两份练习不同的数中，{theirs} 个与 {other} 相符，"
+                   "{mine} 个与自己的相符）",
+           "same_id": "与 {other} 的 ID 相同", "same_name": "与 {other} 的姓名相同",
+           "same_answers": "与 {other} 的答案完全相同"},
+}
+
+
+def describe(flag, lang: str = "en") -> str:
+    return FLAG_TEXT["zh" if lang == "zh" else "en"][flag.kind].format(other=flag.other, mine=flag.mine,
+                                                                   theirs=flag.theirs)

@@ -56,7 +56,7 @@ def test_an_attention_output_without_projection_is_a_copy():
 
 def test_every_kind_can_be_recomputed_from_a_persons_own_inputs():
     from symblock.engine import online_softmax
-    from symblock.grading.onestep import RECOMPUTE
+    from symblock.grading.recompute import RECOMPUTE
     # the online softmax's tiles are recomputed by the engine's own tile functions
     assert set(kinds.KINDS) <= set(RECOMPUTE) | set(online_softmax.RECOMPUTE)
     assert "dropped" in RECOMPUTE     # a mask applied: recomputed from the step it masks
