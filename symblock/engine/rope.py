@@ -124,10 +124,17 @@ def rotate(x: Mat, heads: int, d_k: int, rows: Sequence[int], rope: Rope) -> Mat
             o = h * d_k
             for (a, b), (c, s) in zip(pairs, trig):
                 xa, xb = row[o + a], row[o + b]
-                new[o + a] = xa * c - xb * s
-                new[o + b] = xb * c + xa * s
+                new[o + a], new[o + b] = _turn(xa, xb, c, s, -1), _turn(xb, xa, c, s, 1)
         out.append(new)
     return Mat(out)
+
+
+def _turn(x, y, c, s, sign: int):
+    """x cos ± y sin as one graph node (not three: two products and their sum)."""
+    if exact.is_symbolic(x) or exact.is_symbolic(y):
+        return x * c + y * s * sign
+    return exact.sum_of_products(exact.fmpq(0), [(exact.fmpq(1), (exact.real(x), c)),
+                                                 (exact.fmpq(sign), (exact.real(y), s))])
 
 
 def latex(sym: str, rope: Rope) -> str:

@@ -27,6 +27,7 @@ def test_every_step_agrees_with_numpy_and_torch(style, heads, kv_heads):
     assert res.ok, res.problems
     assert res.backends["torch"].available and "attn.k_rot" in res.backends["torch"].steps
     assert "attn.q_rot" in res.backends["numpy"].steps
+    assert res.backends["torch"].note == "RoPE rotated by transformers"   # Hugging Face's own functions
 
 
 def test_torch_layout_stores_grouped_kv_weights_as_nn_linear():
