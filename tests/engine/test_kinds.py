@@ -59,7 +59,7 @@ NOT_YET_GRADED = {"q_rot", "k_rot"}
 
 
 def test_every_kind_can_be_recomputed_from_a_persons_own_inputs():
-    from symblock.grading.onestep import RECOMPUTE
+    from symblock.grading.recompute import RECOMPUTE
     assert set(kinds.KINDS) - NOT_YET_GRADED <= set(RECOMPUTE)
     assert not NOT_YET_GRADED & set(RECOMPUTE), "graded now: empty NOT_YET_GRADED"
     assert "dropped" in RECOMPUTE     # a mask applied: recomputed from the step it masks
