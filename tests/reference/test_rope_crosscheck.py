@@ -3,6 +3,8 @@ every step, torch's rotation as Hugging Face applies it, and torch's own grouped
 import numpy as np
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from symblock.engine import block, spec
 from symblock.reference import numeric, numeric_rope, torch_rope, verify
@@ -79,3 +81,33 @@ def test_grouped_heads_agree_with_torch_sdpa_enable_gqa():
     for h in range(4):
         assert np.allclose(out[0, h].numpy(), t[f"attn.h{h}.out"].value.floats(), atol=1e-12), h
     assert numeric.forward(s)["attn.k"].shape == (3, 4)
+
+
+@st.composite
+def rope_specs(draw):
+    """RoPE of either style, any θ > 1 (an integer or a fraction), any positions, grouped heads
+    of any divisor, odd or even widths d_v, causal or padded, biases, math or torch layout."""
+    heads = draw(st.integers(1, 4))
+    kv = draw(st.sampled_from([g for g in range(1, heads + 1) if heads % g == 0]))
+    n, d_k = draw(st.integers(1, 4)), draw(st.sampled_from([2, 4]))
+    theta = draw(st.sampled_from([10000, 2, "7/2", 500000]))
+    data = {"layout": draw(st.sampled_from(["math", "torch"])),
+            "dims": {"seq_len": n, "d_model": draw(st.integers(2, 5)), "d_ff": 2, "heads": heads,
+                     "kv_heads": kv, "d_k": d_k, "d_v": draw(st.integers(1, 3))},
+            "block": {"rope": {"theta": theta, "style": draw(st.sampled_from(["half", "interleaved"]))},
+                      "causal": draw(st.booleans()), "bias": draw(st.booleans()), "eps": "1/10",
+                      "norm_position": draw(st.sampled_from(["pre", "post"]))},
+            "inputs": {"positions": draw(st.lists(st.integers(0, 40), min_size=n, max_size=n))},
+            "random": {"seed": draw(st.integers(0, 10**6))}}
+    if draw(st.booleans()) and n > 1:
+        data["inputs"]["key_padding_mask"] = [False] + [draw(st.booleans()) for _ in range(n - 1)]
+    return data
+
+
+@pytest.mark.slow
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rope_specs())
+def test_random_rope_and_grouped_blocks_agree_on_every_step(data):
+    s = spec.from_mapping(data, "h.yaml")
+    res = verify.run(s, tol=1e-9, require_torch=True)
+    assert res.ok, res.problems
