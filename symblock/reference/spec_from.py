@@ -258,7 +258,8 @@ def spec_from(obj, *inputs, **options) -> dict:
     * `nn.TransformerEncoderLayer` — `spec_from(layer, src, causal=False, src_key_padding_mask=None)`;
     * Hugging Face `BertLayer` — `spec_from(layer, hidden_states, attention_mask=None)`;
     * Hugging Face `GPT2LMHeadModel` / `GPT2Model` and a nanoGPT `GPT` (read by its attributes,
-      nanoGPT need not be installed) — `spec_from(model, tokens, generate=0, kv_cache=True)`.
+      nanoGPT need not be installed) — `spec_from(model, tokens, generate=0, kv_cache=True)`;
+    * Hugging Face `LlamaForCausalLM` (RMSNorm, SwiGLU, RoPE, grouped K/V heads) — the same.
     """
     kind = type(obj).__name__
     if kind == "TransformerEncoderLayer":
@@ -271,12 +272,16 @@ def spec_from(obj, *inputs, **options) -> dict:
         if kind == "GPT2Model":
             state = {"transformer." + k: v for k, v in state.items()}
         return gpt(obj.config.to_dict(), state, *inputs, flavour="gpt2", **options)
+    if kind == "LlamaForCausalLM":   # RoPE, grouped K/V heads: spec_from_llama.py
+        from symblock.reference.spec_from_llama import llama
+        _eval(obj, kind)
+        return llama(obj.config.to_dict(), arrays(obj.state_dict()), *inputs, **options)
     if hasattr(obj, "transformer") and hasattr(obj, "lm_head") and hasattr(getattr(obj, "config", None), "n_embd"):
         _eval(obj, kind)
         cfg = {k: getattr(obj.config, k) for k in ("n_embd", "n_head", "n_layer", "block_size", "bias")}
         return gpt(cfg, arrays(obj.state_dict()), *inputs, flavour="nanogpt", **options)
     raise Unsupported(kind, "symblock reads nn.TransformerEncoderLayer, Hugging Face BertLayer, "
-                            "GPT2LMHeadModel / GPT2Model and nanoGPT's GPT")
+                            "GPT2LMHeadModel / GPT2Model, LlamaForCausalLM and nanoGPT's GPT")
 
 
 def _eval(model, kind: str) -> None:

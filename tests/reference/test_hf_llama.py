@@ -89,3 +89,30 @@ def test_hf_llama_logits_and_greedy_tokens_agree(ours, monkeypatch, float64, tol
                                                           for t in range(1, spec.generate)]
     assert tokens[n:] == ours_tokens
     assert tuple(m.model.layers[0].self_attn.k_proj.weight.shape) == (2, 4)   # 1 K/V head of d_k 2
+
+
+def test_spec_from_reads_a_random_hf_llama_and_agrees(monkeypatch):
+    """spec_from(LlamaForCausalLM): 4 query heads over 2 K/V heads of width 4, θ 500000, seeded
+    random weights; the exact forward of the spec it writes is the model's forward."""
+    from symblock import spec_from
+    from symblock.engine import model
+    monkeypatch.setattr(modeling_llama.LlamaRMSNorm, "forward", _rms64)
+    monkeypatch.setattr(modeling_llama.LlamaRotaryEmbedding, "forward", _rotary64)
+    torch.manual_seed(3)
+    cfg = LlamaConfig(vocab_size=7, hidden_size=8, intermediate_size=5, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=2, head_dim=4, rms_norm_eps=1e-5,
+                      rope_parameters={"rope_type": "default", "rope_theta": 500000.0},
+                      max_position_embeddings=16, tie_word_embeddings=False)
+    m = LlamaForCausalLM(cfg).to(torch.float64).eval()
+    data = spec_from(m, [3, 1, 4, 1], generate=2)
+    assert data["dims"]["kv_heads"] == 2 and data["block"]["rope"] == {"theta": "500000", "style": "half"}
+    s = model_spec.from_mapping(data, "llama")
+    trace = model.forward(s)
+    with torch.no_grad():
+        out = m.generate(torch.tensor([[3, 1, 4, 1]]), attention_mask=torch.ones(1, 4, dtype=torch.long),
+                         max_new_tokens=2, do_sample=False, pad_token_id=0)
+        logits = m(out).logits[0].numpy()
+    assert np.allclose(trace["logits"].value.floats(), logits[:4], atol=1e-9)
+    assert np.allclose(trace["gen2.logits"].value.floats(), logits[5:6], atol=1e-9)
+    assert out[0, 4:].tolist() == [int(trace["next_token"].value.floats()[0][0]),
+                                   int(trace["gen1.next_token"].value.floats()[0][0])]
