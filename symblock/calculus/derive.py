@@ -221,8 +221,10 @@ class Fact:
 def facts() -> list[Fact]:
     """Facts tutorials state in prose, each derived with the engine's own functions on symbols and
     verified by SymPy."""
+    from symblock.calculus.facts_rope import fact_gqa_is_repeated_mha, fact_rope_relative
     return [f() for f in (fact_layernorm_2d, fact_layernorm_stats, fact_softmax_shift,
-                          fact_softmax_sums_to_one, fact_causal_first_row, fact_scaling)]
+                          fact_softmax_sums_to_one, fact_causal_first_row, fact_scaling,
+                          fact_rope_relative, fact_gqa_is_repeated_mha)]
 
 
 def _engine_norm(row, **block_opts):
