@@ -4,7 +4,8 @@ interleaved so that both see the same machine load, and count the exercise choic
     python bench/bench_variant.py --before /path/to/other/checkout [--rounds 3] [--n 30]
 
 Each run is a fresh process (`python -m symblock worksheet ...`) with PYTHONPATH set to the
-checkout; the figure is the median wall time. Results: bench/README_variant.md.
+checkout; the figures are the median wall and CPU time (CPU: what a quiet machine's wall time
+would be). Results: bench/README_variant.md.
 """
 from __future__ import annotations
 
@@ -42,9 +43,11 @@ def run(checkout: Path, n: int, code: str | None = None) -> tuple[float, str]:
     with tempfile.TemporaryDirectory() as tmp:
         argv = [sys.executable, "-c", code, *command(n, tmp + "/set")] if code else \
             [sys.executable, "-m", "symblock", *command(n, tmp + "/set")]
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), os.times()
         done = subprocess.run(argv, env=env, cwd=checkout, capture_output=True, text=True, check=True)
-        return time.perf_counter() - t0, done.stdout
+        c1 = os.times()
+        cpu = (c1.children_user - c0.children_user) + (c1.children_system - c0.children_system)
+        return time.perf_counter() - t0, cpu, done.stdout
 
 
 def main() -> None:
@@ -55,13 +58,17 @@ def main() -> None:
     args = p.parse_args()
     sides = {"before": args.before.resolve(), "after": HERE}
     times: dict[str, list[float]] = {k: [] for k in sides}
+    cpus: dict[str, list[float]] = {k: [] for k in sides}
     for _ in range(args.rounds):
         for name, checkout in sides.items():
-            times[name].append(run(checkout, args.n)[0])
+            wall, cpu, _ = run(checkout, args.n)
+            times[name].append(wall)
+            cpus[name].append(cpu)
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     for name, checkout in sides.items():
-        counted = run(checkout, args.n, COUNT)[1].strip().splitlines()[-1]
-        print(f"{name:<7} median {statistics.median(times[name]):6.2f} s  "
-              f"({', '.join(f'{t:.2f}' for t in times[name])})  {counted}")
+        counted = run(checkout, args.n, COUNT)[2].strip().splitlines()[-1]
+        print(f"{name:<7} wall median {statistics.median(times[name]):6.2f} s, CPU median "
+              f"{statistics.median(cpus[name]):6.2f} s  (CPU {', '.join(f'{t:.2f}' for t in cpus[name])})  {counted}")
 
 
 if __name__ == "__main__":
