@@ -188,12 +188,14 @@ class Real:
 
 
 def _node(op: str, args: tuple, size: int) -> Real:
+    """A new graph node with its certified ball (a rational when the ball pins one down)."""
     r = Real(op=op, args=args, size=min(size, 10**9))
     r.ball = node_ball(r, [a.ball for a in children(r)])
     q = snap(r)
     return r if q is None else Real(q=q)
 
 
+node = _node  # public: engine/powers.py builds its `pow` nodes with it
 
 # ---------------------------------------------------------------- building blocks
 
@@ -356,8 +358,10 @@ def from_sympy(e) -> Real:
         return erf(from_sympy(e.args[0]))
     if isinstance(e, sympy.tanh):
         return tanh(from_sympy(e.args[0]))
+    if isinstance(e, (sympy.sin, sympy.cos)):
+        return (sin if isinstance(e, sympy.sin) else cos)(from_sympy(e.args[0]))
     raise ValueError(f"cannot represent {e} exactly (supported: rationals, + − · /, integer and "
-                     "half-integer powers, sqrt, exp, erf, tanh, E, pi)")
+                     "half-integer powers, sqrt, exp, erf, tanh, sin, cos, E, pi)")
 
 
 ZERO = Real(q=fmpq(0))
@@ -390,7 +394,7 @@ def _elementary(op: str, at_zero: int):
 
 
 exp, erf, tanh = _elementary("exp", 1), _elementary("erf", 0), _elementary("tanh", 0)
-sin, cos = _elementary("sin", 0), _elementary("cos", 1)  # a model's sinusoidal positions
+sin, cos = _elementary("sin", 0), _elementary("cos", 1)  # sinusoidal positions, RoPE angles, entries
 
 
 def relu(x):

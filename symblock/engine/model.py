@@ -17,7 +17,7 @@ import math
 from dataclasses import replace
 from types import MappingProxyType
 
-from symblock.engine import block, exact
+from symblock.engine import block, exact, powers
 from symblock.engine.matrix import Mat
 from symblock.engine.model_spec import ModelSpec, with_length
 from symblock.errors import SpecError, UndecidableError
@@ -113,8 +113,10 @@ class _Run:
             latex = r"P = W_P[%d{:}%d]" % (rows.start, rows.stop)
             ins = ("W_P",)
         else:
-            pos = Mat([sinusoidal_row(r, s.dims.d_model) for r in rows])
-            latex = r"P_{p,2i} = \sin(p / 10000^{2i/d}),\ P_{p,2i+1} = \cos(p / 10000^{2i/d})"
+            pos = Mat([sinusoidal_row(r, s.dims.d_model, s.pe_base) for r in rows])
+            n = block.number_latex(s.pe_base)
+            n = n if s.pe_base.denominator == 1 else rf"\left({n}\right)"
+            latex = r"P_{p,2i} = \sin(p / %s^{2i/d}),\ P_{p,2i+1} = \cos(p / %s^{2i/d})" % (n, n)
             ins = ()
         self.record(f"{prefix}pos", latex, ins, pos)
         return self.record_x(prefix, "X = E + P", (f"{prefix}embed", f"{prefix}pos"), emb + pos)
@@ -275,15 +277,15 @@ def _tex_token(tok: str) -> str:
     return "".join(_TEX.get(c, c) if c.isprintable() else "?" for c in tok)
 
 
-def sinusoidal_row(p: int, d: int) -> list:
-    """Positions of "Attention is all you need", exactly: sin/cos of p / 10000^(2i/d), rational
-    arguments when d divides 8 (model_spec checks it)."""
+def sinusoidal_row(p: int, d: int, base=10000) -> list:
+    """Positions of "Attention is all you need", exactly: sin/cos of p / base^(2i/d) for an even d
+    and a rational base; the frequency is a rational, a square root or a rational power
+    (10000^(2i/16) = 10^(i/2)), each a closed form with a certified ball."""
     from fractions import Fraction
     row = []
     for j in range(d):
-        i2 = j - j % 2                      # 2i
-        k = 4 * i2 // d                     # 10000^(i2/d) = 10^k, exact since d | 8·i
-        arg = exact.real(Fraction(p, 10 ** k))
+        freq = powers.power(base, -Fraction(j - j % 2, d))  # base^(−2i/d)
+        arg = exact.real(p) * freq
         row.append(exact.sin(arg) if j % 2 == 0 else exact.cos(arg))
     return row
 
@@ -344,6 +346,8 @@ class Canonical:
                    tuple(sorted((int(c.p), int(c.q), tuple(sorted(self(f) for f in fs))) for c, fs in terms)))
         elif r.op in ("const", "neginf"):
             key = (r.op, *r.args)
+        elif r.op == "pow":
+            key = ("pow", self(r.args[0]), int(r.args[1].p), int(r.args[1].q))
         else:
             key = (r.op, self(r.args[0]))
         n = self.ids.setdefault(key, len(self.ids))

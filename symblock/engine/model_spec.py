@@ -16,13 +16,14 @@ from __future__ import annotations
 import hashlib
 import warnings
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from typing import Any, Mapping
 
 from symblock.engine import spec as specmod
 from symblock.errors import SpecError, excerpt
 
 MODEL_KEYS = ("vocab", "positions", "layers", "head", "final_norm", "prompt", "generate", "kv_cache",
-              "norm_positions")
+              "norm_positions", "pe_base")
 TOP_KEYS = ("title", "layout", "model", "dims", "block", "weights", "random")
 POSITIONS = ("learned", "sinusoidal", "none")
 HEADS = ("tied", "untied")
@@ -54,6 +55,7 @@ class ModelSpec:
     source: str = "<spec>"
     seed: int | None = None
     titles: Mapping[str, str] = field(default_factory=dict)   # per language, from `title: {en, zh}`
+    pe_base: Fraction = Fraction(10000)  # sinusoidal positions: sin/cos of p / pe_base^(2i/d)
 
     @property
     def dims(self):
@@ -214,17 +216,29 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> ModelSpec:
     d = layers[0].dims.d_model
     tensors = _tensors(weights, data.get("layout", "math"), len(vocab), d, len(prompt) + generate,
                        positions, head, seed, low, high, source)
-    if positions == "sinusoidal" and d not in (2, 4, 8):
-        raise SpecError(source, "model.positions", f"sinusoidal positions are exact only when every "
-                        f"frequency 10000^(2i/d) is rational, i.e. d_model in 2, 4, 8 (got {d}); "
-                        "use learned positions")
+    pe_base = _pe_base(m, positions, d, source)
     final = {}
     if _flag(m, "final_norm", True, source):
         final = _final_norm(weights.get("ln_final"), layers[0].options.norm, d, source)
     title, titles = specmod.title_field(data.get("title") or "", source)
     return ModelSpec(vocab=vocab, positions=positions, layers=tuple(layers), final_norm=final, head=head,
                      prompt=prompt, generate=generate, kv_cache=_flag(m, "kv_cache", False, source),
-                     title=title, source=source, seed=seed, titles=titles, **tensors)
+                     title=title, source=source, seed=seed, titles=titles, pe_base=pe_base, **tensors)
+
+
+def _pe_base(m: Mapping, positions: str, d: int, source: str) -> Fraction:
+    """The base of sinusoidal positions (10000 in "Attention is all you need"): any positive
+    rational, so that every frequency base^(−2i/d) is an exact power (engine/exact.power)."""
+    if "pe_base" in m and positions != "sinusoidal":
+        raise SpecError(source, "model.pe_base", f"a base is for sinusoidal positions (positions is {positions})")
+    if positions == "sinusoidal" and d % 2:
+        raise SpecError(source, "dims.d_model", f"sinusoidal positions pair a sine and a cosine column: "
+                        f"expected an even d_model, got {d}")
+    base = specmod.parse_exact(m.get("pe_base", 10000), source, "model.pe_base")
+    if not isinstance(base, Fraction) or base <= 0:
+        raise SpecError(source, "model.pe_base", f"expected a positive rational number such as 10000 or 100, "
+                        f"got {excerpt(m.get('pe_base'))}")
+    return base
 
 
 def _check_cost(layer, n_layers: int, vocab: int, n0: int, generate: int, m: Mapping, source: str) -> None:

@@ -14,10 +14,10 @@ def floats(m) -> np.ndarray:
     return np.array(m.tolist(), dtype=np.float64)
 
 
-def sinusoidal(m: int, d: int) -> np.ndarray:
+def sinusoidal(m: int, d: int, base=10000) -> np.ndarray:
     pos = np.arange(m)[:, None]
     i2 = (np.arange(d) // 2 * 2)[None, :]
-    angle = pos / np.power(10000.0, i2 / d)
+    angle = pos / np.power(float(base), i2 / d)
     return np.where(np.arange(d)[None, :] % 2 == 0, np.sin(angle), np.cos(angle))
 
 

@@ -25,7 +25,7 @@ def _embed(spec: ModelSpec, tokens: list[int]) -> dict[str, np.ndarray]:
     if spec.positions == "learned":
         steps["pos"] = floats(spec.W_P)[:len(tokens)]
     elif spec.positions == "sinusoidal":
-        steps["pos"] = sinusoidal(len(tokens), spec.dims.d_model)
+        steps["pos"] = sinusoidal(len(tokens), spec.dims.d_model, spec.pe_base)
     steps["x"] = steps["embed"] + steps.get("pos", 0.0)
     return steps
 

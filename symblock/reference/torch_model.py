@@ -42,7 +42,7 @@ def embed(spec: ModelSpec, tokens: list[int]) -> dict[str, np.ndarray]:
         if spec.positions == "learned":
             steps["pos"] = _np(_embedding(spec.W_P)(torch.arange(len(tokens))))
         elif spec.positions == "sinusoidal":
-            steps["pos"] = sinusoidal(len(tokens), spec.dims.d_model)
+            steps["pos"] = sinusoidal(len(tokens), spec.dims.d_model, spec.pe_base)
         steps["x"] = steps["embed"] + steps.get("pos", 0.0)
     return steps
 
