@@ -6,7 +6,7 @@ A step name is a block-level name under optional prefixes, outermost first:
     gen1.                  generation step t of a tiny GPT (0: the prompt pass, unprefixed)
     b1.                    sequence 1 of a batch
     layer0.                layer 0 of a tiny GPT
-    attn.h0.scores         the block-level name (its `base`)
+    attn.h0.scores         the block-level name (its `base`; `cross.h0.scores` in a decoder layer)
     .dropped               suffix: the step after its fixed dropout mask
 
 `parse` turns a name into a `StepName`, whose `kind` is what the step computes whichever instance
@@ -24,20 +24,22 @@ DROPPED = ".dropped"
 GRAD = "grad."
 
 _PREFIX = re.compile(r"^(grad\.)?(?:gen(\d+)\.)?(?:b(\d+)\.)?(?:layer(\d+)\.)?")
-_HEAD = re.compile(r"^attn\.h(\d+)\.(\w+)$")
+_HEAD = re.compile(r"^(attn|cross)\.h(\d+)\.(\w+)$")
 _NORM = re.compile(r"^(norm\d*|norm_final)(?:\.(\w+))?$")
 _KINDS = {"x": "x", "attn.q": "q", "attn.k": "k", "attn.v": "v", "attn.concat": "concat",
           "attn.out": "attn_out", "resid1": "resid", "resid2": "resid", "ffn.hidden": "hidden",
           "ffn.gate": "gate", "ffn.act": "act", "ffn.out": "ffn_out", "output": "output",
           "embed": "embed", "pos": "pos", "logits": "logits", "probs": "probs",
           "next_token": "next_token", "cache.k": "cache_k", "cache.v": "cache_v",
-          "cache.reused": "cache_reused"}
+          "cache.reused": "cache_reused", "resid3": "resid", "memory": "memory", "cross.q": "cross_q",
+          "cross.k": "cross_k", "cross.v": "cross_v", "cross.concat": "cross_concat",
+          "cross.out": "cross_out"}
 
 
 @dataclass(frozen=True)
 class StepName:
     """One step name's parts. `base` is the block-level name without prefixes or `.dropped`;
-    `head` is the attention head of an `attn.hH.*` step; `norm` the norm of a norm step
+    `head` is the attention head of an `attn.hH.*` (or `cross.hH.*`) step; `norm` the norm of a norm step
     (`norm1` for `norm1.std`) and `stat` its statistic (None for the normalised rows)."""
     full: str
     base: str
@@ -68,8 +70,8 @@ class StepName:
 
     @property
     def head_prefix(self) -> str:
-        """The name of this head's steps up to the last dot: "gen1.layer0.attn.h1"."""
-        return f"{self.prefix}attn.h{self.head}"
+        """The name of this head's steps up to the last dot: "gen1.layer0.attn.h1", "cross.h0"."""
+        return f"{self.prefix}{self.section}.h{self.head}"
 
     def sibling(self, base: str) -> str:
         """Another step of the same instance (prefixes kept): `sibling("attn.h0.scores")`."""
@@ -95,8 +97,9 @@ def parse(name: str) -> StepName:
     base = rest[:-len(DROPPED)] if dropped else rest
     head = norm = stat = None
     if (h := _HEAD.match(base)):
-        head, part = int(h.group(1)), h.group(2)
-        kind = "head_out" if part == "out" else part
+        head, part = int(h.group(2)), h.group(3)
+        kind = ("head_out" if part == "out" else part) if h.group(1) == "attn" else \
+            ("cross_head_out" if part == "out" else f"cross_{part}")
     elif (n := _NORM.match(base)) and (n.group(2) is None or n.group(2) in NORM_STAT_NAMES):
         norm, stat = n.group(1), n.group(2)
         kind = stat or "norm"

@@ -77,6 +77,8 @@ def run(spec: BlockSpec, tol: float = 1e-9, require_torch: bool = False,
     from symblock.engine.model_spec import ModelSpec
     if isinstance(spec, ModelSpec):
         return run_model(spec, tol, require_torch, max_cost, use_torch)
+    if spec.options.cross_attention:
+        return run_decoder_layer(spec, tol, require_torch, max_cost, use_torch)
     from symblock.reference import numeric
     trace = block.forward(spec, max_cost=max_cost)
     want = exact_floats(trace)
@@ -106,6 +108,33 @@ def run(spec: BlockSpec, tol: float = 1e-9, require_torch: bool = False,
             res.note = f"nn.TransformerEncoderLayer output differs by {d:.3g}"
             if not d <= tol:
                 problems.append(f"nn.TransformerEncoderLayer output differs by {d:.3g}")
+    return VerifyResult(tol=tol, steps=trace.names(), backends=backends, problems=problems)
+
+
+def run_decoder_layer(spec: BlockSpec, tol: float = 1e-9, require_torch: bool = False,
+                      max_cost: int | None = None, use_torch: bool = True) -> VerifyResult:
+    """A decoder layer with cross-attention: every step against NumPy (numeric_cross.py), and
+    the steps a real nn.TransformerDecoderLayer exposes (torch_cross.py) against it."""
+    from symblock.reference import numeric_cross, torch_cross
+    trace = block.forward(spec, max_cost=max_cost)
+    want = exact_floats(trace)
+    problems: list[str] = []
+    backends = {"numpy": compare(want, numeric_cross.forward(spec), "numpy", tol, problems),
+                "torch": skipped()}
+    why = torch_cross.unsupported(spec)
+    if use_torch and why is not None:
+        backends["torch"] = BackendResult(available=False, reason=f"nn.TransformerDecoderLayer: {why}")
+    elif use_torch:
+        try:
+            got = torch_cross.forward(spec)
+        except ImportError:
+            backends["torch"] = BackendResult(available=False, reason="torch is not installed")
+            if require_torch:
+                problems.append("torch is required (--require-torch) but not installed: "
+                                "pip install 'symblock[torch]'")
+        else:
+            res = backends["torch"] = compare({k: want[k] for k in got}, got, "torch", tol, problems)
+            res.note = f"nn.TransformerDecoderLayer: {len(got)} steps it exposes compared"
     return VerifyResult(tol=tol, steps=trace.names(), backends=backends, problems=problems)
 
 
