@@ -16,6 +16,8 @@ What is counted (the conventions of DESIGN.md; d = d_model, f = d_ff):
   W_3 (d × f) and b_3 (f), as in `(act(x W_1 + b_1) ⊙ (x W_3 + b_3)) W_2 + b_2`.
 - norm: ln1 and ln2, plus ln_final with `final_norm`; LayerNorm has γ and β (d each),
   RMSNorm γ only.
+- a decoder layer (`cross_attention=True`, torch's `nn.TransformerDecoderLayer`) adds the
+  cross-attention's cross.W_Q … cross.b_O (as many as the self-attention's) and a third norm ln3.
 - `bias=False` drops every additive bias: the linear layers' b_* and LayerNorm's β, as torch's
   `nn.TransformerEncoderLayer(bias=False)` and nanoGPT's `bias=False` do.
 - Not counted: token/position embeddings and the unembedding (they belong to the model, not the
@@ -156,6 +158,7 @@ class Counts:
     flops: tuple[Flop, ...] = field(repr=False)
     d_k: int | None = None  # per-head widths when given (then the formulas use h, k, v)
     d_v: int | None = None
+    cross_attention: bool = False  # a decoder layer: self-attention, cross-attention, FFN
 
     @property
     def env(self) -> dict[str, int]:
@@ -268,11 +271,12 @@ class Counts:
     def table(self) -> str:
         """The human-readable report: aligned rows (component, formula, numbers, count, share)."""
         env = self.env
-        norms = 3 if self.final_norm else 2
+        norms = 2 + self.final_norm + self.cross_attention
         kind = "LayerNorm" if self.norm_type == "layernorm" else "RMSNorm"
         widths = (f"d_head = {self.d_head}" if self.d_k is None
                   else f"k = d_k = {self.d_k}, v = d_v = {self.d_v} per head")
-        head = [f"Transformer block: d = d_model = {self.d_model}, heads = {self.heads} "
+        what = "Decoder layer with cross-attention" if self.cross_attention else "Transformer block"
+        head = [f"{what}: d = d_model = {self.d_model}, heads = {self.heads} "
                 f"({widths}), f = d_ff = {self.d_ff}",
                 f"{kind} ×{norms}, {self.activation} FFN"
                 f"{' (gated)' if self.activation in GATED else ''}, "
@@ -339,7 +343,8 @@ def _positive_int(name: str, value) -> int:
 
 def count(d_model: int, heads: int, d_ff: int | None = None, bias: bool = True,
           norm: str = "layernorm", activation: str = "relu", final_norm: bool = False,
-          seq_len: int = DEFAULT_SEQ_LEN, d_k: int | None = None, d_v: int | None = None) -> Counts:
+          seq_len: int = DEFAULT_SEQ_LEN, d_k: int | None = None, d_v: int | None = None,
+          cross_attention: bool = False) -> Counts:
     """Count the parameters of one Transformer block exactly, and its FLOPs per token.
 
     `d_ff=None` means 4·d_model. Raises ValueError with a one-line message for a non-positive
@@ -388,10 +393,11 @@ def count(d_model: int, heads: int, d_ff: int | None = None, bias: bool = True,
         params.append(Param(name, component, dims, form, form.value(env)))
 
     qk, v = ("h·k", "h·v") if widths else ("d", "d")
-    for p, shape in (("Q", ("d", qk)), ("K", ("d", qk)), ("V", ("d", v)), ("O", (v, "d"))):
-        add(f"W_{p}", "attention", shape)
+    for pre, p, shape in ((pre, p, shape) for pre in ("", "cross.")[:1 + bool(cross_attention)]
+                          for p, shape in (("Q", ("d", qk)), ("K", ("d", qk)), ("V", ("d", v)), ("O", (v, "d")))):
+        add(f"{pre}W_{p}", "attention", shape)
         if bias:
-            add(f"b_{p}", "attention", ("1", shape[1]))
+            add(f"{pre}b_{p}", "attention", ("1", shape[1]))
     for w, b, shape in (("W_1", "b_1", ("d", "f")), ("W_3", "b_3", ("d", "f")),
                         ("W_2", "b_2", ("f", "d"))):
         if w == "W_3" and not gated:
@@ -399,7 +405,7 @@ def count(d_model: int, heads: int, d_ff: int | None = None, bias: bool = True,
         add(w, "ffn", shape)
         if bias:
             add(b, "ffn", ("1", shape[1]))
-    for ln in ("ln1", "ln2") + (("ln_final",) if final_norm else ()):
+    for ln in ("ln1", "ln2") + (("ln3",) if cross_attention else ()) + (("ln_final",) if final_norm else ()):
         add(f"{ln}.gamma", "norm", ("1", "d"))
         if norm == "layernorm" and bias:
             add(f"{ln}.beta", "norm", ("1", "d"))
@@ -412,10 +418,13 @@ def count(d_model: int, heads: int, d_ff: int | None = None, bias: bool = True,
         flops[:3] = [("attention_proj", Formula.of("d", "h", "k", coef=4) + Formula.of("d", "h", "v", coef=4)),
                      ("attention_scores", Formula.of("n", "h", "k", coef=2)),
                      ("attention_values", Formula.of("n", "h", "v", coef=2))]
+    if cross_attention:  # the memory taken as long as the sequence, n rows
+        flops += [(f"cross_{name[len('attention_'):]}", form) for name, form in flops[:3]]
     return Counts(d_model, heads, d_ff, bias, norm, activation, final_norm, seq_len,
                   params=tuple(params),
                   flops=tuple(Flop(name, form, form.value(env)) for name, form in flops),
-                  d_k=d_k if widths else None, d_v=d_v if widths else None)
+                  d_k=d_k if widths else None, d_v=d_v if widths else None,
+                  cross_attention=bool(cross_attention))
 
 
 # ------------------------------------------------------------------------------------ CLI
