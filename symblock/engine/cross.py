@@ -94,3 +94,12 @@ def _head(t, h: int, q, k, v, parts: SubLayers):
     w = t.step(f"{name}.weights", f"P^{{c}}_{h} = \\mathrm{{softmax}}({tex})\\ \\text{{(each row)}}",
                lambda s=s: s.map_rows(parts.softmax))
     return t.step(f"{name}.out", f"O^{{c}}_{h} = P^{{c}}_{h} V^{{c}}_{h}", lambda: w @ v.cols(h * dv, (h + 1) * dv))
+
+
+def refuse(spec, command: str) -> None:
+    """A clear refusal (exit 2) where a consumer does not work a decoder layer yet, instead of an
+    internal error deep inside it."""
+    if getattr(getattr(spec, "options", None), "cross_attention", False):
+        from symblock.errors import SpecError
+        raise SpecError(spec.source, "block.cross_attention", f"`{command}` does not work a decoder layer "
+                        "with cross-attention yet; forward, verify, check, stress and params do")
