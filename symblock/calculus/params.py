@@ -341,6 +341,21 @@ def _positive_int(name: str, value) -> int:
     return value
 
 
+def _flops(widths: bool, gated: bool, cross_attention: bool) -> list[tuple[str, Formula]]:
+    """The matmuls' FLOPs per token (count's docstring says the convention)."""
+    flops = [("attention_proj", Formula.of("d", "d", coef=8)),
+             ("attention_scores", Formula.of("n", "d", coef=2)),
+             ("attention_values", Formula.of("n", "d", coef=2)),
+             ("ffn", Formula.of("d", "f", coef=6 if gated else 4))]
+    if widths:  # x W_Q, x W_K: 2·2·d·h·k; x W_V and concat W_O: 2·2·d·h·v
+        flops[:3] = [("attention_proj", Formula.of("d", "h", "k", coef=4) + Formula.of("d", "h", "v", coef=4)),
+                     ("attention_scores", Formula.of("n", "h", "k", coef=2)),
+                     ("attention_values", Formula.of("n", "h", "v", coef=2))]
+    if cross_attention:  # the cross-attention's, the memory taken as long as the sequence (n rows)
+        flops += [(f"cross_{name[len('attention_'):]}", form) for name, form in flops[:3]]
+    return flops
+
+
 def count(d_model: int, heads: int, d_ff: int | None = None, bias: bool = True,
           norm: str = "layernorm", activation: str = "relu", final_norm: bool = False,
           seq_len: int = DEFAULT_SEQ_LEN, d_k: int | None = None, d_v: int | None = None,
@@ -410,16 +425,7 @@ def count(d_model: int, heads: int, d_ff: int | None = None, bias: bool = True,
         if norm == "layernorm" and bias:
             add(f"{ln}.beta", "norm", ("1", "d"))
 
-    flops = [("attention_proj", Formula.of("d", "d", coef=8)),
-             ("attention_scores", Formula.of("n", "d", coef=2)),
-             ("attention_values", Formula.of("n", "d", coef=2)),
-             ("ffn", Formula.of("d", "f", coef=6 if gated else 4))]
-    if widths:  # x W_Q, x W_K: 2·2·d·h·k; x W_V and concat W_O: 2·2·d·h·v
-        flops[:3] = [("attention_proj", Formula.of("d", "h", "k", coef=4) + Formula.of("d", "h", "v", coef=4)),
-                     ("attention_scores", Formula.of("n", "h", "k", coef=2)),
-                     ("attention_values", Formula.of("n", "h", "v", coef=2))]
-    if cross_attention:  # the memory taken as long as the sequence, n rows
-        flops += [(f"cross_{name[len('attention_'):]}", form) for name, form in flops[:3]]
+    flops = _flops(widths, gated, cross_attention)
     return Counts(d_model, heads, d_ff, bias, norm, activation, final_norm, seq_len,
                   params=tuple(params),
                   flops=tuple(Flop(name, form, form.value(env)) for name, form in flops),

@@ -103,10 +103,10 @@ def run(args) -> int:
     from symblock.engine.model_spec import ModelSpec
     from symblock.exercises.generate import load
     s = load(args.spec, allow_model=True)
-    if isinstance(s, ModelSpec):
-        return _run_model(args, s)
     from symblock.engine.cross import refuse
     refuse(s, "grad")
+    if isinstance(s, ModelSpec):
+        return _run_model(args, s)
     if args.target is not None and args.loss != "mse":
         raise specmod.SpecError(s.source, "--target", "a target only goes with --loss mse")
     wrt = [w.strip() for w in args.wrt.split(",") if w.strip()]

@@ -89,6 +89,8 @@ class _Run:
                 self.params[name] = Mat.from_sympy(getattr(spec, name))
         for key, m in spec.final_norm.items():
             self.params[f"ln_final.{key}"] = Mat.from_sympy(m)
+        for key, m in spec.embed_norm.items():
+            self.params[f"ln_embed.{key}"] = Mat.from_sympy(m)
         self.layer_params = []
         for i, layer in enumerate(spec.layers):
             mats = {k: Mat.from_sympy(v) for k, v in layer.params.items()}
@@ -136,11 +138,14 @@ class _Run:
             if s.name not in skip:
                 self.record(ren(s.name), s.latex, tuple(ren(n) for n in s.inputs), s.value, s.given)
 
-    def head_out(self, h: Mat, h_name: str, prefix: str, last_row: int) -> int:
-        """norm_final, logits, probs and next_token from the last layer's output; the next token."""
+    def head_out(self, h: Mat, h_name: str, prefix: str, last_row: int) -> int | None:
+        """norm_final, logits, probs and next_token from the last layer's output; the next token
+        (None for an encoder without a head: its hidden states are the last layer's output)."""
         s = self.spec
         if s.final_norm:
             h, h_name = self.final_norm(h, h_name, prefix), f"{prefix}norm_final"
+        if s.head == "none":
+            return None
         if s.head == "tied":
             logits, latex, w = h @ self.params["W_E"].T, r"\ell = H W_E^{\top}", "W_E"
         else:
@@ -154,18 +159,25 @@ class _Run:
                     Mat([[exact.real(tok)]]))
         return tok
 
-    def final_norm(self, h: Mat, h_name: str, prefix: str) -> Mat:
+    def final_norm(self, h: Mat, h_name: str, prefix: str, step: str = "norm_final") -> Mat:
+        """The final norm (or, `step="norm_embed"`, BERT's norm of the embeddings) of rows h,
+        worked as a Pre-LN block's final norm and recorded under `step`."""
         layer = self.spec.layers[-1]
         opts = replace(layer.options, norm_position="pre", final_norm=True)
-        params = {f"ln_final.{k}": v for k, v in self.spec.final_norm.items()}
+        ln, tex, src = ("ln_final", "N_f", "H") if step == "norm_final" else ("ln_embed", "N_e", "X")
+        table = self.spec.final_norm if ln == "ln_final" else self.spec.embed_norm
+        params = {f"ln_final.{k}": v for k, v in table.items()}
         t = block.Tracer(replace(with_length(layer, len(h.rows)), options=opts, X=h,
                                  params=MappingProxyType(params), given=MappingProxyType({})))
-        out = block.norm(t, "norm_final", h, "H", "ln_final", "N_f")
+        out = block.norm(t, "norm_final", h, src, "ln_final", tex)
         ren = {"resid2": h_name}
+
+        def name(n: str) -> str:
+            if n.startswith("ln_final"):
+                return ln + n[len("ln_final"):]
+            return ren.get(n) or prefix + step + n[len("norm_final"):]
         for st in t.steps:
-            self.record(prefix + st.name, st.latex,
-                        tuple(ren.get(n, n if n.startswith("ln_final") else prefix + n) for n in st.inputs),
-                        st.value)
+            self.record(name(st.name), st.latex, tuple(name(n) for n in st.inputs), st.value)
         return out
 
     def argmax(self, row, where: str) -> int:
@@ -186,6 +198,8 @@ class _Run:
         m = len(tokens)
         x_name = self.inputs(tokens, range(m), prefix)
         h = self.steps[-1].value
+        if self.spec.embed_norm:  # BERT: LayerNorm(E + P) before the first layer
+            h, x_name = self.final_norm(h, x_name, prefix, "norm_embed"), f"{prefix}norm_embed"
         self.caches, self.cache_names = [], []
         for i, layer in enumerate(self.spec.layers):
             with _in_layer(self.spec, f"{prefix}layer{i}."):

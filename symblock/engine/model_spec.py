@@ -23,10 +23,11 @@ from symblock.engine import spec as specmod
 from symblock.errors import SpecError, excerpt
 
 MODEL_KEYS = ("vocab", "positions", "layers", "head", "final_norm", "prompt", "generate", "kv_cache",
-              "norm_positions", "pe_base")
+              "norm_positions", "pe_base", "kind", "key_padding_mask", "embed_norm")
+KINDS = ("decoder", "encoder")  # a GPT (causal, generates) | BERT-like (non-causal, hidden states)
 TOP_KEYS = ("title", "layout", "model", "dims", "block", "weights", "random")
 POSITIONS = ("learned", "sinusoidal", "none")
-HEADS = ("tied", "untied")
+HEADS = ("tied", "untied", "none")  # none: an encoder's hidden states
 DIM_KEYS = ("d_model", "d_ff", "heads", "d_k", "d_v")  # seq_len is the prompt's length
 MAX_LAYERS = 24
 MAX_VOCAB = 4096
@@ -56,6 +57,9 @@ class ModelSpec:
     seed: int | None = None
     titles: Mapping[str, str] = field(default_factory=dict)   # per language, from `title: {en, zh}`
     pe_base: Fraction = Fraction(10000)  # sinusoidal positions: sin/cos of p / pe_base^(2i/d)
+    kind: str = "decoder"              # decoder (a GPT) | encoder (non-causal, no generation)
+    embed_norm: Mapping[str, Any] = field(default_factory=dict)  # BERT's LayerNorm after the embeddings
+    key_padding_mask: tuple = ()       # an encoder's padded prompt positions (torch semantics)
 
     @property
     def dims(self):
@@ -72,7 +76,8 @@ class ModelSpec:
     def describe(self) -> str:
         d, o = self.dims, self.options
         places = sorted({s.options.norm_position for s in self.layers})
-        return (f"tiny GPT · vocab {len(self.vocab)} · d_model {d.d_model} · d_ff {d.d_ff} · "
+        what = "tiny GPT" if self.kind == "decoder" else "tiny encoder"
+        return (f"{what} · vocab {len(self.vocab)} · d_model {d.d_model} · d_ff {d.d_ff} · "
                 f"{d.heads} head{'s' if d.heads > 1 else ''} · {len(self.layers)} layers "
                 f"({'/'.join(p + '-LN' for p in places)}) · {o.norm} · {o.activation} · positions "
                 f"{self.positions} · head {self.head} · prompt {len(self.prompt)} tokens · generate "
@@ -162,12 +167,15 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> ModelSpec:
     m = _section(data, "model", source)
     specmod.check_keys(m, MODEL_KEYS, source, "model")
     vocab = _vocab(m, source)
+    kind = _choice(m, "kind", KINDS, "decoder", source) if m.get("kind") != "encoder-decoder" else \
+        _refuse(source, "model.kind", "an encoder-decoder is not built yet; expected decoder or encoder")
     positions = _choice(m, "positions", POSITIONS, "learned", source)
-    head = _choice(m, "head", HEADS, "tied", source)
+    head = _choice(m, "head", HEADS, "none" if kind == "encoder" else "tied", source)
     n_layers = specmod.int_field(m.get("layers", 1), source, "model.layers", lo=1, hi=MAX_LAYERS)
     generate = specmod.int_field(m.get("generate", 0), source, "model.generate", lo=0, hi=MAX_GENERATE)
     prompt = _tokens(m.get("prompt"), vocab, source, "model.prompt")
     block = _section(data, "block", source)
+    _check_kind(kind, m, block, head, generate, source)
     if block.get("causal") is False:
         raise SpecError(source, "block.causal", "a GPT's layers are always causal; leave causal out")
     if "final_norm" in block:
@@ -183,7 +191,7 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> ModelSpec:
     if "d_model" not in dims:
         raise SpecError(source, "dims.d_model", "missing; expected a whole number")
     weights = _section(data, "weights", source)
-    specmod.check_keys(weights, ("W_E", "W_P", "W_U", "ln_final", "layers"), source, "weights")
+    specmod.check_keys(weights, ("W_E", "W_P", "W_U", "ln_final", "ln_embed", "layers"), source, "weights")
     per_layer = weights.get("layers") or []
     if not isinstance(per_layer, list) or len(per_layer) > n_layers:
         raise SpecError(source, "weights.layers", f"expected a list of at most {n_layers} mappings (one "
@@ -198,9 +206,10 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> ModelSpec:
         layer_map = {
             "layout": data.get("layout", "math"),
             "dims": {**dims, "seq_len": len(prompt)},
-            "block": {**block, "causal": True, "norm_position": places[i]},
+            "block": {**block, "causal": kind == "decoder", "norm_position": places[i]},
             "weights": lw,
-            "inputs": {"X": [[0] * dims["d_model"]] * len(prompt)},
+            "inputs": {"X": [[0] * dims["d_model"]] * len(prompt),
+                       **({"key_padding_mask": m["key_padding_mask"]} if "key_padding_mask" in m else {})},
         }
         if seed is not None:
             layer_map["random"] = {"seed": _layer_seed(seed, i), "low": low, "high": high}
@@ -210,6 +219,7 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> ModelSpec:
             where = e.where
             if where.startswith("weights."):
                 where = f"weights.layers[{i}].{where[len('weights.'):]}"
+            where = "model.key_padding_mask" if where == "inputs.key_padding_mask" else where
             raise SpecError(source, where, e.message) from None
         if i == 0:  # the whole run's size, known now: refuse before drawing the rest
             _check_cost(layers[0], n_layers, len(vocab), len(prompt), generate, m, source)
@@ -218,12 +228,38 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> ModelSpec:
                        positions, head, seed, low, high, source)
     pe_base = _pe_base(m, positions, d, source)
     final = {}
-    if _flag(m, "final_norm", True, source):
+    if _flag(m, "final_norm", kind == "decoder", source):
         final = _final_norm(weights.get("ln_final"), layers[0].options.norm, d, source)
+    embed_norm = _final_norm(weights.get("ln_embed"), layers[0].options.norm, d, source, "ln_embed") \
+        if _flag(m, "embed_norm", False, source) else {}
+    if weights.get("ln_embed") is not None and not embed_norm:
+        raise SpecError(source, "weights.ln_embed", "not used: set model.embed_norm: true")
     title, titles = specmod.title_field(data.get("title") or "", source)
     return ModelSpec(vocab=vocab, positions=positions, layers=tuple(layers), final_norm=final, head=head,
                      prompt=prompt, generate=generate, kv_cache=_flag(m, "kv_cache", False, source),
-                     title=title, source=source, seed=seed, titles=titles, pe_base=pe_base, **tensors)
+                     title=title, source=source, seed=seed, titles=titles, pe_base=pe_base, kind=kind,
+                     embed_norm=embed_norm, key_padding_mask=layers[0].key_padding_mask[0]
+                     if layers[0].key_padding_mask else (), **tensors)
+
+
+def _refuse(source: str, where: str, message: str):
+    raise SpecError(source, where, message)
+
+
+def _check_kind(kind: str, m: Mapping, block: Mapping, head: str, generate: int, source: str) -> None:
+    """What an encoder (BERT-like) cannot have, and a GPT cannot either."""
+    if kind == "decoder":
+        for key, why in (("key_padding_mask", "a GPT's prompt has no padding"),):
+            if key in m:
+                raise SpecError(source, f"model.{key}", f"{why}; it is for model.kind: encoder")
+        if head == "none":
+            raise SpecError(source, "model.head", "a GPT needs its head (tied or untied) to generate")
+        return
+    if "causal" in block:
+        raise SpecError(source, "block.causal", "an encoder's layers are never causal; leave causal out")
+    if generate or m.get("kv_cache"):
+        key = "generate" if generate else "kv_cache"
+        raise SpecError(source, f"model.{key}", "an encoder does not generate; leave it out")
 
 
 def _pe_base(m: Mapping, positions: str, d: int, source: str) -> Fraction:
@@ -280,18 +316,18 @@ def _tensors(weights, layout, vocab, d, max_len, positions, head, seed, low, hig
     return out
 
 
-def _final_norm(raw: Any, norm: str, d: int, source: str) -> dict:
+def _final_norm(raw: Any, norm: str, d: int, source: str, ln: str = "ln_final") -> dict:
     raw = raw or {}
     if not isinstance(raw, dict):
-        raise SpecError(source, "weights.ln_final", f"expected a mapping, got {specmod.kind_of(raw)}")
+        raise SpecError(source, f"weights.{ln}", f"expected a mapping, got {specmod.kind_of(raw)}")
     specmod.check_keys(raw, ("gamma", "beta") if norm == "layernorm" else ("gamma",), source,
-                       "weights.ln_final")
+                       f"weights.{ln}")
     out = {"gamma": specmod.Matrix.ones(1, d)}
     if norm == "layernorm":
         out["beta"] = specmod.Matrix.zeros(1, d)
     for key in out:
         if raw.get(key) is not None:
-            out[key] = specmod.parse_matrix(raw[key], (1, d), source, f"weights.ln_final.{key}", vector=True)
+            out[key] = specmod.parse_matrix(raw[key], (1, d), source, f"weights.{ln}.{key}", vector=True)
     return out
 
 

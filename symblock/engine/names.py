@@ -25,7 +25,7 @@ GRAD = "grad."
 
 _PREFIX = re.compile(r"^(grad\.)?(?:gen(\d+)\.)?(?:b(\d+)\.)?(?:layer(\d+)\.)?")
 _HEAD = re.compile(r"^(attn|cross)\.h(\d+)\.(\w+)$")
-_NORM = re.compile(r"^(norm\d*|norm_final)(?:\.(\w+))?$")
+_NORM = re.compile(r"^(norm\d*|norm_final|norm_embed)(?:\.(\w+))?$")
 _KINDS = {"x": "x", "attn.q": "q", "attn.k": "k", "attn.v": "v", "attn.concat": "concat",
           "attn.out": "attn_out", "resid1": "resid", "resid2": "resid", "ffn.hidden": "hidden",
           "ffn.gate": "gate", "ffn.act": "act", "ffn.out": "ffn_out", "output": "output",

@@ -14,6 +14,15 @@ def floats(m) -> np.ndarray:
     return np.array(m.tolist(), dtype=np.float64)
 
 
+def layer_norm(x: np.ndarray, table, eps: float, name: str) -> dict[str, np.ndarray]:
+    """`name`'s statistics and rows: LayerNorm with γ, β of `table` (population variance, ε inside)."""
+    mu = x.mean(axis=1, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=1, keepdims=True)
+    std = np.sqrt(var + eps)
+    return {f"{name}.mean": mu, f"{name}.var": var, f"{name}.std": std,
+            name: (x - mu) / std * floats(table["gamma"]) + floats(table["beta"])}
+
+
 def sinusoidal(m: int, d: int, base=10000) -> np.ndarray:
     pos = np.arange(m)[:, None]
     i2 = (np.arange(d) // 2 * 2)[None, :]
@@ -38,7 +47,7 @@ def _pass(spec, tokens, prefix, out, cached, backend) -> int:
     embed, layer_forward, head = backend
     m = len(tokens)
     steps = embed(spec, tokens)
-    h = steps["x"]
+    h = steps.get("norm_embed", steps["x"])  # an encoder's norm of the embeddings, when it has one
     for i, layer in enumerate(spec.layers):
         vals = layer_forward(replace(with_length(layer, m), X=h))
         steps.update({f"layer{i}.{k}": v for k, v in vals.items() if k != "x"})
@@ -47,7 +56,7 @@ def _pass(spec, tokens, prefix, out, cached, backend) -> int:
     if cached:
         steps = cached_view(steps, len(spec.layers))
     out.update({prefix + k: v for k, v in steps.items()})
-    return int(steps["next_token"][0, 0])
+    return int(steps["next_token"][0, 0]) if "next_token" in steps else -1  # an encoder: no head
 
 
 def cached_view(steps: dict[str, np.ndarray], layers: int) -> dict[str, np.ndarray]:
