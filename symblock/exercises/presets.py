@@ -62,7 +62,7 @@ def preset_steps(preset: str, names: list[str]) -> list[str]:
     from symblock.engine import names as vocabulary
     steps = [vocabulary.parse(n) for n in names]
     if preset == "full":
-        return [s.full for s in steps if s.kind not in ("x", "output")]
+        return [s.full for s in steps if s.kind not in ("x", "memory", "output")]  # inputs are given
     if preset == "norm":
         return [s.full for s in steps if s.norm]
     part = {"attention": "attn", "ffn": "ffn"}[preset]
