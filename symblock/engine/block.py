@@ -118,7 +118,8 @@ class _Tracer:
             if X is not None:
                 self.params[f"{prefix}X"] = X if isinstance(X, Mat) else Mat.from_sympy(X, self.symbolic)
         if spec.memory is not None:  # a decoder layer's memory (engine/cross.py)
-            self.params["M"] = Mat.from_sympy(spec.memory, self.symbolic)
+            m = spec.memory
+            self.params["M"] = m if isinstance(m, Mat) else Mat.from_sympy(m, self.symbolic)
         self.steps: list[Step] = []
         # the sequence being worked (a batch: b0., b1., …) and its padding row
         self.prefix, self.pad = "", spec.key_padding_mask[0] if spec.key_padding_mask else None

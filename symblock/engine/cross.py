@@ -99,9 +99,10 @@ def _head(t, h: int, q, k, v, parts: SubLayers):
 def refuse(spec, command: str) -> None:
     """A clear refusal (exit 2) where a consumer does not work a decoder layer (or an encoder
     model) yet, instead of an internal error deep inside it."""
-    if getattr(spec, "kind", "decoder") == "encoder":
+    kind = getattr(spec, "kind", "decoder")
+    if kind != "decoder":
         from symblock.errors import SpecError
-        raise SpecError(spec.source, "model.kind", f"`{command}` does not work an encoder model yet; "
+        raise SpecError(spec.source, "model.kind", f"`{command}` does not work an {kind} model yet; "
                         "forward and verify do")
     if getattr(getattr(spec, "options", None), "cross_attention", False):
         from symblock.errors import SpecError

@@ -17,7 +17,7 @@ import math
 from dataclasses import replace
 from types import MappingProxyType
 
-from symblock.engine import block, exact, powers
+from symblock.engine import block, exact, powers, translate
 from symblock.engine.matrix import Mat
 from symblock.engine.model_spec import ModelSpec, with_length
 from symblock.errors import SpecError, UndecidableError
@@ -26,7 +26,8 @@ from symblock.errors import SpecError, UndecidableError
 def cost(spec: ModelSpec) -> int:
     """Exact operations of the whole run (engine/cost.py's units): the prompt pass, then every
     generation step, worked in full or, with the cache, as one row against m cached keys."""
-    return run_cost(spec.layers, len(spec.vocab), len(spec.prompt), spec.generate, spec.kv_cache)
+    encoder = sum(block.cost(layer) for layer in spec.encoder)  # an encoder-decoder's, worked once
+    return encoder + run_cost(spec.layers, len(spec.vocab), len(spec.prompt), spec.generate, spec.kv_cache)
 
 
 def run_cost(layers, vocab: int, n0: int, generate: int, kv_cache: bool) -> int:
@@ -65,6 +66,9 @@ def forward(spec: ModelSpec, max_cost: int | None = None) -> block.Trace:
     """Run the model on its prompt, then `generate` greedy steps; record every step."""
     check_size(spec, max_cost)
     run = _Run(spec)
+    if spec.kind == "encoder-decoder":  # engine/translate.py, with this run's pieces
+        translate.forward(run, spec)
+        return block.Trace(run.steps, MappingProxyType(run.params), spec)
     tokens = list(spec.prompt)
     nxt = run.full_pass(tokens, "")
     for t in range(1, spec.generate + 1):
@@ -159,13 +163,17 @@ class _Run:
                     Mat([[exact.real(tok)]]))
         return tok
 
-    def final_norm(self, h: Mat, h_name: str, prefix: str, step: str = "norm_final") -> Mat:
-        """The final norm (or, `step="norm_embed"`, BERT's norm of the embeddings) of rows h,
-        worked as a Pre-LN block's final norm and recorded under `step`."""
+    def final_norm(self, h: Mat, h_name: str, prefix: str, step: str = "norm_final", table=None,
+                   ln: str | None = None) -> Mat:
+        """The final norm (or, `step="norm_embed"`, BERT's norm of the embeddings; or another
+        `table` of γ, β named `ln`) of rows h, worked as a Pre-LN block's final norm, recorded
+        under `step`."""
         layer = self.spec.layers[-1]
         opts = replace(layer.options, norm_position="pre", final_norm=True)
-        ln, tex, src = ("ln_final", "N_f", "H") if step == "norm_final" else ("ln_embed", "N_e", "X")
-        table = self.spec.final_norm if ln == "ln_final" else self.spec.embed_norm
+        ln0, tex, src = ("ln_final", "N_f", "H") if step == "norm_final" else ("ln_embed", "N_e", "X")
+        ln = ln or ln0
+        if table is None:
+            table = self.spec.final_norm if ln == "ln_final" else self.spec.embed_norm
         params = {f"ln_final.{k}": v for k, v in table.items()}
         t = block.Tracer(replace(with_length(layer, len(h.rows)), options=opts, X=h,
                                  params=MappingProxyType(params), given=MappingProxyType({})))

@@ -75,3 +75,31 @@ def cached_view(steps: dict[str, np.ndarray], layers: int) -> dict[str, np.ndarr
                 if name == f"layer{i}.attn.{p}":
                     out[f"layer{i}.cache.{p}"] = v
     return out
+
+
+def run_translation(spec: ModelSpec, embed, encoder_layer, decoder_layer, head) -> dict[str, np.ndarray]:
+    """An encoder-decoder's steps by name (engine/translate.py's), in float64: the encoder stack
+    and its final norm once, then the decoder stack and the head for the prompt and every
+    generated token, the whole target recomputed each time."""
+    src = list(spec.source_tokens)
+    steps = embed(spec, src)
+    h = steps["x"]
+    for i, layer in enumerate(spec.encoder):
+        vals = encoder_layer(replace(with_length(layer, len(src)), X=h))
+        steps.update({f"layer{i}.{k}": v for k, v in vals.items() if k != "x"})
+        h = vals["output"]
+    steps.update(layer_norm(h, spec.encoder_norm, float(spec.options.eps), "norm_final"))
+    memory = steps["norm_final"]
+    out = {f"enc.{k}": v for k, v in steps.items()}
+    tokens = list(spec.prompt)
+    for t in range(spec.generate + 1):
+        steps = embed(spec, tokens)
+        h = steps["x"]
+        for i, layer in enumerate(spec.layers):
+            vals = decoder_layer(replace(with_length(layer, len(tokens)), X=h, memory=memory))
+            steps.update({f"layer{i}.{k}": v for k, v in vals.items() if k not in ("x", "memory")})
+            h = vals["output"]
+        steps.update(head(spec, h))
+        out.update({(f"gen{t}." if t else "") + k: v for k, v in steps.items()})
+        tokens.append(int(steps["next_token"][0, 0]))
+    return out

@@ -11,12 +11,14 @@ from __future__ import annotations
 import numpy as np
 
 from symblock.engine.model_spec import ModelSpec
-from symblock.reference.model_common import floats, layer_norm, run, sinusoidal
+from symblock.reference.model_common import floats, layer_norm, run, run_translation, sinusoidal
 
 
 def forward(spec: ModelSpec) -> dict[str, np.ndarray]:
     """Every step of the exact model trace, by name, in float64."""
-    from symblock.reference import numeric
+    from symblock.reference import numeric, numeric_cross
+    if spec.kind == "encoder-decoder":
+        return run_translation(spec, _embed, numeric.forward, numeric_cross.forward, _head)
     return run(spec, _embed, numeric.forward, _head)
 
 

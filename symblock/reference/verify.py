@@ -166,6 +166,8 @@ def torch_model_result(spec, want: dict, tol: float, require_torch: bool, proble
             problems.append("torch is required (--require-torch) but not installed: "
                             "pip install 'symblock[torch]'")
         return BackendResult(available=False, reason="torch is not installed")
+    if spec.kind == "encoder-decoder":
+        return translation_result(spec, want, tol, problems)
     from symblock.reference import torch_model
     res = compare(want, torch_model.forward(spec), "torch", tol, problems)
     stack = torch_model.encoder_stack_output(spec)
@@ -175,4 +177,16 @@ def torch_model_result(spec, want: dict, tol: float, require_torch: bool, proble
         res.note = f"{len(spec.layers)} stacked nn.TransformerEncoderLayer differ by {d:.3g}"
         if not d <= tol:
             problems.append(f"the nn.TransformerEncoderLayer stack differs by {d:.3g}")
+    return res
+
+
+def translation_result(spec, want: dict, tol: float, problems: list[str]) -> BackendResult:
+    """An encoder-decoder against a real nn.Transformer in a greedy loop (torch_translate.py)."""
+    from symblock.reference import torch_translate
+    why = torch_translate.unsupported(spec)
+    if why is not None:
+        return BackendResult(available=False, reason=f"nn.Transformer: {why}")
+    got = torch_translate.outputs(spec)
+    res = compare({k: want[k] for k in got}, got, "torch", tol, problems)
+    res.note = f"nn.Transformer in a greedy loop: memory, outputs, logits and tokens of {spec.generate + 1} passes"
     return res

@@ -89,7 +89,7 @@ def test_an_encoder_ends_in_hidden_states_and_never_generates():
 
 @pytest.mark.parametrize("keys, where, what", [
     ({"generate": 1}, "model.generate", "an encoder does not generate"),
-    ({"kind": "encoder-decoder"}, "model.kind", "not built yet"),
+    ({"kind": "encoder-decoder"}, "model.layers", "an encoder-decoder's stacks are model.encoder_layers"),
     ({"kind": "decoder"}, "model.key_padding_mask", "a GPT's prompt has no padding"),
     ({"key_padding_mask": [True] * 4}, "model.key_padding_mask", "every key is padding"),
     ({"embed_norm": False}, "weights.ln_embed", "set model.embed_norm: true"),
