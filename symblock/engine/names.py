@@ -3,6 +3,7 @@
 A step name is a block-level name under optional prefixes, outermost first:
 
     grad.                  a gradient of the step (calculus)
+    enc.                   the encoder stack of an encoder-decoder (its source pass, worked once)
     gen1.                  generation step t of a tiny GPT (0: the prompt pass, unprefixed)
     b1.                    sequence 1 of a batch
     layer0.                layer 0 of a tiny GPT
@@ -23,7 +24,7 @@ NORM_STAT_NAMES = ("mean", "var", "std", "ms", "rms")
 DROPPED = ".dropped"
 GRAD = "grad."
 
-_PREFIX = re.compile(r"^(grad\.)?(?:gen(\d+)\.)?(?:b(\d+)\.)?(?:layer(\d+)\.)?")
+_PREFIX = re.compile(r"^(grad\.)?(enc\.)?(?:gen(\d+)\.)?(?:b(\d+)\.)?(?:layer(\d+)\.)?")
 _HEAD = re.compile(r"^(attn|cross)\.h(\d+)\.(\w+)$")
 _NORM = re.compile(r"^(norm\d*|norm_final|norm_embed)(?:\.(\w+))?$")
 _KINDS = {"x": "x", "attn.q": "q", "attn.k": "k", "attn.v": "v", "attn.concat": "concat",
@@ -52,11 +53,12 @@ class StepName:
     norm: str | None = None
     stat: str | None = None
     dropped: bool = False
+    encoder: bool = False   # a step of an encoder-decoder's encoder stack (`enc.`)
 
     @property
     def prefix(self) -> str:
         """Everything before `base` but the gradient's `grad.`: "gen1.layer0.", "b1.", ""."""
-        return _prefix(gen=self.gen, batch=self.batch, layer=self.layer)
+        return ("enc." if self.encoder else "") + _prefix(gen=self.gen, batch=self.batch, layer=self.layer)
 
     @property
     def part(self) -> str:
@@ -91,7 +93,7 @@ def _prefix(gen: int = 0, batch: int | None = None, layer: int | None = None) ->
 def parse(name: str) -> StepName:
     """The parts of a step name (never fails: an unknown base has kind 'other')."""
     m = _PREFIX.match(name)
-    grad, gen, batch, layer = m.group(1), m.group(2), m.group(3), m.group(4)
+    grad, enc, gen, batch, layer = m.group(1), m.group(2), m.group(3), m.group(4), m.group(5)
     rest = name[m.end():]
     dropped = rest.endswith(DROPPED)
     base = rest[:-len(DROPPED)] if dropped else rest
@@ -108,7 +110,7 @@ def parse(name: str) -> StepName:
     return StepName(full=name, base=base, kind=kind, grad=bool(grad), gen=int(gen or 0),
                     batch=None if batch is None else int(batch),
                     layer=None if layer is None else int(layer), head=head, norm=norm, stat=stat,
-                    dropped=dropped)
+                    dropped=dropped, encoder=bool(enc))
 
 
 def name_of(base: str, gen: int = 0, batch: int | None = None, layer: int | None = None) -> str:
