@@ -56,6 +56,14 @@ def table() -> str:
             a, b = best_of(plain, cross)
             lines.append(f"| {norm_position.capitalize()}-LN | {', '.join(map(str, shape))} | {a:.3f} s | {b:.3f} s | "
                          f"{b / a:.2f}× | {block.cost(plain):,} → {block.cost(cross):,} |")
+    import os
+    lines += ["", f"Load average {os.getloadavg()[0]:.1f} on 2 cores while it ran (other work on the machine): "
+              "wall times are upper bounds and their ratio is noisy. The cost units (engine/cost.py, the "
+              "size guard's count of exact work) grow 1.48–1.54×: the cross-attention adds projections, "
+              "scores over every memory row (no causal mask halves them) and a third norm. Post-LN's "
+              "block is cheaper than its units say because its attention reads X itself (rational), "
+              "while the cross-attention's queries are normalised rows (square roots); the smallest shape "
+              "is dominated by the per-step overhead of its 49 steps against 30."]
     return "\n".join(lines) + "\n"
 
 
