@@ -228,8 +228,10 @@ class _Run:
             x_name = f"{prefix}layer{i}.output"
         return self.head_out(h, x_name, prefix, m - 1)
 
-    def cached_layer(self, i: int, h: Mat, prefix: str, x_name: str) -> Mat:
-        """One new row through layer i, attending to the cached K/V rows plus its own."""
+    def cached_layer(self, i: int, h: Mat, prefix: str, x_name: str, keep=None, memory=None) -> Mat:
+        """One new row through layer i, attending to the cached K/V rows plus its own. A decoder
+        layer (engine/translate.py) also takes its `memory` and, in `keep`, its cross-attention's
+        K and V, worked once from the memory and reused as they are."""
         layer = self.spec.layers[i]
         o = layer.options
         one = replace(with_length(layer, 1), options=replace(o, causal=False), X=h, given=MappingProxyType({}))
@@ -267,7 +269,8 @@ class _Run:
         for st in t.steps:
             ins = tuple(n if n.startswith(("layer", "gen")) else ren(n) for n in st.inputs)
             self.record(ren(st.name), st.latex, ins, st.value)
-        rest = block.forward(replace(one, given=MappingProxyType({"attn.out": a})), max_cost=math.inf)
+        rest = block.forward(replace(one, given=MappingProxyType({"attn.out": a, **(keep or {})}),
+                                     **({} if memory is None else {"memory": memory})), max_cost=math.inf)
         self.take(rest, i, prefix, x_name, skip=("x", "attn.out"))
         return rest["output"].value
 
@@ -330,6 +333,8 @@ def prove_cache(spec: ModelSpec, max_cost: int | None = None) -> list[tuple[str,
         gen, rest = st.name.split(".", 1)
         if rest.endswith(("cache.k", "cache.v")):
             want = full[f"{gen}.{rest[:-len('cache.k')]}attn.{rest[-1]}"].value.rows
+        elif rest.endswith(("cross.k", "cross.v")):  # worked once from the memory: every row
+            want = full[st.name].value.rows
         else:
             want = full[st.name].value.rows[-1:]
         out.append((st.name, _verdict(st.value.rows, want, canon)))

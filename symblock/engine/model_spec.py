@@ -300,7 +300,6 @@ def _check_kind(kind: str, m: Mapping, block: Mapping, head: str, generate: int,
                         "encoder-decoder")
     if kind == "encoder-decoder":
         for key, why in (("key_padding_mask", "not built for an encoder-decoder yet"),
-                         ("kv_cache", "not built for an encoder-decoder yet (each step recomputes the target)"),
                          ("embed_norm", "an encoder model's (BERT's) option")):
             if key in m:
                 raise SpecError(source, f"model.{key}", why)

@@ -1,7 +1,10 @@
 """An encoder–decoder (torch's `nn.Transformer`, "Attention is all you need"), forward, exactly:
 the source through the encoder stack and its final norm (the memory, worked once), then the
 target prefix through the decoder stack (causal self-attention, cross-attention over the memory,
-FFN) and its final norm, the head, and greedy generation, each step recomputing the target.
+FFN) and its final norm, the head, and greedy generation: each step recomputes the target, or,
+with `kv_cache: true`, works only the new row against the self-attention's cached K/V rows, the
+cross-attention's K and V (worked once from the memory in the prompt pass) reused as they are;
+engine/model.py's `prove_cache` shows both equal to the full recompute.
 
 Steps: `enc.embed enc.pos enc.x`, `enc.layer0.<block step>`, …, `enc.norm_final` (the memory);
 `embed pos x`, `layer0.<decoder layer step>` (its `cross.*` read `enc.norm_final`), …,
@@ -28,7 +31,7 @@ def forward(run, spec) -> None:
     nxt = decode(run, spec, tokens, "", memory)
     for t in range(1, spec.generate + 1):
         tokens.append(nxt)
-        nxt = decode(run, spec, tokens, f"gen{t}.", memory)
+        nxt = (decode_cached if spec.kv_cache else decode)(run, spec, tokens, f"gen{t}.", memory)
 
 
 def encode(run, spec) -> Mat:
@@ -52,11 +55,34 @@ def decode(run, spec, tokens: list[int], prefix: str, memory: Mat) -> int:
     m = len(tokens)
     x_name = run.inputs(tokens, range(m), prefix)
     h = run.steps[-1].value
+    run.caches, run.cache_names, run.cross = [], [], []
     for i, layer in enumerate(spec.layers):
         tr = block.forward(replace(with_length(layer, m), X=h, memory=memory), max_cost=math.inf)
         ren = {"X": x_name, "x": x_name, "M": MEMORY, "memory": MEMORY}
         _take(run, tr, f"{prefix}layer{i}.", f"layer{i}.", run.layer_params[i], ren)
+        run.caches.append((tr["attn.k"].value, tr["attn.v"].value))
+        run.cache_names.append({p: f"{prefix}layer{i}.attn.{p}" for p in "kv"})
+        run.cross.append({f"cross.{p}": tr[f"cross.{p}"].value for p in "kv"})
         h, x_name = tr["output"].value, f"{prefix}layer{i}.output"
+    return run.head_out(h, x_name, prefix, m - 1)
+
+
+def decode_cached(run, spec, tokens: list[int], prefix: str, memory: Mat) -> int:
+    """The new token's row through each decoder layer (engine/model.py's cached layer): its
+    self-attention against the cached K/V rows, its cross-attention against the memory's K and V
+    of the prompt pass, recorded as reused (their input is the prompt pass's step)."""
+    m = len(tokens)
+    x_name = run.inputs(tokens, range(m - 1, m), prefix)
+    h = run.steps[-1].value
+    for i in range(len(spec.layers)):
+        start = len(run.steps)
+        h = run.cached_layer(i, h, prefix, x_name, keep=run.cross[i], memory=memory)
+        for j in range(start, len(run.steps)):
+            st = run.steps[j]
+            if st.name in (f"{prefix}layer{i}.cross.k", f"{prefix}layer{i}.cross.v"):
+                run.steps[j] = replace(st, inputs=(f"layer{i}.{st.name.rsplit('.', 2)[-2]}.{st.name[-1]}",),
+                                       given=False, latex=st.latex + r"\ 	ext{(worked once, reused)}")
+        x_name = f"{prefix}layer{i}.output"
     return run.head_out(h, x_name, prefix, m - 1)
 
 

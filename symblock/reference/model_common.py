@@ -61,7 +61,8 @@ def _pass(spec, tokens, prefix, out, cached, backend) -> int:
 
 def cached_view(steps: dict[str, np.ndarray], layers: int) -> dict[str, np.ndarray]:
     """The full recompute as the cached trace names it: the last row of every step, the whole
-    K and V as `cache.k`/`cache.v`; no mask step (one new row sees every cached row)."""
+    K and V as `cache.k`/`cache.v` (and a decoder layer's cross-attention K and V, which are the
+    memory's); no mask step (one new row sees every cached row)."""
     out = {}
     for name, v in steps.items():
         if name.endswith(".masked"):
@@ -69,7 +70,7 @@ def cached_view(steps: dict[str, np.ndarray], layers: int) -> dict[str, np.ndarr
         if name == "next_token":
             out[name] = v
             continue
-        out[name] = v[-1:]
+        out[name] = v if name.endswith(("cross.k", "cross.v")) else v[-1:]  # the memory's: every row
         for i in range(layers):
             for p in "kv":
                 if name == f"layer{i}.attn.{p}":
@@ -100,6 +101,8 @@ def run_translation(spec: ModelSpec, embed, encoder_layer, decoder_layer, head) 
             steps.update({f"layer{i}.{k}": v for k, v in vals.items() if k not in ("x", "memory")})
             h = vals["output"]
         steps.update(head(spec, h))
+        if t and spec.kv_cache:
+            steps = cached_view(steps, len(spec.layers))
         out.update({(f"gen{t}." if t else "") + k: v for k, v in steps.items()})
         tokens.append(int(steps["next_token"][0, 0]))
     return out

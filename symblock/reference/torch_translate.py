@@ -90,7 +90,8 @@ def outputs(spec) -> dict[str, np.ndarray]:
             h = model(src, embed(tokens), tgt_mask=mask).detach()[0]
             logits = h @ W_U
             nxt = int(torch.argmax(logits[-1]))
-            out.update({f"{prefix}norm_final": h.numpy(), f"{prefix}logits": logits.numpy(),
+            rows = slice(-1, None) if t and spec.kv_cache else slice(None)  # a cached pass: the new row
+            out.update({f"{prefix}norm_final": h[rows].numpy(), f"{prefix}logits": logits[rows].numpy(),
                         f"{prefix}next_token": np.array([[float(nxt)]])})
             tokens.append(nxt)
     return out

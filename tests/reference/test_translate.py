@@ -105,6 +105,24 @@ def test_the_memory_is_worked_once_and_every_pass_cross_attends_to_it():
     assert "layer0.attn.h0.masked" in trace and "layer0.cross.h0.masked" not in trace
 
 
+@pytest.mark.parametrize("norm_position", ["post", "pre"])
+def test_the_cache_is_proved_equal_to_the_full_recompute(norm_position):
+    """Self-attention rows from the cache, the cross-attention's K and V worked once in the
+    prompt pass and reused as they are: every cached step is the full recompute's expression."""
+    s = translation(norm_position, kv_cache=True)
+    verdicts = model.prove_cache(s)
+    assert verdicts and {v for _, v in verdicts} == {"exact"}
+    trace = model.forward(s)
+    for t in (1, 2):
+        assert trace[f"gen{t}.layer1.cross.k"].inputs == ("layer1.cross.k",)
+        assert trace[f"gen{t}.layer1.cross.k"].value is trace["layer1.cross.k"].value  # the same object
+        assert trace[f"gen{t}.x"].value.shape == (1, 4) and f"gen{t}.layer0.cache.v" in trace
+    full = model.forward(translation(norm_position))
+    assert [trace[k].value.floats() for k in ("next_token", "gen1.next_token", "gen2.next_token")] == \
+        [full[k].value.floats() for k in ("next_token", "gen1.next_token", "gen2.next_token")]
+    assert verify.run(s, require_torch=True).ok
+
+
 def test_tiny_translate_reads_its_greedy_tokens_and_verifies():
     data, source = read_spec("tiny-translate")
     s = from_mapping(data, source)
@@ -117,7 +135,7 @@ def test_tiny_translate_reads_its_greedy_tokens_and_verifies():
 
 @pytest.mark.parametrize("keys, where, what", [
     ({"layers": 2}, "model.layers", "model.encoder_layers and model.decoder_layers"),
-    ({"kv_cache": True}, "model.kv_cache", "not built for an encoder-decoder yet"),
+    ({"key_padding_mask": [False] * 4}, "model.key_padding_mask", "not built for an encoder-decoder yet"),
     ({"head": "none"}, "model.head", "needs its head"),
     ({"source": ["a", "q"]}, "model.source[1]", "expected a token of model.vocab"),
 ])
