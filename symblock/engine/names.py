@@ -8,10 +8,11 @@ A step name is a block-level name under optional prefixes, outermost first:
     b1.                    sequence 1 of a batch
     layer0.                layer 0 of a tiny GPT
     attn.h0.scores         the block-level name (its `base`; `cross.h0.scores` in a decoder layer)
+    attn.h0.tile1.sum      a head's step for key tile 1 of its online softmax (`tile`)
     .dropped               suffix: the step after its fixed dropout mask
 
 `parse` turns a name into a `StepName`, whose `kind` is what the step computes whichever instance
-it is ('q', 'scores', 'head_out', 'mean', 'norm', 'resid', 'cache_k', 'logits', …). Consumers read
+it is ('q', 'scores', 'head_out', 'tile_sum', 'mean', 'norm', 'resid', 'cache_k', 'logits', …). Consumers read
 these fields instead of cutting names apart with `split` and `startswith`.
 """
 from __future__ import annotations
@@ -25,7 +26,8 @@ DROPPED = ".dropped"
 GRAD = "grad."
 
 _PREFIX = re.compile(r"^(grad\.)?(enc\.)?(?:gen(\d+)\.)?(?:b(\d+)\.)?(?:layer(\d+)\.)?")
-_HEAD = re.compile(r"^(attn|cross)\.h(\d+)\.(\w+)$")
+_HEAD = re.compile(r"^(attn|cross)\.h(\d+)\.(?:tile(\d+)\.)?(\w+)$")
+TILE_PARTS = ("max", "sum", "acc")  # a key tile's running max, rescaled sum and accumulator
 _NORM = re.compile(r"^(norm\d*|norm_final|norm_embed)(?:\.(\w+))?$")
 _KINDS = {"x": "x", "attn.q": "q", "attn.k": "k", "attn.v": "v", "attn.concat": "concat",
           "attn.out": "attn_out", "resid1": "resid", "resid2": "resid", "ffn.hidden": "hidden",
@@ -40,8 +42,10 @@ _KINDS = {"x": "x", "attn.q": "q", "attn.k": "k", "attn.v": "v", "attn.concat": 
 @dataclass(frozen=True)
 class StepName:
     """One step name's parts. `base` is the block-level name without prefixes or `.dropped`;
-    `head` is the attention head of an `attn.hH.*` (or `cross.hH.*`) step; `norm` the norm of a norm step
-    (`norm1` for `norm1.std`) and `stat` its statistic (None for the normalised rows)."""
+    `head` is the attention head of an `attn.hH.*` (or a decoder layer's `cross.hH.*`) step and
+    `tile` the key tile of an `attn.hH.tileJ.*` step (its kind `tile_max`, `tile_sum` or
+    `tile_acc`); `norm` the norm of a norm step (`norm1` for `norm1.std`) and `stat` its
+    statistic (None for the normalised rows)."""
     full: str
     base: str
     kind: str
@@ -50,6 +54,7 @@ class StepName:
     batch: int | None = None
     layer: int | None = None
     head: int | None = None
+    tile: int | None = None
     norm: str | None = None
     stat: str | None = None
     dropped: bool = False
@@ -97,11 +102,15 @@ def parse(name: str) -> StepName:
     rest = name[m.end():]
     dropped = rest.endswith(DROPPED)
     base = rest[:-len(DROPPED)] if dropped else rest
-    head = norm = stat = None
-    if (h := _HEAD.match(base)):
-        head, part = int(h.group(2)), h.group(3)
-        kind = ("head_out" if part == "out" else part) if h.group(1) == "attn" else \
-            ("cross_head_out" if part == "out" else f"cross_{part}")
+    head = tile = norm = stat = None
+    if (h := _HEAD.match(base)) and (h.group(3) is None or h.group(4) in TILE_PARTS):
+        head, part = int(h.group(2)), h.group(4)
+        if h.group(3) is not None:
+            tile, kind = int(h.group(3)), f"tile_{part}"
+        else:
+            kind = "head_out" if part == "out" else part
+        if h.group(1) == "cross":  # a decoder layer's cross-attention head
+            kind = f"cross_{kind}"
     elif (n := _NORM.match(base)) and (n.group(2) is None or n.group(2) in NORM_STAT_NAMES):
         norm, stat = n.group(1), n.group(2)
         kind = stat or "norm"
@@ -109,7 +118,7 @@ def parse(name: str) -> StepName:
         kind = _KINDS.get(base, "other")
     return StepName(full=name, base=base, kind=kind, grad=bool(grad), gen=int(gen or 0),
                     batch=None if batch is None else int(batch),
-                    layer=None if layer is None else int(layer), head=head, norm=norm, stat=stat,
+                    layer=None if layer is None else int(layer), head=head, tile=tile, norm=norm, stat=stat,
                     dropped=dropped, encoder=bool(enc))
 
 

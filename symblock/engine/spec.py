@@ -18,7 +18,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from symblock.engine import cost, files, memory as memory_mod
+from symblock.engine import cost, files, memory as memory_mod, tiles
 from symblock.engine.numbers import parse_exact  # noqa: F401  (re-exported: spec.parse_exact is public)
 from symblock.engine.matrix import ExactMatrix
 from symblock.engine.fields import MAX_DIM, check_keys, check_text, int_field, kind_of, title_field  # noqa: F401
@@ -174,6 +174,7 @@ def from_mapping(data: Mapping, source: str = "<spec>", max_cost: int | None = N
     opts = memory_mod.structure(opts, data.get("dims") or {}, inputs, dims.batch, source)
     dims = replace(dims, mem_len=memory_mod.mem_len(data.get("dims") or {}, inputs, opts, source))
     opts = inputs_mod.structure(opts, dims, inputs, data.get("dropout"), source)
+    tiles.check_dropout(opts, source)
     given_raw = data.get("given") or {}
     if not isinstance(given_raw, dict):
         raise SpecError(source, "given", f"expected a mapping of step names to matrices, got {kind_of(given_raw)}")
@@ -344,7 +345,7 @@ def _lookup(weights: Mapping, name: str) -> Any:
 
 
 def _options(block: Any, source: str) -> Options:
-    check_keys(block, tuple(CHOICES) + FLAGS + ("eps",), source, "block")
+    check_keys(block, tuple(CHOICES) + FLAGS + ("eps", "attention_tiles"), source, "block")
     kw: dict[str, Any] = {}
     for key, choices in CHOICES.items():
         if key in block:
@@ -361,6 +362,7 @@ def _options(block: Any, source: str) -> Options:
     if eps < 0:
         raise SpecError(source, "block.eps", f"expected ε >= 0, got {eps}")
     kw["eps"] = eps
+    kw["attention_tiles"] = tiles.check(block.get("attention_tiles"), source)
     opts = Options(**kw)
     if opts.cross_attention and "causal" not in block:  # a decoder's self-attention is causal
         opts = replace(opts, causal=True)
