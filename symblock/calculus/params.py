@@ -30,6 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
+from symblock.engine import parameters
+
 NORMS = ("layernorm", "rmsnorm")
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu", "swiglu", "geglu")
 GATED = ("swiglu", "geglu")
@@ -301,11 +303,10 @@ class Counts:
 
 def _param_tex(name: str) -> str:
     """W_Q -> W_{Q}, b_1 -> b_{1}, ln1.gamma -> \\gamma_{\\text{ln1}}."""
-    if "." in name:
-        ln, part = name.split(".")
-        return rf"\{part}_{{\text{{{ln.replace('_', '')}}}}}"
-    kind, sub = name.split("_", 1)
-    return f"{kind}_{{{sub}}}"
+    p = parameters.parse(name)
+    if p.norm:
+        return rf"\{p.kind}_{{\text{{{p.norm.replace('_', '')}}}}}"
+    return f"{'W' if p.kind == 'weight' else 'b'}_{{{p.sub}}}"
 
 
 def _group(n: int) -> str:

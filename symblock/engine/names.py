@@ -32,6 +32,8 @@ _KINDS = {"x": "x", "attn.q": "q", "attn.k": "k", "attn.v": "v", "attn.concat": 
           "embed": "embed", "pos": "pos", "logits": "logits", "probs": "probs",
           "next_token": "next_token", "cache.k": "cache_k", "cache.v": "cache_v",
           "cache.reused": "cache_reused"}
+_SUBLAYERS = {"attn": "attn", "cache": "attn", "ffn": "ffn", "resid1": "resid", "resid2": "resid",
+              "output": "output"}   # a section -> the part of the block it works
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,12 @@ class StepName:
     def section(self) -> str:
         """The part of the block the step belongs to: "attn", "ffn", "norm1", "cache", "resid1", …"""
         return self.base.split(".", 1)[0]
+
+    @property
+    def sublayer(self) -> str | None:
+        """The part of the block the step works: "attn" (the cache too), "norm", "ffn", "resid",
+        "output"; None for x, the embeddings and the head's steps."""
+        return "norm" if self.norm else _SUBLAYERS.get(self.section)
 
     @property
     def head_prefix(self) -> str:

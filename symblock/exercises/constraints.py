@@ -61,10 +61,11 @@ class Constraints:
 
     def range_of(self, name: str) -> tuple[int, int]:
         """Per tensor: its own entry, else its group (X / weights / biases), else low..high."""
-        if name.endswith((".gamma", ".beta")):
-            group = name.rsplit(".", 1)[1]
-            return self.ranges.get(group) or GROUP_DEFAULTS[group]
-        group = "X" if name == "X" else "weights" if name.startswith("W_") else "biases"
+        from symblock.engine import parameters
+        p = parameters.parse(name)
+        if p.norm:
+            return self.ranges.get(p.kind) or GROUP_DEFAULTS[p.kind]
+        group = "X" if name == "X" else "weights" if p.kind == "weight" else "biases"
         return self.ranges.get(name) or self.ranges.get(group) or (self.low, self.high)
 
 
@@ -162,11 +163,12 @@ def _shape(rnd: Mapping, source: str) -> dict:
 
 
 def _ranges(ranges: Any, source: str) -> dict:
+    from symblock.engine import parameters
     from symblock.engine.spec import all_param_keys
     if not isinstance(ranges, dict):
         raise err(source, "random.ranges", "expected a mapping such as {X: [-2, 2], weights: [-1, 1]}")
     tensors = ("X", "weights", "biases", *GROUP_DEFAULTS,
-               *[p for p in all_param_keys() if p.startswith(("W_", "b_"))])
+               *[p for p in all_param_keys() if parameters.parse(p).linear])
     for name in ranges:
         if name not in tensors:
             raise err(source, f"random.ranges.{name}", f"unknown tensor; expected one of {', '.join(tensors)}")
