@@ -21,7 +21,7 @@ from typing import Any, Mapping
 from symblock.engine import cost, files
 from symblock.engine.numbers import parse_exact  # noqa: F401  (re-exported: spec.parse_exact is public)
 from symblock.engine.matrix import ExactMatrix
-from symblock.engine.fields import MAX_DIM, check_keys, check_text, int_field, kind_of, title_field  # noqa: F401
+from symblock.engine.fields import check_keys, check_text, int_field, kind_of, title_field  # noqa: F401
 from symblock.errors import SpecError  # noqa: F401  (re-exported: spec.SpecError is public)
 from symblock.engine import inputs as inputs_mod
 from symblock.engine.steps import (Dims, Options, batch_prefixes, needed_params, norm_names, param_names,
