@@ -21,6 +21,7 @@ from dataclasses import dataclass
 _PREFIX = re.compile(r"^(grad\.)?(?:b(\d+)\.)?(?:layer(\d+)\.)?")
 _LINEAR = re.compile(r"^([Wb])_([A-Za-z0-9]+)$")
 _NORM = re.compile(r"^(ln\w*)\.(gamma|beta)$")
+_NORM_STEP = re.compile(r"^norm(\d*|_final)$")
 _SUBLAYERS = {**{s: "attn" for s in "QKVO"}, **{s: "ffn" for s in "123"},
               "E": "embed", "P": "embed", "U": "head"}
 
@@ -78,3 +79,11 @@ def parse(name: str) -> ParamName:
     if (n := _NORM.match(base)):
         return ParamName(kind=n.group(2), norm=n.group(1), **kw)
     return ParamName(kind="input" if base == "X" else "other", **kw)
+
+
+def of_norm(norm: str) -> str:
+    """The parameters' section of a norm step: "ln1" of `norm1`, "ln_final" of `norm_final`
+    (its γ is `ln1.gamma`)."""
+    if not _NORM_STEP.match(norm):
+        raise ValueError(f"{norm!r} is not a norm step")
+    return "ln" + norm[len("norm"):]

@@ -44,3 +44,15 @@ def test_vectors_are_the_parameters_the_engine_shapes_as_one_row():
     for name in names:
         rows = param_shape(name, dims)[0]
         assert parameters.parse(name).vector == (rows == 1), name
+
+
+def test_a_norm_step_names_its_parameters_section():
+    """of_norm agrees with the step graph: the norm step reads its section's γ."""
+    from symblock.engine.steps import step_inputs
+    dims = Dims(seq_len=2, d_model=3, d_ff=4, heads=1)
+    graph = step_inputs(dims, Options(norm_position="pre", final_norm=True))
+    for norm in ("norm1", "norm2", "norm_final"):
+        assert f"{parameters.of_norm(norm)}.gamma" in graph[norm]
+    assert parameters.of_norm("norm3") == "ln3"
+    with pytest.raises(ValueError):
+        parameters.of_norm("norm1.std")
