@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 from symblock.calculus import grad
-from symblock.engine import block, parameters
+from symblock.engine import block
 from symblock.engine.matrix import Mat
 from symblock.engine.model_spec import ModelSpec, with_length
 from symblock.errors import SpecError
@@ -26,11 +26,6 @@ class ModelBackward:
     loss_value: object              # exact Real
     logits: Mat
     grads: dict[str, Mat]           # dL/d every parameter (W_E, W_P, W_U, ln_final.*, layer{i}.*)
-
-
-def _final(param: str) -> bool:
-    """The final norm's γ or β: the model's own, not a layer's."""
-    return parameters.parse(param).norm == "ln_final"
 
 
 def backward(spec: ModelSpec, loss: str = "sum", target: Mat | None = None) -> ModelBackward:
@@ -74,7 +69,7 @@ def backward(spec: ModelSpec, loss: str = "sum", target: Mat | None = None) -> M
         names = [p for p in ls.params]
         b = grad.backward(ls, wrt=["X", *names], trace=tr, upstream=dh)
         for p in names:
-            key = p if _final(p) else f"layer{i}.{p}"
+            key = p if p.startswith("ln_final") else f"layer{i}.{p}"
             grads[key] = b.wrt[p].value
         dh = b.wrt["X"].value
     d = spec.dims.d_model
@@ -86,5 +81,5 @@ def backward(spec: ModelSpec, loss: str = "sum", target: Mat | None = None) -> M
         pos = [list(dh.rows[r]) if r < m else list(grad.zeros(1, d).rows[0]) for r in range(spec.W_P.shape[0])]
         grads["W_P"] = Mat(pos)
     order = ["W_E", "W_P"] + [f"layer{i}.{p}" for i, (ls, _) in enumerate(layers) for p in ls.params
-                              if not _final(p)] + [f"ln_final.{k}" for k in spec.final_norm] + ["W_U"]
+                              if not p.startswith("ln_final")] + [f"ln_final.{k}" for k in spec.final_norm] + ["W_U"]
     return ModelBackward(loss, value, logits, {k: grads[k] for k in order if k in grads})

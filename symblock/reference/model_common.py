@@ -7,7 +7,6 @@ from dataclasses import replace
 
 import numpy as np
 
-from symblock.engine import names
 from symblock.engine.model_spec import ModelSpec, with_length
 
 
@@ -46,23 +45,24 @@ def _pass(spec, tokens, prefix, out, cached, backend) -> int:
         h = vals["output"]
     steps.update(head(spec, h))
     if cached:
-        steps = cached_view(steps)
+        steps = cached_view(steps, len(spec.layers))
     out.update({prefix + k: v for k, v in steps.items()})
     return int(steps["next_token"][0, 0])
 
 
-def cached_view(steps: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def cached_view(steps: dict[str, np.ndarray], layers: int) -> dict[str, np.ndarray]:
     """The full recompute as the cached trace names it: the last row of every step, the whole
     K and V as `cache.k`/`cache.v`; no mask step (one new row sees every cached row)."""
     out = {}
     for name, v in steps.items():
-        s = names.parse(name)
-        if s.kind == "masked" and not s.dropped:
+        if name.endswith(".masked"):
             continue
         if name == "next_token":
             out[name] = v
             continue
         out[name] = v[-1:]
-        if s.kind in ("k", "v") and not s.dropped and s.layer is not None and not s.gen and s.batch is None:
-            out[s.sibling(f"cache.{s.kind}")] = v
+        for i in range(layers):
+            for p in "kv":
+                if name == f"layer{i}.attn.{p}":
+                    out[f"layer{i}.cache.{p}"] = v
     return out
