@@ -5,8 +5,9 @@ working it out by hand costs (the engine's size guard), which local rule carries
 through it (`calculus.grad.RULES`, by name) and how the key works it (`work_<name>` of the sheet
 builder). The consumers look a kind up here; none of them decides these things from a name.
 
-Adding a kind (say RoPE's rotation, `attn.h0.q_rot`): `names.parse` already reads any
-`attn.hH.<part>` as kind `<part>`, so the kind is named by its step. Then
+Adding a kind (say RoPE's rotation, `attn.h0.q_rot`): `names.parse` already reads any head
+step `attn.hH.<part>` as kind `<part>`; a step outside the heads (`attn.q_rot`) gets its line in
+`names._KINDS`. Then
 - here: one `Kind("q_rot", shape, inner, "rotate", "rotate")` entry;
 - the graph and the op: `steps.HEAD_STEPS` and `steps._one_sequence` (what it reads, who reads
   it), and the exact op that records the step (`block.py`);
