@@ -10,7 +10,7 @@ Heavy modules (SymPy printing, NumPy, torch) are imported where they are used, s
 from __future__ import annotations
 
 __version__ = "0.1.0"
-__all__ = ["load", "forward", "SpecError"]
+__all__ = ["load", "forward", "spec_from", "SpecError"]
 
 
 def __getattr__(name: str):
@@ -24,6 +24,9 @@ def __getattr__(name: str):
     if name == "forward":  # a block or a tiny GPT
         from symblock.engine.model import forward_any
         return forward_any
+    if name == "spec_from":  # torch / Hugging Face / nanoGPT objects (imports torch only when called)
+        from symblock.reference.spec_from import spec_from
+        return spec_from
     if name in ("Trace", "Step"):
         from symblock.engine import block
         return getattr(block, name)
