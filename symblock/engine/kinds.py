@@ -11,10 +11,10 @@ step `attn.hH.<part>` as kind `<part>`; a step outside the heads (`attn.q_rot`) 
 - here: one `Kind("q_rot", shape, inner, "rotate", "rotate")` entry;
 - the graph and the op: `steps.HEAD_STEPS` and `steps._one_sequence` (what it reads, who reads
   it), and the exact op that records the step (`block.py`);
-- the functions the entry names, each keyed by kind or by the entry's name: the backward rule
-  (`calculus.grad.RULES["rotate"]`), the recompute from a person's own inputs (grading's
-  `RECOMPUTE["q_rot"]`), the key's working (`work_rotate` in a `sheets/work_*.py` mixin, its
-  prose `s.q_rot` in `sheets/lang.py`);
+- the functions keyed by the kind or by the entry's names: the backward rule
+  (`calculus.grad.RULES["rotate"]`), the recompute from a person's own inputs
+  (`grading.recompute.RECOMPUTE["q_rot"]`), the key's working (`work_rotate` in a
+  `sheets/work_*.py` mixin) and its prose (`s.q_rot` in `sheets/lang.py`);
 - the independent float paths (`reference/numeric.py`, `reference/torch_ref.py`);
 - its tests: `tests/engine/test_kinds.py` fails until the rule, the recompute and the working
   exist; values against NumPy and torch, a gradient against autograd, a sheet's working.
