@@ -225,10 +225,9 @@ class Builder(LinearWork, AttentionWork, NormWork, FfnWork):
             norm = "LayerNorm" if self.o.norm == "layernorm" else "RMSNorm"
             key = f"s.{parsed.stat}" if parsed.stat else f"s.{self.o.norm}"
             return self.t(key, src=src, norm=norm)
-        if name in ("ffn.hidden", "ffn.gate"):
-            w = "W_1" if name == "ffn.hidden" else "W_3"
-            b = "b_1" if name == "ffn.hidden" else "b_3"
-            return self.t(f"s.{name}", src=self.symbol(step.inputs[0]), w=w,
+        if parsed.kind in ("hidden", "gate"):
+            src, w, b = step.inputs   # the step graph's input, weight and bias
+            return self.t(f"s.{name}", src=self.symbol(src), w=w,
                           b=f" + {b}" if b in self.trace.params else "")
         if name == "attn.out" and not self.o.out_proj:
             return self.t("s.attn.out_noproj")
