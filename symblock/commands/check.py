@@ -76,12 +76,16 @@ def run(args) -> int:
         if ident is not None:
             flag = "--id" if args.id else f"{source}: id"
             trace = variant.redraw(ident, spec_arg, flag, args.max_cost)
-            one = variant.build(ident, trace, Marker.options_for(trace.spec, data, args.loss, wrt, args.preset))
+            one = variant.build(ident, trace, variant.Options.for_answers(trace.spec, data, args.loss, wrt, args.preset))
         elif spec_arg is None:
             raise UsageError(f"check: give SPEC, or an `id:` in {source} (a worksheet ID)")
         else:
-            trace = forward(load(spec_arg, allow_model=True), max_cost=args.max_cost)
-            one = variant.build("", trace, Marker.options_for(trace.spec, data, args.loss, wrt, args.preset))
+            spec = load(spec_arg, allow_model=True)
+            if getattr(spec, "kind", "decoder") != "decoder":  # an encoder or encoder-decoder model
+                from symblock.engine.cross import refuse
+                refuse(spec, "check")
+            trace = forward(spec, max_cost=args.max_cost)
+            one = variant.build("", trace, variant.Options.for_answers(trace.spec, data, args.loss, wrt, args.preset))
         marker, default = Marker.of(one), None
     from symblock.commands import not_yet
     not_yet.refuse(marker.trace.spec, "checking answers")

@@ -116,6 +116,7 @@ def _same_on_every_sheet(drawn) -> None:
     import sys
     from symblock.errors import UsageError
     from symblock.exercises.stress import fixed_steps
+    from symblock.engine import parameters
     trace = drawn[0].trace
     fixed = fixed_steps([v.trace for v in drawn])
     asked = list(drawn[0].varied)
@@ -129,9 +130,9 @@ def _same_on_every_sheet(drawn) -> None:
                 given.append(i)
             elif i in fixed and i in trace and i not in todo:
                 todo.append(i)
-    given.sort(key=lambda g: g.split(".")[-1] != "X")   # X first: the likely cause
+    given.sort(key=lambda g: parameters.parse(g).kind != "input")   # X (b1.X) first: the likely cause
     data = ", ".join(given) or "the spec's data"
-    x = [g for g in given if g.split(".")[-1] == "X"]
+    x = [g for g in given if parameters.parse(g).kind == "input"]
     fix = (f"leave {'inputs.X' if x else 'them'} out of the spec so that "
            f"{'X is' if x else 'they are'} drawn for each variant, or pass --allow-repeats to hand "
            "out the same numbers on purpose")
@@ -191,6 +192,9 @@ def run(args) -> int:
     jobs = args.jobs or None
     engine = ENGINES[args.lang] if args.pdf else None
     sets = variants(args)
+    from symblock.engine.cross import refuse
+    for v in sets[:1]:
+        refuse(v.spec, "worksheet")
     _formats_for_models(sets, formats)
     from symblock.commands import not_yet
     for v in sets:

@@ -4,7 +4,20 @@ A step's kind comes from its name (`names.parse`); the entry says the shape of i
 working it out by hand costs (the engine's size guard), which local rule carries a gradient back
 through it (`calculus.grad.RULES`, by name) and how the key works it (`work_<name>` of the sheet
 builder). The consumers look a kind up here; none of them decides these things from a name.
-A new kind is one entry (plus its exact op, its rule and its working, each named here).
+
+Adding a kind (say RoPE's rotation, `attn.h0.q_rot`): `names.parse` already reads any head
+step `attn.hH.<part>` as kind `<part>`; a step outside the heads (`attn.q_rot`) gets its line in
+`names._KINDS`. Then
+- here: one `Kind("q_rot", shape, inner, "rotate", "rotate")` entry;
+- the graph and the op: `steps.HEAD_STEPS` and `steps._one_sequence` (what it reads, who reads
+  it), and the exact op that records the step (`block.py`);
+- the functions keyed by the kind or by the entry's names: the backward rule
+  (`calculus.grad.RULES["rotate"]`), the recompute from a person's own inputs
+  (`grading.recompute.RECOMPUTE["q_rot"]`), the key's working (`work_rotate` in a
+  `sheets/work_*.py` mixin) and its prose (`s.q_rot` in `sheets/lang.py`);
+- the independent float paths (`reference/numeric.py`, `reference/torch_ref.py`);
+- its tests: `tests/engine/test_kinds.py` fails until the rule, the recompute and the working
+  exist; values against NumPy and torch, a gradient against autograd, a sheet's working.
 
 Entries that depend on the block's options (an `attn.out` without W_O is a copy; a gated
 activation has its own rule; a norm is LayerNorm or RMSNorm) are functions of `Options`.
@@ -63,6 +76,22 @@ def _square(d):
 
 def _ff(d):
     return d.seq_len, d.d_ff
+
+
+def _memory(d):
+    return d.mem_len, d.d_model
+
+
+def _mem_qk(d):
+    return d.mem_len, d.heads * d.d_k
+
+
+def _mem_v(d):
+    return d.mem_len, d.heads * d.d_v
+
+
+def _cross(d):
+    return d.seq_len, d.mem_len
 
 
 def _column(d):
@@ -127,6 +156,20 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("rms", _column, _const(0), "root", "rms"),
     Kind("norm", _model, _const(0), lambda o: o.norm, lambda o: o.norm),
     Kind("output", _model, _const(None), "identity", "copy"),
+    # a decoder layer's cross-attention (engine/cross.py): queries from the decoder, keys and
+    # values from the memory, so its keys, values and scores have the memory's rows
+    Kind("memory", _memory, _const(None), "identity", None),
+    Kind("cross_q", _qk, _d_model, "linear", "linear"),
+    Kind("cross_k", _mem_qk, _d_model, "linear", "linear"),
+    Kind("cross_v", _mem_v, _d_model, "linear", "linear"),
+    Kind("cross_scores", _cross, lambda d, o: d.d_head, "scores", "scores"),
+    Kind("cross_scaled", _cross, _const(0), "scaled", "scaled"),
+    Kind("cross_masked", _cross, _const(0), "masked", "masked"),
+    Kind("cross_weights", _cross, _const(1 + NODE), "softmax", "weights"),
+    Kind("cross_head_out", lambda d: (d.seq_len, d.d_v), lambda d, o: d.mem_len, "head_out", "out"),
+    Kind("cross_concat", _v, _const(None), "concat", "concat"),
+    Kind("cross_out", _model, lambda d, o: d.d_model if o.out_proj else None,
+         lambda o: "linear" if o.out_proj else "identity", _with_projection("linear")),
 )}
 
 

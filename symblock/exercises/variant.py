@@ -29,6 +29,18 @@ class Options:
     def of(cls, preset=None, loss=None, wrt=None) -> "Options":
         return cls(preset, loss, None if wrt is None else tuple(wrt))
 
+    @classmethod
+    def for_answers(cls, spec, data, loss=None, wrt=None, preset=None) -> "Options":
+        """The exercise an answers mapping is checked against: `preset` (default: the spec's own),
+        or the backprop exercise when the answers give `grad.*` steps (or --loss / --wrt)."""
+        from symblock.engine import names
+        steps = data.get("steps") if isinstance(data, dict) else None
+        grads = isinstance(steps, dict) and any(names.parse(str(k)).grad for k in steps)
+        if preset is None and (grads or loss is not None or wrt is not None) \
+                and spec.exercise.get("preset") != "backprop":
+            preset = "backprop"
+        return cls.of(preset, loss, wrt)
+
 
 @dataclass(frozen=True)
 class Variant:

@@ -198,7 +198,7 @@ class Variants:
         self.manifest, self.max_cost = manifest, max_cost
         self.token = str(manifest["spec_token"])
         self.seeds = {str(v["id"]): int(v["seed"]) for v in manifest["variants"]}
-        self.stored = {str(v["id"]): v["exercise"] for v in manifest["variants"]}
+        self.stored = {str(v["id"]): v.get("exercise") for v in manifest["variants"]}   # validated by manifest.read
         if self.token.startswith("h") and variants.token_of(manifest["spec"]) != self.token:
             raise SpecError("manifest.yaml", "spec", f"does not give the spec token {self.token} of its IDs "
                             "(the manifest was edited)")
@@ -211,7 +211,8 @@ class Variants:
             return "no id: (the worksheet ID printed on the sheet) in the file"
         if ident in self.seeds:
             return None
-        token = ident.rsplit(".", 1)[0]
+        from symblock.exercises.variants import split_id
+        token = split_id(ident)[0]
         if token != self.token:
             return f"id {ident} was made from another spec ({token!r}; this set's spec is {self.token!r})"
         ids = list(self.seeds)

@@ -101,7 +101,7 @@ def set_files(sets, spec_arg: str, *, overrides: dict | None = None, decimals: i
     token = variants.spec_token(spec_arg)
     files, entries, first = {}, [], sets[0]
     for v in sets:
-        entries.append({"id": v.ident, "seed": int(v.ident.rsplit(".", 1)[1]), "dir": v.ident,
+        entries.append({"id": v.ident, "seed": variants.split_id(v.ident)[1], "dir": v.ident,
                         "exercise": variant.record(v)})
         files[f"{v.ident}/answers.yaml"] = blank_yaml(v.ident, v.shapes, decimals)
         files[f"{v.ident}/answers.csv"] = blank_csv(v.ident, v.shapes, decimals)

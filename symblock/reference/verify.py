@@ -5,6 +5,7 @@ The exact values are rounded to the nearest double (certified) and compared entr
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -78,6 +79,8 @@ def run(spec: BlockSpec, tol: float = 1e-9, require_torch: bool = False,
     from symblock.engine.model_spec import ModelSpec
     if isinstance(spec, ModelSpec):
         return run_model(spec, tol, require_torch, max_cost, use_torch)
+    if spec.options.cross_attention:
+        return run_decoder_layer(spec, tol, require_torch, max_cost, use_torch)
     from symblock.reference import numeric
     trace = block.forward(spec, max_cost=max_cost)
     want = exact_floats(trace)
@@ -124,6 +127,33 @@ def tiles_proved(trace: block.Trace, problems: list[str]) -> list[tuple[str, str
     return tiles
 
 
+def run_decoder_layer(spec: BlockSpec, tol: float = 1e-9, require_torch: bool = False,
+                      max_cost: int | None = None, use_torch: bool = True) -> VerifyResult:
+    """A decoder layer with cross-attention: every step against NumPy (numeric_cross.py), and
+    the steps a real nn.TransformerDecoderLayer exposes (torch_cross.py) against it."""
+    from symblock.reference import numeric_cross, torch_cross
+    trace = block.forward(spec, max_cost=max_cost)
+    want = exact_floats(trace)
+    problems: list[str] = []
+    backends = {"numpy": compare(want, numeric_cross.forward(spec), "numpy", tol, problems),
+                "torch": skipped()}
+    why = torch_cross.unsupported(spec)
+    if use_torch and why is not None:
+        backends["torch"] = BackendResult(available=False, reason=f"nn.TransformerDecoderLayer: {why}")
+    elif use_torch:
+        try:
+            got = torch_cross.forward(spec)
+        except ImportError:
+            backends["torch"] = BackendResult(available=False, reason="torch is not installed")
+            if require_torch:
+                problems.append("torch is required (--require-torch) but not installed: "
+                                "pip install 'symblock[torch]'")
+        else:
+            res = backends["torch"] = compare({k: want[k] for k in got}, got, "torch", tol, problems)
+            res.note = f"nn.TransformerDecoderLayer: {len(got)} steps it exposes compared"
+    return VerifyResult(tol=tol, steps=trace.names(), backends=backends, problems=problems)
+
+
 def run_model(spec, tol: float = 1e-9, require_torch: bool = False,
               max_cost: int | None = None, use_torch: bool = True) -> VerifyResult:
     """A tiny GPT: every step against NumPy and torch (each recomputing without a cache), the
@@ -152,6 +182,8 @@ def torch_model_result(spec, want: dict, tol: float, require_torch: bool, proble
             problems.append("torch is required (--require-torch) but not installed: "
                             "pip install 'symblock[torch]'")
         return BackendResult(available=False, reason="torch is not installed")
+    if spec.kind == "encoder-decoder":
+        return translation_result(spec, want, tol, problems)
     from symblock.reference import torch_model
     res = compare(want, torch_model.forward(spec), "torch", tol, problems)
     stack = torch_model.encoder_stack_output(spec)
@@ -162,3 +194,73 @@ def torch_model_result(spec, want: dict, tol: float, require_torch: bool, proble
         if not d <= tol:
             problems.append(f"the nn.TransformerEncoderLayer stack differs by {d:.3g}")
     return res
+
+
+def translation_result(spec, want: dict, tol: float, problems: list[str]) -> BackendResult:
+    """An encoder-decoder against a real nn.Transformer in a greedy loop (torch_translate.py)."""
+    from symblock.reference import torch_translate
+    why = torch_translate.unsupported(spec)
+    if why is not None:
+        return BackendResult(available=False, reason=f"nn.Transformer: {why}")
+    got = torch_translate.outputs(spec)
+    res = compare({k: want[k] for k in got}, got, "torch", tol, problems)
+    res.note = f"nn.Transformer in a greedy loop: memory, outputs, logits and tokens of {spec.generate + 1} passes"
+    return res
+
+
+# ---------------------------------------------------------------- what verify prints
+
+def table(result: VerifyResult) -> str:
+    """What `verify` prints: each step's largest difference per backend run, then a verdict."""
+    names = list(result.steps)
+    backends = [b for b, res in result.backends.items() if res.available]  # a column per backend run
+    head = ["step"] + [f"{b} max |Δ|" for b in backends]
+    rows = [[n] + [_diff(result.backends[b], n) for b in backends] for n in names]
+    w = [max(len(r[j]) for r in [head] + rows) for j in range(len(head))]
+    out = ["  ".join(c.ljust(w[j]) for j, c in enumerate(head)), "  ".join("-" * x for x in w)]
+    out += ["  ".join(c.ljust(w[j]) for j, c in enumerate(r)) for r in rows]
+    out.append("")
+    for b, res in result.backends.items():
+        if not res.available:
+            out.append(f"{b}: not run ({res.reason})")
+        else:
+            extra = f"; {res.note}" if res.note else ""
+            out.append(f"{b}: largest difference {res.max_abs_diff:.3g} over {len(res.steps)} steps "
+                       f"(tolerance {result.tol:g}){extra}")
+    cache = result.cache
+    if cache:
+        counts = {v: sum(1 for _, w in cache if w == v) for v in ("exact", "numeric", "differs")}
+        out.append(f"KV cache: {len(cache)} cached steps vs the full recompute: {counts['exact']} equal "
+                   f"exactly (the same expression), {counts['numeric']} equal to 16384 bits, "
+                   f"{counts['differs']} differ")
+    tiles = result.tiles
+    if tiles:
+        counts = {v: sum(1 for _, w in tiles if w == v) for v in ("exact", "numeric", "differs")}
+        out.append(f"Online softmax: {len(tiles)} tiled head{'s' if len(tiles) != 1 else ''} vs softmax·V: "
+                   f"{counts['exact']} equal exactly (by algebra), {counts['numeric']} equal to 16384 bits, "
+                   f"{counts['differs']} differ")
+    out.append("OK: every step agrees" if result.ok else "FAILED: " + "; ".join(result.problems))
+    return "\n".join(out)
+
+
+def _diff(res, name: str) -> str:
+    if not res.available:
+        return "–"
+    v = res.steps.get(name)
+    return "–" if v is None else f"{v:.2e}"
+
+
+def to_json(result: VerifyResult) -> str:
+    backends = {}
+    for b, res in result.backends.items():
+        if res.available:
+            backends[b] = {"available": True, "max_abs_diff": res.max_abs_diff, "steps": res.steps}
+            if res.note:
+                backends[b]["note"] = res.note
+        else:
+            backends[b] = {"available": False, "reason": res.reason}
+    extra = {"cache": dict(result.cache)} if result.cache else {}
+    if result.tiles:
+        extra["tiles"] = dict(result.tiles)
+    return json.dumps({"ok": result.ok, "tol": result.tol, "backends": backends,
+                       "problems": result.problems, **extra}, indent=1)

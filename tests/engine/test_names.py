@@ -17,6 +17,12 @@ from symblock.engine import names
     ("gen1.layer0.cache.k", dict(gen=1, layer=0, kind="cache_k", base="cache.k")),
     ("gen2.next_token", dict(gen=2, layer=None, kind="next_token")),
     ("layer0.resid1", dict(layer=0, kind="resid")),
+    ("enc.layer1.attn.h0.weights", dict(encoder=True, layer=1, head=0, kind="weights", prefix="enc.layer1.")),
+    ("enc.norm_final.std", dict(encoder=True, layer=None, kind="std", norm="norm_final")),
+    ("gen1.layer0.cross.h1.masked", dict(gen=1, layer=0, head=1, kind="cross_masked", encoder=False,
+                                         head_prefix="gen1.layer0.cross.h1")),
+    ("layer0.norm3.var", dict(kind="var", norm="norm3")),
+    ("norm_embed", dict(kind="norm", norm="norm_embed")),
     ("attn.h0.weights.dropped", dict(dropped=True, kind="weights", base="attn.h0.weights")),
     ("grad.attn.q", dict(grad=True, kind="q", base="attn.q")),
     ("ffn.gate", dict(kind="gate")),
@@ -26,6 +32,16 @@ def test_each_part_of_a_name_lands_in_its_field(name, fields):
     step = names.parse(name)
     for key, want in fields.items():
         assert getattr(step, key) == want, (name, key)
+
+
+@pytest.mark.parametrize("name, part", [
+    ("attn.q", "attn"), ("b1.attn.h0.weights.dropped", "attn"), ("gen1.layer0.cache.v", "attn"),
+    ("grad.attn.concat", "attn"), ("norm1", "norm"), ("layer1.norm2.var", "norm"), ("norm_final.rms", "norm"),
+    ("ffn.act", "ffn"), ("resid1", "resid"), ("layer0.resid2", "resid"), ("output", "output"),
+    ("x", None), ("embed", None), ("gen2.logits", None), ("next_token", None), ("W_1", None),
+])
+def test_each_step_says_which_part_of_the_block_it_works(name, part):
+    assert names.parse(name).sublayer == part
 
 
 def test_a_name_rebuilds_from_its_parts_and_siblings_keep_the_prefixes():
@@ -48,3 +64,4 @@ def test_a_step_knows_the_part_of_the_block_it_belongs_to():
     assert names.parse("gen1.layer0.ffn.act").section == "ffn"
     assert names.parse("norm2.var").section == "norm2"
     assert names.parse("gen1.layer0.cache.v").section == "cache"
+

@@ -76,7 +76,7 @@ def test_a_slip_over_carried_entries_is_not_full_credit_under_carried_below_1(tm
     spec = symblock.load(_write(tmp_path, "spec.yaml", IDENTITY_SPEC))
     trace = symblock.forward(spec)
     from symblock.exercises import variant
-    marker = Marker.of(variant.build("", trace, Marker.options_for(spec, {})))
+    marker = Marker.of(variant.build("", trace, variant.Options.for_answers(spec, {})))
     data, source = answers.read(_write(tmp_path, "answers.yaml", SLIP_OVER_CARRIED))
     steps = {s.name: s for s in marker.mark(data, source).steps}
     half = Credit(carried=Fraction(1, 2))
