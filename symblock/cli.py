@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         try:
             from symblock.engine import cost
-            with cost.limited(getattr(args, "max_cost", None)):
+            with cost.limit(getattr(args, "max_cost", None)):
                 return args.func(args)
         except (SpecError, UsageError, UndecidableError) as e:
             print(f"symblock: error: {e}", file=sys.stderr)
@@ -195,7 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _trace(args):
     from symblock.engine.model import forward_any
     from symblock.exercises.generate import load
-    return forward_any(load(args.spec, allow_model=True), max_cost=getattr(args, "max_cost", None))
+    return forward_any(load(args.spec, allow_model=True))
 
 
 def cmd_forward(args) -> int:
@@ -241,7 +241,7 @@ def cmd_verify(args) -> int:
     from symblock.reference import verify
     from symblock.exercises.generate import load
     spec = load(args.spec, allow_model=True)
-    result = verify.run(spec, tol=args.tol, require_torch=args.require_torch, max_cost=args.max_cost,
+    result = verify.run(spec, tol=args.tol, require_torch=args.require_torch,
                         use_torch=not args.no_torch)
     print(report.verify_json(result) if args.json else report.verify_table(result))
     return 0 if result.ok else 1

@@ -73,12 +73,11 @@ def run(args) -> int:
         marker, default = found
     else:
         if ident is not None:
-            _, trace = variants.rebuild(ident, spec_arg, "--id" if args.id else f"{source}: id",
-                                        max_cost=args.max_cost)
+            _, trace = variants.rebuild(ident, spec_arg, "--id" if args.id else f"{source}: id")
         elif spec_arg is None:
             raise UsageError(f"check: give SPEC, or an `id:` in {source} (a worksheet ID)")
         else:
-            trace = forward(load(spec_arg, allow_model=True), max_cost=args.max_cost)
+            trace = forward(load(spec_arg, allow_model=True))
         wrt = None if args.wrt is None else [w.strip() for w in args.wrt.split(",") if w.strip()]
         marker, default = Marker.for_answers(trace, data, loss=args.loss, wrt=wrt, preset=args.preset), None
     result = marker.mark(data, source, default)
@@ -104,7 +103,7 @@ def _from_set(args, answers_path: str, ident: str | None, spec_arg: str | None):
     for folder in (here, here.parent, here.parent.parent):  # SET/students/<ID>/answers.yaml too
         if manifest.find(folder) is not None:
             man = manifest.read(folder)
-            pool = Variants(man, args.max_cost)
+            pool = Variants(man)
             if pool.problem(ident) is not None:
                 continue
             if spec_arg is not None and variants.spec_token(spec_arg) != pool.token:

@@ -108,7 +108,7 @@ def run(args) -> int:
     if args.target is not None and args.loss != "mse":
         raise specmod.SpecError(s.source, "--target", "a target only goes with --loss mse")
     wrt = [w.strip() for w in args.wrt.split(",") if w.strip()]
-    b = backward(s, args.loss, wrt, target=_target(args.target, s), max_cost=args.max_cost)
+    b = backward(s, args.loss, wrt, target=_target(args.target, s))
     print(to_json(b) if args.json else table(b, args.decimals), end="" if not args.json else "\n")
     return 0
 

@@ -58,7 +58,7 @@ def run(args) -> int:
             if (out / name).exists():
                 raise UsageError(f"--out: {out / name} already exists; use --force to overwrite, or another directory")
     people = roster.read(args.roster) if args.roster else None
-    cls = gradebook.grade(man, gradebook.answer_files(answers_dir), credit, max_cost=args.max_cost, roster=people)
+    cls = gradebook.grade(man, gradebook.answer_files(answers_dir), credit, roster=people)
     drawn = plots.available()
     files = {"gradebook.csv": lms.gradebook_csv(cls, args.lang),
              "summary.md": summary.summary_md(cls, credit, args.lang, drawn),

@@ -84,8 +84,8 @@ def variants(args) -> list[tuple[str, object]]:
         spec_arg, seed = variants.parse_id(args.id, args.spec)
         data, source = variants.read(spec_arg, overrides)
         if seed is None:
-            return [(args.id, forward(_load(spec_arg), max_cost=args.max_cost))]
-        got = variants.draw_variant(data, source, seed, args.max_cost)
+            return [(args.id, forward(_load(spec_arg)))]
+        got = variants.draw_variant(data, source, seed)
         if got is None:
             raise UsageError(f"--id {args.id}: seed {seed} does not give a usable block")
         return [(args.id, got[1])]
@@ -98,7 +98,7 @@ def variants(args) -> list[tuple[str, object]]:
         from symblock.exercises.presets import choose
         from symblock.exercises.stress import spread
         ask = lambda t: choose(t, args.preset, args.loss, _wrt(args.wrt))  # noqa: E731
-        drawn = variants.draw_variants(spec_arg, args.variants, seed, args.max_cost, overrides,
+        drawn = variants.draw_variants(spec_arg, args.variants, seed, overrides,
                                        judge(args.preset, args.loss, _wrt(args.wrt), args.decimals),
                                        None if args.allow_repeats else spread(args.variants, ask))
         if not args.allow_repeats and len(drawn) > 1:  # every student's exercise differs (exercises/stress.py)
@@ -110,7 +110,7 @@ def variants(args) -> list[tuple[str, object]]:
     if args.seed is not None:
         raise UsageError("--seed goes with --variants N")
     spec = from_mapping(*variants.read(spec_arg, overrides)) if overrides else _load(spec_arg)
-    return [(variants.make_id(variants.spec_token(spec_arg), spec.seed), forward(spec, max_cost=args.max_cost))]
+    return [(variants.make_id(variants.spec_token(spec_arg), spec.seed), forward(spec))]
 
 
 def _same_on_every_sheet(pairs) -> None:

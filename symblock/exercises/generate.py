@@ -97,7 +97,7 @@ def merge_random(data: Mapping, overrides: Mapping | None) -> dict:
     return data
 
 
-def from_mapping(data: Mapping, source: str = "<spec>", max_cost: int | None = None, allow_model: bool = True):
+def from_mapping(data: Mapping, source: str = "<spec>", allow_model: bool = True):
     """A parsed spec as a BlockSpec (or, with a `model:` section, a ModelSpec), drawing a `random:`
     section's constraints until they hold (engine.spec.from_mapping does the rest: it knows no
     constraints)."""
@@ -109,7 +109,7 @@ def from_mapping(data: Mapping, source: str = "<spec>", max_cost: int | None = N
                             "`symblock forward` and `symblock verify` take models")
         return model_spec.from_mapping(data, source)
     if has_constraints(data.get("random") if isinstance(data, Mapping) else None):
-        return variant(data, source, max_cost=max_cost).spec
+        return variant(data, source).spec
     return specmod.from_mapping(data, source)
 
 
@@ -158,7 +158,7 @@ def constraints_of(data: Mapping, source: str, overrides: Mapping | None = None)
     return with_preset(data, source, overrides)[1]
 
 
-def plan(data: Mapping, source: str, overrides: Mapping | None = None, max_cost: int | None = None) -> Plan:
+def plan(data: Mapping, source: str, overrides: Mapping | None = None) -> Plan:
     """Parse the constraints, fill in the preset, validate the rest, and fail at once on a
     constraint no draw can meet."""
     from symblock.engine import spec as specmod
@@ -167,12 +167,12 @@ def plan(data: Mapping, source: str, overrides: Mapping | None = None, max_cost:
     plain = {"seed": c.seed, "low": c.low, "high": c.high}
     base_map = shapes.placeholder_batch({**{k: v for k, v in data.items() if k != "random"}, "random": plain},
                                         c, source)
-    probe = specmod.from_mapping(base_map, source, max_cost)  # validates (and sizes) before drawing
+    probe = specmod.from_mapping(base_map, source)  # validates (and sizes) before drawing
     if c.padding is not None or c.dropout is not None:  # drawn masks: the probe's shape, then again
         data = shapes.with_masks(data, c, probe, source)
         base_map = shapes.placeholder_batch({**{k: v for k, v in data.items() if k != "random"},
                                              "random": plain}, c, source)
-        probe = specmod.from_mapping(base_map, source, max_cost)
+        probe = specmod.from_mapping(base_map, source)
     dims, opts = probe.dims, probe.options
     if c.staged and c.staged[0] not in step_names(dims, opts):
         raise err(source, "random.staged.step", f"no step {c.staged[0]!r} in this block; expected one of "
@@ -241,7 +241,7 @@ def draw_candidate(p: Plan, s: int, redraws: Counter) -> tuple[dict | None, str 
     return (tensors, None) if failed is None else (None, failed)
 
 
-def work(p: Plan, tensors: dict, source: str, max_cost: int | None, prev: tuple | None = None,
+def work(p: Plan, tensors: dict, source: str, prev: tuple | None = None,
          changed: tuple = (), upto: str | None = None):
     """(spec0, trace0, spec1, trace1): the candidate worked exactly, and again with the staged
     step given rounded (the same pair without staging). With staging, trace0 stops at the staged
@@ -253,18 +253,18 @@ def work(p: Plan, tensors: dict, source: str, max_cost: int | None, prev: tuple 
     data, c = p.data, p.c
     if prev is not None and not changed:
         spec0, trace0, spec1, trace1 = prev
-        trace1 = block.forward(spec1, max_cost=max_cost, upto=upto, keep=unchanged(trace1, p.graph, ()))
+        trace1 = block.forward(spec1, upto=upto, keep=unchanged(trace1, p.graph, ()))
         return spec0, trace0 if c.staged else trace1, spec1, trace1
     spec0 = specmod.with_tensors(p.probe, {n: tensors[n] for n in p.drawn},
                                  sequences.split(tensors["X"], p.probe.dims) if p.draw_x else None)
-    trace0 = block.forward(spec0, max_cost=max_cost, upto=c.staged[0] if c.staged else upto,
+    trace0 = block.forward(spec0, upto=c.staged[0] if c.staged else upto,
                            keep=prev and unchanged(prev[1], p.graph, changed))
     if not c.staged:
         return spec0, trace0, spec0, trace0
     step, k = c.staged
     spec1 = specmod.with_given(spec0, {step: [["-oo" if e is NEG_INF else e.decimal(k) for e in row]
                                               for row in trace0[step].value.rows]})
-    return spec0, trace0, spec1, block.forward(spec1, max_cost=max_cost, upto=upto,
+    return spec0, trace0, spec1, block.forward(spec1, upto=upto,
                                                keep=prev and unchanged(prev[3], p.graph, changed))
 
 
@@ -292,18 +292,18 @@ def refit_ffn(p: Plan, tensors: dict, trace, attempt: int, redraws: Counter) -> 
     return True
 
 
-def settle(p: Plan, tensors: dict, source: str, max_cost: int | None, attempt: int,
+def settle(p: Plan, tensors: dict, source: str, attempt: int,
            redraws: Counter) -> tuple[tuple, str | None, int]:
     """(work, the constraint that failed or None, 1 if W_1/b_1 were refitted else 0): the
     candidate worked exactly and checked. With `p.split` the forward stops after ffn.hidden first,
     so that a relu_mixed refit does not throw away the FFN worked on the weights it replaces."""
-    w = work(p, tensors, source, max_cost, upto=p.split)
+    w = work(p, tensors, source, upto=p.split)
     failed = exact_checks(p, w[1], w[3])
     if failed and failed.startswith("relu_mixed") and refit_ffn(p, tensors, w[3], attempt, redraws):
-        w = work(p, tensors, source, max_cost, w, ("W_1", "b_1"))
+        w = work(p, tensors, source, w, ("W_1", "b_1"))
         return w, exact_checks(p, w[1], w[3]), 1
     if failed is None and p.split:  # carried on from ffn.hidden: attention is checked already
-        w = work(p, tensors, source, max_cost, w)
+        w = work(p, tensors, source, w)
         failed = exact_checks(p, w[1], w[3], attention=False)
     return w, failed, 0
 
@@ -318,17 +318,16 @@ def exact_checks(p: Plan, trace0, trace1, attention: bool = True) -> str | None:
         or next(filter(None, (check_activation(steps, p.c, b) for b in prefixes)), None)
 
 
-def variant(data: Mapping, source: str, overrides: Mapping | None = None,
-            max_cost: int | None = None) -> Variant:
+def variant(data: Mapping, source: str, overrides: Mapping | None = None) -> Variant:
     """Draw the spec's variant for its `random.seed`: reproducible, all constraints checked on
     exact values, bounded; raises SpecError naming the constraint that could not be met."""
     from symblock.engine import spec as specmod
-    p = plan(data, source, overrides, max_cost)
+    p = plan(data, source, overrides)
     c = p.c
     rejections, redraws, last = Counter(), Counter(), {}
     forwards = 0
     max_draws, max_forwards = draw_limits(c, p.probe.dims, p.probe.options, p.drawn, p.draw_x,
-                                          set(p.probe.given), max_cost)
+                                          set(p.probe.given))
     for attempt in range(max_draws):
         tensors, failed = draw_candidate(p, sub_seed(c.seed, attempt), redraws)
         if tensors is not None:
@@ -336,7 +335,7 @@ def variant(data: Mapping, source: str, overrides: Mapping | None = None,
                 break
             forwards += 1
             try:
-                (spec0, trace0, spec1, trace1), failed, refitted = settle(p, tensors, source, max_cost,
+                (spec0, trace0, spec1, trace1), failed, refitted = settle(p, tensors, source,
                                                                          attempt, redraws)
                 forwards += refitted
             except specmod.SpecError as e:
@@ -353,8 +352,7 @@ def variant(data: Mapping, source: str, overrides: Mapping | None = None,
     raise give_up(source, attempt + 1, forwards, rejections, last)
 
 
-def draw_limits(c: Constraints, dims, opts, drawn: list, draw_x: bool, given: set,
-                max_cost: int | None) -> tuple[int, int]:
+def draw_limits(c: Constraints, dims, opts, drawn: list, draw_x: bool, given: set) -> tuple[int, int]:
     """How many candidates to draw and how many to work through exactly, decided before drawing:
     random.max_draws, but no more than DRAW_BUDGET entries drawn and prechecked in all, and
     MAX_FORWARDS exact forwards, but no more than the engine's cost limit buys (engine/cost.py)."""
@@ -366,7 +364,7 @@ def draw_limits(c: Constraints, dims, opts, drawn: list, draw_x: bool, given: se
         per_draw += 3 * n * d * d + n * n * d  # the integer attention fit's projections and scores
     per_forward = cost.cost(dims, opts, given) * (2 if c.staged else 1)
     return (max(1, min(c.max_draws, DRAW_BUDGET // max(per_draw, 1))),
-            max(1, min(MAX_FORWARDS, cost.limit(max_cost) // max(per_forward, 1))))
+            max(1, min(MAX_FORWARDS, cost.current_limit() // max(per_forward, 1))))
 
 
 def give_up(source: str, draws: int, forwards: int, rejections: Counter, last: dict):

@@ -217,7 +217,7 @@ class Report:
 
 
 def stress(data: dict, source: str, n: int, first_seed: int = 1, overrides: dict | None = None,
-           max_cost: int | None = None, judge=None) -> Report:
+           judge=None) -> Report:
     """Draw n variants from seed first_seed on and gather the report. `judge(trace)` -> a reason or
     None (grading's distinct_mistakes check) turns seeds down as `worksheet --variants` does, when the
     spec asks for it; without a judge the seeds are first_seed … first_seed+n−1."""
@@ -229,7 +229,7 @@ def stress(data: dict, source: str, n: int, first_seed: int = 1, overrides: dict
     keys, space, answers, minutes, traces = set(), 0, [], [], []
     seed, c, accepted = first_seed, None, 0
     while accepted < n and seed < first_seed + n * MAX_TRIES:
-        v = variant(data, source, overrides={**(overrides or {}), "seed": seed}, max_cost=max_cost)
+        v = variant(data, source, overrides={**(overrides or {}), "seed": seed})
         seed += 1
         c = v.constraints
         report.draws += v.draws

@@ -120,7 +120,7 @@ def parse_id(ident: str, spec_arg: str | None, flag: str = "--id") -> tuple[str,
     return spec_arg, seed
 
 
-def rebuild(ident: str, spec_arg: str | None, flag: str = "--id", max_cost: int | None = None):
+def rebuild(ident: str, spec_arg: str | None, flag: str = "--id"):
     """(spec, trace) of the variant a worksheet ID names (`spec_arg`: the spec file, needed for
     a file's ID); the same draw as `worksheet --variants` made."""
     from symblock.errors import UsageError
@@ -130,8 +130,8 @@ def rebuild(ident: str, spec_arg: str | None, flag: str = "--id", max_cost: int 
     if seed is None:
         from symblock.exercises.generate import from_mapping
         spec = from_mapping(data, source)
-        return spec, forward(spec, max_cost=max_cost)
-    got = draw_variant(data, source, seed, max_cost)
+        return spec, forward(spec)
+    got = draw_variant(data, source, seed)
     if got is None:
         raise UsageError(f"{flag} {ident}: seed {seed} does not give a usable block")
     return got
@@ -166,7 +166,7 @@ def with_seed(data: dict, source: str, seed: int):
     return from_mapping(data, source)
 
 
-def draw_variant(data: dict, source: str, seed: int, max_cost: int | None = None):
+def draw_variant(data: dict, source: str, seed: int):
     """One variant: (spec, trace) for `seed`, or None when that draw is unusable (e.g. a row with
     zero variance and ε = 0). The single place where generation constraints plug in (issue 5).
     A model's variant is also unusable when its decoding step is no hand exercise (decoder.problem)."""
@@ -176,7 +176,7 @@ def draw_variant(data: dict, source: str, seed: int, max_cost: int | None = None
     if decoder.is_model(spec) and decoder.prefilter(spec):   # most seeds: no exact forward
         return None
     try:
-        trace = forward(spec, max_cost=max_cost)
+        trace = forward(spec)
     except SpecError as e:
         if e.where.startswith(("dims", "random")):  # random.*: a constraint no draw can meet
             raise
@@ -189,7 +189,7 @@ def draw_variant(data: dict, source: str, seed: int, max_cost: int | None = None
 SAME_DRAWS = 40  # usable draws that all repeat the first: no variety (chance ~3^-40 for one drawn entry)
 
 
-def draw_variants(spec_arg: str, n: int, seed: int, max_cost: int | None = None,
+def draw_variants(spec_arg: str, n: int, seed: int,
                   overrides: dict | None = None, judge=None, keep=None) -> list:
     """`n` distinct usable variants with seeds seed, seed+1, ... (unusable or repeated draws are
     skipped, deterministically, and so are those `judge(trace)` turns down when the spec asks for
@@ -201,7 +201,7 @@ def draw_variants(spec_arg: str, n: int, seed: int, max_cost: int | None = None,
         judge = None
     out, seen, alike, usable_repeats = [], set(), 0, 0
     for s in range(seed, seed + n * MAX_TRIES):
-        got = draw_variant(data, source, s, max_cost)
+        got = draw_variant(data, source, s)
         if got is None or (judge is not None and judge(got[1])):
             continue
         spec, trace = got

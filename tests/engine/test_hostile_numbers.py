@@ -404,8 +404,8 @@ def test_generation_budgets_draws_and_forwards_by_the_block_size():
     small = spec.Dims(seq_len=3, d_model=4, d_ff=4, heads=1)
     large = spec.Dims(seq_len=16, d_model=32, d_ff=128, heads=4)
     opts = spec.Options()
-    draws_small, fwd_small = generate.draw_limits(c, small, opts, ["W_Q", "W_K"], True, set(), None)
-    draws_large, fwd_large = generate.draw_limits(c, large, opts, ["W_Q", "W_K"], True, set(), None)
+    draws_small, fwd_small = generate.draw_limits(c, small, opts, ["W_Q", "W_K"], True, set())
+    draws_large, fwd_large = generate.draw_limits(c, large, opts, ["W_Q", "W_K"], True, set())
     assert draws_small >= 10_000 and fwd_small == generate.MAX_FORWARDS   # tiny blocks: as asked
     assert draws_large * 10 < draws_small and fwd_large < 10                # large: bounded first
     assert fwd_large * cost.cost(large, opts) <= cost.MAX_COST

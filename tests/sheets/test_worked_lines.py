@@ -80,7 +80,7 @@ def draw_keys(tmp_path, difficulty: str, n: int, **kw):
     from symblock.exercises import variants
     path = tmp_path / f"{difficulty}.yaml"
     path.write_text(f"random: {{difficulty: {difficulty}, seed: 1}}\n")
-    for ident, _, trace in variants.draw_variants(str(path), n, 1, None, {}):
+    for ident, _, trace in variants.draw_variants(str(path), n, 1, {}):
         yield ident, trace, documents(trace, ident, formats=["markdown"], **kw)["key.md"]
 
 
