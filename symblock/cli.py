@@ -14,8 +14,8 @@ import sys
 import traceback
 
 from symblock.errors import SpecError, UndecidableError, UsageError, excerpt, printable
-from symblock.options import (DEFAULT_EXAMPLE, MAX_DECIMALS, HelpFormatter, add_spec_argument,  # noqa: F401
-                              decimals, nonneg, tolerance)  # (DEFAULT_EXAMPLE re-exported)
+from symblock.commands.arguments import HelpFormatter, add_spec_argument, decimals, nonneg, tolerance
+from symblock.options import DEFAULT_EXAMPLE, MAX_DECIMALS  # noqa: F401  (DEFAULT_EXAMPLE re-exported)
 
 
 
@@ -36,7 +36,7 @@ COMMANDS = [
 def main(argv: list[str] | None = None) -> int:
     with _printable_streams():
         parser = build_parser()
-        from symblock.exercises.flags import join_values
+        from symblock.commands.flags import join_values
         args = parser.parse_args(join_values(argv))  # `--score-range -6:6` as the README writes it
         if not getattr(args, "func", None):
             parser.print_help()

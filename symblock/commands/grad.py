@@ -59,9 +59,10 @@ def table(b, places: int = 4) -> str:
 # ---------------------------------------------------------------- command
 
 def add_arguments(p) -> None:
-    from symblock.options import MAX_DECIMALS, decimals, nonneg
-    p.add_argument("spec", nargs="?", default="seed-post-ln", metavar="SPEC",
-                   help="a spec file (YAML/JSON) or a built-in example name (default: seed-post-ln)")
+    from symblock.commands.arguments import decimals, nonneg
+    from symblock.options import MAX_DECIMALS
+    from symblock.commands.arguments import add_spec_argument
+    add_spec_argument(p)
     p.add_argument("--loss", choices=LOSSES, default="sum",
                    help="sum: L = Σ Y_ij; mse: L = mean of (Y_ij − T_ij)² over all entries (default sum)")
     p.add_argument("--wrt", default="X", metavar="NAMES",

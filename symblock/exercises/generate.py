@@ -71,7 +71,6 @@ from symblock.exercises.draws import (check_family, draw_tensor, draw_x, fix_row
                                       row_family, sub_seed)
 from symblock.exercises.stage import fit_ffn
 from symblock.exercises import sequences, shapes
-from symblock.exercises.flags import add_random_arguments, overrides_from_args  # noqa: F401
 
 
 @dataclass
@@ -114,10 +113,10 @@ def from_mapping(data: Mapping, source: str = "<spec>", allow_model: bool = True
 
 
 def load(name_or_path, allow_model: bool = False):
-    """A built-in example name or a spec file (YAML/JSON) as a BlockSpec: `symblock.load`
-    (`allow_model=True`: a ModelSpec too, for a spec with a `model:` section)."""
-    from symblock.engine import spec as specmod
-    data, source = specmod.read_spec(name_or_path)
+    """A SPEC (a spec file, a built-in example's name, preset:D: spec_arg.py) as a BlockSpec:
+    `symblock.load` (`allow_model=True`: a ModelSpec too, for a spec with a `model:` section)."""
+    from symblock.exercises import spec_arg
+    data, source = spec_arg.read(name_or_path)
     return from_mapping(data, source, allow_model=allow_model)
 
 

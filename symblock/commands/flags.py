@@ -40,7 +40,7 @@ def add_random_arguments(p) -> None:
     g.add_argument("--softmax-weights", metavar="LO:HI", help="bound every live softmax weight, e.g. 0.02:0.9")
     g.add_argument("--norm-min", metavar="S", help="smallest σ (rms) of a norm row, e.g. 1/2")
     g.add_argument("--staged", metavar="STEP:K", help="give STEP rounded to K decimals, e.g. attn.out:3")
-    from symblock.options import bounded
+    from symblock.commands.arguments import bounded
     g.add_argument("--max-draws", type=bounded(1, MAX_DRAWS_LIMIT), metavar="N",
                    help=f"candidate draws before giving up (default {MAX_DRAWS}, at most {MAX_DRAWS_LIMIT:,})")
 
