@@ -66,7 +66,7 @@ from symblock.exercises.checks import (attention_input, check_activation, check_
 from symblock.exercises.constraints import (CONSTRAINT_KEYS, DIFFICULTIES, FLAG_KEYS, MAX_DRAWS,  # noqa: F401
                                             DRAW_BUDGET, MAX_FORWARDS, NORM_PARAMS, NORMS, STAGE_BATCHES, Constraints, err,
                                             has_constraints, parse_random)
-from symblock.exercises.difficulty import PRESETS, apply_difficulty, dims_choices  # noqa: F401
+from symblock.exercises.difficulty import apply_difficulty, dims_choices  # noqa: F401
 from symblock.exercises.draws import (check_family, draw_tensor, draw_x, fix_rows, ints, pick_rows,  # noqa: F401
                                       row_family, sub_seed)
 from symblock.exercises.stage import fit_ffn
@@ -127,7 +127,7 @@ generate = from_mapping  # round-1 name
 class Plan:
     """What `variant` draws and how, settled once before the first draw."""
     c: Constraints
-    data: dict                   # the spec mapping with the preset filled in
+    data: dict                   # the spec mapping with its difficulty filled in
     probe: Any                   # the spec without its drawn tensors (validated dims, block, given)
     graph: Mapping               # step -> its inputs
     drawn: list                  # parameters to draw (γ, β of norm_params included)
@@ -139,30 +139,30 @@ class Plan:
                                  #   step (the last sequence's ffn.hidden), where a refit starts
 
 
-def with_preset(data: Mapping, source: str, overrides: Mapping | None = None) -> tuple[dict, Constraints]:
-    """The mapping with its difficulty preset filled in, and the constraints in force (the
-    preset's under the spec's own)."""
+def with_difficulty(data: Mapping, source: str, overrides: Mapping | None = None) -> tuple[dict, Constraints]:
+    """The mapping with its difficulty filled in, and the constraints in force (the
+    difficulty's under the spec's own)."""
     data = merge_random(data, overrides)
     rnd = data.get("random")
     c = parse_random(rnd, source)
-    data = shapes.with_dims(data, c, source)  # random.dims: picked before the preset fills the rest
-    data, preset_random = apply_difficulty(data, c, source)
-    if preset_random:
-        c = parse_random({**preset_random, **{k: v for k, v in rnd.items() if k != "difficulty"}}, source)
+    data = shapes.with_dims(data, c, source)  # random.dims: picked before the difficulty fills the rest
+    data, difficulty_random = apply_difficulty(data, c, source)
+    if difficulty_random:
+        c = parse_random({**difficulty_random, **{k: v for k, v in rnd.items() if k != "difficulty"}}, source)
         c = replace(c, difficulty=rnd.get("difficulty"))
     return data, c
 
 
 def constraints_of(data: Mapping, source: str, overrides: Mapping | None = None) -> Constraints:
-    return with_preset(data, source, overrides)[1]
+    return with_difficulty(data, source, overrides)[1]
 
 
 def plan(data: Mapping, source: str, overrides: Mapping | None = None) -> Plan:
-    """Parse the constraints, fill in the preset, validate the rest, and fail at once on a
+    """Parse the constraints, fill in the difficulty, validate the rest, and fail at once on a
     constraint no draw can meet."""
     from symblock.engine import spec as specmod
     from symblock.engine.steps import step_inputs, step_names
-    data, c = with_preset(data, source, overrides)
+    data, c = with_difficulty(data, source, overrides)
     plain = {"seed": c.seed, "low": c.low, "high": c.high}
     base_map = shapes.placeholder_batch({**{k: v for k, v in data.items() if k != "random"}, "random": plain},
                                         c, source)

@@ -8,7 +8,7 @@ failed; rows of X redrawn for the first norm count too), the spread of every ste
 entry, the largest integer a student writes — numerator or denominator of an exact rational), how
 many variants have the step entirely rational and entirely as a printable closed form, and how many
 distinct variants there are: distinct among the n drawn, and the number of distinct tensor draws the
-ranges allow (an exact count, times the dims a preset can choose: an upper bound on the variants
+ranges allow (an exact count, times the dims a difficulty can choose: an upper bound on the variants
 the spec can produce), with the valid share estimated from the acceptance rate; and the variety of
 the set: per asked step, how many distinct exact answers the n variants have and how often the
 most common one repeats, with a warning on every step below the guarantee (`problems`).

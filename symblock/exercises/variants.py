@@ -202,7 +202,7 @@ def variant_key(spec) -> tuple:
 
 
 def wants_judge(data: dict, source: str) -> bool:
-    """Whether the spec (with its difficulty preset) asks for random.distinct_mistakes."""
+    """Whether the spec (with its difficulty) asks for random.distinct_mistakes."""
     from symblock.exercises.generate import constraints_of
     rnd = data.get("random")
     return isinstance(rnd, dict) and constraints_of(data, source).distinct_mistakes

@@ -1,4 +1,4 @@
-"""`preset:D`, the SPEC of a command given --difficulty D and no spec: the preset's own block,
+"""`preset:D`, the SPEC of a command given --difficulty D and no spec: the difficulty's own block,
 with an ID (`preset-D.SEED`) that rebuilds the same variant without any file."""
 from __future__ import annotations
 
