@@ -1,7 +1,9 @@
 """Hypothesis profiles: no per-example deadline (exact arithmetic and torch start-up vary with the
 machine's load), and in CI (CI=true) a derandomized run, so a landing never depends on luck.
-Fixtures many test files share: `cli`, a command line run in this process."""
+Fixtures many test files share: `cli`, a command line run in this process, and `spec_file`,
+a spec written into the test's folder."""
 import os
+from pathlib import Path
 from typing import NamedTuple
 
 import pytest
@@ -30,3 +32,14 @@ def cli(capsys):
         out, err = capsys.readouterr()
         return Ran(code, out, err)
     return run
+
+
+@pytest.fixture
+def spec_file(tmp_path):
+    """Write a spec (or answers) file, exactly as given, into the test's folder and give its path:
+    `spec_file(text)` is tmp_path/spec.yaml, `spec_file(text, "s.json")` another name."""
+    def write(text: str, name: str = "spec.yaml") -> Path:
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        return path
+    return write
