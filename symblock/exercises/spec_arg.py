@@ -1,8 +1,8 @@
 """SPEC, the block a command works on, read the same way by every command: a spec file (YAML or
 JSON), a built-in example by name (NAME, or example:NAME as messages name it), or `preset:D`, the
 own block of difficulty D (a title, seed 1 and `random.difficulty: D`; its worksheet IDs are
-`preset-D.SEED`). A file of that name wins over an example's NAME, as
-it always has; `example:` and `preset:` always mean the built-in ones.
+`preset-D.SEED`). A file of an example's NAME wins over the example, as it always has;
+`example:NAME` and `preset:D` always mean the built-in ones.
 """
 from __future__ import annotations
 
