@@ -15,7 +15,7 @@ from __future__ import annotations
 from flint import fmpq, fmpz
 
 FACTOR_LIMIT = 10**18  # surds sqrt(n) are reduced (square factors taken out) for n below this
-_FUNCTIONS = ("exp", "erf", "tanh", "sin", "cos")  # sin/cos: a model's sinusoidal positions
+_FUNCTIONS = ("exp", "erf", "tanh", "sin", "cos", "log")  # sin/cos: positions, RoPE; log: θ^(2i/d)
 
 
 # ---------------------------------------------------------------- text without SymPy
@@ -69,6 +69,9 @@ def _opaque(r, memo) -> tuple[fmpq, dict]:
         f = "(-oo)"
     elif r.op == "const":
         f = "pi"
+    elif r.op == "pow":
+        b = _rational(r.args[0].q)
+        f = f"({b if r.args[0].q.q == 1 else f'({b})'}**({_rational(r.args[1])}))"
     else:
         arg = text(r.args[0], memo)
         f = "E" if r.op == "exp" and arg == "1" else f"{r.op}({arg})"
@@ -200,8 +203,11 @@ def sympy_form(r, child):
         return sympy.Add(*parts)
     if op == "const":
         return sympy.pi
+    if op == "pow":
+        e = r.args[1]
+        return sympy.Pow(child(r.args[0]), sympy.Rational(int(e.p), int(e.q)))
     (x,) = r.args
     x = child(x)
     return {"inv": lambda: 1 / x, "sqrt": lambda: sympy.sqrt(x), "exp": lambda: sympy.exp(x),
             "erf": lambda: sympy.erf(x), "tanh": lambda: sympy.tanh(x), "sin": lambda: sympy.sin(x),
-            "cos": lambda: sympy.cos(x)}[op]()
+            "cos": lambda: sympy.cos(x), "log": lambda: sympy.log(x)}[op]()

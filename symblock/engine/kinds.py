@@ -49,8 +49,12 @@ def _qk(d):
     return d.seq_len, d.heads * d.d_k
 
 
+def _k(d):
+    return d.seq_len, d.kv_heads * d.d_k
+
+
 def _v(d):
-    return d.seq_len, d.heads * d.d_v
+    return d.seq_len, d.kv_heads * d.d_v
 
 
 def _square(d):
@@ -59,6 +63,22 @@ def _square(d):
 
 def _ff(d):
     return d.seq_len, d.d_ff
+
+
+def _memory(d):
+    return d.mem_len, d.d_model
+
+
+def _mem_qk(d):
+    return d.mem_len, d.heads * d.d_k
+
+
+def _mem_v(d):
+    return d.mem_len, d.heads * d.d_v
+
+
+def _cross(d):
+    return d.seq_len, d.mem_len
 
 
 def _column(d):
@@ -89,8 +109,12 @@ def _with_projection(then):
 KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("x", _model, _const(None), "identity", None),
     Kind("q", _qk, _d_model, "linear", "linear"),
-    Kind("k", _qk, _d_model, "linear", "linear"),
+    Kind("k", _k, _d_model, "linear", "linear"),
     Kind("v", _v, _d_model, "linear", "linear"),
+    # RoPE: each entry x_a cos − x_b sin (or x_b cos + x_a sin) of its pair: two products
+    # (no working in the key yet: the sheet builder has no work_rope)
+    Kind("q_rot", _qk, _const(2), "rope", None),
+    Kind("k_rot", _k, _const(2), "rope", None),
     Kind("scores", _square, lambda d, o: d.d_head, "scores", "scores"),
     Kind("scaled", _square, _const(0), "scaled", "scaled"),
     Kind("masked", _square, _const(0), "masked", "masked"),
@@ -104,7 +128,7 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("tile_sum", _column, lambda d, o: (_tile(o) + 1) * (1 + 2 * NODE), "side", None),
     Kind("tile_acc", _head_v, lambda d, o: _tile(o) + 1, "side", None),
     Kind("tiled", _head_v, _const(0), "side", None),
-    Kind("concat", _v, _const(None), "concat", "concat"),
+    Kind("concat", lambda d: (d.seq_len, d.heads * d.d_v), _const(None), "concat", "concat"),
     Kind("attn_out", _model, lambda d, o: d.d_model if o.out_proj else None,
          lambda o: "linear" if o.out_proj else "identity", _with_projection("linear")),
     Kind("resid", _model, _const(0), "residual", "add"),
@@ -119,6 +143,20 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("rms", _column, _const(0), "root", "rms"),
     Kind("norm", _model, _const(0), lambda o: o.norm, lambda o: o.norm),
     Kind("output", _model, _const(None), "identity", "copy"),
+    # a decoder layer's cross-attention (engine/cross.py): queries from the decoder, keys and
+    # values from the memory, so its keys, values and scores have the memory's rows
+    Kind("memory", _memory, _const(None), "identity", None),
+    Kind("cross_q", _qk, _d_model, "linear", "linear"),
+    Kind("cross_k", _mem_qk, _d_model, "linear", "linear"),
+    Kind("cross_v", _mem_v, _d_model, "linear", "linear"),
+    Kind("cross_scores", _cross, lambda d, o: d.d_head, "scores", "scores"),
+    Kind("cross_scaled", _cross, _const(0), "scaled", "scaled"),
+    Kind("cross_masked", _cross, _const(0), "masked", "masked"),
+    Kind("cross_weights", _cross, _const(1 + NODE), "softmax", "weights"),
+    Kind("cross_head_out", lambda d: (d.seq_len, d.d_v), lambda d, o: d.mem_len, "head_out", "out"),
+    Kind("cross_concat", _v, _const(None), "concat", "concat"),
+    Kind("cross_out", _model, lambda d, o: d.d_model if o.out_proj else None,
+         lambda o: "linear" if o.out_proj else "identity", _with_projection("linear")),
 )}
 
 

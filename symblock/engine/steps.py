@@ -10,12 +10,13 @@ import functools
 import re
 from dataclasses import dataclass, field
 
-from symblock.engine import kinds, names, tiles
+from symblock.engine import cross_steps, kinds, names, tiles
 from symblock.engine.names import DROPPED
 
 NORM_STATS = {"layernorm": ("mean", "var", "std"), "rmsnorm": ("ms", "rms")}
 HEAD_STEPS = ("scores", "scaled", "masked", "weights", "out")
 GATED = ("swiglu", "geglu")
+ROPE_STEPS = ("attn.q_rot", "attn.k_rot")  # q and k turned by their positions (block.rope)
 DROPOUT_KINDS = ("weights", "attn_out", "act", "ffn_out")  # where a fixed dropout mask may sit
 _BATCH = re.compile(r"b(\d+)\.")
 
@@ -23,7 +24,8 @@ _BATCH = re.compile(r"b(\d+)\.")
 @dataclass(frozen=True)
 class Dims:
     """Shapes. `d_k`, `d_v` are per-head widths of Q/K and V (0 = the default d_model/heads);
-    `batch` is the number of sequences of a batch (0 = one sequence, steps unprefixed)."""
+    `batch` is the number of sequences of a batch (0 = one sequence, steps unprefixed);
+    `mem_len` the memory's rows of a decoder layer with cross-attention (0: none)."""
     seq_len: int
     d_model: int
     d_ff: int
@@ -31,11 +33,20 @@ class Dims:
     d_k: int = 0
     d_v: int = 0
     batch: int = 0
+    kv_heads: int = 0   # grouped K/V heads (0 = heads: one K/V head per query head)
+    mem_len: int = 0
 
     def __post_init__(self):
         for key in ("d_k", "d_v"):
             if not getattr(self, key):
                 object.__setattr__(self, key, self.d_model // self.heads)
+        if not self.kv_heads:
+            object.__setattr__(self, "kv_heads", self.heads)
+
+    @property
+    def group(self) -> int:
+        """Query heads per K/V head: query head h reads K/V head h // group."""
+        return self.heads // self.kv_heads
 
     @property
     def d_head(self) -> int:
@@ -58,6 +69,9 @@ class Options:
     padding: bool = False  # inputs.key_padding_mask given: every head has a `.masked` step
     dropout: frozenset = field(default_factory=frozenset)  # full names of steps with a mask
     attention_tiles: int = 0  # keys per tile of the online softmax (engine/tiles.py); 0 = none
+    rope: object = None  # engine/rope.Rope (θ and pair style), or None: no rotation of q and k
+    cross_attention: bool = False  # a decoder layer: self-attention, cross-attention, FFN (cross_steps.py)
+    memory_padding: bool = False   # inputs.memory_padding_mask given: every cross head has `.masked`
 
     @property
     def gated(self) -> bool:
@@ -78,7 +92,7 @@ def head_steps(h: int, opts: Options) -> list[str]:
 
 
 def attention_steps(dims: Dims, opts: Options) -> list[str]:
-    names = ["attn.q", "attn.k", "attn.v"]
+    names = ["attn.q", "attn.k", "attn.v"] + (list(ROPE_STEPS) if opts.rope else [])
     for h in range(dims.heads):
         names += head_steps(h, opts) + tiles.tile_steps(h, dims, opts)
     if dims.heads > 1:
@@ -142,10 +156,21 @@ def head_columns(name: str, dims: Dims) -> tuple[int, int]:
     return h * dims.d_k, (h + 1) * dims.d_k
 
 
+def kv_head(h: int, dims: Dims) -> int:
+    """The K/V head query head h reads: h // (heads/kv_heads), as Hugging Face's repeat_kv."""
+    return h // dims.group
+
+
+def key_columns(name: str, dims: Dims) -> tuple[int, int]:
+    """The columns of K that head step `attn.hH.*` uses: its K/V head G's [G·d_k, (G+1)·d_k)."""
+    g = kv_head(head_index(name), dims)
+    return g * dims.d_k, (g + 1) * dims.d_k
+
+
 def value_columns(name: str, dims: Dims) -> tuple[int, int]:
-    """The columns of V that head step `attn.hH.*` uses: [H·d_v, (H+1)·d_v)."""
-    h = head_index(name)
-    return h * dims.d_v, (h + 1) * dims.d_v
+    """The columns of V that head step `attn.hH.*` uses: its K/V head G's [G·d_v, (G+1)·d_v)."""
+    g = kv_head(head_index(name), dims)
+    return g * dims.d_v, (g + 1) * dims.d_v
 
 
 def step_shape(name: str, dims: Dims) -> tuple[int, int]:
@@ -160,7 +185,7 @@ def step_shapes(dims: Dims, opts: Options) -> dict[str, tuple[int, int]]:
 # ---------------------------------------------------------------- parameters
 
 def norm_names(opts: Options) -> list[str]:
-    names = ["ln1", "ln2"]
+    names = ["ln1", "ln2"] + (["ln3"] if opts.cross_attention else [])
     if opts.norm_position == "pre" and opts.final_norm:
         names.append("ln_final")
     return names
@@ -169,13 +194,14 @@ def norm_names(opts: Options) -> list[str]:
 def param_shape(name: str, dims: Dims) -> tuple[int, int]:
     """Math layout: weights (in, out); vectors as 1 × n rows."""
     d, f = dims.d_model, dims.d_ff
-    k, v = dims.heads * dims.d_k, dims.heads * dims.d_v
+    q, o = dims.heads * dims.d_k, dims.heads * dims.d_v
+    k, v = dims.kv_heads * dims.d_k, dims.kv_heads * dims.d_v
     return {
-        "W_Q": (d, k), "W_K": (d, k), "W_V": (d, v), "W_O": (v, d),
-        "b_Q": (1, k), "b_K": (1, k), "b_V": (1, v), "b_O": (1, d),
+        "W_Q": (d, q), "W_K": (d, k), "W_V": (d, v), "W_O": (o, d),
+        "b_Q": (1, q), "b_K": (1, k), "b_V": (1, v), "b_O": (1, d),
         "W_1": (d, f), "b_1": (1, f), "W_3": (d, f), "b_3": (1, f),
         "W_2": (f, d), "b_2": (1, d),
-    }.get(name, (1, d))  # ln*.gamma / ln*.beta
+    }.get(name.removeprefix("cross."), (1, d))  # ln*.gamma / ln*.beta; cross.W_Q as W_Q
 
 
 def param_names(opts: Options) -> list[str]:
@@ -183,6 +209,8 @@ def param_names(opts: Options) -> list[str]:
     names = ["W_Q", "b_Q", "W_K", "b_K", "W_V", "b_V"]
     if opts.out_proj:
         names += ["W_O", "b_O"]
+    if opts.cross_attention:
+        names += cross_steps.param_names(opts)
     names += ["W_1", "b_1"] + (["W_3", "b_3"] if opts.gated else []) + ["W_2", "b_2"]
     for ln in norm_names(opts):
         names += [f"{ln}.gamma"] + ([f"{ln}.beta"] if opts.norm == "layernorm" else [])
@@ -232,10 +260,14 @@ def _one_sequence(dims: Dims, opts: Options) -> dict[str, tuple[str, ...]]:
     def attention(src: str) -> str:
         for p in "qkv":
             g[f"attn.{p}"] = (src, f"W_{p.upper()}", f"b_{p.upper()}")
+        q, k = "attn.q", "attn.k"
+        if opts.rope:
+            g["attn.q_rot"], g["attn.k_rot"] = (q,), (k,)
+            q, k = ROPE_STEPS
         outs = []
         for h in range(dims.heads):
             prev = f"attn.h{h}.scores"
-            g[prev] = ("attn.q", "attn.k")
+            g[prev] = (q, k)
             for step in head_steps(h, opts)[1:-2]:  # scaled, masked
                 g[step] = (prev,)
                 prev = step
@@ -257,6 +289,9 @@ def _one_sequence(dims: Dims, opts: Options) -> dict[str, tuple[str, ...]]:
         g["ffn.out"] = ("ffn.act", "W_2", "b_2")
         return "ffn.out"
 
+    if opts.cross_attention:  # a decoder layer: its own order of sub-layers
+        g["output"] = (cross_steps.graph(g, dims, opts, norm, attention, ffn),)
+        return g
     if opts.norm_position == "pre":
         g["resid1"] = ("x", attention(norm("norm1", "x", "ln1")))
         g["resid2"] = ("resid1", ffn(norm("norm2", "resid1", "ln2")))
