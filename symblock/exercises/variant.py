@@ -136,7 +136,7 @@ def rules(spec):
 
 # ---------------------------------------------------------------- drawing
 
-def draw(data: dict, source: str, seed: int, max_cost: int | None = None):
+def draw(data: dict, source: str, seed: int):
     """One draw: (spec, trace) for `seed`, or None when it is unusable (e.g. a row with zero
     variance and ε = 0, or a model whose decoding step is no hand exercise)."""
     from symblock.engine.model import forward_any as forward
@@ -145,7 +145,7 @@ def draw(data: dict, source: str, seed: int, max_cost: int | None = None):
     if family.unusable(spec):
         return None
     try:
-        trace = forward(spec, max_cost=max_cost)
+        trace = forward(spec)
     except SpecError as e:
         if e.where.startswith(("dims", "random")):  # random.*: a constraint no draw can meet
             raise
@@ -161,14 +161,13 @@ def key(spec) -> tuple:
 
 
 def rebuild(ident: str, spec_arg: str | None, options: Options | None = None, flag: str = "--id",
-            max_cost: int | None = None, overrides: dict | None = None) -> Variant:
+            overrides: dict | None = None) -> Variant:
     """The variant a worksheet ID names (`spec_arg`: the spec file, needed for a file's ID); the
     same draw as `worksheet --variants` made, with the same `overrides` (random-section flags)."""
-    return build(ident, redraw(ident, spec_arg, flag, max_cost, overrides), options)
+    return build(ident, redraw(ident, spec_arg, flag, overrides), options)
 
 
-def redraw(ident: str, spec_arg: str | None, flag: str = "--id", max_cost: int | None = None,
-           overrides: dict | None = None):
+def redraw(ident: str, spec_arg: str | None, flag: str = "--id", overrides: dict | None = None):
     """The trace of the variant a worksheet ID names (`rebuild` without the exercise, for a caller
     that reads the exercise options from the spec: `check`)."""
     from symblock.errors import UsageError
@@ -176,8 +175,8 @@ def redraw(ident: str, spec_arg: str | None, flag: str = "--id", max_cost: int |
     spec_arg, seed = variants.parse_id(ident, spec_arg, flag)
     if seed is None:
         from symblock.exercises.generate import from_mapping
-        return forward(from_mapping(*variants.read(spec_arg)), max_cost=max_cost)
-    got = draw(*variants.read(spec_arg, overrides), seed, max_cost)
+        return forward(from_mapping(*variants.read(spec_arg)))
+    got = draw(*variants.read(spec_arg, overrides), seed)
     if got is None:
         raise UsageError(f"{flag} {ident}: seed {seed} does not give a usable block")
     return got[1]
@@ -187,7 +186,7 @@ MAX_TRIES = variants.MAX_TRIES
 SAME_DRAWS = 40  # usable draws that all repeat the first: no variety (chance ~3^-40 for one drawn entry)
 
 
-def draw_set(spec_arg: str, n: int, seed: int, options: Options | None = None, max_cost: int | None = None,
+def draw_set(spec_arg: str, n: int, seed: int, options: Options | None = None,
              overrides: dict | None = None, judge=None, keep=None) -> list[Variant]:
     """`n` distinct usable variants with seeds seed, seed+1, ... (unusable or repeated draws are
     skipped, deterministically, and so are those `judge(variant)` turns down when the spec asks for
@@ -198,7 +197,7 @@ def draw_set(spec_arg: str, n: int, seed: int, options: Options | None = None, m
         judge = None
     out, seen, alike, usable_repeats = [], set(), 0, 0
     for s in range(seed, seed + n * MAX_TRIES):
-        got = draw(data, source, s, max_cost)
+        got = draw(data, source, s)
         if got is None:
             continue
         spec, trace = got

@@ -15,48 +15,19 @@ import copy
 import hashlib
 import json
 import re
-from pathlib import Path
 
 from symblock.errors import SpecError, excerpt
 
 MAX_TRIES = 50  # seeds tried per wanted variant before giving up
-# `preset:medium`, the SPEC of a command given --difficulty and no spec: the preset's own block;
-# its IDs are preset-medium.SEED
-PRESET_TITLES = {"easy": ("Exercise (easy)", "练习（简单）"), "medium": ("Exercise (medium)", "练习（中等）"),
-                 "hard": ("Exercise (hard)", "练习（困难）")}
-
-
-def default_spec(overrides: dict | None) -> str:
-    """The SPEC of a command given none: `preset:D` with --difficulty D (the preset's own dims,
-    not the default example's), else the default example."""
-    from symblock.options import DEFAULT_EXAMPLE
-    d = (overrides or {}).get("difficulty")
-    return f"preset:{d}" if d in PRESET_TITLES else DEFAULT_EXAMPLE
-
-
-def preset_of(text: str, sep: str = ":") -> str | None:
-    """D of a SPEC `preset:D` (or, sep "-", of an ID token `preset-D`), else None."""
-    head, _, d = text.partition(sep)
-    return d if head == "preset" and d in PRESET_TITLES else None
-
-
-def preset_mapping(d: str) -> dict:
-    """The spec mapping of `preset:D`: a title, a seed and the difficulty."""
-    en, zh = PRESET_TITLES[d]
-    return {"title": {"en": en, "zh": zh}, "random": {"seed": 1, "difficulty": d}}
 
 
 def spec_token(spec_arg: str) -> str:
-    """The `<spec>` part of an ID: an example name, or `h` + a hash of the canonical parsed spec."""
-    from symblock.engine.spec import example_names
-    if spec_arg in example_names() and not Path(spec_arg).exists():
-        return spec_arg
-    if preset_of(spec_arg):
-        return f"preset-{preset_of(spec_arg)}"
-    path = Path(spec_arg)
-    if not path.is_file():
-        raise SpecError(str(path), "", "no such file (give a spec path or a built-in example name; "
-                                       "`symblock examples` lists them)")
+    """The `<spec>` part of an ID: an example name, `preset-D`, or `h` + a hash of the canonical parsed spec."""
+    from symblock.exercises.spec_arg import difficulty_of, example_of
+    if example_of(spec_arg) is not None:
+        return example_of(spec_arg)
+    if difficulty_of(spec_arg):
+        return f"preset-{difficulty_of(spec_arg)}"
     return token_of(read(spec_arg)[0])
 
 
@@ -108,6 +79,7 @@ def parse_id(ident: str, spec_arg: str | None, flag: str = "--id") -> tuple[str,
     `flag` names where the ID came from in messages."""
     from symblock.errors import UsageError
     from symblock.engine.spec import example_names
+    from symblock.exercises.spec_arg import difficulty_of
     m = _ID.fullmatch(ident or "")
     if not m:
         raise UsageError(f"{flag}: {excerpt(ident)} is not a worksheet ID (expected NAME or NAME.SEED, "
@@ -115,8 +87,8 @@ def parse_id(ident: str, spec_arg: str | None, flag: str = "--id") -> tuple[str,
     token, seed = m.group(1), m.group(2)
     seed = int(seed) if seed is not None else None
     if spec_arg is None:
-        if preset_of(token, "-"):
-            return f"preset:{preset_of(token, '-')}", seed
+        if difficulty_of(token, "-"):
+            return f"preset:{difficulty_of(token, '-')}", seed
         if token not in example_names():
             hint = (" (a spec file's ID: give the file too, `symblock worksheet FILE --id ID` or `symblock check FILE "
                     "ANSWERS`; an answers file inside its set folder needs none)") \
@@ -131,16 +103,10 @@ def parse_id(ident: str, spec_arg: str | None, flag: str = "--id") -> tuple[str,
 
 
 def read(spec_arg: str, overrides: dict | None = None) -> tuple[dict, str]:
-    """The raw mapping of a spec (example name or file) and its source name; `overrides` (from the
-    command line's random-section flags) replace keys of its `random:` section."""
-    from symblock.engine.spec import example_names, example_text, read_mapping
-    if spec_arg in example_names() and not Path(spec_arg).exists():
-        data, _ = read_mapping(f"{spec_arg}.yaml", example_text(spec_arg))
-        source = f"example:{spec_arg}"
-    elif preset_of(spec_arg):
-        data, source = preset_mapping(preset_of(spec_arg)), spec_arg
-    else:
-        data, source = read_mapping(spec_arg)
+    """The raw mapping of a SPEC (spec_arg.py: a file, an example, preset:D) and its source name;
+    `overrides` (from the command line's random-section flags) replace keys of its `random:` section."""
+    from symblock.exercises import spec_arg as spec_arg_mod
+    data, source = spec_arg_mod.read(spec_arg)
     if overrides:
         rnd = data.get("random") if isinstance(data.get("random"), dict) else {"seed": 1}
         data = {**data, "random": {**rnd, **overrides}}

@@ -193,9 +193,9 @@ class Variants:
     """The set's variants by ID, each rebuilt (forward; the exercise as stored; a Marker) the first
     time it is needed."""
 
-    def __init__(self, manifest: dict, max_cost: int | None = None):
+    def __init__(self, manifest: dict):
         from symblock.exercises import variants
-        self.manifest, self.max_cost = manifest, max_cost
+        self.manifest = manifest
         self.token = str(manifest["spec_token"])
         self.seeds = {str(v["id"]): int(v["seed"]) for v in manifest["variants"]}
         self.stored = {str(v["id"]): v.get("exercise") for v in manifest["variants"]}   # validated by manifest.read
@@ -226,7 +226,7 @@ class Variants:
             from symblock.exercises.generate import merge_random
             m = self.manifest
             data = merge_random(m["spec"], m.get("random_flags") or None)
-            got = variant.draw(data, str(m.get("spec_source", "manifest")), self.seeds[ident], self.max_cost)
+            got = variant.draw(data, str(m.get("spec_source", "manifest")), self.seeds[ident])
             if got is None:
                 raise SpecError("manifest.yaml", "variants", f"{ident}: its seed no longer gives a usable block")
             options = variant.Options.of(m.get("preset"), m.get("loss"), m.get("wrt"))
@@ -240,13 +240,13 @@ class Variants:
         return self._markers[ident]
 
 
-def grade(manifest: dict, files: list[Path], credit, max_cost: int | None = None, roster: dict | None = None) -> Class:
+def grade(manifest: dict, files: list[Path], credit, roster: dict | None = None) -> Class:
     """Mark every file against its own variant and score it, then flag the files whose identity is
     in doubt (`flag`); see the module docstring. `roster`: students.read's mapping."""
     from symblock.grading import answers as answers_mod
     from symblock.grading import students
     from symblock.grading.answers import Policy
-    pool = Variants(manifest, max_cost)
+    pool = Variants(manifest)
     default = Policy(decimals=manifest.get("decimals"))
     points = {s: int(manifest["points"].get(s, 1)) for s in manifest["asked"]}
     graded, rejected, read_as = [], [], {}

@@ -181,7 +181,7 @@ def test_grade_marks_from_the_stored_exercise_whatever_the_generator_draws_today
         (answers / f"{v['seed']}.yaml").write_text(f"id: {v['id']}\nname: s{v['seed']}\ndecimals: 3\nsteps:\n"
                                                    + steps.replace("'", "") + "\n", encoding="utf-8")
     drawn = variant.draw
-    monkeypatch.setattr(variant, "draw", lambda data, source, seed, max_cost=None: drawn(data, source, seed + 1, max_cost))
+    monkeypatch.setattr(variant, "draw", lambda data, source, seed: drawn(data, source, seed + 1))
     shutil.copytree(set_dir / "set", tmp_path / "set")
     capsys.readouterr()
     assert main(["grade", str(tmp_path / "set"), str(answers), "--out", str(tmp_path / "marks")]) == 0

@@ -55,7 +55,7 @@ def variant_docs(tmp_path, difficulty: str, n: int, **kw) -> list[dict]:
     path = tmp_path / f"{difficulty}.yaml"
     path.write_text(f"random: {{difficulty: {difficulty}, seed: 1}}\n")
     return [{"id": v.ident, **documents(v, formats=["latex"], **kw).files}
-            for v in variant.draw_set(str(path), n, 1, None, None, {})]
+            for v in variant.draw_set(str(path), n, 1, None, {})]
 
 
 @pytest.mark.slow

@@ -1,6 +1,6 @@
 """Every worked line of a key is arithmetically true of the numbers it prints (worked_lines.py
 recomputes each from its printed operands, with floats, independently of symblock), for the
-gallery and for 30-variant sets of each difficulty preset; the checker accepts what a key's line
+gallery and for 30-variant sets of each difficulty; the checker accepts what a key's line
 leads to from the rounded chain; the reader itself catches the wrong lines issue 13 found."""
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ def test_every_worked_line_of_the_gallery_follows_from_its_numbers():
 def draw_keys(tmp_path, difficulty: str, n: int, **kw):
     path = tmp_path / f"{difficulty}.yaml"
     path.write_text(f"random: {{difficulty: {difficulty}, seed: 1}}\n")
-    for v in variant.draw_set(str(path), n, 1, None, None, {}):
+    for v in variant.draw_set(str(path), n, 1, None, {}):
         yield v.ident, v.trace, documents(v, formats=["markdown"], **kw).files["key.md"]
 
 
