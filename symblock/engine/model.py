@@ -76,7 +76,10 @@ def forward(spec: ModelSpec, max_cost: int | None = None) -> block.Trace:
 
 def forward_any(spec, max_cost: int | None = None) -> block.Trace:
     """`symblock.forward`: a block or a model, whichever the spec is."""
-    return forward(spec, max_cost) if isinstance(spec, ModelSpec) else block.forward(spec, max_cost)
+    return FORWARDS[spec.form](spec, max_cost)
+
+
+FORWARDS = {"block": block.forward, "model": forward}
 
 
 class _Run:

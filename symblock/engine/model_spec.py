@@ -54,6 +54,12 @@ class ModelSpec:
     source: str = "<spec>"
     seed: int | None = None
     titles: Mapping[str, str] = field(default_factory=dict)   # per language, from `title: {en, zh}`
+    exercise: Mapping[str, Any] = field(default_factory=dict)  # a model spec has no exercise section
+
+    @property
+    def form(self) -> str:
+        """A tiny GPT (BlockSpec.form says "block")."""
+        return "model"
 
     @property
     def dims(self):
@@ -77,8 +83,14 @@ class ModelSpec:
                 f"{self.generate}{' with KV cache' if self.kv_cache else ''}")
 
 
+def form_of(data: Any) -> str:
+    """The form a parsed spec mapping will load as (BlockSpec.form, ModelSpec.form): a `model:`
+    section makes a tiny GPT. The one place that tells a model from a block."""
+    return "model" if isinstance(data, Mapping) and "model" in data else "block"
+
+
 def is_model(data: Any) -> bool:
-    return isinstance(data, Mapping) and "model" in data
+    return form_of(data) == "model"
 
 
 def _layer_seed(seed: int | None, i: int) -> int | None:

@@ -55,31 +55,24 @@ def fmt_exact(e, width: int = TEXT_WIDTH) -> str:
 
 
 def describe(trace: Trace) -> str:
-    if hasattr(trace.spec, "describe"):  # a model describes itself (engine/model_spec.py)
-        return trace.spec.describe()
-    d, o = trace.spec.dims, trace.spec.options
-    heads = f"{d.heads} head" + ("s" if d.heads > 1 else "")
-    norm = "LayerNorm" if o.norm == "layernorm" else "RMSNorm"
-    mask = " + ".join(m for m, on in (("causal", o.causal), ("padding mask", o.padding)) if on)
-    bits = [f"seq_len {d.seq_len}", f"d_model {d.d_model}", f"d_ff {d.d_ff}", heads,
-            "Pre-LN" + (" + final norm" if o.final_norm else "") if o.norm_position == "pre" else "Post-LN",
-            f"{norm} (ε = {o.eps})", o.activation, mask or "no mask",
-            "scale 1/√d_k" if o.attention_scale == "sqrt_dk" else "no scale"]
-    if d.heads * d.d_k != d.d_model or d.d_k != d.d_v:
-        bits.insert(4, f"d_k {d.d_k}, d_v {d.d_v} per head")
-    if d.batch:
-        bits.insert(0, f"batch of {d.batch}")
-    if o.dropout:
-        bits.append(f"dropout p = {trace.spec.dropout_p} (fixed masks)")
-    return " · ".join(bits)
+    """One line saying what ran: a block's options or a model's (each spec describes itself)."""
+    return trace.spec.describe()
 
 
 def generated_text(trace: Trace) -> str:
-    """A model's prompt and the tokens it generated greedily, e.g. `the cat | sat on mat`."""
+    """A model's prompt and the tokens it generated greedily, e.g. `the cat | sat on mat`; "" for a
+    block, which generates nothing."""
+    return _GENERATED[trace.form](trace)
+
+
+def _model_text(trace: Trace) -> str:
     spec = trace.spec
     names = ["next_token"] + [f"gen{t}.next_token" for t in range(1, spec.generate + 1)]
     new = [spec.vocab[int(trace[n].value.rows[0][0].q.p)] for n in names if n in trace]
     return "generated: " + " ".join(spec.vocab[t] for t in spec.prompt) + " | " + " ".join(new)
+
+
+_GENERATED = {"block": lambda trace: "", "model": _model_text}
 
 
 def _grid(cells: list[list[str]]) -> list[str]:

@@ -73,10 +73,14 @@ def skipped() -> BackendResult:
 
 def run(spec: BlockSpec, tol: float = 1e-9, require_torch: bool = False,
         max_cost: int | None = None, use_torch: bool = True) -> VerifyResult:
-    """`use_torch=False` compares with NumPy alone: importing torch takes 2–3 s, the rest well under 1 s."""
-    from symblock.engine.model_spec import ModelSpec
-    if isinstance(spec, ModelSpec):
-        return run_model(spec, tol, require_torch, max_cost, use_torch)
+    """A block or a model (`spec.form`), every step against the independent paths. `use_torch=False`
+    compares with NumPy alone: importing torch takes 2–3 s, the rest well under 1 s."""
+    return RUNS[spec.form](spec, tol, require_torch, max_cost, use_torch)
+
+
+def run_block(spec: BlockSpec, tol: float = 1e-9, require_torch: bool = False,
+              max_cost: int | None = None, use_torch: bool = True) -> VerifyResult:
+    """One block: every step against NumPy, then torch's own modules."""
     from symblock.reference import numeric
     trace = block.forward(spec, max_cost=max_cost)
     want = exact_floats(trace)
@@ -147,3 +151,6 @@ def torch_model_result(spec, want: dict, tol: float, require_torch: bool, proble
         if not d <= tol:
             problems.append(f"the nn.TransformerEncoderLayer stack differs by {d:.3g}")
     return res
+
+
+RUNS = {"block": run_block, "model": run_model}
