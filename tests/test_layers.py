@@ -151,7 +151,7 @@ def test_no_function_is_too_long():
 
 
 @pytest.mark.parametrize("planted,what", [
-    ("from symblock.sheets.model import Safe\n", "up"),
+    ("from symblock.sheets.sheet import Safe\n", "up"),
     ("from symblock.engine.spec import _kind\n", "private"),
 ])
 def test_the_checks_catch_a_planted_violation(tmp_path, monkeypatch, planted, what):

@@ -157,8 +157,8 @@ def _formats_for_models(sets, formats) -> None:
     """A decoder sheet (a model spec) goes out in every format but the notebook, whose check cell
     marks one block's steps."""
     from symblock.errors import UsageError
-    from symblock.exercises.decoder import is_model
-    if "ipynb" in formats and any(is_model(t.spec) for _, t in sets):
+    from symblock.sheets.notebook import FORMS
+    if "ipynb" in formats and any(t.form not in FORMS for _, t in sets):
         raise UsageError("--format ipynb: a decoder worksheet (a model spec) has no notebook yet; use "
                          "latex, markdown, html, moodle or qti")
 

@@ -13,6 +13,7 @@ import textwrap
 from symblock.sheets import render
 
 FILE = "notebook.ipynb"
+FORMS = ("block",)   # the spec forms a notebook marks (its check cell marks one block's steps)
 
 LOAD = '''\
 # {t[nb_load]}

@@ -1,8 +1,9 @@
 """The decoder worksheet's builder: one generation step of a tiny GPT with the KV cache
-(exercises/decoder.py says what is asked). A subclass of builder.Builder: a layer's steps
-(`gen1.layer0.attn.q`, …) are worked by the block's own work_* mixins on the layer's dims for one
-row, so every line of working is the block key's; the model's own steps (embedding, position,
-cache, logits, probabilities, next token) and the conceptual task are worked here.
+(exercises/decoder.py says what is asked; sheets/sheet.py builds the block's sheet dict from it).
+A subclass of builder.Builder: a layer's steps (`gen1.layer0.attn.q`, …) are worked by the block's
+own work_* mixins on the layer's dims for one row, so every line of working is the block key's; the
+model's own steps (embedding, position, cache, logits, probabilities, next token) and the
+conceptual task are worked here.
 """
 from __future__ import annotations
 
@@ -12,8 +13,7 @@ from dataclasses import replace
 from symblock.engine import names
 from symblock.exercises.decoder import token_index
 from symblock.sheets.builder import Builder
-from symblock.sheets.lang import TEXTS
-from symblock.sheets.lang_model import TEXTS as MODEL_TEXTS
+from symblock.sheets.lang import MODEL_TEXTS, TEXTS
 from symblock.sheets.numbers import (Safe, bmatrix, cells, grid, matrix_value, param_symbol, shape_tex,
                                      step_symbol)
 
@@ -140,9 +140,6 @@ class DecoderBuilder(Builder):
             return super().what(replace(step, name=base))
         return self.t(f"m.s.{base}")
 
-    def points(self, name: str):
-        return None   # a model spec has no exercise section: every task is worth 1
-
     def work(self, step) -> list:
         got = split_layer(step.name)
         if got is not None:
@@ -220,24 +217,3 @@ class DecoderBuilder(Builder):
         return [(self.t("m.w.next_token", j + 1, f"${token_tex(self.model.vocab[j])}$", j), None),
                 (None, rf"\ell = \left({shown}\right),\quad \arg\max_j \ell_j = {j + 1}")]
 
-
-def build(trace, exercise, *, lang: str = "en", places: int = 3, ident: str = "",
-          title: str | None = None, space: float = 0) -> dict:
-    """The decoder worksheet as the plain data every writer reads (sheets/model.build's dict)."""
-    from symblock.sheets.numbers import cells as cells_of
-    b = DecoderBuilder(trace, exercise, lang, places)
-    data = b.data()
-    tasks = [b.task(i, n) for i, n in enumerate(exercise.ask, 1)]
-    for task in tasks:
-        if "cells" not in task:
-            task["cells"] = cells_of(trace[task["name"]].value, places)
-    for task in tasks:   # the LMS exports share a task's points over its entries
-        task["worth"] = exercise.points.get(task["name"], 1)
-    spec = trace.spec
-    return {
-        "lang": lang, "title": title if title is not None else (spec.title or TEXTS[lang]["default_title"]),
-        "ident": ident, "describe": b.describe(), "loss": None, "conventions": b.conventions(),
-        "data": data, "data_rows": b.data_rows(data), "tasks": tasks,
-        "approx_note": b.t("approx_note", places), "places": places, "space": space, "total": None,
-        "t": {k: Safe(v) for k, v in TEXTS[lang].items() if "{" not in v},
-    }

@@ -40,7 +40,7 @@ def documents(trace, ident: str, *, formats, preset=None, lang="en", places=3, t
     """{file name: text} for one variant: sheet and key in each format (the SET_WRITERS' files
     come from `bundle`, which reads the sheet models collected into `models`)."""
     from symblock.exercises import presets
-    from symblock.sheets import render, model as sheet
+    from symblock.sheets import render, sheet
     ex = presets.choose(trace, preset, loss=loss, wrt=wrt)
     model = sheet.build(trace, ex, lang=lang, places=places, ident=ident, title=title, space=space)
     model.setdefault("marking", {})["preset"] = preset   # a student's `check` must ask for it again
