@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from symblock.engine import names
 from symblock.engine.model_spec import ModelSpec, with_length
 
 
@@ -30,39 +31,35 @@ def run(spec: ModelSpec, embed, layer_forward, head) -> dict[str, np.ndarray]:
     nxt = _pass(spec, tokens, "", out, False, backend)
     for t in range(1, spec.generate + 1):
         tokens.append(nxt)
-        nxt = _pass(spec, tokens, f"gen{t}.", out, spec.kv_cache, backend)
+        nxt = _pass(spec, tokens, t, out, spec.kv_cache, backend)
     return out
 
 
-def _pass(spec, tokens, prefix, out, cached, backend) -> int:
+def _pass(spec, tokens, gen, out, cached, backend) -> int:
     embed, layer_forward, head = backend
     m = len(tokens)
     steps = embed(spec, tokens)
     h = steps["x"]
     for i, layer in enumerate(spec.layers):
         vals = layer_forward(replace(with_length(layer, m), X=h))
-        steps.update({f"layer{i}.{k}": v for k, v in vals.items() if k != "x"})
+        steps.update({names.name_of(k, layer=i): v for k, v in vals.items() if k != "x"})
         h = vals["output"]
     steps.update(head(spec, h))
     if cached:
-        steps = cached_view(steps, len(spec.layers))
-    out.update({prefix + k: v for k, v in steps.items()})
+        steps = cached_view(steps)
+    out.update({names.name_of(k, gen=gen): v for k, v in steps.items()})
     return int(steps["next_token"][0, 0])
 
 
-def cached_view(steps: dict[str, np.ndarray], layers: int) -> dict[str, np.ndarray]:
+def cached_view(steps: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The full recompute as the cached trace names it: the last row of every step, the whole
     K and V as `cache.k`/`cache.v`; no mask step (one new row sees every cached row)."""
     out = {}
     for name, v in steps.items():
-        if name.endswith(".masked"):
+        step = names.parse(name)
+        if step.kind == "masked" and not step.dropped:
             continue
-        if name == "next_token":
-            out[name] = v
-            continue
-        out[name] = v[-1:]
-        for i in range(layers):
-            for p in "kv":
-                if name == f"layer{i}.attn.{p}":
-                    out[f"layer{i}.cache.{p}"] = v
+        out[name] = v if step.kind == "next_token" else v[-1:]
+        if step.layer is not None and step.base in ("attn.k", "attn.v"):
+            out[step.sibling(f"cache.{step.kind}")] = v
     return out
