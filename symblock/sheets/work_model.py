@@ -26,21 +26,14 @@ def token_tex(tok: str) -> str:
     return r"\text{“" + (_SAFE_TOKEN.sub("?", tok) or "?") + "”}"
 
 
-def split_layer(name: str) -> tuple[int, str] | None:
-    """(layer, block step name) of a layer's step, e.g. (0, "attn.q") for gen1.layer0.attn.q."""
-    step = names.parse(name)
-    return None if step.layer is None else (step.layer, name[len(step.prefix):])
-
-
 def model_symbol(name: str, layers: int) -> str:
     """A model parameter's symbol: W_E, W_P, W_U; a layer's W^{Q} (with the layer as a superscript
     in brackets when the model has more than one layer); γ, β of its norms."""
-    got = split_layer(name)
-    if got is None:
+    step = names.parse(name)
+    if step.layer is None:
         return param_symbol(name)
-    layer, base = got
-    sym = param_symbol(base)
-    return sym if layers == 1 else rf"{{{sym}}}^{{[{layer}]}}"
+    sym = param_symbol(step.local)
+    return sym if layers == 1 else rf"{{{sym}}}^{{[{step.layer}]}}"
 
 
 class DecoderBuilder(Builder):
@@ -87,9 +80,9 @@ class DecoderBuilder(Builder):
         return params + steps
 
     def cache_symbol(self, name: str) -> str:
-        got = split_layer(name)
-        if got and got[1] in ("attn.k", "attn.v"):
-            return f"{got[1][-1].upper()}_{{cache}}"
+        step = names.parse(name)
+        if step.layer is not None and step.base in ("attn.k", "attn.v"):
+            return f"{step.kind.upper()}_{{cache}}"
         return self.symbol(name)
 
     # -- tasks
@@ -119,40 +112,36 @@ class DecoderBuilder(Builder):
 
     def local(self, name: str):
         """The layer spec a layer's step is worked with (its rows: the one new row, or the prompt)."""
-        layer, _ = split_layer(name)
-        spec = self.model.layers[layer]
+        spec = self.model.layers[names.parse(name).layer]
         rows = self.trace[name].value.shape[0]
         opts = spec.options if not names.parse(name).gen else replace(spec.options, causal=False)
         return replace(spec.dims, seq_len=rows), opts
 
     def what(self, step) -> Safe:
-        got = split_layer(step.name)
-        if got is not None:
-            base = got[1]
-            if base in ("cache.k", "cache.v"):
-                return self.t(f"m.s.{base}")
-            parsed = names.parse(step.name)
+        parsed = names.parse(step.name)
+        if parsed.layer is not None:
+            if parsed.section == "cache":
+                return self.t(f"m.s.{parsed.local}")
             if parsed.kind == "scores" and parsed.gen:
                 return self.t("m.s.scores", h=parsed.head)
-            return super().what(replace(step, name=base))
-        base = names.parse(step.name).base
-        if names.parse(base).norm == "norm_final" and base != "norm_final":
-            return super().what(replace(step, name=base))
-        return self.t(f"m.s.{base}")
+            return super().what(replace(step, name=parsed.local))
+        if parsed.norm == "norm_final" and parsed.stat:
+            return super().what(replace(step, name=parsed.base))
+        return self.t(f"m.s.{parsed.base}")
 
     def work(self, step) -> list:
-        got = split_layer(step.name)
-        if got is not None:
-            if got[1] in ("cache.k", "cache.v"):
+        parsed = names.parse(step.name)
+        if parsed.layer is not None:
+            if parsed.section == "cache":
                 return self.work_cache(step)
             keep = self.dims, self.o
             self.dims, self.o = self.local(step.name)
             try:
-                return super().work(replace(step, name=got[1]))
+                return super().work(replace(step, name=parsed.local))
             finally:
                 self.dims, self.o = keep
-        base = names.parse(step.name).base
-        if names.parse(base).norm == "norm_final":
+        base = parsed.base
+        if parsed.norm == "norm_final":
             keep = self.dims
             self.dims = replace(self.dims, seq_len=step.value.shape[0])
             try:
