@@ -11,18 +11,9 @@ from symblock.grading.marking import check
 
 class Marker:
     def __init__(self, trace, exercise):
-        from symblock.exercises.decoder import is_model
         self.trace, self.spec, self.exercise = trace, trace.spec, exercise
-        self.model = is_model(self.spec)
-        if self.model:   # a tiny GPT: its steps, and the decoder sheet's conceptual task
-            from symblock.grading import model_plan
-            self.items = model_plan.items(trace, exercise)
-            self.shapes = model_plan.shapes(self.items)
-        else:
-            self.items = plan.forward_items(trace, self.spec)
-            if exercise.backward is not None:
-                self.items += plan.backward_items(exercise.backward, self.spec)
-            self.shapes = plan.shapes(trace, self.items)
+        self.items = plan.items(trace, exercise)   # a block's or a model's (plan: by the spec's form)
+        self.shapes = plan.shapes(trace, self.items)
         self.computed = {i.name for i in self.items}
         self.memo: dict = {}   # the truth's printed forms, shared by every file of this variant
 
@@ -53,7 +44,5 @@ class Marker:
 
     def answers(self, data: dict, source: str, default: answers_mod.Policy | None = None) -> answers_mod.Answers:
         """The answers mapping read against this variant's shapes (a model's names normalised)."""
-        if self.model:
-            from symblock.grading.model_plan import normalise
-            data = normalise(data, self.spec)
+        data = plan.normalise(data, self.spec)
         return answers_mod.from_mapping(data, source, self.shapes, self.computed, default)

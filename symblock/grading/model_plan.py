@@ -10,40 +10,18 @@ from __future__ import annotations
 from symblock.engine import names
 from symblock.grading import model_step
 from symblock.grading.mistakes import MODEL_CATALOGUE, diagnose
-from symblock.grading.plan import Item
-
-
-def items(trace, exercise) -> list[Item]:
-    spec = trace.spec
-    out = []
-    for s in trace:
-        out.append(Item(s.name, s.value, model_step.inputs(s.name, s.inputs, spec), s.given,
-                        lambda chain, n=s.name: model_step.recompute(n, chain, spec), True,
-                        diagnoser(s.name, spec)))
-        for name, value in exercise.extra.items():   # the conceptual task, after the cache it asks about
-            if s.name == name.replace("cache.reused", "cache.v"):
-                out.append(Item(name, value, (), False, lambda chain, v=value: v, False))
-    return out
 
 
 def diagnoser(name: str, spec):
     """(answer, envs, matches) -> the codes of the slips that reproduce the answer for `name`."""
-    prefix, t, layer, rest = model_step.parse(name)
-
     def run(answer, envs, matches) -> list[str]:
         found = diagnose(name, spec, answer, envs, matches, catalogue=MODEL_CATALOGUE)
-        if layer is not None and names.parse(rest).section != "cache":
-            local = [model_step.local_env(e, prefix, layer, t, spec) for e in envs]
-            found += diagnose(rest, model_step.layer_spec(spec, layer, t), answer, local, matches)
-        elif names.parse(rest).norm == "norm_final":
-            local = [model_step.final_env(e, prefix, spec) for e in envs]
-            found += diagnose(rest, model_step.final_spec(spec, t), answer, local, matches)
+        frames = [model_step.frame(name, e, spec) for e in envs]
+        if frames and frames[0] is not None:   # a layer's or the final norm's step: the block's slips too
+            local, _, block = frames[0]
+            found += diagnose(local, block, answer, [f[1] for f in frames], matches)
         return list(dict.fromkeys(found))
     return run
-
-
-def shapes(items_: list[Item]) -> dict[str, tuple[int, int]]:
-    return {i.name: i.value.shape for i in items_}
 
 
 def normalise(data: dict, spec) -> dict:
@@ -74,7 +52,7 @@ def _token(value, vocab):
 
 def _flags(rows, name: str, spec):
     from symblock.errors import SpecError
-    t = model_step.parse(name)[1]
+    t = names.parse(name).gen
     n = len(spec.prompt) + t
     if not isinstance(rows, list) or not all(isinstance(r, int) and not isinstance(r, bool) and 1 <= r <= n
                                              for r in rows):

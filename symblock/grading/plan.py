@@ -12,7 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from symblock.engine import names
 from symblock.engine.matrix import Mat
+from symblock.engine.steps import step_shapes
+from symblock.grading import model_plan
+from symblock.grading.model_step import inputs, recompute
 
 
 @dataclass(frozen=True)
@@ -26,10 +30,37 @@ class Item:
     diagnoser: Callable | None = None # (answer, envs, matches) -> codes; None: mistakes.diagnose
 
 
+@dataclass(frozen=True)
+class Form:
+    """What the checker does its own way for one form of spec (engine: `spec.form`)."""
+    diagnoser: Callable   # (step name, spec) -> an Item's diagnoser (None: mistakes.diagnose)
+    names: Callable       # (spec) -> {name: shape} an answers file may use besides the items
+    normalise: Callable   # (answers mapping, spec) -> the mapping as answers.py reads it
+
+
+FORMS = {"block": Form(lambda name, spec: None, lambda spec: step_shapes(spec.dims, spec.options),
+                       lambda data, spec: data),
+         "model": Form(model_plan.diagnoser, lambda spec: {}, model_plan.normalise)}
+
+
+def items(trace, exercise) -> list[Item]:
+    """Every item of either form: the trace's steps in forward order (each followed by the asked
+    tasks that are no engine step, e.g. a decoder's `cache.reused` after the cache it asks about),
+    then a backprop exercise's gradients."""
+    out = forward_items(trace, trace.spec)
+    for name, value in exercise.extra.items():
+        after = next(i for i, it in enumerate(out) if it.name == names.parse(name).sibling("cache.v"))
+        out.insert(after + 1, Item(name, value, (), False, lambda chain, v=value: v, False))
+    if exercise.backward is not None:
+        out += backward_items(exercise.backward, trace.spec)
+    return out
+
+
 def forward_items(trace, spec) -> list[Item]:
-    from symblock.grading.onestep import compute
-    return [Item(s.name, s.value, tuple(s.inputs), s.given,
-                 lambda chain, n=s.name: compute(n, chain, spec), True) for s in trace]
+    """The trace's steps, each recomputed from a chain (model_step.recompute, either form)."""
+    diagnoser = FORMS[spec.form].diagnoser
+    return [Item(s.name, s.value, inputs(s.name, s.inputs, spec), s.given,
+                 lambda chain, n=s.name: recompute(n, chain, spec), True, diagnoser(s.name, spec)) for s in trace]
 
 
 def backward_items(back, spec) -> list[Item]:
@@ -66,9 +97,12 @@ def _grad_item(g, readers: list, back, spec) -> Item:
 
 
 def shapes(trace, items: list[Item]) -> dict[str, tuple[int, int]]:
-    """Every name an answers file may use, with its shape (steps.step_shapes plus the items)."""
-    from symblock.engine.steps import step_shapes
-    spec = trace.spec
-    out = step_shapes(spec.dims, spec.options)
+    """Every name an answers file may use, with its shape (a block's steps.step_shapes plus the items)."""
+    out = FORMS[trace.form].names(trace.spec)
     out.update({i.name: i.value.shape for i in items})
     return out
+
+
+def normalise(data: dict, spec) -> dict:
+    """An answers mapping as answers.py reads it (a model's tokens given as strings made indices)."""
+    return FORMS[spec.form].normalise(data, spec)
