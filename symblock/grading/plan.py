@@ -2,9 +2,9 @@
 gradient steps in backward order, each with its true value, the items it reads and how to
 recompute it from a person's own earlier answers (their *chain*).
 
-Forward steps recompute with `onestep.compute`. A gradient dL/d(name) is the sum, over the live
-steps c that read `name`, of c's local backward rule (`calculus.grad.RULES`) applied to dL/dc from
-the chain; the forward values those rules read are the exact trace (a backprop sheet prints them
+Forward steps recompute with `recompute.recompute` (a block's or a model's). A gradient dL/d(name)
+is the sum, over the live steps c that read `name`, of c's local backward rule (`calculus.grad.RULES`)
+applied to dL/dc from the chain; the forward values those rules read are the exact trace (a backprop sheet prints them
 as data). So a wrong dL/d(ffn.out) carries into dL/d(ffn.act) exactly as a wrong forward step does.
 """
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Callable
 from symblock.engine import names
 from symblock.engine.matrix import Mat
 from symblock.engine.steps import step_shapes
-from symblock.grading import model_plan
-from symblock.grading.model_step import inputs, recompute
+from symblock.grading import recompute
+from symblock.grading.mistakes import MODEL_CATALOGUE, diagnose
 
 
 @dataclass(frozen=True)
@@ -38,11 +38,6 @@ class Form:
     normalise: Callable   # (answers mapping, spec) -> the mapping as answers.py reads it
 
 
-FORMS = {"block": Form(lambda name, spec: None, lambda spec: step_shapes(spec.dims, spec.options),
-                       lambda data, spec: data),
-         "model": Form(model_plan.diagnoser, lambda spec: {}, model_plan.normalise)}
-
-
 def items(trace, exercise) -> list[Item]:
     """Every item of either form: the trace's steps in forward order (each followed by the asked
     tasks that are no engine step, e.g. a decoder's `cache.reused` after the cache it asks about),
@@ -57,10 +52,11 @@ def items(trace, exercise) -> list[Item]:
 
 
 def forward_items(trace, spec) -> list[Item]:
-    """The trace's steps, each recomputed from a chain (model_step.recompute, either form)."""
+    """The trace's steps, each recomputed from a chain (recompute.recompute, either form)."""
     diagnoser = FORMS[spec.form].diagnoser
-    return [Item(s.name, s.value, inputs(s.name, s.inputs, spec), s.given,
-                 lambda chain, n=s.name: recompute(n, chain, spec), True, diagnoser(s.name, spec)) for s in trace]
+    return [Item(s.name, s.value, recompute.inputs(s.name, s.inputs, spec), s.given,
+                 lambda chain, n=s.name: recompute.recompute(n, chain, spec), True, diagnoser(s.name, spec))
+            for s in trace]
 
 
 def backward_items(back, spec) -> list[Item]:
@@ -106,3 +102,64 @@ def shapes(trace, items: list[Item]) -> dict[str, tuple[int, int]]:
 def normalise(data: dict, spec) -> dict:
     """An answers mapping as answers.py reads it (a model's tokens given as strings made indices)."""
     return FORMS[spec.form].normalise(data, spec)
+
+
+# A model spec (a decoder sheet): every step of the model's trace, plus the decoder's conceptual
+# task (`gen1.layer0.cache.reused`, whose answer does not depend on numbers). A layer's step is
+# diagnosed with the block's catalogue on the layer's block (in its frame, recompute.frame) and with
+# the model's own slips (mistakes.MODEL_CATALOGUE); the model's steps with the latter. Answers may
+# name the next token by its string; `normalise` turns it into its index.
+
+def diagnoser(name: str, spec):
+    """(answer, envs, matches) -> the codes of the slips that reproduce the answer for `name`."""
+    def run(answer, envs, matches) -> list[str]:
+        found = diagnose(name, spec, answer, envs, matches, catalogue=MODEL_CATALOGUE)
+        frames = [recompute.frame(name, e, spec) for e in envs]
+        if frames and frames[0] is not None:   # a layer's or the final norm's step: the block's slips too
+            local, _, block = frames[0]
+            found += diagnose(local, block, answer, [f[1] for f in frames], matches)
+        return list(dict.fromkeys(found))
+    return run
+
+
+def normalise(data: dict, spec) -> dict:
+    """The answers mapping with each next_token given as a token string (or [["sat"]]) replaced by
+    its index in the vocabulary, and a `cache.reused` given as {rows: [1, 2]} (rows from 1) as its
+    row of flags; anything else is left for answers.py to judge."""
+    steps = data.get("steps") if isinstance(data, dict) else None
+    if not isinstance(steps, dict):
+        return data
+    out = dict(steps)
+    for name, value in steps.items():
+        name = str(name)
+        if names.parse(name).kind == "next_token":
+            out[name] = _token(value, spec.vocab)
+        elif names.parse(name).kind == "cache_reused" and isinstance(value, dict) and set(value) == {"rows"}:
+            out[name] = _flags(value["rows"], name, spec)
+    return {**data, "steps": out}
+
+
+def _token(value, vocab):
+    inner = value
+    while isinstance(inner, list) and len(inner) == 1:
+        inner = inner[0]
+    if isinstance(inner, str) and inner.strip() in vocab:
+        return [[vocab.index(inner.strip())]]
+    return [[inner]] if not isinstance(inner, (list, dict)) else value   # a bare index: one entry
+
+
+def _flags(rows, name: str, spec):
+    from symblock.errors import SpecError
+    t = names.parse(name).gen
+    n = len(spec.prompt) + t
+    if not isinstance(rows, list) or not all(isinstance(r, int) and not isinstance(r, bool) and 1 <= r <= n
+                                             for r in rows):
+        raise SpecError("answers", f"steps.{name}.rows", f"expected a list of row numbers 1..{n} (the rows "
+                        "of the cache that were reused)")
+    return [[1 if r + 1 in rows else 0 for r in range(n)]]
+
+
+# What the checker does differently for each form of spec (engine: `spec.form`)
+FORMS = {"block": Form(lambda name, spec: None, lambda spec: step_shapes(spec.dims, spec.options),
+                       lambda data, spec: data),
+         "model": Form(diagnoser, lambda spec: {}, normalise)}
