@@ -28,6 +28,7 @@ def add_arguments(p) -> None:
     p.add_argument("--max-cost", type=bounded(0), metavar="N", help="raise the exact engine's size limit")
     add_random_arguments(p)
 
+
 # the spec forms stress does not draw (engine: `model_spec.form_of`), and why
 REFUSED = {"model": "a model spec (a tiny GPT); stress draws variants of one block. A model's decoder sheets "
                     "are drawn by `symblock worksheet SPEC --variants N`, which checks each variant's decoding "
