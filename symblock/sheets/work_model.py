@@ -161,7 +161,7 @@ class DecoderBuilder(Builder):
         t = names.parse(step.name).gen
         if not t:
             return self.model.prompt[0]
-        prev = "next_token" if t == 1 else f"gen{t - 1}.next_token"
+        prev = names.name_of("next_token", gen=t - 1)
         return token_index(self.trace[prev].value)
 
     def work_model_pos(self, step) -> list:
