@@ -88,3 +88,15 @@ def test_the_engine_decides_the_form_from_the_spec_alone():
     assert model_spec.form_of(["model"]) == "block"
     assert load("tiny-gpt", allow_model=True).form == "model"
     assert specmod.load("seed-post-ln").form == "block"
+
+
+def test_the_checker_reads_answers_by_the_spec_form():
+    """A model's token written as a string becomes its index; a block's answers are left as they are
+    (a block has no vocabulary), even under a model-like name."""
+    from symblock.engine import spec as specmod
+    from symblock.exercises.generate import load
+    from symblock.grading import plan
+    model = load("tiny-decoder", allow_model=True)
+    data = {"steps": {"gen1.next_token": "mat"}}
+    assert plan.normalise(data, model)["steps"]["gen1.next_token"] == [[model.vocab.index("mat")]]
+    assert plan.normalise(data, specmod.load("seed-post-ln")) is data

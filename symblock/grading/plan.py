@@ -108,9 +108,9 @@ def normalise(data: dict, spec) -> dict:
 # task (`gen1.layer0.cache.reused`, whose answer does not depend on numbers). A layer's step is
 # diagnosed with the block's catalogue on the layer's block (in its frame, recompute.frame) and with
 # the model's own slips (mistakes.MODEL_CATALOGUE); the model's steps with the latter. Answers may
-# name the next token by its string; `normalise` turns it into its index.
+# name the next token by its string; `model_normalise` turns it into its index.
 
-def diagnoser(name: str, spec):
+def model_diagnoser(name: str, spec):
     """(answer, envs, matches) -> the codes of the slips that reproduce the answer for `name`."""
     def run(answer, envs, matches) -> list[str]:
         found = diagnose(name, spec, answer, envs, matches, catalogue=MODEL_CATALOGUE)
@@ -122,7 +122,7 @@ def diagnoser(name: str, spec):
     return run
 
 
-def normalise(data: dict, spec) -> dict:
+def model_normalise(data: dict, spec) -> dict:
     """The answers mapping with each next_token given as a token string (or [["sat"]]) replaced by
     its index in the vocabulary, and a `cache.reused` given as {rows: [1, 2]} (rows from 1) as its
     row of flags; anything else is left for answers.py to judge."""
@@ -162,4 +162,4 @@ def _flags(rows, name: str, spec):
 # What the checker does differently for each form of spec (engine: `spec.form`)
 FORMS = {"block": Form(lambda name, spec: None, lambda spec: step_shapes(spec.dims, spec.options),
                        lambda data, spec: data),
-         "model": Form(diagnoser, lambda spec: {}, normalise)}
+         "model": Form(model_diagnoser, lambda spec: {}, model_normalise)}
