@@ -1,8 +1,8 @@
 """Blocks and models go down one path: the engine says what a spec is (`spec.form`, `trace.form`:
 "block" or "model") and consumers key their tables on it. Testing a spec's type instead — calling
-an `is_model`, `isinstance(..., ModelSpec)`, `hasattr(spec, "vocab")` and the like, comparing a
-form with a literal, or looking for a `"model"` key in a mapping — is allowed in the one engine
-function that decides it (`engine.model_spec.form_of`) and in exercises/ (what a sheet asks of
+an `is_model`, `isinstance(..., ModelSpec)`, `hasattr(spec, "vocab")`, `getattr(spec, "layers",
+None)` and the like, comparing a form with a literal, or looking for a `"model"` key in a mapping —
+is allowed in the one engine function that decides it (`engine.model_spec.form_of`) and in exercises/ (what a sheet asks of
 each form, kept in one place there). Read with `ast` from the sources, as test_layers.py does."""
 from __future__ import annotations
 
@@ -31,8 +31,8 @@ def branches(tree: ast.AST) -> list[int]:
             elif f == "isinstance" and len(args) == 2 and (
                     {_name(a) for a in (args[1].elts if isinstance(args[1], ast.Tuple) else [args[1]])} & TYPES):
                 lines.append(node.lineno)
-            elif f == "hasattr" and len(args) == 2 and isinstance(args[1], ast.Constant) \
-                    and args[1].value in MODEL_ATTRS:
+            elif f in ("hasattr", "getattr") and len(args) >= 2 and isinstance(args[1], ast.Constant) \
+                    and args[1].value in MODEL_ATTRS and (f == "hasattr" or len(args) == 3):
                 lines.append(node.lineno)
         elif isinstance(node, ast.Attribute) and node.attr == "is_model":
             lines.append(node.lineno)
@@ -72,6 +72,7 @@ def test_the_counter_sees_each_spelling_of_the_branch(tmp_path):
         "d.py": "def f(t):\n    return t.spec.form == 'model'\n",
         "e.py": "def f(data):\n    return 'model' in data\n",
         "f.py": "def f(self):\n    return self.is_model\n",
+        "g.py": "def f(spec):\n    return getattr(spec, 'layers', None) or [spec]\n",
         "ok.py": "RUNS = {'block': 1, 'model': 2}\ndef f(t):\n    return RUNS[t.form]\n",
     }
     for name, text in planted.items():

@@ -15,7 +15,7 @@ from __future__ import annotations
 from flint import fmpq, fmpz
 
 FACTOR_LIMIT = 10**18  # surds sqrt(n) are reduced (square factors taken out) for n below this
-_FUNCTIONS = ("exp", "erf", "tanh", "sin", "cos")  # sin/cos: a model's sinusoidal positions
+_FUNCTIONS = ("exp", "erf", "tanh", "sin", "cos", "log")  # sin/cos: positions, RoPE; log: θ^(2i/d)
 
 
 # ---------------------------------------------------------------- text without SymPy
@@ -204,4 +204,4 @@ def sympy_form(r, child):
     x = child(x)
     return {"inv": lambda: 1 / x, "sqrt": lambda: sympy.sqrt(x), "exp": lambda: sympy.exp(x),
             "erf": lambda: sympy.erf(x), "tanh": lambda: sympy.tanh(x), "sin": lambda: sympy.sin(x),
-            "cos": lambda: sympy.cos(x)}[op]()
+            "cos": lambda: sympy.cos(x), "log": lambda: sympy.log(x)}[op]()

@@ -49,8 +49,12 @@ def _qk(d):
     return d.seq_len, d.heads * d.d_k
 
 
+def _k(d):
+    return d.seq_len, d.kv_heads * d.d_k
+
+
 def _v(d):
-    return d.seq_len, d.heads * d.d_v
+    return d.seq_len, d.kv_heads * d.d_v
 
 
 def _square(d):
@@ -89,8 +93,12 @@ def _with_projection(then):
 KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("x", _model, _const(None), "identity", None),
     Kind("q", _qk, _d_model, "linear", "linear"),
-    Kind("k", _qk, _d_model, "linear", "linear"),
+    Kind("k", _k, _d_model, "linear", "linear"),
     Kind("v", _v, _d_model, "linear", "linear"),
+    # RoPE: each entry x_a cos − x_b sin (or x_b cos + x_a sin) of its pair: two products
+    # (no working in the key yet: the sheet builder has no work_rope)
+    Kind("q_rot", _qk, _const(2), "rope", None),
+    Kind("k_rot", _k, _const(2), "rope", None),
     Kind("scores", _square, lambda d, o: d.d_head, "scores", "scores"),
     Kind("scaled", _square, _const(0), "scaled", "scaled"),
     Kind("masked", _square, _const(0), "masked", "masked"),
@@ -104,7 +112,7 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("tile_sum", _column, lambda d, o: (_tile(o) + 1) * (1 + 2 * NODE), "side", None),
     Kind("tile_acc", _head_v, lambda d, o: _tile(o) + 1, "side", None),
     Kind("tiled", _head_v, _const(0), "side", None),
-    Kind("concat", _v, _const(None), "concat", "concat"),
+    Kind("concat", lambda d: (d.seq_len, d.heads * d.d_v), _const(None), "concat", "concat"),
     Kind("attn_out", _model, lambda d, o: d.d_model if o.out_proj else None,
          lambda o: "linear" if o.out_proj else "identity", _with_projection("linear")),
     Kind("resid", _model, _const(0), "residual", "add"),

@@ -28,7 +28,8 @@ _PREFIX = re.compile(r"^(grad\.)?(?:gen(\d+)\.)?(?:b(\d+)\.)?(?:layer(\d+)\.)?")
 _HEAD = re.compile(r"^attn\.h(\d+)\.(?:tile(\d+)\.)?(\w+)$")
 TILE_PARTS = ("max", "sum", "acc")  # a key tile's running max, rescaled sum and accumulator
 _NORM = re.compile(r"^(norm\d*|norm_final)(?:\.(\w+))?$")
-_KINDS = {"x": "x", "attn.q": "q", "attn.k": "k", "attn.v": "v", "attn.concat": "concat",
+_KINDS = {"x": "x", "attn.q": "q", "attn.k": "k", "attn.v": "v", "attn.q_rot": "q_rot",
+          "attn.k_rot": "k_rot", "attn.concat": "concat",
           "attn.out": "attn_out", "resid1": "resid", "resid2": "resid", "ffn.hidden": "hidden",
           "ffn.gate": "gate", "ffn.act": "act", "ffn.out": "ffn_out", "output": "output",
           "embed": "embed", "pos": "pos", "logits": "logits", "probs": "probs",

@@ -51,6 +51,9 @@ def _pass(spec, tokens, gen, out, cached, backend) -> int:
     return int(steps["next_token"][0, 0])
 
 
+CACHED = {"attn.k": "k", "attn.v": "v", "attn.k_rot": "k"}   # a layer's step -> the cache it fills
+
+
 def cached_view(steps: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The full recompute as the cached trace names it: the last row of every step, the whole
     K and V as `cache.k`/`cache.v`; no mask step (one new row sees every cached row)."""
@@ -60,6 +63,7 @@ def cached_view(steps: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         if step.kind == "masked" and not step.dropped:
             continue
         out[name] = v if step.kind == "next_token" else v[-1:]
-        if step.layer is not None and step.base in ("attn.k", "attn.v"):
-            out[step.sibling(f"cache.{step.kind}")] = v
+        part = CACHED.get(step.base) if step.layer is not None else None
+        if part and (step.base != f"attn.{part}" or step.sibling(f"attn.{part}_rot") not in steps):
+            out[step.sibling(f"cache.{part}")] = v   # RoPE: the cache holds the rotated keys
     return out

@@ -104,6 +104,9 @@ def run_block(spec: BlockSpec, tol: float = 1e-9, require_torch: bool = False,
         problems.append(f"torch: {e}")
     else:
         res = backends["torch"] = compare(want, got, "torch", tol, problems)
+        if spec.options.rope:
+            from symblock.reference import torch_rope
+            res.note = f"RoPE rotated by {torch_rope.source()}"
         layer = torch_ref.encoder_layer_output(spec)
         if layer is not None:
             from symblock.engine.steps import batch_prefixes
