@@ -55,8 +55,27 @@ def fmt_exact(e, width: int = TEXT_WIDTH) -> str:
 
 
 def describe(trace: Trace) -> str:
-    """One line saying what ran: a block's options or a model's (each spec describes itself)."""
-    return trace.spec.describe()
+    """One line saying what ran: a block's options or a model's."""
+    return _DESCRIBE[trace.form](trace.spec)
+
+
+def _block_line(spec) -> str:
+    """One line of a block's options (a model's line is its own: ModelSpec.describe)."""
+    d, o = spec.dims, spec.options
+    heads = f"{d.heads} head" + ("s" if d.heads > 1 else "")
+    norm = "LayerNorm" if o.norm == "layernorm" else "RMSNorm"
+    mask = " + ".join(m for m, on in (("causal", o.causal), ("padding mask", o.padding)) if on)
+    bits = [f"seq_len {d.seq_len}", f"d_model {d.d_model}", f"d_ff {d.d_ff}", heads,
+            "Pre-LN" + (" + final norm" if o.final_norm else "") if o.norm_position == "pre" else "Post-LN",
+            f"{norm} (ε = {o.eps})", o.activation, mask or "no mask",
+            "scale 1/√d_k" if o.attention_scale == "sqrt_dk" else "no scale"]
+    if d.heads * d.d_k != d.d_model or d.d_k != d.d_v:
+        bits.insert(4, f"d_k {d.d_k}, d_v {d.d_v} per head")
+    if d.batch:
+        bits.insert(0, f"batch of {d.batch}")
+    if o.dropout:
+        bits.append(f"dropout p = {spec.dropout_p} (fixed masks)")
+    return " · ".join(bits)
 
 
 def generated_text(trace: Trace) -> str:
@@ -73,6 +92,7 @@ def _model_text(trace: Trace) -> str:
 
 
 _GENERATED = {"block": lambda trace: "", "model": _model_text}
+_DESCRIBE = {"block": _block_line, "model": lambda spec: spec.describe()}
 
 
 def _grid(cells: list[list[str]]) -> list[str]:

@@ -80,24 +80,6 @@ class BlockSpec:
         """The BlockSpecs the spec runs: itself (a model's are its layers)."""
         return (self,)
 
-    def describe(self) -> str:
-        """One line of the block's options (engine/report.py's header)."""
-        d, o = self.dims, self.options
-        heads = f"{d.heads} head" + ("s" if d.heads > 1 else "")
-        norm = "LayerNorm" if o.norm == "layernorm" else "RMSNorm"
-        mask = " + ".join(m for m, on in (("causal", o.causal), ("padding mask", o.padding)) if on)
-        bits = [f"seq_len {d.seq_len}", f"d_model {d.d_model}", f"d_ff {d.d_ff}", heads,
-                "Pre-LN" + (" + final norm" if o.final_norm else "") if o.norm_position == "pre" else "Post-LN",
-                f"{norm} (ε = {o.eps})", o.activation, mask or "no mask",
-                "scale 1/√d_k" if o.attention_scale == "sqrt_dk" else "no scale"]
-        if d.heads * d.d_k != d.d_model or d.d_k != d.d_v:
-            bits.insert(4, f"d_k {d.d_k}, d_v {d.d_v} per head")
-        if d.batch:
-            bits.insert(0, f"batch of {d.batch}")
-        if o.dropout:
-            bits.append(f"dropout p = {self.dropout_p} (fixed masks)")
-        return " · ".join(bits)
-
     def sequences(self) -> list[tuple[str, Matrix | None, tuple | None]]:
         """(step prefix, X, padding row or None) of each sequence: one, or a batch's."""
         xs = self.batch if self.dims.batch else (self.X,)
