@@ -100,6 +100,8 @@ def _target(text: str | None, spec):
 def run(args) -> int:
     from symblock.exercises.generate import load
     s = load(args.spec, allow_model=True)
+    from symblock.engine.cross import refuse
+    refuse(s, "grad")
     return RUNS[s.form](args, s)
 
 
