@@ -15,7 +15,6 @@ from __future__ import annotations
 from flint import fmpq, fmpz
 
 FACTOR_LIMIT = 10**18  # surds sqrt(n) are reduced (square factors taken out) for n below this
-_FUNCTIONS = ("exp", "erf", "tanh", "sin", "cos", "log")  # sin/cos: positions, RoPE; log: θ^(2i/d)
 
 
 # ---------------------------------------------------------------- text without SymPy

@@ -6,7 +6,7 @@ rounded decimal; the result is what those printed numbers give (builder.outcome)
 from __future__ import annotations
 
 from symblock.engine import exact
-from symblock.sheets.numbers import SUBSTITUTE_ENTRIES, bmatrix, param_symbol, step_symbol
+from symblock.sheets.numbers import SUBSTITUTE_ENTRIES, bmatrix, step_symbol
 
 TERMS_PER_LINE = 6   # a long sum of products continues on the next line
 MAX_TERMS = 24       # longer sums are written with Σ (no operands printed)
