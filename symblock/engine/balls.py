@@ -73,8 +73,6 @@ def node_ball(r, child_balls: list) -> arb:
         return x.sin()
     if op == "cos":
         return x.cos()
-    if op == "log":
-        return x.log()
     raise AssertionError(op)
 
 
