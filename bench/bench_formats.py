@@ -21,7 +21,7 @@ FORMATS = [["latex", "markdown"], ["html"], ["moodle"], ["qti"], ["ipynb"]]
 def models(n: int):
     from symblock.exercises import variant as one
     from symblock.exercises.generate import variant
-    from symblock.sheets import model as sheet
+    from symblock.sheets import sheet
     out = []
     for seed in range(1, n + 1):
         v = variant({"random": {"seed": seed, "difficulty": "medium"}}, "bench")

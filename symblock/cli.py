@@ -215,8 +215,8 @@ def cmd_forward(args) -> int:
     else:
         width = 120 if args.step else report.TEXT_WIDTH  # one step: room for longer closed forms
         print(report.table(trace, steps, args.decimals, width), end="")
-        if hasattr(trace.spec, "vocab") and not args.step:  # a model: the text it generated
-            print("\n" + report.generated_text(trace))
+        if not args.step and (text := report.generated_text(trace)):  # a model: the text it generated
+            print("\n" + text)
     return 0
 
 

@@ -168,7 +168,7 @@ def test_only_the_commands_speak_argparse():
 
 
 @pytest.mark.parametrize("planted,what", [
-    ("from symblock.sheets.model import Safe\n", "up"),
+    ("from symblock.sheets.sheet import Safe\n", "up"),
     ("from symblock.engine.spec import _kind\n", "private"),
     ("import argparse\n", "argparse"),
 ])

@@ -36,16 +36,6 @@ REGEX = {"compile", "match", "fullmatch", "search", "sub", "subn", "findall", "f
 ALLOWED = {
     ("symblock/exercises/variants.py", "split_id"):
         "the worksheet ID's one parser: token.seed, no step name",
-    ("symblock/sheets/work_model.py", "split_layer"):
-        "the model sheet's own layer split, folded into the block's sheet with its model twin",
-    ("symblock/grading/recompute.py", "parse"):
-        "the model checker's own layer split, folded into the block's recompute with its model twin",
-    ("symblock/grading/recompute.py", "final_env"):
-        "the model checker's view of the final norm's values, folded away with its model twin",
-    ("symblock/calculus/model_grad.py", "backward"):
-        "the model's gradients tell the final norm's γ, β from a layer's: folded away with its model twin",
-    ("symblock/reference/model_common.py", "cached_view"):
-        "the model's float paths drop the mask steps of a cached pass: folded away with its model twin",
     ("symblock/exercises/generate.py", "plan"):
         "the drawn γ, β chosen by their norm (ln1 of ln1.gamma) and biases by b_: to read parameters.parse",
     ("symblock/exercises/generate.py", "space_bound"):

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 from symblock.calculus import grad
-from symblock.engine import block
+from symblock.engine import block, names
 from symblock.engine.matrix import Mat
 from symblock.engine.model_spec import ModelSpec, with_length
 from symblock.errors import SpecError
@@ -64,12 +64,13 @@ def backward(spec: ModelSpec, loss: str = "sum", target: Mat | None = None) -> M
     else:
         grads["W_U"] = h.T @ dl
         dh = dl @ head.T
+    final = {f"ln_final.{k}" for k in spec.final_norm}   # the last block carries the final norm
     for i in reversed(range(len(layers))):
         ls, tr = layers[i]
-        names = [p for p in ls.params]
-        b = grad.backward(ls, wrt=["X", *names], trace=tr, upstream=dh)
-        for p in names:
-            key = p if p.startswith("ln_final") else f"layer{i}.{p}"
+        params = list(ls.params)
+        b = grad.backward(ls, wrt=["X", *params], trace=tr, upstream=dh)
+        for p in params:
+            key = p if p in final else names.name_of(p, layer=i)
             grads[key] = b.wrt[p].value
         dh = b.wrt["X"].value
     d = spec.dims.d_model
@@ -80,6 +81,6 @@ def backward(spec: ModelSpec, loss: str = "sum", target: Mat | None = None) -> M
     if spec.positions == "learned":
         pos = [list(dh.rows[r]) if r < m else list(grad.zeros(1, d).rows[0]) for r in range(spec.W_P.shape[0])]
         grads["W_P"] = Mat(pos)
-    order = ["W_E", "W_P"] + [f"layer{i}.{p}" for i, (ls, _) in enumerate(layers) for p in ls.params
-                              if not p.startswith("ln_final")] + [f"ln_final.{k}" for k in spec.final_norm] + ["W_U"]
+    order = ["W_E", "W_P"] + [names.name_of(p, layer=i) for i, (ls, _) in enumerate(layers) for p in ls.params
+                              if p not in final] + [f"ln_final.{k}" for k in spec.final_norm] + ["W_U"]
     return ModelBackward(loss, value, logits, {k: grads[k] for k in order if k in grads})

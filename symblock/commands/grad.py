@@ -99,15 +99,17 @@ def _target(text: str | None, spec):
 
 
 def run(args) -> int:
-    from symblock.engine import spec as specmod
-    from symblock.calculus.grad import backward
-    from symblock.engine.model_spec import ModelSpec
     from symblock.exercises.generate import load
     s = load(args.spec, allow_model=True)
     from symblock.engine.cross import refuse
     refuse(s, "grad")
-    if isinstance(s, ModelSpec):
-        return _run_model(args, s)
+    return RUNS[s.form](args, s)
+
+
+def _run_block(args, s) -> int:
+    """One block: dL/d the chosen inputs and parameters for a loss of its output."""
+    from symblock.engine import spec as specmod
+    from symblock.calculus.grad import backward
     if args.target is not None and args.loss != "mse":
         raise specmod.SpecError(s.source, "--target", "a target only goes with --loss mse")
     wrt = [w.strip() for w in args.wrt.split(",") if w.strip()]
@@ -145,3 +147,6 @@ def _run_model(args, s) -> int:
         lines += [f"■ grad.{w}   \\partial L / \\partial {w}", *matrix_lines(b.grads[w], args.decimals), ""]
     print("\n".join(lines).rstrip())
     return 0
+
+
+RUNS = {"block": _run_block, "model": _run_model}

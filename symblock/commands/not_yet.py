@@ -7,8 +7,7 @@ from symblock.errors import UsageError
 
 def uses_rope_or_groups(spec) -> bool:
     """A block or a model (any layer) with RoPE or grouped K/V heads."""
-    layers = getattr(spec, "layers", None) or [spec]
-    return any(layer.options.rope or layer.dims.kv_heads != layer.dims.heads for layer in layers)
+    return any(layer.options.rope or layer.dims.kv_heads != layer.dims.heads for layer in spec.blocks)
 
 
 def refuse(spec, what: str) -> None:

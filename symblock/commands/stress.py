@@ -29,6 +29,12 @@ def add_arguments(p) -> None:
     add_random_arguments(p)
 
 
+# the spec forms stress does not draw (engine: `model_spec.form_of`), and why
+REFUSED = {"model": "a model spec (a tiny GPT); stress draws variants of one block. A model's decoder sheets "
+                    "are drawn by `symblock worksheet SPEC --variants N`, which checks each variant's decoding "
+                    "step and refuses a set below the variety guarantee"}
+
+
 def run(args) -> int:
     from symblock.exercises import variants
     from symblock.errors import UsageError
@@ -36,11 +42,9 @@ def run(args) -> int:
     from symblock.exercises.spec_arg import default_spec
     overrides = overrides_from_args(args)
     data, source = variants.read(args.spec or default_spec(overrides))  # --difficulty D alone: preset:D
-    from symblock.engine.model_spec import is_model
-    if is_model(data):
-        raise UsageError(f"{source}: a model spec (a tiny GPT); stress draws variants of one block. A model's "
-                         "decoder sheets are drawn by `symblock worksheet SPEC --variants N`, which checks each "
-                         "variant's decoding step and refuses a set below the variety guarantee")
+    from symblock.engine.model_spec import form_of
+    if (refusal := REFUSED.get(form_of(data))):
+        raise UsageError(f"{source}: {refusal}")
     if not isinstance(data.get("random"), dict) and not overrides:
         raise UsageError(f"{source}: stress needs a `random:` section (or flags such as --difficulty) "
                          "to draw variants from")

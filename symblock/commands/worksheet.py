@@ -155,7 +155,8 @@ def _formats_for_models(sets, formats) -> None:
     """A decoder sheet (a model spec) goes out in every format but the notebook, whose check cell
     marks one block's steps."""
     from symblock.errors import UsageError
-    if "ipynb" in formats and any(v.model for v in sets):
+    from symblock.sheets.notebook import FORMS
+    if "ipynb" in formats and any(v.trace.form not in FORMS for v in sets):
         raise UsageError("--format ipynb: a decoder worksheet (a model spec) has no notebook yet; use "
                          "latex, markdown, html, moodle or qti")
 

@@ -57,6 +57,11 @@ class Trace:
     def names(self) -> list[str]:
         return [s.name for s in self.steps]
 
+    @property
+    def form(self) -> str:
+        """The spec's form, "block" or "model" (BlockSpec.form)."""
+        return self.spec.form
+
     # ---- Jupyter display: a table of steps (formula, exact value, decimal)
     def _rows(self):
         for s in self.steps:

@@ -80,7 +80,10 @@ def forward(spec: ModelSpec) -> block.Trace:
 
 def forward_any(spec) -> block.Trace:
     """`symblock.forward`: a block or a model, whichever the spec is."""
-    return forward(spec) if isinstance(spec, ModelSpec) else block.forward(spec)
+    return FORWARDS[spec.form](spec)
+
+
+FORWARDS = {"block": block.forward, "model": forward}
 
 
 class _Run:

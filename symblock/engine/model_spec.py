@@ -64,6 +64,17 @@ class ModelSpec:
     source_tokens: tuple[int, ...] = ()  # an encoder-decoder's source sentence
     encoder: tuple = ()                # an encoder-decoder's encoder layers (BlockSpecs, non-causal)
     encoder_norm: Mapping[str, Any] = field(default_factory=dict)  # its final norm (nn.Transformer's)
+    exercise: Mapping[str, Any] = field(default_factory=dict)  # a model spec has no exercise section
+
+    @property
+    def form(self) -> str:
+        """A model of tokens: a GPT, an encoder or an encoder-decoder (`kind`); BlockSpec.form says "block"."""
+        return "model"
+
+    @property
+    def blocks(self) -> tuple:
+        """The BlockSpecs the model runs: its layers (BlockSpec.blocks is the block itself)."""
+        return self.layers
 
     @property
     def dims(self):
@@ -88,8 +99,14 @@ class ModelSpec:
                 f"{self.generate}{' with KV cache' if self.kv_cache else ''}")
 
 
+def form_of(data: Any) -> str:
+    """The form a parsed spec mapping will load as (BlockSpec.form, ModelSpec.form): a `model:`
+    section makes a tiny GPT. The one place that tells a model from a block."""
+    return "model" if isinstance(data, Mapping) and "model" in data else "block"
+
+
 def is_model(data: Any) -> bool:
-    return isinstance(data, Mapping) and "model" in data
+    return form_of(data) == "model"
 
 
 def _layer_seed(seed: int | None, i: int, salt: str = "") -> int | None:

@@ -69,6 +69,12 @@ class StepName:
         return ("enc." if self.encoder else "") + _prefix(gen=self.gen, batch=self.batch, layer=self.layer)
 
     @property
+    def local(self) -> str:
+        """The name inside its prefixes, `.dropped` kept: "attn.q" of `gen1.layer0.attn.q`, the
+        block-level step a model's layer step is."""
+        return self.base + (DROPPED if self.dropped else "")
+
+    @property
     def part(self) -> str:
         """The last part of the base: "scores" of `attn.h0.scores`, "std" of `norm1.std`."""
         return self.base.rsplit(".", 1)[-1]

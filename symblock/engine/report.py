@@ -55,9 +55,13 @@ def fmt_exact(e, width: int = TEXT_WIDTH) -> str:
 
 
 def describe(trace: Trace) -> str:
-    if hasattr(trace.spec, "describe"):  # a model describes itself (engine/model_spec.py)
-        return trace.spec.describe()
-    d, o = trace.spec.dims, trace.spec.options
+    """One line saying what ran: a block's options or a model's."""
+    return _DESCRIBE[trace.form](trace.spec)
+
+
+def _block_line(spec) -> str:
+    """One line of a block's options (a model's line is its own: ModelSpec.describe)."""
+    d, o = spec.dims, spec.options
     heads = f"{d.heads} head" + ("s" if d.heads > 1 else "")
     norm = "LayerNorm" if o.norm == "layernorm" else "RMSNorm"
     mask = " + ".join(m for m, on in (("causal", o.causal), ("padding mask", o.padding)) if on)
@@ -70,16 +74,25 @@ def describe(trace: Trace) -> str:
     if d.batch:
         bits.insert(0, f"batch of {d.batch}")
     if o.dropout:
-        bits.append(f"dropout p = {trace.spec.dropout_p} (fixed masks)")
+        bits.append(f"dropout p = {spec.dropout_p} (fixed masks)")
     return " · ".join(bits)
 
 
 def generated_text(trace: Trace) -> str:
-    """A model's prompt and the tokens it generated greedily, e.g. `the cat | sat on mat`."""
+    """A model's prompt and the tokens it generated greedily, e.g. `the cat | sat on mat`; "" for a
+    block, which generates nothing."""
+    return _GENERATED[trace.form](trace)
+
+
+def _model_text(trace: Trace) -> str:
     spec = trace.spec
     names = ["next_token"] + [f"gen{t}.next_token" for t in range(1, spec.generate + 1)]
     new = [spec.vocab[int(trace[n].value.rows[0][0].q.p)] for n in names if n in trace]
     return "generated: " + " ".join(spec.vocab[t] for t in spec.prompt) + " | " + " ".join(new)
+
+
+_GENERATED = {"block": lambda trace: "", "model": _model_text}
+_DESCRIBE = {"block": _block_line, "model": lambda spec: spec.describe()}
 
 
 def _grid(cells: list[list[str]]) -> list[str]:

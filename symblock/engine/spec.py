@@ -71,6 +71,17 @@ class BlockSpec:
         """The position of each row, as RoPE turns it."""
         return self.positions or tuple(range(self.dims.seq_len))
 
+    @property
+    def form(self) -> str:
+        """What the spec is: "block" (one Transformer block) or "model" (a tiny GPT, ModelSpec).
+        Consumers key their tables on it instead of testing the spec's type."""
+        return "block"
+
+    @property
+    def blocks(self) -> tuple:
+        """The BlockSpecs the spec runs: itself (a model's are its layers)."""
+        return (self,)
+
     def sequences(self) -> list[tuple[str, Matrix | None, tuple | None]]:
         """(step prefix, X, padding row or None) of each sequence: one, or a batch's."""
         xs = self.batch if self.dims.batch else (self.X,)

@@ -405,18 +405,11 @@ class Marker:
     def __init__(self, trace, exercise, answers=None):
         """`answers` ({asked step: Mat}, a Variant's): the truth of the asked steps, when it is not
         the trace's own (a set's manifest stores it); the trace still recomputes and diagnoses."""
-        from symblock.exercises.decoder import is_model
         self.trace, self.spec, self.exercise = trace, trace.spec, exercise
-        self.model = is_model(self.spec)
-        if self.model:   # a tiny GPT: its steps, and the decoder sheet's conceptual task
-            self.items = plan.items(trace, exercise)
-        else:
-            self.items = plan.forward_items(trace, self.spec)
-            if exercise.backward is not None:
-                self.items += plan.backward_items(exercise.backward, self.spec)
+        self.items = plan.items(trace, exercise)   # a block's or a model's (plan: by the spec's form)
         if answers:
             self.items = [replace(it, value=answers[it.name]) if it.name in answers else it for it in self.items]
-        self.shapes = plan.model_shapes(self.items) if self.model else plan.shapes(trace, self.items)
+        self.shapes = plan.shapes(trace, self.items)
         self.computed = {i.name for i in self.items}
         self.memo: dict = {}   # the truth's printed forms, shared by every file of this variant
 
@@ -439,7 +432,5 @@ class Marker:
 
     def answers(self, data: dict, source: str, default: answers_mod.Policy | None = None) -> answers_mod.Answers:
         """The answers mapping read against this variant's shapes (a model's names normalised)."""
-        if self.model:
-            from symblock.grading.plan import normalise
-            data = normalise(data, self.spec)
+        data = plan.normalise(data, self.spec)
         return answers_mod.from_mapping(data, source, self.shapes, self.computed, default)

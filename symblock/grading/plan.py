@@ -2,9 +2,9 @@
 gradient steps in backward order, each with its true value, the items it reads and how to
 recompute it from a person's own earlier answers (their *chain*).
 
-Forward steps recompute with `recompute.compute`. A gradient dL/d(name) is the sum, over the live
-steps c that read `name`, of c's local backward rule (`calculus.grad.RULES`) applied to dL/dc from
-the chain; the forward values those rules read are the exact trace (a backprop sheet prints them
+Forward steps recompute with `recompute.recompute` (a block's or a model's). A gradient dL/d(name)
+is the sum, over the live steps c that read `name`, of c's local backward rule (`calculus.grad.RULES`)
+applied to dL/dc from the chain; the forward values those rules read are the exact trace (a backprop sheet prints them
 as data). So a wrong dL/d(ffn.out) carries into dL/d(ffn.act) exactly as a wrong forward step does.
 """
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Callable
 
 from symblock.engine import names
 from symblock.engine.matrix import Mat
+from symblock.engine.steps import step_shapes
 from symblock.grading import recompute
 from symblock.grading.mistakes import MODEL_CATALOGUE, diagnose
 
@@ -29,10 +30,33 @@ class Item:
     diagnoser: Callable | None = None # (answer, envs, matches) -> codes; None: mistakes.diagnose
 
 
+@dataclass(frozen=True)
+class Form:
+    """What the checker does its own way for one form of spec (engine: `spec.form`)."""
+    diagnoser: Callable   # (step name, spec) -> an Item's diagnoser (None: mistakes.diagnose)
+    names: Callable       # (spec) -> {name: shape} an answers file may use besides the items
+    normalise: Callable   # (answers mapping, spec) -> the mapping as answers.py reads it
+
+
+def items(trace, exercise) -> list[Item]:
+    """Every item of either form: the trace's steps in forward order (each followed by the asked
+    tasks that are no engine step, e.g. a decoder's `cache.reused` after the cache it asks about),
+    then a backprop exercise's gradients."""
+    out = forward_items(trace, trace.spec)
+    for name, value in exercise.extra.items():
+        after = next(i for i, it in enumerate(out) if it.name == names.parse(name).sibling("cache.v"))
+        out.insert(after + 1, Item(name, value, (), False, lambda chain, v=value: v, False))
+    if exercise.backward is not None:
+        out += backward_items(exercise.backward, trace.spec)
+    return out
+
+
 def forward_items(trace, spec) -> list[Item]:
-    from symblock.grading.recompute import compute
-    return [Item(s.name, s.value, tuple(s.inputs), s.given,
-                 lambda chain, n=s.name: compute(n, chain, spec), True) for s in trace]
+    """The trace's steps, each recomputed from a chain (recompute.recompute, either form)."""
+    diagnoser = FORMS[spec.form].diagnoser
+    return [Item(s.name, s.value, recompute.inputs(s.name, s.inputs, spec), s.given,
+                 lambda chain, n=s.name: recompute.recompute(n, chain, spec), True, diagnoser(s.name, spec))
+            for s in trace]
 
 
 def backward_items(back, spec) -> list[Item]:
@@ -69,56 +93,36 @@ def _grad_item(g, readers: list, back, spec) -> Item:
 
 
 def shapes(trace, items: list[Item]) -> dict[str, tuple[int, int]]:
-    """Every name an answers file may use, with its shape (steps.step_shapes plus the items)."""
-    from symblock.engine.steps import step_shapes
-    spec = trace.spec
-    out = step_shapes(spec.dims, spec.options)
+    """Every name an answers file may use, with its shape (a block's steps.step_shapes plus the items)."""
+    out = FORMS[trace.form].names(trace.spec)
     out.update({i.name: i.value.shape for i in items})
     return out
 
 
-# What the checker walks for a model spec (a decoder sheet): every step of the model's trace in
-# forward order, each recomputed from a person's chain by recompute's model steps, plus the decoder's conceptual
+def normalise(data: dict, spec) -> dict:
+    """An answers mapping as answers.py reads it (a model's tokens given as strings made indices)."""
+    return FORMS[spec.form].normalise(data, spec)
+
+
+# A model spec (a decoder sheet): every step of the model's trace, plus the decoder's conceptual
 # task (`gen1.layer0.cache.reused`, whose answer does not depend on numbers). A layer's step is
-# diagnosed with the block's catalogue on the layer's block (its names mapped as recompute maps
-# them) and with the model's own slips (mistakes.MODEL_CATALOGUE); the model's steps with the
-# latter. Answers may name the next token by its string; `normalise` turns it into its index.
+# diagnosed with the block's catalogue on the layer's block (in its frame, recompute.frame) and with
+# the model's own slips (mistakes.MODEL_CATALOGUE); the model's steps with the latter. Answers may
+# name the next token by its string; `model_normalise` turns it into its index.
 
-
-def items(trace, exercise) -> list[Item]:
-    spec = trace.spec
-    out = []
-    for s in trace:
-        out.append(Item(s.name, s.value, recompute.inputs(s.name, s.inputs, spec), s.given,
-                        lambda chain, n=s.name: recompute.recompute(n, chain, spec), True,
-                        diagnoser(s.name, spec)))
-        for name, value in exercise.extra.items():   # the conceptual task, after the cache it asks about
-            if s.name == name.replace("cache.reused", "cache.v"):
-                out.append(Item(name, value, (), False, lambda chain, v=value: v, False))
-    return out
-
-
-def diagnoser(name: str, spec):
+def model_diagnoser(name: str, spec):
     """(answer, envs, matches) -> the codes of the slips that reproduce the answer for `name`."""
-    prefix, t, layer, rest = recompute.parse(name)
-
     def run(answer, envs, matches) -> list[str]:
         found = diagnose(name, spec, answer, envs, matches, catalogue=MODEL_CATALOGUE)
-        if layer is not None and names.parse(rest).section != "cache":
-            local = [recompute.local_env(e, prefix, layer, t, spec) for e in envs]
-            found += diagnose(rest, recompute.layer_spec(spec, layer, t), answer, local, matches)
-        elif names.parse(rest).norm == "norm_final":
-            local = [recompute.final_env(e, prefix, spec) for e in envs]
-            found += diagnose(rest, recompute.final_spec(spec, t), answer, local, matches)
+        frames = [recompute.frame(name, e, spec) for e in envs]
+        if frames and frames[0] is not None:   # a layer's or the final norm's step: the block's slips too
+            local, _, block = frames[0]
+            found += diagnose(local, block, answer, [f[1] for f in frames], matches)
         return list(dict.fromkeys(found))
     return run
 
 
-def model_shapes(items_: list[Item]) -> dict[str, tuple[int, int]]:
-    return {i.name: i.value.shape for i in items_}
-
-
-def normalise(data: dict, spec) -> dict:
+def model_normalise(data: dict, spec) -> dict:
     """The answers mapping with each next_token given as a token string (or [["sat"]]) replaced by
     its index in the vocabulary, and a `cache.reused` given as {rows: [1, 2]} (rows from 1) as its
     row of flags; anything else is left for answers.py to judge."""
@@ -146,10 +150,16 @@ def _token(value, vocab):
 
 def _flags(rows, name: str, spec):
     from symblock.errors import SpecError
-    t = recompute.parse(name)[1]
+    t = names.parse(name).gen
     n = len(spec.prompt) + t
     if not isinstance(rows, list) or not all(isinstance(r, int) and not isinstance(r, bool) and 1 <= r <= n
                                              for r in rows):
         raise SpecError("answers", f"steps.{name}.rows", f"expected a list of row numbers 1..{n} (the rows "
                         "of the cache that were reused)")
     return [[1 if r + 1 in rows else 0 for r in range(n)]]
+
+
+# What the checker does differently for each form of spec (engine: `spec.form`)
+FORMS = {"block": Form(lambda name, spec: None, lambda spec: step_shapes(spec.dims, spec.options),
+                       lambda data, spec: data),
+         "model": Form(model_diagnoser, lambda spec: {}, model_normalise)}

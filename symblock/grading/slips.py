@@ -120,8 +120,6 @@ def dropout_no_rescale(name, env, spec):
     return [env[src] * Mat.from_sympy(spec.dropout_masks[src])]
 
 
-
-
 # The slips of a tiny GPT's steps (mistakes.MODEL_CATALOGUE): each recomputes ONE model step
 # from the values before it (the person's chain, else the truth) with the slip made.
 #
@@ -136,17 +134,9 @@ def dropout_no_rescale(name, env, spec):
 #   H W_Eᵀ) or H W_Uᵀ for an untied one. Both need d_model = vocabulary size (W_E is vocab × d):
 #   for any other model the slip cannot be written down, so it does not apply.
 
-
-def _model(spec) -> bool:
-    from symblock.exercises.decoder import is_model
-    return is_model(spec)
-
-
 # ---------------------------------------------------------------- cache_not_appended
 
 def not_appended_applies(name: str, spec) -> bool:
-    if not _model(spec):
-        return False
     step = names.parse(name)
     return step.layer is not None and recompute.cached(spec, step.gen) and step.head is not None \
         and step.part in ("scores", "scaled", "weights", "out")
@@ -161,14 +151,12 @@ def _drop_last(m: Mat) -> Mat:
 
 
 def not_appended(name: str, env: dict, spec) -> list[Mat]:
-    prefix, t, layer, rest = recompute.parse(name)
     step = names.parse(name)
-    kind, h = step.part, step.head
+    t, layer, kind, h = step.gen, step.layer, step.part, step.head
     dims, o = spec.layers[layer].dims, spec.layers[layer].options
-    here = f"{prefix}layer{layer}."
     k_old, v_old = env[recompute.old_cache(t, layer, "k")], env[recompute.old_cache(t, layer, "v")]
     lo, hi, vlo, vhi = h * dims.d_k, (h + 1) * dims.d_k, h * dims.d_v, (h + 1) * dims.d_v
-    scores = env[f"{here}attn.q"].cols(lo, hi) @ k_old.cols(lo, hi).T
+    scores = env[step.sibling("attn.q")].cols(lo, hi) @ k_old.cols(lo, hi).T
     scale = o.attention_scale == "sqrt_dk"
     scaled = scores.scale(1 / exact.sqrt(exact.real(dims.d_k))) if scale else scores
     if kind == "scores":
@@ -187,49 +175,47 @@ def not_appended(name: str, env: dict, spec) -> list[Mat]:
 
 # ---------------------------------------------------------------- position_reused
 
-def _reads_x(rest: str, spec, layer: int) -> bool:
-    pre = spec.layers[layer].options.norm_position == "pre"
-    return rest == "resid1" or (names.parse(rest).norm == "norm1" if pre else rest in ("attn.q", "attn.k", "attn.v"))
+def _reads_x(step, spec) -> bool:
+    """Whether the first layer's step reads x: resid1, and norm1 (Pre-LN) or q, k, v (Post-LN)."""
+    pre = spec.layers[0].options.norm_position == "pre"
+    return step.local == "resid1" or (step.norm == "norm1" if pre else step.local in ("attn.q", "attn.k", "attn.v"))
 
 
 def position_applies(name: str, spec) -> bool:
-    if not _model(spec) or spec.positions == "none":
+    if spec.positions == "none":
         return False
-    prefix, t, layer, rest = recompute.parse(name)
-    if t == 0 or not recompute.cached(spec, t):
+    step = names.parse(name)
+    if not recompute.cached(spec, step.gen):
         return False
-    return (layer is None and rest in ("pos", "x")) or (layer == 0 and _reads_x(rest, spec, 0))
+    return (step.layer is None and step.local in ("pos", "x")) or (step.layer == 0 and _reads_x(step, spec))
 
 
 def position_reused(name: str, env: dict, spec) -> list[Mat]:
-    prefix, t, layer, rest = recompute.parse(name)
-    p = recompute.position(spec, t)
+    step = names.parse(name)
+    t = step.gen
     out = []
-    for j in range(p):   # every earlier position, the first and the last one above all
+    for j in range(recompute.position(spec, t)):   # every earlier position, the first and the last one above all
         pos = recompute.position_rows(spec, env, [j])
-        if rest == "pos":
+        if step.local == "pos":
             out.append(pos)
             continue
-        x = env[f"{prefix}embed"] + pos
-        if rest == "x":
+        x = env[names.name_of("embed", gen=t)] + pos
+        if step.local == "x":
             out.append(x)
             continue
-        out.append(recompute.recompute(name, {**env, f"{prefix}x": x}, spec))
+        out.append(recompute.recompute(name, {**env, names.name_of("x", gen=t): x}, spec))
     return out
 
 
 # ---------------------------------------------------------------- logits_untied_transpose
 
 def transpose_applies(name: str, spec) -> bool:
-    if not _model(spec):
-        return False
-    rest = recompute.parse(name)[3]
-    return recompute.parse(name)[2] is None and rest in ("logits", "probs") \
-        and spec.dims.d_model == len(spec.vocab)
+    step = names.parse(name)
+    return step.layer is None and step.kind in ("logits", "probs") and spec.dims.d_model == len(spec.vocab)
 
 
 def untied_transpose(name: str, env: dict, spec) -> list[Mat]:
-    prefix, _, _, rest = recompute.parse(name)
-    h = env[recompute.last_hidden(spec, prefix)]
+    step = names.parse(name)
+    h = env[recompute.last_hidden(spec, step.gen)]
     logits = h @ env["W_E"] if spec.head == "tied" else h @ env["W_U"].T
-    return [logits] if rest == "logits" else [softmax_rows(logits)]
+    return [logits] if step.kind == "logits" else [softmax_rows(logits)]

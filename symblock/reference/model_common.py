@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from symblock.engine import names
 from symblock.engine.model_spec import ModelSpec, with_length
 
 
@@ -39,42 +40,43 @@ def run(spec: ModelSpec, embed, layer_forward, head) -> dict[str, np.ndarray]:
     nxt = _pass(spec, tokens, "", out, False, backend)
     for t in range(1, spec.generate + 1):
         tokens.append(nxt)
-        nxt = _pass(spec, tokens, f"gen{t}.", out, spec.kv_cache, backend)
+        nxt = _pass(spec, tokens, t, out, spec.kv_cache, backend)
     return out
 
 
-def _pass(spec, tokens, prefix, out, cached, backend) -> int:
+def _pass(spec, tokens, gen, out, cached, backend) -> int:
     embed, layer_forward, head = backend
     m = len(tokens)
     steps = embed(spec, tokens)
     h = steps.get("norm_embed", steps["x"])  # an encoder's norm of the embeddings, when it has one
     for i, layer in enumerate(spec.layers):
         vals = layer_forward(replace(with_length(layer, m), X=h))
-        steps.update({f"layer{i}.{k}": v for k, v in vals.items() if k != "x"})
+        steps.update({names.name_of(k, layer=i): v for k, v in vals.items() if k != "x"})
         h = vals["output"]
     steps.update(head(spec, h))
     if cached:
-        steps = cached_view(steps, len(spec.layers))
-    out.update({prefix + k: v for k, v in steps.items()})
+        steps = cached_view(steps)
+    out.update({names.name_of(k, gen=gen): v for k, v in steps.items()})
     return int(steps["next_token"][0, 0]) if "next_token" in steps else -1  # an encoder: no head
 
 
-def cached_view(steps: dict[str, np.ndarray], layers: int) -> dict[str, np.ndarray]:
+CACHED = {"attn.k": "k", "attn.v": "v", "attn.k_rot": "k"}   # a layer's step -> the cache it fills
+
+
+def cached_view(steps: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The full recompute as the cached trace names it: the last row of every step, the whole
     K and V as `cache.k`/`cache.v` (and a decoder layer's cross-attention K and V, which are the
     memory's); no mask step (one new row sees every cached row)."""
     out = {}
     for name, v in steps.items():
-        if name.endswith(".masked"):
+        step = names.parse(name)
+        if step.kind == "masked" and not step.dropped:
             continue
-        if name == "next_token":
-            out[name] = v
-            continue
-        out[name] = v if name.endswith(("cross.k", "cross.v")) else v[-1:]  # the memory's: every row
-        for i in range(layers):
-            for p in "kv":  # RoPE: the cache holds the rotated keys
-                if name == f"layer{i}.attn.{p}" and f"{name}_rot" not in steps or name == f"layer{i}.attn.{p}_rot":
-                    out[f"layer{i}.cache.{p}"] = v
+        whole = step.kind in ("next_token", "cross_k", "cross_v")   # a token; the memory's K and V
+        out[name] = v if whole else v[-1:]
+        part = CACHED.get(step.base) if step.layer is not None else None
+        if part and (step.base != f"attn.{part}" or step.sibling(f"attn.{part}_rot") not in steps):
+            out[step.sibling(f"cache.{part}")] = v   # RoPE: the cache holds the rotated keys
     return out
 
 
@@ -102,7 +104,7 @@ def run_translation(spec: ModelSpec, embed, encoder_layer, decoder_layer, head) 
             h = vals["output"]
         steps.update(head(spec, h))
         if t and spec.kv_cache:
-            steps = cached_view(steps, len(spec.layers))
+            steps = cached_view(steps)
         out.update({(f"gen{t}." if t else "") + k: v for k, v in steps.items()})
         tokens.append(int(steps["next_token"][0, 0]))
     return out

@@ -75,10 +75,14 @@ def skipped() -> BackendResult:
 
 def run(spec: BlockSpec, tol: float = 1e-9, require_torch: bool = False,
         use_torch: bool = True) -> VerifyResult:
-    """`use_torch=False` compares with NumPy alone: importing torch takes 2–3 s, the rest well under 1 s."""
-    from symblock.engine.model_spec import ModelSpec
-    if isinstance(spec, ModelSpec):
-        return run_model(spec, tol, require_torch, use_torch)
+    """A block or a model (`spec.form`), every step against the independent paths. `use_torch=False`
+    compares with NumPy alone: importing torch takes 2–3 s, the rest well under 1 s."""
+    return RUNS[spec.form](spec, tol, require_torch, use_torch)
+
+
+def run_block(spec: BlockSpec, tol: float = 1e-9, require_torch: bool = False,
+              use_torch: bool = True) -> VerifyResult:
+    """One block: every step against NumPy, then torch's own modules."""
     if spec.options.cross_attention:
         return run_decoder_layer(spec, tol, require_torch, use_torch)
     from symblock.reference import numeric
@@ -206,6 +210,9 @@ def translation_result(spec, want: dict, tol: float, problems: list[str]) -> Bac
     res = compare({k: want[k] for k in got}, got, "torch", tol, problems)
     res.note = f"nn.Transformer in a greedy loop: memory, outputs, logits and tokens of {spec.generate + 1} passes"
     return res
+
+
+RUNS = {"block": run_block, "model": run_model}
 
 
 # ---------------------------------------------------------------- what verify prints

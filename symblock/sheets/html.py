@@ -2,7 +2,7 @@
 KaTeX shipped beside the pages (`katex/`, vendored from npm: works offline, no CDN).
 
 The sheet's answer grids are inputs; "Save answers" downloads a YAML (or JSON) file in the format
-`symblock check` reads (grading/answers.py). The pages only read the sheet model (sheets/model.py):
+`symblock check` reads (grading/answers.py). The pages only read the sheet model (sheets/sheet.py):
 math is its LaTeX, put into `<span class="math">` for KaTeX; prose is its text with `$...$` math;
 everything is HTML-escaped by Jinja's autoescape.
 """

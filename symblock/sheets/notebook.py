@@ -2,7 +2,7 @@
 writer's page: tasks, data, conventions), under a line saying the notebook is for self-study (it can
 rebuild the key); then a cell rebuilds the block from the worksheet ID, a
 cell holds the student's answers (one grid of `None` per task; a `None` left is a blank) and the
-next cell marks the asked steps through grading.marker, as `symblock check` does (gradient steps
+next cell marks the asked steps through grading.marking, as `symblock check` does (gradient steps
 too). Comments and messages are in the sheet's language (sheets/lang). Cell ids are fixed, so the
 file is byte-identical per input.
 """
@@ -13,6 +13,7 @@ import textwrap
 from symblock.sheets import render
 
 FILE = "notebook.ipynb"
+FORMS = ("block",)   # the spec forms a notebook marks (its check cell marks one block's steps)
 
 LOAD = '''\
 # {t[nb_load]}
@@ -71,7 +72,7 @@ def _grid(task: dict) -> str:
 
 
 def _check(model: dict, t: dict) -> str:
-    """The check cell: the asked steps marked through grading.marker, as `symblock check` does."""
+    """The check cell: the asked steps marked through grading.marking, as `symblock check` does."""
     how = model["marking"]
     exercise = (BACKPROP.format(loss=how["loss"], wrt=how["wrt"]) if how["loss"] is not None
                 else ASKED.format(t=t, ask=textwrap.fill(" ".join(f"{n!r}," for n in how["ask"]), 100,

@@ -1,8 +1,9 @@
 """The decoder worksheet's builder: one generation step of a tiny GPT with the KV cache
-(exercises/decoder.py says what is asked). A subclass of builder.Builder: a layer's steps
-(`gen1.layer0.attn.q`, …) are worked by the block's own work_* mixins on the layer's dims for one
-row, so every line of working is the block key's; the model's own steps (embedding, position,
-cache, logits, probabilities, next token) and the conceptual task are worked here.
+(exercises/decoder.py says what is asked; sheets/sheet.py builds the block's sheet dict from it).
+A subclass of builder.Builder: a layer's steps (`gen1.layer0.attn.q`, …) are worked by the block's
+own work_* mixins on the layer's dims for one row, so every line of working is the block key's; the
+model's own steps (embedding, position, cache, logits, probabilities, next token) and the
+conceptual task are worked here.
 """
 from __future__ import annotations
 
@@ -12,8 +13,7 @@ from dataclasses import replace
 from symblock.engine import names
 from symblock.exercises.decoder import token_index
 from symblock.sheets.builder import Builder
-from symblock.sheets.lang import TEXTS
-from symblock.sheets.lang_model import TEXTS as MODEL_TEXTS
+from symblock.sheets.lang import MODEL_TEXTS, TEXTS
 from symblock.sheets.numbers import (Safe, bmatrix, cells, grid, matrix_value, param_symbol, shape_tex,
                                      step_symbol)
 
@@ -26,21 +26,14 @@ def token_tex(tok: str) -> str:
     return r"\text{“" + (_SAFE_TOKEN.sub("?", tok) or "?") + "”}"
 
 
-def split_layer(name: str) -> tuple[int, str] | None:
-    """(layer, block step name) of a layer's step, e.g. (0, "attn.q") for gen1.layer0.attn.q."""
-    step = names.parse(name)
-    return None if step.layer is None else (step.layer, name[len(step.prefix):])
-
-
 def model_symbol(name: str, layers: int) -> str:
     """A model parameter's symbol: W_E, W_P, W_U; a layer's W^{Q} (with the layer as a superscript
     in brackets when the model has more than one layer); γ, β of its norms."""
-    got = split_layer(name)
-    if got is None:
+    step = names.parse(name)
+    if step.layer is None:
         return param_symbol(name)
-    layer, base = got
-    sym = param_symbol(base)
-    return sym if layers == 1 else rf"{{{sym}}}^{{[{layer}]}}"
+    sym = param_symbol(step.local)
+    return sym if layers == 1 else rf"{{{sym}}}^{{[{step.layer}]}}"
 
 
 class DecoderBuilder(Builder):
@@ -87,9 +80,9 @@ class DecoderBuilder(Builder):
         return params + steps
 
     def cache_symbol(self, name: str) -> str:
-        got = split_layer(name)
-        if got and got[1] in ("attn.k", "attn.v"):
-            return f"{got[1][-1].upper()}_{{cache}}"
+        step = names.parse(name)
+        if step.layer is not None and step.base in ("attn.k", "attn.v"):
+            return f"{step.kind.upper()}_{{cache}}"
         return self.symbol(name)
 
     # -- tasks
@@ -119,43 +112,36 @@ class DecoderBuilder(Builder):
 
     def local(self, name: str):
         """The layer spec a layer's step is worked with (its rows: the one new row, or the prompt)."""
-        layer, _ = split_layer(name)
-        spec = self.model.layers[layer]
+        spec = self.model.layers[names.parse(name).layer]
         rows = self.trace[name].value.shape[0]
         opts = spec.options if not names.parse(name).gen else replace(spec.options, causal=False)
         return replace(spec.dims, seq_len=rows), opts
 
     def what(self, step) -> Safe:
-        got = split_layer(step.name)
-        if got is not None:
-            base = got[1]
-            if base in ("cache.k", "cache.v"):
-                return self.t(f"m.s.{base}")
-            parsed = names.parse(step.name)
+        parsed = names.parse(step.name)
+        if parsed.layer is not None:
+            if parsed.section == "cache":
+                return self.t(f"m.s.{parsed.local}")
             if parsed.kind == "scores" and parsed.gen:
                 return self.t("m.s.scores", h=parsed.head)
-            return super().what(replace(step, name=base))
-        base = names.parse(step.name).base
-        if names.parse(base).norm == "norm_final" and base != "norm_final":
-            return super().what(replace(step, name=base))
-        return self.t(f"m.s.{base}")
-
-    def points(self, name: str):
-        return None   # a model spec has no exercise section: every task is worth 1
+            return super().what(replace(step, name=parsed.local))
+        if parsed.norm == "norm_final" and parsed.stat:
+            return super().what(replace(step, name=parsed.base))
+        return self.t(f"m.s.{parsed.base}")
 
     def work(self, step) -> list:
-        got = split_layer(step.name)
-        if got is not None:
-            if got[1] in ("cache.k", "cache.v"):
+        parsed = names.parse(step.name)
+        if parsed.layer is not None:
+            if parsed.section == "cache":
                 return self.work_cache(step)
             keep = self.dims, self.o
             self.dims, self.o = self.local(step.name)
             try:
-                return super().work(replace(step, name=got[1]))
+                return super().work(replace(step, name=parsed.local))
             finally:
                 self.dims, self.o = keep
-        base = names.parse(step.name).base
-        if names.parse(base).norm == "norm_final":
+        base = parsed.base
+        if parsed.norm == "norm_final":
             keep = self.dims
             self.dims = replace(self.dims, seq_len=step.value.shape[0])
             try:
@@ -175,7 +161,7 @@ class DecoderBuilder(Builder):
         t = names.parse(step.name).gen
         if not t:
             return self.model.prompt[0]
-        prev = "next_token" if t == 1 else f"gen{t - 1}.next_token"
+        prev = names.name_of("next_token", gen=t - 1)
         return token_index(self.trace[prev].value)
 
     def work_model_pos(self, step) -> list:
@@ -220,24 +206,3 @@ class DecoderBuilder(Builder):
         return [(self.t("m.w.next_token", j + 1, f"${token_tex(self.model.vocab[j])}$", j), None),
                 (None, rf"\ell = \left({shown}\right),\quad \arg\max_j \ell_j = {j + 1}")]
 
-
-def build(trace, exercise, *, lang: str = "en", places: int = 3, ident: str = "",
-          title: str | None = None, space: float = 0) -> dict:
-    """The decoder worksheet as the plain data every writer reads (sheets/model.build's dict)."""
-    from symblock.sheets.numbers import cells as cells_of
-    b = DecoderBuilder(trace, exercise, lang, places)
-    data = b.data()
-    tasks = [b.task(i, n) for i, n in enumerate(exercise.ask, 1)]
-    for task in tasks:
-        if "cells" not in task:
-            task["cells"] = cells_of(trace[task["name"]].value, places)
-    for task in tasks:   # the LMS exports share a task's points over its entries
-        task["worth"] = exercise.points.get(task["name"], 1)
-    spec = trace.spec
-    return {
-        "lang": lang, "title": title if title is not None else (spec.title or TEXTS[lang]["default_title"]),
-        "ident": ident, "describe": b.describe(), "loss": None, "conventions": b.conventions(),
-        "data": data, "data_rows": b.data_rows(data), "tasks": tasks,
-        "approx_note": b.t("approx_note", places), "places": places, "space": space, "total": None,
-        "t": {k: Safe(v) for k, v in TEXTS[lang].items() if "{" not in v},
-    }

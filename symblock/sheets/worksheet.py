@@ -38,14 +38,14 @@ SET_WRITERS = {"html": "symblock.sheets.html", "moodle": "symblock.sheets.moodle
 @dataclass(frozen=True)
 class Documents:
     files: dict      # {file name: text}: sheet and key in each per-variant format
-    model: dict      # the sheet model (sheets/model.py) the set-level writers (`bundle`) read
+    model: dict      # the sheet model (sheets/sheet.py) the set-level writers (`bundle`) read
 
 
 def documents(variant, *, formats, lang="en", places=3, title=None, template_dir=None,
               space=0) -> Documents:
     """One variant's sheet and key in each format, and its sheet model (the SET_WRITERS' files
     come from `bundle`, which reads the models of a set)."""
-    from symblock.sheets import render, model as sheet
+    from symblock.sheets import render, sheet
     model = sheet.build(variant, lang=lang, places=places, title=title, space=space)
     model.setdefault("marking", {})["preset"] = variant.options.preset   # a student's `check` must ask for it again
     out = {}

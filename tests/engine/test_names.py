@@ -65,3 +65,10 @@ def test_a_step_knows_the_part_of_the_block_it_belongs_to():
     assert names.parse("norm2.var").section == "norm2"
     assert names.parse("gen1.layer0.cache.v").section == "cache"
 
+
+def test_a_layer_step_is_a_block_step_inside_its_prefixes():
+    """`local` is the block-level name a model's step is worked as, its dropout mark kept."""
+    assert names.parse("gen1.layer0.attn.q").local == "attn.q"
+    assert names.parse("layer1.attn.h0.weights.dropped").local == "attn.h0.weights.dropped"
+    assert names.parse("gen2.next_token").local == "next_token"
+    assert names.parse("layer0.W_Q").local == "W_Q"

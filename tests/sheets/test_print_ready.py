@@ -174,12 +174,12 @@ def test_working_space_under_each_grid(tmp_path, capsys):
     assert "\\vspace" not in (tmp_path / "w" / "key.tex").read_text()
     assert cli.main(["worksheet", "--space", "-1", "--out", str(tmp_path / "x")]) == 2
     assert "--space" in capsys.readouterr().err
-    from symblock.sheets import model, render
+    from symblock.sheets import render, sheet
     trace = block.forward(spec.load("seed-post-ln"))
-    m = model.build(variant.build("", trace), space=3)
+    m = sheet.build(variant.build("", trace), space=3)
     tex = render.render(m, "latex", key=False)
     assert tex.count("\\vspace{3cm}") == len(m["tasks"])
-    assert "\\vspace" not in render.render(model.build(variant.build("", trace)), "latex", key=False)
+    assert "\\vspace" not in render.render(sheet.build(variant.build("", trace)), "latex", key=False)
 
 
 # ---------------------------------------------------------------- any size

@@ -133,3 +133,22 @@ def test_a_two_layer_model_key_is_worked_true_too():
     for name in ("gen1.layer1.cache.reused", "gen1.layer0.attn.concat", "gen1.norm_final", "gen1.layer1.attn.out"):
         assert f"`{name}`" in docs["sheet.md"]
     assert "{W^{Q}}^{[1]}" in docs["sheet.tex"]      # the second layer's weights are told apart
+
+
+def test_the_decoder_sheet_is_the_block_sheets_dict(three):
+    """One sheet dict for both forms: a zh decoder sheet is titled in Chinese (the spec's
+    `title: {en, zh}`), and carries the `marking` a checker reads, as a block's sheet does."""
+    from symblock.engine import block, spec as specmod
+    from symblock.sheets import sheet
+    ident, spec, trace = three[0]
+    v = variant.build(ident, trace)
+    ex = v.exercise
+    zh = sheet.build(v, lang="zh")
+    assert zh["title"] == "使用 KV 缓存的一步解码" and spec.titles["zh"] == zh["title"]
+    assert sheet.build(v, lang="en")["title"] == "One decoding step with a KV cache"
+    assert zh["marking"] == {"ask": list(ex.ask), "loss": None, "wrt": None}
+    assert zh["total"] is None                      # no points section: no total line, as for a block
+    btrace = block.forward(specmod.load("seed-post-ln"))
+    assert set(zh) == set(sheet.build(variant.build("seed-post-ln", btrace)))
+    md = documents(v, formats=["markdown"], lang="zh").files["sheet.md"]
+    assert "使用 KV 缓存的一步解码" in md and "One decoding step" not in md

@@ -14,22 +14,25 @@ from symblock.sheets.builder import Builder
 from symblock.sheets.lang import TEXTS
 from symblock.sheets.numbers import Safe, cells  # noqa: F401  (re-exported for the writers)
 from symblock.sheets.work_grad import GradBuilder
+from symblock.sheets.work_model import DecoderBuilder
+
+# the builder of each kind of spec (engine: `spec.form`); a gradient sheet is a block's
+BUILDERS = {"block": Builder, "model": DecoderBuilder}
 
 
 def build(variant, *, lang: str = "en", places: int = 3, title: str | None = None, space: float = 0) -> dict:
-    """The worksheet (and key) of a Variant (exercises/variant.py) as plain data for the
-    templates. `space`: centimetres of working space under each task's grid on the sheet (0: none)."""
+    """The worksheet (and key) of a Variant (exercises/variant.py) as plain data for the templates,
+    a block's or a model's decoder sheet alike. `space`: centimetres of working space under each
+    task's grid on the sheet (0: none)."""
     trace, exercise, ident = variant.trace, variant.exercise, variant.ident
-    if variant.model:  # a decoder sheet: one generation step of a tiny GPT
-        from symblock.sheets import work_model
-        return work_model.build(trace, exercise, lang=lang, places=places, ident=ident, title=title, space=space)
     backprop = getattr(exercise, "backward", None) is not None
-    b = (GradBuilder if backprop else Builder)(trace, exercise, lang, places)
+    b = (GradBuilder if backprop else BUILDERS[trace.form])(trace, exercise, lang, places)
     spec = trace.spec
     data = b.data()
     tasks = [b.task(i, n) for i, n in enumerate(exercise.ask, 1)]
     for task in tasks:
-        task["cells"] = cells(variant.answers[task["name"]], places)
+        if "cells" not in task:   # a decoder sheet's reused-rows task brings its own
+            task["cells"] = cells(variant.answers[task["name"]], places)
     for task in tasks:   # the LMS exports share a task's points over its entries
         task["worth"] = exercise.points.get(task["name"], 1)
     return {
