@@ -9,11 +9,28 @@ Heavy modules (SymPy printing, NumPy, torch) are imported where they are used, s
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
 __all__ = ["load", "forward", "SpecError"]
 
+if TYPE_CHECKING:  # what a type checker reads; at run time `__getattr__` imports each on first use
+    from pathlib import Path
+    from typing import Mapping
 
-def __getattr__(name: str):
+    from symblock.engine.block import Step, Trace
+    from symblock.engine.model import forward_any as forward
+    from symblock.engine.model_spec import Spec
+    from symblock.errors import SpecError
+
+    def load(name_or_path: str | Path) -> Spec:
+        """A built-in example name or a spec file: a BlockSpec, or a ModelSpec for a `model:` spec."""
+
+    def from_mapping(data: Mapping[str, Any], source: str = "<spec>") -> Spec:
+        """A parsed spec (a mapping), validated as `load` validates a file."""
+
+
+def __getattr__(name: str) -> Any:
     if name in ("load", "from_mapping"):  # constraints drawn, models too (exercises.generate)
         import functools
         from symblock.exercises import generate

@@ -14,6 +14,7 @@ import contextlib
 import contextvars
 import functools
 import os
+from typing import Iterable, Iterator
 
 from symblock.engine import kinds
 from symblock.engine.kinds import NODE  # noqa: F401  (the unit's definition, read by model.py)
@@ -30,7 +31,7 @@ def step_cost(name: str, dims: Dims, opts: Options) -> int:
     return kinds.cost(name, dims, opts)
 
 
-def cost(dims: Dims, opts: Options, given=()) -> int:
+def cost(dims: Dims, opts: Options, given: Iterable[str] = ()) -> int:
     """Units of the whole forward (the steps it computes)."""
     return _cost(dims, opts, frozenset(given))
 
@@ -44,8 +45,8 @@ def limit(max_cost: int | None = None) -> int:
     """The limit in force: `max_cost`, else `limited(...)`'s, else SYMBLOCK_MAX_COST, else MAX_COST."""
     if max_cost is not None:
         return max_cost
-    if _limit.get() is not None:
-        return _limit.get()
+    if (set_here := _limit.get()) is not None:
+        return set_here
     text = os.environ.get("SYMBLOCK_MAX_COST")
     if text is None or not text.strip():
         return MAX_COST
@@ -59,7 +60,7 @@ def limit(max_cost: int | None = None) -> int:
 
 
 @contextlib.contextmanager
-def limited(max_cost: int | None):
+def limited(max_cost: int | None) -> Iterator[None]:
     """Within this block, loads and forwards use `max_cost` (None: no change). The CLI wraps a
     command in it, so that --max-cost also reaches the check made while a spec is loaded."""
     token = _limit.set(max_cost if max_cost is not None else _limit.get())
@@ -69,7 +70,7 @@ def limited(max_cost: int | None):
         _limit.reset(token)
 
 
-def check(dims: Dims, opts: Options, source: str, given=(), max_cost: int | None = None) -> None:
+def check(dims: Dims, opts: Options, source: str, given: Iterable[str] = (), max_cost: int | None = None) -> None:
     """Refuse a block over the limit, naming its cost and how to raise the limit."""
     lim, c = limit(max_cost), cost(dims, opts, given)
     if c > lim:

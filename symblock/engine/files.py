@@ -39,7 +39,7 @@ class ExactLoader(yaml.SafeLoader):
     """YAML loader that keeps decimals as written, bounds whole numbers and refuses a key that
     appears twice in one mapping."""
 
-    def construct_mapping(self, node, deep=False):
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
         seen: dict = {}
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=True)

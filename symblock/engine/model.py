@@ -16,10 +16,13 @@ import contextlib
 import math
 from dataclasses import replace
 from types import MappingProxyType
+from typing import Callable, Iterable, Iterator, Sequence
 
 from symblock.engine import block, exact
+from symblock.engine.exact import Entry
 from symblock.engine.matrix import Mat
-from symblock.engine.model_spec import ModelSpec, with_length
+from symblock.engine.model_spec import ModelSpec, Spec, with_length
+from symblock.engine.spec import BlockSpec
 from symblock.errors import SpecError, UndecidableError
 
 
@@ -29,16 +32,16 @@ def cost(spec: ModelSpec) -> int:
     return run_cost(spec.layers, len(spec.vocab), len(spec.prompt), spec.generate, spec.kv_cache)
 
 
-def run_cost(layers, vocab: int, n0: int, generate: int, kv_cache: bool) -> int:
+def run_cost(layers: Sequence[BlockSpec], vocab: int, n0: int, generate: int, kv_cache: bool) -> int:
     """`cost` from the layers' BlockSpecs and the run's sizes alone, so that the model's loader
     can refuse a model too large before it draws the embedding and the other layers."""
     from symblock.engine.cost import NODE
     d, dims = layers[0].dims.d_model, layers[0].dims
 
-    def full(m):
+    def full(m: int) -> int:
         return sum(block.cost(with_length(layer, m)) for layer in layers) + m * vocab * (d + NODE)
 
-    def cached(m):  # one row through each layer, its scores and weights over m keys
+    def cached(m: int) -> int:  # one row through each layer, its scores and weights over m keys
         rows = sum(block.cost(with_length(layer, 1)) for layer in layers)
         k, v, h = dims.d_k, dims.d_v, dims.heads
         attention = len(layers) * h * (m * (k + 2 * NODE) + v * (m + NODE))
@@ -74,13 +77,13 @@ def forward(spec: ModelSpec, max_cost: int | None = None) -> block.Trace:
     return block.Trace(run.steps, MappingProxyType(run.params), spec)
 
 
-def forward_any(spec, max_cost: int | None = None) -> block.Trace:
+def forward_any(spec: Spec, max_cost: int | None = None) -> block.Trace:
     """`symblock.forward`: a block or a model, whichever the spec is."""
     return forward(spec, max_cost) if isinstance(spec, ModelSpec) else block.forward(spec, max_cost)
 
 
 class _Run:
-    def __init__(self, spec: ModelSpec):
+    def __init__(self, spec: ModelSpec) -> None:
         self.spec = spec
         self.steps: list[block.Step] = []
         self.params: dict[str, Mat] = {}
@@ -89,12 +92,13 @@ class _Run:
                 self.params[name] = Mat.from_sympy(getattr(spec, name))
         for key, m in spec.final_norm.items():
             self.params[f"ln_final.{key}"] = Mat.from_sympy(m)
-        self.layer_params = []
+        self.layer_params: list[dict[str, Mat]] = []
         for i, layer in enumerate(spec.layers):
             mats = {k: Mat.from_sympy(v) for k, v in layer.params.items()}
             self.layer_params.append(mats)
             self.params.update({f"layer{i}.{k}": v for k, v in mats.items()})
         self.caches: list[tuple[Mat, Mat]] = []
+        self.cache_names: list[dict[str, str]] = []
 
     def record(self, name: str, latex: str, inputs: tuple, value: Mat, given: bool = False) -> Mat:
         self.steps.append(block.Step(name, latex, tuple(inputs), value, given))
@@ -111,7 +115,7 @@ class _Run:
         if s.positions == "learned":
             pos = Mat([self.params["W_P"].rows[r] for r in rows])
             latex = r"P = W_P[%d{:}%d]" % (rows.start, rows.stop)
-            ins = ("W_P",)
+            ins: tuple[str, ...] = ("W_P",)
         else:
             pos = Mat([sinusoidal_row(r, s.dims.d_model) for r in rows])
             latex = r"P_{p,2i} = \sin(p / 10000^{2i/d}),\ P_{p,2i+1} = \cos(p / 10000^{2i/d})"
@@ -119,16 +123,17 @@ class _Run:
         self.record(f"{prefix}pos", latex, ins, pos)
         return self.record_x(prefix, "X = E + P", (f"{prefix}embed", f"{prefix}pos"), emb + pos)
 
-    def record_x(self, prefix, latex, inputs, value) -> str:
+    def record_x(self, prefix: str, latex: str, inputs: tuple[str, ...], value: Mat) -> str:
         self.record(f"{prefix}x", latex, inputs, value)
         return f"{prefix}x"
 
-    def rename(self, i: int, prefix: str, x_name: str):
+    def rename(self, i: int, prefix: str, x_name: str) -> Callable[[str], str]:
         params = self.layer_params[i]
         return lambda n: x_name if n in ("X", "x") else (f"layer{i}.{n}" if n in params
                                                          else f"{prefix}layer{i}.{n}")
 
-    def take(self, trace_steps, i: int, prefix: str, x_name: str, skip=("x",)) -> None:
+    def take(self, trace_steps: Iterable[block.Step], i: int, prefix: str, x_name: str,
+             skip: tuple[str, ...] = ("x",)) -> None:
         ren = self.rename(i, prefix, x_name)
         for s in trace_steps:
             if s.name not in skip:
@@ -166,7 +171,7 @@ class _Run:
                         st.value)
         return out
 
-    def argmax(self, row, where: str) -> int:
+    def argmax(self, row: Sequence[Entry], where: str) -> int:
         """The largest logit's index, certified; a tie is an error naming the tied tokens."""
         best = 0
         for j in range(1, len(row)):
@@ -187,7 +192,7 @@ class _Run:
         self.caches, self.cache_names = [], []
         for i, layer in enumerate(self.spec.layers):
             with _in_layer(self.spec, f"{prefix}layer{i}."):
-                tr = block.forward(replace(with_length(layer, m), X=h), max_cost=math.inf)
+                tr = block.forward(replace(with_length(layer, m), X=h), max_cost=math.inf)  # type: ignore[arg-type]  # inf: no limit, the model was sized as a whole
             self.take(tr, i, prefix, x_name)
             self.caches.append((tr["attn.k"].value, tr["attn.v"].value))
             self.cache_names.append({p: f"{prefix}layer{i}.attn.{p}" for p in "kv"})
@@ -243,13 +248,13 @@ class _Run:
         for st in t.steps:
             ins = tuple(n if n.startswith(("layer", "gen")) else ren(n) for n in st.inputs)
             self.record(ren(st.name), st.latex, ins, st.value)
-        rest = block.forward(replace(one, given=MappingProxyType({"attn.out": a})), max_cost=math.inf)
+        rest = block.forward(replace(one, given=MappingProxyType({"attn.out": a})), max_cost=math.inf)  # type: ignore[arg-type]  # as above
         self.take(rest, i, prefix, x_name, skip=("x", "attn.out"))
         return rest["output"].value
 
 
 @contextlib.contextmanager
-def _in_layer(spec: ModelSpec, prefix: str):
+def _in_layer(spec: ModelSpec, prefix: str) -> Iterator[None]:
     """A block's error about one of its steps (a zero-variance row) names the layer's step."""
     try:
         yield
@@ -259,7 +264,7 @@ def _in_layer(spec: ModelSpec, prefix: str):
         raise
 
 
-def _sign(v) -> int:
+def _sign(v: Entry) -> int:
     try:
         return exact.sign(v)
     except UndecidableError:
@@ -275,11 +280,11 @@ def _tex_token(tok: str) -> str:
     return "".join(_TEX.get(c, c) if c.isprintable() else "?" for c in tok)
 
 
-def sinusoidal_row(p: int, d: int) -> list:
+def sinusoidal_row(p: int, d: int) -> list[Entry]:
     """Positions of "Attention is all you need", exactly: sin/cos of p / 10000^(2i/d), rational
     arguments when d divides 8 (model_spec checks it)."""
     from fractions import Fraction
-    row = []
+    row: list[Entry] = []
     for j in range(d):
         i2 = j - j % 2                      # 2i
         k = 4 * i2 // d                     # 10000^(i2/d) = 10^k, exact since d | 8·i
@@ -312,7 +317,7 @@ def prove_cache(spec: ModelSpec, max_cost: int | None = None) -> list[tuple[str,
     return out
 
 
-def _verdict(got, want, canon) -> str:
+def _verdict(got: Sequence[Sequence[Entry]], want: Sequence[Sequence[Entry]], canon: Canonical) -> str:
     if len(got) != len(want) or any(len(a) != len(b) for a, b in zip(got, want)):
         return "differs"
     pairs = [(exact.real(a), exact.real(b)) for ra, rb in zip(got, want) for a, b in zip(ra, rb)]
@@ -328,7 +333,7 @@ class Canonical:
     compared as multisets. Equal ids mean the same expression, hence the same number (a proof
     that needs no numerics); unequal ids prove nothing."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.ids: dict[tuple, int] = {}
         self.memo: dict[int, tuple[object, int]] = {}
 
@@ -337,7 +342,7 @@ class Canonical:
         if hit is not None and hit[0] is r:
             return hit[1]
         if r.q is not None:
-            key = ("q", int(r.q.p), int(r.q.q))
+            key: tuple = ("q", int(r.q.p), int(r.q.q))
         elif r.op == "sum":
             c0, terms = r.args
             key = ("sum", int(c0.p), int(c0.q),

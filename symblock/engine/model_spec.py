@@ -16,9 +16,11 @@ from __future__ import annotations
 import hashlib
 import warnings
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any, Mapping, Union
 
 from symblock.engine import spec as specmod
+from symblock.engine.spec import BlockSpec, Matrix
+from symblock.engine.steps import Dims, Options
 from symblock.errors import SpecError, excerpt
 
 MODEL_KEYS = ("vocab", "positions", "layers", "head", "final_norm", "prompt", "generate", "kv_cache",
@@ -41,11 +43,11 @@ class ModelSpec:
     embedding, positions, final norm and head, all exact (ExactMatrix, math layout)."""
     vocab: tuple[str, ...]
     positions: str
-    layers: tuple                      # BlockSpec per layer
-    W_E: Any                           # vocab × d_model
-    W_P: Any                           # (len(prompt) + generate) × d_model, learned positions only
-    W_U: Any                           # d_model × vocab, untied head only
-    final_norm: Mapping[str, Any]      # {"gamma": 1×d, "beta": 1×d} or {} when absent
+    layers: tuple[BlockSpec, ...]      # one per layer
+    W_E: Matrix                        # vocab × d_model
+    W_P: Matrix | None                 # (len(prompt) + generate) × d_model, learned positions only
+    W_U: Matrix | None                 # d_model × vocab, untied head only
+    final_norm: Mapping[str, Matrix]   # {"gamma": 1×d, "beta": 1×d} or {} when absent
     head: str
     prompt: tuple[int, ...]
     generate: int
@@ -56,11 +58,11 @@ class ModelSpec:
     titles: Mapping[str, str] = field(default_factory=dict)   # per language, from `title: {en, zh}`
 
     @property
-    def dims(self):
+    def dims(self) -> Dims:
         return self.layers[0].dims
 
     @property
-    def options(self):
+    def options(self) -> Options:
         return self.layers[0].options
 
     @property
@@ -75,6 +77,9 @@ class ModelSpec:
                 f"({'/'.join(p + '-LN' for p in places)}) · {o.norm} · {o.activation} · positions "
                 f"{self.positions} · head {self.head} · prompt {len(self.prompt)} tokens · generate "
                 f"{self.generate}{' with KV cache' if self.kv_cache else ''}")
+
+
+Spec = Union[BlockSpec, ModelSpec]  # what `symblock.load` gives and `symblock.forward` works
 
 
 def is_model(data: Any) -> bool:
@@ -227,17 +232,19 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> ModelSpec:
                      title=title, source=source, seed=seed, titles=titles, **tensors)
 
 
-def _check_cost(layer, n_layers: int, vocab: int, n0: int, generate: int, m: Mapping, source: str) -> None:
+def _check_cost(layer: BlockSpec, n_layers: int, vocab: int, n0: int, generate: int, m: Mapping, source: str) -> None:
     """The model's cost (engine/model.py) from its first layer: every layer has its shape."""
     from symblock.engine import model
     kv_cache = m.get("kv_cache") is True
     model.refuse_cost(model.run_cost([layer] * n_layers, vocab, n0, generate, kv_cache), source)
 
 
-def _tensors(weights, layout, vocab, d, max_len, positions, head, seed, low, high, source) -> dict:
+def _tensors(weights: Mapping, layout: str, vocab: int, d: int, max_len: int, positions: str, head: str,
+             seed: int | None, low: int, high: int, source: str) -> dict[str, Any]:
+    """W_E, W_P, W_U: the matrix, or None where the model has no such table (W_E always has one)."""
     shapes = {"W_E": (vocab, d), "W_P": (max_len, d), "W_U": (d, vocab)}
     wanted = {"W_E": True, "W_P": positions == "learned", "W_U": head == "untied"}
-    out = {}
+    out: dict[str, Matrix | None] = {}
     for name, shape in shapes.items():
         raw = weights.get(name)
         if not wanted[name]:
@@ -266,7 +273,7 @@ def _tensors(weights, layout, vocab, d, max_len, positions, head, seed, low, hig
     return out
 
 
-def _final_norm(raw: Any, norm: str, d: int, source: str) -> dict:
+def _final_norm(raw: Any, norm: str, d: int, source: str) -> dict[str, Matrix]:
     raw = raw or {}
     if not isinstance(raw, dict):
         raise SpecError(source, "weights.ln_final", f"expected a mapping, got {specmod.kind_of(raw)}")
@@ -281,6 +288,6 @@ def _final_norm(raw: Any, norm: str, d: int, source: str) -> dict:
     return out
 
 
-def with_length(layer, n: int):
+def with_length(layer: BlockSpec, n: int) -> BlockSpec:
     """A layer's BlockSpec for a sequence of n rows (the weights do not depend on the length)."""
     return replace(layer, dims=replace(layer.dims, seq_len=n))

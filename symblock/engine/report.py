@@ -6,22 +6,26 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Iterable
+from typing import Iterable, Mapping, Protocol, cast
 
 from symblock.engine import exact
 from symblock.engine.block import Step, Trace
+from symblock.engine.exact import Entry
+from symblock.engine.matrix import Mat
+from symblock.engine.model_spec import ModelSpec
+from symblock.engine.spec import BlockSpec
 
 JSON_CLOSED_FORM_SIZE = 400  # larger closed forms are `null` in --json (the value stays exact)
 TEXT_WIDTH = 28              # longer closed forms are shown as their decimal in the table
 
 
-def exact_str(e, max_size: int = JSON_CLOSED_FORM_SIZE, memo: dict | None = None) -> str | None:
+def exact_str(e: Entry, max_size: int = JSON_CLOSED_FORM_SIZE, memo: dict | None = None) -> str | None:
     """The closed form as text that `sympy.sympify` parses back to the same value, or None when
     its tree is larger than `max_size`. Written from the graph: printing never imports SymPy."""
     return exact.text(e, max_size, memo)
 
 
-def float_or_none(e) -> float | None:
+def float_or_none(e: Entry) -> float | None:
     """JSON has no infinities: a masked (−∞) entry is null in `float` and "-oo" in `exact`."""
     v = float(e)
     return v if math.isfinite(v) else None
@@ -38,14 +42,14 @@ def to_json(steps: Iterable[Step]) -> str:
 
 
 
-def fmt_decimal(e, places: int) -> str:
+def fmt_decimal(e: Entry, places: int) -> str:
     if e is exact.NEG_INF:
         return "-inf"
     d = exact.real(e).decimal(places)
     return f"{d:.{places}f}" if d != 0 else f"{0:.{places}f}"
 
 
-def fmt_exact(e, width: int = TEXT_WIDTH) -> str:
+def fmt_exact(e: Entry, width: int = TEXT_WIDTH) -> str:
     if e is exact.NEG_INF:
         return "-oo"
     s = exact_str(e, exact.CLOSED_FORM_SIZE if width <= TEXT_WIDTH else JSON_CLOSED_FORM_SIZE)
@@ -55,9 +59,11 @@ def fmt_exact(e, width: int = TEXT_WIDTH) -> str:
 
 
 def describe(trace: Trace) -> str:
-    if hasattr(trace.spec, "describe"):  # a model describes itself (engine/model_spec.py)
-        return trace.spec.describe()
-    d, o = trace.spec.dims, trace.spec.options
+    spec = trace.spec
+    if isinstance(spec, ModelSpec):  # a model describes itself (engine/model_spec.py)
+        return spec.describe()
+    assert isinstance(spec, BlockSpec), type(spec)
+    d, o = spec.dims, spec.options
     heads = f"{d.heads} head" + ("s" if d.heads > 1 else "")
     norm = "LayerNorm" if o.norm == "layernorm" else "RMSNorm"
     mask = " + ".join(m for m, on in (("causal", o.causal), ("padding mask", o.padding)) if on)
@@ -70,16 +76,24 @@ def describe(trace: Trace) -> str:
     if d.batch:
         bits.insert(0, f"batch of {d.batch}")
     if o.dropout:
-        bits.append(f"dropout p = {trace.spec.dropout_p} (fixed masks)")
+        bits.append(f"dropout p = {spec.dropout_p} (fixed masks)")
     return " · ".join(bits)
 
 
 def generated_text(trace: Trace) -> str:
     """A model's prompt and the tokens it generated greedily, e.g. `the cat | sat on mat`."""
     spec = trace.spec
+    assert isinstance(spec, ModelSpec), "a block generates no tokens"
     names = ["next_token"] + [f"gen{t}.next_token" for t in range(1, spec.generate + 1)]
-    new = [spec.vocab[int(trace[n].value.rows[0][0].q.p)] for n in names if n in trace]
+    new = [spec.vocab[_token(trace[n])] for n in names if n in trace]
     return "generated: " + " ".join(spec.vocab[t] for t in spec.prompt) + " | " + " ".join(new)
+
+
+def _token(step: Step) -> int:
+    """The token a `next_token` step holds (an exact whole number)."""
+    q = exact.real(step.value[0, 0]).q
+    assert q is not None, step.name
+    return int(q.p)
 
 
 def _grid(cells: list[list[str]]) -> list[str]:
@@ -99,7 +113,7 @@ def table(trace: Trace, steps: Iterable[Step], places: int = 4, width: int = TEX
     return "\n".join(lines).rstrip() + "\n"
 
 
-def matrix_lines(value, places: int = 4, width: int = TEXT_WIDTH) -> list[str]:
+def matrix_lines(value: Mat, places: int = 4, width: int = TEXT_WIDTH) -> list[str]:
     """A matrix as its exact entries beside their decimals; one entry a line when a wide view
     (`width` > TEXT_WIDTH) has closed forms too long for a grid."""
     if width > TEXT_WIDTH and any(len(fmt_exact(e, width)) > TEXT_WIDTH for r in value.rows for e in r):
@@ -114,7 +128,32 @@ def matrix_lines(value, places: int = 4, width: int = TEXT_WIDTH) -> list[str]:
 
 # ---------------------------------------------------------------- verify
 
-def verify_table(result) -> str:
+class BackendView(Protocol):
+    """reference.verify.BackendResult as these tables read it (a layer above: not imported)."""
+    available: bool
+    steps: dict[str, float]
+    reason: str
+    note: str
+
+    @property
+    def max_abs_diff(self) -> float: ...
+
+
+class VerifyView(Protocol):
+    """reference.verify.VerifyResult as these tables read it."""
+    tol: float
+    steps: list[str]
+    problems: list[str]
+    cache: list[tuple[str, str]]  # a model's (cached step, verdict)
+
+    @property
+    def backends(self) -> Mapping[str, BackendView]: ...
+
+    @property
+    def ok(self) -> bool: ...
+
+
+def verify_table(result: VerifyView) -> str:
     names = list(result.steps)
     backends = [b for b, res in result.backends.items() if res.available]  # a column per backend run
     head = ["step"] + [f"{b} max |Δ|" for b in backends]
@@ -140,15 +179,15 @@ def verify_table(result) -> str:
     return "\n".join(out)
 
 
-def _diff(res, name: str) -> str:
+def _diff(res: BackendView, name: str) -> str:
     if not res.available:
         return "–"
     v = res.steps.get(name)
     return "–" if v is None else f"{v:.2e}"
 
 
-def verify_json(result) -> str:
-    backends = {}
+def verify_json(result: VerifyView) -> str:
+    backends: dict[str, dict] = {}
     for b, res in result.backends.items():
         if res.available:
             backends[b] = {"available": True, "max_abs_diff": res.max_abs_diff, "steps": res.steps}
@@ -175,7 +214,7 @@ def latex_matrix(cells: list[list[str]]) -> str:
     return r"\left[\begin{array}{" + "c" * cols + "} " + body + r" \end{array}\right]"
 
 
-def terminating(e, places: int = 6) -> str | None:
+def terminating(e: Entry, places: int = 6) -> str | None:
     """The exact decimal text of a rational entry that terminates within `places` places."""
     from decimal import Decimal
     from fractions import Fraction
@@ -186,7 +225,7 @@ def terminating(e, places: int = 6) -> str | None:
     return "0" if text in ("0", "-0") else text
 
 
-def latex_entry(e) -> str | None:
+def latex_entry(e: Entry) -> str | None:
     """The exact entry in LaTeX when its closed form is short, else None."""
     if e is exact.NEG_INF:
         return r"-\infty"
@@ -212,7 +251,7 @@ def latex(steps: Iterable[Step], places: int = 4) -> str:
                              else (e.is_rational and terminating(e, places)) or fmt_decimal(e, places)
                              for e in r] for r in rows])  # an exact 0 or 1 stays 0 or 1
         if all(c is not None for r in exact_cells for c in r):
-            value = "= " + latex_matrix(exact_cells)
+            value = "= " + latex_matrix(cast("list[list[str]]", exact_cells))  # all short: the test above
             if not all(e is exact.NEG_INF or (e.is_rational and terminating(e)) for r in rows for e in r):
                 value += r" \approx " + dec
         else:
