@@ -18,8 +18,12 @@ examples:
   different block of the same size for every variant)"""  # the --help epilog
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from symblock.sheets.worksheet import ENGINES, bundle, documents, write_files
+
+if TYPE_CHECKING:
+    from symblock.engine.block import Trace
 
 
 def add_arguments(p) -> None:
@@ -207,7 +211,7 @@ def run(args) -> int:
     models: list[dict] = []
     traces: dict[str, object] = {}
 
-    def render(ident: str, trace) -> dict[str, str]:
+    def render(ident: str, trace: Trace) -> dict[str, str]:
         traces[ident] = trace
         return documents(trace, ident, formats=formats, preset=args.preset, lang=args.lang,
                          places=args.decimals, title=args.title, template_dir=args.template_dir,

@@ -8,7 +8,7 @@ would read may be left out. The same code runs on SymPy Symbols (`symbolic_spec`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping, Protocol, cast
+from typing import Any, Callable, Generic, Iterator, Mapping, Protocol, TypeVar, cast
 
 from symblock.engine import cost as costmod, exact
 from symblock.engine.exact import Entry
@@ -50,10 +50,14 @@ class TracedSpec(Protocol):
     def options(self) -> Options: ...
 
 
-class Trace:
-    """The ordered, named steps of one forward; consumers only read it."""
+S = TypeVar("S", bound=TracedSpec, covariant=True)
 
-    def __init__(self, steps: list[Step], params: Mapping[str, Mat], spec: TracedSpec) -> None:
+
+class Trace(Generic[S]):
+    """The ordered, named steps of one forward; consumers only read it. `Trace[BlockSpec]` is a
+    block's (block.forward), `Trace[ModelSpec]` a model's (model.forward)."""
+
+    def __init__(self, steps: list[Step], params: Mapping[str, Mat], spec: S) -> None:
         self.steps = tuple(steps)
         self.params = params
         self.spec = spec
@@ -197,7 +201,7 @@ Tracer = _Tracer  # public: a stack (engine/model.py) runs sub-layers on rows of
 
 
 def forward(spec: BlockSpec, max_cost: int | None = None, upto: str | None = None,
-            keep: Mapping[str, Mat] | None = None) -> Trace:
+            keep: Mapping[str, Mat] | None = None) -> Trace[BlockSpec]:
     """Run the block on the spec and record every step (DESIGN.md's vocabulary and order).
 
     For the generator, which works many candidates: `upto` stops after that step (the trace

@@ -64,7 +64,7 @@ def refuse_cost(c: int, source: str, max_cost: int | None = None) -> None:
                         "the limit with --max-cost N (or SYMBLOCK_MAX_COST=N)")
 
 
-def forward(spec: ModelSpec, max_cost: int | None = None) -> block.Trace:
+def forward(spec: ModelSpec, max_cost: int | None = None) -> block.Trace[ModelSpec]:
     """Run the model on its prompt, then `generate` greedy steps; record every step."""
     check_size(spec, max_cost)
     run = _Run(spec)
@@ -77,7 +77,7 @@ def forward(spec: ModelSpec, max_cost: int | None = None) -> block.Trace:
     return block.Trace(run.steps, MappingProxyType(run.params), spec)
 
 
-def forward_any(spec: Spec, max_cost: int | None = None) -> block.Trace:
+def forward_any(spec: Spec, max_cost: int | None = None) -> block.Trace[Spec]:
     """`symblock.forward`: a block or a model, whichever the spec is."""
     return forward(spec, max_cost) if isinstance(spec, ModelSpec) else block.forward(spec, max_cost)
 

@@ -16,7 +16,7 @@ from fractions import Fraction
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from symblock.engine import cost, files
 from symblock.engine.numbers import parse_exact  # noqa: F401  (re-exported: spec.parse_exact is public)
@@ -27,6 +27,9 @@ from symblock.errors import SpecError  # noqa: F401  (re-exported: spec.SpecErro
 from symblock.engine import inputs as inputs_mod
 from symblock.engine.steps import (Dims, Options, batch_prefixes, needed_params, norm_names, param_names,
                                    param_shape, step_shapes)
+
+if TYPE_CHECKING:
+    import numpy as np
 
 TOP_KEYS = ("title", "layout", "dims", "block", "weights", "inputs", "given", "random", "exercise",
             "dropout")
@@ -53,7 +56,7 @@ class BlockSpec:
     dims: Dims
     options: Options
     params: Mapping[str, Matrix]   # math layout; only the parameters the computed steps read
-    X: Matrix | Mat | None         # None only when the step `x` is given; a Mat in a stack's layer
+    X: Matrix | Mat | np.ndarray | None  # None only when `x` is given; a stack's layer: a Mat (or floats)
     given: Mapping[str, Matrix | Mat]  # a Mat where a stack's layer is given its attention's output
     title: str = ""
     source: str = "<spec>"
@@ -65,7 +68,7 @@ class BlockSpec:
     dropout_p: SpecScalar = 0      # exact; the masks scale what they keep by 1/(1 − p)
     dropout_masks: Mapping[str, Matrix] = field(default_factory=dict)  # full step name -> 0/1
 
-    def sequences(self) -> list[tuple[str, Matrix | Mat | None, tuple[bool, ...] | None]]:
+    def sequences(self) -> list[tuple[str, Matrix | Mat | np.ndarray | None, tuple[bool, ...] | None]]:
         """(step prefix, X, padding row or None) of each sequence: one, or a batch's."""
         xs = self.batch if self.dims.batch else (self.X,)
         pads = self.key_padding_mask or (None,) * len(xs)

@@ -26,9 +26,13 @@ the data are the forward values those backward rules read. Its options (flags --
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from symblock.engine import names
 from symblock.errors import SpecError, excerpt
+
+if TYPE_CHECKING:
+    from symblock.engine.block import Step, Trace
 
 PRESETS = ("full", "attention", "norm", "ffn", "backprop", "decoder")  # decoder: model specs (decoder.py)
 EXERCISE_KEYS = ("preset", "ask", "give", "loss", "wrt", "target", "points")
@@ -69,7 +73,7 @@ def preset_steps(preset: str, names: list[str]) -> list[str]:
     return [s.full for s in steps if s.section == part]
 
 
-def choose(trace, preset: str | None = None, loss: str | None = None,
+def choose(trace: Trace, preset: str | None = None, loss: str | None = None,
            wrt: list[str] | None = None) -> Exercise:
     """Validate the spec's `exercise:` section and decide what is asked and given.
     A `preset` from the command line replaces the section's `preset` and `ask`; `loss` and `wrt`
@@ -147,7 +151,7 @@ def choose(trace, preset: str | None = None, loss: str | None = None,
     return with_points(Exercise(tuple(ask), data_steps, data_params), ex.get("points"), src, trace)
 
 
-def with_points(ex: Exercise, points, src: str, trace) -> Exercise:
+def with_points(ex: Exercise, points, src: str, trace: Trace) -> Exercise:
     """`exercise.points` ({STEP: N}, N a whole number 0..1000); asked steps without an entry are
     worth 1. A step of the block that this preset does not ask is ignored (a --preset may ask less)."""
     points = {} if points is None else points
@@ -163,7 +167,7 @@ def with_points(ex: Exercise, points, src: str, trace) -> Exercise:
     return replace(ex, points={name: points.get(name, 1) for name in ex.ask})
 
 
-def choose_backprop(trace, ex: dict, loss: str | None, wrt: list[str] | None) -> Exercise:
+def choose_backprop(trace: Trace, ex: dict, loss: str | None, wrt: list[str] | None) -> Exercise:
     """The backprop preset: the gradient steps of `grad.backward` are asked, and the forward
     values their rules read are given."""
     from symblock.calculus import grad
@@ -234,12 +238,12 @@ def live_names(back) -> set[str]:
     return {g.of for g in back.steps}
 
 
-def consumers(trace, name: str, live: set[str]) -> list:
+def consumers(trace: Trace, name: str, live: set[str]) -> list[Step]:
     """The live steps that read `name` (a step or parameter): dL/d`name` flows back from them."""
     return [s for s in trace if s.name in live and name in s.inputs]
 
 
-def backward_reads(trace, step, target: str) -> list[str]:
+def backward_reads(trace: Trace, step: Step, target: str) -> list[str]:
     """The forward values `step`'s backward rule (grad.py) reads to pass dL/d`step` on to `target`."""
     from symblock.calculus.grad import step_kind
     kind = step_kind(step.name, trace.spec)
@@ -283,7 +287,7 @@ class Estimate:
                 f"{self.specials} exponentials / roots)")
 
 
-def estimate(trace, exercise: Exercise) -> Estimate:
+def estimate(trace: Trace, exercise: Exercise) -> Estimate:
     """The time a person needs for the asked steps, by the cost model above (SECONDS)."""
     rows = []
     for name in exercise.ask:
@@ -305,7 +309,7 @@ def _live(m) -> list[int]:
     return [sum(e is not exact.NEG_INF for e in row) for row in m.rows]
 
 
-def _forward_cost(trace, step) -> tuple[int, int]:
+def _forward_cost(trace: Trace, step: Step) -> tuple[int, int]:
     """(multiply-adds, specials) of working one forward step from its inputs."""
     from symblock.calculus.grad import step_kind
     spec, v = trace.spec, step.value
@@ -342,7 +346,7 @@ def _forward_cost(trace, step) -> tuple[int, int]:
     return 0, 0  # identity, concat, masked: copying
 
 
-def _grad_cost(trace, exercise: Exercise, of: str) -> tuple[int, int, int]:
+def _grad_cost(trace: Trace, exercise: Exercise, of: str) -> tuple[int, int, int]:
     """A gradient step costs what its consumers' forward products cost (the transposed products
     have as many multiply-adds), without their specials (their values are read off the data)."""
     back = exercise.backward

@@ -23,8 +23,13 @@ Answers are compared exactly (rationals as fractions, other entries to 30 digits
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from symblock.engine import names
+
+if TYPE_CHECKING:
+    from symblock.engine.block import Trace
+    from symblock.exercises.presets import Exercise
 
 
 @dataclass
@@ -137,7 +142,7 @@ def problems(var: dict[str, Variety]) -> list[str]:
     return [p for v in var.values() if (p := v.problem())]
 
 
-def asked_answers(trace, exercise) -> dict:
+def asked_answers(trace: Trace, exercise: Exercise) -> dict:
     """{asked step: its exact answer} (gradient steps from the exercise's backward pass)."""
     grads = {}
     if exercise.backward is not None:
@@ -156,7 +161,7 @@ def spread(n: int, exercise_of):
     from collections import Counter
     allowed, held, first = max(1, n // REPEAT_SHARE), {}, []
 
-    def keep(trace) -> bool:
+    def keep(trace: Trace) -> bool:
         fixed = fixed_steps([first[0], trace]) if first else set()
         keys = {k: answer_key(v) for k, v in asked_answers(trace, exercise_of(trace)).items() if k not in fixed}
         if any(held.get(k, Counter())[key] >= allowed for k, key in keys.items()):
@@ -262,7 +267,7 @@ def stress(data: dict, source: str, n: int, first_seed: int = 1, overrides: dict
     return report
 
 
-def asked(trace):
+def asked(trace: Trace) -> tuple[dict, int] | None:
     """({asked step: answer}, estimated minutes) of the spec's own exercise (default: full)."""
     from symblock.errors import SpecError
     from symblock.exercises.presets import choose, estimate
@@ -273,7 +278,7 @@ def asked(trace):
     return asked_answers(trace, ex), estimate(trace, ex).minutes
 
 
-def largest_exponent(trace) -> float:
+def largest_exponent(trace: Trace) -> float:
     """The largest |x| of a softmax input e^x (live entries), as the key works it."""
     from symblock.engine import exact
     from symblock.engine.steps import step_kind

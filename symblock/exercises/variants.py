@@ -16,8 +16,12 @@ import hashlib
 import json
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from symblock.errors import SpecError, excerpt
+
+if TYPE_CHECKING:
+    from symblock.engine.model_spec import Spec
 
 MAX_TRIES = 50  # seeds tried per wanted variant before giving up
 # `preset:medium`, the SPEC of a command given --difficulty and no spec: the preset's own block;
@@ -227,7 +231,7 @@ def draw_variants(spec_arg: str, n: int, seed: int, max_cost: int | None = None,
                     "widen random.ranges")
 
 
-def variant_key(spec) -> tuple:
+def variant_key(spec: Spec) -> tuple:
     """The drawn numbers of a variant (equal keys: the same exercise)."""
     from symblock.exercises import decoder
     if decoder.is_model(spec):

@@ -6,11 +6,15 @@ The exact values are rounded to the nearest double (certified) and compared entr
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from symblock.engine import block
 from symblock.engine.spec import BlockSpec
+
+if TYPE_CHECKING:
+    from symblock.engine.model_spec import ModelSpec
 
 
 @dataclass
@@ -128,7 +132,7 @@ def run_model(spec, tol: float = 1e-9, require_torch: bool = False,
     return VerifyResult(tol=tol, steps=trace.names(), backends=backends, problems=problems, cache=cache)
 
 
-def torch_model_result(spec, want: dict, tol: float, require_torch: bool, problems: list[str]) -> BackendResult:
+def torch_model_result(spec: ModelSpec, want: dict, tol: float, require_torch: bool, problems: list[str]) -> BackendResult:
     """A tiny GPT against torch: every step, and the prompt pass against stacked encoder layers."""
     try:
         import torch  # noqa: F401

@@ -10,13 +10,19 @@ are marked `Safe`. Everything else (titles, file names) is user text that the wr
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from symblock.sheets.builder import Builder
 from symblock.sheets.lang import TEXTS
 from symblock.sheets.numbers import Safe, cells  # noqa: F401  (re-exported for the writers)
 from symblock.sheets.work_grad import GradBuilder
 
+if TYPE_CHECKING:
+    from symblock.engine.block import Trace
+    from symblock.exercises.presets import Exercise
 
-def build(trace, exercise, *, lang: str = "en", places: int = 3, ident: str = "",
+
+def build(trace: Trace, exercise: Exercise, *, lang: str = "en", places: int = 3, ident: str = "",
           title: str | None = None, space: float = 0) -> dict:
     """The worksheet (and key) as plain data for the templates. `space`: centimetres of working
     space under each task's grid on the sheet (0: none)."""

@@ -23,6 +23,10 @@ import tempfile
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from symblock.engine.block import Trace
 
 DOCS = ("sheet", "key")
 ENGINES = {"en": "pdflatex", "zh": "xelatex"}
@@ -34,7 +38,7 @@ SET_WRITERS = {"html": "symblock.sheets.html", "moodle": "symblock.sheets.moodle
 # ---------------------------------------------------------------- orchestration
 
 
-def documents(trace, ident: str, *, formats, preset=None, lang="en", places=3, title=None,
+def documents(trace: Trace, ident: str, *, formats, preset=None, lang="en", places=3, title=None,
               template_dir=None, loss=None, wrt=None, models: list | None = None,
               space=0) -> dict[str, str]:
     """{file name: text} for one variant: sheet and key in each format (the SET_WRITERS' files
