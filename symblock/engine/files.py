@@ -30,7 +30,7 @@ MAX_NODES = 2_000_000    # values after YAML aliases are expanded (a 512 × 512 
 class _Refused(Exception):
     """Raised inside a parser hook; turned into a SpecError naming the file."""
 
-    def __init__(self, message: str, line: int | None = None):
+    def __init__(self, message: str, line: int | None = None) -> None:
         super().__init__(message)
         self.line = line
 

@@ -48,7 +48,7 @@ class _Num:
     log10 of its absolute value, and its exact value when it is rational."""
     __slots__ = ("digits", "mag", "value")
 
-    def __init__(self, digits: float, mag: float, value: Fraction | None = None):
+    def __init__(self, digits: float, mag: float, value: Fraction | None = None) -> None:
         if digits > MAX_DIGITS or mag > MAX_DIGITS:
             raise TooLarge(f"the number is too large (more than {MAX_DIGITS} digits)")
         self.digits, self.mag, self.value = digits, mag, value
