@@ -280,7 +280,7 @@ def dot(xs: Sequence[Entry], ys: Sequence[Entry]) -> Entry:
         if all(x.q is not None for x in xs) and all(y.q is not None for y in ys):
             acc = fmpq(0)
             for x, y in zip(xs, ys):
-                acc += x.q * y.q  # type: ignore[operator]  # all rational: the test above (no cast in the matmul loop)
+                acc += x.q * y.q  # type: ignore[operator]  # all rational: the test above (no cast in this loop)
             return Real(q=acc)
         return sum_of_products(fmpq(0), ((fmpq(1), (x, y)) for x, y in zip(xs, ys)))
     import sympy

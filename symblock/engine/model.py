@@ -192,7 +192,8 @@ class _Run:
         self.caches, self.cache_names = [], []
         for i, layer in enumerate(self.spec.layers):
             with _in_layer(self.spec, f"{prefix}layer{i}."):
-                tr = block.forward(replace(with_length(layer, m), X=h), max_cost=math.inf)  # type: ignore[arg-type]  # inf: no limit, the model was sized as a whole
+                # math.inf: no limit, the model was sized as a whole (the hint says a whole number)
+                tr = block.forward(replace(with_length(layer, m), X=h), max_cost=math.inf)  # type: ignore[arg-type]
             self.take(tr, i, prefix, x_name)
             self.caches.append((tr["attn.k"].value, tr["attn.v"].value))
             self.cache_names.append({p: f"{prefix}layer{i}.attn.{p}" for p in "kv"})
@@ -248,7 +249,8 @@ class _Run:
         for st in t.steps:
             ins = tuple(n if n.startswith(("layer", "gen")) else ren(n) for n in st.inputs)
             self.record(ren(st.name), st.latex, ins, st.value)
-        rest = block.forward(replace(one, given=MappingProxyType({"attn.out": a})), max_cost=math.inf)  # type: ignore[arg-type]  # as above
+        # math.inf: as in full_pass
+        rest = block.forward(replace(one, given=MappingProxyType({"attn.out": a})), max_cost=math.inf)  # type: ignore[arg-type]
         self.take(rest, i, prefix, x_name, skip=("x", "attn.out"))
         return rest["output"].value
 

@@ -232,7 +232,8 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> ModelSpec:
                      title=title, source=source, seed=seed, titles=titles, **tensors)
 
 
-def _check_cost(layer: BlockSpec, n_layers: int, vocab: int, n0: int, generate: int, m: Mapping, source: str) -> None:
+def _check_cost(layer: BlockSpec, n_layers: int, vocab: int, n0: int, generate: int, m: Mapping,
+                source: str) -> None:
     """The model's cost (engine/model.py) from its first layer: every layer has its shape."""
     from symblock.engine import model
     kv_cache = m.get("kv_cache") is True

@@ -64,7 +64,7 @@ class BlockSpec:
     exercise: Mapping[str, Any] = field(default_factory=dict)
     titles: Mapping[str, str] = field(default_factory=dict)   # per language, from `title: {en, zh}`
     batch: tuple[Matrix | None, ...] = ()  # a batch: each sequence's X (None where `bI.x` is given); X is None
-    key_padding_mask: tuple[tuple[bool, ...], ...] = ()  # one tuple of bools per sequence (True = a padding key), or ()
+    key_padding_mask: tuple[tuple[bool, ...], ...] = ()  # a tuple of bools per sequence (True: a padding key)
     dropout_p: SpecScalar = 0      # exact; the masks scale what they keep by 1/(1 − p)
     dropout_masks: Mapping[str, Matrix] = field(default_factory=dict)  # full step name -> 0/1
 

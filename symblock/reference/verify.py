@@ -132,7 +132,8 @@ def run_model(spec, tol: float = 1e-9, require_torch: bool = False,
     return VerifyResult(tol=tol, steps=trace.names(), backends=backends, problems=problems, cache=cache)
 
 
-def torch_model_result(spec: ModelSpec, want: dict, tol: float, require_torch: bool, problems: list[str]) -> BackendResult:
+def torch_model_result(spec: ModelSpec, want: dict, tol: float, require_torch: bool,
+                       problems: list[str]) -> BackendResult:
     """A tiny GPT against torch: every step, and the prompt pass against stacked encoder layers."""
     try:
         import torch  # noqa: F401
