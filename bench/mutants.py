@@ -51,7 +51,7 @@ BUGS = [
         'Kind("weights", _square, _const(0), "softmax", "weights"),',
         ("tests/engine/test_kinds.py", "tests/engine/test_spec_errors.py"),
         "the size guard counts a softmax weight as one node, forgetting its exp and division"),
-    Bug("check-variance-around-exact-mean", "symblock/grading/onestep.py",
+    Bug("check-variance-around-exact-mean", "symblock/grading/recompute.py",
         'return centred_var(env[ins[0]], env[f"{norm_prefix(name)}.mean"])',
         "return centred_var(env[ins[0]], row_mean(env[ins[0]]))",
         ("tests/grading/test_check.py",),
@@ -209,11 +209,11 @@ BUGS = [
         ("tests/sheets/test_lang_labels.py",),
         "the English conventions box tells the reader to divide the variance by d − 1"),
     # ---- grading
-    Bug("slip-no-sqrt-is-the-right-scale", "symblock/grading/attention_slips.py",
+    Bug("slip-no-sqrt-is-the-right-scale", "symblock/grading/slips.py",
         "return scaled_by(name, env, spec, 1 / num(spec.dims.d_head))",
         "return scaled_by(name, env, spec, 1 / exact.sqrt(num(spec.dims.d_head)))",
         ("tests/grading/test_check_mistakes.py",), "the 'divided by d_k, not √d_k' slip is the correct value"),
-    Bug("slip-unscaled-is-halved", "symblock/grading/attention_slips.py",
+    Bug("slip-unscaled-is-halved", "symblock/grading/slips.py",
         "return scaled_by(name, env, spec, exact.ONE)", "return scaled_by(name, env, spec, exact.ONE / 2)",
         ("tests/grading/test_check_mistakes.py",), "the 'scores not scaled' slip halves the scores"),
     # ---- commands

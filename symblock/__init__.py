@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
-__all__ = ["load", "forward", "SpecError"]
+__all__ = ["load", "forward", "spec_from", "SpecError"]
 
 if TYPE_CHECKING:  # what a type checker reads; at run time `__getattr__` imports each on first use
     from pathlib import Path
@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # what a type checker reads; at run time `__getattr__` import
     from symblock.engine.model import forward_any as forward
     from symblock.engine.model_spec import Spec
     from symblock.errors import SpecError
+    from symblock.reference.spec_from import spec_from
 
     def load(name_or_path: str | Path) -> Spec:
         """A built-in example name or a spec file: a BlockSpec, or a ModelSpec for a `model:` spec."""
@@ -41,6 +42,9 @@ def __getattr__(name: str) -> Any:
     if name == "forward":  # a block or a tiny GPT
         from symblock.engine.model import forward_any
         return forward_any
+    if name == "spec_from":  # torch / Hugging Face / nanoGPT objects (imports torch only when called)
+        from symblock.reference.spec_from import spec_from
+        return spec_from
     if name in ("Trace", "Step"):
         from symblock.engine import block
         return getattr(block, name)

@@ -30,6 +30,7 @@ COMMANDS = [
     ("derive", "commands.derive", "the block's steps as general formulas in symbols, and verified facts"),
     ("depth", "commands.depth", "Pre-LN vs Post-LN as depth grows: gradient norms and output scale (PNG, CSV)"),
     ("grad", "commands.grad", "exact gradients of a loss of the output, backwards step by step"),
+    ("import", "commands.import_model", "turn a saved tiny model (Hugging Face folder, nanoGPT ckpt.pt) into a spec"),
 ]
 
 

@@ -1,7 +1,7 @@
 """Command-line pieces every command shares: the default spec and argparse value types.
 
 Kept beside `errors.py` at the bottom of the layering, so that a package's command module
-(`sheets/worksheet.py`, `grading/check.py`, ...) never imports `cli.py`, which sits on top.
+(`sheets/worksheet.py`, `grading/report.py`, ...) never imports `cli.py`, which sits on top.
 """
 from __future__ import annotations
 

@@ -139,6 +139,13 @@ def test_no_module_is_too_long():
     assert not long, f"modules over 450 lines (split them along their seams): {long}"
 
 
+def test_grading_is_a_dozen_concepts():
+    """Grading's files are named by concept (answers, recompute, mistakes, plan, marking, report, ...),
+    not split by history: a twelfth module is the most it holds."""
+    grading = sorted(p.stem for p in (ROOT / "grading").glob("*.py") if p.stem != "__init__")
+    assert len(grading) <= 12, f"grading has {len(grading)} modules: {grading}"
+
+
 def test_no_function_is_too_long():
     long = []
     for p in ROOT.rglob("*.py"):

@@ -21,7 +21,7 @@ examples:
 
 import argparse
 
-from symblock.grading.check import text, to_json
+from symblock.grading.report import text, to_json
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -53,7 +53,7 @@ def run(args) -> int:
     from symblock.exercises import variants
     from symblock.exercises.generate import load
     from symblock.grading import answers as answers_mod
-    from symblock.grading.marker import Marker
+    from symblock.grading.marking import Marker
     from symblock.engine.spec import example_names
     from symblock.errors import UsageError
     if args.spec is None:

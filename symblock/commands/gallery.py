@@ -38,7 +38,7 @@ def generate(out: Path, pdf: bool = False) -> list[Path]:
     """Write the gallery into `out` (overwriting); returns the files written."""
     from symblock.exercises import presets, variants
     from symblock.engine.model import forward_any as forward   # a block, or a model (decoder)
-    from symblock.grading.accepted import annotate
+    from symblock.grading.points import annotate
     from symblock.exercises.generate import load
     from symblock.sheets import html
     from symblock.sheets.worksheet import ENGINES, bundle, documents, write_files

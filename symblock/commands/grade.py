@@ -6,7 +6,7 @@ feedback/<name>.md into --out (default ANSWERS_DIR/graded), never over existing 
 are flagged (another variant fits a file better, or two files share an ID, a name or their answers:
 each is named, with the reason, in summary.md, gradebook.csv and on the terminal), 2 on bad input.
 
-The argparse glue over `symblock.grading.gradebook` and `classreport`.
+The argparse glue over `symblock.grading.gradebook` and `symblock.grading.report`.
 """
 from __future__ import annotations
 
@@ -41,9 +41,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from symblock.grading import classreport, gradebook, lms, manifest, plots, roster, summary
-    from symblock.grading.escape import one_line
-    from symblock.grading.policy import Credit, parse_credit
+    from symblock.grading import report, gradebook, manifest, students
+    from symblock.grading.report import one_line
+    from symblock.grading.points import Credit, parse_credit
     from symblock.sheets.render import environment
     from symblock.sheets.worksheet import write_files
     credit = Credit(parse_credit(args.carried, "--carried"), parse_credit(args.rounded, "--rounded"),
@@ -51,30 +51,30 @@ def run(args) -> int:
     man = manifest.read(args.set_dir)
     answers_dir = Path(args.answers_dir)
     out = Path(args.out) if args.out else answers_dir / "graded"
-    _no_links(out, ("feedback", summary.PLOTS))
+    _no_links(out, ("feedback", report.PLOTS))
     if not args.force:   # refuse before the work (write_files checks every file again)
         from symblock.errors import UsageError
-        for name in ("gradebook.csv", "summary.md", "summary.html", summary.PLOTS, "feedback"):
+        for name in ("gradebook.csv", "summary.md", "summary.html", report.PLOTS, "feedback"):
             if (out / name).exists():
                 raise UsageError(f"--out: {out / name} already exists; use --force to overwrite, or another directory")
-    people = roster.read(args.roster) if args.roster else None
+    people = students.read(args.roster) if args.roster else None
     cls = gradebook.grade(man, gradebook.answer_files(answers_dir), credit, max_cost=args.max_cost, roster=people)
-    drawn = plots.available()
-    files = {"gradebook.csv": lms.gradebook_csv(cls, args.lang),
-             "summary.md": summary.summary_md(cls, credit, args.lang, drawn),
+    drawn = report.available()
+    files = {"gradebook.csv": gradebook.gradebook_csv(cls, args.lang),
+             "summary.md": report.summary_md(cls, credit, args.lang, drawn),
              "summary.html": environment("html").get_template("summary.html.j2").render(
-                 **summary.html_context(cls, credit, args.lang, drawn))}
-    files.update({f"{summary.PLOTS}/{k}": v for k, v in (plots.pngs(cls) if drawn else {}).items()})
+                 **report.html_context(cls, credit, args.lang, drawn))}
+    files.update({f"{report.PLOTS}/{k}": v for k, v in (report.pngs(cls) if drawn else {}).items()})
     taken: set[str] = set()
     for g in cls.graded:
-        files[f"feedback/{gradebook.slug(g.name, taken)}.md"] = classreport.feedback_md(g, cls, credit, args.lang)
+        files[f"feedback/{gradebook.slug(g.name, taken)}.md"] = report.feedback_md(g, cls, credit, args.lang)
     try:
         write_files(out, files, force=args.force)
     except OSError as e:  # /proc/..., /sys/..., a read-only disk: the folder, not a bug
         from symblock.errors import UsageError
         raise UsageError(f"--out {out}: cannot write there: {e.strerror or e}") from None
-    print(classreport.summary_text(cls), end="")
-    for file, name, why in summary.flagged(cls):
+    print(report.summary_text(cls), end="")
+    for file, name, why in report.flagged(cls):
         print(one_line(f"flagged: {file} ({name}): {'; '.join(why)}"))
     if not drawn:
         print("no plots: matplotlib is not installed (pip install 'symblock[plot]')")

@@ -45,7 +45,7 @@ def run(args) -> int:
                          "to draw variants from")
     if args.n < 1:
         raise UsageError("-n: expected at least 1")
-    from symblock.grading.ambiguity import judge
+    from symblock.grading.mistakes import judge
     report = stress(data, source, args.n, args.seed, overrides, args.max_cost, judge=judge())
     print(json.dumps(report.to_dict(), indent=1) if args.json else text(report), end="" if not args.json else "\n")
     return 0  # a set below the variety guarantee is reported (warning lines, "variety_problems"), not an error

@@ -98,7 +98,7 @@ def variants(args) -> list[tuple[str, object]]:
         if args.variants < 1:
             raise UsageError("--variants: expected at least 1")
         seed = 1 if args.seed is None else args.seed
-        from symblock.grading.ambiguity import judge
+        from symblock.grading.mistakes import judge
         from symblock.exercises.presets import choose
         from symblock.exercises.stress import spread
         ask = lambda t: choose(t, args.preset, args.loss, _wrt(args.wrt))  # noqa: E731
@@ -276,7 +276,7 @@ def _lms_answers(models: list[dict], traces: dict, args) -> None:
     """What the Moodle and QTI questions accept for each entry (grading.accepted: the exact value, the
     key's printed chain, rounding slips), worked from each variant's trace and exercise."""
     from symblock.exercises import presets
-    from symblock.grading.accepted import annotate
+    from symblock.grading.points import annotate
     for model in models:
         trace = traces[model["ident"]]
         annotate(model["tasks"], trace, presets.choose(trace, args.preset, loss=args.loss, wrt=_wrt(args.wrt)),

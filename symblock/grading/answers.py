@@ -55,7 +55,8 @@ from typing import Any, Mapping
 from symblock.engine import names
 from symblock.engine.spec import kind_of
 from symblock.errors import excerpt
-from symblock.grading.answer_fields import inert_excerpt, student_data
+from symblock.grading.students import inert_excerpt, student_data
+
 
 TOP_KEYS = ("id", "name", "decimals", "sig_figs", "print", "steps", "title", "notes")
 STEP_KEYS = ("value", "decimals", "sig_figs", "print", "row", "col", "entries")

@@ -1,20 +1,139 @@
-"""Grade a class: every answers file of a folder, each against its own variant of a set.
+"""Grade a class: every answers file of a folder, each against its own variant of a set, into the
+gradebook an LMS imports.
 
 `grade(manifest, files)` reads each file's `id:`, finds the variant the manifest lists, builds that
-variant's exact forward once (a Marker), marks the file and scores its asked tasks (policy.py). A
+variant's exact forward once (a Marker), marks the file and scores its asked tasks (points.py). A
 file that cannot be graded (no id, an id of another spec or of no variant of the set, a malformed
 file or entry) is kept as a `Rejected` with the reason, never marked against another block. A graded
-file whose ID, name or answers are in doubt (identity.py) carries flags for a person to look at.
-The views (gradebook CSV, class summary, feedback) are in classreport.py.
+file whose ID, name or answers are in doubt carries flags for a person to look at (`flag`, below).
+The CSV in an LMS's import layout is `gradebook_csv` (end of this module); the printed views are in
+report.py.
 """
 from __future__ import annotations
 
+import csv
+import io
 import re
 from dataclasses import dataclass, field
+from decimal import Decimal, ROUND_HALF_UP
 from fractions import Fraction
 from pathlib import Path
 
 from symblock.errors import SpecError, UsageError
+
+
+# Does each answers file belong where its `id:` and `name:` put it?
+#
+# A worksheet ID is only a label the student copies from the sheet. A typo that gives another valid ID
+# (`.10` written `.11`) would grade a file against a classmate's numbers, and two files with one ID,
+# one name or one set of answers (a copy, a file handed in twice) would pass unseen. So every graded
+# file is also compared, cheaply, with every variant of the set: its entries against each variant's
+# exact asked answers, rounded at the places each entry is written to (no marking, no recomputing from
+# the student's own numbers). Only the entries where two variants differ say which one the file fits
+# (a ReLU zero or a shared mean fits them all). A file is flagged when another variant fits clearly
+# better: at least RATIO times as many of those entries, and at least MARGIN more. A flagged file is
+# still graded against its own ID's variant; the flag is shown in the summary, on the terminal and in
+# the gradebook's `flags` column, so that a person decides.
+
+
+RATIO = 2    # another variant fits "clearly better": this many times the entries ...
+MARGIN = 3   # ... and at least this many more (and at least this many answered to call answers the same)
+PLACES = 3   # the places an exact entry (a fraction, sqrt(2)/2) is compared at
+
+
+@dataclass(frozen=True)
+class Flag:
+    kind: str          # fits | same_id | same_name | same_answers
+    other: str         # the variant that fits better, or the other file
+    mine: int = 0      # fits: distinguishing entries matching the file's own variant ...
+    theirs: int = 0    # ... and matching the other variant
+
+
+def flag(graded: list, answers: dict, pool) -> None:
+    """Set `g.flags` of every graded file. `answers`: file -> its answers.Answers (as read for its own
+    variant), `pool`: the set's Variants."""
+    truths = Truths(pool)
+    entries = {g.file: _entries(answers[g.file]) for g in graded}
+    for g in graded:
+        fit = best_fit(g.ident, entries[g.file], pool, truths)
+        g.flags += [fit] if fit else []
+    for kind, key in (("same_id", lambda g: g.ident), ("same_name", lambda g: g.name.casefold()),
+                      ("same_answers", lambda g: _answer_key(entries[g.file]))):
+        _duplicates(graded, kind, key)
+
+
+def best_fit(own: str, entries: list, pool, truths: "Truths") -> Flag | None:
+    """The other variant that fits `entries` clearly better than `own`, if any (the best such)."""
+    best = None
+    for other in pool.seeds:
+        if other == own:
+            continue
+        mine = theirs = 0
+        for step, i, j, places, given in entries:
+            a, b = truths.match(own, step, i, j, places, given), truths.match(other, step, i, j, places, given)
+            if a != b:
+                mine, theirs = mine + a, theirs + b
+        if theirs >= RATIO * mine and theirs - mine >= MARGIN and (best is None or theirs - mine > best.theirs - best.mine):
+            best = Flag("fits", other, mine, theirs)
+    return best
+
+
+class Truths:
+    """Each variant's asked answers rounded at the places asked for, computed once per entry."""
+
+    def __init__(self, pool):
+        self.pool, self.cache = pool, {}
+
+    def match(self, ident: str, step: str, i: int, j: int, places: int, given: Decimal) -> bool:
+        """Whether `given` is the variant's entry rounded at `places`, within one unit (a slip, or
+        an exact tie rounded the other way)."""
+        key = (ident, step, i, j, places)
+        if key not in self.cache:
+            self.cache[key] = self._rounded(ident, step, i, j, places)
+        truth = self.cache[key]
+        return truth is not None and abs(given - truth) <= Decimal(1).scaleb(-places)
+
+    def _rounded(self, ident, step, i, j, places) -> Decimal | None:
+        from symblock.engine import exact
+        from symblock.grading.manifest import asked_value
+        marker = self.pool.marker(ident)
+        value = asked_value(marker.trace, marker.exercise, step)
+        if i >= value.shape[0] or j >= value.shape[1]:
+            return None
+        x = exact.real(value.rows[i][j])
+        return None if x is exact.NEG_INF else x.decimal(places)
+
+
+def _entries(answers) -> list[tuple]:
+    """(step, row, col, places, the entry as a Decimal at those places) of every answered finite entry."""
+    from symblock.engine import exact
+    out = []
+    for name, step in answers.steps.items():
+        for i, row in enumerate(step.entries):
+            for j, e in enumerate(row):
+                if e is None or e.value is None or exact.real(e.value) is exact.NEG_INF:   # blank, unreadable, −∞
+                    continue
+                places = e.places if e.places is not None else PLACES
+                given = e.decimal if e.decimal is not None and e.places is not None else exact.real(e.value).decimal(places)
+                out.append((name, i, j, places, given))
+    return out
+
+
+def _answer_key(entries: list):
+    """The answers as a comparable value; None when too few are answered to call two files the same."""
+    return frozenset(entries) if len(entries) >= MARGIN else None
+
+
+def _duplicates(graded: list, kind: str, key) -> None:
+    groups: dict = {}
+    for g in graded:
+        k = key(g)
+        if k is not None:
+            groups.setdefault(k, []).append(g)
+    for group in groups.values():
+        for g in group:
+            g.flags += [Flag(kind, o.file) for o in group if o is not g]
+
 
 SUFFIXES = (".yaml", ".yml", ".json", ".csv")
 
@@ -26,8 +145,8 @@ class Graded:
     ident: str
     result: object                         # marking.CheckResult
     scores: dict[str, Fraction] = field(default_factory=dict)   # asked step -> points earned
-    student: dict[str, str] = field(default_factory=dict)      # student_id, email, section (roster.py)
-    flags: list = field(default_factory=list)                   # identity.Flag: a person should look
+    student: dict[str, str] = field(default_factory=dict)      # student_id, email, section (students.py)
+    flags: list = field(default_factory=list)                   # Flag: a person should look
 
     @property
     def total(self) -> Fraction:
@@ -100,7 +219,7 @@ class Variants:
         if ident not in self._markers:
             from symblock.exercises import presets, variants
             from symblock.exercises.generate import merge_random
-            from symblock.grading.marker import Marker
+            from symblock.grading.marking import Marker
             m = self.manifest
             data = merge_random(m["spec"], m.get("random_flags") or None)
             got = variants.draw_variant(data, str(m.get("spec_source", "manifest")), self.seeds[ident], self.max_cost)
@@ -115,9 +234,9 @@ class Variants:
 
 def grade(manifest: dict, files: list[Path], credit, max_cost: int | None = None, roster: dict | None = None) -> Class:
     """Mark every file against its own variant and score it, then flag the files whose identity is
-    in doubt (identity.py); see the module docstring. `roster`: roster.read's mapping."""
+    in doubt (`flag`); see the module docstring. `roster`: students.read's mapping."""
     from symblock.grading import answers as answers_mod
-    from symblock.grading import identity, roster as roster_mod
+    from symblock.grading import students
     from symblock.grading.answers import Policy
     pool = Variants(manifest, max_cost)
     default = Policy(decimals=manifest.get("decimals"))
@@ -129,24 +248,24 @@ def grade(manifest: dict, files: list[Path], credit, max_cost: int | None = None
             if file != path.name:
                 raise SpecError(file, "", "the file name is not UTF-8 text; rename the file")
             data, source = answers_mod.read(path)
-            own = roster_mod.take(data)
+            own = students.take(data)
             name = _name(data.get("name")) or name
             ident = _name(data.get("id"))
             why = pool.problem(ident)
             if why:
-                rejected.append(Rejected(file, name, ident, why, roster_mod.student(roster, file, name, own)))
+                rejected.append(Rejected(file, name, ident, why, students.student(roster, file, name, own)))
                 continue
             marker = pool.marker(ident)
             read_as[file] = answers = marker.answers(data, file, default)
             result = marker.mark_answers(answers, forms=False)
         except Exception as e:   # this file's failure, named; the others are still graded
-            rejected.append(Rejected(file, name, ident, _why(e), roster_mod.student(roster, file, name, own)))
+            rejected.append(Rejected(file, name, ident, _why(e), students.student(roster, file, name, own)))
             continue
         by_name = {s.name: s for s in result.steps}
-        g = Graded(file, name, ident, result, student=roster_mod.student(roster, file, name, own))
+        g = Graded(file, name, ident, result, student=students.student(roster, file, name, own))
         g.scores = {s: credit.task(by_name.get(s), n) for s, n in points.items()}
         graded.append(g)
-    identity.flag(graded, read_as, pool)
+    flag(graded, read_as, pool)
     return Class(manifest, graded, rejected)
 
 
@@ -178,3 +297,68 @@ def slug(name: str, taken: set[str]) -> str:
         out, k = f"{base}-{k}", k + 1
     taken.add(out.lower())
     return out
+
+
+# gradebook.csv in a layout an LMS's grade import takes as it is.
+#
+# Canvas's gradebook import reads `Student, ID, SIS User ID, SIS Login ID, Section`, then one column
+# per assignment, and matches a row to a person by ID, SIS User ID or SIS Login ID. Moodle's CSV import
+# lets the teacher map any one column to a user field (email address, ID number) and any columns to
+# grade items, ignoring the rest. So the identifying columns come first in Canvas's names and order
+# (`ID`, Canvas's own user number, is left empty; `SIS User ID` holds the student ID, `SIS Login ID` the
+# email), then the grade columns (`total`, `percent`, each task), then what only a person reads
+# (`max`, `worksheet`, `file`, `status`, `flags`).
+#
+# A total is the sum of the task cells as printed (2 decimals), so the columns add up in a spreadsheet;
+# the percentage is worked from that printed total. Every text cell goes through `text_cell`.
+
+
+IDENTITY = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+GRADES = ["total", "percent"]
+NOTES = ["max", "worksheet", "file", "status", "flags"]
+_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+
+
+def text_cell(text) -> str:
+    """A text cell as a spreadsheet will not run it: one that would start a formula gets a leading '
+    (OWASP's advice), and line breaks become spaces so that every row stays one line."""
+    raw = "" if text is None else str(text)
+    s = " ".join(raw.splitlines())
+    return "'" + s if raw.startswith(_FORMULA) or s.lstrip().startswith(_FORMULA) else s
+
+
+def header(asked: list[str]) -> list[str]:
+    return IDENTITY + GRADES + list(asked) + NOTES
+
+
+def gradebook_csv(cls, lang: str = "en") -> str:
+    """One row per file: the graded, then those that could not be graded (no points)."""
+    from symblock.grading.lang import describe
+    from symblock.grading.report import pts, shown_total
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\r\n")
+    w.writerow(header(cls.asked))
+    for g in cls.graded:
+        cells = [pts(g.scores[s]) for s in cls.asked]
+        total = Decimal(shown_total(g, cls))
+        w.writerow(_who(g.name, g.student) + [str(total), percent(total, cls.max_total), *cells]
+                   + _notes(cls.max_total, g.ident, g.file, "graded", "; ".join(describe(f, lang) for f in g.flags)))
+    for r in cls.rejected:
+        w.writerow(_who(r.name, r.student) + ["", "", *([""] * len(cls.asked))]
+                   + _notes(cls.max_total, r.ident, r.file, "not graded: " + r.reason, ""))
+    return out.getvalue()
+
+
+def percent(total: Decimal, max_total: int) -> str:
+    if not max_total:
+        return ""
+    return str((total * 100 / max_total).quantize(Decimal("0.01"), ROUND_HALF_UP))
+
+
+def _who(name: str, student: dict) -> list[str]:
+    return [text_cell(name), "", text_cell(student.get("student_id")), text_cell(student.get("email")),
+            text_cell(student.get("section"))]
+
+
+def _notes(max_total: int, ident, file: str, status: str, flags: str) -> list[str]:
+    return [str(max_total), text_cell(ident), text_cell(file), text_cell(status), text_cell(flags)]

@@ -128,3 +128,21 @@ def why(entry, lang: str = "en") -> str:
 def explanation(code: str, lang: str = "en") -> str:
     from symblock.grading.mistakes import EXPLANATIONS
     return EXPLANATIONS_ZH[code] if lang == "zh" else EXPLANATIONS[code]
+
+
+# What a gradebook flag says (an identity flag: gradebook.Flag), in each language.
+FLAG_TEXT = {
+    "en": {"fits": "fits {other} better than its own id ({theirs} entries match {other}, {mine} its own, "
+                   "among those where the two differ)",
+           "same_id": "same id as {other}", "same_name": "same name as {other}",
+           "same_answers": "same answers as {other}"},
+    "zh": {"fits": "与 {other} 的吻合程度明显高于它自己的 ID（在两份练习不同的数中，{theirs} 个与 {other} 相符，"
+                   "{mine} 个与自己的相符）",
+           "same_id": "与 {other} 的 ID 相同", "same_name": "与 {other} 的姓名相同",
+           "same_answers": "与 {other} 的答案完全相同"},
+}
+
+
+def describe(flag, lang: str = "en") -> str:
+    return FLAG_TEXT["zh" if lang == "zh" else "en"][flag.kind].format(other=flag.other, mine=flag.mine,
+                                                                   theirs=flag.theirs)

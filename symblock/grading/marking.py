@@ -1,5 +1,5 @@
 """Mark a person's answers against the exact Trace: per entry, per step, with error carried
-forward and mistake diagnosis. Pure data out (`CheckResult`); check.py prints it.
+forward and mistake diagnosis. Pure data out (`CheckResult`); report.py prints it.
 
 Walk the items in order (plan.py: the forward steps, then any gradient steps backwards), keeping
 the person's *chain*: their own answer for every item they gave (blanks filled from the chain),
@@ -27,9 +27,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from symblock.engine import exact
+from symblock.engine import exact, names
+from symblock.grading import answers as answers_mod, plan
 from symblock.grading.mistakes import diagnose
-from symblock.grading.onestep import equivalents
+from symblock.grading.recompute import equivalents
+
 
 CORRECT, WRONG, CARRIED, MISSING, GIVEN = "correct", "wrong", "carried", "missing", "given"
 ROUNDED, SLIP, BLANK = "rounded", "slip", "blank"
@@ -246,7 +248,7 @@ def closed_form(value) -> str | None:
 
 
 def _equivalent(answer, name, chain, spec) -> bool:
-    """Whether every entry matches another right value of the step (onestep.equivalents)."""
+    """Whether every entry matches another right value of the step (recompute.equivalents)."""
     try:
         alts = equivalents(name, chain, spec)
     except (ArithmeticError, ValueError, KeyError):
@@ -264,7 +266,6 @@ def check(spec, trace, answers, asked=None, backward=None, items=None, memo: dic
     steps the exercise asks (None: every step), so an unasked, unanswered step is no `missing`.
     `memo`: a dict kept beside the trace (Marker) so the truth's printed forms are made once;
     `forms=False`: closed forms only beside entries that are not right (what feedback shows)."""
-    from symblock.grading import plan
     if items is None:
         items = plan.forward_items(trace, spec) + (plan.backward_items(backward, spec) if backward else [])
     truth = dict(trace.params)
@@ -377,3 +378,57 @@ def _rests_on(built_on: list[str], needed_own: bool, own, entries) -> list[str]:
     if needed_own or own is not None and any(e.mark == BLANK for e in entries):
         return built_on
     return []
+
+
+# One variant prepared for marking, once: its exact trace, what its exercise asks (and the
+# points), the items the checker walks and the shapes an answers file may use. `check` makes one
+# per run; `grade` makes one per variant of a set and marks every answers file of it.
+
+
+class Marker:
+    def __init__(self, trace, exercise):
+        from symblock.exercises.decoder import is_model
+        self.trace, self.spec, self.exercise = trace, trace.spec, exercise
+        self.model = is_model(self.spec)
+        if self.model:   # a tiny GPT: its steps, and the decoder sheet's conceptual task
+            self.items = plan.items(trace, exercise)
+            self.shapes = plan.model_shapes(self.items)
+        else:
+            self.items = plan.forward_items(trace, self.spec)
+            if exercise.backward is not None:
+                self.items += plan.backward_items(exercise.backward, self.spec)
+            self.shapes = plan.shapes(trace, self.items)
+        self.computed = {i.name for i in self.items}
+        self.memo: dict = {}   # the truth's printed forms, shared by every file of this variant
+
+    @classmethod
+    def for_answers(cls, trace, data, loss: str | None = None, wrt: list[str] | None = None,
+                    preset: str | None = None) -> "Marker":
+        """The exercise `preset` asks (default: the spec's own), or its backprop exercise when the
+        answers give `grad.*` steps."""
+        from symblock.exercises import presets
+        steps = data.get("steps") if isinstance(data, dict) else None
+        grads = isinstance(steps, dict) and any(names.parse(str(k)).grad for k in steps)
+        backprop = grads or loss is not None or wrt is not None
+        if preset is None and backprop and trace.spec.exercise.get("preset") != "backprop":
+            preset = "backprop"
+        return cls(trace, presets.choose(trace, preset, loss=loss, wrt=wrt))
+
+    def mark(self, data: dict, source: str, default: answers_mod.Policy | None = None, forms: bool = True):
+        """A CheckResult for one answers mapping (answers.read); only asked steps count as missing.
+        `forms=False` leaves out the closed forms of right entries (grade's feedback shows none)."""
+        return self.mark_answers(self.answers(data, source, default), forms)
+
+    def mark_answers(self, answers: answers_mod.Answers, forms: bool = True):
+        """A CheckResult for answers already read against this variant (`answers`)."""
+        result = check(self.spec, self.trace, answers, asked=set(self.exercise.ask), items=self.items,
+                       memo=self.memo, forms=forms)
+        result.student = dict(answers.student)   # student_id, email, ...: for the gradebook
+        return result
+
+    def answers(self, data: dict, source: str, default: answers_mod.Policy | None = None) -> answers_mod.Answers:
+        """The answers mapping read against this variant's shapes (a model's names normalised)."""
+        if self.model:
+            from symblock.grading.plan import normalise
+            data = normalise(data, self.spec)
+        return answers_mod.from_mapping(data, source, self.shapes, self.computed, default)

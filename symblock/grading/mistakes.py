@@ -9,20 +9,21 @@ Add a slip by adding a `Mistake` to CATALOGUE; codes are stable identifiers (DES
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from symblock.engine import exact, names
 from symblock.engine.matrix import Mat
 from symblock.engine.steps import split_batch
-from symblock.grading.attention_slips import (dropout_no_rescale, mask_after_softmax, mask_missing,
-                                              mask_zero, masks, no_scale, padding_missing,
-                                              padding_on_queries, scale_approximated, scale_d_model,
-                                              scale_no_sqrt, scores_transposed, softmax_axis,
-                                              sqrt_irrational)
-from symblock.grading import model_slips
-from symblock.grading.onestep import (activate, affine, centred_var, full_norm, inputs_of, kind, linear,
-                                      ln_of, norm_prefix, norm_source, num, row_mean, row_meansq)
+from symblock.grading import slips
+from symblock.grading.slips import (
+    dropout_no_rescale, mask_after_softmax, mask_missing, mask_zero, masks, no_scale,
+    padding_missing, padding_on_queries, scale_approximated, scale_d_model, scale_no_sqrt,
+    scores_transposed, softmax_axis, sqrt_irrational,)
+from symblock.grading.recompute import (
+    activate, affine, centred_var, full_norm, inputs_of, kind, linear, ln_of, norm_prefix,
+    norm_source, num, row_mean, row_meansq,)
 
 
 @dataclass(frozen=True)
@@ -310,23 +311,23 @@ CATALOGUE: tuple[Mistake, ...] = (
             _relu_for_gelu),
 )
 
-# A tiny GPT's own slips (model specs, grading/model_slips.py): their rules read the model's step
+# A tiny GPT's own slips (model specs, grading/slips.py): their rules read the model's step
 # names (gen1.layer0.attn.h0.weights); a layer's steps are diagnosed with CATALOGUE as well, on the
-# layer's block (grading/model_plan.py).
+# layer's block (grading/plan.py).
 MODEL_CATALOGUE: tuple[Mistake, ...] = (
     Mistake("cache_not_appended", "scores and weights of the new token computed against the cache without "
             "its own key and value appended (only the earlier rows attended to)",
             "gen*.layer*.attn.h*.scores / .scaled / .weights / .out (KV cache)",
-            model_slips.not_appended_applies, model_slips.not_appended),
+            slips.not_appended_applies, slips.not_appended),
     Mistake("position_reused", "the new token given the position of an earlier token (an earlier row of "
             "W_P, e.g. the first or the last prompt position) instead of its own",
-            "gen*.pos, gen*.x, the first layer's steps that read x", model_slips.position_applies,
-            model_slips.position_reused),
+            "gen*.pos, gen*.x, the first layer's steps that read x", slips.position_applies,
+            slips.position_reused),
     Mistake("logits_untied_transpose", "the head used the wrong way round: H W_E instead of H W_Eᵀ (tied), "
             "or H W_Uᵀ instead of H W_U (untied)",
             "logits, probs (only when d_model equals the vocabulary size: otherwise the product "
-            "has no shape and the slip cannot be made)", model_slips.transpose_applies,
-            model_slips.untied_transpose),
+            "has no shape and the slip cannot be made)", slips.transpose_applies,
+            slips.untied_transpose),
 )
 
 ROUNDING = ("rounding", "off by at most one unit in the last place: rounded the wrong way, or "
@@ -364,3 +365,80 @@ def _reproduces(answer, value: Mat, matches) -> bool:
                    if e is not None)
     except exact.UndecidableError:
         return False
+
+
+# Is a diagnosis ever ambiguous? Two catalogued mistakes (CATALOGUE) that give the same
+# numbers on an asked step cannot be told apart by the checker, so an exercise set for a class
+# turns such variants down (`random.distinct_mistakes`, applied by `worksheet --variants` and
+# `stress`, which skip the seed as they skip an unusable one).
+
+
+# Slips that divide the scores by a wrong factor: when two factors are equal for the block's dims
+# (√d_model = d_k when d_model = 4 and heads = 2) the two slips are one formula, whatever the
+# numbers, so no draw can tell them apart; such structural ties are not held against a variant.
+SCALE_FACTORS = {"attn_no_scale": lambda d: 1.0, "attn_scale_d_model": lambda d: math.sqrt(d.d_model),
+                 "attn_scale_no_sqrt": lambda d: float(d.d_head)}
+
+
+def structural_ties(spec) -> set[frozenset]:
+    """Pairs of mistake codes that are the same formula for this block's dims."""
+    f = {code: fn(spec.dims) for code, fn in SCALE_FACTORS.items()}
+    return {frozenset((a, b)) for a in f for b in f if a < b and math.isclose(f[a], f[b])}
+
+
+def rounded(value, places: int) -> tuple:
+    out = []
+    for row in value.rows:
+        for e in row:
+            if e is exact.NEG_INF:
+                out.append("-inf")
+                continue
+            try:
+                out.append(str(e.decimal(places)))
+            except exact.UndecidableError:   # a rounding tie: both neighbours are fair
+                out.append(e.digits(places + 3))
+    return tuple(out)
+
+
+def ambiguous(trace, ask, places: int = 3) -> str | None:
+    """"distinct_mistakes: …" naming the step, the two mistakes and their numbers when two
+    catalogued mistakes give the same numbers (rounded to `places`) on an asked forward step and
+    differ from the right answer there; None when every diagnosis is unambiguous."""
+    spec = trace.spec
+    ties = structural_ties(spec)
+    env = dict(trace.params)
+    env.update({s.name: s.value for s in trace})
+    for name in ask:
+        if name not in trace or trace[name].given:
+            continue
+        truth = rounded(trace[name].value, places)
+        seen: dict[tuple, str] = {}
+        for m in CATALOGUE:
+            if not m.applies(name, spec):
+                continue
+            try:
+                values = list(m.compute(name, env, spec))
+            except (KeyError, ArithmeticError, ValueError):
+                continue
+            for v in values:
+                if v.shape != trace[name].value.shape:
+                    continue
+                key = rounded(v, places)
+                if key == truth:
+                    continue   # this slip leaves no trace on this step: nothing to confuse
+                other = seen.get(key)
+                if other is not None and other != m.code and frozenset((other, m.code)) not in ties:
+                    shown = ", ".join(key[:4]) + (", …" if len(key) > 4 else "")
+                    return (f"distinct_mistakes: on {name}, {other} and {m.code} both give [{shown}]")
+                seen[key] = m.code
+    return None
+
+
+def judge(preset: str | None = None, loss: str | None = None, wrt=None, places: int = 3):
+    """A judge for exercises.stress / variants.draw_variants: trace -> reason or None, for the
+    exercise the options choose."""
+    from symblock.exercises.presets import choose
+
+    def check(trace) -> str | None:
+        return ambiguous(trace, choose(trace, preset, loss, wrt).ask, places)
+    return check

@@ -36,15 +36,15 @@ answers = {{
 CHECK = '''\
 # {t[nb_check]}
 from symblock.exercises import presets
-from symblock.grading import check
-from symblock.grading.marker import Marker
+from symblock.grading import report
+from symblock.grading.marking import Marker
 
 {exercise}
 if all(v is None for rows in answers.values() for row in rows for v in row):
     print({nothing!r})
 else:
     result = Marker(trace, exercise).mark({{"decimals": DECIMALS, "steps": answers}}, "notebook")
-    print(check.text(result, trace, lang={lang!r}), end="")'''
+    print(report.text(result, trace, lang={lang!r}), end="")'''
 
 ASKED = '''\
 # {t[nb_asked]}

@@ -54,6 +54,6 @@ def test_an_attention_output_without_projection_is_a_copy():
 
 
 def test_every_kind_can_be_recomputed_from_a_persons_own_inputs():
-    from symblock.grading.onestep import RECOMPUTE
+    from symblock.grading.recompute import RECOMPUTE
     assert set(kinds.KINDS) <= set(RECOMPUTE)
     assert "dropped" in RECOMPUTE     # a mask applied: recomputed from the step it masks

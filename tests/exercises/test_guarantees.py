@@ -136,7 +136,7 @@ def test_no_two_catalogued_mistakes_alike_on_an_asked_step(tmp_path):
     rounded numbers; recomputed here with the catalogue and float rounding, on the sets the
     worksheet would hand out."""
     from symblock.exercises.variants import draw_variants
-    from symblock.grading.ambiguity import judge, structural_ties
+    from symblock.grading.mistakes import judge, structural_ties
     from symblock.grading.mistakes import CATALOGUE
     for d in ("medium", "hard"):
         p = tmp_path / f"{d}.yaml"
@@ -167,7 +167,7 @@ def test_the_judge_names_a_planted_tie_and_ignores_structural_ones():
     """Hand-worked: a LayerNorm row [0, 3/2, −3/2] has Σ(x−μ)² = 9/2, so σ² = 3/2; the sample
     variance slip gives σ = √(9/4) = 3/2 and the forgotten root gives σ² = 3/2 as σ: the same 1.500.
     With d_model = 4 and two heads, √d_model = d_k = 2: one formula, not the draw's fault."""
-    from symblock.grading.ambiguity import ambiguous, structural_ties
+    from symblock.grading.mistakes import ambiguous, structural_ties
     tied = generate.from_mapping({"dims": {"seq_len": 1, "d_model": 3, "d_ff": 2, "heads": 1},
                                   "block": {"norm_position": "pre", "attention_scale": "none"},
                                   "inputs": {"X": [[0, "3/2", "-3/2"]]}, "random": {"seed": 1}}, "t")

@@ -179,7 +179,7 @@ def test_every_model_catalogue_entry_is_planted():
 
 def test_the_transpose_slip_needs_d_model_equal_to_the_vocabulary():
     from symblock import load
-    from symblock.grading.model_slips import transpose_applies
+    from symblock.grading.slips import transpose_applies
     assert transpose_applies("gen1.logits", spec_of())
     assert not transpose_applies("gen1.logits", load("tiny-gpt"))   # d_model 4, vocab 5
 

@@ -6,7 +6,7 @@ from the student's own rounded earlier answers, as a person with a calculator wo
 mistakes planted in NumPy: sample variance (n−1), a step rounded to 2 places instead of 3, a
 rounding slip, a wrong entry carried forward, blanks and a missing row, a program's float32
 print-out, the CSV form. The expected points are worked from the plan and the policy in
-symblock/grading/policy.py (1 per entry, carried 1, rounded 9/10, slip 1/2, wrong/blank 0), not
+symblock/grading/points.py (1 per entry, carried 1, rounded 9/10, slip 1/2, wrong/blank 0), not
 by the checker."""
 import csv
 import textwrap

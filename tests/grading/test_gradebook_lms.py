@@ -1,5 +1,5 @@
 """gradebook.csv as Canvas's and Moodle's grade imports read it, and the class summary with its
-plots. Answers are worked independently in NumPy (test_grade's helpers); the expected totals and
+report. Answers are worked independently in NumPy (test_grade's helpers); the expected totals and
 percentages are worked here from the printed cells with Decimal."""
 import csv
 import io
@@ -94,8 +94,8 @@ def test_the_summary_has_plots_mistakes_and_escapes_names(graded, klass, tmp_pat
 
 
 def test_without_matplotlib_the_summary_says_so(klass, tmp_path, monkeypatch, capsys):
-    from symblock.grading import plots
-    monkeypatch.setattr(plots, "available", lambda: False)
+    from symblock.grading import report
+    monkeypatch.setattr(report, "available", lambda: False)
     out = run(klass, tmp_path / "g")
     assert not (out / "plots").exists()
     assert "No plots: matplotlib is not installed" in (out / "summary.md").read_text(encoding="utf-8")
@@ -103,7 +103,7 @@ def test_without_matplotlib_the_summary_says_so(klass, tmp_path, monkeypatch, ca
 
 
 def test_user_text_in_markdown_is_plain_text():
-    from symblock.grading.summary import md_text
+    from symblock.grading.report import md_text
     assert md_text("<b>*x*</b> [a](b) `c` | #") == r"\<b\>\*x\*\</b\> \[a\](b) \`c\` \| \#"
 
 

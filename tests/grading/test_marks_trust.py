@@ -70,8 +70,8 @@ def test_a_slip_step_passes_on_the_wrong_answer_it_rests_on(tmp_path, capsys):
 
 def test_a_slip_over_carried_entries_is_not_full_credit_under_carried_below_1(tmp_path, capsys):
     from symblock.grading import answers, marking
-    from symblock.grading.marker import Marker
-    from symblock.grading.policy import Credit
+    from symblock.grading.marking import Marker
+    from symblock.grading.points import Credit
     import symblock
     spec = symblock.load(_write(tmp_path, "spec.yaml", IDENTITY_SPEC))
     trace = symblock.forward(spec)
@@ -222,22 +222,22 @@ def _klass(scores: list[dict], asked=("a", "b", "c")):
 def test_a_gradebook_total_is_the_sum_of_its_task_columns():
     import csv
     import io
-    from symblock.grading import lms
+    from symblock.grading import gradebook
     third = Fraction(1, 3)   # 0.333…: printed 0.33 three times, exact total 1 (printed 1.00 until now)
     cls = _klass([{"a": third, "b": third, "c": third}, {"a": Fraction(2, 3), "b": Fraction(1, 2), "c": Fraction(1)}])
-    rows = list(csv.DictReader(io.StringIO(lms.gradebook_csv(cls))))
+    rows = list(csv.DictReader(io.StringIO(gradebook.gradebook_csv(cls))))
     for row in rows:
         assert Decimal(row["total"]) == sum(Decimal(row[s]) for s in "abc"), row
     assert [row["total"] for row in rows] == ["0.99", "2.17"]   # 0.33·3; 0.67 + 0.50 + 1.00
 
 
 def test_the_feedback_total_and_the_mean_use_the_printed_totals():
-    from symblock.grading import classreport
-    from symblock.grading.policy import Credit
+    from symblock.grading import report
+    from symblock.grading.points import Credit
     third = Fraction(1, 3)
     cls = _stepped(_klass([{"a": third, "b": third, "c": third}, {"a": third, "b": third, "c": third}]))
-    assert "mean total 0.99 of 3" in classreport.summary_text(cls)
-    assert "0.99 of 3 points" in classreport.feedback_md(cls.graded[0], cls, Credit())
+    assert "mean total 0.99 of 3" in report.summary_text(cls)
+    assert "0.99 of 3 points" in report.feedback_md(cls.graded[0], cls, Credit())
 
 
 def _stepped(cls):
@@ -250,12 +250,12 @@ def _stepped(cls):
 
 @pytest.mark.parametrize("lang, words", [("en", "no file graded"), ("zh", "没有批改任何文件")])
 def test_a_summary_with_no_file_graded_says_so(lang, words):
-    from symblock.grading import classreport
+    from symblock.grading import report
     from symblock.grading.gradebook import Rejected
-    from symblock.grading.policy import Credit
+    from symblock.grading.points import Credit
     cls = _klass([])
     cls.rejected.append(Rejected("x.yaml", "X", None, "no id"))
-    summary = classreport.summary_md(cls, Credit(), lang)
+    summary = report.task_table_md(cls, Credit(), lang)
     assert words in summary and "0.00" not in summary
     if lang == "en":
-        assert classreport.summary_text(cls).startswith("no file graded, 1 not graded")
+        assert report.summary_text(cls).startswith("no file graded, 1 not graded")

@@ -204,8 +204,8 @@ def moodle_points(question, answers: dict[str, list[list[str]]]) -> Fraction:
 
 
 def grade_points(trace, exercise, answers: dict[str, list[list[str]]]) -> Fraction:
-    from symblock.grading.marker import Marker
-    from symblock.grading.policy import Credit
+    from symblock.grading.marking import Marker
+    from symblock.grading.points import Credit
     result = Marker(trace, exercise).mark({"decimals": 3, "steps": answers}, "answers.yaml")
     steps = {s.name: s for s in result.steps}
     return sum((Credit().task(steps.get(n), exercise.points[n]) for n in exercise.ask), Fraction(0))

@@ -1,0 +1,433 @@
+"""The printed reports of checking and grading: one place for each.
+
+* `text` / `to_json`: what `check` prints for one answers file (statuses per step, the entries that
+  are off, the mistake that reproduces them), in English or Chinese;
+* the class views of `grade`: the Markdown task table and feedback (user text escaped by `md_text`,
+  one line on the terminal by `one_line`), `summary.md` / `summary.html` (the most common
+  mistakes, the flagged files, the points policy), and the PNG plots of totals and tasks when
+  matplotlib is installed.
+The gradebook CSVs are written in gradebook.py.
+"""
+from __future__ import annotations
+
+import io
+import re
+from collections import Counter
+from fractions import Fraction
+
+from symblock.grading.lang import blanks, explanation, why, words
+
+
+# User text (names, file names, IDs, reasons) as plain text in the Markdown outputs of `grade`.
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>#|~&$])")
+
+
+def md_text(text) -> str:
+    """User text as plain Markdown text inside a line: every character Markdown (emphasis, code,
+    links, tables, headings) or HTML could read as markup is escaped; line breaks become spaces."""
+    return " ".join(_MD_SPECIAL.sub(r"\\\1", str(text)).splitlines())
+
+
+def one_line(text) -> str:
+    """User text on one terminal line: line breaks and other control characters (an escape
+    sequence that would repaint the terminal) become spaces."""
+    return "".join(" " if (c < " " or c == "\x7f") else c for c in " ".join(str(text).splitlines()))
+
+
+# The class's distributions as PNG: the totals, and each task's points in small panels.
+#
+# matplotlib is an optional extra (`pip install 'symblock[plot]'`): `available()` says whether it is
+# there, and the summary says so and goes on without plots. The figures are drawn with the Agg backend
+# on a Figure of its own (no pyplot state, no user style), at a fixed size, with no software name or
+# date in the PNG, so the same class gives the same bytes on every run.
+
+
+SIZE, DPI = (6.4, 3.2), 100
+COLUMNS = 4        # task panels per row
+BINS = 10          # bins of a task's points
+STYLE = {"font.family": "DejaVu Sans", "font.size": 9, "svg.hashsalt": "symblock", "path.simplify": False}
+
+
+def available() -> bool:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def pngs(cls) -> dict[str, bytes]:
+    """{file name: PNG bytes}: totals.png and tasks.png (none when nothing was graded)."""
+    if not cls.graded:
+        return {}
+    import matplotlib
+    totals = [float(g.total) for g in cls.graded]
+    tasks = {s: [float(g.scores[s]) for g in cls.graded] for s in cls.asked}
+    with matplotlib.rc_context():   # matplotlib's defaults, not the user's matplotlibrc
+        matplotlib.rcdefaults()
+        matplotlib.rcParams.update(STYLE)
+        return {"totals.png": _totals(totals, cls.max_total), "tasks.png": _tasks(tasks, cls.points)}
+
+
+def _figure(size):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=size, dpi=DPI)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _png(fig) -> bytes:
+    out = io.BytesIO()
+    fig.savefig(out, format="png", dpi=DPI, metadata={"Software": None})
+    return out.getvalue()
+
+
+def _totals(totals: list[float], max_total: int) -> bytes:
+    fig = _figure(SIZE)
+    ax = fig.add_subplot()
+    step = max(1, max_total // 20)
+    edges = sorted({*range(0, max_total, step), max_total})   # the last bin holds the full marks
+    ax.hist(totals, bins=edges, color="#4c72b0", edgecolor="white")
+    ax.set(xlim=(0, max_total), xlabel=f"total (of {max_total})", ylabel="files")
+    ax.yaxis.get_major_locator().set_params(integer=True)
+    fig.tight_layout()
+    return _png(fig)
+
+
+def _tasks(tasks: dict[str, list[float]], points: dict[str, int]) -> bytes:
+    rows = -(-len(tasks) // COLUMNS)
+    fig = _figure((2.4 * COLUMNS, 1.9 * rows))
+    for k, (step, got) in enumerate(tasks.items()):
+        ax = fig.add_subplot(rows, COLUMNS, k + 1)
+        top = points[step]
+        ax.hist(got, bins=[top * b / BINS for b in range(BINS + 1)], color="#55a868", edgecolor="white")
+        ax.set_title(step, fontsize=9)
+        ax.set_xlim(0, top)
+        ax.yaxis.get_major_locator().set_params(integer=True)
+    fig.tight_layout()
+    return _png(fig)
+
+
+# The views of a graded class (gradebook.Class): the class summary (Markdown and a short text
+# for the terminal) and one Markdown feedback file per student, in English or Chinese (the gradebook
+# CSV is in gradebook.py). Each task's points are printed to 2 decimals, and a printed total is the sum of its
+# printed task columns (so a gradebook row adds up); the exact sums stay in gradebook.Graded.
+
+
+SHOWN_ENTRIES = 6   # wrong entries listed per task in a feedback file
+
+
+def pts(x: Fraction) -> str:
+    from decimal import ROUND_HALF_UP, Decimal
+    return str((Decimal(x.numerator) / Decimal(x.denominator)).quantize(Decimal("0.01"), ROUND_HALF_UP))
+
+
+def shown_total(g, cls) -> str:
+    """The total as printed: the sum of the task points as printed (each rounded to 2 decimals)."""
+    from decimal import Decimal
+    return str(sum((Decimal(pts(g.scores[s])) for s in cls.asked), Decimal("0.00")))
+
+
+def _mean_line(cls, t) -> str:
+    """The summary's first line: counts and the mean of the printed totals (none when nothing was graded)."""
+    if not cls.graded:
+        return t["graded_none"].format(r=len(cls.rejected), token=cls.manifest["spec_token"])
+    mean = sum((Fraction(shown_total(g, cls)) for g in cls.graded), Fraction(0)) / len(cls.graded)
+    return t["graded"].format(n=len(cls.graded), r=len(cls.rejected), token=cls.manifest["spec_token"],
+                              mean=pts(mean), max=cls.max_total)
+
+
+def task_stats(cls) -> list[dict]:
+    """Per asked step: mean points, share of students wrong / missing, most frequent diagnoses."""
+    rows = []
+    for s in cls.asked:
+        steps = [next(x for x in g.result.steps if x.name == s) for g in cls.graded]
+        n = len(steps) or 1
+        codes = Counter(c for x in steps if x.status == "wrong" for c in x.diagnosis)
+        rows.append({"step": s, "points": cls.points[s],
+                     "mean": sum((g.scores[s] for g in cls.graded), Fraction(0)) / n,
+                     "wrong": sum(x.status == "wrong" for x in steps) / n,
+                     "missing": sum(x.status == "missing" for x in steps) / n,
+                     "codes": codes.most_common(3)})
+    return rows
+
+
+TABLE_TEXT = {
+    "en": {"title": "Class summary", "graded": "{n} graded, {r} not graded · set {token} · mean total "
+           "{mean} of {max}", "graded_none": "no file graded, {r} not graded · set {token}", "task": "task", "points": "points", "mean": "mean", "wrong": "wrong",
+           "missing": "blank", "codes": "most frequent diagnoses", "rejected": "Not graded",
+           "policy": "Scoring", "none": "—"},
+    "zh": {"title": "全班小结", "graded": "已批改 {n} 份，未批改 {r} 份 · 题组 {token} · 平均总分 {mean}/{max}",
+           "graded_none": "没有批改任何文件，未批改 {r} 份 · 题组 {token}",
+           "task": "题目", "points": "分值", "mean": "平均得分", "wrong": "错误比例", "missing": "未答比例",
+           "codes": "最常见的诊断", "rejected": "未批改的文件", "policy": "计分规则", "none": "—"},
+}
+
+
+def task_table_md(cls, credit, lang: str = "en") -> str:
+    t = TABLE_TEXT[lang]
+    lines = [f"# {t['title']}", "", _mean_line(cls, t), "",
+             f"| {t['task']} | {t['points']} | {t['mean']} | {t['wrong']} | {t['missing']} | {t['codes']} |",
+             "|---|---|---|---|---|---|"]
+    for r in task_stats(cls):
+        codes = ", ".join(f"`{c}` ×{k}" for c, k in r["codes"]) or t["none"]
+        shares = (pts(r["mean"]), f"{r['wrong']:.0%}", f"{r['missing']:.0%}") if cls.graded else (t["none"],) * 3
+        lines.append(f"| `{r['step']}` | {r['points']} | {' | '.join(shares)} | {codes} |")
+    if cls.rejected:
+        lines += ["", f"## {t['rejected']}", ""]
+        lines += [f"- {md_text(r.file)} ({md_text(r.name)}): {md_text(r.reason)}" for r in cls.rejected]
+    lines += ["", f"## {t['policy']}", "", credit.statement(lang), ""]
+    return "\n".join(lines)
+
+
+def summary_text(cls) -> str:
+    """A few lines for the terminal: counts, the tasks most often wrong, the files not graded."""
+    lines = [_mean_line(cls, TABLE_TEXT["en"])]
+    worst = sorted((r for r in task_stats(cls) if r["wrong"]), key=lambda r: -r["wrong"])[:5]
+    for r in worst:
+        codes = ", ".join(f"{c} ×{k}" for c, k in r["codes"])
+        lines.append(f"  {r['step']:<18} wrong {r['wrong']:.0%}" + (f"  ({codes})" if codes else ""))
+    for r in cls.rejected:
+        lines.append(one_line(f"not graded: {r.file} ({r.name}): {r.reason}"))
+    return "\n".join(lines) + "\n"
+
+
+def _status(step, w) -> str:
+    """A task's status word, with "partly blank" when some (not all) of its entries are blank."""
+    word = w["status"][step.status]
+    return word + w["sep"] + w["partly_blank"] if blanks(step, w) else word
+
+
+FEEDBACK = {
+    "en": {"title": "Feedback for {name}", "sheet": "Worksheet {ident} · {total} of {max} points",
+           "task": "task", "status": "status", "points": "points"},
+    "zh": {"title": "{name} 的批改反馈", "sheet": "练习 {ident} · 得分 {total}/{max}",
+           "task": "题目", "status": "结果", "points": "得分"},
+}
+
+
+def feedback_md(g, cls, credit, lang: str = "en") -> str:
+    f, w = FEEDBACK[lang], words(lang)
+    lines = [f"# {f['title'].format(name=md_text(g.name))}", "",
+             f["sheet"].format(ident=md_text(g.ident), total=shown_total(g, cls), max=cls.max_total), "",
+             f"| {f['task']} | {f['status']} | {f['points']} |", "|---|---|---|"]
+    steps = {s.name: s for s in g.result.steps}
+    for s in cls.asked:
+        lines.append(f"| `{s}` | {_status(steps[s], w)} | {pts(g.scores[s])} / {cls.points[s]} |")
+    lines.append("")
+    for s in cls.asked:
+        st = steps[s]
+        gaps = blanks(st, w)
+        if st.status not in ("wrong", "slip", "rounded", "carried") and not gaps:
+            continue
+        lines.append(f"**`{s}`** — {_status(st, w)}")
+        if gaps:
+            lines.append(f"- {gaps}")
+        if st.status == "carried":
+            lines.append(f"- {w['carried'].format(names=', '.join(st.built_on))}")
+        elif st.built_on and any(e.mark == "carried" for e in st.entries):
+            lines.append(f"- {w['rests'].format(names=', '.join(st.built_on))}")
+        for code in st.diagnosis:
+            lines.append(f"- {w['diagnosis'].format(code=code, explanation=explanation(code, lang))}")
+        if st.status == "wrong" and not st.diagnosis:
+            lines.append(f"- {w['no_diagnosis']}")
+        if st.status == "rounded":
+            lines.append(f"- {w['rounded']}")
+        shown = [e for e in st.entries if e.mark in ("wrong", "slip")][:SHOWN_ENTRIES]
+        for e in shown:
+            own = w["own"].format(own=e.own) if e.own else ""
+            lines.append("- " + w["entry"].format(row=e.row + 1, col=e.col + 1, given=e.given, expected=e.expected,
+                                                  own=own, mark=w["mark"][e.mark]).replace("  ", " ")
+                         + why(e, lang).replace("  ", " "))
+        lines.append("")
+    lines += [credit.statement(lang), ""]
+    return "\n".join(lines)
+
+
+# What `check` prints for one answers file: JSON, or text in English or Chinese.
+
+def to_json(result) -> str:
+    """DESIGN.md's `check --json`: {ok, first_break, steps: [{name, status, entries, diagnosis}]},
+    plus spec, answers, decimals, id, name and, per step, asked, blank (and built_on)."""
+    import json
+    steps = [{"name": s.name, "status": s.status,
+              "entries": [{k: v for k, v in vars(e).items() if v is not None} for e in s.entries],
+              "diagnosis": s.diagnosis, "asked": s.asked, "blank": s.blank,
+              **({"built_on": s.built_on} if s.built_on else {})}
+             for s in result.steps]
+    return json.dumps({"ok": result.ok, "first_break": result.first_break, "spec": result.spec_source,
+                       "answers": result.answers_source, "decimals": result.decimals,
+                       "id": result.ident, "name": result.name,
+                       "steps": steps}, ensure_ascii=False, indent=1) + "\n"
+
+
+MARK = {"correct": "✓", "wrong": "✗", "carried": "↪", "missing": "·", "given": "=", "rounded": "≈",
+        "slip": "~"}
+COUNTED = ("correct", "rounded", "slip", "wrong", "carried", "missing")
+
+
+def text(result, trace=None, every_entry: bool = False, lang: str = "en") -> str:
+    from symblock.grading.lang import blanks, explanation, why, words
+    w = words(lang)
+    who = ", ".join(x for x in (result.name, result.ident) if x)
+    answers = f"{result.answers_source} ({who})" if who else result.answers_source
+    lines = [w["header"].format(answers=answers, spec=result.spec_source)]
+    if trace is not None and trace.spec.title:
+        lines[0] += f"  ({trace.spec.title})"
+    if result.decimals is not None:
+        lines.append(w["decimals"].format(n=result.decimals))
+    lines.append("")
+    steps = [s for s in result.steps if s.asked or s.entries or s.status == "given"]
+    width = max(len(s.name) for s in steps)
+    label = max(len(v) for v in w["status"].values())
+    runs = _missing_runs(steps)
+    for k, s in enumerate(steps):
+        status = w["status"][s.status]
+        if k in runs:
+            if runs[k]:
+                last, n = runs[k]
+                lines.append(f"  {MARK['missing']} {status:<{label + 1}} " + w["run"].format(first=s.name, last=last, n=n))
+            continue
+        note = _note(s, result, w)
+        lines.append(f"  {MARK[s.status]} {status:<{label + 1}} {s.name:<{width}}  {note}".rstrip())
+        for e in s.entries:
+            if e.mark == "blank":
+                continue
+            if every_entry or e.mark not in ("correct", "carried"):
+                exp = e.expected + (f" (= {e.exact})" if _worth_showing(e) else "")
+                own = w["own"].format(own=e.own) if e.own else ""
+                lines.append("      " + w["entry"].format(row=e.row + 1, col=e.col + 1, given=e.given, expected=exp,
+                                                          own=own, mark=w["mark"][e.mark]) + why(e, lang))
+        gaps = blanks(s, w)
+        if gaps:
+            lines.append("      " + gaps)
+        for code in s.diagnosis:
+            lines.append("      " + w["diagnosis"].format(code=code, explanation=explanation(code, lang)))
+        if s.status == "wrong" and not s.diagnosis:
+            lines.append("      " + w["no_diagnosis"])
+    lines.append("")
+    counts = w["sep"].join(w["count"].format(n=result.count(st), status=w["status"][st]) for st in COUNTED
+                           if result.count(st))
+    if not result.answered:
+        lines.append(w["blank"].format(counts=counts))
+    elif result.ok:
+        lines.append(w["ok"].format(counts=counts))
+    else:
+        lines.append(w["not_ok"].format(counts=counts, step=result.first_break))
+    return "\n".join(lines) + "\n"
+
+
+def _note(s, result, w) -> str:
+    note = {"missing": w["missing"], "given": w["given"], "rounded": w["rounded"], "slip": w["slip"]}.get(s.status, "")
+    if s.status == "carried":
+        note = w["carried"].format(names=", ".join(s.built_on))
+    if s.status == "wrong" and s.name == result.first_break:
+        note = w["first_break"]
+    if s.status != "carried" and s.built_on and any(e.mark == "carried" for e in s.entries):
+        note = " ".join(x for x in (note, w["rests"].format(names=", ".join(s.built_on))) if x)
+    if s.blank and s.status != "missing":
+        part = w["partial"].format(n=len(s.entries) - s.blank, total=len(s.entries))
+        note = f"{note}  ({part})" if note else part
+    return note
+
+
+def _worth_showing(e) -> bool:
+    """The closed form beside the rounded truth, when it adds something (not for integers, −∞,
+    or forms too long for a line)."""
+    x = e.exact
+    return bool(x) and x != e.expected and len(x) <= 24 and e.expected[:1] != "≈" \
+        and x not in ("-oo", "oo") and not x.lstrip("-").isdigit()
+
+
+def _missing_runs(steps, shortest: int = 3) -> dict[int, tuple | None]:
+    """Runs of at least `shortest` consecutive missing steps, shown as one line: index of the
+    run's first step -> (last name, length); the run's other indices -> None."""
+    out: dict[int, tuple | None] = {}
+    k = 0
+    while k < len(steps):
+        j = k
+        while j < len(steps) and steps[j].status == "missing":
+            j += 1
+        if j - k >= shortest:
+            out[k] = (steps[j - 1].name, j - k)
+            out.update({i: None for i in range(k + 1, j)})
+        k = max(j, k + 1)
+    return out
+
+
+# The class summary as an instructor reads it after `grade`: summary.md and summary.html.
+#
+# Both show the same things: the task table of task_table_md, the most common diagnosed
+# mistakes of each task with how many students made them, the flagged files (gradebook.flag: an ID
+# another variant fits better, a repeated ID, name or set of answers), and the distributions of the
+# totals and of each task's points as PNG plots (above) when matplotlib is installed. User text
+# (names, file names) goes through `md_text` in Markdown and Jinja's autoescape in HTML.
+
+
+PLOTS = "plots"   # the folder of the PNGs, beside summary.md
+SHOWN = 3         # mistakes listed per task
+
+SUMMARY_TEXT = {
+    "en": {"mistakes": "Most common mistakes", "students": "{k} of {n} students", "flagged": "Flagged files",
+           "flagged_note": "graded against their own ID, but a person should look:", "none": "none",
+           "plots": "Distributions", "totals": "totals", "tasks": "points per task",
+           "no_plots": "No plots: matplotlib is not installed (pip install 'symblock[plot]')."},
+    "zh": {"mistakes": "最常见的错误", "students": "{n} 名学生中有 {k} 名", "flagged": "需要核对的文件",
+           "flagged_note": "已按各自的 ID 批改，但请人工核对：", "none": "无",
+           "plots": "分布", "totals": "总分", "tasks": "各题得分",
+           "no_plots": "没有图：未安装 matplotlib（pip install 'symblock[plot]'）。"},
+}
+
+def mistakes(cls, lang: str = "en") -> list[dict]:
+    """Per asked step with a diagnosed mistake: [{step, codes: [(code, explanation, students)]}]."""
+    rows = []
+    for r in task_stats(cls):
+        codes = [(c, explanation(c, lang), k) for c, k in r["codes"][:SHOWN]]
+        if codes:
+            rows.append({"step": r["step"], "codes": codes})
+    return rows
+
+
+def flagged(cls, lang: str = "en") -> list[tuple[str, str, list[str]]]:
+    """(file, name, [what is in doubt]) of every flagged file."""
+    from symblock.grading.lang import describe
+    return [(g.file, g.name, [describe(f, lang) for f in g.flags]) for g in cls.graded if g.flags]
+
+
+def summary_md(cls, credit, lang: str = "en", plots: bool = True) -> str:
+    t = SUMMARY_TEXT[lang]
+    lines = [task_table_md(cls, credit, lang).rstrip("\n"), "", f"## {t['mistakes']}", ""]
+    n = len(cls.graded)
+    for row in mistakes(cls, lang):
+        lines.append(f"- `{row['step']}`: " + "; ".join(f"`{c}` ({e}): {t['students'].format(k=k, n=n)}"
+                                                        for c, e, k in row["codes"]))
+    lines += [] if mistakes(cls, lang) else [t["none"]]
+    lines += ["", f"## {t['flagged']}", ""]
+    lines += [t["flagged_note"], ""] if flagged(cls, lang) else [t["none"]]
+    lines += [f"- {md_text(f)} ({md_text(name)}): " + "; ".join(md_text(w) for w in why)
+              for f, name, why in flagged(cls, lang)]
+    lines += ["", f"## {t['plots']}", ""]
+    if not plots:
+        lines.append(t["no_plots"])
+    elif cls.graded:
+        lines += [f"![{t['totals']}]({PLOTS}/totals.png)", "", f"![{t['tasks']}]({PLOTS}/tasks.png)"]
+    return "\n".join(lines) + "\n"
+
+
+def html_context(cls, credit, lang: str = "en", plots: bool = True) -> dict:
+    """What templates/summary.html.j2 shows: the same summary as one HTML page (rendered with
+    autoescape by the caller, sheets.render's environment: no user text becomes markup)."""
+    from fractions import Fraction
+
+    mean = sum((g.total for g in cls.graded), Fraction(0)) / (len(cls.graded) or 1)
+    t = TABLE_TEXT[lang]
+    head = t["graded"].format(n=len(cls.graded), r=len(cls.rejected), token=cls.manifest["spec_token"],
+                              mean=pts(mean), max=cls.max_total)
+    tasks = [{**r, "mean": pts(r["mean"]), "wrong": f"{r['wrong']:.0%}", "missing": f"{r['missing']:.0%}"}
+             for r in task_stats(cls)]
+    return dict(lang=lang, t=t, s=SUMMARY_TEXT[lang], head=head, tasks=tasks, mistakes=mistakes(cls, lang),
+                n=len(cls.graded), flagged=flagged(cls, lang), rejected=cls.rejected, policy=credit.statement(lang),
+                plots=PLOTS if plots and cls.graded else None, no_plots=not plots)

@@ -1,0 +1,235 @@
+"""The rules of the mistake catalogue that recompute attention, dropout and tiny-GPT steps with
+one slip each, from the values in `env` (the catalogue itself, and the norm and FFN rules, are in
+mistakes.py).
+"""
+from __future__ import annotations
+
+from symblock.engine import exact, names
+from symblock.engine.matrix import Mat
+from symblock.engine.steps import head_columns
+from symblock.grading import recompute
+from symblock.grading.recompute import (
+    attention_mask, inputs_of, kind, mask_with, num, pad_of, softmax_cols, softmax_rows,)
+
+
+def masks(spec) -> bool:
+    return spec.options.causal or spec.options.padding
+
+
+def scaled_by(name, env, spec, factor):
+    """The head's chain from scores with `factor` in place of 1/sqrt(d_k)."""
+    k = kind(name)
+    s = env[names.parse(name).head_step("scores")].scale(factor)
+    if k == "scaled":
+        return [s]
+    if masks(spec):
+        s = mask_with(s, exact.NEG_INF, attention_mask(name, spec))
+        if k == "masked":
+            return [s]
+    return [softmax_rows(s)]
+
+
+def sqrt_irrational(spec) -> bool:
+    import math
+    d = spec.dims.d_k
+    return spec.options.attention_scale == "sqrt_dk" and math.isqrt(d) ** 2 != d
+
+
+def scale_approximated(name, env, spec):
+    """Divided by √d_k rounded to 1–3 decimals (√3 ≈ 1.7, 1.73, 1.732), or multiplied by
+    1/√d_k rounded so (0.6, 0.58, 0.577)."""
+    from decimal import ROUND_HALF_UP, Decimal
+    from fractions import Fraction
+    root = exact.sqrt(num(spec.dims.d_k))
+    out = []
+    for places in (1, 2, 3):
+        for x, divide in ((root, True), (1 / root, False)):
+            r = exact.real(Fraction(str(x.decimal(places + 6).quantize(Decimal(1).scaleb(-places),
+                                                                          rounding=ROUND_HALF_UP))))
+            out += scaled_by(name, env, spec, 1 / r if divide else r)
+    return out
+
+
+def no_scale(name, env, spec):
+    return scaled_by(name, env, spec, exact.ONE)
+
+
+def scale_d_model(name, env, spec):
+    return scaled_by(name, env, spec, 1 / exact.sqrt(num(spec.dims.d_model)))
+
+
+def scale_no_sqrt(name, env, spec):
+    return scaled_by(name, env, spec, 1 / num(spec.dims.d_head))
+
+
+def softmax_input(name, env, spec):
+    from symblock.engine.steps import step_inputs
+    return env[step_inputs(spec.dims, spec.options)[name][0]]
+
+
+def unmasked(name, env, spec):
+    scaled, scores = names.parse(name).head_step("scaled"), names.parse(name).head_step("scores")
+    return env[scaled] if scaled in env else env[scores]
+
+
+def softmax_axis(name, env, spec):
+    return [softmax_cols(softmax_input(name, env, spec))]
+
+
+def scores_transposed(name, env, spec):
+    lo, hi = head_columns(name, spec.dims)
+    q, k = inputs_of(name, spec)
+    return [env[k].cols(lo, hi) @ env[q].cols(lo, hi).T]
+
+
+def mask_after_softmax(name, env, spec):
+    return [mask_with(softmax_rows(unmasked(name, env, spec)), exact.ZERO, attention_mask(name, spec))]
+
+
+def mask_zero(name, env, spec):
+    m = mask_with(unmasked(name, env, spec), exact.ZERO, attention_mask(name, spec))
+    return [m] if kind(name) == "masked" else [softmax_rows(m)]
+
+
+def mask_missing(name, env, spec):
+    """The causal mask left out (a padding mask, if any, applied)."""
+    m = mask_with(unmasked(name, env, spec), exact.NEG_INF, attention_mask(name, spec, causal=False))
+    return [m] if kind(name) == "masked" else [softmax_rows(m)]
+
+
+def padding_missing(name, env, spec):
+    """The key padding mask left out (the causal mask, if any, applied)."""
+    m = mask_with(unmasked(name, env, spec), exact.NEG_INF, attention_mask(name, spec, padding=False))
+    return [m] if kind(name) == "masked" else [softmax_rows(m)]
+
+
+def padding_on_queries(name, env, spec):
+    """The padding mask laid on the rows (queries) instead of the columns (keys): a padded
+    query's row is all −∞, and its weights are written as zeros."""
+    pad = pad_of(name, spec)
+    rows = attention_mask(name, spec, padding=False)
+    masked = [[m or bool(pad[i]) for m in r] for i, r in enumerate(rows)]
+    m = mask_with(unmasked(name, env, spec), exact.NEG_INF, masked)
+    if kind(name) == "masked":
+        return [m]
+    return [softmax_rows(m)]  # a padded query's row, all −∞, as zeros
+
+
+def dropout_no_rescale(name, env, spec):
+    (src,) = inputs_of(name, spec)
+    return [env[src] * Mat.from_sympy(spec.dropout_masks[src])]
+
+
+
+
+# The slips of a tiny GPT's steps (mistakes.MODEL_CATALOGUE): each recomputes ONE model step
+# from the values before it (the person's chain, else the truth) with the slip made.
+#
+# * cache_not_appended: the new row's scores and weights taken against the cache *before* its own
+#   key and value were appended (m − 1 keys). Its last column then does not exist: the candidate
+#   has −∞ there for scores (a person who writes it as masked) and 0 for weights, and a blank is
+#   not held against it; the head's output mixes the old value rows only.
+# * position_reused: the new token given the position of an earlier one (rows 1 … p of W_P, or
+#   those sinusoids, instead of row p + 1): shows in gen*.pos, gen*.x and the first layer's steps
+#   that read x.
+# * logits_untied_transpose: the head used the wrong way round: H W_E for a tied head (instead of
+#   H W_Eᵀ) or H W_Uᵀ for an untied one. Both need d_model = vocabulary size (W_E is vocab × d):
+#   for any other model the slip cannot be written down, so it does not apply.
+
+
+def _model(spec) -> bool:
+    from symblock.exercises.decoder import is_model
+    return is_model(spec)
+
+
+# ---------------------------------------------------------------- cache_not_appended
+
+def not_appended_applies(name: str, spec) -> bool:
+    if not _model(spec):
+        return False
+    step = names.parse(name)
+    return step.layer is not None and recompute.cached(spec, step.gen) and step.head is not None \
+        and step.part in ("scores", "scaled", "weights", "out")
+
+
+def _pad(m: Mat, fill) -> Mat:
+    return Mat([[*row, fill] for row in m.rows])
+
+
+def _drop_last(m: Mat) -> Mat:
+    return Mat([list(row[:-1]) for row in m.rows])
+
+
+def not_appended(name: str, env: dict, spec) -> list[Mat]:
+    prefix, t, layer, rest = recompute.parse(name)
+    step = names.parse(name)
+    kind, h = step.part, step.head
+    dims, o = spec.layers[layer].dims, spec.layers[layer].options
+    here = f"{prefix}layer{layer}."
+    k_old, v_old = env[recompute.old_cache(t, layer, "k")], env[recompute.old_cache(t, layer, "v")]
+    lo, hi, vlo, vhi = h * dims.d_k, (h + 1) * dims.d_k, h * dims.d_v, (h + 1) * dims.d_v
+    scores = env[f"{here}attn.q"].cols(lo, hi) @ k_old.cols(lo, hi).T
+    scale = o.attention_scale == "sqrt_dk"
+    scaled = scores.scale(1 / exact.sqrt(exact.real(dims.d_k))) if scale else scores
+    if kind == "scores":
+        return [_pad(scores, exact.NEG_INF)]
+    if kind == "scaled":
+        return [_pad(scaled, exact.NEG_INF)]
+    src = env.get(step.head_step("scaled" if scale else "scores"))
+    weights = [softmax_rows(scaled)] + ([softmax_rows(_drop_last(src))] if src is not None else [])
+    if kind == "weights":
+        return [_pad(w, exact.ZERO) for w in weights]
+    mine = env.get(step.head_step("weights"))
+    if mine is not None:
+        weights.append(_drop_last(mine))
+    return [w @ v_old.cols(vlo, vhi) for w in weights]
+
+
+# ---------------------------------------------------------------- position_reused
+
+def _reads_x(rest: str, spec, layer: int) -> bool:
+    pre = spec.layers[layer].options.norm_position == "pre"
+    return rest == "resid1" or (names.parse(rest).norm == "norm1" if pre else rest in ("attn.q", "attn.k", "attn.v"))
+
+
+def position_applies(name: str, spec) -> bool:
+    if not _model(spec) or spec.positions == "none":
+        return False
+    prefix, t, layer, rest = recompute.parse(name)
+    if t == 0 or not recompute.cached(spec, t):
+        return False
+    return (layer is None and rest in ("pos", "x")) or (layer == 0 and _reads_x(rest, spec, 0))
+
+
+def position_reused(name: str, env: dict, spec) -> list[Mat]:
+    prefix, t, layer, rest = recompute.parse(name)
+    p = recompute.position(spec, t)
+    out = []
+    for j in range(p):   # every earlier position, the first and the last one above all
+        pos = recompute.position_rows(spec, env, [j])
+        if rest == "pos":
+            out.append(pos)
+            continue
+        x = env[f"{prefix}embed"] + pos
+        if rest == "x":
+            out.append(x)
+            continue
+        out.append(recompute.recompute(name, {**env, f"{prefix}x": x}, spec))
+    return out
+
+
+# ---------------------------------------------------------------- logits_untied_transpose
+
+def transpose_applies(name: str, spec) -> bool:
+    if not _model(spec):
+        return False
+    rest = recompute.parse(name)[3]
+    return recompute.parse(name)[2] is None and rest in ("logits", "probs") \
+        and spec.dims.d_model == len(spec.vocab)
+
+
+def untied_transpose(name: str, env: dict, spec) -> list[Mat]:
+    prefix, _, _, rest = recompute.parse(name)
+    h = env[recompute.last_hidden(spec, prefix)]
+    logits = h @ env["W_E"] if spec.head == "tied" else h @ env["W_U"].T
+    return [logits] if rest == "logits" else [softmax_rows(logits)]
