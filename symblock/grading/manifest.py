@@ -29,8 +29,12 @@ from __future__ import annotations
 
 import hashlib
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 import yaml
+
+if TYPE_CHECKING:
+    from symblock.engine.block import Trace
 
 FORMAT = 1
 NAME = "manifest.yaml"
@@ -94,11 +98,11 @@ def set_files(sets, spec_arg: str, *, overrides: dict | None = None, preset=None
     return files
 
 
-def _shape(trace, ex, name: str) -> tuple[int, int]:
+def _shape(trace: Trace, ex, name: str) -> tuple[int, int]:
     return asked_value(trace, ex, name).shape
 
 
-def asked_value(trace, ex, name: str):
+def asked_value(trace: Trace, ex, name: str):
     """The exact answer (a Mat) of the asked step `name`: a forward step, the decoder's conceptual
     task or a gradient of the backprop exercise."""
     if name in trace:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from symblock.engine import exact, names
 from symblock.engine.matrix import Mat
@@ -25,35 +25,41 @@ from symblock.grading.recompute import (
     activate, affine, centred_var, full_norm, inputs_of, kind, linear, ln_of, norm_prefix,
     norm_source, num, row_mean, row_meansq,)
 
+if TYPE_CHECKING:
+    from symblock.engine.block import Trace
+    from symblock.engine.model_spec import Spec
+    from symblock.engine.spec import BlockSpec
+
 
 @dataclass(frozen=True)
 class Mistake:
     code: str
     explanation: str
     where: str                                   # the steps it applies to, for people
-    applies: Callable[[str, object], bool]       # (step name, spec) -> bool
-    compute: Callable[[str, dict, object], Sequence[Mat]]  # candidate values of the step
+    # spec: a BlockSpec (a model's own rules, MODEL_CATALOGUE: its ModelSpec)
+    applies: Callable[[str, Any], bool]          # (step name, spec) -> bool
+    compute: Callable[[str, dict, Any], Sequence[Mat]]  # candidate values of the step
 
 
-def _pre(spec) -> bool:
+def _pre(spec: BlockSpec) -> bool:
     return spec.options.norm_position == "pre"
 
 
-def _kinds(*ks: str, when: Callable[[object], bool] = lambda spec: True):
+def _kinds(*ks: str, when: Callable[[BlockSpec], bool] = lambda spec: True):
     return lambda name, spec: kind(name) in ks and when(spec)
 
 
-def _eps(spec):
+def _eps(spec: BlockSpec):
     return num(spec.options.eps)
 
 
-def _ln(spec) -> bool:
+def _ln(spec: BlockSpec) -> bool:
     return spec.options.norm == "layernorm"
 
 
 # ---------------------------------------------------------------- norms
 
-def _sample_variance(name, env, spec):
+def _sample_variance(name, env, spec: BlockSpec):
     p = norm_prefix(name)
     src, d = env[norm_source(p, spec)], spec.dims.d_model
     if d < 2:
@@ -68,7 +74,7 @@ def _sample_variance(name, env, spec):
     return [affine((src - env[f"{p}.mean"]) / std, env, ln_of(p))]
 
 
-def _eps_outside(name, env, spec):
+def _eps_outside(name, env, spec: BlockSpec):
     p, k, eps = norm_prefix(name), kind(name), _eps(spec)
     stat = f"{p}.var" if _ln(spec) else f"{p}.ms"
     root = env[stat].map(lambda v: exact.sqrt(v) + eps)
@@ -80,7 +86,7 @@ def _eps_outside(name, env, spec):
     return [affine(src / root, env, ln_of(p), beta=False)]
 
 
-def _no_sqrt(name, env, spec):
+def _no_sqrt(name, env, spec: BlockSpec):
     p, k, eps = norm_prefix(name), kind(name), _eps(spec)
     stat = f"{p}.var" if _ln(spec) else f"{p}.ms"
     den = env[stat].map(lambda v: v + eps)
@@ -92,7 +98,7 @@ def _no_sqrt(name, env, spec):
     return [affine(src / den, env, ln_of(p), beta=False)]
 
 
-def _affine_missing(name, env, spec):
+def _affine_missing(name, env, spec: BlockSpec):
     p = norm_prefix(name)
     src = env[norm_source(p, spec)]
     if _ln(spec):
@@ -100,7 +106,7 @@ def _affine_missing(name, env, spec):
     return [src / env[f"{p}.rms"]]
 
 
-def _rms_as_layernorm(name, env, spec):
+def _rms_as_layernorm(name, env, spec: BlockSpec):
     """Spec asks RMSNorm; the person centred the row (LayerNorm): ms -> variance, rms -> std."""
     p, k, eps = norm_prefix(name), kind(name), _eps(spec)
     src = env[norm_source(p, spec)]
@@ -114,7 +120,7 @@ def _rms_as_layernorm(name, env, spec):
     return [affine((src - mu) / std, env, ln_of(p), beta=False)]
 
 
-def _layernorm_as_rms(name, env, spec):
+def _layernorm_as_rms(name, env, spec: BlockSpec):
     """Spec asks LayerNorm; the person did not centre (RMSNorm): var -> mean square, std -> rms."""
     p, k, eps = norm_prefix(name), kind(name), _eps(spec)
     src = env[norm_source(p, spec)]
@@ -133,16 +139,16 @@ LINEAR = {"q": ("W_Q", "b_Q"), "k": ("W_K", "b_K"), "v": ("W_V", "b_V"), "attn_o
           "hidden": ("W_1", "b_1"), "gate": ("W_3", "b_3"), "ffn_out": ("W_2", "b_2")}
 
 
-def _linear_input(name, env, spec):
+def _linear_input(name, env, spec: BlockSpec):
     from symblock.engine.steps import step_inputs
     return env[step_inputs(spec.dims, spec.options)[name][0]]
 
 
-def _is_linear(name, spec) -> bool:
+def _is_linear(name, spec: BlockSpec) -> bool:
     return kind(name) in LINEAR and (kind(name) != "attn_out" or spec.options.out_proj)
 
 
-def _transposed(name, env, spec):
+def _transposed(name, env, spec: BlockSpec):
     w, b = LINEAR[kind(name)]
     W = env[w]
     if W.shape[0] != W.shape[1]:
@@ -150,18 +156,18 @@ def _transposed(name, env, spec):
     return [linear(_linear_input(name, env, spec), env, w, b, transpose=True)]
 
 
-def _bias_missing(name, env, spec):
+def _bias_missing(name, env, spec: BlockSpec):
     w, b = LINEAR[kind(name)]
     if b not in env:
         return []
     return [linear(_linear_input(name, env, spec), env, w, b, bias=False)]
 
 
-def _missing_residual(name, env, spec):
+def _missing_residual(name, env, spec: BlockSpec):
     return [env[inputs_of(name, spec)[1]]]  # the sub-layer's output (dropped, with a mask)
 
 
-def _order_swapped(name, env, spec):
+def _order_swapped(name, env, spec: BlockSpec):
     """Post-LN done as Pre-LN, or the other way round: the step reads (or is) the other
     arrangement's value."""
     k, pre = kind(name), _pre(spec)
@@ -183,7 +189,7 @@ def _order_swapped(name, env, spec):
     return []
 
 
-def _order_applies(name, spec) -> bool:
+def _order_applies(name, spec: BlockSpec) -> bool:
     k, pre = kind(name), _pre(spec)
     name = split_batch(name)[1]
     return (k in ("q", "k", "v") or (names.parse(name).norm == "norm1" and not pre)
@@ -191,7 +197,7 @@ def _order_applies(name, spec) -> bool:
             or (name == "output" and (not pre or not spec.options.final_norm)))
 
 
-def _norm_step_of(name, src, env, spec):
+def _norm_step_of(name, src, env, spec: BlockSpec):
     """One norm step (statistic or the normalised rows) computed from `src`, correctly."""
     p, k, eps = norm_prefix(name), kind(name), _eps(spec)
     mu = row_mean(src)
@@ -210,7 +216,7 @@ def _norm_step_of(name, src, env, spec):
 
 # ---------------------------------------------------------------- FFN
 
-def _ffn_from(name, env, spec, act: Mat):
+def _ffn_from(name, env, spec: BlockSpec, act: Mat):
     if kind(name) == "act":
         return [act]
     dropped = split_batch(name)[0] + "ffn.act"
@@ -219,20 +225,20 @@ def _ffn_from(name, env, spec, act: Mat):
     return [linear(act, env, "W_2", "b_2")]
 
 
-def _activation_missing(name, env, spec):
+def _activation_missing(name, env, spec: BlockSpec):
     bp = split_batch(name)[0]
     h = env[bp + "ffn.hidden"]
     return _ffn_from(name, env, spec, h * env[bp + "ffn.gate"] if spec.options.gated else h)
 
 
-def _gelu_for_relu(name, env, spec):
+def _gelu_for_relu(name, env, spec: BlockSpec):
     bp = split_batch(name)[0]
     h = env[bp + "ffn.hidden"]
     return [v for a in ("gelu", "gelu_tanh")
             for v in _ffn_from(name, env, spec, activate(h, env, spec, a, bp))]
 
 
-def _relu_for_gelu(name, env, spec):
+def _relu_for_gelu(name, env, spec: BlockSpec):
     bp = split_batch(name)[0]
     return _ffn_from(name, env, spec, activate(env[bp + "ffn.hidden"], env, spec, "relu", bp))
 
@@ -336,7 +342,7 @@ BY_CODE = {m.code: m for m in CATALOGUE}
 EXPLANATIONS = {**{m.code: m.explanation for m in (*CATALOGUE, *MODEL_CATALOGUE)}, ROUNDING[0]: ROUNDING[1]}
 
 
-def diagnose(name: str, spec, answer, envs: Sequence[dict], matches, catalogue=CATALOGUE) -> list[str]:
+def diagnose(name: str, spec: Spec, answer, envs: Sequence[dict], matches, catalogue=CATALOGUE) -> list[str]:
     """Codes of every catalogued slip that reproduces the person's numbers for step `name`.
     `envs`: the values to recompute from (the person's chain, then the truth); `matches(entry,
     value) -> bool` is the checker's acceptance rule, so rounding is judged the same way;
@@ -350,7 +356,7 @@ def diagnose(name: str, spec, answer, envs: Sequence[dict], matches, catalogue=C
     return found
 
 
-def _candidates(m: Mistake, name: str, env: dict, spec) -> list[Mat]:
+def _candidates(m: Mistake, name: str, env: dict, spec: Spec) -> list[Mat]:
     try:
         return list(m.compute(name, env, spec))
     except (KeyError, ArithmeticError, ValueError):  # a value it needs is absent, or 1/0, sqrt(<0)
@@ -380,7 +386,7 @@ SCALE_FACTORS = {"attn_no_scale": lambda d: 1.0, "attn_scale_d_model": lambda d:
                  "attn_scale_no_sqrt": lambda d: float(d.d_head)}
 
 
-def structural_ties(spec) -> set[frozenset]:
+def structural_ties(spec: BlockSpec) -> set[frozenset]:
     """Pairs of mistake codes that are the same formula for this block's dims."""
     f = {code: fn(spec.dims) for code, fn in SCALE_FACTORS.items()}
     return {frozenset((a, b)) for a in f for b in f if a < b and math.isclose(f[a], f[b])}
@@ -400,7 +406,7 @@ def rounded(value, places: int) -> tuple:
     return tuple(out)
 
 
-def ambiguous(trace, ask, places: int = 3) -> str | None:
+def ambiguous(trace: Trace, ask, places: int = 3) -> str | None:
     """"distinct_mistakes: …" naming the step, the two mistakes and their numbers when two
     catalogued mistakes give the same numbers (rounded to `places`) on an asked forward step and
     differ from the right answer there; None when every diagnosis is unambiguous."""
@@ -439,6 +445,6 @@ def judge(preset: str | None = None, loss: str | None = None, wrt=None, places: 
     exercise the options choose."""
     from symblock.exercises.presets import choose
 
-    def check(trace) -> str | None:
+    def check(trace: Trace) -> str | None:
         return ambiguous(trace, choose(trace, preset, loss, wrt).ask, places)
     return check

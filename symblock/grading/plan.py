@@ -10,12 +10,16 @@ as data). So a wrong dL/d(ffn.out) carries into dL/d(ffn.act) exactly as a wrong
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from symblock.engine import names
 from symblock.engine.matrix import Mat
 from symblock.grading import recompute
 from symblock.grading.mistakes import MODEL_CATALOGUE, diagnose
+
+if TYPE_CHECKING:
+    from symblock.engine.block import Trace
+    from symblock.engine.spec import BlockSpec
 
 
 @dataclass(frozen=True)
@@ -29,13 +33,13 @@ class Item:
     diagnoser: Callable | None = None # (answer, envs, matches) -> codes; None: mistakes.diagnose
 
 
-def forward_items(trace, spec) -> list[Item]:
+def forward_items(trace: Trace, spec: BlockSpec) -> list[Item]:
     from symblock.grading.recompute import compute
     return [Item(s.name, s.value, tuple(s.inputs), s.given,
                  lambda chain, n=s.name: compute(n, chain, spec), True) for s in trace]
 
 
-def backward_items(back, spec) -> list[Item]:
+def backward_items(back, spec: BlockSpec) -> list[Item]:
     """dL/d every live step (backward order), then dL/d each `wrt` parameter."""
     trace = back.trace
     live = {g.of for g in back.steps}
@@ -49,7 +53,7 @@ def backward_items(back, spec) -> list[Item]:
     return out
 
 
-def _grad_item(g, readers: list, back, spec) -> Item:
+def _grad_item(g, readers: list, back, spec: BlockSpec) -> Item:
     from symblock.calculus.grad import GRAD_PREFIX, RULES, step_kind, zeros
     trace = back.trace
 
@@ -68,7 +72,7 @@ def _grad_item(g, readers: list, back, spec) -> Item:
     return Item(g.name, g.value, tuple(GRAD_PREFIX + s.name for s in readers), False, recompute, False)
 
 
-def shapes(trace, items: list[Item]) -> dict[str, tuple[int, int]]:
+def shapes(trace: Trace, items: list[Item]) -> dict[str, tuple[int, int]]:
     """Every name an answers file may use, with its shape (steps.step_shapes plus the items)."""
     from symblock.engine.steps import step_shapes
     spec = trace.spec
