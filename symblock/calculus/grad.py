@@ -32,7 +32,8 @@ from symblock.engine import exact
 from symblock.engine.block import ACTIVATIONS, Step, Trace, forward
 from symblock.engine.matrix import Mat
 from symblock.engine.spec import BlockSpec, SpecError
-from symblock.engine.steps import (batch_index, batch_prefixes, head_columns, masked_positions,
+from symblock.engine import rope
+from symblock.engine.steps import (batch_index, batch_prefixes, head_columns, key_columns, masked_positions,
                                    value_columns)
 from symblock.engine import kinds, names
 
@@ -139,14 +140,25 @@ def _linear(step: Step, g: Mat, v: Values, spec: BlockSpec, want: Wanted) -> dic
 def _scores(step: Step, g: Mat, v: Values, spec: BlockSpec, want: Wanted) -> dict:
     """S = Q_h K_hᵀ: dQ_h = dS K_h, dK_h = dSᵀ Q_h (into head h's columns of Q, K)."""
     lo, hi = head_columns(step.name, spec.dims)
+    klo, khi = key_columns(step.name, spec.dims)   # grouped heads: its K/V head's columns
     q, k = step.inputs
-    d = spec.dims.heads * spec.dims.d_k
+    dims = spec.dims
     out = {}
     if want(q):
-        out[q] = put_cols(g @ v(k).cols(lo, hi), lo, d)
+        out[q] = put_cols(g @ v(k).cols(klo, khi), lo, dims.heads * dims.d_k)
     if want(k):
-        out[k] = put_cols(g.T @ v(q).cols(lo, hi), lo, d)
+        out[k] = put_cols(g.T @ v(q).cols(lo, hi), klo, dims.kv_heads * dims.d_k)
     return out
+
+
+def _rope(step: Step, g: Mat, v: Values, spec: BlockSpec, want: Wanted) -> dict:
+    """X' = RoPE(X): a rotation per pair, so dX = the rotation back (angle −φ) of dX'."""
+    (src,) = step.inputs
+    if not want(src):
+        return {}
+    d_k = spec.dims.d_k
+    back = [-m for m in spec.position_list()]
+    return {src: rope.rotate(g, g.shape[1] // d_k, d_k, back, spec.options.rope)}
 
 
 def _scaled(step: Step, g: Mat, v: Values, spec: BlockSpec, want: Wanted) -> dict:
@@ -195,7 +207,7 @@ def _head_out(step: Step, g: Mat, v: Values, spec: BlockSpec, want: Wanted) -> d
     if want(p):
         out[p] = g @ v(vv).cols(lo, hi).T
     if want(vv):
-        out[vv] = put_cols(v(p).T @ g, lo, spec.dims.heads * spec.dims.d_v)
+        out[vv] = put_cols(v(p).T @ g, lo, spec.dims.kv_heads * spec.dims.d_v)
     return out
 
 
@@ -318,6 +330,7 @@ RULES: dict[str, tuple[Rule, str]] = {
     "masked": (_masked, r"\partial S_{ij} = \partial M_{ij}\ (j \le i),\ 0\ (j > i)"),
     "softmax": (_softmax, r"\partial S_{ij} = P_{ij} (\partial P_{ij} - \textstyle\sum_k P_{ik} \partial P_{ik})"),
     "head_out": (_head_out, r"\partial P = \partial O\, V_h^{\top},\ \partial V_h = P^{\top} \partial O"),
+    "rope": (_rope, r"\partial X = \mathrm{RoPE}_{-m}(\partial X')\ \text{(the rotation back)}"),
     "concat": (_concat, r"\text{split into the heads' column blocks}"),
     "activation": (_activation, r"\partial Z = \partial U \odot \mathrm{act}'(Z)"),
     "gated": (_activation, r"\partial Z = \partial U \odot G \odot \mathrm{act}'(Z),\ \partial G = \partial U \odot \mathrm{act}(Z)"),
@@ -328,6 +341,7 @@ RULES: dict[str, tuple[Rule, str]] = {
     "rmsnorm": (_rmsnorm, r"\partial X \mathrel{+}= \partial Y \gamma / r,\ \partial r = -\textstyle\sum_j \partial Y_j \gamma_j X_j / r^2"),
     "ms": (_ms, r"\partial X_j \mathrel{+}= \partial m \cdot 2 X_j / d"),
     "dropped": (_dropped, r"\partial X = D \odot \partial \tilde{X} / (1 - p)"),
+    "side": (lambda step, g, v, spec, want: {}, r"\text{0: the output does not read this step}"),
 }
 
 

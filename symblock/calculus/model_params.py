@@ -21,6 +21,13 @@ class ModelCounts:
     final_norm: int         # the final norm's parameters
 
     @property
+    def kv_cache(self):
+        """What one token adds to the KV cache over all layers (calculus/kv_cache.py)."""
+        from symblock.calculus.kv_cache import per_token
+        b = self.block
+        return per_token(b.kv_heads or b.heads, b.d_head, b.d_v or b.d_head, self.layers)
+
+    @property
     def embedding(self) -> int:
         return self.vocab * self.block.d_model
 
@@ -74,18 +81,18 @@ class ModelCounts:
         return {"total": self.total, "embedding": self.embedding, "positions": self.positions,
                 "blocks": self.stack, "per_block": self.block.total, "final_norm": self.final_norm,
                 "head": self.head, "layers": self.layers, "vocab": self.vocab, "context": self.context,
-                "tied": self.tied}
+                "tied": self.tied, "kv_cache": self.kv_cache.to_dict()}
 
 
 def count_model(vocab: int, d_model: int, heads: int, layers: int, d_ff: int | None = None,
                 context: int = 0, tied: bool = True, bias: bool = True, norm: str = "layernorm",
-                activation: str = "relu", final_norm: bool = True) -> ModelCounts:
+                activation: str = "relu", final_norm: bool = True, kv_heads: int | None = None) -> ModelCounts:
     """Count a model exactly; ValueError (one line) for a non-positive size."""
     for name, value in (("vocab", vocab), ("layers", layers)):
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     if isinstance(context, bool) or not isinstance(context, int) or context < 0:
         raise ValueError(f"context must be a whole number >= 0, got {context!r}")
-    block = count(d_model, heads, d_ff, bias=bias, norm=norm, activation=activation)
+    block = count(d_model, heads, d_ff, bias=bias, norm=norm, activation=activation, kv_heads=kv_heads)
     final = (2 * d_model if norm == "layernorm" and bias else d_model) if final_norm else 0
     return ModelCounts(block, layers, vocab, context, tied, final)

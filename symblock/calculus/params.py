@@ -30,6 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
+from symblock.calculus.kv_cache import grouped_heads
+
 NORMS = ("layernorm", "rmsnorm")
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu", "swiglu", "geglu")
 GATED = ("swiglu", "geglu")
@@ -38,7 +40,7 @@ DEFAULT_SEQ_LEN = 512  # the context length of the original Transformer and BERT
 MAX_SIZE = 10**9  # d_model, heads, d_ff, seq_len: beyond any model, and printable
 
 # seq_len, d_model, d_ff (and, with other widths, heads, d_k, d_v): the order symbols print in
-_SYMBOL_ORDER = ("n", "d", "f", "h", "k", "v")
+_SYMBOL_ORDER = ("n", "d", "f", "h", "g", "k", "v")  # g: K/V heads (grouped)
 _SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
@@ -156,6 +158,13 @@ class Counts:
     flops: tuple[Flop, ...] = field(repr=False)
     d_k: int | None = None  # per-head widths when given (then the formulas use h, k, v)
     d_v: int | None = None
+    kv_heads: int | None = None  # grouped K/V heads when fewer than heads (the formulas use g)
+
+    @property
+    def kv_cache(self):
+        """What one token adds to a KV cache in this block (calculus/kv_cache.py)."""
+        from symblock.calculus.kv_cache import per_token
+        return per_token(self.kv_heads or self.heads, self.d_head, self.d_v or self.d_head)
 
     @property
     def env(self) -> dict[str, int]:
@@ -164,6 +173,8 @@ class Counts:
         env = {"n": self.seq_len, "d": self.d_model, "f": self.d_ff}
         if self.d_k is not None:
             env |= {"h": self.heads, "k": self.d_k, "v": self.d_v}
+        if self.kv_heads is not None:
+            env["g"] = self.kv_heads
         return env
 
     @property
@@ -229,6 +240,7 @@ class Counts:
             "formulas": {c: str(self.formula(c)) for c in names},
             "substituted": {c: self.formula(c).substituted(env) for c in names},
             "params": {p.name: p.count for p in self.params},
+            "kv_cache": self.kv_cache.to_dict(),
             "shapes": {p.name: list(p.shape) for p in self.params},
             "flops_per_token": {
                 **{f.name: f.count for f in self.flops},
@@ -243,7 +255,8 @@ class Counts:
                        "d_ff": self.d_ff, "bias": self.bias, "norm": self.norm_type,
                        "activation": self.activation, "final_norm": self.final_norm,
                        "seq_len": self.seq_len,
-                       **({"d_k": self.d_k, "d_v": self.d_v} if self.d_k is not None else {})},
+                       **({"d_k": self.d_k, "d_v": self.d_v} if self.d_k is not None else {}),
+                       **({"kv_heads": self.kv_heads} if self.kv_heads is not None else {})},
         }
 
     def latex(self) -> str:
@@ -272,6 +285,8 @@ class Counts:
         kind = "LayerNorm" if self.norm_type == "layernorm" else "RMSNorm"
         widths = (f"d_head = {self.d_head}" if self.d_k is None
                   else f"k = d_k = {self.d_k}, v = d_v = {self.d_v} per head")
+        if self.kv_heads is not None:
+            widths += f"; g = {self.kv_heads} K/V heads"
         head = [f"Transformer block: d = d_model = {self.d_model}, heads = {self.heads} "
                 f"({widths}), f = d_ff = {self.d_ff}",
                 f"{kind} ×{norms}, {self.activation} FFN"
@@ -337,9 +352,26 @@ def _positive_int(name: str, value) -> int:
     return value
 
 
+def _flops(gated: bool, widths: bool, grouped: bool) -> list[tuple[str, Formula]]:
+    """The matmuls' FLOPs per token, as `count` documents them."""
+    flops = [("attention_proj", Formula.of("d", "d", coef=8)),
+             ("attention_scores", Formula.of("n", "d", coef=2)),
+             ("attention_values", Formula.of("n", "d", coef=2)),
+             ("ffn", Formula.of("d", "f", coef=6 if gated else 4))]
+    if widths:  # x W_Q, x W_K: 2·2·d·h·k; x W_V and concat W_O: 2·2·d·h·v (K, V: g heads when grouped)
+        g = "g" if grouped else "h"
+        proj = (Formula.of("d", "h", "k", coef=2) + Formula.of("d", g, "k", coef=2)
+                + Formula.of("d", g, "v", coef=2) + Formula.of("d", "h", "v", coef=2))
+        flops[:3] = [("attention_proj", proj),
+                     ("attention_scores", Formula.of("n", "h", "k", coef=2)),
+                     ("attention_values", Formula.of("n", "h", "v", coef=2))]
+    return flops
+
+
 def count(d_model: int, heads: int, d_ff: int | None = None, bias: bool = True,
           norm: str = "layernorm", activation: str = "relu", final_norm: bool = False,
-          seq_len: int = DEFAULT_SEQ_LEN, d_k: int | None = None, d_v: int | None = None) -> Counts:
+          seq_len: int = DEFAULT_SEQ_LEN, d_k: int | None = None, d_v: int | None = None,
+          kv_heads: int | None = None) -> Counts:
     """Count the parameters of one Transformer block exactly, and its FLOPs per token.
 
     `d_ff=None` means 4·d_model. Raises ValueError with a one-line message for a non-positive
@@ -360,7 +392,8 @@ def count(d_model: int, heads: int, d_ff: int | None = None, bias: bool = True,
     heads = _positive_int("heads", heads)
     d_ff = 4 * d_model if d_ff is None else _positive_int("d_ff", d_ff)
     seq_len = _positive_int("seq_len", seq_len)
-    widths = d_k is not None or d_v is not None  # issue 15: W_Q is d × h·d_k, W_O h·d_v × d
+    kv_heads = grouped_heads(_positive_int("kv_heads", kv_heads) if kv_heads is not None else None, heads)
+    widths = d_k is not None or d_v is not None or kv_heads is not None  # W_Q is d × h·d_k, W_O h·d_v × d
     if widths and (d_k is None or d_v is None) and d_model % heads:
         raise ValueError(f"d_model = {d_model} is not divisible by heads = {heads}: give both d_k and d_v")
     if widths:
@@ -377,6 +410,8 @@ def count(d_model: int, heads: int, d_ff: int | None = None, bias: bool = True,
     env = {"n": seq_len, "d": d_model, "f": d_ff}
     if widths:
         env |= {"h": heads, "k": d_k, "v": d_v}
+    if kv_heads is not None:
+        env["g"] = kv_heads
 
     params: list[Param] = []
 
@@ -388,7 +423,8 @@ def count(d_model: int, heads: int, d_ff: int | None = None, bias: bool = True,
         params.append(Param(name, component, dims, form, form.value(env)))
 
     qk, v = ("h·k", "h·v") if widths else ("d", "d")
-    for p, shape in (("Q", ("d", qk)), ("K", ("d", qk)), ("V", ("d", v)), ("O", (v, "d"))):
+    kk, kv = ("g·k", "g·v") if kv_heads is not None else (qk, v)   # grouped: W_K, W_V are d × g·k
+    for p, shape in (("Q", ("d", qk)), ("K", ("d", kk)), ("V", ("d", kv)), ("O", (v, "d"))):
         add(f"W_{p}", "attention", shape)
         if bias:
             add(f"b_{p}", "attention", ("1", shape[1]))
@@ -404,18 +440,11 @@ def count(d_model: int, heads: int, d_ff: int | None = None, bias: bool = True,
         if norm == "layernorm" and bias:
             add(f"{ln}.beta", "norm", ("1", "d"))
 
-    flops = [("attention_proj", Formula.of("d", "d", coef=8)),
-             ("attention_scores", Formula.of("n", "d", coef=2)),
-             ("attention_values", Formula.of("n", "d", coef=2)),
-             ("ffn", Formula.of("d", "f", coef=6 if gated else 4))]
-    if widths:  # x W_Q, x W_K: 2·2·d·h·k; x W_V and concat W_O: 2·2·d·h·v
-        flops[:3] = [("attention_proj", Formula.of("d", "h", "k", coef=4) + Formula.of("d", "h", "v", coef=4)),
-                     ("attention_scores", Formula.of("n", "h", "k", coef=2)),
-                     ("attention_values", Formula.of("n", "h", "v", coef=2))]
+    flops = _flops(gated, widths, kv_heads is not None)
     return Counts(d_model, heads, d_ff, bias, norm, activation, final_norm, seq_len,
                   params=tuple(params),
                   flops=tuple(Flop(name, form, form.value(env)) for name, form in flops),
-                  d_k=d_k if widths else None, d_v=d_v if widths else None)
+                  d_k=d_k if widths else None, d_v=d_v if widths else None, kv_heads=kv_heads)
 
 
 # ------------------------------------------------------------------------------------ CLI

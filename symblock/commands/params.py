@@ -42,6 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="per-head query/key width (W_Q, W_K are d×H·K); default D/H")
     parser.add_argument("--d-v", type=int, default=None, metavar="V",
                         help="per-head value width (W_V is d×H·V, W_O H·V×d); default D/H")
+    parser.add_argument("--kv-heads", type=int, default=None, metavar="G",
+                        help="grouped K/V heads (GQA; 1 = multi-query): W_K, W_V are d×G·K; must "
+                             "divide H. Also prints the KV cache's size per token (entries, bytes)")
     parser.add_argument("--no-bias", dest="bias", action="store_false",
                         help="no additive biases: drop b_Q b_K b_V b_O, b_1 b_2 (b_3) and "
                              "LayerNorm's β (as torch's bias=False does); default: with biases")
@@ -82,11 +85,11 @@ def run(args: argparse.Namespace) -> int:
                 raise ValueError("a model count needs both --layers and --vocab")
             c = count_model(args.vocab, args.d_model, args.heads, args.layers, args.d_ff,
                             context=args.context, tied=not args.untied, bias=args.bias, norm=args.norm,
-                            activation=args.activation)
+                            activation=args.activation, kv_heads=args.kv_heads)
         else:
             c = count(args.d_model, args.heads, args.d_ff, bias=args.bias, norm=args.norm,
                       activation=args.activation, final_norm=args.final_norm, seq_len=args.seq_len,
-                      d_k=args.d_k, d_v=args.d_v)
+                      d_k=args.d_k, d_v=args.d_v, kv_heads=args.kv_heads)
     except ValueError as e:
         print(f"symblock params: error: {e}", file=sys.stderr)
         return 2
@@ -94,6 +97,8 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(c.to_dict(), indent=2, ensure_ascii=False))
     else:
         print(c.latex() if args.format == "latex" else c.table())
+        if args.kv_heads is not None and args.format != "latex":
+            print("\n" + c.kv_cache.line())
     return 0
 
 

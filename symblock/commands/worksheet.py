@@ -201,6 +201,9 @@ def run(args) -> int:
     engine = ENGINES[args.lang] if args.pdf else None
     sets = variants(args)
     _formats_for_models(sets, formats)
+    from symblock.commands import not_yet
+    for _, t in sets:
+        not_yet.refuse(t.spec, "worksheets and keys")
     from symblock.engine.spec import check_text
     for _, trace in sets:  # printed escaped by forward; a file needs text UTF-8 can hold
         check_text(trace.spec.title, trace.spec.source, "title")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Iterator, Mapping, Protocol, TypeVar, cast
 
-from symblock.engine import cost as costmod, exact
+from symblock.engine import cost as costmod, exact, online_softmax, rope
 from symblock.engine.exact import Entry
 from symblock.engine.matrix import Mat
 from symblock.engine.spec import BlockSpec, SpecError
@@ -247,7 +247,8 @@ def attention(t: _Tracer, x: Mat, src: str) -> Mat:
         bias = f" + b^{{{p}}}" if f"b_{p}" in t.params else ""
         proj[p] = t.step(f"attn.{p.lower()}", f"{p} = {src} W^{{{p}}}{bias}",
                          lambda p=p: t.linear(x, f"W_{p}", f"b_{p}"))
-    outs = [head(t, h, proj["Q"], proj["K"], proj["V"], (h * dk, (h + 1) * dk), (h * dv, (h + 1) * dv))
+    q, k = rope.rotate_steps(t, proj["Q"], proj["K"]) if t.o.rope else (proj["Q"], proj["K"])
+    outs = [head(t, h, q, k, proj["V"], (h * dk, (h + 1) * dk), kv_columns(t, h, dv), kv_columns(t, h, dk))
             for h in range(heads)]
     if heads > 1:
         cat = t.step("attn.concat", r"O = [O_0, \dots, O_{%d}]" % (heads - 1), lambda: Mat.hstack(outs))
@@ -264,9 +265,20 @@ MASK_TEX = {(True, False): "j > i", (False, True): r"\text{key } j \text{ is pad
             (True, True): r"j > i \text{ or key } j \text{ is padding}"}
 
 
-def head(t: _Tracer, h: int, q: Mat, k: Mat, v: Mat, qk: tuple[int, int], vcols: tuple[int, int]) -> Mat:
+def kv_columns(t: _Tracer, h: int, width: int) -> tuple[int, int]:
+    """The K (width d_k) or V (d_v) columns query head h reads: its K/V head's (grouped heads)."""
+    g = h // t.dims.group
+    return g * width, (g + 1) * width
+
+
+def head(t: _Tracer, h: int, q: Mat, k: Mat, v: Mat, qk: tuple[int, int], vcols: tuple[int, int],
+         kcols: tuple[int, int] | None = None) -> Mat:
     name, (lo, hi) = f"attn.h{h}", qk
-    s = t.step(f"{name}.scores", f"S_{h} = Q_{h} K_{h}^{{\\top}}", lambda: q.cols(lo, hi) @ k.cols(lo, hi).T)
+    klo, khi = kcols or qk
+    g = h // t.dims.group
+    rot = "'" if t.o.rope else ""
+    s = t.step(f"{name}.scores", f"S_{h} = Q{rot}_{h} K{rot}_{g}^{{\\top}}",
+               lambda: q.cols(lo, hi) @ k.cols(klo, khi).T)
     tex = f"S_{h}"
     if t.o.attention_scale == "sqrt_dk":
         s = t.step(f"{name}.scaled", f"S_{h}' = S_{h} / \\sqrt{{d_k}},\\ d_k = {hi - lo}",
@@ -279,8 +291,11 @@ def head(t: _Tracer, h: int, q: Mat, k: Mat, v: Mat, qk: tuple[int, int], vcols:
         tex = f"M_{h}"
     w = t.step(f"{name}.weights", f"P_{h} = \\mathrm{{softmax}}({tex})\\ \\text{{(each row)}}",
                lambda s=s: s.map_rows(softmax))
-    return t.step(f"{name}.out", f"O_{h} = {t.read(name + '.weights', f'P_{h}')} V_{h}",
-                  lambda: w @ v.cols(*vcols))
+    out = t.step(f"{name}.out", f"O_{h} = {t.read(name + '.weights', f'P_{h}')} V_{g}",
+                 lambda: w @ v.cols(*vcols))
+    if t.o.attention_tiles:  # the same softmax·V as an online softmax over key tiles, beside it
+        online_softmax.work(t, h, s, None if v is None else v.cols(*vcols), tex)
+    return out
 
 
 def apply_mask(s: Mat, masked: list[list[bool]], fill: Entry = exact.NEG_INF) -> Mat:

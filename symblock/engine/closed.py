@@ -19,7 +19,7 @@ from flint import fmpq, fmpz
 from symblock.engine.node import N, Node
 
 FACTOR_LIMIT = 10**18  # surds sqrt(n) are reduced (square factors taken out) for n below this
-_FUNCTIONS = ("exp", "erf", "tanh", "sin", "cos")  # sin/cos: a model's sinusoidal positions
+_FUNCTIONS = ("exp", "erf", "tanh", "sin", "cos", "log")  # sin/cos: positions, RoPE; log: θ^(2i/d)
 
 Monomial = tuple[int, tuple[str, ...], tuple[str, ...]]  # (m, num, den): √m · Π num / Π den
 Form = tuple[fmpq, dict[Monomial, fmpq]]                   # (c0, {monomial: c}): c0 + Σ c · monomial
@@ -214,4 +214,4 @@ def sympy_form(r: N, child: Callable[[N], Any]) -> Any:
     x = child(x)
     return {"inv": lambda: 1 / x, "sqrt": lambda: sympy.sqrt(x), "exp": lambda: sympy.exp(x),
             "erf": lambda: sympy.erf(x), "tanh": lambda: sympy.tanh(x), "sin": lambda: sympy.sin(x),
-            "cos": lambda: sympy.cos(x)}[op]()
+            "cos": lambda: sympy.cos(x), "log": lambda: sympy.log(x)}[op]()

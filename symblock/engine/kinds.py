@@ -29,6 +29,8 @@ class DimsLike(Protocol):
     @property
     def heads(self) -> int: ...
     @property
+    def kv_heads(self) -> int: ...
+    @property
     def d_k(self) -> int: ...
     @property
     def d_v(self) -> int: ...
@@ -44,6 +46,10 @@ class OptionsLike(Protocol):
     def out_proj(self) -> bool: ...
     @property
     def gated(self) -> bool: ...
+    @property
+    def attention_tiles(self) -> int: ...
+    @property
+    def dropout(self) -> frozenset[str]: ...
 
 
 Shape = Callable[["DimsLike"], tuple[int, int]]
@@ -78,8 +84,12 @@ def _qk(d: DimsLike) -> tuple[int, int]:
     return d.seq_len, d.heads * d.d_k
 
 
+def _k(d: DimsLike) -> tuple[int, int]:
+    return d.seq_len, d.kv_heads * d.d_k
+
+
 def _v(d: DimsLike) -> tuple[int, int]:
-    return d.seq_len, d.heads * d.d_v
+    return d.seq_len, d.kv_heads * d.d_v
 
 
 def _square(d: DimsLike) -> tuple[int, int]:
@@ -92,6 +102,14 @@ def _ff(d: DimsLike) -> tuple[int, int]:
 
 def _column(d: DimsLike) -> tuple[int, int]:
     return d.seq_len, 1
+
+
+def _head_v(d: DimsLike) -> tuple[int, int]:
+    return d.seq_len, d.d_v
+
+
+def _tile(opts: OptionsLike) -> int:
+    return opts.attention_tiles
 
 
 def _const(n: int | None) -> Inner:
@@ -110,14 +128,26 @@ def _with_projection(then: str) -> Callable[[OptionsLike], str | None]:
 KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("x", _model, _const(None), "identity", None),
     Kind("q", _qk, _d_model, "linear", "linear"),
-    Kind("k", _qk, _d_model, "linear", "linear"),
+    Kind("k", _k, _d_model, "linear", "linear"),
     Kind("v", _v, _d_model, "linear", "linear"),
+    # RoPE: each entry x_a cos − x_b sin (or x_b cos + x_a sin) of its pair: two products
+    # (no working in the key yet: the sheet builder has no work_rope)
+    Kind("q_rot", _qk, _const(2), "rope", None),
+    Kind("k_rot", _k, _const(2), "rope", None),
     Kind("scores", _square, lambda d, o: d.d_head, "scores", "scores"),
     Kind("scaled", _square, _const(0), "scaled", "scaled"),
     Kind("masked", _square, _const(0), "masked", "masked"),
     Kind("weights", _square, _const(1 + NODE), "softmax", "weights"),   # an exp, a sum's term, a division
     Kind("head_out", lambda d: (d.seq_len, d.d_v), lambda d, o: d.seq_len, "head_out", "out"),
-    Kind("concat", _v, _const(None), "concat", "concat"),
+    # the online softmax over key tiles of B (engine/tiles.py): per row a running max (B comparisons),
+    # a rescaled sum (B + 1 exps, each of a difference s − m: two nodes and a term), a rescaled
+    # accumulator; then accumulator / sum. The output does not read them (they are proved equal
+    # to the head's out), so no gradient flows.
+    Kind("tile_max", _column, lambda d, o: _tile(o), "side", None),
+    Kind("tile_sum", _column, lambda d, o: (_tile(o) + 1) * (1 + 2 * NODE), "side", None),
+    Kind("tile_acc", _head_v, lambda d, o: _tile(o) + 1, "side", None),
+    Kind("tiled", _head_v, _const(0), "side", None),
+    Kind("concat", lambda d: (d.seq_len, d.heads * d.d_v), _const(None), "concat", "concat"),
     Kind("attn_out", _model, lambda d, o: d.d_model if o.out_proj else None,
          lambda o: "linear" if o.out_proj else "identity", _with_projection("linear")),
     Kind("resid", _model, _const(0), "residual", "add"),

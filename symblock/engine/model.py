@@ -18,11 +18,12 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Callable, Iterable, Iterator, Sequence
 
-from symblock.engine import block, exact
+from symblock.engine import block, exact, rope
 from symblock.engine.exact import Entry
 from symblock.engine.matrix import Mat
 from symblock.engine.model_spec import ModelSpec, Spec, with_length
 from symblock.engine.spec import BlockSpec
+from symblock.engine.steps import Dims
 from symblock.errors import SpecError, UndecidableError
 
 
@@ -110,7 +111,7 @@ class _Run:
         s = self.spec
         emb = self.record(f"{prefix}embed", r"E = W_E[\text{tokens}]", ("W_E",),
                           Mat([self.params["W_E"].rows[tokens[r]] for r in rows]))
-        if s.positions == "none":
+        if s.positions in ("none", "rope"):  # RoPE turns q and k in each layer instead
             return self.record_x(prefix, "X = E", (f"{prefix}embed",), emb)
         if s.positions == "learned":
             pos = Mat([self.params["W_P"].rows[r] for r in rows])
@@ -195,8 +196,9 @@ class _Run:
                 # math.inf: no limit, the model was sized as a whole (the hint says a whole number)
                 tr = block.forward(replace(with_length(layer, m), X=h), max_cost=math.inf)  # type: ignore[arg-type]
             self.take(tr, i, prefix, x_name)
-            self.caches.append((tr["attn.k"].value, tr["attn.v"].value))
-            self.cache_names.append({p: f"{prefix}layer{i}.attn.{p}" for p in "kv"})
+            k = "attn.k_rot" if layer.options.rope else "attn.k"   # the cache holds rotated keys
+            self.caches.append((tr[k].value, tr["attn.v"].value))
+            self.cache_names.append({"k": f"{prefix}layer{i}.{k}", "v": f"{prefix}layer{i}.attn.v"})
             h, x_name = tr["output"].value, f"{prefix}layer{i}.output"
         return self.head_out(h, x_name, prefix, m - 1)
 
@@ -214,7 +216,8 @@ class _Run:
         """One new row through layer i, attending to the cached K/V rows plus its own."""
         layer = self.spec.layers[i]
         o = layer.options
-        one = replace(with_length(layer, 1), options=replace(o, causal=False), X=h, given=MappingProxyType({}))
+        one = replace(with_length(layer, 1), options=replace(o, causal=False), X=h, given=MappingProxyType({}),
+                      positions=(len(self.caches[i][0].rows),))  # the new row's own position
         t = block.Tracer(one)
         pre = o.norm_position == "pre"
         src, src_tex = (block.norm(t, "norm1", h, "X", "ln1", "N_1"), "N_1") if pre else (h, "X")
@@ -223,17 +226,20 @@ class _Run:
             bias = f" + b^{{{p}}}" if f"b_{p}" in t.params else ""
             proj[p] = t.step(f"attn.{p.lower()}", f"{p.lower()} = {src_tex} W^{{{p}}}{bias}\\ \\text{{(new row)}}",
                              lambda p=p: t.linear(src, f"W_{p}", f"b_{p}"))
+        q, k = rope.rotate_steps(t, proj["Q"], proj["K"]) if o.rope else (proj["Q"], proj["K"])
         (old_k, old_v), before = self.caches[i], self.cache_names[i]
-        K, V = Mat([*old_k.rows, *proj["K"].rows]), Mat([*old_v.rows, *proj["V"].rows])
+        K, V = Mat([*old_k.rows, *k.rows]), Mat([*old_v.rows, *proj["V"].rows])
         self.caches[i] = (K, V)
         self.cache_names[i] = {p: f"{prefix}layer{i}.cache.{p}" for p in "kv"}
+        new = {"k": "attn.k_rot" if o.rope else "attn.k", "v": "attn.v"}
         for name, cache in (("k", K), ("v", V)):
             t.steps.append(block.Step(f"cache.{name}", f"{name.upper()}_{{cache}} = [{name.upper()}_{{cache}};\\ "
-                                      f"{name}]\\ \\text{{(rows reused, one appended)}}",
-                                      (before[name], f"attn.{name}"), cache))
+                                      f"{name}{chr(39) if o.rope and name == 'k' else ''}]\\ "
+                                      f"\\text{{(rows reused, one appended)}}{_cache_shape(layer.dims, cache)}",
+                                      (before[name], new[name]), cache))
         dk, dv = layer.dims.d_k, layer.dims.d_v
-        outs = [block.head(t, j, proj["Q"], K, V, (j * dk, (j + 1) * dk), (j * dv, (j + 1) * dv))
-                for j in range(layer.dims.heads)]
+        outs = [block.head(t, j, q, K, V, (j * dk, (j + 1) * dk), block.kv_columns(t, j, dv),
+                           block.kv_columns(t, j, dk)) for j in range(layer.dims.heads)]
         cat = t.step("attn.concat", r"O = [O_0, \dots]", lambda: Mat.hstack(outs)) if len(outs) > 1 else outs[0]
         cat_tex = "O" if len(outs) > 1 else "O_0"
         if o.out_proj:
@@ -243,7 +249,8 @@ class _Run:
             a = t.step("attn.out", f"A = {cat_tex}", lambda: cat)
         for st in t.steps:  # the heads read the cache, not the new row's k/v alone
             if st.name.endswith(".scores") or st.name.endswith(".out") and st.name.startswith("attn.h"):
-                ins = tuple({"attn.k": "cache.k", "attn.v": "cache.v"}.get(n, n) for n in st.inputs)
+                ins = tuple({"attn.k": "cache.k", "attn.k_rot": "cache.k", "attn.v": "cache.v"}.get(n, n)
+                            for n in st.inputs)
                 t.steps[t.steps.index(st)] = replace(st, inputs=ins)
         ren = self.rename(i, prefix, x_name)
         for st in t.steps:
@@ -253,6 +260,14 @@ class _Run:
         rest = block.forward(replace(one, given=MappingProxyType({"attn.out": a})), max_cost=math.inf)  # type: ignore[arg-type]
         self.take(rest, i, prefix, x_name, skip=("x", "attn.out"))
         return rest["output"].value
+
+
+def _cache_shape(dims: Dims, cache: Mat) -> str:
+    """Grouped K/V heads: the formula says the cache holds kv_heads heads, not heads."""
+    if dims.kv_heads == dims.heads:
+        return ""
+    r, c = cache.shape
+    return rf"\ ({r} \times {c}:\ {dims.kv_heads} \text{{ K/V heads for }} {dims.heads} \text{{ query heads}})"
 
 
 @contextlib.contextmanager
@@ -312,7 +327,8 @@ def prove_cache(spec: ModelSpec, max_cost: int | None = None) -> list[tuple[str,
             continue
         gen, rest = st.name.split(".", 1)
         if rest.endswith(("cache.k", "cache.v")):
-            want = full[f"{gen}.{rest[:-len('cache.k')]}attn.{rest[-1]}"].value.rows
+            src = f"{gen}.{rest[:-len('cache.k')]}attn.{rest[-1]}"
+            want = full[src + "_rot" if src + "_rot" in full else src].value.rows
         else:
             want = full[st.name].value.rows[-1:]
         out.append((st.name, _verdict(st.value.rows, want, canon)))

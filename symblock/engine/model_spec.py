@@ -26,9 +26,9 @@ from symblock.errors import SpecError, excerpt
 MODEL_KEYS = ("vocab", "positions", "layers", "head", "final_norm", "prompt", "generate", "kv_cache",
               "norm_positions")
 TOP_KEYS = ("title", "layout", "model", "dims", "block", "weights", "random")
-POSITIONS = ("learned", "sinusoidal", "none")
+POSITIONS = ("learned", "sinusoidal", "rope", "none")  # rope: RoPE in every layer (block.rope)
 HEADS = ("tied", "untied")
-DIM_KEYS = ("d_model", "d_ff", "heads", "d_k", "d_v")  # seq_len is the prompt's length
+DIM_KEYS = ("d_model", "d_ff", "heads", "d_k", "d_v", "kv_heads")  # seq_len is the prompt's length
 MAX_LAYERS = 24
 MAX_VOCAB = 4096
 MAX_GENERATE = 64
@@ -175,7 +175,11 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> ModelSpec:
         raise SpecError(source, "block.causal", "a GPT's layers are always causal; leave causal out")
     if "final_norm" in block:
         raise SpecError(source, "block.final_norm", "a model's final norm is model.final_norm")
+    if "attention_tiles" in block:
+        raise SpecError(source, "block.attention_tiles", "the online-softmax tiles are worked for a "
+                        "single block; leave attention_tiles out of a model")
     places = _norm_positions(m, block, n_layers, source)
+    block = _rope_block(block, positions, source)
     dims = _section(data, "dims", source)
     if "seq_len" in dims:
         raise SpecError(source, "dims.seq_len", "a model's sequence is model.prompt; leave seq_len out")
@@ -230,6 +234,20 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> ModelSpec:
     return ModelSpec(vocab=vocab, positions=positions, layers=tuple(layers), final_norm=final, head=head,
                      prompt=prompt, generate=generate, kv_cache=_flag(m, "kv_cache", False, source),
                      title=title, source=source, seed=seed, titles=titles, **tensors)
+
+
+def _rope_block(block: dict, positions: str, source: str) -> dict:
+    """`model.positions: rope` turns q and k in every layer (block.rope gives θ and style; RoPE
+    with θ 10000, half, when it is left out); block.rope without it is a contradiction."""
+    if positions == "rope":
+        if block.get("rope") is False:
+            raise SpecError(source, "block.rope", "model.positions is rope, so every layer uses RoPE; "
+                            "leave block.rope out, or give {theta, style}")
+        return {**block, "rope": block.get("rope", True)}
+    if block.get("rope") not in (None, False):
+        raise SpecError(source, "block.rope", f"a model places RoPE by model.positions; set "
+                        f"model.positions: rope (got {positions}), or leave block.rope out")
+    return block
 
 
 def _check_cost(layer: BlockSpec, n_layers: int, vocab: int, n0: int, generate: int, m: Mapping,

@@ -18,7 +18,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from symblock.engine import cost, files
+from symblock.engine import cost, files, rope, tiles
 from symblock.engine.numbers import parse_exact  # noqa: F401  (re-exported: spec.parse_exact is public)
 from symblock.engine.matrix import ExactMatrix, Mat, SpecNumber
 from symblock.engine.numbers import ExactNumber, SpecScalar
@@ -67,6 +67,11 @@ class BlockSpec:
     key_padding_mask: tuple[tuple[bool, ...], ...] = ()  # a tuple of bools per sequence (True: a padding key)
     dropout_p: SpecScalar = 0      # exact; the masks scale what they keep by 1/(1 − p)
     dropout_masks: Mapping[str, Matrix] = field(default_factory=dict)  # full step name -> 0/1
+    positions: tuple = ()          # RoPE's position of each row (inputs.positions); () = 0 … seq_len − 1
+
+    def position_list(self) -> tuple[int, ...]:
+        """The position of each row, as RoPE turns it."""
+        return self.positions or tuple(range(self.dims.seq_len))
 
     def sequences(self) -> list[tuple[str, Matrix | Mat | np.ndarray | None, tuple[bool, ...] | None]]:
         """(step prefix, X, padding row or None) of each sequence: one, or a batch's."""
@@ -171,9 +176,12 @@ def from_mapping(data: Mapping, source: str = "<spec>", max_cost: int | None = N
         raise SpecError(source, "layout", f"expected math or torch, got {kind_of(layout)}")
     opts = _options(data.get("block") or {}, source)
     weights, inputs = _weights_section(data.get("weights") or {}, source), data.get("inputs") or {}
-    check_keys(inputs, ("X", "key_padding_mask"), source, "inputs")
+    check_keys(inputs, ("X", "key_padding_mask", "positions"), source, "inputs")
     dims = _dims(data.get("dims") or {}, inputs, weights, layout, source)
+    rope.check_dims(opts.rope, dims.d_k, source)
+    positions = rope.positions(inputs.get("positions"), dims.seq_len, source)
     opts = inputs_mod.structure(opts, dims, inputs, data.get("dropout"), source)
+    tiles.check_dropout(opts, source)
     given_raw = data.get("given") or {}
     if not isinstance(given_raw, dict):
         raise SpecError(source, "given", f"expected a mapping of step names to matrices, got {kind_of(given_raw)}")
@@ -193,7 +201,8 @@ def from_mapping(data: Mapping, source: str = "<spec>", max_cost: int | None = N
                      given=MappingProxyType(given), title=title, source=source, seed=seed,
                      exercise=MappingProxyType(dict(exercise)), batch=batch,
                      key_padding_mask=padding, dropout_p=dropout_p,
-                     dropout_masks=MappingProxyType(masks), titles=MappingProxyType(titles))
+                     dropout_masks=MappingProxyType(masks), titles=MappingProxyType(titles),
+                     positions=positions)
 
 
 def with_tensors(spec: BlockSpec, params: Mapping[str, Any], xs: list | None = None) -> BlockSpec:
@@ -324,7 +333,7 @@ def _lookup(weights: Mapping, name: str) -> Any:
 
 
 def _options(block: Any, source: str) -> Options:
-    check_keys(block, tuple(CHOICES) + FLAGS + ("eps",), source, "block")
+    check_keys(block, tuple(CHOICES) + FLAGS + ("eps", "attention_tiles", "rope"), source, "block")
     kw: dict[str, Any] = {}
     for key, choices in CHOICES.items():
         if key in block:
@@ -341,6 +350,8 @@ def _options(block: Any, source: str) -> Options:
     if eps < 0:
         raise SpecError(source, "block.eps", f"expected ε >= 0, got {eps}")
     kw["eps"] = eps
+    kw["attention_tiles"] = tiles.check(block.get("attention_tiles"), source)
+    kw["rope"] = rope.parse(block.get("rope"), source)
     opts = Options(**kw)
     if opts.final_norm and opts.norm_position != "pre":
         raise SpecError(source, "block.final_norm", "only a Pre-LN block has a final norm; "
@@ -349,7 +360,7 @@ def _options(block: Any, source: str) -> Options:
 
 
 def _dims(dims: Any, inputs: Mapping, weights: Mapping, layout: str, source: str) -> Dims:
-    check_keys(dims, ("seq_len", "d_model", "d_ff", "heads", "d_k", "d_v"), source, "dims")
+    check_keys(dims, ("seq_len", "d_model", "d_ff", "heads", "d_k", "d_v", "kv_heads"), source, "dims")
     guess: dict[str, int] = {}
     batch = inputs_mod.batch_size(inputs)
     X = inputs_mod.first_matrix(inputs.get("X"))
@@ -369,9 +380,12 @@ def _dims(dims: Any, inputs: Mapping, weights: Mapping, layout: str, source: str
             vals[key] = guess[key]
         else:
             raise SpecError(source, f"dims.{key}", "missing; expected a whole number")
-    for key in ("d_k", "d_v"):
+    for key in ("d_k", "d_v", "kv_heads"):
         if key in dims:
             vals[key] = int_field(dims[key], source, f"dims.{key}")
+    if vals.get("kv_heads", vals["heads"]) > vals["heads"] or vals["heads"] % vals.get("kv_heads", 1):
+        raise SpecError(source, "dims.kv_heads", f"expected a divisor of heads = {vals['heads']} (each K/V "
+                        f"head serves heads/kv_heads query heads; 1 = multi-query), got {vals['kv_heads']}")
     if vals["d_model"] % vals["heads"] and not ("d_k" in vals and "d_v" in vals):
         raise SpecError(source, "dims.heads", f"expected a divisor of d_model = {vals['d_model']}, "
                                               f"got {vals['heads']} (or give dims.d_k and dims.d_v, "

@@ -11,15 +11,17 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Sequence
 
-from symblock.engine import kinds, names
+from symblock.engine import kinds, names, tiles
 from symblock.engine.names import DROPPED
 
 if TYPE_CHECKING:
     from symblock.engine.numbers import SpecScalar
+    from symblock.engine.rope import Rope
 
 NORM_STATS = {"layernorm": ("mean", "var", "std"), "rmsnorm": ("ms", "rms")}
 HEAD_STEPS = ("scores", "scaled", "masked", "weights", "out")
 GATED = ("swiglu", "geglu")
+ROPE_STEPS = ("attn.q_rot", "attn.k_rot")  # q and k turned by their positions (block.rope)
 DROPOUT_KINDS = ("weights", "attn_out", "act", "ffn_out")  # where a fixed dropout mask may sit
 _BATCH = re.compile(r"b(\d+)\.")
 
@@ -35,11 +37,19 @@ class Dims:
     d_k: int = 0
     d_v: int = 0
     batch: int = 0
+    kv_heads: int = 0   # grouped K/V heads (0 = heads: one K/V head per query head)
 
     def __post_init__(self) -> None:
         for key in ("d_k", "d_v"):
             if not getattr(self, key):
                 object.__setattr__(self, key, self.d_model // self.heads)
+        if not self.kv_heads:
+            object.__setattr__(self, "kv_heads", self.heads)
+
+    @property
+    def group(self) -> int:
+        """Query heads per K/V head: query head h reads K/V head h // group."""
+        return self.heads // self.kv_heads
 
     @property
     def d_head(self) -> int:
@@ -61,6 +71,8 @@ class Options:
     out_proj: bool = True
     padding: bool = False  # inputs.key_padding_mask given: every head has a `.masked` step
     dropout: frozenset[str] = field(default_factory=frozenset)  # full names of steps with a mask
+    attention_tiles: int = 0  # keys per tile of the online softmax (engine/tiles.py); 0 = none
+    rope: Rope | None = None  # engine/rope.Rope (θ and pair style), or None: no rotation of q and k
 
     @property
     def gated(self) -> bool:
@@ -81,9 +93,9 @@ def head_steps(h: int, opts: Options) -> list[str]:
 
 
 def attention_steps(dims: Dims, opts: Options) -> list[str]:
-    names = ["attn.q", "attn.k", "attn.v"]
+    names = ["attn.q", "attn.k", "attn.v"] + (list(ROPE_STEPS) if opts.rope else [])
     for h in range(dims.heads):
-        names += head_steps(h, opts)
+        names += head_steps(h, opts) + tiles.tile_steps(h, dims, opts)
     if dims.heads > 1:
         names.append("attn.concat")
     return names + ["attn.out"]
@@ -148,10 +160,21 @@ def head_columns(name: str, dims: Dims) -> tuple[int, int]:
     return h * dims.d_k, (h + 1) * dims.d_k
 
 
+def kv_head(h: int, dims: Dims) -> int:
+    """The K/V head query head h reads: h // (heads/kv_heads), as Hugging Face's repeat_kv."""
+    return h // dims.group
+
+
+def key_columns(name: str, dims: Dims) -> tuple[int, int]:
+    """The columns of K that head step `attn.hH.*` uses: its K/V head G's [G·d_k, (G+1)·d_k)."""
+    g = kv_head(head_index(name), dims)
+    return g * dims.d_k, (g + 1) * dims.d_k
+
+
 def value_columns(name: str, dims: Dims) -> tuple[int, int]:
-    """The columns of V that head step `attn.hH.*` uses: [H·d_v, (H+1)·d_v)."""
-    h = head_index(name)
-    return h * dims.d_v, (h + 1) * dims.d_v
+    """The columns of V that head step `attn.hH.*` uses: its K/V head G's [G·d_v, (G+1)·d_v)."""
+    g = kv_head(head_index(name), dims)
+    return g * dims.d_v, (g + 1) * dims.d_v
 
 
 def step_shape(name: str, dims: Dims) -> tuple[int, int]:
@@ -175,10 +198,11 @@ def norm_names(opts: Options) -> list[str]:
 def param_shape(name: str, dims: Dims) -> tuple[int, int]:
     """Math layout: weights (in, out); vectors as 1 × n rows."""
     d, f = dims.d_model, dims.d_ff
-    k, v = dims.heads * dims.d_k, dims.heads * dims.d_v
+    q, o = dims.heads * dims.d_k, dims.heads * dims.d_v
+    k, v = dims.kv_heads * dims.d_k, dims.kv_heads * dims.d_v
     return {
-        "W_Q": (d, k), "W_K": (d, k), "W_V": (d, v), "W_O": (v, d),
-        "b_Q": (1, k), "b_K": (1, k), "b_V": (1, v), "b_O": (1, d),
+        "W_Q": (d, q), "W_K": (d, k), "W_V": (d, v), "W_O": (o, d),
+        "b_Q": (1, q), "b_K": (1, k), "b_V": (1, v), "b_O": (1, d),
         "W_1": (d, f), "b_1": (1, f), "W_3": (d, f), "b_3": (1, f),
         "W_2": (f, d), "b_2": (1, d),
     }.get(name, (1, d))  # ln*.gamma / ln*.beta
@@ -238,15 +262,20 @@ def _one_sequence(dims: Dims, opts: Options) -> dict[str, tuple[str, ...]]:
     def attention(src: str) -> str:
         for p in "qkv":
             g[f"attn.{p}"] = (src, f"W_{p.upper()}", f"b_{p.upper()}")
+        q, k = "attn.q", "attn.k"
+        if opts.rope:
+            g["attn.q_rot"], g["attn.k_rot"] = (q,), (k,)
+            q, k = ROPE_STEPS
         outs = []
         for h in range(dims.heads):
             prev = f"attn.h{h}.scores"
-            g[prev] = ("attn.q", "attn.k")
+            g[prev] = (q, k)
             for step in head_steps(h, opts)[1:-2]:  # scaled, masked
                 g[step] = (prev,)
                 prev = step
             g[f"attn.h{h}.weights"] = (prev,)
             g[f"attn.h{h}.out"] = (f"attn.h{h}.weights", "attn.v")
+            g.update(tiles.tile_graph(h, prev, dims, opts))
             outs.append(f"attn.h{h}.out")
         if dims.heads > 1:
             g["attn.concat"] = tuple(outs)
@@ -278,7 +307,8 @@ def _one_sequence(dims: Dims, opts: Options) -> dict[str, tuple[str, ...]]:
 
 def computed_steps(dims: Dims, opts: Options, given: set[str]) -> list[str]:
     """Steps the engine computes: those `output` depends on without passing through a given
-    step, in forward order. A given step cuts off everything that only fed it."""
+    step, in forward order. A given step cuts off everything that only fed it. The online
+    softmax's tiles, which the output does not read, come with their head's `out`."""
     return list(_computed(dims, opts, frozenset(given)))
 
 
@@ -293,7 +323,7 @@ def _computed(dims: Dims, opts: Options, given: frozenset) -> tuple[str, ...]:
         need.add(name)
         if name not in given:
             todo.extend(graph[name])
-    return tuple(n for n in graph if n in need and n not in given)
+    return tuple(tiles.with_side_steps(graph, [n for n in graph if n in need and n not in given], given))
 
 
 def needed_params(dims: Dims, opts: Options, given: set[str]) -> list[str]:

@@ -62,7 +62,7 @@ def cached_view(steps: dict[str, np.ndarray], layers: int) -> dict[str, np.ndarr
             continue
         out[name] = v[-1:]
         for i in range(layers):
-            for p in "kv":
-                if name == f"layer{i}.attn.{p}":
+            for p in "kv":  # RoPE: the cache holds the rotated keys
+                if name == f"layer{i}.attn.{p}" and f"{name}_rot" not in steps or name == f"layer{i}.attn.{p}_rot":
                     out[f"layer{i}.cache.{p}"] = v
     return out

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 
 from symblock.engine import steps
+from symblock.reference import numeric_rope, numeric_tiles
 from symblock.errors import UsageError, excerpt
 
 if TYPE_CHECKING:
@@ -64,6 +65,7 @@ class _Trace:
         self.masks = {name: _floats(m) for name, m in spec.dropout_masks.items()}
         self.keep = 1.0 / (1.0 - float(spec.dropout_p))
         self.prefix, self.pad = "", None
+        self.positions = spec.position_list()
 
     def __call__(self, name: str, compute: Callable[[], np.ndarray]) -> np.ndarray | None:
         """Step `name` of the current sequence; with a dropout mask, what its readers get is
@@ -149,6 +151,10 @@ def attention(t: _Trace, x: np.ndarray) -> np.ndarray:
     q = t("attn.q", lambda: linear(x, t.p("W_Q"), t.p("b_Q")))
     k = t("attn.k", lambda: linear(x, t.p("W_K"), t.p("b_K")))
     v = t("attn.v", lambda: linear(x, t.p("W_V"), t.p("b_V")))
+    if t.opts.rope:
+        d, pos = t.dims, t.positions
+        q = t("attn.q_rot", lambda: numeric_rope.rotate(q, d.heads, d.d_k, pos, t.opts.rope))
+        k = t("attn.k_rot", lambda: numeric_rope.rotate(k, d.kv_heads, d.d_k, pos, t.opts.rope))
     outs = [head(t, h, q, k, v) for h in range(t.dims.heads)]
     heads = t("attn.concat", lambda: np.concatenate(outs, axis=1)) if t.dims.heads > 1 else outs[0]
     if t.opts.out_proj:
@@ -160,8 +166,10 @@ def head(t: _Trace, h: int, q, k, v) -> np.ndarray:
     """One head: softmax(mask(Q_h K_h^T / sqrt(d_k))) V_h, each stage its own step. Q_h, K_h
     are d_k columns wide, V_h d_v."""
     dk, dv = t.dims.d_k, t.dims.d_v
-    cols, vcols, p = slice(h * dk, (h + 1) * dk), slice(h * dv, (h + 1) * dv), f"attn.h{h}"
-    scores = t(f"{p}.scores", lambda: q[:, cols] @ k[:, cols].T)
+    g = numeric_rope.kv_head(h, t.dims.heads, t.dims.kv_heads)
+    cols, p = slice(h * dk, (h + 1) * dk), f"attn.h{h}"
+    kcols, vcols = slice(g * dk, (g + 1) * dk), slice(g * dv, (g + 1) * dv)
+    scores = t(f"{p}.scores", lambda: q[:, cols] @ k[:, kcols].T)
     scaled = scores
     if t.opts.attention_scale == "sqrt_dk":
         scaled = t(f"{p}.scaled", lambda: scores / math.sqrt(dk))
@@ -169,7 +177,10 @@ def head(t: _Trace, h: int, q, k, v) -> np.ndarray:
     if t.opts.causal or t.opts.padding:
         masked = t(f"{p}.masked", lambda: mask(scaled, t.opts.causal, t.pad))
     weights = t(f"{p}.weights", lambda: softmax(masked))
-    return t(f"{p}.out", lambda: weights @ v[:, vcols])
+    out = t(f"{p}.out", lambda: weights @ v[:, vcols])
+    if t.opts.attention_tiles:
+        numeric_tiles.tiles(t, h, masked, None if v is None else v[:, vcols])
+    return out
 
 
 def causal_mask(s: np.ndarray) -> np.ndarray:

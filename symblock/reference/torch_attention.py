@@ -45,9 +45,9 @@ def check_sdpa(run, prefixes: list[str]) -> None:
     torch, dims = run.torch, run.dims
     h, n = dims.heads, dims.seq_len
 
-    def split(step: str, width: int):  # (batch, heads, seq_len, width)
+    def split(step: str, width: int, heads: int = h):  # (batch, heads, seq_len, width)
         t = torch.stack([run.vals[p + step] for p in prefixes])
-        return t.view(len(prefixes), n, h, width).transpose(1, 2)
+        return t.view(len(prefixes), n, heads, width).transpose(1, 2)
 
     allowed = torch.ones(len(prefixes), 1, n, n, dtype=torch.bool)  # SDPA: True = attend
     if run.opts.causal:
@@ -56,9 +56,11 @@ def check_sdpa(run, prefixes: list[str]) -> None:
     if pad is not None:
         allowed = allowed & ~pad[:, None, None, :]
     scale = None if run.opts.attention_scale == "sqrt_dk" else 1.0
-    out = run.F.scaled_dot_product_attention(split("attn.q", dims.d_k), split("attn.k", dims.d_k),
-                                             split("attn.v", dims.d_v), attn_mask=allowed,
-                                             scale=scale)
+    q, k = ("attn.q_rot", "attn.k_rot") if run.opts.rope else ("attn.q", "attn.k")
+    kv = dims.kv_heads  # grouped K/V heads: SDPA repeats them itself (enable_gqa)
+    out = run.F.scaled_dot_product_attention(split(q, dims.d_k), split(k, dims.d_k, kv),
+                                             split("attn.v", dims.d_v, kv), attn_mask=allowed,
+                                             scale=scale, enable_gqa=kv != h)
     for b, p in enumerate(prefixes):
         for k in range(h):
             agree(f"F.scaled_dot_product_attention head {k} vs {p}attn.h{k}.out", out[b, k],

@@ -40,6 +40,7 @@ import numpy as np
 
 from symblock.engine.steps import (DROPPED, attention_steps, batch_index, batch_prefixes, computed_steps,
                                    step_names)
+from symblock.reference import torch_tiles
 from symblock.reference.torch_attention import TOLERANCE, ModuleMismatch, check_attention  # noqa: F401
 
 if TYPE_CHECKING:
@@ -114,7 +115,8 @@ class _Run:
         self.prefix, self.sources = "", []
         # nn.MultiheadAttention projects to d_model/heads per head; other widths: SDPA per head
         d, h = self.dims.d_model, self.dims.heads
-        self.standard = d % h == 0 and self.dims.d_k == self.dims.d_v == d // h
+        self.standard = (d % h == 0 and self.dims.d_k == self.dims.d_v == d // h
+                         and self.dims.kv_heads == h and not self.opts.rope)  # MHA: no RoPE, no groups
 
     # -- helpers
     def tensor(self, matrix):
@@ -303,11 +305,18 @@ class _Run:
         self.sources.append(self.prefix + src)
         for i, p in enumerate("qkv"):
             self.put(f"attn.{p}", self.projection(i, src))
+        q, k = "attn.q", "attn.k"
+        if o.rope:
+            from symblock.reference import torch_rope
+            pos, kv = self.spec.position_list(), self.dims.kv_heads
+            q = self.put("attn.q_rot", lambda: torch_rope.rotate(torch, self["attn.q"], heads, dk, pos, o.rope))
+            k = self.put("attn.k_rot", lambda: torch_rope.rotate(torch, self["attn.k"], kv, dk, pos, o.rope))
         outs = []
         for h in range(heads):
-            cols, vcols = slice(h * dk, (h + 1) * dk), slice(h * dv, (h + 1) * dv)
+            g = h // self.dims.group
+            cols, kcols, vcols = slice(h * dk, (h + 1) * dk), slice(g * dk, (g + 1) * dk), slice(g * dv, (g + 1) * dv)
             prev = self.put(f"attn.h{h}.scores",
-                            lambda cols=cols: self["attn.q"][:, cols] @ self["attn.k"][:, cols].T)
+                            lambda cols=cols, kcols=kcols: self[q][:, cols] @ self[k][:, kcols].T)
             if o.attention_scale != "none":
                 prev = self.put(f"attn.h{h}.scaled", lambda prev=prev: self[prev] / math.sqrt(dk))
             if o.causal or o.padding:
@@ -315,6 +324,8 @@ class _Run:
             wts = self.put(f"attn.h{h}.weights", lambda prev=prev: torch.softmax(self[prev], dim=-1))
             outs.append(self.put(f"attn.h{h}.out",
                                  lambda wts=wts, vcols=vcols: self[wts] @ self["attn.v"][:, vcols]))
+            if o.attention_tiles:
+                torch_tiles.tiles(self, h, prev, vcols)
         heads_out = outs[0]
         if heads > 1:
             heads_out = self.put("attn.concat", lambda: torch.cat([self[n] for n in outs], dim=-1))
@@ -357,6 +368,8 @@ def encoder_layer_unsupported(spec: BlockSpec) -> str | None:
         (spec.dims.d_k != spec.dims.d_model // spec.dims.heads or spec.dims.d_k != spec.dims.d_v
          or spec.dims.d_model % spec.dims.heads, "the layer projects to d_model/heads per head"),
         (bool(spec.dropout_masks), "the layer draws its own dropout masks"),
+        (o.rope is not None, "the layer has no rotary positions"),
+        (spec.dims.kv_heads != spec.dims.heads, "the layer has one K/V head per query head"),
     ]
     return next((why for bad, why in reasons if bad), None)
 

@@ -11,10 +11,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from symblock.engine import block
-from symblock.engine.spec import BlockSpec
 
 if TYPE_CHECKING:
-    from symblock.engine.model_spec import ModelSpec
+    from symblock.engine.model_spec import ModelSpec, Spec
 
 
 @dataclass
@@ -36,6 +35,7 @@ class VerifyResult:
     backends: dict[str, BackendResult]
     problems: list[str]
     cache: list[tuple[str, str]] = field(default_factory=list)  # a model's (cached step, verdict)
+    tiles: list[tuple[str, str]] = field(default_factory=list)  # a block's (tiled step, verdict)
 
     @property
     def ok(self) -> bool:
@@ -75,7 +75,7 @@ def skipped() -> BackendResult:
     return BackendResult(available=False, reason="--no-torch")
 
 
-def run(spec: BlockSpec, tol: float = 1e-9, require_torch: bool = False,
+def run(spec: Spec, tol: float = 1e-9, require_torch: bool = False,
         max_cost: int | None = None, use_torch: bool = True) -> VerifyResult:
     """`use_torch=False` compares with NumPy alone: importing torch takes 2–3 s, the rest well under 1 s."""
     from symblock.engine.model_spec import ModelSpec
@@ -86,9 +86,10 @@ def run(spec: BlockSpec, tol: float = 1e-9, require_torch: bool = False,
     want = exact_floats(trace)
     problems: list[str] = []
     backends = {"numpy": compare(want, numeric.forward(spec), "numpy", tol, problems)}
+    tiles = tiles_proved(trace, problems)
     if not use_torch:
         return VerifyResult(tol=tol, steps=trace.names(), backends={**backends, "torch": skipped()},
-                            problems=problems)
+                            problems=problems, tiles=tiles)
     try:
         from symblock.reference import torch_ref
         got = torch_ref.forward(spec)
@@ -102,6 +103,9 @@ def run(spec: BlockSpec, tol: float = 1e-9, require_torch: bool = False,
         problems.append(f"torch: {e}")
     else:
         res = backends["torch"] = compare(want, got, "torch", tol, problems)
+        if spec.options.rope:
+            from symblock.reference import torch_rope
+            res.note = f"RoPE rotated by {torch_rope.source()}"
         layer = torch_ref.encoder_layer_output(spec)
         if layer is not None:
             from symblock.engine.steps import batch_prefixes
@@ -110,7 +114,17 @@ def run(spec: BlockSpec, tol: float = 1e-9, require_torch: bool = False,
             res.note = f"nn.TransformerEncoderLayer output differs by {d:.3g}"
             if not d <= tol:
                 problems.append(f"nn.TransformerEncoderLayer output differs by {d:.3g}")
-    return VerifyResult(tol=tol, steps=trace.names(), backends=backends, problems=problems)
+    return VerifyResult(tol=tol, steps=trace.names(), backends=backends, problems=problems, tiles=tiles)
+
+
+def tiles_proved(trace: block.Trace, problems: list[str]) -> list[tuple[str, str]]:
+    """Each head's online softmax over key tiles against its softmax·V (engine/online_softmax.py)."""
+    from symblock.engine import online_softmax
+    tiles = online_softmax.prove(trace)
+    bad = [name for name, verdict in tiles if verdict == "differs"]
+    if bad:
+        problems.append(f"tiled results differ from softmax·V: {', '.join(bad[:5])}")
+    return tiles
 
 
 def run_model(spec, tol: float = 1e-9, require_torch: bool = False,
