@@ -34,6 +34,8 @@ from symblock.errors import UndecidableError  # noqa: F401  (re-exported)
 
 DIGITS = 30         # decimals are certified to at least this many significant digits
 CLOSED_FORM_SIZE = 60  # largest expression tree shown as a closed form
+Scalar = Union["Real", int, Fraction, fmpq, fmpz]  # what a Real's arithmetic takes (`real` coerces it)
+Entry = Union["Real", Any]  # a matrix entry: a Real, or a SymPy expression in symbolic mode (no hints)
 
 _serial = itertools.count()
 
@@ -42,17 +44,13 @@ class Real:
     """An exact real: `q` (an fmpq) when rational, else an operation on other Reals."""
     __slots__ = ("q", "op", "args", "ball", "size", "n", "_hi", "_sym", "_inv", "__weakref__")
 
-    ball: arb
-
-    def __init__(self, q: fmpq | None = None, op: str = "rat", args: tuple = (), ball: arb | None = None,
-                 size: int = 1) -> None:
+    def __init__(self, q: fmpq | None = None, op: str = "rat", args: tuple = (), ball: arb | None = None, size: int = 1):
         self.q, self.op, self.args, self.size = q, op, args, size
         self.n = next(_serial)  # creation order: a deterministic sort key for factors
         self._hi: dict[int, arb] | None = None  # balls at higher precision, made on demand
         self._sym: Any = None  # the SymPy form, made on demand
         self._inv: Real | None = None
-        # a node made without a ball gets it from _node right after (it needs the node's children)
-        self.ball = arb(q) if q is not None else cast(arb, ball)
+        self.ball = arb(q) if q is not None else cast(arb, ball)  # else _node sets it, from the children
 
     # ---- construction helpers
     @staticmethod
@@ -192,16 +190,11 @@ class Real:
         return f"Real({self.short()})"
 
 
-Scalar = Union[Real, int, Fraction, fmpq, fmpz]  # what a Real's arithmetic takes (`real` coerces it)
-Entry = Union[Real, Any]  # a matrix entry: a Real, or a SymPy expression in symbolic mode (no hints)
-
-
 def _node(op: str, args: tuple, size: int) -> Real:
     r = Real(op=op, args=args, size=min(size, 10**9))
     r.ball = node_ball(r, [a.ball for a in children(r)])
     q = snap(r)
     return r if q is None else Real(q=q)
-
 
 
 # ---------------------------------------------------------------- building blocks
