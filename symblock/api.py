@@ -45,7 +45,7 @@ def from_mapping(data: Mapping[str, Any], source: str = "<spec>") -> "Spec":
     return generate.from_mapping(data, source, allow_model=True)
 
 
-def forward(spec: "Spec") -> "Trace":
+def forward(spec: "Spec") -> "Trace[Spec]":
     """Work the block (or tiny GPT) forward exactly: a Trace of named steps in forward order, each
     with its formula and exact value.
 

@@ -47,5 +47,6 @@ def test_the_hints_catch_a_wrong_argument(cache, tmp_path, monkeypatch):
     assert errors == ["3", "4", "5", "7"], said  # line 6 is right: a trace's step's value has rows
     assert 'misuse.py:3: error: Argument 1 to "forward" has incompatible type "str"' in said, said
     assert 'misuse.py:4: error: Argument 1 to "cost" has incompatible type "Trace[BlockSpec]"' in said, said
-    assert 'misuse.py:5: error: Argument 1 to "forward_any" has incompatible type "str"' in said, said
+    assert ('misuse.py:5: error: Argument 1 to "forward" has incompatible type "str"; '
+            'expected "BlockSpec | ModelSpec"') in said, said
     assert 'misuse.py:7: error: "Mat" has no attribute "row"' in said, said
