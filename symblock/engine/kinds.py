@@ -31,6 +31,8 @@ class DimsLike(Protocol):
     @property
     def kv_heads(self) -> int: ...
     @property
+    def mem_len(self) -> int: ...
+    @property
     def d_k(self) -> int: ...
     @property
     def d_v(self) -> int: ...
@@ -48,6 +50,14 @@ class OptionsLike(Protocol):
     def gated(self) -> bool: ...
     @property
     def attention_tiles(self) -> int: ...
+    @property
+    def attention_scale(self) -> str: ...
+    @property
+    def memory_padding(self) -> bool: ...
+    @property
+    def norm_position(self) -> str: ...
+    @property
+    def final_norm(self) -> bool: ...
     @property
     def dropout(self) -> frozenset[str]: ...
 
@@ -98,6 +108,22 @@ def _square(d: DimsLike) -> tuple[int, int]:
 
 def _ff(d: DimsLike) -> tuple[int, int]:
     return d.seq_len, d.d_ff
+
+
+def _memory(d: DimsLike) -> tuple[int, int]:
+    return d.mem_len, d.d_model
+
+
+def _mem_qk(d: DimsLike) -> tuple[int, int]:
+    return d.mem_len, d.heads * d.d_k
+
+
+def _mem_v(d: DimsLike) -> tuple[int, int]:
+    return d.mem_len, d.heads * d.d_v
+
+
+def _cross(d: DimsLike) -> tuple[int, int]:
+    return d.seq_len, d.mem_len
 
 
 def _column(d: DimsLike) -> tuple[int, int]:
@@ -162,6 +188,20 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("rms", _column, _const(0), "root", "rms"),
     Kind("norm", _model, _const(0), lambda o: o.norm, lambda o: o.norm),
     Kind("output", _model, _const(None), "identity", "copy"),
+    # a decoder layer's cross-attention (engine/cross.py): queries from the decoder, keys and
+    # values from the memory, so its keys, values and scores have the memory's rows
+    Kind("memory", _memory, _const(None), "identity", None),
+    Kind("cross_q", _qk, _d_model, "linear", "linear"),
+    Kind("cross_k", _mem_qk, _d_model, "linear", "linear"),
+    Kind("cross_v", _mem_v, _d_model, "linear", "linear"),
+    Kind("cross_scores", _cross, lambda d, o: d.d_head, "scores", "scores"),
+    Kind("cross_scaled", _cross, _const(0), "scaled", "scaled"),
+    Kind("cross_masked", _cross, _const(0), "masked", "masked"),
+    Kind("cross_weights", _cross, _const(1 + NODE), "softmax", "weights"),
+    Kind("cross_head_out", lambda d: (d.seq_len, d.d_v), lambda d, o: d.mem_len, "head_out", "out"),
+    Kind("cross_concat", _v, _const(None), "concat", "concat"),
+    Kind("cross_out", _model, lambda d, o: d.d_model if o.out_proj else None,
+         lambda o: "linear" if o.out_proj else "identity", _with_projection("linear")),
 )}
 
 
