@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Generic, Iterator, Mapping, Protocol, TypeVar, cast
 
 from symblock.engine import cost as costmod, cross, exact, online_softmax, rope
-from symblock.engine.exact import Entry
-from symblock.engine.matrix import Mat
+from symblock.engine.matrix import Entry, Mat
 from symblock.engine.spec import BlockSpec, SpecError
 from symblock.engine.steps import DROPPED, Dims, Options, computed_steps, masked_positions, step_inputs
 

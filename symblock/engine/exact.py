@@ -4,9 +4,8 @@ Why not plain SymPy: the block's exact output is a small graph of shared subexpr
 tree (DESIGN.md, Performance notes); SymPy and `evalf` walk the tree. Here
 
 * a rational is a FLINT `fmpq` (the fast path: most worksheet numbers never leave it);
-* anything else is a `Real` node that *refers* to the values it was made from (`sum` of products,
-  `inv`, `sqrt`, `exp`, `erf`, `tanh`), so an entry of `ffn.out` costs one node, not a copy of
-  everything upstream;
+* anything else is a `Real` node that *refers* to the values it was made from (`sum` of products, `inv`,
+  `sqrt`, `exp`, `erf`, `tanh`), so an entry of `ffn.out` costs one node, not a copy of everything upstream;
 * every node carries a certified enclosure (an Arb ball) computed once at construction and
   refined on demand at higher precision, memoised per node, so decimals are certified and signs
   (ReLU, σ > 0) are decided rigorously, at cost linear in the graph;
@@ -22,7 +21,7 @@ from __future__ import annotations
 import itertools
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any, Callable, Iterable, Sequence, Union, cast
+from typing import Any, Callable, Iterable, Sequence, cast
 
 from flint import arb, fmpq, fmpz
 
@@ -34,8 +33,6 @@ from symblock.errors import UndecidableError  # noqa: F401  (re-exported)
 
 DIGITS = 30         # decimals are certified to at least this many significant digits
 CLOSED_FORM_SIZE = 60  # largest expression tree shown as a closed form
-Scalar = Union["Real", int, Fraction, fmpq, fmpz]  # what a Real's arithmetic takes (`real` coerces it)
-Entry = Union["Real", Any]  # a matrix entry: a Real, or a SymPy expression in symbolic mode (no hints)
 
 _serial = itertools.count()
 
@@ -62,7 +59,7 @@ class Real:
         return self.q is not None
 
     # ---- arithmetic
-    def __add__(self, other: Scalar) -> Real:
+    def __add__(self, other: object) -> Real:
         other = real(other)
         if self.q is not None and other.q is not None:
             return Real(q=self.q + other.q)
@@ -73,24 +70,24 @@ class Real:
     def __neg__(self) -> Real:
         return lincomb(fmpq(0), [(fmpq(-1), self)])
 
-    def __sub__(self, other: Scalar) -> Real:
+    def __sub__(self, other: object) -> Real:
         other = real(other)
         if self.q is not None and other.q is not None:
             return Real(q=self.q - other.q)
         return lincomb(fmpq(0), [(fmpq(1), self), (fmpq(-1), other)])
 
-    def __rsub__(self, other: Scalar) -> Real:
+    def __rsub__(self, other: object) -> Real:
         return lincomb(fmpq(0), [(fmpq(1), real(other)), (fmpq(-1), self)])
 
-    def __mul__(self, other: Scalar) -> Real:
+    def __mul__(self, other: object) -> Real:
         return product(self, real(other))
 
     __rmul__ = __mul__
 
-    def __truediv__(self, other: Scalar) -> Real:
+    def __truediv__(self, other: object) -> Real:
         return product(self, inv(real(other)))
 
-    def __rtruediv__(self, other: Scalar) -> Real:
+    def __rtruediv__(self, other: object) -> Real:
         return product(real(other), inv(self))
 
     def __pow__(self, k: int) -> Real:
@@ -268,14 +265,14 @@ def product(a: Real, b: Real) -> Real:
     return sum_of_products(fmpq(0), [(fmpq(1), (a, b))])
 
 
-def dot(xs: Sequence[Entry], ys: Sequence[Entry]) -> Entry:
+def dot(xs: Sequence[Any], ys: Sequence[Any]) -> Any:
     """Σ x_i y_i as one node (or one rational): the matmul kernel."""
     if isinstance(xs[0], Real) or isinstance(ys[0], Real):
         xs, ys = [real(x) for x in xs], [real(y) for y in ys]
         if all(x.q is not None for x in xs) and all(y.q is not None for y in ys):
             acc = fmpq(0)
             for x, y in zip(xs, ys):
-                acc += x.q * y.q  # type: ignore[operator]  # all rational: the test above (no cast in this loop)
+                acc += x.q * y.q
             return Real(q=acc)
         return sum_of_products(fmpq(0), ((fmpq(1), (x, y)) for x, y in zip(xs, ys)))
     import sympy
@@ -377,16 +374,16 @@ def _sym(x: object) -> bool:
     return not isinstance(x, (Real, int, fmpq))
 
 
-def sqrt(x: Entry) -> Entry:
+def sqrt(x: Any) -> Any:
     if _sym(x):
         import sympy
         return sympy.sqrt(x)
     return _sqrt(real(x))
 
 
-def _elementary(op: str, at_zero: int) -> Callable[[Entry], Entry]:
+def _elementary(op: str, at_zero: int) -> Callable[[Any], Any]:
     """exp, erf, tanh: a graph node for a Real (exact at 0), the SymPy function for a symbol."""
-    def f(x: Entry) -> Entry:
+    def f(x: Any) -> Any:
         if _sym(x):
             import sympy
             return getattr(sympy, op)(x)
@@ -399,7 +396,7 @@ exp, erf, tanh = _elementary("exp", 1), _elementary("erf", 0), _elementary("tanh
 sin, cos = _elementary("sin", 0), _elementary("cos", 1)  # sinusoidal positions, RoPE angles, entries
 
 
-def log(x: Scalar) -> Real:
+def log(x: object) -> Real:
     """The natural logarithm of a positive exact value (RoPE's θ^(2i/d_k)): a node, 0 at 1."""
     x = real(x)
     if x.q is not None and x.q == 1:
@@ -409,7 +406,7 @@ def log(x: Scalar) -> Real:
     return node("log", (x,), x.size + 1)
 
 
-def relu(x: Entry) -> Entry:
+def relu(x: Any) -> Any:
     if _sym(x):
         import sympy
         return sympy.Max(0, x)
@@ -417,12 +414,12 @@ def relu(x: Entry) -> Entry:
     return x if x.sign() > 0 else ZERO
 
 
-def sign(x: Entry) -> int:
+def sign(x: Any) -> int:
     """Certified sign of an exact value (raises for a symbolic one)."""
     return real(x).sign()
 
 
-def total(xs: Sequence[Entry]) -> Entry:
+def total(xs: Sequence[Any]) -> Any:
     """Σ x as one node (exact) or one SymPy Add (symbolic)."""
     if xs and not isinstance(xs[0], Real):
         import sympy
@@ -430,7 +427,7 @@ def total(xs: Sequence[Entry]) -> Entry:
     return lincomb(fmpq(0), [(fmpq(1), real(x)) for x in xs])
 
 
-def like(x: Entry, v: Any) -> Entry:
+def like(x: Any, v: Any) -> Any:
     """The constant v (a SymPy number) in x's number type."""
     return v if _sym(x) else from_sympy(v)
 
@@ -439,7 +436,7 @@ def is_symbolic(x: object) -> bool:
     return _sym(x)
 
 
-def text(x: Entry, max_size: int = CLOSED_FORM_SIZE, memo: dict | None = None) -> str | None:
+def text(x: Any, max_size: int = CLOSED_FORM_SIZE, memo: dict | None = None) -> str | None:
     """Closed form of any entry as text that `sympy.sympify` parses back to the value, written
     from the graph without SymPy, or None when its tree is larger than max_size. `memo` (one
     dict for many entries) writes shared nodes once."""
@@ -448,6 +445,6 @@ def text(x: Entry, max_size: int = CLOSED_FORM_SIZE, memo: dict | None = None) -
     return None if x.size > max_size else closed.text(x, memo)
 
 
-def to_sympy(x: Entry, max_size: int = CLOSED_FORM_SIZE) -> Any:
+def to_sympy(x: Any, max_size: int = CLOSED_FORM_SIZE) -> Any:
     """Closed form of any entry (Real or SymPy), or None when too large to show."""
     return x.to_sympy(max_size) if isinstance(x, Real) else x

@@ -9,7 +9,8 @@ from fractions import Fraction
 from typing import Any, Callable, Iterable, Iterator, Sequence, Union, cast, overload
 
 from symblock.engine import exact
-from symblock.engine.exact import Entry
+
+Entry = Union[exact.Real, Any]  # a matrix entry: a Real, or a SymPy expression in symbolic mode (no hints)
 
 
 class Mat:

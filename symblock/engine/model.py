@@ -20,8 +20,7 @@ from types import MappingProxyType
 from typing import Callable, Iterable, Iterator, Mapping, Sequence
 
 from symblock.engine import block, exact, powers, rope, translate
-from symblock.engine.exact import Entry
-from symblock.engine.matrix import Mat
+from symblock.engine.matrix import Entry, Mat
 from symblock.engine.model_spec import ModelSpec, Spec, with_length
 from symblock.engine.spec import BlockSpec
 from symblock.engine.steps import Dims

@@ -6,8 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from symblock.engine import exact, names, proof
-from symblock.engine.exact import Entry
-from symblock.engine.matrix import Mat
+from symblock.engine.matrix import Entry, Mat
 from symblock.engine.steps import value_columns
 from symblock.engine.tiles import key_blocks, tile_name
 from symblock.errors import UndecidableError

@@ -10,8 +10,7 @@ from typing import Iterable, Mapping, Protocol, cast
 
 from symblock.engine import exact
 from symblock.engine.block import Step, Trace
-from symblock.engine.exact import Entry
-from symblock.engine.matrix import Mat
+from symblock.engine.matrix import Entry, Mat
 from symblock.engine.model_spec import ModelSpec
 from symblock.engine.spec import BlockSpec
 

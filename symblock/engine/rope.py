@@ -17,7 +17,7 @@ from fractions import Fraction
 from typing import Any, Sequence
 
 from symblock.engine import exact
-from symblock.engine.matrix import Mat
+from symblock.engine.matrix import Entry, Mat
 from symblock.errors import SpecError
 
 STYLES = ("half", "interleaved")
@@ -129,7 +129,7 @@ def rotate(x: Mat, heads: int, d_k: int, rows: Sequence[int], rope: Rope) -> Mat
     return Mat(out)
 
 
-def _turn(x: exact.Entry, y: exact.Entry, c: exact.Entry, s: exact.Entry, sign: int) -> exact.Entry:
+def _turn(x: Entry, y: Entry, c: Entry, s: Entry, sign: int) -> Entry:
     """x cos ± y sin as one graph node (not three: two products and their sum)."""
     if exact.is_symbolic(x) or exact.is_symbolic(y):
         return x * c + y * s * sign
