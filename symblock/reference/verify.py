@@ -199,7 +199,7 @@ def torch_model_result(spec: ModelSpec, want: dict, tol: float, require_torch: b
     return res
 
 
-def translation_result(spec, want: dict, tol: float, problems: list[str]) -> BackendResult:
+def translation_result(spec: ModelSpec, want: dict, tol: float, problems: list[str]) -> BackendResult:
     """An encoder-decoder against a real nn.Transformer in a greedy loop (torch_translate.py)."""
     from symblock.reference import torch_translate
     why = torch_translate.unsupported(spec)
