@@ -29,17 +29,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING
 
 from symblock.engine import exact, names
 from symblock.grading import answers as answers_mod, plan
 from symblock.grading.mistakes import diagnose
 from symblock.grading.recompute import equivalents
-
-if TYPE_CHECKING:
-    from symblock.engine.block import Trace
-    from symblock.engine.model_spec import Spec
-    from symblock.exercises.presets import Exercise
 
 
 CORRECT, WRONG, CARRIED, MISSING, GIVEN = "correct", "wrong", "carried", "missing", "given"
@@ -258,7 +252,7 @@ def closed_form(value) -> str | None:
     return exact.text(value, 40)
 
 
-def _equivalent(answer, name, chain, spec: Spec) -> bool:
+def _equivalent(answer, name, chain, spec) -> bool:
     """Whether every entry matches another right value of the step (recompute.equivalents)."""
     try:
         alts = equivalents(name, chain, spec)
@@ -271,7 +265,7 @@ def _equivalent(answer, name, chain, spec: Spec) -> bool:
 
 # ---------------------------------------------------------------- the walk
 
-def check(spec: Spec, trace: Trace, answers, asked=None, backward=None, items=None, memo: dict | None = None,
+def check(spec, trace, answers, asked=None, backward=None, items=None, memo: dict | None = None,
           forms: bool = True) -> CheckResult:
     """Mark `answers` against the trace (and a backprop exercise's `backward`). `asked`: the
     steps the exercise asks (None: every step), so an unasked, unanswered step is no `missing`.
@@ -341,7 +335,7 @@ def _put_right(mine, result, right):
                 for i, row in enumerate(mine.rows)])
 
 
-def mark_step(it, answer, own, honest, built_on: list[str], spec: Spec, chain, truth, memo: dict,
+def mark_step(it, answer, own, honest, built_on: list[str], spec, chain, truth, memo: dict,
               forms: bool = True) -> StepResult:
     entries, needed_own = [], False
 
@@ -408,7 +402,7 @@ def _rests_on(built_on: list[str], needed_own: bool, own, entries) -> list[str]:
 
 
 class Marker:
-    def __init__(self, trace: Trace, exercise: Exercise):
+    def __init__(self, trace, exercise):
         from symblock.exercises.decoder import is_model
         self.trace, self.spec, self.exercise = trace, trace.spec, exercise
         self.model = is_model(self.spec)
@@ -424,7 +418,7 @@ class Marker:
         self.memo: dict = {}   # the truth's printed forms, shared by every file of this variant
 
     @classmethod
-    def for_answers(cls, trace: Trace, data, loss: str | None = None, wrt: list[str] | None = None,
+    def for_answers(cls, trace, data, loss: str | None = None, wrt: list[str] | None = None,
                     preset: str | None = None) -> "Marker":
         """The exercise `preset` asks (default: the spec's own), or its backprop exercise when the
         answers give `grad.*` steps."""
