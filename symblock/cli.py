@@ -238,13 +238,12 @@ def cmd_examples(args) -> int:
 def cmd_verify(args) -> int:
     if not args.no_torch:
         _import_in_background("torch")  # ~2 s, mostly reading files: it overlaps loading and the exact forward
-    from symblock.engine import report
     from symblock.reference import verify
     from symblock.exercises.generate import load
     spec = load(args.spec, allow_model=True)
     result = verify.run(spec, tol=args.tol, require_torch=args.require_torch, max_cost=args.max_cost,
                         use_torch=not args.no_torch)
-    print(report.verify_json(result) if args.json else report.verify_table(result))
+    print(verify.to_json(result) if args.json else verify.table(result))
     return 0 if result.ok else 1
 
 

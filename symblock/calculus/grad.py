@@ -35,10 +35,10 @@ from symblock.engine.spec import BlockSpec, SpecError
 from symblock.engine import rope
 from symblock.engine.steps import (batch_index, batch_prefixes, head_columns, key_columns, masked_positions,
                                    value_columns)
-from symblock.engine import kinds, names
+from symblock.engine import kinds, names, parameters
 
 LOSSES = ("sum", "mse")
-GRAD_PREFIX = "grad."
+GRAD_PREFIX = names.GRAD
 
 
 @dataclass(frozen=True)
@@ -438,12 +438,10 @@ def backward(spec: BlockSpec, loss: str = "sum", wrt: Sequence[str] = ("X",), ta
 
 
 def _param_tex(name: str) -> str:
-    if name == "X":
-        return "X"
-    if name.endswith(".X"):  # a batch's b1.X
-        return f"X^{{({name[:-2]})}}"
-    if name.startswith(("W_", "b_")):
-        kind, sub = name.split("_", 1)
-        return f"{kind}^{{{sub}}}" if sub in "QKVO" else f"{kind}_{{{sub}}}"
-    ln, part = name.split(".")
-    return f"\\{part}^{{({ln})}}"
+    p = parameters.parse(name)
+    if p.kind == "input":
+        return "X" if p.batch is None else f"X^{{(b{p.batch})}}"   # a batch's b1.X
+    if p.linear:
+        kind = "W" if p.kind == "weight" else "b"
+        return f"{kind}^{{{p.sub}}}" if p.sub in "QKVO" else f"{kind}_{{{p.sub}}}"
+    return f"\\{p.kind}^{{({p.norm})}}"

@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from symblock.calculus.formula import Formula, sum_of
 from symblock.calculus.kv_cache import grouped_heads
 
+from symblock.engine import parameters
+
 NORMS = ("layernorm", "rmsnorm")
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu", "swiglu", "geglu")
 GATED = ("swiglu", "geglu")
@@ -237,11 +239,10 @@ class Counts:
 
 def _param_tex(name: str) -> str:
     """W_Q -> W_{Q}, b_1 -> b_{1}, ln1.gamma -> \\gamma_{\\text{ln1}}."""
-    if "." in name:
-        ln, part = name.split(".")
-        return rf"\{part}_{{\text{{{ln.replace('_', '')}}}}}"
-    kind, sub = name.split("_", 1)
-    return f"{kind}_{{{sub}}}"
+    p = parameters.parse(name)
+    if p.norm:
+        return rf"\{p.kind}_{{\text{{{p.norm.replace('_', '')}}}}}"
+    return f"{'W' if p.kind == 'weight' else 'b'}_{{{p.sub}}}"
 
 
 def _group(n: int) -> str:

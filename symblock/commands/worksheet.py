@@ -124,6 +124,7 @@ def _same_on_every_sheet(pairs) -> None:
     import sys
     from symblock.errors import UsageError
     from symblock.exercises.stress import asked_answers, fixed_steps
+    from symblock.engine import parameters
     trace, ex = pairs[0]
     fixed = fixed_steps([t for t, _ in pairs])
     asked = list(asked_answers(trace, ex))
@@ -137,9 +138,9 @@ def _same_on_every_sheet(pairs) -> None:
                 given.append(i)
             elif i in fixed and i in trace and i not in todo:
                 todo.append(i)
-    given.sort(key=lambda g: g.split(".")[-1] != "X")   # X first: the likely cause
+    given.sort(key=lambda g: parameters.parse(g).kind != "input")   # X (b1.X) first: the likely cause
     data = ", ".join(given) or "the spec's data"
-    x = [g for g in given if g.split(".")[-1] == "X"]
+    x = [g for g in given if parameters.parse(g).kind == "input"]
     fix = (f"leave {'inputs.X' if x else 'them'} out of the spec so that "
            f"{'X is' if x else 'they are'} drawn for each variant, or pass --allow-repeats to hand "
            "out the same numbers on purpose")

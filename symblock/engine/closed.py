@@ -19,7 +19,6 @@ from flint import fmpq, fmpz
 from symblock.engine.node import N, Node
 
 FACTOR_LIMIT = 10**18  # surds sqrt(n) are reduced (square factors taken out) for n below this
-_FUNCTIONS = ("exp", "erf", "tanh", "sin", "cos", "log")  # sin/cos: positions, RoPE; log: θ^(2i/d)
 
 Monomial = tuple[int, tuple[str, ...], tuple[str, ...]]  # (m, num, den): √m · Π num / Π den
 Form = tuple[fmpq, dict[Monomial, fmpq]]                   # (c0, {monomial: c}): c0 + Σ c · monomial

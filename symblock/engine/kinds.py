@@ -4,7 +4,20 @@ A step's kind comes from its name (`names.parse`); the entry says the shape of i
 working it out by hand costs (the engine's size guard), which local rule carries a gradient back
 through it (`calculus.grad.RULES`, by name) and how the key works it (`work_<name>` of the sheet
 builder). The consumers look a kind up here; none of them decides these things from a name.
-A new kind is one entry (plus its exact op, its rule and its working, each named here).
+
+Adding a kind (say RoPE's rotation, `attn.h0.q_rot`): `names.parse` already reads any head
+step `attn.hH.<part>` as kind `<part>`; a step outside the heads (`attn.q_rot`) gets its line in
+`names._KINDS`. Then
+- here: one `Kind("q_rot", shape, inner, "rotate", "rotate")` entry;
+- the graph and the op: `steps.HEAD_STEPS` and `steps._one_sequence` (what it reads, who reads
+  it), and the exact op that records the step (`block.py`);
+- the functions keyed by the kind or by the entry's names: the backward rule
+  (`calculus.grad.RULES["rotate"]`), the recompute from a person's own inputs
+  (`grading.recompute.RECOMPUTE["q_rot"]`), the key's working (`work_rotate` in a
+  `sheets/work_*.py` mixin) and its prose (`s.q_rot` in `sheets/lang.py`);
+- the independent float paths (`reference/numeric.py`, `reference/torch_ref.py`);
+- its tests: `tests/engine/test_kinds.py` fails until the rule, the recompute and the working
+  exist; values against NumPy and torch, a gradient against autograd, a sheet's working.
 
 Entries that depend on the block's options (an `attn.out` without W_O is a copy; a gated
 activation has its own rule; a norm is LayerNorm or RMSNorm) are functions of `Options`.

@@ -38,6 +38,8 @@ _KINDS = {"x": "x", "attn.q": "q", "attn.k": "k", "attn.v": "v", "attn.q_rot": "
           "cache.reused": "cache_reused", "resid3": "resid", "memory": "memory", "cross.q": "cross_q",
           "cross.k": "cross_k", "cross.v": "cross_v", "cross.concat": "cross_concat",
           "cross.out": "cross_out"}
+_SUBLAYERS = {"attn": "attn", "cache": "attn", "cross": "cross", "ffn": "ffn", "resid1": "resid",
+              "resid2": "resid", "resid3": "resid", "output": "output"}   # a section -> the part of the block it works
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,12 @@ class StepName:
     def section(self) -> str:
         """The part of the block the step belongs to: "attn", "ffn", "norm1", "cache", "resid1", …"""
         return self.base.split(".", 1)[0]
+
+    @property
+    def sublayer(self) -> str | None:
+        """The part of the block the step works: "attn" (the cache too), "norm", "ffn", "resid",
+        "output"; None for x, the embeddings and the head's steps."""
+        return "norm" if self.norm else _SUBLAYERS.get(self.section)
 
     @property
     def head_prefix(self) -> str:

@@ -1,4 +1,4 @@
-"""Plain-text and JSON views of a Trace and of a verification (what the CLI prints).
+"""Plain-text, JSON and LaTeX views of a Trace (what `forward` prints).
 
 Readers only: values come from the Trace; nothing here recomputes the maths.
 """
@@ -123,88 +123,6 @@ def matrix_lines(value: Mat, places: int = 4, width: int = TEXT_WIDTH) -> list[s
     w = max(len(x) for x in ex)
     return [f"    {a.ljust(w)}{' ≈ ' if i == len(ex) // 2 else '   '}{b}"
             for i, (a, b) in enumerate(zip(ex, dec))]
-
-
-# ---------------------------------------------------------------- verify
-
-class BackendView(Protocol):
-    """reference.verify.BackendResult as these tables read it (a layer above: not imported)."""
-    available: bool
-    steps: dict[str, float]
-    reason: str
-    note: str
-
-    @property
-    def max_abs_diff(self) -> float: ...
-
-
-class VerifyView(Protocol):
-    """reference.verify.VerifyResult as these tables read it."""
-    tol: float
-    steps: list[str]
-    problems: list[str]
-    cache: list[tuple[str, str]]  # a model's (cached step, verdict)
-    tiles: list[tuple[str, str]]  # a block's (tiled step, verdict)
-
-    @property
-    def backends(self) -> Mapping[str, BackendView]: ...
-
-    @property
-    def ok(self) -> bool: ...
-
-
-def verify_table(result: VerifyView) -> str:
-    names = list(result.steps)
-    backends = [b for b, res in result.backends.items() if res.available]  # a column per backend run
-    head = ["step"] + [f"{b} max |Δ|" for b in backends]
-    rows = [[n] + [_diff(result.backends[b], n) for b in backends] for n in names]
-    w = [max(len(r[j]) for r in [head] + rows) for j in range(len(head))]
-    out = ["  ".join(c.ljust(w[j]) for j, c in enumerate(head)), "  ".join("-" * x for x in w)]
-    out += ["  ".join(c.ljust(w[j]) for j, c in enumerate(r)) for r in rows]
-    out.append("")
-    for b, res in result.backends.items():
-        if not res.available:
-            out.append(f"{b}: not run ({res.reason})")
-        else:
-            extra = f"; {res.note}" if res.note else ""
-            out.append(f"{b}: largest difference {res.max_abs_diff:.3g} over {len(res.steps)} steps "
-                       f"(tolerance {result.tol:g}){extra}")
-    cache = getattr(result, "cache", [])
-    if cache:
-        counts = {v: sum(1 for _, w in cache if w == v) for v in ("exact", "numeric", "differs")}
-        out.append(f"KV cache: {len(cache)} cached steps vs the full recompute: {counts['exact']} equal "
-                   f"exactly (the same expression), {counts['numeric']} equal to 16384 bits, "
-                   f"{counts['differs']} differ")
-    tiles = getattr(result, "tiles", [])
-    if tiles:
-        counts = {v: sum(1 for _, w in tiles if w == v) for v in ("exact", "numeric", "differs")}
-        out.append(f"Online softmax: {len(tiles)} tiled head{'s' if len(tiles) != 1 else ''} vs softmax·V: {counts['exact']} equal "
-                   f"exactly (by algebra), {counts['numeric']} equal to 16384 bits, {counts['differs']} differ")
-    out.append("OK: every step agrees" if result.ok else "FAILED: " + "; ".join(result.problems))
-    return "\n".join(out)
-
-
-def _diff(res: BackendView, name: str) -> str:
-    if not res.available:
-        return "–"
-    v = res.steps.get(name)
-    return "–" if v is None else f"{v:.2e}"
-
-
-def verify_json(result: VerifyView) -> str:
-    backends: dict[str, dict] = {}
-    for b, res in result.backends.items():
-        if res.available:
-            backends[b] = {"available": True, "max_abs_diff": res.max_abs_diff, "steps": res.steps}
-            if res.note:
-                backends[b]["note"] = res.note
-        else:
-            backends[b] = {"available": False, "reason": res.reason}
-    extra = {"cache": dict(result.cache)} if getattr(result, "cache", None) else {}
-    if getattr(result, "tiles", None):
-        extra["tiles"] = dict(result.tiles)
-    return json.dumps({"ok": result.ok, "tol": result.tol, "backends": backends,
-                       "problems": result.problems, **extra}, indent=1)
 
 
 # ---------------------------------------------------------------- LaTeX snippets for notes

@@ -22,7 +22,7 @@ from symblock.engine.matrix import ExactMatrix, Mat, SpecNumber
 from symblock.engine.numbers import ExactNumber, SpecScalar
 from symblock.engine.sources import (  # noqa: F401  (spec.read_spec, spec.example_names, ... stay public)
     block_example_names, example_names, example_text, read_mapping, read_spec)
-from symblock.engine.fields import MAX_DIM, check_keys, check_text, int_field, kind_of, title_field  # noqa: F401
+from symblock.engine.fields import check_keys, check_text, int_field, kind_of, title_field  # noqa: F401
 from symblock.errors import SpecError  # noqa: F401  (re-exported: spec.SpecError is public)
 from symblock.engine import inputs as inputs_mod
 from symblock.engine.steps import (Dims, Options, batch_prefixes, needed_params, norm_names, param_names,

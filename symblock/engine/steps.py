@@ -7,7 +7,6 @@ engine, and the NumPy/torch paths (so every backend produces the same names). Pu
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Sequence
 
@@ -23,7 +22,6 @@ HEAD_STEPS = ("scores", "scaled", "masked", "weights", "out")
 GATED = ("swiglu", "geglu")
 ROPE_STEPS = ("attn.q_rot", "attn.k_rot")  # q and k turned by their positions (block.rope)
 DROPOUT_KINDS = ("weights", "attn_out", "act", "ffn_out")  # where a fixed dropout mask may sit
-_BATCH = re.compile(r"b(\d+)\.")
 
 
 @dataclass(frozen=True)
@@ -121,8 +119,9 @@ def batch_prefixes(dims: Dims) -> list[str]:
 
 def split_batch(name: str) -> tuple[str, str]:
     """("b1.", "attn.q") for "b1.attn.q"; ("", name) outside a batch."""
-    m = _BATCH.match(name)
-    return (m.group(0), name[m.end():]) if m else ("", name)
+    batch = names.parse(name).batch
+    prefix = "" if batch is None else names.name_of("", batch=batch)
+    return (prefix, name[len(prefix):]) if prefix and name.startswith(prefix) else ("", name)
 
 
 def batch_index(name: str) -> int:

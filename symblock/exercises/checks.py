@@ -121,11 +121,11 @@ def heads_of(steps: Mapping, prefix: str = "") -> list[str]:
 def check_attention(steps: Mapping, graph: Mapping, c: Constraints, prefix: str = "") -> str | None:
     """integer_scores, score_range, scaled_range, softmax_distinct and softmax_weights, exactly,
     on one sequence's steps (`prefix`: a batch's `b1.`; the messages name its steps)."""
-    from symblock.engine import exact
+    from symblock.engine import exact, names
     if c.integer_scores:
         for name, v in steps.items():
-            if name in (prefix + "attn.q", prefix + "attn.k", prefix + "attn.v") or \
-                    (name.startswith(prefix + "attn.h") and name.endswith(".scores")):
+            s = names.parse(name)
+            if s.prefix == prefix and s.kind in ("q", "k", "v", "scores") and not (s.dropped or s.grad):
                 for i, row in enumerate(v.rows):
                     if any(rat(e) is None or rat(e).denominator != 1 for e in row):
                         return f"integer_scores: {name} row {i + 1} has a non-integer entry"
@@ -198,9 +198,10 @@ def attention_input(tensors: dict, probe) -> list | None:
     rational σ (Pre-LN); None otherwise (the exact checks decide)."""
     from flint import fmpq
     dims, opts = probe.dims, probe.options
-    from symblock.engine.steps import split_batch
-    given = {split_batch(s)[1] for s in probe.given}  # a batch's b1.attn.q counts as attn.q
-    if any(s.startswith("attn.") or s in ("x", "norm1") for s in given) or "X" not in tensors:
+    from symblock.engine import names
+    given = [names.parse(s) for s in probe.given]  # a batch's b1.attn.q counts as attn.q
+    if any(s.section == "attn" or (s.base in ("x", "norm1") and not s.dropped) for s in given) \
+            or "X" not in tensors:
         return None
     X = [[fmpq(*Fraction(v).as_integer_ratio()) for v in row] for row in tensors["X"]]
     if opts.norm_position != "pre":

@@ -6,10 +6,12 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Mapping
 
+from symblock.engine import parameters
+
 DIFFICULTIES = ("easy", "medium", "hard")
 FLAG_KEYS = ("integer_scores", "exact_scale", "no_degenerate_rows", "softmax_distinct", "distinct_mistakes")
 NORMS = ("norm1", "norm2", "norm_final")
-NORM_PARAMS = {"norm1": "ln1", "norm2": "ln2", "norm_final": "ln_final"}
+NORM_PARAMS = {n: parameters.of_norm(n) for n in NORMS}   # norm1 -> ln1
 BOUND_KEYS = ("score_range", "scaled_range", "softmax_weights")   # [lo, hi], exact
 SHAPE_KEYS = ("dims", "padding", "dropout")   # what a variant's shape draws (exercises/shapes.py)
 CONSTRAINT_KEYS = ("difficulty", "ranges", "sparsity", *FLAG_KEYS, "exact_norm", "relu_mixed", *BOUND_KEYS,
@@ -61,10 +63,10 @@ class Constraints:
 
     def range_of(self, name: str) -> tuple[int, int]:
         """Per tensor: its own entry, else its group (X / weights / biases), else low..high."""
-        if name.endswith((".gamma", ".beta")):
-            group = name.rsplit(".", 1)[1]
-            return self.ranges.get(group) or GROUP_DEFAULTS[group]
-        group = "X" if name == "X" else "weights" if name.startswith("W_") else "biases"
+        p = parameters.parse(name)
+        if p.norm:
+            return self.ranges.get(p.kind) or GROUP_DEFAULTS[p.kind]
+        group = "X" if name == "X" else "weights" if p.kind == "weight" else "biases"
         return self.ranges.get(name) or self.ranges.get(group) or (self.low, self.high)
 
 
@@ -166,7 +168,7 @@ def _ranges(ranges: Any, source: str) -> dict:
     if not isinstance(ranges, dict):
         raise err(source, "random.ranges", "expected a mapping such as {X: [-2, 2], weights: [-1, 1]}")
     tensors = ("X", "weights", "biases", *GROUP_DEFAULTS,
-               *[p for p in all_param_keys() if p.startswith(("W_", "b_"))])
+               *[p for p in all_param_keys() if parameters.parse(p).linear])
     for name in ranges:
         if name not in tensors:
             raise err(source, f"random.ranges.{name}", f"unknown tensor; expected one of {', '.join(tensors)}")

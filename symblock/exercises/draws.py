@@ -10,6 +10,7 @@ from collections import Counter
 from fractions import Fraction
 from typing import Any
 
+from symblock.engine import parameters
 from symblock.exercises.constraints import ENUMERATE_ROWS, ROW_DRAWS, Constraints, err
 
 def ints(seed: Any, name: str, count: int, low: int, high: int) -> list[int]:
@@ -56,7 +57,7 @@ def draw_tensor(seed: int, name: str, shape: tuple[int, int], lo: int, hi: int,
                 sparsity: Fraction | None = None) -> list[list[int]]:
     r, c = shape
     flat = ints(seed, name, r * c, lo, hi)
-    if sparsity and name.startswith("W_"):
+    if sparsity and parameters.parse(name).kind == "weight":
         k = math.ceil(sparsity * r * c)  # at least this share of zeros
         order = ints(seed, f"{name}:zeros", r * c, 0, 10**9)
         for i in sorted(range(r * c), key=lambda i: (order[i], i))[:k]:

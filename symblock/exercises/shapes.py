@@ -13,7 +13,6 @@ than one column), so the dropout is visible and no row of the dropped step is al
 from __future__ import annotations
 
 import copy
-from typing import Mapping
 
 from symblock.exercises.constraints import Constraints, err
 from symblock.exercises.draws import ints, sub_seed

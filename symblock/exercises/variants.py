@@ -97,6 +97,16 @@ def make_id(token: str, seed: int | None) -> str:
 _ID = re.compile(r"([A-Za-z0-9_-]+?)(?:\.([0-9]{1,100}))?")  # a seed as long as --seed takes
 
 
+def split_id(ident: str) -> tuple[str, int | None]:
+    """`make_id`'s inverse: ("pre-ln", 7) of "pre-ln.7", (token, None) of a spec's own ID. A text
+    that is no ID splits at its last dot, with no seed, so that a message can quote its token
+    (`parse_id` is the check of an ID a user gives)."""
+    if (m := _ID.fullmatch(ident)):
+        return m.group(1), None if m.group(2) is None else int(m.group(2))
+    head, dot, _ = ident.rpartition(".")
+    return (head if dot else ident), None
+
+
 def parse_id(ident: str, spec_arg: str | None, flag: str = "--id") -> tuple[str, int | None]:
     """The spec to load and the seed for a worksheet ID; `spec_arg` is the SPEC the user gave;
     `flag` names where the ID came from in messages."""

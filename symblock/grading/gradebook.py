@@ -209,7 +209,8 @@ class Variants:
             return "no id: (the worksheet ID printed on the sheet) in the file"
         if ident in self.seeds:
             return None
-        token = ident.rsplit(".", 1)[0]
+        from symblock.exercises.variants import split_id
+        token = split_id(ident)[0]
         if token != self.token:
             return f"id {ident} was made from another spec ({token!r}; this set's spec is {self.token!r})"
         ids = list(self.seeds)

@@ -82,7 +82,7 @@ def set_files(sets, spec_arg: str, *, overrides: dict | None = None, preset=None
     for ident, trace in sets:
         ex = presets.choose(trace, preset, loss=loss, wrt=wrt)
         first = first or ex
-        seed = int(ident.rsplit(".", 1)[1])
+        seed = variants.split_id(ident)[1]
         entries.append({"id": ident, "seed": seed, "dir": ident})
         shapes = {name: _shape(trace, ex, name) for name in ex.ask}
         files[f"{ident}/answers.yaml"] = blank_yaml(ident, shapes, decimals)

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from symblock.engine import exact, names
+from symblock.engine import exact, kinds, names
 from symblock.engine.matrix import Mat
 from symblock.engine.steps import split_batch
 from symblock.grading import slips
@@ -36,8 +36,7 @@ class Mistake:
     code: str
     explanation: str
     where: str                                   # the steps it applies to, for people
-    # spec: a BlockSpec (a model's own rules, MODEL_CATALOGUE: its ModelSpec)
-    applies: Callable[[str, Any], bool]          # (step name, spec) -> bool
+    applies: Callable[[str, Any], bool]          # (step name, spec) -> bool; a ModelSpec in MODEL_CATALOGUE
     compute: Callable[[str, dict, Any], Sequence[Mat]]  # candidate values of the step
 
 
@@ -135,21 +134,24 @@ def _layernorm_as_rms(name, env, spec: BlockSpec):
 
 # ---------------------------------------------------------------- linear maps, residuals, order
 
-LINEAR = {"q": ("W_Q", "b_Q"), "k": ("W_K", "b_K"), "v": ("W_V", "b_V"), "attn_out": ("W_O", "b_O"),
-          "hidden": ("W_1", "b_1"), "gate": ("W_3", "b_3"), "ffn_out": ("W_2", "b_2")}
-
-
 def _linear_input(name, env, spec: BlockSpec):
-    from symblock.engine.steps import step_inputs
-    return env[step_inputs(spec.dims, spec.options)[name][0]]
+    return env[inputs_of(name, spec)[0]]
+
+
+def _weights(name, spec: BlockSpec) -> tuple[str, str]:
+    """The weight and bias a linear step reads in the step graph (W_Q, b_Q of attn.q)."""
+    w, b = inputs_of(name, spec)[1:3]
+    return w, b
 
 
 def _is_linear(name, spec: BlockSpec) -> bool:
-    return kind(name) in LINEAR and (kind(name) != "attn_out" or spec.options.out_proj)
+    """A step whose kind the table of kinds carries back by the linear rule (attn.out only with W_O)."""
+    k = kind(name)
+    return k in kinds.KINDS and kinds.KINDS[k].rule_for(spec.options) == "linear"
 
 
 def _transposed(name, env, spec: BlockSpec):
-    w, b = LINEAR[kind(name)]
+    w, b = _weights(name, spec)
     W = env[w]
     if W.shape[0] != W.shape[1]:
         return []
@@ -157,7 +159,7 @@ def _transposed(name, env, spec: BlockSpec):
 
 
 def _bias_missing(name, env, spec: BlockSpec):
-    w, b = LINEAR[kind(name)]
+    w, b = _weights(name, spec)
     if b not in env:
         return []
     return [linear(_linear_input(name, env, spec), env, w, b, bias=False)]
@@ -175,8 +177,7 @@ def _order_swapped(name, env, spec: BlockSpec):
     x = env[bp + "x"]
     if k in ("q", "k", "v"):
         src = x if pre else full_norm(x, env, "ln1", spec)
-        w, b = LINEAR[k]
-        return [linear(src, env, w, b)]
+        return [linear(src, env, *_weights(name, spec))]
     if names.parse(base).norm == "norm1" and not pre:  # Pre-LN's norm1 normalises x
         return [_norm_step_of(name, x, env, spec)]
     if base == "resid2" and not pre:          # Pre-LN: resid2 = resid1 + F
@@ -338,7 +339,6 @@ MODEL_CATALOGUE: tuple[Mistake, ...] = (
 
 ROUNDING = ("rounding", "off by at most one unit in the last place: rounded the wrong way, or "
                         "truncated instead of rounded")
-BY_CODE = {m.code: m for m in CATALOGUE}
 EXPLANATIONS = {**{m.code: m.explanation for m in (*CATALOGUE, *MODEL_CATALOGUE)}, ROUNDING[0]: ROUNDING[1]}
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from symblock.engine import exact, names
+from symblock.engine import exact, names, parameters
 from symblock.engine.block import ACTIVATIONS, apply_mask, softmax
 from symblock.engine.matrix import Mat
 from symblock.engine.steps import (
@@ -30,8 +30,8 @@ def norm_prefix(name: str) -> str:
 
 
 def ln_of(prefix: str) -> str:
-    return {"norm1": "ln1", "norm2": "ln2", "norm3": "ln3", "norm_final": "ln_final",
-            "norm_embed": "ln_embed"}[split_batch(prefix)[1]]
+    """The parameters' section of a norm: "ln2" for "b1.norm2"."""
+    return parameters.of_norm(names.parse(prefix).norm)
 
 
 def inputs_of(name: str, spec: BlockSpec) -> tuple[str, ...]:
@@ -145,13 +145,9 @@ def compute(name: str, env, spec: BlockSpec) -> Mat:
     return RECOMPUTE[kind(name)](name, ins, env, spec)
 
 
-def _linear_as(w: str, b: str):
-    return lambda name, ins, env, spec: linear(env.get(ins[0]), env, w, b)
-
-
-def _projection(name, ins, env, spec: BlockSpec):
-    p = kind(name).upper()
-    return linear(env.get(ins[0]), env, f"W_{p}", f"b_{p}")
+def _linear(name, ins, env, spec: BlockSpec):
+    """x W + b with the weight and bias the step graph gives the step (attn.q reads W_Q, b_Q)."""
+    return linear(env.get(ins[0]), env, ins[1], ins[2])
 
 
 def _scores(name, ins, env, spec: BlockSpec):
@@ -169,7 +165,7 @@ def _dropped(name, ins, env, spec: BlockSpec):
 
 
 def _attn_out(name, ins, env, spec: BlockSpec):
-    return linear(env[ins[0]], env, "W_O", "b_O") if spec.options.out_proj else env[ins[0]]
+    return linear(env[ins[0]], env, ins[1], ins[2]) if spec.options.out_proj else env[ins[0]]
 
 
 def _var(name, ins, env, spec: BlockSpec):
@@ -205,7 +201,7 @@ def _cross_out(name, ins, env, spec):
 # The recompute of each kind of step (engine/kinds.py) from a person's own inputs.
 RECOMPUTE = {
     "x": _first, "output": _first,
-    "q": _projection, "k": _projection, "v": _projection,
+    "q": _linear, "k": _linear, "v": _linear,
     "scores": _scores, "scaled": _scaled,
     "masked": lambda name, ins, env, spec: apply_mask(env[ins[0]], attention_mask(name, spec)),
     "weights": lambda name, ins, env, spec: softmax_rows(env[ins[0]]),
@@ -214,15 +210,14 @@ RECOMPUTE = {
     "concat": lambda name, ins, env, spec: Mat.hstack([env[i] for i in ins]),
     "attn_out": _attn_out,
     "resid": lambda name, ins, env, spec: env[ins[0]] + env[ins[1]],
-    "hidden": _linear_as("W_1", "b_1"), "gate": _linear_as("W_3", "b_3"), "ffn_out": _linear_as("W_2", "b_2"),
+    "hidden": _linear, "gate": _linear, "ffn_out": _linear,
     "act": lambda name, ins, env, spec: activate(env.get(ins[0]), env, spec, prefix=split_batch(name)[0]),
     "mean": lambda name, ins, env, spec: row_mean(env[ins[0]]),
     "var": _var, "std": _root, "rms": _root,
     "ms": lambda name, ins, env, spec: row_meansq(env[ins[0]]),
     "norm": _normalised,
     # a decoder layer's cross-attention (engine/cross.py): K and V read the memory
-    "memory": _first, "cross_q": _linear_as("cross.W_Q", "cross.b_Q"),
-    "cross_k": _linear_as("cross.W_K", "cross.b_K"), "cross_v": _linear_as("cross.W_V", "cross.b_V"),
+    "memory": _first, "cross_q": _linear, "cross_k": _linear, "cross_v": _linear,
     "cross_scores": _scores, "cross_scaled": _scaled, "cross_masked": _cross_masked,
     "cross_weights": lambda name, ins, env, spec: softmax_rows(env[ins[0]]),
     "cross_head_out": lambda name, ins, env, spec: env[ins[0]] @ env[ins[1]].cols(*value_columns(name, spec.dims)),

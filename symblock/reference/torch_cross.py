@@ -48,26 +48,26 @@ def decoder_layer(spec: BlockSpec):
         d, dims.heads, dims.d_ff, dropout=0.0, activation=o.activation, layer_norm_eps=float(o.eps),
         batch_first=True, norm_first=o.norm_position == "pre", bias=True, dtype=f64).eval()
 
-    def param(name: str, n: int):
+    def weight(name: str):   # nn.Linear's (out, in)
+        return torch.from_numpy(floats(spec.params[name])).T.contiguous()
+
+    def vector(name: str, n: int):   # a bias, γ or β; an absent one is zeros
         m = spec.params.get(name)
-        if m is None:
-            return torch.zeros(n, dtype=f64)
-        t = torch.from_numpy(floats(m))
-        return t[0] if name.rsplit(".", 1)[-1].startswith(("b_", "gamma", "beta")) else t.T.contiguous()
+        return torch.zeros(n, dtype=f64) if m is None else torch.from_numpy(floats(m))[0]
 
     with torch.no_grad():
         for mha, pre in ((layer.self_attn, ""), (layer.multihead_attn, "cross.")):
-            mha.in_proj_weight.copy_(torch.cat([param(f"{pre}W_{p}", d) for p in "QKV"]))
-            mha.in_proj_bias.copy_(torch.cat([param(f"{pre}b_{p}", d) for p in "QKV"]))
-            mha.out_proj.weight.copy_(param(f"{pre}W_O", d))
-            mha.out_proj.bias.copy_(param(f"{pre}b_O", d))
-        layer.linear1.weight.copy_(param("W_1", dims.d_ff))
-        layer.linear1.bias.copy_(param("b_1", dims.d_ff))
-        layer.linear2.weight.copy_(param("W_2", d))
-        layer.linear2.bias.copy_(param("b_2", d))
+            mha.in_proj_weight.copy_(torch.cat([weight(f"{pre}W_{p}") for p in "QKV"]))
+            mha.in_proj_bias.copy_(torch.cat([vector(f"{pre}b_{p}", d) for p in "QKV"]))
+            mha.out_proj.weight.copy_(weight(f"{pre}W_O"))
+            mha.out_proj.bias.copy_(vector(f"{pre}b_O", d))
+        layer.linear1.weight.copy_(weight("W_1"))
+        layer.linear1.bias.copy_(vector("b_1", dims.d_ff))
+        layer.linear2.weight.copy_(weight("W_2"))
+        layer.linear2.bias.copy_(vector("b_2", d))
         for i in (1, 2, 3):
-            getattr(layer, f"norm{i}").weight.copy_(param(f"ln{i}.gamma", d))
-            getattr(layer, f"norm{i}").bias.copy_(param(f"ln{i}.beta", d))
+            getattr(layer, f"norm{i}").weight.copy_(vector(f"ln{i}.gamma", d))
+            getattr(layer, f"norm{i}").bias.copy_(vector(f"ln{i}.beta", d))
     return layer
 
 

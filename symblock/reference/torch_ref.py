@@ -38,10 +38,11 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
+from symblock.engine import parameters
 from symblock.engine.steps import (DROPPED, attention_steps, batch_index, batch_prefixes, computed_steps,
                                    step_names)
 from symblock.reference import torch_tiles
-from symblock.reference.torch_attention import TOLERANCE, ModuleMismatch, check_attention  # noqa: F401
+from symblock.reference.torch_attention import ModuleMismatch, check_attention  # noqa: F401
 
 if TYPE_CHECKING:
     from symblock.engine.spec import BlockSpec
@@ -152,7 +153,7 @@ class _Run:
         if m is None:
             return None
         t = self.tensor(m)
-        return t[0] if name.startswith(("b_", "ln")) else t.T.contiguous()
+        return t[0] if parameters.parse(name).vector else t.T.contiguous()
 
     def linear(self, w: str, b: str):
         weight, bias = self.param(w), self.param(b)
@@ -404,7 +405,7 @@ def encoder_layer_output(spec: BlockSpec, *, fast_path: bool = False) -> np.ndar
         if m is None:
             return torch.zeros(shape, dtype=f64)
         t = torch.from_numpy(_to_float(m))
-        return t[0] if name.startswith(("b_", "ln")) else t.T.contiguous()
+        return t[0] if parameters.parse(name).vector else t.T.contiguous()
 
     biases = ("b_Q", "b_K", "b_V", "b_O", "b_1", "b_2")
     betas = [spec.params.get(f"{ln}.beta") for ln in ("ln1", "ln2")]

@@ -5,6 +5,7 @@ The exact values are rounded to the nearest double (certified) and compared entr
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -209,3 +210,61 @@ def translation_result(spec: ModelSpec, want: dict, tol: float, problems: list[s
     res = compare({k: want[k] for k in got}, got, "torch", tol, problems)
     res.note = f"nn.Transformer in a greedy loop: memory, outputs, logits and tokens of {spec.generate + 1} passes"
     return res
+
+
+# ---------------------------------------------------------------- what verify prints
+
+def table(result: VerifyResult) -> str:
+    """What `verify` prints: each step's largest difference per backend run, then a verdict."""
+    names = list(result.steps)
+    backends = [b for b, res in result.backends.items() if res.available]  # a column per backend run
+    head = ["step"] + [f"{b} max |Δ|" for b in backends]
+    rows = [[n] + [_diff(result.backends[b], n) for b in backends] for n in names]
+    w = [max(len(r[j]) for r in [head] + rows) for j in range(len(head))]
+    out = ["  ".join(c.ljust(w[j]) for j, c in enumerate(head)), "  ".join("-" * x for x in w)]
+    out += ["  ".join(c.ljust(w[j]) for j, c in enumerate(r)) for r in rows]
+    out.append("")
+    for b, res in result.backends.items():
+        if not res.available:
+            out.append(f"{b}: not run ({res.reason})")
+        else:
+            extra = f"; {res.note}" if res.note else ""
+            out.append(f"{b}: largest difference {res.max_abs_diff:.3g} over {len(res.steps)} steps "
+                       f"(tolerance {result.tol:g}){extra}")
+    cache = result.cache
+    if cache:
+        counts = {v: sum(1 for _, w in cache if w == v) for v in ("exact", "numeric", "differs")}
+        out.append(f"KV cache: {len(cache)} cached steps vs the full recompute: {counts['exact']} equal "
+                   f"exactly (the same expression), {counts['numeric']} equal to 16384 bits, "
+                   f"{counts['differs']} differ")
+    tiles = result.tiles
+    if tiles:
+        counts = {v: sum(1 for _, w in tiles if w == v) for v in ("exact", "numeric", "differs")}
+        out.append(f"Online softmax: {len(tiles)} tiled head{'s' if len(tiles) != 1 else ''} vs softmax·V: "
+                   f"{counts['exact']} equal exactly (by algebra), {counts['numeric']} equal to 16384 bits, "
+                   f"{counts['differs']} differ")
+    out.append("OK: every step agrees" if result.ok else "FAILED: " + "; ".join(result.problems))
+    return "\n".join(out)
+
+
+def _diff(res, name: str) -> str:
+    if not res.available:
+        return "–"
+    v = res.steps.get(name)
+    return "–" if v is None else f"{v:.2e}"
+
+
+def to_json(result: VerifyResult) -> str:
+    backends = {}
+    for b, res in result.backends.items():
+        if res.available:
+            backends[b] = {"available": True, "max_abs_diff": res.max_abs_diff, "steps": res.steps}
+            if res.note:
+                backends[b]["note"] = res.note
+        else:
+            backends[b] = {"available": False, "reason": res.reason}
+    extra = {"cache": dict(result.cache)} if result.cache else {}
+    if result.tiles:
+        extra["tiles"] = dict(result.tiles)
+    return json.dumps({"ok": result.ok, "tol": result.tol, "backends": backends,
+                       "problems": result.problems, **extra}, indent=1)

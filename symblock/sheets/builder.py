@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from symblock.engine import kinds, names
+from symblock.engine import kinds, names, parameters
 from symblock.sheets.lang import MATH_TEXT, TEXTS
 from symblock.sheets.numbers import (Safe, dec_tex, exact_tex, grid, is_plain, matrix_value, outcome,
                                      param_symbol, shape_tex, show, step_symbol)
@@ -18,12 +18,19 @@ if TYPE_CHECKING:
     from symblock.exercises.presets import Exercise
 
 
-_PARTS = {"attn": "attn", "cache": "attn", "norm": "norm", "ffn": "ffn", "resid1": "resid", "resid2": "resid",
-          "output": "output"}   # a step name's word -> the part of the block it belongs to
-_PARAM_PARTS = {**{f"{w}_{x}": "attn" for w in "Wb" for x in "QKVO"},
-                **{f"{w}_{x}": "ffn" for w in "Wb" for x in "123"}}   # grad.W_1: a parameter's part
+_PARAM_PARTS = ("attn", "ffn")   # grad.W_1: a weight's or a bias's gradient works its sub-layer
 DATA_WIDTH = 60     # characters of matrix entries printed side by side on one line
 DATA_PER_LINE = 3
+
+
+def _norm_param(name: str) -> bool:
+    return parameters.parse(name).norm is not None
+
+
+def _gamma_beta(first: str, then: str) -> bool:
+    """`first` is the γ of the norm whose β is `then` (printed on one line)."""
+    g, b = parameters.parse(first), parameters.parse(then)
+    return (g.kind, b.kind) == ("gamma", "beta") and (g.prefix, g.norm) == (b.prefix, b.norm)
 
 
 class Builder(LinearWork, AttentionWork, NormWork, FfnWork):
@@ -130,15 +137,13 @@ class Builder(LinearWork, AttentionWork, NormWork, FfnWork):
         only these, so a norm-only sheet says nothing of attention."""
         kinds = set()
         for name in self.ex.ask:
-            words = name.split(".")
-            for i, w in enumerate(words):   # past batch, layer, generation and grad. prefixes
-                kind = _PARTS.get(w) or (_PARTS.get(w[:4]) if w.startswith("norm") else None)
-                if kind is None and w in _PARAM_PARTS and i == len(words) - 1:
-                    kind = _PARAM_PARTS[w]
-                if kind:
-                    kinds.add(kind)
-                    break
-            if words[-1] == "dropped":
+            step = names.parse(name)
+            kind = step.sublayer
+            if kind is None and parameters.parse(name).sublayer in _PARAM_PARTS:
+                kind = parameters.parse(name).sublayer
+            if kind:
+                kinds.add(kind)
+            if step.dropped:
                 kinds.add("dropout")
         if kinds & {"resid", "output"} or len(kinds & {"attn", "norm", "ffn"}) > 1:
             kinds.add("order")
@@ -189,12 +194,11 @@ class Builder(LinearWork, AttentionWork, NormWork, FfnWork):
         rows: list[list[dict]] = []
         for item in items:
             last = rows[-1] if rows else None
-            pair = last is not None and item["name"].endswith(".beta") and \
-                last[-1]["name"] == item["name"].replace(".beta", ".gamma")
+            pair = last is not None and _gamma_beta(last[-1]["name"], item["name"])
             fits = last is not None and len(last) < DATA_PER_LINE and \
                 sum(x["width"] + len(x["symbol"]) for x in last) + item["width"] + len(item["symbol"]) <= DATA_WIDTH
-            is_norm = item["name"].endswith((".gamma", ".beta"))
-            if pair or (fits and not is_norm and not any(x["name"].endswith((".gamma", ".beta")) for x in last)):
+            is_norm = _norm_param(item["name"])
+            if pair or (fits and not is_norm and not any(_norm_param(x["name"]) for x in last)):
                 last.append(item)
             else:
                 rows.append([item])
@@ -227,10 +231,9 @@ class Builder(LinearWork, AttentionWork, NormWork, FfnWork):
             norm = "LayerNorm" if self.o.norm == "layernorm" else "RMSNorm"
             key = f"s.{parsed.stat}" if parsed.stat else f"s.{self.o.norm}"
             return self.t(key, src=src, norm=norm)
-        if name in ("ffn.hidden", "ffn.gate"):
-            w = "W_1" if name == "ffn.hidden" else "W_3"
-            b = "b_1" if name == "ffn.hidden" else "b_3"
-            return self.t(f"s.{name}", src=self.symbol(step.inputs[0]), w=w,
+        if parsed.kind in ("hidden", "gate"):
+            src, w, b = step.inputs   # the step graph's input, weight and bias
+            return self.t(f"s.{name}", src=self.symbol(src), w=w,
                           b=f" + {b}" if b in self.trace.params else "")
         if name == "attn.out" and not self.o.out_proj:
             return self.t("s.attn.out_noproj")

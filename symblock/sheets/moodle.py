@@ -110,7 +110,8 @@ FILTERS = {"math": math, "display": display, "prose": prose, "cloze": cloze}
 
 def category(models: list[dict]) -> str:
     """The set's category: the title and the spec part of the IDs (`token` of `token.seed`)."""
-    token = models[0]["ident"].split(".")[0]
+    from symblock.exercises.variants import split_id
+    token = split_id(models[0]["ident"])[0]
     title = str(models[0]["title"]).replace("/", "//")  # Moodle's escape of a / in a category name
     return f"$course$/top/symblock/{title} ({token})"
 

@@ -6,7 +6,7 @@ from decimal import Context, Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from symblock.engine import exact
+from symblock.engine import exact, parameters
 
 if TYPE_CHECKING:
     from symblock.engine.block import Step
@@ -242,16 +242,14 @@ def cells(mat, places: int) -> list[list[dict]]:
 
 
 def param_symbol(name: str) -> str:
-    if name == "X":
-        return "X"
-    if name.endswith(".X"):  # a batch's input: b1.X
-        return f"X^{{({name[:-2]})}}"
-    if "." in name:
-        ln, part = name.split(".")
-        tag = {"ln1": "1", "ln2": "2", "ln_final": "f"}[ln]
-        return rf"\{part}^{{({tag})}}"
-    kind, sub = name.split("_")
-    return f"{kind}^{{{sub}}}" if sub in "QKVO" else f"{kind}_{sub}"
+    p = parameters.parse(name)
+    if p.kind == "input":
+        return "X" if p.batch is None else f"X^{{(b{p.batch})}}"   # a batch's input: b1.X
+    if p.norm:
+        tag = {"ln1": "1", "ln2": "2", "ln_final": "f"}[p.norm]
+        return rf"\{p.kind}^{{({tag})}}"
+    kind = "W" if p.kind == "weight" else "b"
+    return f"{kind}^{{{p.sub}}}" if p.sub in "QKVO" else f"{kind}_{p.sub}"
 
 
 def step_symbol(step: Step) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from symblock.engine import exact
-from symblock.sheets.numbers import SUBSTITUTE_ENTRIES, bmatrix, param_symbol, step_symbol
+from symblock.sheets.numbers import SUBSTITUTE_ENTRIES, bmatrix, step_symbol
 
 if TYPE_CHECKING:
     from symblock.engine.block import Step

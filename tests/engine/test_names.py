@@ -34,6 +34,16 @@ def test_each_part_of_a_name_lands_in_its_field(name, fields):
         assert getattr(step, key) == want, (name, key)
 
 
+@pytest.mark.parametrize("name, part", [
+    ("attn.q", "attn"), ("b1.attn.h0.weights.dropped", "attn"), ("gen1.layer0.cache.v", "attn"),
+    ("grad.attn.concat", "attn"), ("norm1", "norm"), ("layer1.norm2.var", "norm"), ("norm_final.rms", "norm"),
+    ("ffn.act", "ffn"), ("resid1", "resid"), ("layer0.resid2", "resid"), ("output", "output"),
+    ("x", None), ("embed", None), ("gen2.logits", None), ("next_token", None), ("W_1", None),
+])
+def test_each_step_says_which_part_of_the_block_it_works(name, part):
+    assert names.parse(name).sublayer == part
+
+
 def test_a_name_rebuilds_from_its_parts_and_siblings_keep_the_prefixes():
     step = names.parse("gen2.layer1.attn.h0.masked")
     assert step.prefix == "gen2.layer1."
@@ -54,3 +64,4 @@ def test_a_step_knows_the_part_of_the_block_it_belongs_to():
     assert names.parse("gen1.layer0.ffn.act").section == "ffn"
     assert names.parse("norm2.var").section == "norm2"
     assert names.parse("gen1.layer0.cache.v").section == "cache"
+

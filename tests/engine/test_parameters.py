@@ -1,0 +1,58 @@
+"""The parameter-name grammar, read in one place (engine/parameters.py): each prefix and part lands
+in its field, and what a parameter is agrees with the shapes the engine gives it."""
+import pytest
+
+from symblock.engine import parameters
+from symblock.engine.steps import Dims, Options, param_names, param_shape
+
+
+@pytest.mark.parametrize("name, fields", [
+    ("W_Q", dict(base="W_Q", kind="weight", sub="Q", norm=None, sublayer="attn", vector=False, linear=True)),
+    ("b_O", dict(kind="bias", sub="O", sublayer="attn", vector=True, linear=True)),
+    ("W_3", dict(kind="weight", sub="3", sublayer="ffn")),
+    ("b_2", dict(kind="bias", sub="2", sublayer="ffn", vector=True)),
+    ("ln1.gamma", dict(base="ln1.gamma", kind="gamma", norm="ln1", sub=None, sublayer="norm", vector=True,
+                       linear=False)),
+    ("ln_final.beta", dict(kind="beta", norm="ln_final", sublayer="norm")),
+    ("W_E", dict(kind="weight", sub="E", sublayer="embed")),
+    ("W_U", dict(kind="weight", sub="U", sublayer="head")),
+    ("X", dict(kind="input", batch=None, sublayer=None, vector=False, prefix="")),
+    ("b1.X", dict(kind="input", batch=1, base="X", prefix="b1.")),
+    ("grad.b_1", dict(grad=True, kind="bias", sub="1", batch=None)),     # a bias, not sequence 1
+    ("grad.b0.X", dict(grad=True, kind="input", batch=0)),
+    ("layer1.W_K", dict(layer=1, kind="weight", sub="K", prefix="layer1.")),
+    ("grad.layer0.ln2.gamma", dict(grad=True, layer=0, kind="gamma", norm="ln2", prefix="layer0.")),
+])
+def test_each_part_of_a_parameter_name_lands_in_its_field(name, fields):
+    p = parameters.parse(name)
+    assert p.full == name
+    for key, want in fields.items():
+        assert getattr(p, key) == want, (name, key)
+
+
+@pytest.mark.parametrize("name", ["attn.q", "b1.attn.q", "norm1.mean", "ln1.mean", "W", "Wq", "x", "dropout.masks.x"])
+def test_anything_else_is_no_parameter(name):
+    assert parameters.parse(name).kind == "other"
+
+
+def test_vectors_are_the_parameters_the_engine_shapes_as_one_row():
+    """`vector` agrees with steps.param_shape: biases, γ and β are 1 × n, weights are not."""
+    dims = Dims(seq_len=2, d_model=3, d_ff=4, heads=2, d_k=2, d_v=2)
+    opts = Options(norm_position="pre", final_norm=True, activation="swiglu")
+    names = param_names(opts)
+    assert {"W_3", "ln_final.beta"} <= set(names)
+    for name in names:
+        rows = param_shape(name, dims)[0]
+        assert parameters.parse(name).vector == (rows == 1), name
+
+
+def test_a_norm_step_names_its_parameters_section():
+    """of_norm agrees with the step graph: the norm step reads its section's γ."""
+    from symblock.engine.steps import step_inputs
+    dims = Dims(seq_len=2, d_model=3, d_ff=4, heads=1)
+    graph = step_inputs(dims, Options(norm_position="pre", final_norm=True))
+    for norm in ("norm1", "norm2", "norm_final"):
+        assert f"{parameters.of_norm(norm)}.gamma" in graph[norm]
+    assert parameters.of_norm("norm3") == "ln3"
+    with pytest.raises(ValueError):
+        parameters.of_norm("norm1.std")
