@@ -22,7 +22,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from symblock.engine import block, model, model_spec, spec  # noqa: E402
+from symblock.engine import block, cost, model, model_spec, spec  # noqa: E402
 
 SHAPES = [  # (label, dims, runs)
     ("5×8, 4 heads, d_ff 16", {"seq_len": 5, "d_model": 8, "d_ff": 16, "heads": 4}, 9),
@@ -46,7 +46,8 @@ def block_spec(dims: dict, variant: dict):
     b = {"norm": "rmsnorm", "norm_position": "pre", "activation": "swiglu", "causal": True, "eps": "1/100"}
     if variant.get("rope"):
         b["rope"] = True
-    return spec.from_mapping({"dims": d, "block": b, "random": {"seed": 4}}, "bench", max_cost=10**9)
+    with cost.limit(10**9):
+        return spec.from_mapping({"dims": d, "block": b, "random": {"seed": 4}}, "bench")
 
 
 def timed(fn) -> float:
@@ -62,7 +63,8 @@ def measure() -> tuple[list[tuple[str, dict[str, float]]], list[float]]:
         times: dict[str, list[float]] = {k: [] for k in VARIANTS}
         for _ in range(runs):
             for k, s in specs.items():
-                times[k].append(timed(lambda s=s: block.forward(s, max_cost=10**9)))
+                with cost.limit(10**9):
+                    times[k].append(timed(lambda s=s: block.forward(s)))
         med = {k: statistics.median(v) for k, v in times.items()}
         med.update({f"{k} units": block.cost(s) for k, s in specs.items()})
         rows.append((label, med))

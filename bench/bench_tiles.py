@@ -29,21 +29,23 @@ shows the tiled sum to be the plain one times the single term e^(−m) (engine/p
 
 
 def spec_for(dims, norm_position, activation, causal, tiles):
-    from symblock.engine import spec
+    from symblock.engine import cost, spec
     n, d, f, h = dims
     block = {"norm_position": norm_position, "activation": activation, "causal": causal}
     if tiles:
         block["attention_tiles"] = tiles
-    return spec.from_mapping({"dims": {"seq_len": n, "d_model": d, "d_ff": f, "heads": h},
-                              "block": block, "random": {"seed": 1}}, "<bench>", max_cost=10**9)
+    with cost.limit(10**9):
+        return spec.from_mapping({"dims": {"seq_len": n, "d_model": d, "d_ff": f, "heads": h},
+                                  "block": block, "random": {"seed": 1}}, "<bench>")
 
 
 def run(case, tiles) -> tuple[float, float, int]:
     """(seconds of the exact forward, seconds of the proof, cost units)."""
-    from symblock.engine import block, online_softmax
+    from symblock.engine import block, cost, online_softmax
     sp = spec_for(*case, tiles)
     t0 = time.perf_counter()
-    trace = block.forward(sp, max_cost=10**9)
+    with cost.limit(10**9):
+        trace = block.forward(sp)
     t1 = time.perf_counter()
     verdicts = online_softmax.prove(trace)
     t2 = time.perf_counter()

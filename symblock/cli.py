@@ -14,8 +14,8 @@ import sys
 import traceback
 
 from symblock.errors import SpecError, UndecidableError, UsageError, excerpt, printable
-from symblock.options import (DEFAULT_EXAMPLE, MAX_DECIMALS, HelpFormatter, add_spec_argument,  # noqa: F401
-                              decimals, nonneg, tolerance)  # (DEFAULT_EXAMPLE re-exported)
+from symblock.commands.arguments import HelpFormatter, add_spec_argument, decimals, nonneg, tolerance
+from symblock.options import DEFAULT_EXAMPLE, MAX_DECIMALS  # noqa: F401  (DEFAULT_EXAMPLE re-exported)
 
 
 
@@ -37,14 +37,14 @@ COMMANDS = [
 def main(argv: list[str] | None = None) -> int:
     with _printable_streams():
         parser = build_parser()
-        from symblock.exercises.flags import join_values
+        from symblock.commands.flags import join_values
         args = parser.parse_args(join_values(argv))  # `--score-range -6:6` as the README writes it
         if not getattr(args, "func", None):
             parser.print_help()
             return 0
         try:
             from symblock.engine import cost
-            with cost.limited(getattr(args, "max_cost", None)):
+            with cost.limit(getattr(args, "max_cost", None)):
                 return args.func(args)
         except (SpecError, UsageError, UndecidableError) as e:
             print(f"symblock: error: {e}", file=sys.stderr)
@@ -196,7 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _trace(args):
     from symblock.engine.model import forward_any
     from symblock.exercises.generate import load
-    return forward_any(load(args.spec, allow_model=True), max_cost=getattr(args, "max_cost", None))
+    return forward_any(load(args.spec, allow_model=True))
 
 
 def cmd_forward(args) -> int:
@@ -241,7 +241,7 @@ def cmd_verify(args) -> int:
     from symblock.reference import verify
     from symblock.exercises.generate import load
     spec = load(args.spec, allow_model=True)
-    result = verify.run(spec, tol=args.tol, require_torch=args.require_torch, max_cost=args.max_cost,
+    result = verify.run(spec, tol=args.tol, require_torch=args.require_torch,
                         use_torch=not args.no_torch)
     print(verify.to_json(result) if args.json else verify.table(result))
     return 0 if result.ok else 1

@@ -1,11 +1,9 @@
-"""Command-line pieces every command shares: the default spec and argparse value types.
+"""The default spec and the documented maximums of what a command takes.
 
-Kept beside `errors.py` at the bottom of the layering, so that a package's command module
-(`sheets/worksheet.py`, `grading/report.py`, ...) never imports `cli.py`, which sits on top.
+Kept beside `errors.py` at the bottom of the layering: the exercises and the manifest read these
+numbers too. The argparse value types that enforce them are commands/arguments.py's.
 """
 from __future__ import annotations
-
-import argparse
 
 DEFAULT_EXAMPLE = "seed-post-ln"
 
@@ -16,57 +14,3 @@ MAX_STRESS = 10_000      # stress -n: variants drawn
 MAX_VARIANTS = 1_000     # worksheet --variants: document sets written
 MAX_SEED = 2**63 - 1     # --seed
 MAX_SIZE = 10**9         # params --d-model/--heads/--d-ff/--seq-len
-
-
-def nonneg(text: str) -> int:
-    """argparse type: a whole number >= 0."""
-    return bounded(0)(text)
-
-
-def bounded(lo: int | None, hi: int | None = None):
-    """argparse type: a whole number in lo..hi of at most 30 digits (None: no bound but that)."""
-    def whole(text: str) -> int:
-        digits = text.strip().lstrip("+-")
-        if len(digits) > 30 or not digits.isdigit():
-            raise argparse.ArgumentTypeError(f"expected a whole number, got {text[:40]!r}"
-                                             + ("..." if len(text) > 40 else ""))
-        n = int(text)
-        if (lo is not None and n < lo) or (hi is not None and n > hi):
-            want = f">= {lo}" if hi is None else f"<= {hi:,}" if lo is None else f"in {lo}..{hi:,}"
-            raise argparse.ArgumentTypeError(f"expected a whole number {want}, got {n}")
-        return n
-    whole.__name__ = "whole number"
-    return whole
-
-
-def tolerance(text: str) -> float:
-    """argparse type: a finite number >= 0 (verify --tol)."""
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number such as 1e-9, got {text!r}") from None
-    if not (x >= 0 and x != float("inf")):  # rejects nan too
-        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
-    return x
-
-
-def decimals(text: str) -> int:
-    """argparse type: --decimals, 0..MAX_DECIMALS."""
-    return bounded(0, MAX_DECIMALS)(text)
-
-
-def add_spec_argument(p: argparse.ArgumentParser) -> None:
-    p.add_argument("spec", nargs="?", default=DEFAULT_EXAMPLE, metavar="SPEC",
-                   help=f"a spec file (YAML/JSON) or a built-in example name (default: {DEFAULT_EXAMPLE})")
-
-
-class HelpFormatter(argparse.HelpFormatter):
-    """argparse's help layout, except that a paragraph with lines indented by two spaces (the
-    `examples:` of a command's epilog) is printed as written instead of being re-wrapped."""
-
-    def _fill_text(self, text: str, width: int, indent: str) -> str:
-        def fill(para: str) -> str:
-            if any(line.startswith("  ") for line in para.splitlines()):
-                return "\n".join(indent + line for line in para.splitlines())
-            return super(HelpFormatter, self)._fill_text(para, width, indent)
-        return "\n\n".join(fill(para) for para in text.split("\n\n"))

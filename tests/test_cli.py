@@ -10,14 +10,8 @@ from symblock.engine import block, spec
 from symblock.cli import main
 
 
-def run(capsys, *argv):
-    code = main(list(argv))
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
-def test_forward_default_is_the_seed_example(capsys):
-    code, out, err = run(capsys, "forward")
+def test_forward_default_is_the_seed_example(cli):
+    code, out, err = cli("forward")
     assert code == 0 and err == ""
     assert "Post-LN block, worked by hand" in out
     # every step, in forward order, with its formula
@@ -28,8 +22,8 @@ def test_forward_default_is_the_seed_example(capsys):
     assert "[ 2401/1000  599/1000 ]" in out
 
 
-def test_forward_json_parses_back_exactly(capsys):
-    code, out, _ = run(capsys, "forward", "pre-ln-causal-gelu", "--json")
+def test_forward_json_parses_back_exactly(cli):
+    code, out, _ = cli("forward", "pre-ln-causal-gelu", "--json")
     data = json.loads(out)
     trace = block.forward(spec.load("pre-ln-causal-gelu"))
     assert [s["name"] for s in data["steps"]] == trace.names()
@@ -52,45 +46,45 @@ def test_forward_json_parses_back_exactly(capsys):
     assert seen_null > 0  # a closed form too long for JSON is null, float still there
 
 
-def test_forward_step_and_unknown_step(capsys):
-    code, out, _ = run(capsys, "forward", "--step", "norm1.std")
+def test_forward_step_and_unknown_step(cli):
+    code, out, _ = cli("forward", "--step", "norm1.std")
     assert code == 0 and "■ norm1.std" in out and "■ norm1 " not in out
     assert "901/1000" in out and "0.9010" in out
-    code, out, err = run(capsys, "forward", "--step", "norm9")
+    code, out, err = cli("forward", "--step", "norm9")
     assert code == 2 and "no step 'norm9'" in err and "norm1.std" in err
 
 
-def test_examples_list_and_show(capsys):
-    code, out, _ = run(capsys, "examples")
+def test_examples_list_and_show(cli):
+    code, out, _ = cli("examples")
     assert code == 0
     for name in spec.example_names():
         assert name in out
     assert {"seed-post-ln", "pre-ln-causal-gelu", "rmsnorm-swiglu"} <= set(spec.example_names())
-    code, out, _ = run(capsys, "examples", "--show", "seed-post-ln")
+    code, out, _ = cli("examples", "--show", "seed-post-ln")
     assert "attn.out: [[1.401, 0.599]" in out
-    code, _, err = run(capsys, "examples", "--show", "nope")
+    code, _, err = cli("examples", "--show", "nope")
     assert code == 2 and "seed-post-ln" in err
 
 
-def test_verify_table_and_json(capsys):
-    code, out, _ = run(capsys, "verify", "rmsnorm-swiglu")
+def test_verify_table_and_json(cli):
+    code, out, _ = cli("verify", "rmsnorm-swiglu")
     assert code == 0 and "OK: every step agrees" in out and "norm1.rms" in out
-    code, out, _ = run(capsys, "verify", "--json", "--require-torch")
+    code, out, _ = cli("verify", "--json", "--require-torch")
     data = json.loads(out)
     assert code == 0 and data["ok"] is True
     assert data["backends"]["numpy"]["max_abs_diff"] <= 1e-9
     assert set(data["backends"]["numpy"]["steps"]) == set(block.forward(spec.load("seed-post-ln")).names())
 
 
-def test_verify_exit_1_on_disagreement(capsys, monkeypatch):
+def test_verify_exit_1_on_disagreement(cli, monkeypatch):
     from symblock.reference import numeric
     orig = numeric.forward
     monkeypatch.setattr(numeric, "forward", lambda s: {**orig(s), "resid1": orig(s)["resid1"] * 2})
-    code, out, _ = run(capsys, "verify")
+    code, out, _ = cli("verify")
     assert code == 1 and "FAILED" in out and "resid1" in out
 
 
-def test_verify_without_torch_is_reported(capsys, monkeypatch):
+def test_verify_without_torch_is_reported(cli, monkeypatch):
     import builtins
     real_import = builtins.__import__
 
@@ -100,14 +94,14 @@ def test_verify_without_torch_is_reported(capsys, monkeypatch):
         return real_import(name, *a, **k)
 
     monkeypatch.setattr(builtins, "__import__", no_torch)
-    code, out, _ = run(capsys, "verify", "--json")
+    code, out, _ = cli("verify", "--json")
     data = json.loads(out)
     assert code == 0 and data["backends"]["torch"]["available"] is False
-    code, out, _ = run(capsys, "verify", "--require-torch")
+    code, out, _ = cli("verify", "--require-torch")
     assert code == 1 and "--require-torch" in out
 
 
-def test_verify_no_torch_compares_with_numpy_alone_and_never_imports_torch(capsys, monkeypatch):
+def test_verify_no_torch_compares_with_numpy_alone_and_never_imports_torch(cli, capsys, monkeypatch):
     code = ("import sys, contextlib, io\nfrom symblock.cli import main\n"
             "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
             "    codes = [main(['verify', 'pre-ln-causal-gelu', '--no-torch']), main(['verify', 'tiny-gpt', '--no-torch'])]\n"
@@ -115,14 +109,14 @@ def test_verify_no_torch_compares_with_numpy_alone_and_never_imports_torch(capsy
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split("\n")[-2] == "[0, 0] False", out
     assert "torch max" not in out and out.count("torch: not run (--no-torch)") == 2 and "KV cache:" in out
-    code, out, _ = run(capsys, "verify", "seed-post-ln", "--no-torch", "--json")
+    code, out, _ = cli("verify", "seed-post-ln", "--no-torch", "--json")
     data = json.loads(out)
     assert code == 0 and data["backends"]["torch"]["available"] is False
     assert set(data["backends"]["numpy"]["steps"]) == set(block.forward(spec.load("seed-post-ln")).names())
     from symblock.reference import numeric  # NumPy alone still decides the exit code
     orig = numeric.forward
     monkeypatch.setattr(numeric, "forward", lambda s: {**orig(s), "attn.out": orig(s)["attn.out"] + 1e-6})
-    code, out, _ = run(capsys, "verify", "--no-torch")
+    code, out, _ = cli("verify", "--no-torch")
     assert code == 1 and "numpy differs at attn.out by 1e-06" in out
     with pytest.raises(SystemExit) as e:
         main(["verify", "--no-torch", "--require-torch"])
@@ -198,19 +192,19 @@ random: {seed: 1, low: -1, high: 1}
 
 
 @pytest.mark.parametrize("tail", ["\n", "\uff11", "\u0661", "1" * 10_000])
-def test_an_id_is_ascii_in_its_canonical_form_and_quoted_short(tmp_path, capsys, tail):
+def test_an_id_is_ascii_in_its_canonical_form_and_quoted_short(tmp_path, cli, tail):
     # "NAME.1\n" matched `$`, fullwidth/Arabic digits matched \d (a non-canonical ID on the sheet)
     path = tmp_path / "spec.yaml"
     path.write_text(SMALL, encoding="utf-8")
-    code, out, err = run(capsys, "worksheet", str(path), "--id", "seed-post-ln.1" + tail, "--out", str(tmp_path / "w"))
+    code, out, err = cli("worksheet", str(path), "--id", "seed-post-ln.1" + tail, "--out", str(tmp_path / "w"))
     assert code == 2 and "not a worksheet ID" in err and len(err) < 400
     assert not (tmp_path / "w").exists()
 
 
-def test_a_long_id_of_another_spec_is_quoted_short(tmp_path, capsys):
+def test_a_long_id_of_another_spec_is_quoted_short(tmp_path, cli):
     path = tmp_path / "spec.yaml"
     path.write_text(SMALL, encoding="utf-8")
-    code, out, err = run(capsys, "worksheet", str(path), "--id", "a" * 10_000 + ".1", "--out", str(tmp_path / "w"))
+    code, out, err = cli("worksheet", str(path), "--id", "a" * 10_000 + ".1", "--out", str(tmp_path / "w"))
     assert code == 2 and "was made from spec" in err and len(err) < 600
 
 
@@ -225,21 +219,21 @@ def test_a_tiny_space_gives_a_length_latex_reads(tmp_path, capsys):
         assert "e-0" not in tex and (want is None and r"\vspace" not in tex or want in tex)
 
 
-def test_verify_of_an_entry_beyond_float64_is_a_clear_refusal(tmp_path, capsys):
+def test_verify_of_an_entry_beyond_float64_is_a_clear_refusal(tmp_path, cli):
     # float(10**400) raised OverflowError: exit 3
     path = tmp_path / "spec.yaml"
     path.write_text(SMALL.replace("[0, 1]]", f"[0, {10**400}]]"), encoding="utf-8")
-    code, out, err = run(capsys, "verify", str(path))
+    code, out, err = cli("verify", str(path))
     assert code == 2 and "beyond float64" in err and "401 digits" in err and len(err) < 400
 
 
-def test_variants_of_a_spec_that_draws_nothing_are_refused_at_once(tmp_path, capsys):
+def test_variants_of_a_spec_that_draws_nothing_are_refused_at_once(tmp_path, cli):
     import time
     path = tmp_path / "spec.yaml"
     text = block_spec_with_everything_given()
     path.write_text(text + "random: {seed: 1, low: -1, high: 1}\n", encoding="utf-8")
     start = time.monotonic()
-    code, out, err = run(capsys, "worksheet", str(path), "--variants", "1000", "--out", str(tmp_path / "set"))
+    code, out, err = cli("worksheet", str(path), "--variants", "1000", "--out", str(tmp_path / "set"))
     took = time.monotonic() - start
     assert code == 2 and "nothing is left for `random` to draw" in err
     assert took < 10, took   # it tried all 50,000 seeds (about a minute) before refusing
@@ -250,6 +244,6 @@ def block_spec_with_everything_given() -> str:
     return example_text("seed-post-ln")
 
 
-def test_a_long_step_or_example_name_is_quoted_short(capsys):
-    code, out, err = run(capsys, "forward", "--step", "x" * 10_000)
+def test_a_long_step_or_example_name_is_quoted_short(cli):
+    code, out, err = cli("forward", "--step", "x" * 10_000)
     assert code == 2 and "--step: no step 'xxx" in err and "10,000 characters" in err and len(err) < 2000

@@ -157,9 +157,20 @@ def test_no_function_is_too_long():
     assert not long, "functions over 80 lines:\n" + "\n".join(long)
 
 
+def test_only_the_commands_speak_argparse():
+    """Command-line parsing lives in symblock/commands/ and cli.py; the layers below take values."""
+    below = {n for n in modules() if layer(n) < layer("symblock.commands")}
+    bad = [f"{modules()[n].relative_to(ROOT.parent)}:{node.lineno}" for n in sorted(below)
+           for node in ast.walk(ast.parse(modules()[n].read_text(encoding="utf-8")))
+           if isinstance(node, (ast.Import, ast.ImportFrom))
+           and "argparse" in ([a.name for a in node.names] if isinstance(node, ast.Import) else [node.module])]
+    assert not bad, "argparse below the commands: " + ", ".join(bad)
+
+
 @pytest.mark.parametrize("planted,what", [
     ("from symblock.sheets.model import Safe\n", "up"),
     ("from symblock.engine.spec import _kind\n", "private"),
+    ("import argparse\n", "argparse"),
 ])
 def test_the_checks_catch_a_planted_violation(tmp_path, monkeypatch, planted, what):
     """The walk is only worth something if it sees a planted upward or private import."""
@@ -169,6 +180,7 @@ def test_the_checks_catch_a_planted_violation(tmp_path, monkeypatch, planted, wh
     target = copy / "engine" / "matrix.py"
     target.write_text(target.read_text() + "\n\ndef _planted():\n    " + planted)
     monkeypatch.setattr(__import__(__name__), "ROOT", copy)
-    check = test_imports_only_go_down_the_layers if what == "up" else test_no_private_names_cross_modules
+    check = {"up": test_imports_only_go_down_the_layers, "private": test_no_private_names_cross_modules,
+             "argparse": test_only_the_commands_speak_argparse}[what]
     with pytest.raises(AssertionError):
         check()

@@ -365,14 +365,14 @@ def wrt_names(trace: Trace) -> list[str]:
 
 
 def backward(spec: BlockSpec, loss: str = "sum", wrt: Sequence[str] = ("X",), target=None,
-             trace: Trace | None = None, max_cost: int | None = None, upstream: Mat | None = None) -> Backward:
+             trace: Trace | None = None, upstream: Mat | None = None) -> Backward:
     """dL/d every step that depends on a `wrt` name (reverse order) and dL/d each `wrt` name.
 
     `target` (mse only): a SymPy matrix the shape of the output; None means zeros. `upstream`:
     dL/dY given from above (a block inside a stack, calculus/model_grad.py) instead of a loss."""
     if loss not in LOSSES and upstream is None:
         raise SpecError(spec.source, "--loss", f"expected one of {', '.join(LOSSES)}, got {loss!r}")
-    trace = trace or forward(spec, max_cost=max_cost)
+    trace = trace or forward(spec)
     if spec.dims.batch:  # X in a batch: every sequence's input, b0.X, b1.X, …
         wrt = [x for w in wrt for x in ([f"{p}X" for p in batch_prefixes(spec.dims)] if w == "X" else [w])]
     known = wrt_names(trace)

@@ -27,9 +27,9 @@ from symblock.grading.report import text, to_json
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.usage = ("%(prog)s [-h] [SPEC] ANSWERS [--id ID] [--preset P] [--json] [--all]\n"
                "                      [--lang zh] [--loss L] [--wrt NAMES] [--max-cost N]")  # not `SPEC [ANSWERS]`
-    p.add_argument("spec", metavar="SPEC", nargs="?", help="the block: a spec file (YAML/JSON) or a built-in example "
-                                                "name (may be left out when ANSWERS carries an example's id:, or "
-                                                "sits in the set folder whose manifest.yaml names it)")
+    from symblock.commands.arguments import add_spec_argument
+    add_spec_argument(p, None, "the block: ", "may be left out when ANSWERS carries an example's id:, or "
+                                              "sits in the set folder whose manifest.yaml names it")
     p.add_argument("answers", metavar="ANSWERS", nargs="?", help="the hand-worked answers (YAML, JSON or CSV)")
     p.add_argument("--id", metavar="ID", help="the worksheet ID the answers are for (default: the file's id:)")
     from symblock.exercises.presets import PRESETS
@@ -44,7 +44,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print {ok, first_break, steps: [...]} as JSON")
     p.add_argument("--all", action="store_true", help="list every entry, not only the wrong ones")
     p.add_argument("--lang", choices=("en", "zh"), default="en", help="language of the report (default en)")
-    from symblock.options import nonneg
+    from symblock.commands.arguments import nonneg
     p.add_argument("--max-cost", type=nonneg, metavar="N", help="raise the exact engine's size limit")
 
 
@@ -54,12 +54,12 @@ def run(args) -> int:
     from symblock.exercises.generate import load
     from symblock.grading import answers as answers_mod
     from symblock.grading.marking import Marker
-    from symblock.engine.spec import example_names
+    from symblock.exercises.spec_arg import difficulty_of, example_of
     from symblock.errors import UsageError
     if args.spec is None:
         raise UsageError("check: give the ANSWERS file (after SPEC, unless its id: names a built-in example)")
     spec_arg, answers_path = (args.spec, args.answers) if args.answers is not None else (None, args.spec)
-    if args.answers is None and args.spec in example_names():
+    if args.answers is None and (example_of(args.spec) or difficulty_of(args.spec)):
         raise UsageError("check: give the ANSWERS file after SPEC")
     from pathlib import Path
     if answers_path != "-" and not Path(answers_path).exists():   # not the spec reader's "give a spec path"
@@ -73,8 +73,7 @@ def run(args) -> int:
         marker, default = found
     else:
         if ident is not None:
-            _, trace = variants.rebuild(ident, spec_arg, "--id" if args.id else f"{source}: id",
-                                        max_cost=args.max_cost)
+            _, trace = variants.rebuild(ident, spec_arg, "--id" if args.id else f"{source}: id")
         elif spec_arg is None:
             raise UsageError(f"check: give SPEC, or an `id:` in {source} (a worksheet ID)")
         else:
@@ -82,7 +81,7 @@ def run(args) -> int:
             if getattr(spec, "kind", "decoder") != "decoder":  # an encoder or encoder-decoder model
                 from symblock.engine.cross import refuse
                 refuse(spec, "check")
-            trace = forward(spec, max_cost=args.max_cost)
+            trace = forward(spec)
         wrt = None if args.wrt is None else [w.strip() for w in args.wrt.split(",") if w.strip()]
         marker, default = Marker.for_answers(trace, data, loss=args.loss, wrt=wrt, preset=args.preset), None
     from symblock.commands import not_yet
@@ -110,7 +109,7 @@ def _from_set(args, answers_path: str, ident: str | None, spec_arg: str | None):
     for folder in (here, here.parent, here.parent.parent):  # SET/students/<ID>/answers.yaml too
         if manifest.find(folder) is not None:
             man = manifest.read(folder)
-            pool = Variants(man, args.max_cost)
+            pool = Variants(man)
             if pool.problem(ident) is not None:
                 continue
             if spec_arg is not None and variants.spec_token(spec_arg) != pool.token:

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from symblock.errors import UsageError
-from symblock.options import nonneg
+from symblock.commands.arguments import nonneg
 
 MAX_LAYERS = 64
 

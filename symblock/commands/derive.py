@@ -14,9 +14,9 @@ from symblock.calculus.derive import FORMATS, TooLarge, derive, facts, render, r
 
 
 def add_arguments(p) -> None:
-    p.add_argument("spec", nargs="?", metavar="SPEC",
-                   help="a spec (file or built-in example) whose numbers are replaced by symbols; "
-                        "default: a tiny Post-LN block (seq_len 2, d_model 2, d_ff 2)")
+    from symblock.commands.arguments import add_spec_argument
+    add_spec_argument(p, None, "the block whose numbers are replaced by symbols: ",
+                      "default: a tiny Post-LN block, seq_len 2, d_model 2, d_ff 2")
     p.add_argument("--step", metavar="NAME", help="only this step (e.g. norm1)")
     p.add_argument("--format", choices=FORMATS, default="text", help="latex, markdown or text (default)")
     p.add_argument("--facts", action="store_true",

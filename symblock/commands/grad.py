@@ -65,9 +65,10 @@ def table(b, places: int = 4) -> str:
 # ---------------------------------------------------------------- command
 
 def add_arguments(p) -> None:
-    from symblock.options import MAX_DECIMALS, decimals, nonneg
-    p.add_argument("spec", nargs="?", default="seed-post-ln", metavar="SPEC",
-                   help="a spec file (YAML/JSON) or a built-in example name (default: seed-post-ln)")
+    from symblock.commands.arguments import decimals, nonneg
+    from symblock.options import MAX_DECIMALS
+    from symblock.commands.arguments import add_spec_argument
+    add_spec_argument(p)
     p.add_argument("--loss", choices=LOSSES, default="sum",
                    help="sum: L = Σ Y_ij; mse: L = mean of (Y_ij − T_ij)² over all entries (default sum)")
     p.add_argument("--wrt", default="X", metavar="NAMES",
@@ -116,7 +117,7 @@ def run(args) -> int:
     if args.target is not None and args.loss != "mse":
         raise specmod.SpecError(s.source, "--target", "a target only goes with --loss mse")
     wrt = [w.strip() for w in args.wrt.split(",") if w.strip()]
-    b = backward(s, args.loss, wrt, target=_target(args.target, s), max_cost=args.max_cost)
+    b = backward(s, args.loss, wrt, target=_target(args.target, s))
     print(to_json(b) if args.json else table(b, args.decimals), end="" if not args.json else "\n")
     return 0
 

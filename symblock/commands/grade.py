@@ -58,7 +58,7 @@ def run(args) -> int:
             if (out / name).exists():
                 raise UsageError(f"--out: {out / name} already exists; use --force to overwrite, or another directory")
     people = students.read(args.roster) if args.roster else None
-    cls = gradebook.grade(man, gradebook.answer_files(answers_dir), credit, max_cost=args.max_cost, roster=people)
+    cls = gradebook.grade(man, gradebook.answer_files(answers_dir), credit, roster=people)
     drawn = report.available()
     files = {"gradebook.csv": gradebook.gradebook_csv(cls, args.lang),
              "summary.md": report.summary_md(cls, credit, args.lang, drawn),

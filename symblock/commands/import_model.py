@@ -25,7 +25,7 @@ def _tokens(text: str) -> list[int]:
 
 
 def add_arguments(p) -> None:
-    from symblock.options import bounded
+    from symblock.commands.arguments import bounded
     p.add_argument("model", metavar="MODEL", help="a save_pretrained folder (config.json + model.safetensors) "
                                                  "or a nanoGPT ckpt.pt")
     p.add_argument("--tokens", type=_tokens, required=True, metavar="IDS",

@@ -23,7 +23,7 @@ from symblock.calculus.params import ACTIVATIONS, DEFAULT_SEQ_LEN, NORMS, count
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options of `symblock params` to a (sub)parser."""
-    from symblock.options import bounded
+    from symblock.commands.arguments import bounded
     whole = bounded(None)  # count() checks the range and names the field
     if not parser.description:
         parser.description = ("Exact parameter counts of one Transformer block (attention W_Q "

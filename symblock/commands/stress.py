@@ -16,11 +16,11 @@ from symblock.exercises.stress import stress, text
 
 
 def add_arguments(p) -> None:
-    from symblock.options import DEFAULT_EXAMPLE, MAX_SEED, MAX_STRESS, bounded
-    from symblock.exercises.generate import add_random_arguments
-    p.add_argument("spec", nargs="?", default=None, metavar="SPEC",
-                   help="a spec file or built-in example name with a `random:` section (default: "
-                        f"{DEFAULT_EXAMPLE}; with --difficulty and no SPEC, a preset block)")
+    from symblock.commands.arguments import add_spec_argument, bounded
+    from symblock.commands.flags import add_random_arguments
+    from symblock.options import DEFAULT_EXAMPLE, MAX_SEED, MAX_STRESS
+    add_spec_argument(p, None, "a spec with a `random:` section: ",
+                      f"default: {DEFAULT_EXAMPLE}; with --difficulty D and no SPEC, preset:D")
     p.add_argument("-n", type=bounded(1, MAX_STRESS), default=200, metavar="N",
                    help=f"variants to draw (default 200, at most {MAX_STRESS:,})")
     p.add_argument("--seed", type=bounded(0, MAX_SEED), default=1, metavar="S", help="first seed (default 1)")
@@ -32,9 +32,10 @@ def add_arguments(p) -> None:
 def run(args) -> int:
     from symblock.exercises import variants
     from symblock.errors import UsageError
-    from symblock.exercises.generate import overrides_from_args
+    from symblock.commands.flags import overrides_from_args
+    from symblock.exercises.spec_arg import default_spec
     overrides = overrides_from_args(args)
-    data, source = variants.read(args.spec or variants.default_spec(overrides))  # --difficulty D alone: preset:D
+    data, source = variants.read(args.spec or default_spec(overrides))  # --difficulty D alone: preset:D
     from symblock.engine.model_spec import is_model
     if is_model(data):
         raise UsageError(f"{source}: a model spec (a tiny GPT); stress draws variants of one block. A model's "
@@ -46,6 +47,6 @@ def run(args) -> int:
     if args.n < 1:
         raise UsageError("-n: expected at least 1")
     from symblock.grading.mistakes import judge
-    report = stress(data, source, args.n, args.seed, overrides, args.max_cost, judge=judge())
+    report = stress(data, source, args.n, args.seed, overrides, judge=judge())
     print(json.dumps(report.to_dict(), indent=1) if args.json else text(report), end="" if not args.json else "\n")
     return 0  # a set below the variety guarantee is reported (warning lines, "variety_problems"), not an error

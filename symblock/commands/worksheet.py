@@ -27,12 +27,12 @@ if TYPE_CHECKING:
 
 
 def add_arguments(p) -> None:
-    from symblock.options import DEFAULT_EXAMPLE, MAX_DECIMALS, MAX_SEED, MAX_VARIANTS, bounded, decimals, nonneg
+    from symblock.commands.arguments import add_spec_argument, bounded, decimals, nonneg
+    from symblock.options import DEFAULT_EXAMPLE, MAX_DECIMALS, MAX_SEED, MAX_VARIANTS
     from symblock.exercises.presets import PRESETS
     from symblock.sheets.lang import LANGS
-    p.add_argument("spec", nargs="?", default=None, metavar="SPEC",
-                   help=f"a spec file (YAML/JSON) or a built-in example name (default: {DEFAULT_EXAMPLE}; "
-                        "with --difficulty D and no SPEC, the preset's own block, ID preset-D.SEED)")
+    add_spec_argument(p, None, "", f"default: {DEFAULT_EXAMPLE}; with --difficulty D and no SPEC, preset:D, "
+                                   "the difficulty's own block, ID preset-D.SEED")
     p.add_argument("--out", metavar="DIR", required=True, help="directory to write into")
     p.add_argument("--format", default="latex,markdown", metavar="LIST",
                    help="comma-separated: latex, markdown, html, moodle, qti, ipynb (default latex,markdown)")
@@ -70,7 +70,7 @@ def add_arguments(p) -> None:
                         "than 10%% of the variants (or a statistic takes fewer than 5 values), or is the "
                         "same on every sheet because it reads only given data (e.g. a given X)")
     p.add_argument("--max-cost", type=nonneg, metavar="N", help="raise the exact engine's size limit")
-    from symblock.exercises.generate import add_random_arguments
+    from symblock.commands.flags import add_random_arguments
     add_random_arguments(p)
 
 
@@ -79,8 +79,9 @@ def variants(args) -> list[tuple[str, object]]:
     from symblock.exercises import variants
     from symblock.engine.model import forward_any as forward  # a block, or a model (decoder preset)
     from symblock.errors import UsageError
-    from symblock.exercises.generate import overrides_from_args
+    from symblock.commands.flags import overrides_from_args
     from symblock.exercises.generate import from_mapping
+    from symblock.exercises.spec_arg import default_spec
     overrides = overrides_from_args(args)  # the same flags must be given again with --id
     if args.id is not None:
         if args.variants is not None or args.seed is not None:
@@ -88,12 +89,12 @@ def variants(args) -> list[tuple[str, object]]:
         spec_arg, seed = variants.parse_id(args.id, args.spec)
         data, source = variants.read(spec_arg, overrides)
         if seed is None:
-            return [(args.id, forward(_load(spec_arg), max_cost=args.max_cost))]
-        got = variants.draw_variant(data, source, seed, args.max_cost)
+            return [(args.id, forward(_load(spec_arg)))]
+        got = variants.draw_variant(data, source, seed)
         if got is None:
             raise UsageError(f"--id {args.id}: seed {seed} does not give a usable block")
         return [(args.id, got[1])]
-    spec_arg = args.spec or variants.default_spec(overrides)  # --difficulty D alone: preset:D
+    spec_arg = args.spec or default_spec(overrides)  # --difficulty D alone: preset:D
     if args.variants is not None:
         if args.variants < 1:
             raise UsageError("--variants: expected at least 1")
@@ -102,7 +103,7 @@ def variants(args) -> list[tuple[str, object]]:
         from symblock.exercises.presets import choose
         from symblock.exercises.stress import spread
         ask = lambda t: choose(t, args.preset, args.loss, _wrt(args.wrt))  # noqa: E731
-        drawn = variants.draw_variants(spec_arg, args.variants, seed, args.max_cost, overrides,
+        drawn = variants.draw_variants(spec_arg, args.variants, seed, overrides,
                                        judge(args.preset, args.loss, _wrt(args.wrt), args.decimals),
                                        None if args.allow_repeats else spread(args.variants, ask))
         if not args.allow_repeats and len(drawn) > 1:  # every student's exercise differs (exercises/stress.py)
@@ -114,7 +115,7 @@ def variants(args) -> list[tuple[str, object]]:
     if args.seed is not None:
         raise UsageError("--seed goes with --variants N")
     spec = from_mapping(*variants.read(spec_arg, overrides)) if overrides else _load(spec_arg)
-    return [(variants.make_id(variants.spec_token(spec_arg), spec.seed), forward(spec, max_cost=args.max_cost))]
+    return [(variants.make_id(variants.spec_token(spec_arg), spec.seed), forward(spec))]
 
 
 def _same_on_every_sheet(pairs) -> None:
@@ -230,8 +231,8 @@ def run(args) -> int:
         extra = bundle(models, formats, many, args.template_dir, args.link_key)  # html, moodle, qti, ipynb
         if many:  # the set remembers itself: manifest.yaml and blank answers files, for `symblock grade`
             from symblock.grading.manifest import set_files
-            from symblock.exercises.generate import overrides_from_args
-            from symblock.exercises.variants import default_spec
+            from symblock.commands.flags import overrides_from_args
+            from symblock.exercises.spec_arg import default_spec
             extra.update(set_files(sets, args.spec or default_spec(overrides_from_args(args)),
                                    overrides=overrides_from_args(args),
                                    preset=args.preset, loss=args.loss, wrt=_wrt(args.wrt),

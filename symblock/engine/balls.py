@@ -79,8 +79,6 @@ def node_ball(r: Node, child_balls: list[arb]) -> arb:
         return x.sin()
     if op == "cos":
         return x.cos()
-    if op == "log":
-        return x.log()
     raise AssertionError(op)
 
 

@@ -112,11 +112,11 @@ def is_symbolic(spec: BlockSpec) -> bool:
     return any(getattr(e, "free_symbols", None) for m in mats for e in m)
 
 
-def check_size(spec: BlockSpec, max_cost: int | None = None) -> None:
+def check_size(spec: BlockSpec) -> None:
     if is_symbolic(spec):
         costmod.check_symbolic(spec.dims, spec.source)
     else:
-        costmod.check(spec.dims, spec.options, spec.source, spec.given, max_cost)
+        costmod.check(spec.dims, spec.options, spec.source, spec.given)
 
 
 class _Tracer:
@@ -202,15 +202,14 @@ def number_latex(v: Any) -> str:
 Tracer = _Tracer  # public: a stack (engine/model.py) runs sub-layers on rows of its own
 
 
-def forward(spec: BlockSpec, max_cost: int | None = None, upto: str | None = None,
-            keep: Mapping[str, Mat] | None = None) -> Trace[BlockSpec]:
+def forward(spec: BlockSpec, upto: str | None = None, keep: Mapping[str, Mat] | None = None) -> Trace[BlockSpec]:
     """Run the block on the spec and record every step (DESIGN.md's vocabulary and order).
 
     For the generator, which works many candidates: `upto` stops after that step (the trace
     holds the steps up to it), and `keep` takes the values of steps known not to have changed
     (from an earlier trace of the same block with other weights downstream) instead of working
     them again; each is recorded exactly as computed (not as given)."""
-    check_size(spec, max_cost)
+    check_size(spec)
     t = _Tracer(spec, upto, keep)
     for prefix, _, pad in spec.sequences():
         t.prefix, t.pad = prefix, pad

@@ -219,4 +219,4 @@ def sympy_form(r: N, child: Callable[[N], Any]) -> Any:
     x = child(x)
     return {"inv": lambda: 1 / x, "sqrt": lambda: sympy.sqrt(x), "exp": lambda: sympy.exp(x),
             "erf": lambda: sympy.erf(x), "tanh": lambda: sympy.tanh(x), "sin": lambda: sympy.sin(x),
-            "cos": lambda: sympy.cos(x), "log": lambda: sympy.log(x)}[op]()
+            "cos": lambda: sympy.cos(x)}[op]()

@@ -23,7 +23,7 @@ from symblock.errors import SpecError, UsageError
 
 MAX_COST = 2_000_000     # default limit (--max-cost N or SYMBLOCK_MAX_COST=N raise it)
 MAX_SYMBOLIC_ENTRIES = 8  # seq_len·d_model and d_ff of a symbolic forward
-_limit: contextvars.ContextVar[int | None] = contextvars.ContextVar("max_cost", default=None)
+_limit: contextvars.ContextVar[int | float | None] = contextvars.ContextVar("max_cost", default=None)
 
 
 def step_cost(name: str, dims: Dims, opts: Options) -> int:
@@ -41,10 +41,8 @@ def _cost(dims: Dims, opts: Options, given: frozenset) -> int:
     return sum(step_cost(s, dims, opts) for s in computed_steps(dims, opts, set(given)))
 
 
-def limit(max_cost: int | None = None) -> int:
-    """The limit in force: `max_cost`, else `limited(...)`'s, else SYMBLOCK_MAX_COST, else MAX_COST."""
-    if max_cost is not None:
-        return max_cost
+def current_limit() -> int | float:
+    """The limit in force: `limit(...)`'s, else SYMBLOCK_MAX_COST, else MAX_COST."""
     if (set_here := _limit.get()) is not None:
         return set_here
     text = os.environ.get("SYMBLOCK_MAX_COST")
@@ -60,19 +58,20 @@ def limit(max_cost: int | None = None) -> int:
 
 
 @contextlib.contextmanager
-def limited(max_cost: int | None) -> Iterator[None]:
-    """Within this block, loads and forwards use `max_cost` (None: no change). The CLI wraps a
-    command in it, so that --max-cost also reaches the check made while a spec is loaded."""
-    token = _limit.set(max_cost if max_cost is not None else _limit.get())
+def limit(n: int | float | None) -> Iterator[None]:
+    """Within this block, loads and forwards use the limit `n` (None: no change; math.inf: none).
+    The one way to set the limit: the CLI wraps a command in it, so that --max-cost also reaches
+    the check made while a spec is loaded; a library caller or a test does the same."""
+    token = _limit.set(n if n is not None else _limit.get())
     try:
         yield
     finally:
         _limit.reset(token)
 
 
-def check(dims: Dims, opts: Options, source: str, given: Iterable[str] = (), max_cost: int | None = None) -> None:
+def check(dims: Dims, opts: Options, source: str, given: Iterable[str] = ()) -> None:
     """Refuse a block over the limit, naming its cost and how to raise the limit."""
-    lim, c = limit(max_cost), cost(dims, opts, given)
+    lim, c = current_limit(), cost(dims, opts, given)
     if c > lim:
         raise SpecError(source, "dims", f"this block needs about {c:,} exact operations "
                         f"(seq_len {dims.seq_len}, d_model {dims.d_model}, d_ff {dims.d_ff}, heads "

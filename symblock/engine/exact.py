@@ -396,16 +396,6 @@ exp, erf, tanh = _elementary("exp", 1), _elementary("erf", 0), _elementary("tanh
 sin, cos = _elementary("sin", 0), _elementary("cos", 1)  # sinusoidal positions, RoPE angles, entries
 
 
-def log(x: object) -> Real:
-    """The natural logarithm of a positive exact value (RoPE's θ^(2i/d_k)): a node, 0 at 1."""
-    x = real(x)
-    if x.q is not None and x.q == 1:
-        return ZERO
-    if x.sign() <= 0:
-        raise ValueError("logarithm of a number that is not positive")
-    return node("log", (x,), x.size + 1)
-
-
 def relu(x: Any) -> Any:
     if _sym(x):
         import sympy

@@ -17,9 +17,10 @@ import math
 from fractions import Fraction
 from dataclasses import replace
 from types import MappingProxyType
-from typing import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from symblock.engine import block, exact, powers, rope, translate
+from symblock.engine import cost as costmod
 from symblock.engine.matrix import Entry, Mat
 from symblock.engine.model_spec import ModelSpec, Spec, with_length
 from symblock.engine.spec import BlockSpec
@@ -52,23 +53,22 @@ def run_cost(layers: Sequence[BlockSpec], vocab: int, n0: int, generate: int, kv
     return full(n0) + sum(cached(m) if kv_cache else full(m) for m in steps)
 
 
-def check_size(spec: ModelSpec, max_cost: int | None = None) -> None:
-    refuse_cost(cost(spec), spec.source, max_cost)
+def check_size(spec: ModelSpec) -> None:
+    refuse_cost(cost(spec), spec.source)
 
 
-def refuse_cost(c: int, source: str, max_cost: int | None = None) -> None:
+def refuse_cost(c: int, source: str) -> None:
     """Refuse a model run of `c` exact operations over the limit in force."""
-    from symblock.engine import cost as costmod
-    limit = costmod.limit(max_cost)
+    limit = costmod.current_limit()
     if c > limit:
         raise SpecError(source, "model", f"this model needs about {c:,} exact operations, over "
                         f"the exact engine's limit of {limit:,}; use fewer layers, tokens or dims, or raise "
                         "the limit with --max-cost N (or SYMBLOCK_MAX_COST=N)")
 
 
-def forward(spec: ModelSpec, max_cost: int | None = None) -> block.Trace[ModelSpec]:
+def forward(spec: ModelSpec) -> block.Trace[ModelSpec]:
     """Run the model on its prompt, then `generate` greedy steps; record every step."""
-    check_size(spec, max_cost)
+    check_size(spec)
     run = _Run(spec)
     if spec.kind == "encoder-decoder":  # engine/translate.py, with this run's pieces
         translate.forward(run, spec)
@@ -83,9 +83,9 @@ def forward(spec: ModelSpec, max_cost: int | None = None) -> block.Trace[ModelSp
     return block.Trace(run.steps, MappingProxyType(run.params), spec)
 
 
-def forward_any(spec: Spec, max_cost: int | None = None) -> block.Trace[Spec]:
+def forward_any(spec: Spec) -> block.Trace[Spec]:
     """`symblock.forward`: a block or a model, whichever the spec is."""
-    return forward(spec, max_cost) if isinstance(spec, ModelSpec) else block.forward(spec, max_cost)
+    return forward(spec) if isinstance(spec, ModelSpec) else block.forward(spec)
 
 
 class _Run:
@@ -217,9 +217,8 @@ class _Run:
             h, x_name = self.final_norm(h, x_name, prefix, "norm_embed"), f"{prefix}norm_embed"
         self.caches, self.cache_names = [], []
         for i, layer in enumerate(self.spec.layers):
-            with _in_layer(self.spec, f"{prefix}layer{i}."):
-                # math.inf: no limit, the model was sized as a whole (the hint says a whole number)
-                tr = block.forward(replace(with_length(layer, m), X=h), max_cost=math.inf)  # type: ignore[arg-type]
+            with _in_layer(self.spec, f"{prefix}layer{i}."), costmod.limit(math.inf):  # sized as a whole
+                tr = block.forward(replace(with_length(layer, m), X=h))
             self.take(tr, i, prefix, x_name)
             k = "attn.k_rot" if layer.options.rope else "attn.k"   # the cache holds rotated keys
             self.caches.append((tr[k].value, tr["attn.v"].value))
@@ -284,9 +283,9 @@ class _Run:
         for st in t.steps:
             ins = tuple(n if n.startswith(("layer", "gen")) else ren(n) for n in st.inputs)
             self.record(ren(st.name), st.latex, ins, st.value)
-        # math.inf: as in full_pass
-        rest = block.forward(replace(one, given=MappingProxyType({"attn.out": a, **(keep or {})}),
-                                     **({} if memory is None else {"memory": memory})), max_cost=math.inf)  # type: ignore[arg-type]
+        mem: dict[str, Any] = {} if memory is None else {"memory": memory}
+        with costmod.limit(math.inf):  # the model was sized as a whole
+            rest = block.forward(replace(one, given=MappingProxyType({"attn.out": a, **(keep or {})}), **mem))
         self.take(rest, i, prefix, x_name, skip=("x", "attn.out"))
         return rest["output"].value
 
@@ -341,14 +340,14 @@ def sinusoidal_row(p: int, d: int, base: int | Fraction = 10000) -> list[Entry]:
 
 # ---------------------------------------------------------------- the KV cache, proved
 
-def prove_cache(spec: ModelSpec, max_cost: int | None = None) -> list[tuple[str, str]]:
+def prove_cache(spec: ModelSpec) -> list[tuple[str, str]]:
     """(step, verdict) for every step of every cached generation step: "exact" when its value is
     the same expression graph as the last row of the full recompute (so equal, exactly), else
     "numeric" (equal to 16384 bits) or "differs". Empty unless the spec uses the cache."""
     if not spec.kv_cache or not spec.generate:
         return []
-    cached = forward(spec, max_cost)
-    full = forward(replace(spec, kv_cache=False), max_cost)
+    cached = forward(spec)
+    full = forward(replace(spec, kv_cache=False))
     canon = Canonical()
     out = []
     for st in cached:

@@ -7,8 +7,8 @@ Pair i of a head (0 ≤ i < d_k/2) at position m turns by m·θ^(−2i/d_k):
 
 `half` pairs (a, b) = (i, i + d_k/2), as Hugging Face Llama / GPT-NeoX (`rotate_half`);
 `interleaved` pairs (2i, 2i + 1), as RoFormer, GPT-J (`rotate_every_two`) and Meta's reference code.
-θ is exact, so is every frequency (a rational, a square root, or exp(e·log θ)); cos and sin stay
-graph nodes with certified balls (engine/exact.py). RoPE has no parameters.
+θ is exact, so is every frequency (a rational, a square root, or one exact power: engine/powers.py,
+shared with sinusoidal positions); cos and sin stay graph nodes with certified balls (engine/exact.py). RoPE has no parameters.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Sequence
 
-from symblock.engine import exact
+from symblock.engine import exact, powers
 from symblock.engine.matrix import Entry, Mat
 from symblock.errors import SpecError
 
@@ -83,24 +83,7 @@ def frequency(theta: Fraction, i: int, d_k: int) -> exact.Real:
     return power(theta, Fraction(-2 * i, d_k))
 
 
-def power(x: Fraction, e: Fraction) -> exact.Real:
-    """x^e for a rational x > 0 and a rational exponent e, exact: a rational when x^e is one,
-    a square root when e's denominator is 2, else exp(e·log x)."""
-    from flint import fmpq, fmpz
-    x, e = Fraction(x), Fraction(e)
-    if x <= 0:
-        raise ValueError(f"power of a number that is not positive: {x}")
-    p, q = e.numerator, e.denominator
-    base = x ** abs(p)
-    a, b = fmpz(base.numerator), fmpz(base.denominator)
-    ra, rb = a.root(q), b.root(q)
-    if ra ** q == a and rb ** q == b:
-        out = exact.real(fmpq(ra, rb))
-    elif q == 2:
-        out = exact.sqrt(exact.real(base))
-    else:
-        return exact.exp(exact.real(e) * exact.log(exact.real(x)))
-    return 1 / out if p < 0 else out
+power = powers.power  # x^e exactly (engine/powers.py, shared with sinusoidal positions)
 
 
 def table(rope: Rope, d_k: int, rows: Sequence[int]) -> list[list[tuple[Any, Any]]]:

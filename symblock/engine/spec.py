@@ -123,10 +123,10 @@ def _entry(v: ExactNumber) -> SpecNumber:
 
 # ---------------------------------------------------------------- the spec
 
-def from_mapping(data: Mapping, source: str = "<spec>", max_cost: int | None = None) -> BlockSpec:
+def from_mapping(data: Mapping, source: str = "<spec>") -> BlockSpec:
     """Validate a parsed spec. Missing weights/inputs are drawn from `random` (seed, low, high)
     when present; a `random:` section with constraints is `exercises.generate.from_mapping`'s.
-    The size guard (engine/cost.py, `max_cost`) runs as soon as the dims are known, before any
+    The size guard (engine/cost.py, under the limit in force) runs as soon as the dims are known, before any
     matrix is parsed or drawn."""
     check_keys(data, TOP_KEYS, source, "")
     _no_constraints(data.get("random"), source)
@@ -147,7 +147,7 @@ def from_mapping(data: Mapping, source: str = "<spec>", max_cost: int | None = N
     given_raw = data.get("given") or {}
     if not isinstance(given_raw, dict):
         raise SpecError(source, "given", f"expected a mapping of step names to matrices, got {kind_of(given_raw)}")
-    cost.check(dims, opts, source, set(given_raw), max_cost)
+    cost.check(dims, opts, source, set(given_raw))
     given = _given(given_raw, dims, opts, source)
     seed, low, high = random_section(data.get("random"), source)
     params = _params(weights, dims, opts, layout, set(given), (seed, low, high), source)

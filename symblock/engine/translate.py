@@ -18,7 +18,7 @@ import math
 from dataclasses import replace
 from typing import Any, Mapping
 
-from symblock.engine import block
+from symblock.engine import block, cost
 from symblock.engine.matrix import Mat
 from symblock.engine.model_spec import ModelSpec, with_length
 
@@ -43,7 +43,8 @@ def encode(run: Any, spec: ModelSpec) -> Mat:
     for i, layer in enumerate(spec.encoder):
         params = {k: Mat.from_sympy(v) for k, v in layer.params.items()}
         run.params.update({f"enc.layer{i}.{k}": v for k, v in params.items()})
-        tr = block.forward(replace(with_length(layer, len(src)), X=h), max_cost=math.inf)  # type: ignore[arg-type]
+        with cost.limit(math.inf):  # the model was sized as a whole
+            tr = block.forward(replace(with_length(layer, len(src)), X=h))
         _take(run, tr, f"enc.layer{i}.", f"enc.layer{i}.", params, {"X": x_name, "x": x_name})
         h, x_name = tr["output"].value, f"enc.layer{i}.output"
     for key, m in spec.encoder_norm.items():
@@ -58,7 +59,8 @@ def decode(run: Any, spec: ModelSpec, tokens: list[int], prefix: str, memory: Ma
     h = run.steps[-1].value
     run.caches, run.cache_names, run.cross = [], [], []
     for i, layer in enumerate(spec.layers):
-        tr = block.forward(replace(with_length(layer, m), X=h, memory=memory), max_cost=math.inf)  # type: ignore[arg-type]
+        with cost.limit(math.inf):  # the model was sized as a whole
+            tr = block.forward(replace(with_length(layer, m), X=h, memory=memory))
         ren = {"X": x_name, "x": x_name, "M": MEMORY, "memory": MEMORY}
         _take(run, tr, f"{prefix}layer{i}.", f"layer{i}.", run.layer_params[i], ren)
         run.caches.append((tr["attn.k"].value, tr["attn.v"].value))

@@ -95,7 +95,7 @@ def _pair(v: Any, source: str, where: str, exact: bool = False) -> tuple:
 
 def parse_random(rnd: Any, source: str) -> Constraints:
     """Validate a `random:` section (keys of spec.RANDOM_KEYS); errors name `random.KEY`. A
-    constraint set to false (or null) is off, also when a difficulty preset turns it on."""
+    constraint set to false (or null) is off, also when a difficulty turns it on."""
     from symblock.engine.spec import RANDOM_KEYS, check_keys, int_field
     check_keys(rnd, RANDOM_KEYS, source, "random")
     kw: dict[str, Any] = {

@@ -1,5 +1,5 @@
-"""Difficulty presets: the dims, block options and `random:` constraints a preset fills in where the
-spec is silent (the spec's own values win)."""
+"""Difficulties (`random.difficulty`: easy, medium, hard): the dims, block options and `random:`
+constraints a difficulty fills in where the spec is silent (the spec's own values win)."""
 from __future__ import annotations
 
 import copy
@@ -9,14 +9,14 @@ from typing import Any, Mapping
 from symblock.exercises.constraints import Constraints
 from symblock.exercises.draws import ints
 
-# Difficulty presets. Each fixes the dims for the whole set (every student works the same size)
+# What each difficulty fills in. Each fixes the dims for the whole set (every student works the same size)
 # and states a time budget in minutes for its default exercise (`full`), checked by the cost model
 # of presets.estimate. Block options and random constraints fill whatever the spec leaves out (the
 # spec's own values win; a constraint set to false is off). New defaults (issue 12): softmax inputs
 # within ±3 and every live weight in [0.02, 0.9] where the softmax is asked, σ >= 1/2 in every norm
 # row, no two catalogued mistakes alike on an asked step.
 BUDGETS = {"easy": 20, "medium": 50, "hard": 90}
-PRESETS: dict[str, dict[str, Any]] = {
+SETTINGS: dict[str, dict[str, Any]] = {
     "easy": {   # the seed article's shape: Post-LN, integer scores, A(X) given to 2 decimals
         "dims": {"seq_len": (2,), "d_model": (3,), "d_ff": (2,), "heads": (1,)},
         "block": {"norm_position": "post", "norm": "layernorm", "eps": 0, "activation": "relu",
@@ -50,38 +50,38 @@ PRESETS: dict[str, dict[str, Any]] = {
 
 
 def apply_difficulty(data: dict, c: Constraints, source: str) -> tuple[dict, dict]:
-    """The mapping with the preset's dims and block options filled in where the spec is silent,
-    and the preset's random constraints under the spec's own."""
+    """The mapping with the difficulty's dims and block options filled in where the spec is silent,
+    and the difficulty's random constraints under the spec's own."""
     if c.difficulty is None:
         return data, {}
     from symblock.engine.spec import CHOICES, FLAGS, check_keys, int_field
-    preset = PRESETS[c.difficulty]
+    settings = SETTINGS[c.difficulty]
     data = copy.deepcopy(data)
     dims = data.get("dims") or {}
     check_keys(dims, ("seq_len", "d_model", "d_ff", "heads", "d_k", "d_v"), source, "dims")
     dims = dict(dims)
-    for key, value in dims.items():  # validated before the preset reads them
+    for key, value in dims.items():  # validated before the difficulty reads them
         int_field(value, source, f"dims.{key}")
     check_keys(data.get("block") or {}, tuple(CHOICES) + FLAGS + ("eps",), source, "block")
-    for key, choices in preset["dims"].items():
+    for key, choices in settings["dims"].items():
         if key not in dims:
             dims[key] = choices[ints(c.seed, f"dims.{key}", 1, 0, len(choices) - 1)[0]]
     data["dims"] = dims
     block = dict(data.get("block") or {})
-    for key, value in preset["block"].items():
+    for key, value in settings["block"].items():
         block.setdefault(key, value)
     if "attention_scale" not in block:  # easy: exact scale by choosing `none` when d_head is not square
         d_head = dims.get("d_k") or dims["d_model"] // dims.get("heads", 1)
         block["attention_scale"] = "sqrt_dk" if math.isqrt(d_head) ** 2 == d_head else "none"
     data["block"] = block
-    return data, dict(preset["random"])
+    return data, dict(settings["random"])
 
 
 
 def dims_choices(data: Mapping, c: Constraints) -> int:
-    """How many dims random.dims and the difficulty preset can pick for this spec."""
+    """How many dims random.dims and the difficulty can pick for this spec."""
     own = math.prod(len(set(ch)) for ch in c.dims.values())   # random.dims
     if not c.difficulty:
         return own
     given = {**(data.get("dims") or {}), **c.dims}
-    return own * math.prod(len(ch) for k, ch in PRESETS[c.difficulty]["dims"].items() if k not in given)
+    return own * math.prod(len(ch) for k, ch in SETTINGS[c.difficulty]["dims"].items() if k not in given)

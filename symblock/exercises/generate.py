@@ -66,12 +66,11 @@ from symblock.exercises.checks import (attention_input, check_activation, check_
 from symblock.exercises.constraints import (CONSTRAINT_KEYS, DIFFICULTIES, FLAG_KEYS, MAX_DRAWS,  # noqa: F401
                                             DRAW_BUDGET, MAX_FORWARDS, NORM_PARAMS, NORMS, STAGE_BATCHES, Constraints, err,
                                             has_constraints, parse_random)
-from symblock.exercises.difficulty import PRESETS, apply_difficulty, dims_choices  # noqa: F401
+from symblock.exercises.difficulty import apply_difficulty, dims_choices  # noqa: F401
 from symblock.exercises.draws import (check_family, draw_tensor, draw_x, fix_rows, ints, pick_rows,  # noqa: F401
                                       row_family, sub_seed)
 from symblock.exercises.stage import fit_ffn
 from symblock.exercises import sequences, shapes
-from symblock.exercises.flags import add_random_arguments, overrides_from_args  # noqa: F401
 
 if TYPE_CHECKING:
     from symblock.engine.block import Trace
@@ -100,7 +99,7 @@ def merge_random(data: Mapping, overrides: Mapping | None) -> dict:
     return data
 
 
-def from_mapping(data: Mapping, source: str = "<spec>", max_cost: int | None = None, allow_model: bool = True):
+def from_mapping(data: Mapping, source: str = "<spec>", allow_model: bool = True):
     """A parsed spec as a BlockSpec (or, with a `model:` section, a ModelSpec), drawing a `random:`
     section's constraints until they hold (engine.spec.from_mapping does the rest: it knows no
     constraints)."""
@@ -112,15 +111,15 @@ def from_mapping(data: Mapping, source: str = "<spec>", max_cost: int | None = N
                             "`symblock forward` and `symblock verify` take models")
         return model_spec.from_mapping(data, source)
     if has_constraints(data.get("random") if isinstance(data, Mapping) else None):
-        return variant(data, source, max_cost=max_cost).spec
+        return variant(data, source).spec
     return specmod.from_mapping(data, source)
 
 
 def load(name_or_path, allow_model: bool = False):
-    """A built-in example name or a spec file (YAML/JSON) as a BlockSpec: `symblock.load`
-    (`allow_model=True`: a ModelSpec too, for a spec with a `model:` section)."""
-    from symblock.engine import spec as specmod
-    data, source = specmod.read_spec(name_or_path)
+    """A SPEC (a spec file, a built-in example's name, preset:D: spec_arg.py) as a BlockSpec:
+    `symblock.load` (`allow_model=True`: a ModelSpec too, for a spec with a `model:` section)."""
+    from symblock.exercises import spec_arg
+    data, source = spec_arg.read(name_or_path)
     return from_mapping(data, source, allow_model=allow_model)
 
 
@@ -131,7 +130,7 @@ generate = from_mapping  # round-1 name
 class Plan:
     """What `variant` draws and how, settled once before the first draw."""
     c: Constraints
-    data: dict                   # the spec mapping with the preset filled in
+    data: dict                   # the spec mapping with its difficulty filled in
     probe: Any                   # the spec without its drawn tensors (validated dims, block, given)
     graph: Mapping               # step -> its inputs
     drawn: list                  # parameters to draw (γ, β of norm_params included)
@@ -143,39 +142,39 @@ class Plan:
                                  #   step (the last sequence's ffn.hidden), where a refit starts
 
 
-def with_preset(data: Mapping, source: str, overrides: Mapping | None = None) -> tuple[dict, Constraints]:
-    """The mapping with its difficulty preset filled in, and the constraints in force (the
-    preset's under the spec's own)."""
+def with_difficulty(data: Mapping, source: str, overrides: Mapping | None = None) -> tuple[dict, Constraints]:
+    """The mapping with its difficulty filled in, and the constraints in force (the
+    difficulty's under the spec's own)."""
     data = merge_random(data, overrides)
     rnd = data.get("random")
     c = parse_random(rnd, source)
-    data = shapes.with_dims(data, c, source)  # random.dims: picked before the preset fills the rest
-    data, preset_random = apply_difficulty(data, c, source)
-    if preset_random:
-        c = parse_random({**preset_random, **{k: v for k, v in rnd.items() if k != "difficulty"}}, source)
+    data = shapes.with_dims(data, c, source)  # random.dims: picked before the difficulty fills the rest
+    data, difficulty_random = apply_difficulty(data, c, source)
+    if difficulty_random:
+        c = parse_random({**difficulty_random, **{k: v for k, v in rnd.items() if k != "difficulty"}}, source)
         c = replace(c, difficulty=rnd.get("difficulty"))
     return data, c
 
 
 def constraints_of(data: Mapping, source: str, overrides: Mapping | None = None) -> Constraints:
-    return with_preset(data, source, overrides)[1]
+    return with_difficulty(data, source, overrides)[1]
 
 
-def plan(data: Mapping, source: str, overrides: Mapping | None = None, max_cost: int | None = None) -> Plan:
-    """Parse the constraints, fill in the preset, validate the rest, and fail at once on a
+def plan(data: Mapping, source: str, overrides: Mapping | None = None) -> Plan:
+    """Parse the constraints, fill in the difficulty, validate the rest, and fail at once on a
     constraint no draw can meet."""
     from symblock.engine import spec as specmod
     from symblock.engine.steps import step_inputs, step_names
-    data, c = with_preset(data, source, overrides)
+    data, c = with_difficulty(data, source, overrides)
     plain = {"seed": c.seed, "low": c.low, "high": c.high}
     base_map = shapes.placeholder_batch({**{k: v for k, v in data.items() if k != "random"}, "random": plain},
                                         c, source)
-    probe = specmod.from_mapping(base_map, source, max_cost)  # validates (and sizes) before drawing
+    probe = specmod.from_mapping(base_map, source)  # validates (and sizes) before drawing
     if c.padding is not None or c.dropout is not None:  # drawn masks: the probe's shape, then again
         data = shapes.with_masks(data, c, probe, source)
         base_map = shapes.placeholder_batch({**{k: v for k, v in data.items() if k != "random"},
                                              "random": plain}, c, source)
-        probe = specmod.from_mapping(base_map, source, max_cost)
+        probe = specmod.from_mapping(base_map, source)
     dims, opts = probe.dims, probe.options
     if c.staged and c.staged[0] not in step_names(dims, opts):
         raise err(source, "random.staged.step", f"no step {c.staged[0]!r} in this block; expected one of "
@@ -244,7 +243,7 @@ def draw_candidate(p: Plan, s: int, redraws: Counter) -> tuple[dict | None, str 
     return (tensors, None) if failed is None else (None, failed)
 
 
-def work(p: Plan, tensors: dict, source: str, max_cost: int | None, prev: tuple | None = None,
+def work(p: Plan, tensors: dict, source: str, prev: tuple | None = None,
          changed: tuple = (), upto: str | None = None):
     """(spec0, trace0, spec1, trace1): the candidate worked exactly, and again with the staged
     step given rounded (the same pair without staging). With staging, trace0 stops at the staged
@@ -256,18 +255,18 @@ def work(p: Plan, tensors: dict, source: str, max_cost: int | None, prev: tuple 
     data, c = p.data, p.c
     if prev is not None and not changed:
         spec0, trace0, spec1, trace1 = prev
-        trace1 = block.forward(spec1, max_cost=max_cost, upto=upto, keep=unchanged(trace1, p.graph, ()))
+        trace1 = block.forward(spec1, upto=upto, keep=unchanged(trace1, p.graph, ()))
         return spec0, trace0 if c.staged else trace1, spec1, trace1
     spec0 = specmod.with_tensors(p.probe, {n: tensors[n] for n in p.drawn},
                                  sequences.split(tensors["X"], p.probe.dims) if p.draw_x else None)
-    trace0 = block.forward(spec0, max_cost=max_cost, upto=c.staged[0] if c.staged else upto,
+    trace0 = block.forward(spec0, upto=c.staged[0] if c.staged else upto,
                            keep=prev and unchanged(prev[1], p.graph, changed))
     if not c.staged:
         return spec0, trace0, spec0, trace0
     step, k = c.staged
     spec1 = specmod.with_given(spec0, {step: [["-oo" if e is NEG_INF else e.decimal(k) for e in row]
                                               for row in trace0[step].value.rows]})
-    return spec0, trace0, spec1, block.forward(spec1, max_cost=max_cost, upto=upto,
+    return spec0, trace0, spec1, block.forward(spec1, upto=upto,
                                                keep=prev and unchanged(prev[3], p.graph, changed))
 
 
@@ -295,18 +294,18 @@ def refit_ffn(p: Plan, tensors: dict, trace: Trace, attempt: int, redraws: Count
     return True
 
 
-def settle(p: Plan, tensors: dict, source: str, max_cost: int | None, attempt: int,
+def settle(p: Plan, tensors: dict, source: str, attempt: int,
            redraws: Counter) -> tuple[tuple, str | None, int]:
     """(work, the constraint that failed or None, 1 if W_1/b_1 were refitted else 0): the
     candidate worked exactly and checked. With `p.split` the forward stops after ffn.hidden first,
     so that a relu_mixed refit does not throw away the FFN worked on the weights it replaces."""
-    w = work(p, tensors, source, max_cost, upto=p.split)
+    w = work(p, tensors, source, upto=p.split)
     failed = exact_checks(p, w[1], w[3])
     if failed and failed.startswith("relu_mixed") and refit_ffn(p, tensors, w[3], attempt, redraws):
-        w = work(p, tensors, source, max_cost, w, ("W_1", "b_1"))
+        w = work(p, tensors, source, w, ("W_1", "b_1"))
         return w, exact_checks(p, w[1], w[3]), 1
     if failed is None and p.split:  # carried on from ffn.hidden: attention is checked already
-        w = work(p, tensors, source, max_cost, w)
+        w = work(p, tensors, source, w)
         failed = exact_checks(p, w[1], w[3], attention=False)
     return w, failed, 0
 
@@ -321,17 +320,16 @@ def exact_checks(p: Plan, trace0, trace1, attention: bool = True) -> str | None:
         or next(filter(None, (check_activation(steps, p.c, b) for b in prefixes)), None)
 
 
-def variant(data: Mapping, source: str, overrides: Mapping | None = None,
-            max_cost: int | None = None) -> Variant:
+def variant(data: Mapping, source: str, overrides: Mapping | None = None) -> Variant:
     """Draw the spec's variant for its `random.seed`: reproducible, all constraints checked on
     exact values, bounded; raises SpecError naming the constraint that could not be met."""
     from symblock.engine import spec as specmod
-    p = plan(data, source, overrides, max_cost)
+    p = plan(data, source, overrides)
     c = p.c
     rejections, redraws, last = Counter(), Counter(), {}
     forwards = 0
     max_draws, max_forwards = draw_limits(c, p.probe.dims, p.probe.options, p.drawn, p.draw_x,
-                                          set(p.probe.given), max_cost)
+                                          set(p.probe.given))
     for attempt in range(max_draws):
         tensors, failed = draw_candidate(p, sub_seed(c.seed, attempt), redraws)
         if tensors is not None:
@@ -339,7 +337,7 @@ def variant(data: Mapping, source: str, overrides: Mapping | None = None,
                 break
             forwards += 1
             try:
-                (spec0, trace0, spec1, trace1), failed, refitted = settle(p, tensors, source, max_cost,
+                (spec0, trace0, spec1, trace1), failed, refitted = settle(p, tensors, source,
                                                                          attempt, redraws)
                 forwards += refitted
             except specmod.SpecError as e:
@@ -356,8 +354,7 @@ def variant(data: Mapping, source: str, overrides: Mapping | None = None,
     raise give_up(source, attempt + 1, forwards, rejections, last)
 
 
-def draw_limits(c: Constraints, dims, opts, drawn: list, draw_x: bool, given: set,
-                max_cost: int | None) -> tuple[int, int]:
+def draw_limits(c: Constraints, dims, opts, drawn: list, draw_x: bool, given: set) -> tuple[int, int]:
     """How many candidates to draw and how many to work through exactly, decided before drawing:
     random.max_draws, but no more than DRAW_BUDGET entries drawn and prechecked in all, and
     MAX_FORWARDS exact forwards, but no more than the engine's cost limit buys (engine/cost.py)."""
@@ -369,7 +366,7 @@ def draw_limits(c: Constraints, dims, opts, drawn: list, draw_x: bool, given: se
         per_draw += 3 * n * d * d + n * n * d  # the integer attention fit's projections and scores
     per_forward = cost.cost(dims, opts, given) * (2 if c.staged else 1)
     return (max(1, min(c.max_draws, DRAW_BUDGET // max(per_draw, 1))),
-            max(1, min(MAX_FORWARDS, cost.limit(max_cost) // max(per_forward, 1))))
+            max(1, min(MAX_FORWARDS, cost.current_limit() // max(per_forward, 1))))
 
 
 def give_up(source: str, draws: int, forwards: int, rejections: Counter, last: dict):

@@ -21,12 +21,12 @@ MASK_DRAWS = 64   # streams tried for one dropout mask before giving up
 
 
 def pick(seed: int, name: str, choices: tuple) -> int:
-    """One of the choices on the stream `name` (the presets' way of picking dims)."""
+    """One of the choices on the stream `name` (the difficulties' way of picking dims)."""
     return choices[ints(seed, name, 1, 0, len(choices) - 1)[0]]
 
 
 def with_dims(data: dict, c: Constraints, source: str) -> dict:
-    """`random.dims`: each listed dims key picked from its choices (before a difficulty preset
+    """`random.dims`: each listed dims key picked from its choices (before a difficulty
     fills the rest); a key the spec's `dims:` states as well is an error. `batch` is kept for
     `batch_of` (the spec's `dims:` has no such key)."""
     if not c.dims:

@@ -8,7 +8,7 @@ failed; rows of X redrawn for the first norm count too), the spread of every ste
 entry, the largest integer a student writes — numerator or denominator of an exact rational), how
 many variants have the step entirely rational and entirely as a printable closed form, and how many
 distinct variants there are: distinct among the n drawn, and the number of distinct tensor draws the
-ranges allow (an exact count, times the dims a preset can choose: an upper bound on the variants
+ranges allow (an exact count, times the dims a difficulty can choose: an upper bound on the variants
 the spec can produce), with the valid share estimated from the acceptance rate; and the variety of
 the set: per asked step, how many distinct exact answers the n variants have and how often the
 most common one repeats, with a warning on every step below the guarantee (`problems`).
@@ -222,7 +222,7 @@ class Report:
 
 
 def stress(data: dict, source: str, n: int, first_seed: int = 1, overrides: dict | None = None,
-           max_cost: int | None = None, judge=None) -> Report:
+           judge=None) -> Report:
     """Draw n variants from seed first_seed on and gather the report. `judge(trace)` -> a reason or
     None (grading's distinct_mistakes check) turns seeds down as `worksheet --variants` does, when the
     spec asks for it; without a judge the seeds are first_seed … first_seed+n−1."""
@@ -234,7 +234,7 @@ def stress(data: dict, source: str, n: int, first_seed: int = 1, overrides: dict
     keys, space, answers, minutes, traces = set(), 0, [], [], []
     seed, c, accepted = first_seed, None, 0
     while accepted < n and seed < first_seed + n * MAX_TRIES:
-        v = variant(data, source, overrides={**(overrides or {}), "seed": seed}, max_cost=max_cost)
+        v = variant(data, source, overrides={**(overrides or {}), "seed": seed})
         seed += 1
         c = v.constraints
         report.draws += v.draws

@@ -15,7 +15,6 @@ import copy
 import hashlib
 import json
 import re
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from symblock.errors import SpecError, excerpt
@@ -24,43 +23,15 @@ if TYPE_CHECKING:
     from symblock.engine.model_spec import Spec
 
 MAX_TRIES = 50  # seeds tried per wanted variant before giving up
-# `preset:medium`, the SPEC of a command given --difficulty and no spec: the preset's own block;
-# its IDs are preset-medium.SEED
-PRESET_TITLES = {"easy": ("Exercise (easy)", "练习（简单）"), "medium": ("Exercise (medium)", "练习（中等）"),
-                 "hard": ("Exercise (hard)", "练习（困难）")}
-
-
-def default_spec(overrides: dict | None) -> str:
-    """The SPEC of a command given none: `preset:D` with --difficulty D (the preset's own dims,
-    not the default example's), else the default example."""
-    from symblock.options import DEFAULT_EXAMPLE
-    d = (overrides or {}).get("difficulty")
-    return f"preset:{d}" if d in PRESET_TITLES else DEFAULT_EXAMPLE
-
-
-def preset_of(text: str, sep: str = ":") -> str | None:
-    """D of a SPEC `preset:D` (or, sep "-", of an ID token `preset-D`), else None."""
-    head, _, d = text.partition(sep)
-    return d if head == "preset" and d in PRESET_TITLES else None
-
-
-def preset_mapping(d: str) -> dict:
-    """The spec mapping of `preset:D`: a title, a seed and the difficulty."""
-    en, zh = PRESET_TITLES[d]
-    return {"title": {"en": en, "zh": zh}, "random": {"seed": 1, "difficulty": d}}
 
 
 def spec_token(spec_arg: str) -> str:
-    """The `<spec>` part of an ID: an example name, or `h` + a hash of the canonical parsed spec."""
-    from symblock.engine.spec import example_names
-    if spec_arg in example_names() and not Path(spec_arg).exists():
-        return spec_arg
-    if preset_of(spec_arg):
-        return f"preset-{preset_of(spec_arg)}"
-    path = Path(spec_arg)
-    if not path.is_file():
-        raise SpecError(str(path), "", "no such file (give a spec path or a built-in example name; "
-                                       "`symblock examples` lists them)")
+    """The `<spec>` part of an ID: an example name, `preset-D`, or `h` + a hash of the canonical parsed spec."""
+    from symblock.exercises.spec_arg import difficulty_of, example_of
+    if example_of(spec_arg) is not None:
+        return example_of(spec_arg)
+    if difficulty_of(spec_arg):
+        return f"preset-{difficulty_of(spec_arg)}"
     return token_of(read(spec_arg)[0])
 
 
@@ -112,6 +83,7 @@ def parse_id(ident: str, spec_arg: str | None, flag: str = "--id") -> tuple[str,
     `flag` names where the ID came from in messages."""
     from symblock.errors import UsageError
     from symblock.engine.spec import example_names
+    from symblock.exercises.spec_arg import difficulty_of
     m = _ID.fullmatch(ident or "")
     if not m:
         raise UsageError(f"{flag}: {excerpt(ident)} is not a worksheet ID (expected NAME or NAME.SEED, "
@@ -119,8 +91,8 @@ def parse_id(ident: str, spec_arg: str | None, flag: str = "--id") -> tuple[str,
     token, seed = m.group(1), m.group(2)
     seed = int(seed) if seed is not None else None
     if spec_arg is None:
-        if preset_of(token, "-"):
-            return f"preset:{preset_of(token, '-')}", seed
+        if difficulty_of(token, "-"):
+            return f"preset:{difficulty_of(token, '-')}", seed
         if token not in example_names():
             hint = (" (a spec file's ID: give the file too, `symblock worksheet FILE --id ID` or `symblock check FILE "
                     "ANSWERS`; an answers file inside its set folder needs none)") \
@@ -134,7 +106,7 @@ def parse_id(ident: str, spec_arg: str | None, flag: str = "--id") -> tuple[str,
     return spec_arg, seed
 
 
-def rebuild(ident: str, spec_arg: str | None, flag: str = "--id", max_cost: int | None = None):
+def rebuild(ident: str, spec_arg: str | None, flag: str = "--id"):
     """(spec, trace) of the variant a worksheet ID names (`spec_arg`: the spec file, needed for
     a file's ID); the same draw as `worksheet --variants` made."""
     from symblock.errors import UsageError
@@ -144,24 +116,18 @@ def rebuild(ident: str, spec_arg: str | None, flag: str = "--id", max_cost: int 
     if seed is None:
         from symblock.exercises.generate import from_mapping
         spec = from_mapping(data, source)
-        return spec, forward(spec, max_cost=max_cost)
-    got = draw_variant(data, source, seed, max_cost)
+        return spec, forward(spec)
+    got = draw_variant(data, source, seed)
     if got is None:
         raise UsageError(f"{flag} {ident}: seed {seed} does not give a usable block")
     return got
 
 
 def read(spec_arg: str, overrides: dict | None = None) -> tuple[dict, str]:
-    """The raw mapping of a spec (example name or file) and its source name; `overrides` (from the
-    command line's random-section flags) replace keys of its `random:` section."""
-    from symblock.engine.spec import example_names, example_text, read_mapping
-    if spec_arg in example_names() and not Path(spec_arg).exists():
-        data, _ = read_mapping(f"{spec_arg}.yaml", example_text(spec_arg))
-        source = f"example:{spec_arg}"
-    elif preset_of(spec_arg):
-        data, source = preset_mapping(preset_of(spec_arg)), spec_arg
-    else:
-        data, source = read_mapping(spec_arg)
+    """The raw mapping of a SPEC (spec_arg.py: a file, an example, preset:D) and its source name;
+    `overrides` (from the command line's random-section flags) replace keys of its `random:` section."""
+    from symblock.exercises import spec_arg as spec_arg_mod
+    data, source = spec_arg_mod.read(spec_arg)
     if overrides:
         rnd = data.get("random") if isinstance(data.get("random"), dict) else {"seed": 1}
         data = {**data, "random": {**rnd, **overrides}}
@@ -180,7 +146,7 @@ def with_seed(data: dict, source: str, seed: int):
     return from_mapping(data, source)
 
 
-def draw_variant(data: dict, source: str, seed: int, max_cost: int | None = None):
+def draw_variant(data: dict, source: str, seed: int):
     """One variant: (spec, trace) for `seed`, or None when that draw is unusable (e.g. a row with
     zero variance and ε = 0). The single place where generation constraints plug in (issue 5).
     A model's variant is also unusable when its decoding step is no hand exercise (decoder.problem)."""
@@ -190,7 +156,7 @@ def draw_variant(data: dict, source: str, seed: int, max_cost: int | None = None
     if decoder.is_model(spec) and decoder.prefilter(spec):   # most seeds: no exact forward
         return None
     try:
-        trace = forward(spec, max_cost=max_cost)
+        trace = forward(spec)
     except SpecError as e:
         if e.where.startswith(("dims", "random")):  # random.*: a constraint no draw can meet
             raise
@@ -203,7 +169,7 @@ def draw_variant(data: dict, source: str, seed: int, max_cost: int | None = None
 SAME_DRAWS = 40  # usable draws that all repeat the first: no variety (chance ~3^-40 for one drawn entry)
 
 
-def draw_variants(spec_arg: str, n: int, seed: int, max_cost: int | None = None,
+def draw_variants(spec_arg: str, n: int, seed: int,
                   overrides: dict | None = None, judge=None, keep=None) -> list:
     """`n` distinct usable variants with seeds seed, seed+1, ... (unusable or repeated draws are
     skipped, deterministically, and so are those `judge(trace)` turns down when the spec asks for
@@ -215,7 +181,7 @@ def draw_variants(spec_arg: str, n: int, seed: int, max_cost: int | None = None,
         judge = None
     out, seen, alike, usable_repeats = [], set(), 0, 0
     for s in range(seed, seed + n * MAX_TRIES):
-        got = draw_variant(data, source, s, max_cost)
+        got = draw_variant(data, source, s)
         if got is None or (judge is not None and judge(got[1])):
             continue
         spec, trace = got
@@ -250,7 +216,7 @@ def variant_key(spec: Spec) -> tuple:
 
 
 def wants_judge(data: dict, source: str) -> bool:
-    """Whether the spec (with its difficulty preset) asks for random.distinct_mistakes."""
+    """Whether the spec (with its difficulty) asks for random.distinct_mistakes."""
     from symblock.exercises.generate import constraints_of
     rnd = data.get("random")
     return isinstance(rnd, dict) and constraints_of(data, source).distinct_mistakes

@@ -193,9 +193,9 @@ def answer_files(folder: Path, skip: Path | None = None) -> list[Path]:
 class Variants:
     """The set's variants by ID, each rebuilt (forward, exercise, Marker) the first time it is needed."""
 
-    def __init__(self, manifest: dict, max_cost: int | None = None):
+    def __init__(self, manifest: dict):
         from symblock.exercises import variants
-        self.manifest, self.max_cost = manifest, max_cost
+        self.manifest = manifest
         self.token = str(manifest["spec_token"])
         self.seeds = {str(v["id"]): int(v["seed"]) for v in manifest["variants"]}
         if self.token.startswith("h") and variants.token_of(manifest["spec"]) != self.token:
@@ -223,7 +223,7 @@ class Variants:
             from symblock.grading.marking import Marker
             m = self.manifest
             data = merge_random(m["spec"], m.get("random_flags") or None)
-            got = variants.draw_variant(data, str(m.get("spec_source", "manifest")), self.seeds[ident], self.max_cost)
+            got = variants.draw_variant(data, str(m.get("spec_source", "manifest")), self.seeds[ident])
             if got is None:
                 raise SpecError("manifest.yaml", "variants", f"{ident}: its seed no longer gives a usable block")
             ex = presets.choose(got[1], m.get("preset"), loss=m.get("loss"), wrt=m.get("wrt"))
@@ -233,13 +233,13 @@ class Variants:
         return self._markers[ident]
 
 
-def grade(manifest: dict, files: list[Path], credit, max_cost: int | None = None, roster: dict | None = None) -> Class:
+def grade(manifest: dict, files: list[Path], credit, roster: dict | None = None) -> Class:
     """Mark every file against its own variant and score it, then flag the files whose identity is
     in doubt (`flag`); see the module docstring. `roster`: students.read's mapping."""
     from symblock.grading import answers as answers_mod
     from symblock.grading import students
     from symblock.grading.answers import Policy
-    pool = Variants(manifest, max_cost)
+    pool = Variants(manifest)
     default = Policy(decimals=manifest.get("decimals"))
     points = {s: int(manifest["points"].get(s, 1)) for s in manifest["asked"]}
     graded, rejected, read_as = [], [], {}

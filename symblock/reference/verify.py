@@ -77,15 +77,15 @@ def skipped() -> BackendResult:
 
 
 def run(spec: Spec, tol: float = 1e-9, require_torch: bool = False,
-        max_cost: int | None = None, use_torch: bool = True) -> VerifyResult:
+        use_torch: bool = True) -> VerifyResult:
     """`use_torch=False` compares with NumPy alone: importing torch takes 2–3 s, the rest well under 1 s."""
     from symblock.engine.model_spec import ModelSpec
     if isinstance(spec, ModelSpec):
-        return run_model(spec, tol, require_torch, max_cost, use_torch)
+        return run_model(spec, tol, require_torch, use_torch)
     if spec.options.cross_attention:
-        return run_decoder_layer(spec, tol, require_torch, max_cost, use_torch)
+        return run_decoder_layer(spec, tol, require_torch, use_torch)
     from symblock.reference import numeric
-    trace = block.forward(spec, max_cost=max_cost)
+    trace = block.forward(spec)
     want = exact_floats(trace)
     problems: list[str] = []
     backends = {"numpy": compare(want, numeric.forward(spec), "numpy", tol, problems)}
@@ -131,11 +131,11 @@ def tiles_proved(trace: block.Trace, problems: list[str]) -> list[tuple[str, str
 
 
 def run_decoder_layer(spec: BlockSpec, tol: float = 1e-9, require_torch: bool = False,
-                      max_cost: int | None = None, use_torch: bool = True) -> VerifyResult:
+                      use_torch: bool = True) -> VerifyResult:
     """A decoder layer with cross-attention: every step against NumPy (numeric_cross.py), and
     the steps a real nn.TransformerDecoderLayer exposes (torch_cross.py) against it."""
     from symblock.reference import numeric_cross, torch_cross
-    trace = block.forward(spec, max_cost=max_cost)
+    trace = block.forward(spec)
     want = exact_floats(trace)
     problems: list[str] = []
     backends = {"numpy": compare(want, numeric_cross.forward(spec), "numpy", tol, problems),
@@ -158,18 +158,18 @@ def run_decoder_layer(spec: BlockSpec, tol: float = 1e-9, require_torch: bool = 
 
 
 def run_model(spec, tol: float = 1e-9, require_torch: bool = False,
-              max_cost: int | None = None, use_torch: bool = True) -> VerifyResult:
+              use_torch: bool = True) -> VerifyResult:
     """A tiny GPT: every step against NumPy and torch (each recomputing without a cache), the
     prompt pass against a stack of real nn.TransformerEncoderLayers where torch has the layer,
     and every cached step proved equal to the full recompute (engine/model.py)."""
     from symblock.engine import model
     from symblock.reference import numeric_model
-    trace = model.forward(spec, max_cost=max_cost)
+    trace = model.forward(spec)
     want = exact_floats(trace)
     problems: list[str] = []
     backends = {"numpy": compare(want, numeric_model.forward(spec), "numpy", tol, problems),
                 "torch": torch_model_result(spec, want, tol, require_torch, problems) if use_torch else skipped()}
-    cache = model.prove_cache(spec, max_cost)
+    cache = model.prove_cache(spec)
     bad = [name for name, verdict in cache if verdict == "differs"]
     if bad:
         problems.append(f"cached steps differ from the full recompute: {', '.join(bad[:5])}")

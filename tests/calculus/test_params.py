@@ -4,7 +4,6 @@ Checked against independent counts: torch modules' parameters counted by brute f
 FlopCounterMode, published model sizes, and the hand counts of seeds 001 and 002."""
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -14,7 +13,6 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from symblock.calculus import params
-from symblock.commands import params as params_cmd
 from symblock.calculus.params import count
 
 
@@ -253,17 +251,9 @@ def test_count_rejects_unknown_choices():
 
 # -------------------------------------------------------------------------------- CLI
 
-def cli(argv: list[str], capsys) -> tuple[int, str, str]:
-    parser = argparse.ArgumentParser(prog="symblock params")
-    params_cmd.add_arguments(parser)
-    rc = params_cmd.run(parser.parse_args(argv))
-    out, err = capsys.readouterr()
-    return rc, out, err
-
-
-def test_cli_json_shape(capsys):
-    rc, out, err = cli(["--d-model", "64", "--heads", "4", "--d-ff", "256", "--activation",
-                        "swiglu", "--final-norm", "--seq-len", "10", "--json"], capsys)
+def test_cli_json_shape(cli):
+    rc, out, err = cli("params", "--d-model", "64", "--heads", "4", "--d-ff", "256", "--activation",
+                       "swiglu", "--final-norm", "--seq-len", "10", "--json")
     assert rc == 0 and err == ""
     doc = json.loads(out)
     c = count(64, 4, 256, activation="swiglu", final_norm=True, seq_len=10)
@@ -284,20 +274,20 @@ def test_cli_json_shape(capsys):
     assert doc["config"]["d_head"] == 16 and doc["config"]["norm"] == "layernorm"
 
 
-def test_cli_defaults(capsys):
-    rc, out, _ = cli(["--d-model", "16", "--heads", "2", "--json"], capsys)
+def test_cli_defaults(cli):
+    rc, out, _ = cli("params", "--d-model", "16", "--heads", "2", "--json")
     doc = json.loads(out)
     assert rc == 0
     assert doc["config"]["d_ff"] == 64 and doc["config"]["bias"] is True
     assert doc["config"]["seq_len"] == params.DEFAULT_SEQ_LEN
-    rc, out, _ = cli(["--d-model", "16", "--heads", "2", "--no-bias", "--norm", "rmsnorm",
-                      "--json"], capsys)
+    rc, out, _ = cli("params", "--d-model", "16", "--heads", "2", "--no-bias", "--norm", "rmsnorm",
+                     "--json")
     doc = json.loads(out)
     assert (doc["attention"], doc["ffn"], doc["norm"]) == (4 * 256, 2 * 16 * 64, 2 * 16)
 
 
-def test_cli_table(capsys):
-    rc, out, err = cli(["--d-model", "32", "--heads", "4", "--d-ff", "128"], capsys)
+def test_cli_table(cli):
+    rc, out, err = cli("params", "--d-model", "32", "--heads", "4", "--d-ff", "128")
     assert rc == 0 and err == ""
     lines = out.splitlines()
     table = lines[lines.index(next(l for l in lines if l.startswith("parameters"))):]
@@ -321,8 +311,8 @@ def test_cli_table(capsys):
     (["--d-model", "8", "--heads", "2", "--d-ff", "0"], "d_ff must be a positive integer"),
     (["--d-model", "8", "--heads", "2", "--seq-len", "0"], "seq_len must be a positive integer"),
 ])
-def test_cli_bad_values_exit_2(capsys, argv, message):
-    rc, out, err = cli(argv + ["--json"], capsys)
+def test_cli_bad_values_exit_2(cli, argv, message):
+    rc, out, err = cli("params", *argv + ["--json"])
     assert rc == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith("symblock params: error: ")
     assert message in err

@@ -28,18 +28,6 @@ from symblock.exercises import generate
 SEED_YAML = spec.example_text("seed-post-ln")
 
 
-def cli(capsys, *argv):
-    code = main([str(a) for a in argv])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def write(tmp_path, name, text):
-    p = tmp_path / name
-    p.write_text(text, encoding="utf-8")
-    return p
-
-
 def seed_with(old: str, new: str) -> str:
     assert old in SEED_YAML
     return SEED_YAML.replace(old, new)
@@ -190,12 +178,12 @@ def test_large_but_bounded_entries_are_still_exact(text, value):
     assert spec.parse_exact(text, "f", "w") == value
 
 
-def test_a_5001_digit_entry_is_refused_naming_the_line(tmp_path, capsys):
-    p = write(tmp_path, "s.yaml", seed_with("W_2: [[1, 0]", "W_2: [[" + "9" * 5001 + ", 0]"))
-    code, _, err = cli(capsys, "forward", p)
+def test_a_5001_digit_entry_is_refused_naming_the_line(spec_file, cli):
+    p = spec_file(seed_with("W_2: [[1, 0]", "W_2: [[" + "9" * 5001 + ", 0]"), "s.yaml")
+    code, _, err = cli("forward", p)
     assert code == 2 and refused(err, "s.yaml: line", "more than 1000 digits"), err
-    p = write(tmp_path, "s.json", '{"dims": {"seq_len": ' + "9" * 5001 + "}}")
-    code, _, err = cli(capsys, "forward", p)
+    p = spec_file('{"dims": {"seq_len": ' + "9" * 5001 + "}}", "s.json")
+    code, _, err = cli("forward", p)
     assert code == 2 and refused(err, "s.json", "more than 1000 digits"), err
 
 
@@ -212,12 +200,12 @@ def test_params_with_a_3001_digit_width_is_a_clear_error(capsys):
 
 # ---------------------------------------------------------------- Decimal rounding (exact._round)
 
-def test_28_decimals_forward_grad_worksheet(tmp_path, capsys):
-    code, out, err = cli(capsys, "forward", "--decimals", "28", "--step", "norm1.std")
+def test_28_decimals_forward_grad_worksheet(tmp_path, cli):
+    code, out, err = cli("forward", "--decimals", "28", "--step", "norm1.std")
     assert code == 0 and "0.9010000000000000000000000000" in out, err
-    code, out, err = cli(capsys, "grad", "--decimals", "28")
+    code, out, err = cli("grad", "--decimals", "28")
     assert code == 0 and err == ""
-    code, out, err = cli(capsys, "worksheet", "pre-ln-causal-gelu", "--decimals", "28", "--format", "markdown",
+    code, out, err = cli("worksheet", "pre-ln-causal-gelu", "--decimals", "28", "--format", "markdown",
                          "--out", tmp_path / "w")
     assert code == 0 and re.search(r"\d\.\d{28}\b", (tmp_path / "w" / "key.md").read_text()), err
 
@@ -230,36 +218,36 @@ def test_decimals_of_large_values_match_mpmath(expr):
     assert exact.from_sympy(value).decimal(30) == Decimal(fixed(value, 30))
 
 
-def test_weights_10_to_the_400_and_exp_1000_work_forward(tmp_path, capsys):
-    p = write(tmp_path, "s.yaml", seed_with("[[1, 0, 1], [0, 1, -1]]", '[["10**400", 0, 1], [0, 1, -1]]'))
-    code, out, err = cli(capsys, "forward", p, "--step", "ffn.hidden", "--decimals", "2")
+def test_weights_10_to_the_400_and_exp_1000_work_forward(spec_file, cli):
+    p = spec_file(seed_with("[[1, 0, 1], [0, 1, -1]]", '[["10**400", 0, 1], [0, 1, -1]]'), "s.yaml")
+    code, out, err = cli("forward", p, "--step", "ffn.hidden", "--decimals", "2")
     assert code == 0 and err == ""
-    p = write(tmp_path, "e.yaml", seed_with("[[1, 0, 1], [0, 1, -1]]", '[["exp(1000)", 0, 1], [0, 1, -1]]'))
-    code, out, err = cli(capsys, "forward", p, "--json", "--step", "ffn.hidden")
+    p = spec_file(seed_with("[[1, 0, 1], [0, 1, -1]]", '[["exp(1000)", 0, 1], [0, 1, -1]]'), "e.yaml")
+    code, out, err = cli("forward", p, "--json", "--step", "ffn.hidden")
     assert code == 0 and err == ""
 
 
-def test_answers_written_to_38_and_61_places_are_accepted(tmp_path, capsys):
+def test_answers_written_to_38_and_61_places_are_accepted(spec_file, cli):
     # 38 places of a rational step (seed-post-ln's norm1.std = 901/1000, 31/250, 43/100)
     text = "steps:\n  norm1.std: [[\"0.9010000000000000000000000000000000000\"], [0.124], [0.43]]\n"
-    code, out, err = cli(capsys, "check", "seed-post-ln", write(tmp_path, "a.yaml", text))
+    code, out, err = cli("check", "seed-post-ln", spec_file(text, "a.yaml"))
     assert code == 0, out + err
     # 61 places of irrational softmax weights, written by mpmath from the exact closed forms
-    code, out, _ = cli(capsys, "forward", "pre-ln-causal-gelu", "--json", "--step", "attn.h1.weights")
+    code, out, _ = cli("forward", "pre-ln-causal-gelu", "--json", "--step", "attn.h1.weights")
     exact_rows = json.loads(out)["steps"][0]["exact"]
     rows = [[fixed(sympy.sympify(e), 61) for e in r] for r in exact_rows]
     assert any(len(v) > 62 and v[-5:] != "00000" for r in rows for v in r)  # irrational, 61 places
     answers = {"steps": {"attn.h1.weights": rows}}
-    code, out, err = cli(capsys, "check", "pre-ln-causal-gelu", write(tmp_path, "b.json", json.dumps(answers)))
+    code, out, err = cli("check", "pre-ln-causal-gelu", spec_file(json.dumps(answers), "b.json"))
     assert code == 0 and "correct  attn.h1.weights" in out, out + err
 
 
-def test_a_wrong_answer_of_1e40_is_marked_wrong_exit_1(tmp_path, capsys):
+def test_a_wrong_answer_of_1e40_is_marked_wrong_exit_1(spec_file, cli):
     """The later steps are recomputed from the person's 1e40 (carried errors), and their
     decimals have 44 digits: that used to overflow Decimal's 28-digit context."""
     text = ("decimals: 3\nsteps:\n  resid1: [[1.0e+40, 0.599], [1.504, 1.752], [2.576, 1.716]]\n"
             "  norm1.mean: [[1.5], [1.628], [2.146]]\n  norm1.std: [[0.901], [0.124], [0.43]]\n")
-    code, out, err = cli(capsys, "check", "seed-post-ln", write(tmp_path, "a.yaml", text))
+    code, out, err = cli("check", "seed-post-ln", spec_file(text, "a.yaml"))
     assert code == 1 and "wrong    resid1" in out and err == "", err
 
 
@@ -289,11 +277,11 @@ def test_a_given_masked_row_of_only_minus_infinity_is_a_spec_error():
     assert e.value.field == "given.attn.h0.masked[0]" and "−∞" in str(e.value)
 
 
-def test_a_staged_masked_step_keeps_its_minus_infinity(capsys, tmp_path):
-    p = write(tmp_path, "s.yaml", "dims: {seq_len: 3, d_model: 4, d_ff: 4, heads: 1}\n"
+def test_a_staged_masked_step_keeps_its_minus_infinity(spec_file, cli):
+    p = spec_file("dims: {seq_len: 3, d_model: 4, d_ff: 4, heads: 1}\n"
                                   "block: {causal: true, norm_position: pre}\n"
-                                  "random: {seed: 1, staged: {step: attn.h0.masked, decimals: 2}}\n")
-    code, out, err = cli(capsys, "forward", p, "--step", "attn.h0.masked")
+                                  "random: {seed: 1, staged: {step: attn.h0.masked, decimals: 2}}\n", "s.yaml")
+    code, out, err = cli("forward", p, "--step", "attn.h0.masked")
     assert code == 0 and "(given)" in out and out.count("-oo") == 3, err
 
 
@@ -318,10 +306,10 @@ def test_difficulty_with_dims_that_are_not_a_mapping():
 
 # ---------------------------------------------------------------- files
 
-def test_duplicate_keys_are_refused_naming_the_key(tmp_path, capsys):
-    code, _, err = cli(capsys, "forward", write(tmp_path, "d.yaml", SEED_YAML + "dims: {seq_len: 2}\n"))
+def test_duplicate_keys_are_refused_naming_the_key(spec_file, cli):
+    code, _, err = cli("forward", spec_file(SEED_YAML + "dims: {seq_len: 2}\n", "d.yaml"))
     assert code == 2 and refused(err, "d.yaml: line", "'dims' appears twice"), err
-    code, _, err = cli(capsys, "forward", write(tmp_path, "d.json", '{"title": "a", "title": "b"}'))
+    code, _, err = cli("forward", spec_file('{"title": "a", "title": "b"}', "d.json"))
     assert code == 2 and refused(err, "d.json", "'title' appears twice"), err
 
 
@@ -330,41 +318,41 @@ def test_duplicate_keys_are_refused_naming_the_key(tmp_path, capsys):
     ("deep.yaml", "a: " + "[" * 100000 + "]" * 100000),
     ("indent.yaml", "x:\n" + "".join("  " * i + f"a{i}:\n" for i in range(40))),
 ])
-def test_deep_nesting_is_a_clear_error_not_a_recursion_error(tmp_path, capsys, name, text):
-    code, _, err = cli(capsys, "forward", write(tmp_path, name, text))
+def test_deep_nesting_is_a_clear_error_not_a_recursion_error(spec_file, cli, name, text):
+    code, _, err = cli("forward", spec_file(text, name))
     assert code == 2 and refused(err, name, "nested"), err
 
 
-def test_yaml_aliases_that_expand_to_billions_are_refused(tmp_path, capsys):
+def test_yaml_aliases_that_expand_to_billions_are_refused(spec_file, cli):
     lines = ["a: &a [1,1,1,1,1,1,1,1,1,1]"] + [f"{c}: &{c} [{', '.join(['*' + p] * 10)}]"
                                                 for p, c in zip("abcdef", "bcdefg")]
-    code, _, err = cli(capsys, "forward", write(tmp_path, "l.yaml", "\n".join(lines) + "\n"))
+    code, _, err = cli("forward", spec_file("\n".join(lines) + "\n", "l.yaml"))
     assert code == 2 and refused(err, "l.yaml", "more than 2,000,000 values"), err
 
 
-def test_a_directory_or_binary_file_as_target_is_a_clear_error(tmp_path, capsys):
-    code, _, err = cli(capsys, "grad", "--loss", "mse", "--target", tmp_path)
+def test_a_directory_or_binary_file_as_target_is_a_clear_error(tmp_path, cli):
+    code, _, err = cli("grad", "--loss", "mse", "--target", tmp_path)
     assert code == 2 and refused(err, "is a directory"), err
     binary = tmp_path / "t.bin"
     binary.write_bytes(bytes(range(256)))
-    code, _, err = cli(capsys, "grad", "--loss", "mse", "--target", binary)
+    code, _, err = cli("grad", "--loss", "mse", "--target", binary)
     assert code == 2 and refused(err, "t.bin", "binary file"), err
-    code, _, err = cli(capsys, "forward", binary)
+    code, _, err = cli("forward", binary)
     assert code == 2 and refused(err, "t.bin", "binary file"), err
 
 
 @pytest.mark.parametrize("out", ["/proc/symblock-test/ws", "/sys/symblock-test", "a" * 300])
-def test_os_errors_on_out_are_a_clear_error(tmp_path, capsys, monkeypatch, out):
+def test_os_errors_on_out_are_a_clear_error(tmp_path, cli, monkeypatch, out):
     monkeypatch.chdir(tmp_path)
-    code, _, err = cli(capsys, "worksheet", "--format", "markdown", "--out", out)
+    code, _, err = cli("worksheet", "--format", "markdown", "--out", out)
     assert code == 2 and refused(err, "--out", "cannot write there"), err
 
 
-def test_unencodable_titles_are_refused(tmp_path, capsys):
-    p = write(tmp_path, "s.yaml", seed_with('title: {en: "Post-LN block, worked by hand", zh: "Post-LN 块：手算演示"}', 'title: "\\ud800"'))
-    code, _, err = cli(capsys, "worksheet", p, "--format", "markdown", "--out", tmp_path / "w")
+def test_unencodable_titles_are_refused(spec_file, tmp_path, cli):
+    p = spec_file(seed_with('title: {en: "Post-LN block, worked by hand", zh: "Post-LN 块：手算演示"}', 'title: "\\ud800"'), "s.yaml")
+    code, _, err = cli("worksheet", p, "--format", "markdown", "--out", tmp_path / "w")
     assert code == 2 and refused(err, "s.yaml: title:", "UTF-8") and not (tmp_path / "w").exists(), err
-    code, _, err = cli(capsys, "worksheet", "--title", "\udcff", "--format", "markdown", "--out", tmp_path / "v")
+    code, _, err = cli("worksheet", "--title", "\udcff", "--format", "markdown", "--out", tmp_path / "v")
     assert code == 2 and refused(err, "--title", "UTF-8") and not (tmp_path / "v").exists(), err
 
 
@@ -391,11 +379,11 @@ def test_a_block_over_the_limit_is_refused_before_anything_is_drawn(monkeypatch)
     assert e.value.field == "dims"
 
 
-def test_the_limit_comes_from_the_environment_when_used_and_max_cost_raises_it(capsys, monkeypatch):
+def test_the_limit_comes_from_the_environment_when_used_and_max_cost_raises_it(cli, monkeypatch):
     monkeypatch.setenv("SYMBLOCK_MAX_COST", "100")
-    code, _, err = cli(capsys, "forward", "pre-ln-causal-gelu")
+    code, _, err = cli("forward", "pre-ln-causal-gelu")
     assert code == 2 and refused(err, "dims:", "limit of 100"), err
-    code, _, err = cli(capsys, "forward", "pre-ln-causal-gelu", "--max-cost", "10000000")
+    code, _, err = cli("forward", "pre-ln-causal-gelu", "--max-cost", "10000000")
     assert code == 0, err
 
 
@@ -404,8 +392,8 @@ def test_generation_budgets_draws_and_forwards_by_the_block_size():
     small = spec.Dims(seq_len=3, d_model=4, d_ff=4, heads=1)
     large = spec.Dims(seq_len=16, d_model=32, d_ff=128, heads=4)
     opts = spec.Options()
-    draws_small, fwd_small = generate.draw_limits(c, small, opts, ["W_Q", "W_K"], True, set(), None)
-    draws_large, fwd_large = generate.draw_limits(c, large, opts, ["W_Q", "W_K"], True, set(), None)
+    draws_small, fwd_small = generate.draw_limits(c, small, opts, ["W_Q", "W_K"], True, set())
+    draws_large, fwd_large = generate.draw_limits(c, large, opts, ["W_Q", "W_K"], True, set())
     assert draws_small >= 10_000 and fwd_small == generate.MAX_FORWARDS   # tiny blocks: as asked
     assert draws_large * 10 < draws_small and fwd_large < 10                # large: bounded first
     assert fwd_large * cost.cost(large, opts) <= cost.MAX_COST
@@ -434,10 +422,10 @@ def test_every_documented_maximum_is_in_help_and_the_docs(capsys):
         assert limit in readme, limit
 
 
-def test_a_large_exact_entry_is_shown_in_full_on_the_key(tmp_path, capsys):
+def test_a_large_exact_entry_is_shown_in_full_on_the_key(spec_file, tmp_path, cli):
     """10**40 + 1 used to be shown as 10**40 (Decimal's 28 digits rounded it, silently)."""
-    p = write(tmp_path, "s.yaml", seed_with("inputs:\n  X: [[1, 0]", 'inputs:\n  X: [["10**40 + 1", 0]'))
-    code, _, err = cli(capsys, "worksheet", p, "--format", "markdown", "--out", tmp_path / "w")
+    p = spec_file(seed_with("inputs:\n  X: [[1, 0]", 'inputs:\n  X: [["10**40 + 1", 0]'), "s.yaml")
+    code, _, err = cli("worksheet", p, "--format", "markdown", "--out", tmp_path / "w")
     assert code == 0, err
     assert "10000000000000000000000000000000000000001" in (tmp_path / "w" / "key.md").read_text()
 
@@ -447,13 +435,10 @@ def test_a_large_exact_entry_is_shown_in_full_on_the_key(tmp_path, capsys):
 RESID1_ROWS = ["[1.504, 1.752]", "[2.576, 1.716]"]   # the seed article's resid1, rows 2 and 3
 
 
-def _check_json(tmp_path, capsys, name, text):
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    code = main(["check", "seed-post-ln", str(path), "--json"])
-    out = capsys.readouterr()
-    assert out.err == "", out.err
-    return code, {s["name"]: s for s in json.loads(out.out)["steps"]}
+def _check_json(cli, spec_file, name, text):
+    code, out, err = cli("check", "seed-post-ln", spec_file(text, name), "--json")
+    assert err == "", err
+    return code, {s["name"]: s for s in json.loads(out)["steps"]}
 
 
 @pytest.mark.parametrize("name, text", [
@@ -463,10 +448,10 @@ def _check_json(tmp_path, capsys, name, text):
     ("d.json", '{"steps": {"resid1": [[1e99999999999999999999, 0.599], ' + ", ".join(RESID1_ROWS) + "]}}"),
     ("e.csv", "step,row,col,value\nresid1,0,0,1e99999999999999999999\nresid1,0,1,0.599\n"),
 ])
-def test_an_answer_past_decimals_exponents_is_that_entry_wrong(tmp_path, capsys, name, text):
+def test_an_answer_past_decimals_exponents_is_that_entry_wrong(spec_file, cli, name, text):
     """Was an internal error (decimal.InvalidOperation): now resid1[0][0] is wrong, "too large to
     read", and 0.599 beside it is still marked (correct: the seed article's resid1[0][1])."""
-    code, steps = _check_json(tmp_path, capsys, name, text)
+    code, steps = _check_json(cli, spec_file, name, text)
     first, second = steps["resid1"]["entries"][:2]
     assert code == 1 and steps["resid1"]["status"] == "wrong"
     assert first["mark"] == "wrong" and first["reason"] == "large" and len(first["given"]) <= 24
@@ -478,9 +463,9 @@ def test_an_answer_past_decimals_exponents_is_that_entry_wrong(tmp_path, capsys,
     ("b.csv", "step,row,col,value\nresid1,0,0,²\nresid1,0,1,³\n"),
     ("c.json", '{"steps": {"resid1": [["\u00b2", "\u00b3"], ' + ", ".join(RESID1_ROWS) + "]}}"),
 ])
-def test_superscript_digits_are_not_numbers_but_entries_marked_wrong(tmp_path, capsys, name, text):
+def test_superscript_digits_are_not_numbers_but_entries_marked_wrong(spec_file, cli, name, text):
     """str.isdigit("²") is True, int("²") fails: the entries are "not a number", the file marked."""
-    code, steps = _check_json(tmp_path, capsys, name, text)
+    code, steps = _check_json(cli, spec_file, name, text)
     entries = steps["resid1"]["entries"]
     assert code == 1 and [(e["given"], e["reason"]) for e in entries[:2]] == [("²", "number"), ("³", "number")]
 

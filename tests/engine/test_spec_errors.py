@@ -22,16 +22,15 @@ GOOD = textwrap.dedent("""\
     """)
 
 
-def run_cli(tmp_path, text, name="spec.yaml", capsys=None):
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    code = main(["forward", str(path)])
-    err = capsys.readouterr().err
+def run_cli(cli, spec_file, text, name="spec.yaml"):
+    """`symblock forward` on the spec `text`: (exit code, stderr, the file's path)."""
+    path = spec_file(text, name)
+    code, _, err = cli("forward", path)
     return code, err, str(path)
 
 
-def test_good_spec_loads(tmp_path, capsys):
-    code, err, _ = run_cli(tmp_path, GOOD, capsys=capsys)
+def test_good_spec_loads(spec_file, cli):
+    code, err, _ = run_cli(cli, spec_file, GOOD)
     assert code == 0 and err == ""
 
 
@@ -58,10 +57,10 @@ def test_good_spec_loads(tmp_path, capsys):
     (("X: [[1, 0], [0, 2]]", "X: [[1, 1], [2, 2]]"), "norm1.var[0]", "zero variance and ε = 0"),
     (("inputs:", "layout: sideways\ninputs:"), "layout", "expected math or torch"),
 ])
-def test_each_bad_field_is_named(tmp_path, capsys, edit, field, expected):
+def test_each_bad_field_is_named(spec_file, cli, edit, field, expected):
     old, new = edit
     assert old in GOOD
-    code, err, path = run_cli(tmp_path, GOOD.replace(old, new, 1), capsys=capsys)
+    code, err, path = run_cli(cli, spec_file, GOOD.replace(old, new, 1))
     assert code == 2
     assert err.startswith(f"symblock: error: {path}: {field}:"), err
     assert expected in err
@@ -75,8 +74,8 @@ def test_each_bad_field_is_named(tmp_path, capsys, edit, field, expected):
     ("   \n", "blank.yaml", "the file is empty"),
     ("- 1\n- 2\n", "list.yaml", "expected a mapping at the top level"),
 ])
-def test_unreadable_files(tmp_path, capsys, text, name, expected):
-    code, err, path = run_cli(tmp_path, text, name=name, capsys=capsys)
+def test_unreadable_files(spec_file, cli, text, name, expected):
+    code, err, path = run_cli(cli, spec_file, text, name=name)
     assert code == 2
     assert err.startswith(f"symblock: error: {path}: ") and expected in err
 
@@ -88,12 +87,11 @@ def test_missing_path(tmp_path, capsys):
     assert f"{path}: no such file" in err and "symblock examples" in err
 
 
-def test_rmsnorm_zero_row_and_eps_cures_it(tmp_path, capsys):
+def test_rmsnorm_zero_row_and_eps_cures_it(spec_file, cli):
     text = GOOD.replace("inputs:", "block: {norm: rmsnorm, norm_position: pre}\ninputs:").replace("[[1, 0], [0, 2]]", "[[0, 0], [0, 2]]")
-    code, err, path = run_cli(tmp_path, text, capsys=capsys)
+    code, err, path = run_cli(cli, spec_file, text)
     assert code == 2 and "norm1.ms[0]" in err and "zero mean square" in err
-    code, err, _ = run_cli(tmp_path, text.replace("{norm: rmsnorm,", "{norm: rmsnorm, eps: \"1e-5\","),
-                           capsys=capsys)
+    code, err, _ = run_cli(cli, spec_file, text.replace("{norm: rmsnorm,", "{norm: rmsnorm, eps: \"1e-5\","))
     assert code == 0, err
 
 
@@ -189,14 +187,14 @@ def test_torch_layout_one_row_weight_is_a_matrix_not_a_vector():
 
 
 @pytest.mark.parametrize("entry", ['"' + "9" * 100_000 + '"', "1." + "9" * 100_000, '"1/' + "9" * 100_000 + '"'])
-def test_a_long_entry_is_quoted_as_a_short_excerpt(tmp_path, capsys, entry):
+def test_a_long_entry_is_quoted_as_a_short_excerpt(spec_file, cli, entry):
     # the message repeated the whole 100,000-digit entry back
-    code, err, _ = run_cli(tmp_path, GOOD.replace("X: [[1, 0], [0, 2]]", f"X: [[1, 0], [0, {entry}]]"), capsys=capsys)
+    code, err, _ = run_cli(cli, spec_file, GOOD.replace("X: [[1, 0], [0, 2]]", f"X: [[1, 0], [0, {entry}]]"))
     assert code == 2 and "inputs.X[1][1]" in err and len(err) < 500
 
 
-def test_a_long_unknown_key_is_named_by_an_excerpt(tmp_path, capsys):
-    code, err, _ = run_cli(tmp_path, GOOD + "? " + "k" * 10_000 + "\n: 1\n", capsys=capsys)
+def test_a_long_unknown_key_is_named_by_an_excerpt(spec_file, cli):
+    code, err, _ = run_cli(cli, spec_file, GOOD + "? " + "k" * 10_000 + "\n: 1\n")
     assert code == 2 and "unknown key" in err and len(err) < 500
 
 

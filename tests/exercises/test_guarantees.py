@@ -1,4 +1,4 @@
-"""Issue 12's guarantees, measured on generated sets of 30 variants per difficulty preset: every
+"""Issue 12's guarantees, measured on generated sets of 30 variants per difficulty: every
 number is read from the exact trace (fractions where rational, certified values otherwise) or from
 the independent NumPy path, never from the generator's own flags or counters."""
 from __future__ import annotations
@@ -18,12 +18,12 @@ from symblock.exercises.presets import choose, estimate
 from symblock.reference import numeric
 
 N = 30
-PRESETS = ("easy", "medium", "hard")
+DIFFICULTIES = ("easy", "medium", "hard")
 STATS = (".mean", ".var", ".std")
 
 
-@pytest.fixture(scope="module", params=PRESETS)
-def preset_set(request):
+@pytest.fixture(scope="module", params=DIFFICULTIES)
+def difficulty_set(request):
     d = request.param
     return d, [generate.variant({"random": {"seed": seed, "difficulty": d}}, "t") for seed in range(1, N + 1)]
 
@@ -42,8 +42,8 @@ def key(value) -> tuple:
     return tuple(out)
 
 
-def test_same_dims_for_the_whole_set_and_within_the_time_budget(preset_set):
-    d, vs = preset_set
+def test_same_dims_for_the_whole_set_and_within_the_time_budget(difficulty_set):
+    d, vs = difficulty_set
     assert len({v.spec.dims for v in vs}) == 1
     assert len({v.spec.options for v in vs}) == 1
     for v in vs:
@@ -54,8 +54,8 @@ def test_same_dims_for_the_whole_set_and_within_the_time_budget(preset_set):
         assert est.minutes <= BUDGETS[d], (d, est.text())
 
 
-def test_every_asked_answer_differs_across_the_set(preset_set):
-    d, vs = preset_set
+def test_every_asked_answer_differs_across_the_set(difficulty_set):
+    d, vs = difficulty_set
     answers: dict[str, Counter] = {}
     for v in vs:
         for name in choose(v.trace).ask:
@@ -67,8 +67,8 @@ def test_every_asked_answer_differs_across_the_set(preset_set):
             assert len({e for k, c in counts.items() for e in k}) >= 5, (d, name)
 
 
-def test_norm_rows_sigma_at_least_half_and_exact_where_asked(preset_set):
-    d, vs = preset_set
+def test_norm_rows_sigma_at_least_half_and_exact_where_asked(difficulty_set):
+    d, vs = difficulty_set
     sigmas = set()
     for v in vs:
         for name in v.trace.names():
@@ -88,8 +88,8 @@ def test_norm_rows_sigma_at_least_half_and_exact_where_asked(preset_set):
         assert sigmas == {Fraction(3, 4), Fraction(5, 4), Fraction(3, 2), Fraction(7, 4), Fraction(9, 4)}
 
 
-def test_softmax_small_exponents_and_weights_neither_one_hot_nor_vanishing(preset_set):
-    d, vs = preset_set
+def test_softmax_small_exponents_and_weights_neither_one_hot_nor_vanishing(difficulty_set):
+    d, vs = difficulty_set
     if d == "easy":  # A(X) is given (staged): no softmax is computed, so none can be asked
         assert not any(n.endswith(".weights") for v in vs for n in v.trace.names())
         return
@@ -114,8 +114,8 @@ def test_softmax_small_exponents_and_weights_neither_one_hot_nor_vanishing(prese
     assert 1 < largest <= 3
 
 
-def test_backprop_default_loss_gradients_vary(preset_set):
-    d, vs = preset_set
+def test_backprop_default_loss_gradients_vary(difficulty_set):
+    d, vs = difficulty_set
     outs = set()
     for v in vs[:6]:
         ex = choose(v.trace, "backprop")

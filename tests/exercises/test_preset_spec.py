@@ -1,19 +1,19 @@
-"""`preset:D`, the SPEC of a command given --difficulty D and no spec: the preset's own block,
+"""`preset:D`, the SPEC of a command given --difficulty D and no spec: the difficulty's own block,
 with an ID (`preset-D.SEED`) that rebuilds the same variant without any file."""
 from __future__ import annotations
 
 import pytest
 
 from symblock.errors import UsageError
-from symblock.exercises import generate, variants
+from symblock.exercises import generate, spec_arg, variants
 from symblock.options import DEFAULT_EXAMPLE
 
 
 def test_default_spec_follows_the_difficulty_flag():
-    assert variants.default_spec({"difficulty": "hard"}) == "preset:hard"
-    assert variants.default_spec({}) == variants.default_spec(None) == DEFAULT_EXAMPLE
-    assert variants.preset_of("preset:nope") is None and variants.preset_of("seed-post-ln") is None
-    assert variants.preset_of("preset:hard") == variants.preset_of("preset-hard", "-") == "hard"
+    assert spec_arg.default_spec({"difficulty": "hard"}) == "preset:hard"
+    assert spec_arg.default_spec({}) == spec_arg.default_spec(None) == DEFAULT_EXAMPLE
+    assert spec_arg.difficulty_of("preset:nope") is None and spec_arg.difficulty_of("seed-post-ln") is None
+    assert spec_arg.difficulty_of("preset:hard") == spec_arg.difficulty_of("preset-hard", "-") == "hard"
 
 
 def test_preset_id_rebuilds_the_variant_the_preset_draws():

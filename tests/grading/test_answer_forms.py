@@ -17,13 +17,11 @@ from symblock.reference import numeric
 RESID1 = [[2.401, 0.599], [1.504, 1.752], [2.576, 1.716]]
 
 
-def check(tmp_path, capsys, text, *args, name="a.yaml", spec="seed-post-ln"):
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(text), encoding="utf-8")
-    code = main(["check", *([spec] if spec else []), str(path), "--json", *args])
-    out = capsys.readouterr()
-    assert out.err == "", out.err
-    data = json.loads(out.out)
+def check(cli, spec_file, text, *args, name="a.yaml", spec="seed-post-ln"):
+    path = spec_file(textwrap.dedent(text), name)
+    code, out, err = cli("check", *([spec] if spec else []), path, "--json", *args)
+    assert err == "", err
+    data = json.loads(out)
     return code, data, {s["name"]: s for s in data["steps"]}
 
 
@@ -41,8 +39,8 @@ def marks(step):
     ("{row: 2, col: 0, value: 2.576}", 1),                      # one entry
     ("{entries: {\"[0][1]\": 0.599, \"2,1\": 1.716}}", 2),      # an entry map
 ])
-def test_partial_steps_mark_what_is_there_and_count_blanks(tmp_path, capsys, value, answered):
-    code, data, steps = check(tmp_path, capsys, f"decimals: 3\nsteps:\n  resid1: {value}\n"
+def test_partial_steps_mark_what_is_there_and_count_blanks(cli, spec_file, value, answered):
+    code, data, steps = check(cli, spec_file, f"decimals: 3\nsteps:\n  resid1: {value}\n"
                                                 "  norm1.mean: [[1.5], [1.628], [2.146]]\n")
     s = steps["resid1"]
     assert code == 0 and s["status"] == "correct"
@@ -52,25 +50,25 @@ def test_partial_steps_mark_what_is_there_and_count_blanks(tmp_path, capsys, val
     assert steps["norm1.mean"]["status"] == "correct"
 
 
-def test_a_wrong_entry_in_a_partial_step_is_wrong(tmp_path, capsys):
-    code, data, steps = check(tmp_path, capsys, "steps:\n  resid1: {row: 1, value: [1.504, 1.761]}\n")
+def test_a_wrong_entry_in_a_partial_step_is_wrong(cli, spec_file):
+    code, data, steps = check(cli, spec_file, "steps:\n  resid1: {row: 1, value: [1.504, 1.761]}\n")
     assert code == 1 and steps["resid1"]["status"] == "wrong"
     assert marks(steps["resid1"]) == ["blank"] * 2 + ["correct", "wrong"] + ["blank"] * 2
 
 
-def test_all_blank_is_missing_and_only_asked_steps_count(tmp_path, capsys):
-    code, data, steps = check(tmp_path, capsys, "steps:\n  resid1: [[null, null], [null, null], [null, null]]\n")
+def test_all_blank_is_missing_and_only_asked_steps_count(cli, spec_file):
+    code, data, steps = check(cli, spec_file, "steps:\n  resid1: [[null, null], [null, null], [null, null]]\n")
     assert code == 1 and steps["resid1"]["status"] == "missing"  # nothing answered is not ok
     # the seed example asks the full preset: x and output are neither asked nor counted
     assert steps["x"]["asked"] is False and steps["output"]["asked"] is False
     assert steps["resid1"]["asked"] is True
 
 
-def test_csv_answers_form(tmp_path, capsys):
+def test_csv_answers_form(cli, spec_file):
     rows = ["step,row,col,value", "name,,,Ada", "decimals,,,3"]
     rows += [f"resid1,{i},{j},{v}" for i, r in enumerate(RESID1) for j, v in enumerate(r)]
     rows += ["norm1.var,0,0,1.624", "norm1.var,1,0,0.031", "norm1.var,2,0,"]   # n−1, one blank
-    code, data, steps = check(tmp_path, capsys, "\r\n".join(rows) + "\r\n", name="ada.csv")
+    code, data, steps = check(cli, spec_file, "\r\n".join(rows) + "\r\n", name="ada.csv")
     assert data["name"] == "Ada" and code == 1
     assert steps["resid1"]["status"] == "correct"
     assert steps["norm1.var"]["status"] == "wrong" and steps["norm1.var"]["diagnosis"] == ["ln_sample_variance"]
@@ -97,14 +95,14 @@ def test_csv_needs_its_header(tmp_path, capsys):
     ("decimals: 4", "[[0.8], [0.02], [0.2]]", "rounded"),
     ("decimals: 3", "[[1], [0], [0]]", "wrong"),                     # an integer is judged at 3 places
 ])
-def test_significant_digits_and_fewer_places(tmp_path, capsys, policy, var, status):
-    code, data, steps = check(tmp_path, capsys, f"{policy}\nsteps:\n  norm1.var: {var}\n")
+def test_significant_digits_and_fewer_places(cli, spec_file, policy, var, status):
+    code, data, steps = check(cli, spec_file, f"{policy}\nsteps:\n  norm1.var: {var}\n")
     assert steps["norm1.var"]["status"] == status
     assert code == (1 if status == "wrong" else 0)
 
 
-def test_fewer_places_scores_a_little_less_in_grade_and_says_so(tmp_path, capsys):
-    code, data, steps = check(tmp_path, capsys, "decimals: 4\nsteps:\n  norm1.var: [[0.81], [0.0154], [0.1849]]\n")
+def test_fewer_places_scores_a_little_less_in_grade_and_says_so(cli, spec_file, tmp_path, capsys):
+    code, data, steps = check(cli, spec_file, "decimals: 4\nsteps:\n  norm1.var: [[0.81], [0.0154], [0.1849]]\n")
     assert marks(steps["norm1.var"]) == ["rounded", "correct", "correct"]
     main(["check", "seed-post-ln", str(tmp_path / "a.yaml")])
     out = capsys.readouterr().out
@@ -122,7 +120,7 @@ def grid_text(m, fmt):
     return "[" + ", ".join("[" + ", ".join(fmt(x) for x in row) + "]" for row in m) + "]"
 
 
-def test_a_programs_print_out_float32_and_float64(tmp_path, capsys, gelu_truth):
+def test_a_programs_print_out_float32_and_float64(cli, spec_file, gelu_truth):
     f64 = grid_text(gelu_truth, lambda x: repr(float(x)))
     f32 = grid_text(gelu_truth, lambda x: str(np.float32(x)))
     off = gelu_truth.copy()
@@ -130,28 +128,28 @@ def test_a_programs_print_out_float32_and_float64(tmp_path, capsys, gelu_truth):
     cases = [("float64", f64, "correct"), ("float32", f32, "correct"), ("float32", f64, "correct"),
              ("float64", f32, "wrong"), ("float64", grid_text(off, lambda x: repr(float(x))), "wrong")]
     for fmt, grid, status in cases:
-        code, data, steps = check(tmp_path, capsys, f"print: {fmt}\nsteps:\n  attn.h0.weights: {grid}\n",
+        code, data, steps = check(cli, spec_file, f"print: {fmt}\nsteps:\n  attn.h0.weights: {grid}\n",
                                   spec="pre-ln-causal-gelu")
         assert steps["attn.h0.weights"]["status"] == status, (fmt, status)
     # without the print policy, 17 digits are judged at 17 places: wrong by float64 rounding
-    code, data, steps = check(tmp_path, capsys, f"steps:\n  attn.h0.weights: {f64}\n", spec="pre-ln-causal-gelu")
+    code, data, steps = check(cli, spec_file, f"steps:\n  attn.h0.weights: {f64}\n", spec="pre-ln-causal-gelu")
     assert steps["attn.h0.weights"]["status"] == "wrong"
 
 
 # ---------------------------------------------------------------- id: and --lang zh
 
-def test_check_rebuilds_the_variant_an_id_names(tmp_path, capsys):
+def test_check_rebuilds_the_variant_an_id_names(cli, spec_file, tmp_path, capsys):
     from symblock.exercises import variants
     spec, _ = variants.rebuild("pre-ln-causal-gelu.3", None)
     q = numeric.forward(spec)["attn.q"]   # the variant's own draw, in NumPy
     grid = grid_text(q, lambda x: f"{x:.3f}")
     text = f"id: pre-ln-causal-gelu.3\ndecimals: 3\nsteps:\n  attn.q: {grid}\n"
-    code, data, steps = check(tmp_path, capsys, text, spec=None)   # an example's id: needs no SPEC
+    code, data, steps = check(cli, spec_file, text, spec=None)   # an example's id: needs no SPEC
     assert code == 0 and data["id"] == "pre-ln-causal-gelu.3" and steps["attn.q"]["status"] == "correct"
-    code, data, steps = check(tmp_path, capsys, text, spec="pre-ln-causal-gelu")
+    code, data, steps = check(cli, spec_file, text, spec="pre-ln-causal-gelu")
     assert code == 0
     # the same numbers against the example's own seed (7) are wrong: the id is what decides
-    code, data, steps = check(tmp_path, capsys, text, "--id", "pre-ln-causal-gelu", spec="pre-ln-causal-gelu")
+    code, data, steps = check(cli, spec_file, text, "--id", "pre-ln-causal-gelu", spec="pre-ln-causal-gelu")
     assert code == 1
     path = tmp_path / "a.yaml"
     assert main(["check", "seed-post-ln", str(path)]) == 2
@@ -206,7 +204,7 @@ def relu_grads(spec_path):
                "grad.ffn.hidden": hidden, "grad.W_2": T["ffn.act"].T @ ones, "grad.W_1": T["norm2"].T @ hidden}
 
 
-def test_backprop_answers_with_carried_errors(tmp_path, capsys):
+def test_backprop_answers_with_carried_errors(cli, spec_file, tmp_path):
     spec_path = tmp_path / "relu.yaml"
     spec_path.write_text(RELU, encoding="utf-8")
     T, G = relu_grads(spec_path)
@@ -215,7 +213,7 @@ def test_backprop_answers_with_carried_errors(tmp_path, capsys):
     answers = {**G, "grad.ffn.act": wrong_act, "grad.ffn.hidden": hidden, "grad.W_1": T["norm2"].T @ hidden}
     text = "decimals: 3\nsteps:\n" + "".join(f"  {k}: {grid_text(v, lambda x: f'{x:.3f}')}\n"
                                              for k, v in answers.items())
-    code, data, steps = check(tmp_path, capsys, text, spec=str(spec_path))
+    code, data, steps = check(cli, spec_file, text, spec=str(spec_path))
     assert code == 1 and data["first_break"] == "grad.ffn.act"
     assert [steps[k]["status"] for k in G] == ["correct", "correct", "correct", "wrong", "carried",
                                                "correct", "carried"]
@@ -224,7 +222,7 @@ def test_backprop_answers_with_carried_errors(tmp_path, capsys):
     # the honest answers are all correct; a missing gradient counts only because it is asked
     text = "decimals: 3\nsteps:\n" + "".join(f"  {k}: {grid_text(v, lambda x: f'{x:.3f}')}\n"
                                              for k, v in G.items() if k != "grad.W_1")
-    code, data, steps = check(tmp_path, capsys, text, spec=str(spec_path))
+    code, data, steps = check(cli, spec_file, text, spec=str(spec_path))
     assert code == 0 and steps["grad.W_1"]["status"] == "missing" and steps["grad.W_1"]["asked"]
 
 
@@ -258,13 +256,13 @@ def test_a_backprop_set_is_graded(tmp_path, capsys):
     assert book[1] == f"Ada,,,,,2.00,28.57,1.00,0.00,0.00,1.00,0.00,0.00,0.00,7,{ident},ada.yaml,graded,"
 
 
-def test_a_tie_rounded_the_other_way_is_correct(tmp_path, capsys):
+def test_a_tie_rounded_the_other_way_is_correct(cli, spec_file):
     # norm2.mean is exactly 2.5, 0.5, 2.5: half away from zero gives 3, 1, 3; a calculator's
     # round-half-even gives 2, 0, 2 — an exact tie is accepted rounded either way
-    code, data, steps = check(tmp_path, capsys, "decimals: 0\nsteps:\n  norm2.mean: [[2], [0], [2]]\n")
+    code, data, steps = check(cli, spec_file, "decimals: 0\nsteps:\n  norm2.mean: [[2], [0], [2]]\n")
     assert steps["norm2.mean"]["status"] == "correct" and steps["norm2.mean"]["diagnosis"] == []
     assert code == 0 and data["first_break"] is None
-    code, data, steps = check(tmp_path, capsys, "decimals: 0\nsteps:\n  norm2.mean: [[3], [1], [3]]\n")
+    code, data, steps = check(cli, spec_file, "decimals: 0\nsteps:\n  norm2.mean: [[3], [1], [3]]\n")
     assert steps["norm2.mean"]["status"] == "correct"
 
 
@@ -275,17 +273,17 @@ def test_a_tie_rounded_the_other_way_is_correct(tmp_path, capsys):
     ("b.yaml", "decimals: 3\nsteps:\n  resid1:\n    - - 2,401\n      - 0,599\n"),   # block style: text
     ("c.csv", "step,row,col,value\ndecimals,,,3\nresid1,0,0,\"2,401\"\nresid1,0,1,0,599\n"),   # quoted or not
 ])
-def test_a_single_decimal_comma_is_a_decimal_point(tmp_path, capsys, name, text):
+def test_a_single_decimal_comma_is_a_decimal_point(cli, spec_file, name, text):
     """One comma between digits and no point is a decimal comma: 2,401 is the seed article's
     resid1[0][0] 2.401 (a thousands reading, 2401, is never taken)."""
-    code, data, steps = check(tmp_path, capsys, text, name=name)
+    code, data, steps = check(cli, spec_file, text, name=name)
     answered = [e for e in steps["resid1"]["entries"] if e["mark"] != "blank"]
     assert code == 0 and answered and all(e["mark"] == "correct" for e in answered)
     assert answered[0]["given"] == "2.401"
 
 
-def test_a_comma_beside_a_point_or_two_commas_is_ambiguous_and_that_entry_wrong(tmp_path, capsys):
-    code, data, steps = check(tmp_path, capsys, 'steps:\n  resid1: [["2,401.0", "0,599,1"], ["1,504", "1,752"]]\n')
+def test_a_comma_beside_a_point_or_two_commas_is_ambiguous_and_that_entry_wrong(cli, spec_file):
+    code, data, steps = check(cli, spec_file, 'steps:\n  resid1: [["2,401.0", "0,599,1"], ["1,504", "1,752"]]\n')
     e = steps["resid1"]["entries"]
     assert code == 1 and [(x["mark"], x.get("reason")) for x in e[:4]] == \
         [("wrong", "comma"), ("wrong", "comma"), ("correct", None), ("correct", None)]

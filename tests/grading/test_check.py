@@ -16,25 +16,21 @@ DATA = Path(__file__).parent / "data"
 SEED_ANSWERS = DATA / "seed_000_answers.yaml"
 
 
-def run(tmp_path, capsys, answers: str, spec="seed-post-ln", name="answers.yaml", *flags):
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(answers), encoding="utf-8")
-    code = main(["check", str(spec), str(path), *flags])
-    out = capsys.readouterr()
-    return code, out.out, out.err, str(path)
+def run(cli, spec_file, answers: str, spec="seed-post-ln", name="answers.yaml", *flags):
+    path = spec_file(textwrap.dedent(answers), name)
+    code, out, err = cli("check", spec, path, *flags)
+    return code, out, err, str(path)
 
 
-def run_json(tmp_path, capsys, answers: str, spec="seed-post-ln", name="answers.yaml"):
-    code, out, err, _ = run(tmp_path, capsys, answers, spec, name, "--json")
+def run_json(cli, spec_file, answers: str, spec="seed-post-ln", name="answers.yaml"):
+    code, out, err, _ = run(cli, spec_file, answers, spec, name, "--json")
     assert err == ""
     data = json.loads(out)
     return code, data, {s["name"]: s for s in data["steps"]}
 
 
-def write_spec(tmp_path, text: str, name="spec.yaml") -> str:
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(text), encoding="utf-8")
-    return str(path)
+def write_spec(spec_file, text: str, name="spec.yaml") -> str:
+    return str(spec_file(textwrap.dedent(text), name))
 
 
 # ---------------------------------------------------------------- the seed-000 article
@@ -79,8 +75,8 @@ SEED = SEED_ANSWERS.read_text(encoding="utf-8")
     # two units off in the 4th place (0.8116 for 0.8118): wrong
     ("  norm1.var: [[0.8116], [0.0154], [0.1849]]", "wrong"),
 ])
-def test_seed_variance_as_the_article_writes_it(tmp_path, capsys, var_line, status):
-    code, data, steps = run_json(tmp_path, capsys, SEED + var_line + "\n")
+def test_seed_variance_as_the_article_writes_it(cli, spec_file, var_line, status):
+    code, data, steps = run_json(cli, spec_file, SEED + var_line + "\n")
     assert steps["norm1.var"]["status"] == status
     ok = status != "wrong"
     assert code == (0 if ok else 1) and data["ok"] is ok
@@ -88,7 +84,7 @@ def test_seed_variance_as_the_article_writes_it(tmp_path, capsys, var_line, stat
 
 # ---------------------------------------------------------------- statuses and carried forward
 
-def test_slip_in_resid1_is_carried_forward(tmp_path, capsys):
+def test_slip_in_resid1_is_carried_forward(cli, spec_file):
     # 2.501 instead of 2.401. By hand from the slip: mean 1.55, deviations ±0.951, var 0.904401,
     # σ 0.951, and the normalised row is still [1, -1] (correct against the truth).
     answers = """\
@@ -100,7 +96,7 @@ def test_slip_in_resid1_is_carried_forward(tmp_path, capsys):
           norm1.std: [[0.951], [0.124], [0.43]]
           norm1: [[1, -1], [-1, 1], [1, -1]]
         """
-    code, data, steps = run_json(tmp_path, capsys, answers)
+    code, data, steps = run_json(cli, spec_file, answers)
     assert code == 1 and data["ok"] is False and data["first_break"] == "resid1"
     assert steps["resid1"]["status"] == "wrong"
     bad = [e for e in steps["resid1"]["entries"] if not e["ok"]]
@@ -114,14 +110,14 @@ def test_slip_in_resid1_is_carried_forward(tmp_path, capsys):
                      "own": "1.550", "exact": "3/2", "mark": "carried"}
 
 
-def test_carried_text_report(tmp_path, capsys):
+def test_carried_text_report(cli, spec_file):
     answers = """\
         decimals: 3
         steps:
           resid1: [[2.501, 0.599], [1.504, 1.752], [2.576, 1.716]]
           norm1.mean: [[1.55], [1.628], [2.146]]
         """
-    code, out, _, _ = run(tmp_path, capsys, answers)
+    code, out, _, _ = run(cli, spec_file, answers)
     assert code == 1
     assert "✗ wrong    resid1      ← the chain first breaks here" in out
     assert "row 1, col 1  given 2.501      expected 2.401 (= 2401/1000)" in out
@@ -130,14 +126,14 @@ def test_carried_text_report(tmp_path, capsys):
     assert "ffn.act" not in out  # inside the collapsed run
     assert out.rstrip().endswith("The chain first breaks at resid1.")
     assert "row 1, col 2" not in out  # only wrong entries by default...
-    code, out, _, _ = run(tmp_path, capsys, answers, "seed-post-ln", "answers.yaml", "--all")
+    code, out, _, _ = run(cli, spec_file, answers, "seed-post-ln", "answers.yaml", "--all")
     assert "row 1, col 2  given 0.599      expected 0.599 (= 599/1000)  ok" in out  # ...every one with --all
     assert "row 1, col 1  given 1.55       expected 1.500 (= 3/2); from your own answers 1.550  carried" in out
 
 
-def test_no_carried_credit_without_the_earlier_answer(tmp_path, capsys):
+def test_no_carried_credit_without_the_earlier_answer(cli, spec_file):
     # σ = 0.951 would follow from a slipped resid1, but resid1 was never written: wrong.
-    code, data, steps = run_json(tmp_path, capsys, """\
+    code, data, steps = run_json(cli, spec_file, """\
         decimals: 3
         steps:
           norm1.std: [[0.951], [0.124], [0.43]]
@@ -146,10 +142,10 @@ def test_no_carried_credit_without_the_earlier_answer(tmp_path, capsys):
     assert steps["resid1"]["status"] == "missing"
 
 
-def test_carried_through_a_skipped_step(tmp_path, capsys):
+def test_carried_through_a_skipped_step(cli, spec_file):
     # resid1 slipped, mean skipped: σ from the slipped row is 0.951 (the skipped mean follows
     # the person's resid1), so σ is carried.
-    code, data, steps = run_json(tmp_path, capsys, """\
+    code, data, steps = run_json(cli, spec_file, """\
         decimals: 3
         steps:
           resid1: [[2.501, 0.599], [1.504, 1.752], [2.576, 1.716]]
@@ -159,26 +155,26 @@ def test_carried_through_a_skipped_step(tmp_path, capsys):
     assert steps["norm1.std"]["status"] == "carried" and steps["norm1.std"]["built_on"] == ["resid1"]
 
 
-def test_missing_steps_do_not_fail(tmp_path, capsys):
-    code, data, steps = run_json(tmp_path, capsys, "steps:\n  output: [[1, -1], [-1, 1], [1, -1]]\n")
+def test_missing_steps_do_not_fail(cli, spec_file):
+    code, data, steps = run_json(cli, spec_file, "steps:\n  output: [[1, -1], [-1, 1], [1, -1]]\n")
     assert code == 0 and data["ok"] is True
     assert steps["output"]["status"] == "correct"
     assert steps["resid1"]["status"] == "missing" and steps["resid1"]["entries"] == []
     assert steps["attn.out"]["status"] == "given"  # pinned by the spec, not asked
 
 
-def test_a_blank_answers_file_is_not_ok(tmp_path, capsys):
+def test_a_blank_answers_file_is_not_ok(cli, spec_file):
     """Nothing answered is not "nothing wrong": exit 1, and the report says so."""
-    code, out, _, _ = run(tmp_path, capsys, "steps:\n  resid1: [[null, null], [null, null], [null, null]]\n")
+    code, out, _, _ = run(cli, spec_file, "steps:\n  resid1: [[null, null], [null, null], [null, null]]\n")
     assert code == 1 and "Nothing answered yet" in out and "nothing wrong" not in out, out
-    code, data, _ = run_json(tmp_path, capsys, "steps:\n  output: [[null, null], [null, null], [null, null]]\n")
+    code, data, _ = run_json(cli, spec_file, "steps:\n  output: [[null, null], [null, null], [null, null]]\n")
     assert code == 1 and data["ok"] is False and data["first_break"] is None
-    code, _, err, _ = run(tmp_path, capsys, "steps: {}\n")
+    code, _, err, _ = run(cli, spec_file, "steps: {}\n")
     assert code == 2 and "steps: expected a mapping" in err and "got an empty mapping" in err, err
 
 
-def test_wrong_output_only(tmp_path, capsys):
-    code, data, steps = run_json(tmp_path, capsys, "steps:\n  output: [[1, -1], [1, -1], [1, -1]]\n")
+def test_wrong_output_only(cli, spec_file):
+    code, data, steps = run_json(cli, spec_file, "steps:\n  output: [[1, -1], [1, -1], [1, -1]]\n")
     assert code == 1 and data["first_break"] == "output"
     wrong = [(e["row"], e["col"]) for e in steps["output"]["entries"] if not e["ok"]]
     assert wrong == [(1, 0), (1, 1)]
@@ -224,13 +220,13 @@ def _chain_yaml(r1, mean, var, std, norm):
             f"  norm1.var: {col(var)}\n  norm1.std: {col(std)}\n  norm1: {mat(norm)}\n")
 
 
-def test_rounding_carried_forward_honestly_is_correct(tmp_path, capsys):
+def test_rounding_carried_forward_honestly_is_correct(cli, spec_file):
     r1, mean, var, std, norm = _honest_chain()
     # the point of the test: σ ≈ 0.0137 magnifies rounding, so the person's normalised row is
     # off the truth (-1.2943...) at the 3rd decimal
     assert norm[0][0] == Decimal("-1.286")
-    spec = write_spec(tmp_path, ROUND_SPEC)
-    code, data, steps = run_json(tmp_path, capsys, _chain_yaml(r1, mean, var, std, norm), spec)
+    spec = write_spec(spec_file, ROUND_SPEC)
+    code, data, steps = run_json(cli, spec_file, _chain_yaml(r1, mean, var, std, norm), spec)
     assert code == 0, steps
     for name in ("resid1", "norm1.mean", "norm1.var", "norm1.std", "norm1"):
         assert steps[name]["status"] == "correct", name
@@ -239,11 +235,11 @@ def test_rounding_carried_forward_honestly_is_correct(tmp_path, capsys):
     assert steps["norm1.var"]["entries"][0]["expected"] == "0.000187"  # judged at its 6 places
 
 
-def test_rounding_chain_with_a_real_slip_is_wrong(tmp_path, capsys):
+def test_rounding_chain_with_a_real_slip_is_wrong(cli, spec_file):
     r1, mean, var, std, norm = _honest_chain()
     norm[0][0] = Decimal("-1.290")  # neither the truth (-1.294) nor their own chain (-1.286)
-    spec = write_spec(tmp_path, ROUND_SPEC)
-    code, data, steps = run_json(tmp_path, capsys, _chain_yaml(r1, mean, var, std, norm), spec)
+    spec = write_spec(spec_file, ROUND_SPEC)
+    code, data, steps = run_json(cli, spec_file, _chain_yaml(r1, mean, var, std, norm), spec)
     assert code == 1 and data["first_break"] == "norm1"
     assert [e["ok"] for e in steps["norm1"]["entries"]] == [False, True, True, True, True, True]
 
@@ -287,43 +283,43 @@ EXACT_SPEC = """\
     # decimals written as strings are decimal entries too
     ("sqrt_dk", "attn.h0.scaled", '[["0.707", "0"], ["0", "0.707"]]', True),
 ])
-def test_answer_formats(tmp_path, capsys, scale, step, value, ok):
-    spec = write_spec(tmp_path, EXACT_SPEC % scale)
-    code, data, steps = run_json(tmp_path, capsys, f"steps:\n  {step}: {value}\n", spec)
+def test_answer_formats(cli, spec_file, scale, step, value, ok):
+    spec = write_spec(spec_file, EXACT_SPEC % scale)
+    code, data, steps = run_json(cli, spec_file, f"steps:\n  {step}: {value}\n", spec)
     assert steps[step]["status"] == ("correct" if ok else "wrong")
     assert code == (0 if ok else 1)
 
 
-def test_integer_is_exact_without_decimals_and_rounded_with(tmp_path, capsys):
-    spec = write_spec(tmp_path, EXACT_SPEC % "sqrt_dk")
+def test_integer_is_exact_without_decimals_and_rounded_with(cli, spec_file):
+    spec = write_spec(spec_file, EXACT_SPEC % "sqrt_dk")
     # sqrt(2)/2 = 0.707...: "1" is wrong as an exact integer, and wrong at 0 places too (rounds to 1!)
-    code, _, steps = run_json(tmp_path, capsys, "steps:\n  attn.h0.scaled: [[1, 0], [0, 1]]\n", spec)
+    code, _, steps = run_json(cli, spec_file, "steps:\n  attn.h0.scaled: [[1, 0], [0, 1]]\n", spec)
     assert steps["attn.h0.scaled"]["status"] == "wrong"
-    code, _, steps = run_json(tmp_path, capsys,
+    code, _, steps = run_json(cli, spec_file,
                               "decimals: 0\nsteps:\n  attn.h0.scaled: [[1, 0], [0, 1]]\n", spec)
     assert steps["attn.h0.scaled"]["status"] == "correct"
 
 
-def test_json_answers_file_and_flat_column(tmp_path, capsys):
+def test_json_answers_file_and_flat_column(cli, spec_file):
     answers = json.dumps({"decimals": 3, "steps": {"norm1.mean": [1.5, 1.628, 2.146],
                                                    "resid1": [[2.401, 0.599], [1.504, 1.752], [2.576, 1.716]]}})
     # json.dumps writes 2.146 etc.; read back with exact decimals (not binary floats)
-    code, data, steps = run_json(tmp_path, capsys, answers, name="answers.json")
+    code, data, steps = run_json(cli, spec_file, answers, name="answers.json")
     assert code == 0 and steps["norm1.mean"]["status"] == "correct"
     assert steps["resid1"]["entries"][3]["given"] == "1.752"
 
 
-def test_masked_scores_with_minus_infinity(tmp_path, capsys):
-    spec = write_spec(tmp_path, (EXACT_SPEC % "none").replace("block: {attention_scale: none}",
+def test_masked_scores_with_minus_infinity(cli, spec_file):
+    spec = write_spec(spec_file, (EXACT_SPEC % "none").replace("block: {attention_scale: none}",
                                                               "block: {attention_scale: none, causal: true}"))
-    code, data, steps = run_json(tmp_path, capsys, """\
+    code, data, steps = run_json(cli, spec_file, """\
         steps:
           attn.h0.masked: [[1, -inf], [0, 1]]
           attn.h0.weights: [[1, 0], ["1/(1+E)", "E/(1+E)"]]
         """, spec)
     assert code == 0, steps
     assert steps["attn.h0.masked"]["entries"][1]["expected"] == "-inf"
-    code, data, steps = run_json(tmp_path, capsys, "steps:\n  attn.h0.masked: [[1, 0], [0, 1]]\n", spec)
+    code, data, steps = run_json(cli, spec_file, "steps:\n  attn.h0.masked: [[1, 0], [0, 1]]\n", spec)
     assert code == 1 and steps["attn.h0.masked"]["status"] == "wrong"
 
 
@@ -358,8 +354,8 @@ def test_masked_scores_with_minus_infinity(tmp_path, capsys):
     ("", "a.yaml", None, "the file is empty"),
     ("- 1\n- 2\n", "a.yaml", None, "expected a mapping at the top level"),
 ])
-def test_bad_answers_files(tmp_path, capsys, text, name, field, message):
-    code, out, err, path = run(tmp_path, capsys, text, "seed-post-ln", name)
+def test_bad_answers_files(cli, spec_file, text, name, field, message):
+    code, out, err, path = run(cli, spec_file, text, "seed-post-ln", name)
     assert code == 2 and out == ""
     prefix = f"symblock: error: {path}: " + (f"{field}: " if field else "")
     assert err.startswith(prefix), err
@@ -375,19 +371,19 @@ def test_bad_answers_files(tmp_path, capsys, text, name, field, message):
     ('"<b>x</b>"', "?b?x?/b?", "not a number: '?b?x?/b?'"),
     ('"' + "x" * 5000 + '"', "x" * 23 + "…", "not a number: '" + "x" * 23 + "…'"),
 ])
-def test_an_unreadable_entry_is_that_entry_wrong_and_the_rest_is_marked(tmp_path, capsys, value, given, reason):
+def test_an_unreadable_entry_is_that_entry_wrong_and_the_rest_is_marked(cli, spec_file, value, given, reason):
     """resid1[1][1] unreadable, the seed article's other resid1 entries right (2.401 0.599 / 1.504 . /
     2.576 1.716): that one entry wrong with the reason quoted short and inert, the other five
     correct, and norm1.mean, worked from the true resid1[1][1] (1.628 = (1.504 + 1.752)/2), correct."""
     text = (f"decimals: 3\nsteps:\n  resid1: [[2.401, 0.599], [1.504, {value}], [2.576, 1.716]]\n"
             "  norm1.mean: [[1.5], [1.628], [2.146]]\n")
-    code, _, steps = run_json(tmp_path, capsys, text)
+    code, _, steps = run_json(cli, spec_file, text)
     marks = [(e["mark"], e["given"]) for e in steps["resid1"]["entries"]]
     assert code == 1 and steps["resid1"]["status"] == "wrong" and steps["norm1.mean"]["status"] == "correct"
     assert marks == [("correct", "2.401"), ("correct", "0.599"), ("correct", "1.504"), ("wrong", given),
                      ("correct", "2.576"), ("correct", "1.716")]
     assert steps["resid1"]["entries"][3]["expected"] == "1.752"
-    code, out, err, _ = run(tmp_path, capsys, text)
+    code, out, err, _ = run(cli, spec_file, text)
     line = next(l for l in out.splitlines() if "row 2, col 2" in l)
     assert code == 1 and line.endswith(f"wrong  ({reason}" + ("" if "comma" not in reason else
                                                                 " (write the decimal with a point: 1234.5)") + ")")
@@ -410,8 +406,8 @@ def test_answers_need_both_arguments(capsys):
 
 # ---------------------------------------------------------------- JSON shape, CLI
 
-def test_json_shape(tmp_path, capsys):
-    code, data, steps = run_json(tmp_path, capsys, """\
+def test_json_shape(cli, spec_file):
+    code, data, steps = run_json(cli, spec_file, """\
         decimals: 3
         steps:
           resid1: [[2.501, 0.599], [1.504, 1.752], [2.576, 1.716]]
@@ -464,7 +460,7 @@ def _var_around(row, mean) -> Decimal:
     # a slip (4 → 5) carried: mean 8/3 written 2.67, variance around 2.67
     ([[1, 2, 5], [0, 1, 1]], "carried"),
 ])
-def test_variance_around_the_persons_own_rounded_mean(tmp_path, capsys, resid1, status):
+def test_variance_around_the_persons_own_rounded_mean(cli, spec_file, resid1, status):
     rows = resid1 or [[1, 2, 4], [0, 1, 1]]
     mean = [_r(Decimal(sum(r)) / 3, 2) for r in rows]
     var = [_var_around(r, m) for r, m in zip(rows, mean)]
@@ -475,7 +471,7 @@ def test_variance_around_the_persons_own_rounded_mean(tmp_path, capsys, resid1, 
     if resid1:
         text += f"  resid1: {resid1}\n"
     text += f"  norm1.mean: [[{mean[0]}], [{mean[1]}]]\n  norm1.var: [[{var[0]}], [{var[1]}]]\n"
-    code, data, steps = run_json(tmp_path, capsys, text, write_spec(tmp_path, OWN_MEAN_SPEC))
+    code, data, steps = run_json(cli, spec_file, text, write_spec(spec_file, OWN_MEAN_SPEC))
     assert steps["norm1.mean"]["status"] == status
     assert steps["norm1.var"]["status"] == status, steps["norm1.var"]
     e = steps["norm1.var"]["entries"][0]
@@ -484,7 +480,7 @@ def test_variance_around_the_persons_own_rounded_mean(tmp_path, capsys, resid1, 
         assert code == 0 and e["expected"] == "1.555556"
     # the same variance around the exact mean is not what this person's numbers give
     wrong = text.replace(str(var[0]), str(exact_var[0]))
-    code, data, steps = run_json(tmp_path, capsys, wrong, write_spec(tmp_path, OWN_MEAN_SPEC))
+    code, data, steps = run_json(cli, spec_file, wrong, write_spec(spec_file, OWN_MEAN_SPEC))
     if resid1 is None:  # ...but it is the truth, so it is right too
         assert steps["norm1.var"]["status"] == "correct"
     else:

@@ -196,25 +196,22 @@ def answers_yaml(steps: dict, places=8) -> str:
     return "\n".join(lines) + "\n"
 
 
-def check(tmp_path, capsys, spec_path, steps, places=8):
-    path = tmp_path / "answers.yaml"
-    path.write_text(answers_yaml(steps, places), encoding="utf-8")
-    code = main(["check", spec_path, str(path), "--json"])
-    out = capsys.readouterr()
-    assert out.err == ""
-    data = json.loads(out.out)
+def check(cli, spec_file, spec_path, steps, places=8):
+    code, out, err = cli("check", spec_path, spec_file(answers_yaml(steps, places), "answers.yaml"), "--json")
+    assert err == ""
+    data = json.loads(out)
     return code, data, {s["name"]: s for s in data["steps"]}
 
 
 @pytest.mark.parametrize("case, key, step, code, planted", PLANTED, ids=[p[0] for p in PLANTED])
-def test_planted_mistake_is_diagnosed(tmp_path, capsys, worlds, case, key, step, code, planted):
+def test_planted_mistake_is_diagnosed(cli, spec_file, worlds, case, key, step, code, planted):
     spec_path, T, P, _ = worlds[key]
     value = planted(T, P)
     assert value.shape == T[step].shape
     finite = np.isfinite(T[step]) & np.isfinite(value)
     assert not np.allclose(value[finite], T[step][finite]) or not np.array_equal(
         np.isneginf(value), np.isneginf(T[step])), "the planted mistake must change the step"
-    rc, data, steps = check(tmp_path, capsys, spec_path, {step: value})
+    rc, data, steps = check(cli, spec_file, spec_path, {step: value})
     assert rc == 1 and data["first_break"] == step
     assert steps[step]["status"] == "wrong"
     assert steps[step]["diagnosis"] == [code]  # named, and nothing else reproduces it
@@ -227,30 +224,30 @@ def test_every_catalogue_entry_is_planted():
 
 
 @pytest.mark.parametrize("case, key, step, code, planted", PLANTED, ids=[p[0] for p in PLANTED])
-def test_truth_gets_no_diagnosis(tmp_path, capsys, worlds, case, key, step, code, planted):
+def test_truth_gets_no_diagnosis(cli, spec_file, worlds, case, key, step, code, planted):
     """The same step written correctly is correct (the plant, not the step, is diagnosed)."""
     spec_path, T, P, _ = worlds[key]
-    rc, data, steps = check(tmp_path, capsys, spec_path, {step: T[step]})
+    rc, data, steps = check(cli, spec_file, spec_path, {step: T[step]})
     assert rc == 0 and steps[step]["status"] == "correct" and steps[step]["diagnosis"] == []
 
 
-def test_diagnosis_is_specific(tmp_path, capsys, worlds):
+def test_diagnosis_is_specific(cli, spec_file, worlds):
     """Codes are not shouted at every wrong step: a transposed W_Q is only that."""
     spec_path, T, P, _ = worlds["A"]
-    rc, data, steps = check(tmp_path, capsys, spec_path, {"attn.q": T["x"] @ P["W_Q"].T + P["b_Q"]})
+    rc, data, steps = check(cli, spec_file, spec_path, {"attn.q": T["x"] @ P["W_Q"].T + P["b_Q"]})
     assert steps["attn.q"]["diagnosis"] == ["weight_transposed"]
-    rc, data, steps = check(tmp_path, capsys, spec_path, {"resid1": T["attn.out"]})
+    rc, data, steps = check(cli, spec_file, spec_path, {"resid1": T["attn.out"]})
     assert steps["resid1"]["diagnosis"] == ["missing_residual"]
 
 
-def test_mistake_then_carried_forward(tmp_path, capsys, worlds):
+def test_mistake_then_carried_forward(cli, spec_file, worlds):
     """W_Q transposed at attn.q is diagnosed there; scores and weights built on that q are
     carried, not wrong; the chain first breaks at attn.q."""
     spec_path, T, P, _ = worlds["A"]
     q = T["x"] @ P["W_Q"].T + P["b_Q"]
     s0 = q[:, :3] @ T["attn.k"][:, :3].T
     w0 = softmax_rows(causal(s0 / math.sqrt(3), -np.inf))
-    rc, data, steps = check(tmp_path, capsys, spec_path,
+    rc, data, steps = check(cli, spec_file, spec_path,
                             {"attn.q": q, "attn.h0.scores": s0, "attn.h0.weights": w0})
     assert rc == 1 and data["first_break"] == "attn.q"
     assert steps["attn.q"]["diagnosis"] == ["weight_transposed"]
@@ -259,30 +256,30 @@ def test_mistake_then_carried_forward(tmp_path, capsys, worlds):
     assert steps["attn.h0.weights"]["built_on"] == ["attn.q"]
 
 
-def test_mistake_diagnosed_from_the_persons_own_inputs(tmp_path, capsys, worlds):
+def test_mistake_diagnosed_from_the_persons_own_inputs(cli, spec_file, worlds):
     """A wrong resid1 (a slip), then norm1.var with n−1 computed from that wrong resid1: the
     variance is diagnosed from the person's own resid1, not the truth."""
     spec_path, T, P, _ = worlds["A"]
     r1 = T["resid1"].copy()
     r1[0, 0] += 1
     var_s = ((r1 - r1.mean(1, keepdims=True)) ** 2).sum(1, keepdims=True) / 5
-    rc, data, steps = check(tmp_path, capsys, spec_path, {"resid1": r1, "norm1.var": var_s})
+    rc, data, steps = check(cli, spec_file, spec_path, {"resid1": r1, "norm1.var": var_s})
     assert steps["resid1"]["status"] == "wrong"
     assert steps["norm1.var"]["status"] == "wrong"
     assert steps["norm1.var"]["diagnosis"] == ["ln_sample_variance"]
 
 
-def test_rounding_slip(tmp_path, capsys, worlds):
+def test_rounding_slip(cli, spec_file, worlds):
     spec_path, T, P, _ = worlds["A"]
     v = np.round(T["attn.h0.scaled"], 3)
     v[1, 0] += 0.001  # one unit in the last place off
-    rc, data, steps = check(tmp_path, capsys, spec_path, {"attn.h0.scaled": v}, places=3)
+    rc, data, steps = check(cli, spec_file, spec_path, {"attn.h0.scaled": v}, places=3)
     assert steps["attn.h0.scaled"]["status"] == "slip"   # its own lighter status, ok stays true
     assert steps["attn.h0.scaled"]["diagnosis"] == ["rounding"] and data["ok"] and rc == 0
     marks = [e["mark"] for e in steps["attn.h0.scaled"]["entries"]]
     assert marks.count("slip") == 1 and marks.count("correct") == len(marks) - 1
     v[1, 0] += 0.001  # two units: not a rounding slip
-    rc, data, steps = check(tmp_path, capsys, spec_path, {"attn.h0.scaled": v}, places=3)
+    rc, data, steps = check(cli, spec_file, spec_path, {"attn.h0.scaled": v}, places=3)
     assert steps["attn.h0.scaled"]["status"] == "wrong"
     assert steps["attn.h0.scaled"]["diagnosis"] == []
 
@@ -312,24 +309,24 @@ def test_every_step_of_every_example_checks(tmp_path, capsys, example):
     assert len(data["steps"]) == len(T)
 
 
-def test_masking_raw_scores_then_scaling_is_correct(tmp_path, capsys, worlds):
+def test_masking_raw_scores_then_scaling_is_correct(cli, spec_file, worlds):
     """Mask first, scale after (DESIGN.md): `.masked` holds the masked raw scores, `.scaled` the
     scaled masked scores; both are right, and the weights follow."""
     spec_path, T, P, _ = worlds["A"]
     m = causal(T["attn.h0.scores"], -np.inf)
-    rc, data, steps = check(tmp_path, capsys, spec_path, {"attn.h0.masked": m, "attn.h0.scaled": m / math.sqrt(3),
+    rc, data, steps = check(cli, spec_file, spec_path, {"attn.h0.masked": m, "attn.h0.scaled": m / math.sqrt(3),
                                                           "attn.h0.weights": T["attn.h0.weights"]})
     assert rc == 0, steps
     assert [steps[f"attn.h0.{k}"]["status"] for k in ("scaled", "masked", "weights")] == ["correct"] * 3
-    rc, data, steps = check(tmp_path, capsys, spec_path, {"attn.h0.masked": m / 3})  # not an order
+    rc, data, steps = check(cli, spec_file, spec_path, {"attn.h0.masked": m / 3})  # not an order
     assert steps["attn.h0.masked"]["status"] == "wrong"
 
 
-def test_a_padded_batch_checks_step_by_step(tmp_path, capsys, worlds):
+def test_a_padded_batch_checks_step_by_step(cli, spec_file, worlds):
     """Every step of the padded batch with dropout answered from NumPy: all correct; a wrong
     b1 step is carried into b1's later steps only."""
     spec_path, T, P, _ = worlds["C"]
-    rc, data, steps = check(tmp_path, capsys, spec_path, dict(T), places=9)
+    rc, data, steps = check(cli, spec_file, spec_path, dict(T), places=9)
     assert rc == 0 and {x["status"] for x in data["steps"]} == {"correct"}
     assert "b0.ffn.act.dropped" in steps and "b1.output" in steps
 

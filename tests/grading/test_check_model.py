@@ -84,13 +84,10 @@ def answers_yaml(ident, steps, token=None, places=3):
     return "\n".join(lines) + "\n"
 
 
-def check(tmp_path, capsys, text):
-    path = tmp_path / "answers.yaml"
-    path.write_text(text, encoding="utf-8")
-    code = main(["check", str(path), "--json"])
-    out = capsys.readouterr()
-    assert out.err == ""
-    data = json.loads(out.out)
+def check(cli, spec_file, text):
+    code, out, err = cli("check", spec_file(text, "answers.yaml"), "--json")
+    assert err == ""
+    data = json.loads(out)
     return code, data, {s["name"]: s for s in data["steps"]}
 
 
@@ -108,28 +105,28 @@ def test_numpy_path_agrees_on_the_generated_token(world):
 
 
 @pytest.mark.parametrize("token", ["name", "index"])
-def test_right_answers_are_correct_and_the_token_may_be_a_string(tmp_path, capsys, world, token):
+def test_right_answers_are_correct_and_the_token_may_be_a_string(cli, spec_file, world, token):
     T, aux = world
     spec = spec_of()
     nxt = int(np.argmax(T["gen1.logits"][0]))
-    code, data, steps = check(tmp_path, capsys, answers_yaml(SPEC + ".19", T,
+    code, data, steps = check(cli, spec_file, answers_yaml(SPEC + ".19", T,
                                                               spec.vocab[nxt] if token == "name" else nxt))
     assert code == 0 and data["ok"]
     assert {s["status"] for s in data["steps"] if s["asked"]} == {"correct"}, \
         [(s["name"], s["status"]) for s in data["steps"] if s["status"] != "correct"]
 
 
-def test_a_wrong_next_token_and_reused_rows_are_marked_wrong(tmp_path, capsys, world):
+def test_a_wrong_next_token_and_reused_rows_are_marked_wrong(cli, spec_file, world):
     T, aux = world
     nxt = int(np.argmax(T["gen1.logits"][0]))
     other = spec_of().vocab[(nxt + 1) % 4]
     text = answers_yaml(SPEC + ".19", {"gen1.layer0.cache.reused": np.array([[0.0, 0.0, 0.0]])}, other)
-    code, data, steps = check(tmp_path, capsys, text)
+    code, data, steps = check(cli, spec_file, text)
     assert code == 1
     assert steps["gen1.next_token"]["status"] == "wrong"
     assert steps["gen1.layer0.cache.reused"]["status"] == "wrong"
     text = answers_yaml(SPEC + ".19", {}).replace("steps:", "steps:\n  gen1.layer0.cache.reused: {rows: [1, 2]}")
-    assert check(tmp_path, capsys, text)[2]["gen1.layer0.cache.reused"]["status"] == "correct"
+    assert check(cli, spec_file, text)[2]["gen1.layer0.cache.reused"]["status"] == "correct"
 
 
 def planted(T, aux):
@@ -152,22 +149,22 @@ CASES = list(planted(*decode(spec_of())))
 
 
 @pytest.mark.parametrize("k", range(len(CASES)), ids=[f"{c[1]}:{c[0]}" for c in CASES])
-def test_planted_model_slip_is_diagnosed(tmp_path, capsys, world, k):
+def test_planted_model_slip_is_diagnosed(cli, spec_file, world, k):
     step, code, value = CASES[k]
     T, _ = world
     assert not np.allclose(np.nan_to_num(value), np.nan_to_num(T[step])), "the slip must change the step"
-    rc, data, steps = check(tmp_path, capsys, answers_yaml(SPEC + ".19", {step: value}))
+    rc, data, steps = check(cli, spec_file, answers_yaml(SPEC + ".19", {step: value}))
     assert rc == 1 and data["first_break"] == step
     assert steps[step]["status"] == "wrong"
     assert steps[step]["diagnosis"] == [code]
 
 
-def test_blank_last_entry_of_an_unappended_weight_row_is_still_diagnosed(tmp_path, capsys, world):
+def test_blank_last_entry_of_an_unappended_weight_row_is_still_diagnosed(cli, spec_file, world):
     T, aux = world
     w_old = softmax(aux["q"] @ aux["K0"].T / 2)
     text = answers_yaml(SPEC + ".19", {"gen1.layer0.attn.h0.weights": np.hstack([w_old, [[0.0]]])})
     text = text.replace(", 0.000]]", ", null]]")
-    rc, data, steps = check(tmp_path, capsys, text)
+    rc, data, steps = check(cli, spec_file, text)
     assert steps["gen1.layer0.attn.h0.weights"]["diagnosis"] == ["cache_not_appended"]
 
 
@@ -184,12 +181,12 @@ def test_the_transpose_slip_needs_d_model_equal_to_the_vocabulary():
     assert not transpose_applies("gen1.logits", load("tiny-gpt"))   # d_model 4, vocab 5
 
 
-def test_a_carried_error_is_not_diagnosed_again(tmp_path, capsys, world):
+def test_a_carried_error_is_not_diagnosed_again(cli, spec_file, world):
     """A reused position in x: q from that x is carried, not wrong."""
     T, aux = world
     x = T["gen1.embed"] + aux["WP"][[0]]
     steps_ = {"gen1.x": x, "gen1.layer0.attn.q": x @ aux["W"]["W_Q"]}
-    rc, data, steps = check(tmp_path, capsys, answers_yaml(SPEC + ".19", steps_))
+    rc, data, steps = check(cli, spec_file, answers_yaml(SPEC + ".19", steps_))
     assert steps["gen1.x"]["diagnosis"] == ["position_reused"]
     assert steps["gen1.layer0.attn.q"]["status"] == "carried"
 

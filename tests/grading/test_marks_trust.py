@@ -41,23 +41,20 @@ SLIP_OVER_CARRIED = """\
     """
 
 
-def _write(tmp_path, name: str, text: str) -> str:
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(text), encoding="utf-8")
-    return str(path)
+def _write(spec_file, name: str, text: str) -> str:
+    return str(spec_file(textwrap.dedent(text), name))
 
 
-def _check_json(tmp_path, capsys, answers: str, spec: str = IDENTITY_SPEC):
-    code = main(["check", _write(tmp_path, "spec.yaml", spec), _write(tmp_path, "answers.yaml", answers), "--json"])
-    out = capsys.readouterr()
-    assert out.err == ""
-    return code, {s["name"]: s for s in json.loads(out.out)["steps"]}
+def _check_json(cli, spec_file, answers: str, spec: str = IDENTITY_SPEC):
+    code, out, err = cli("check", _write(spec_file, "spec.yaml", spec), _write(spec_file, "answers.yaml", answers), "--json")
+    assert err == ""
+    return code, {s["name"]: s for s in json.loads(out)["steps"]}
 
 
 # ---------------------------------------------------------------- a slip does not hide a carried error
 
-def test_a_slip_step_passes_on_the_wrong_answer_it_rests_on(tmp_path, capsys):
-    code, steps = _check_json(tmp_path, capsys, SLIP_OVER_CARRIED)
+def test_a_slip_step_passes_on_the_wrong_answer_it_rests_on(cli, spec_file):
+    code, steps = _check_json(cli, spec_file, SLIP_OVER_CARRIED)
     assert code == 1 and steps["attn.h0.scores"]["status"] == "wrong"
     weights = steps["attn.h0.weights"]
     assert weights["status"] == "slip"
@@ -68,15 +65,15 @@ def test_a_slip_step_passes_on_the_wrong_answer_it_rests_on(tmp_path, capsys):
     assert out["status"] == "carried" and out["built_on"] == ["attn.h0.scores"]
 
 
-def test_a_slip_over_carried_entries_is_not_full_credit_under_carried_below_1(tmp_path, capsys):
+def test_a_slip_over_carried_entries_is_not_full_credit_under_carried_below_1(spec_file):
     from symblock.grading import answers, marking
     from symblock.grading.marking import Marker
     from symblock.grading.points import Credit
     import symblock
-    spec = symblock.load(_write(tmp_path, "spec.yaml", IDENTITY_SPEC))
+    spec = symblock.load(_write(spec_file, "spec.yaml", IDENTITY_SPEC))
     trace = symblock.forward(spec)
     marker = Marker.for_answers(trace, {})
-    data, source = answers.read(_write(tmp_path, "answers.yaml", SLIP_OVER_CARRIED))
+    data, source = answers.read(_write(spec_file, "answers.yaml", SLIP_OVER_CARRIED))
     steps = {s.name: s for s in marker.mark(data, source).steps}
     half = Credit(carried=Fraction(1, 2))
     # out: two carried entries at 1/2, two correct at 1, one point shared by 4 entries: 3/4
@@ -86,17 +83,17 @@ def test_a_slip_over_carried_entries_is_not_full_credit_under_carried_below_1(tm
     assert marking.CARRIED == steps["attn.h0.out"].status
 
 
-def test_the_text_report_names_what_a_slip_step_rests_on(tmp_path, capsys):
-    main(["check", _write(tmp_path, "spec.yaml", IDENTITY_SPEC), _write(tmp_path, "answers.yaml", SLIP_OVER_CARRIED)])
+def test_the_text_report_names_what_a_slip_step_rests_on(spec_file, capsys):
+    main(["check", _write(spec_file, "spec.yaml", IDENTITY_SPEC), _write(spec_file, "answers.yaml", SLIP_OVER_CARRIED)])
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if "attn.h0.weights" in x)
     assert "slip" in line and "attn.h0.scores" in line
 
 
-def test_a_blank_filled_from_the_wrong_chain_passes_the_wrong_answer_on(tmp_path, capsys):
+def test_a_blank_filled_from_the_wrong_chain_passes_the_wrong_answer_on(cli, spec_file):
     # weights row 1 left blank (the chain fills it from the wrong score: softmax(2, 0)), row 2 right:
     # out row 1 = 0.8808, 0.1192 rests on the wrong score all the same.
-    code, steps = _check_json(tmp_path, capsys, """\
+    code, steps = _check_json(cli, spec_file, """\
         decimals: 4
         steps:
           attn.h0.scores: [[2, 0], [0, 1]]
@@ -109,9 +106,9 @@ def test_a_blank_filled_from_the_wrong_chain_passes_the_wrong_answer_on(tmp_path
     assert out["built_on"] == ["attn.h0.scores"]
 
 
-def test_a_step_answered_right_passes_nothing_on(tmp_path, capsys):
+def test_a_step_answered_right_passes_nothing_on(cli, spec_file):
     # the wrong score, then weights put right from the truth: out from the right weights is correct
-    code, steps = _check_json(tmp_path, capsys, """\
+    code, steps = _check_json(cli, spec_file, """\
         decimals: 4
         steps:
           attn.h0.scores: [[2, 0], [0, 1]]
@@ -157,10 +154,10 @@ TIE_SPEC = IDENTITY_SPEC.replace("X: [[1, 0], [0, 1]]", "X: [[1, 0], [0, 0]]")
 
 
 @pytest.mark.parametrize("written", ["0.3", "0.2"])
-def test_check_marks_a_tie_rounded_half_to_even_correct(tmp_path, capsys, written):
+def test_check_marks_a_tie_rounded_half_to_even_correct(cli, spec_file, written):
     # X row 2 is zero: its scores are 0, 0, its weights 1/2, 1/2, its out 1/2 · V row 1 = (1/2, 0),
     # so resid1 row 2 = (1/2, 0) and its mean 1/4 = 0.25, a tie at 1 place.
-    code, steps = _check_json(tmp_path, capsys, f"decimals: 1\nsteps:\n  norm1.mean: [null, [{written}]]\n", TIE_SPEC)
+    code, steps = _check_json(cli, spec_file, f"decimals: 1\nsteps:\n  norm1.mean: [null, [{written}]]\n", TIE_SPEC)
     assert steps["norm1.mean"]["status"] == "correct" and code == 0
 
 
@@ -176,9 +173,9 @@ def test_the_sheet_states_the_rounding_it_expects(tmp_path, capsys, lang, words)
 
 # ---------------------------------------------------------------- blanks named
 
-def test_check_names_the_blank_entries_of_a_partly_blank_step(tmp_path, capsys):
-    spec, answers = _write(tmp_path, "spec.yaml", IDENTITY_SPEC), _write(
-        tmp_path, "answers.yaml", "steps:\n  attn.v: [[1, null], [null, 1]]\n")   # V = X = I
+def test_check_names_the_blank_entries_of_a_partly_blank_step(spec_file, capsys):
+    spec, answers = _write(spec_file, "spec.yaml", IDENTITY_SPEC), _write(
+        spec_file, "answers.yaml", "steps:\n  attn.v: [[1, null], [null, 1]]\n")   # V = X = I
     assert main(["check", spec, answers]) == 0
     out = capsys.readouterr().out
     assert "✓ correct  attn.v" in out and "2 blank: row 1 col 2, row 2 col 1" in out

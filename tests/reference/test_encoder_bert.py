@@ -1,7 +1,7 @@
-"""A tiny encoder (model.kind: encoder, BERT-like) against BERT as torch modules build it, written
-here: word + position embeddings, BERT's embedding LayerNorm (`embed_norm`, weights.ln_embed),
-then a stack of Post-LN GELU `nn.TransformerEncoderLayer`s (what a Hugging Face `BertLayer`
-computes) with the padded prompt's key padding mask; and the spec's refusals."""
+"""A tiny encoder (model.kind: encoder, BERT-like) against Hugging Face `BertModel` built from a
+config (no download) and against BERT as torch modules build it, written here: word + position
+embeddings, BERT's embedding LayerNorm (`embed_norm`, weights.ln_embed), a stack of Post-LN GELU
+layers, the padded prompt's mask; and the spec's refusals."""
 from __future__ import annotations
 
 import numpy as np
@@ -101,3 +101,41 @@ def test_bad_encoder_specs_name_the_field(keys, where, what):
     with pytest.raises(SpecError) as e:
         from_mapping(data, "enc.yaml")
     assert e.value.where == where and what in e.value.message, e.value
+
+
+def hf_bert(s):
+    """Hugging Face's BertModel built from a config (no download), loaded by state-dict key."""
+    from transformers import BertConfig, BertModel
+    d = s.dims
+    cfg = BertConfig(vocab_size=len(s.vocab), hidden_size=d.d_model, num_hidden_layers=len(s.layers),
+                     num_attention_heads=d.heads, intermediate_size=d.d_ff, hidden_act="gelu",
+                     max_position_embeddings=len(s.prompt), type_vocab_size=1, layer_norm_eps=1e-12,
+                     hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    cfg._attn_implementation = "eager"
+    m = BertModel(cfg, add_pooling_layer=False).double().eval()
+    state = {"embeddings.word_embeddings.weight": t(s.W_E), "embeddings.position_embeddings.weight": t(s.W_P),
+             "embeddings.token_type_embeddings.weight": torch.zeros(1, d.d_model, dtype=torch.float64),
+             "embeddings.LayerNorm.weight": t(s.embed_norm["gamma"])[0],
+             "embeddings.LayerNorm.bias": t(s.embed_norm["beta"])[0]}
+    for i, layer in enumerate(s.layers):
+        p, pre = layer.params, f"encoder.layer.{i}."
+        for ours, theirs in (("Q", "attention.self.query"), ("K", "attention.self.key"), ("V", "attention.self.value"),
+                             ("O", "attention.output.dense"), ("1", "intermediate.dense"), ("2", "output.dense")):
+            state[f"{pre}{theirs}.weight"], state[f"{pre}{theirs}.bias"] = t(p[f"W_{ours}"], True), t(p[f"b_{ours}"])[0]
+        for ln, theirs in (("ln1", "attention.output.LayerNorm"), ("ln2", "output.LayerNorm")):
+            state[f"{pre}{theirs}.weight"], state[f"{pre}{theirs}.bias"] = t(p[f"{ln}.gamma"])[0], t(p[f"{ln}.beta"])[0]
+    missing, unexpected = m.load_state_dict(state, strict=False)
+    assert not unexpected and all("position_ids" in k or "token_type_ids" in k for k in missing), missing
+    return m
+
+
+def test_a_padded_encoder_matches_hugging_face_bert_model():
+    s = encoder()
+    tr = model.forward(s)
+    ids = torch.tensor([list(s.prompt)])
+    mask = torch.tensor([[0 if p else 1 for p in s.key_padding_mask]])
+    with torch.no_grad():
+        out = hf_bert(s)(input_ids=ids, attention_mask=mask, token_type_ids=torch.zeros_like(ids),
+                         output_hidden_states=True)
+    assert np.abs(out.hidden_states[0][0].numpy() - np.array(tr["norm_embed"].value.floats())).max() < 1e-9
+    assert np.abs(out.last_hidden_state[0].numpy() - np.array(tr["layer1.output"].value.floats())).max() < 1e-9

@@ -54,7 +54,7 @@ def variant_docs(tmp_path, difficulty: str, n: int, **kw) -> list[dict]:
     path = tmp_path / f"{difficulty}.yaml"
     path.write_text(f"random: {{difficulty: {difficulty}, seed: 1}}\n")
     return [{"id": ident, **documents(trace, ident, formats=["latex"], **kw)}
-            for ident, _, trace in variants.draw_variants(str(path), n, 1, None, {})]
+            for ident, _, trace in variants.draw_variants(str(path), n, 1, {})]
 
 
 @pytest.mark.slow

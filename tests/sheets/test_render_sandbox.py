@@ -106,36 +106,30 @@ def test_the_alarm_is_restored_after_rendering(tmp_path, capsys):
 ESCAPES = "\x1b]0;pwned\x07 \x1b[2J"
 
 
-def _spec_file(tmp_path, text):
-    path = tmp_path / "s.yaml"
-    path.write_text(text, encoding="utf-8")
-    return str(path)
-
-
-def test_title_escapes_are_not_printed_raw(tmp_path, capsys):
+def test_title_escapes_are_not_printed_raw(spec_file, capsys):
     from symblock.engine import spec
     text = spec.example_text("seed-post-ln").replace('title: {en: "Post-LN block, worked by hand", zh: "Post-LN 块：手算演示"}',
                                                     'title: "T \\e]0;pwned\\a \\e[2J"')
     assert "\\e]0" in text
-    assert cli.main(["forward", _spec_file(tmp_path, text)]) == 0
+    assert cli.main(["forward", str(spec_file(text, "s.yaml"))]) == 0
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out
     assert "T \\x1b]0;pwned\\x07 \\x1b[2J" in out
 
 
-def test_unknown_key_escapes_are_not_printed_raw(tmp_path, capsys):
-    path = _spec_file(tmp_path, '"bogus\\e[2J": 1\n')
+def test_unknown_key_escapes_are_not_printed_raw(spec_file, capsys):
+    path = str(spec_file('"bogus\\e[2J": 1\n', "s.yaml"))
     assert cli.main(["forward", path]) == 2
     err = capsys.readouterr().err
     assert "\x1b" not in err and "bogus\\x1b[2J: unknown key" in err
 
 
-def test_an_unencodable_title_is_refused_by_field_with_the_character_escaped(tmp_path, capsys):
+def test_an_unencodable_title_is_refused_by_field_with_the_character_escaped(spec_file, capsys):
     """A lone surrogate could reach every output (UTF-8 files cannot hold it): refused, named."""
     from symblock.engine import spec
     text = spec.example_text("seed-post-ln").replace('title: {en: "Post-LN block, worked by hand", zh: "Post-LN 块：手算演示"}',
                                                     'title: "bad \\ud800 surrogate"')
-    path = _spec_file(tmp_path, text)
+    path = str(spec_file(text, "s.yaml"))
     assert cli.main(["forward", path]) == 2
     err = capsys.readouterr().err
     assert "title:" in err and "\\ud800" in err and "Traceback" not in err

@@ -1,6 +1,6 @@
 """Every worked line of a key is arithmetically true of the numbers it prints (worked_lines.py
 recomputes each from its printed operands, with floats, independently of symblock), for the
-gallery and for 30-variant sets of each difficulty preset; the checker accepts what a key's line
+gallery and for 30-variant sets of each difficulty; the checker accepts what a key's line
 leads to from the rounded chain; the reader itself catches the wrong lines issue 13 found."""
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ def draw_keys(tmp_path, difficulty: str, n: int, **kw):
     from symblock.exercises import variants
     path = tmp_path / f"{difficulty}.yaml"
     path.write_text(f"random: {{difficulty: {difficulty}, seed: 1}}\n")
-    for ident, _, trace in variants.draw_variants(str(path), n, 1, None, {}):
+    for ident, _, trace in variants.draw_variants(str(path), n, 1, {}):
         yield ident, trace, documents(trace, ident, formats=["markdown"], **kw)["key.md"]
 
 

@@ -26,7 +26,7 @@ def join_values(argv: list[str] | None) -> list[str]:
 def add_random_arguments(p) -> None:
     """Flags that override the spec's `random:` section (the same keys, same validation)."""
     g = p.add_argument_group("random section overrides")
-    g.add_argument("--difficulty", choices=DIFFICULTIES, help="preset: sizes, options and constraints")
+    g.add_argument("--difficulty", choices=DIFFICULTIES, help="a difficulty: the sizes, options and constraints it fills in")
     g.add_argument("--require", action="append", default=[], metavar="NAME",
                    choices=(*FLAG_KEYS, "exact_norm", "relu_mixed"),
                    help="turn a constraint on (repeatable): " + ", ".join((*FLAG_KEYS, "exact_norm", "relu_mixed")))
@@ -34,13 +34,13 @@ def add_random_arguments(p) -> None:
                    help="entry range of a tensor or group (X, weights, biases, W_Q, ...), e.g. X=-2:2")
     g.add_argument("--sparsity", metavar="P", help="share of zeros in each drawn weight matrix, e.g. 0.25")
     g.add_argument("--drop", action="append", default=[], metavar="NAME", choices=CONSTRAINT_KEYS[1:],
-                   help="turn a constraint off, also one a --difficulty preset sets (repeatable), e.g. scaled_range")
+                   help="turn a constraint off, also one --difficulty sets (repeatable), e.g. scaled_range")
     g.add_argument("--score-range", metavar="LO:HI", help="bound every raw attention score, e.g. -4:4")
     g.add_argument("--scaled-range", metavar="LO:HI", help="bound every softmax input (scaled score), e.g. -3:3")
     g.add_argument("--softmax-weights", metavar="LO:HI", help="bound every live softmax weight, e.g. 0.02:0.9")
     g.add_argument("--norm-min", metavar="S", help="smallest σ (rms) of a norm row, e.g. 1/2")
     g.add_argument("--staged", metavar="STEP:K", help="give STEP rounded to K decimals, e.g. attn.out:3")
-    from symblock.options import bounded
+    from symblock.commands.arguments import bounded
     g.add_argument("--max-draws", type=bounded(1, MAX_DRAWS_LIMIT), metavar="N",
                    help=f"candidate draws before giving up (default {MAX_DRAWS}, at most {MAX_DRAWS_LIMIT:,})")
 
