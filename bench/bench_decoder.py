@@ -19,17 +19,16 @@ CASES = [("tiny-decoder (decoder preset)", "tiny-decoder"),
 
 def run(spec: str) -> tuple[float, float, int, int]:
     """(seconds to draw, seconds to write the documents, seeds tried, tasks per sheet)."""
-    from symblock.exercises import variants
-    from symblock.exercises.presets import choose
+    from symblock.exercises import variant
     from symblock.sheets.worksheet import documents
     t0 = time.perf_counter()
-    drawn = variants.draw_variants(spec, N, 1)
+    drawn = variant.draw_set(spec, N, 1)
     t1 = time.perf_counter()
-    for ident, _, trace in drawn:
-        documents(trace, ident, formats=["latex", "markdown"])
+    for v in drawn:
+        documents(v, formats=["latex", "markdown"])
     t2 = time.perf_counter()
-    last_seed = int(drawn[-1][0].rsplit(".", 1)[1])
-    return t1 - t0, t2 - t1, last_seed, len(choose(drawn[0][2]).ask)
+    last_seed = int(drawn[-1].ident.rsplit(".", 1)[1])
+    return t1 - t0, t2 - t1, last_seed, len(drawn[0].ask)
 
 
 def table() -> str:

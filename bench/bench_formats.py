@@ -19,14 +19,14 @@ FORMATS = [["latex", "markdown"], ["html"], ["moodle"], ["qti"], ["ipynb"]]
 
 
 def models(n: int):
-    from symblock.exercises import presets
+    from symblock.exercises import variant as one
     from symblock.exercises.generate import variant
     from symblock.sheets import model as sheet
     out = []
     for seed in range(1, n + 1):
         v = variant({"random": {"seed": seed, "difficulty": "medium"}}, "bench")
         trace = v.trace
-        out.append(sheet.build(trace, presets.choose(trace, None), ident=f"bench.{seed}"))
+        out.append(sheet.build(one.build(f"bench.{seed}", trace)))
     return out
 
 

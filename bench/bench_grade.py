@@ -27,7 +27,7 @@ HERE = Path(__file__).parent
 
 def make_class(root: Path, spec: str, n: int) -> tuple[Path, Path]:
     from symblock.cli import main
-    from symblock.exercises import variants
+    from symblock.exercises import variant
     from symblock.reference import numeric
     set_dir, answers = root / "set", root / "answers"
     assert main(["worksheet", spec, "--variants", str(n), "--out", str(set_dir), "--format", "markdown",
@@ -35,7 +35,7 @@ def make_class(root: Path, spec: str, n: int) -> tuple[Path, Path]:
     man = yaml.safe_load((set_dir / "instructor" / "manifest.yaml").read_text(encoding="utf-8"))
     answers.mkdir()
     for i, v in enumerate(man["variants"]):
-        s, _ = variants.rebuild(v["id"], spec if Path(spec).exists() else None)
+        s = variant.rebuild(v["id"], spec if Path(spec).exists() else None).spec
         T = numeric.forward(s)
         lines = [f"id: {v['id']}", f"name: student{i:02d}", "decimals: 3", "steps:"]
         for k, name in enumerate(man["asked"]):

@@ -50,7 +50,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     from symblock.engine.model import forward_any as forward   # a block, or a model (decoder sheets)
-    from symblock.exercises import variants
+    from symblock.exercises import variant
     from symblock.exercises.generate import load
     from symblock.grading import answers as answers_mod
     from symblock.grading.marking import Marker
@@ -72,8 +72,11 @@ def run(args) -> int:
     if found is not None:
         marker, default = found
     else:
+        wrt = None if args.wrt is None else [w.strip() for w in args.wrt.split(",") if w.strip()]
         if ident is not None:
-            _, trace = variants.rebuild(ident, spec_arg, "--id" if args.id else f"{source}: id")
+            flag = "--id" if args.id else f"{source}: id"
+            trace = variant.redraw(ident, spec_arg, flag)
+            one = variant.build(ident, trace, variant.Options.for_answers(trace.spec, data, args.loss, wrt, args.preset))
         elif spec_arg is None:
             raise UsageError(f"check: give SPEC, or an `id:` in {source} (a worksheet ID)")
         else:
@@ -82,8 +85,8 @@ def run(args) -> int:
                 from symblock.engine.cross import refuse
                 refuse(spec, "check")
             trace = forward(spec)
-        wrt = None if args.wrt is None else [w.strip() for w in args.wrt.split(",") if w.strip()]
-        marker, default = Marker.for_answers(trace, data, loss=args.loss, wrt=wrt, preset=args.preset), None
+            one = variant.build("", trace, variant.Options.for_answers(trace.spec, data, args.loss, wrt, args.preset))
+        marker, default = Marker.of(one), None
     from symblock.commands import not_yet
     not_yet.refuse(marker.trace.spec, "checking answers")
     result = marker.mark(data, source, default)

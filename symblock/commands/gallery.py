@@ -36,7 +36,7 @@ COMMAND = "python -m symblock.commands.gallery worksheets --pdf"
 
 def generate(out: Path, pdf: bool = False) -> list[Path]:
     """Write the gallery into `out` (overwriting); returns the files written."""
-    from symblock.exercises import presets, variants
+    from symblock.exercises import variant, variants
     from symblock.engine.model import forward_any as forward   # a block, or a model (decoder)
     from symblock.grading.points import annotate
     from symblock.exercises.generate import load
@@ -54,11 +54,11 @@ def generate(out: Path, pdf: bool = False) -> list[Path]:
         trace = forward(spec)
         ident = variants.make_id(variants.spec_token(spec_name), spec.seed)
         lang = opts.get("lang", "en")
-        models: list[dict] = []
-        files = documents(trace, ident, formats=formats, lang=lang, title=opts.get("title"), places=PLACES,
-                          preset=opts.get("preset"), models=models)
+        one = variant.build(ident, trace, variant.Options(opts.get("preset")))
+        docs = documents(one, formats=formats, lang=lang, title=opts.get("title"), places=PLACES)
+        files, models = dict(docs.files), [docs.model]
         if {"moodle", "qti"} & set(formats):   # what the LMS questions accept, as `worksheet` writes them
-            annotate(models[0]["tasks"], trace, presets.choose(trace, opts.get("preset")), PLACES)
+            annotate(docs.model["tasks"], trace, one.exercise, PLACES)
         files.update(html.files(models, many=False, assets="../", link_key=True))  # the gallery's one katex/
         files.update(bundle(models, [f for f in formats if f != "html"], many=False))
         written += write_files(out / name, files, force=True, pdf_engine=ENGINES[lang] if pdf else None)

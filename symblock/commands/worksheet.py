@@ -18,12 +18,8 @@ examples:
   different block of the same size for every variant)"""  # the --help epilog
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from symblock.sheets.worksheet import ENGINES, bundle, documents, write_files
-
-if TYPE_CHECKING:
-    from symblock.engine.block import Trace
 
 
 def add_arguments(p) -> None:
@@ -74,61 +70,57 @@ def add_arguments(p) -> None:
     add_random_arguments(p)
 
 
-def variants(args) -> list[tuple[str, object]]:
-    """(id, trace) for each document set to write, as the options ask."""
-    from symblock.exercises import variants
+def options(args):
+    """The exercise the command line chooses (--preset, --loss, --wrt)."""
+    from symblock.exercises.variant import Options
+    return Options.of(args.preset, args.loss, _wrt(args.wrt))
+
+
+def variants(args) -> list:
+    """The Variants (exercises/variant.py) to write, as the options ask: each exercise chosen once."""
+    from symblock.exercises import variant, variants
     from symblock.engine.model import forward_any as forward  # a block, or a model (decoder preset)
     from symblock.errors import UsageError
     from symblock.commands.flags import overrides_from_args
     from symblock.exercises.generate import from_mapping
     from symblock.exercises.spec_arg import default_spec
-    overrides = overrides_from_args(args)  # the same flags must be given again with --id
+    overrides, opts = overrides_from_args(args), options(args)  # the same flags must be given again with --id
     if args.id is not None:
         if args.variants is not None or args.seed is not None:
             raise UsageError("--id regenerates one variant; it cannot be combined with --variants/--seed")
-        spec_arg, seed = variants.parse_id(args.id, args.spec)
-        data, source = variants.read(spec_arg, overrides)
-        if seed is None:
-            return [(args.id, forward(_load(spec_arg)))]
-        got = variants.draw_variant(data, source, seed)
-        if got is None:
-            raise UsageError(f"--id {args.id}: seed {seed} does not give a usable block")
-        return [(args.id, got[1])]
+        return [variant.rebuild(args.id, args.spec, opts, overrides=overrides)]
     spec_arg = args.spec or default_spec(overrides)  # --difficulty D alone: preset:D
     if args.variants is not None:
         if args.variants < 1:
             raise UsageError("--variants: expected at least 1")
         seed = 1 if args.seed is None else args.seed
         from symblock.grading.mistakes import judge
-        from symblock.exercises.presets import choose
         from symblock.exercises.stress import spread
-        ask = lambda t: choose(t, args.preset, args.loss, _wrt(args.wrt))  # noqa: E731
-        drawn = variants.draw_variants(spec_arg, args.variants, seed, overrides,
-                                       judge(args.preset, args.loss, _wrt(args.wrt), args.decimals),
-                                       None if args.allow_repeats else spread(args.variants, ask))
+        drawn = variant.draw_set(spec_arg, args.variants, seed, opts, overrides,
+                                 judge(args.decimals), None if args.allow_repeats else spread(args.variants))
         if not args.allow_repeats and len(drawn) > 1:  # every student's exercise differs (exercises/stress.py)
             from symblock.exercises.stress import require_variety
-            pairs = [(t, ask(t)) for _, _, t in drawn]
-            _same_on_every_sheet(pairs)
-            require_variety(pairs)
-        return [(i, t) for i, _, t in drawn]
+            _same_on_every_sheet(drawn)
+            require_variety(drawn)
+        return drawn
     if args.seed is not None:
         raise UsageError("--seed goes with --variants N")
     spec = from_mapping(*variants.read(spec_arg, overrides)) if overrides else _load(spec_arg)
-    return [(variants.make_id(variants.spec_token(spec_arg), spec.seed), forward(spec))]
+    ident = variants.make_id(variants.spec_token(spec_arg), spec.seed)
+    return [variant.build(ident, forward(spec), opts)]
 
 
-def _same_on_every_sheet(pairs) -> None:
+def _same_on_every_sheet(drawn) -> None:
     """Asked steps that read only what the spec gives (not drawn) have one answer for the whole
     set: the variety guarantee leaves them out, so say so, naming the given data and the fix, on
     stderr; a set where every asked step is such is refused (exit 2): its sheets are all alike."""
     import sys
     from symblock.errors import UsageError
-    from symblock.exercises.stress import asked_answers, fixed_steps
+    from symblock.exercises.stress import fixed_steps
     from symblock.engine import parameters
-    trace, ex = pairs[0]
-    fixed = fixed_steps([t for t, _ in pairs])
-    asked = list(asked_answers(trace, ex))
+    trace = drawn[0].trace
+    fixed = fixed_steps([v.trace for v in drawn])
+    asked = list(drawn[0].varied)
     same = [n for n in asked if n in fixed]
     if not same:
         return
@@ -147,10 +139,10 @@ def _same_on_every_sheet(pairs) -> None:
            "out the same numbers on purpose")
     steps = ", ".join(same) if len(same) <= 6 else f"{', '.join(same[:5])} … ({len(same)} steps)"
     if len(same) == len(asked):
-        raise UsageError(f"--variants {len(pairs)}: every sheet would have the same answers: every asked "
+        raise UsageError(f"--variants {len(drawn)}: every sheet would have the same answers: every asked "
                          f"step ({steps}) reads only {data}, none of which is drawn; {fix}")
     print(f"symblock worksheet: warning: {steps} {'has' if len(same) == 1 else 'have'} the same answer on "
-          f"all {len(pairs)} sheets: {'it reads' if len(same) == 1 else 'they read'} only {data}, none "
+          f"all {len(drawn)} sheets: {'it reads' if len(same) == 1 else 'they read'} only {data}, none "
           f"of which is drawn; {fix}", file=sys.stderr)
 
 
@@ -163,8 +155,7 @@ def _formats_for_models(sets, formats) -> None:
     """A decoder sheet (a model spec) goes out in every format but the notebook, whose check cell
     marks one block's steps."""
     from symblock.errors import UsageError
-    from symblock.exercises.decoder import is_model
-    if "ipynb" in formats and any(is_model(t.spec) for _, t in sets):
+    if "ipynb" in formats and any(v.model for v in sets):
         raise UsageError("--format ipynb: a decoder worksheet (a model spec) has no notebook yet; use "
                          "latex, markdown, html, moodle or qti")
 
@@ -203,56 +194,55 @@ def run(args) -> int:
     engine = ENGINES[args.lang] if args.pdf else None
     sets = variants(args)
     from symblock.engine.cross import refuse
-    for _, trace in sets[:1]:
-        refuse(trace.spec, "worksheet")
+    for v in sets[:1]:
+        refuse(v.spec, "worksheet")
     _formats_for_models(sets, formats)
     from symblock.commands import not_yet
-    for _, t in sets:
-        not_yet.refuse(t.spec, "worksheets and keys")
+    for v in sets:
+        not_yet.refuse(v.spec, "worksheets and keys")
     from symblock.engine.spec import check_text
-    for _, trace in sets:  # printed escaped by forward; a file needs text UTF-8 can hold
-        check_text(trace.spec.title, trace.spec.source, "title")
+    for v in sets:  # printed escaped by forward; a file needs text UTF-8 can hold
+        check_text(v.spec.title, v.spec.source, "title")
     many = args.variants is not None
     if many and args.link_key:
         raise UsageError("--link-key: a set's sheets go to students/ and never link to the keys, which "
                          "stay in instructor/ (its index.html links every key)")
-    models: list[dict] = []
-    traces: dict[str, object] = {}
+    models: dict[str, dict] = {}
 
-    def render(ident: str, trace: Trace) -> dict[str, str]:
-        traces[ident] = trace
-        return documents(trace, ident, formats=formats, preset=args.preset, lang=args.lang,
-                         places=args.decimals, title=args.title, template_dir=args.template_dir,
-                         loss=args.loss, wrt=_wrt(args.wrt), space=args.space, models=models)
+    def render(v) -> dict[str, str]:
+        docs = documents(v, formats=formats, lang=args.lang, places=args.decimals, title=args.title,
+                         template_dir=args.template_dir, space=args.space)
+        models[v.ident] = docs.model
+        return docs.files
 
     def set_extra() -> dict:  # once every variant is rendered
+        done = [(v, models[v.ident]) for v in sets if v.ident in models]
         if {"moodle", "qti"} & set(formats):
-            _lms_answers(models, traces, args)
-        extra = bundle(models, formats, many, args.template_dir, args.link_key)  # html, moodle, qti, ipynb
+            _lms_answers(done, args.decimals)
+        models_in_order = [m for _, m in done]
+        extra = bundle(models_in_order, formats, many, args.template_dir, args.link_key)  # html, moodle, qti, ipynb
         if many:  # the set remembers itself: manifest.yaml and blank answers files, for `symblock grade`
             from symblock.grading.manifest import set_files
             from symblock.commands.flags import overrides_from_args
             from symblock.exercises.spec_arg import default_spec
             extra.update(set_files(sets, args.spec or default_spec(overrides_from_args(args)),
-                                   overrides=overrides_from_args(args),
-                                   preset=args.preset, loss=args.loss, wrt=_wrt(args.wrt),
-                                   decimals=args.decimals, lang=args.lang))
+                                   overrides=overrides_from_args(args), decimals=args.decimals, lang=args.lang))
         return extra
     try:
         if not many:
-            (ident, trace), = sets
-            written = write_files(Path(args.out), {**render(ident, trace), **set_extra()}, force=args.force,
+            one, = sets
+            written = write_files(Path(args.out), {**render(one), **set_extra()}, force=args.force,
                                   pdf_engine=engine, jobs=jobs)
         else:  # rendered one by one inside, under the progress bar
             from symblock.sheets.sets import write_set
-            result = write_set(Path(args.out), [(i, lambda i=i, t=t: render(i, t)) for i, t in sets], formats,
+            result = write_set(Path(args.out), [(v.ident, lambda v=v: render(v)) for v in sets], formats,
                                force=args.force, pdf_engine=engine, jobs=jobs, extra=set_extra)
             written = result.written
     except OSError as e:  # /proc/..., /sys/..., a read-only disk, a name too long: the folder, not a bug
         where = f" ({e.filename})" if e.filename and ".symblock-" not in str(e.filename) \
             and str(e.filename) != args.out else ""
         raise UsageError(f"--out {args.out}: cannot write there: {e.strerror or e}{where}") from None
-    idents = [i for i, _ in sets]
+    idents = [v.ident for v in sets]
     for line in (map(str, written) if not many or args.list else _summary(Path(args.out), written, idents)):
         print(line)
     if args.variants is not None and result.failed:
@@ -280,12 +270,9 @@ def _summary(out: Path, written: list, idents: list[str]) -> list[str]:
     return lines
 
 
-def _lms_answers(models: list[dict], traces: dict, args) -> None:
-    """What the Moodle and QTI questions accept for each entry (grading.accepted: the exact value, the
-    key's printed chain, rounding slips), worked from each variant's trace and exercise."""
-    from symblock.exercises import presets
+def _lms_answers(done: list, places: int) -> None:
+    """What the Moodle and QTI questions accept for each entry (grading.points: the exact value, the
+    key's printed chain, rounding slips), worked from each (Variant, sheet model)."""
     from symblock.grading.points import annotate
-    for model in models:
-        trace = traces[model["ident"]]
-        annotate(model["tasks"], trace, presets.choose(trace, args.preset, loss=args.loss, wrt=_wrt(args.wrt)),
-                 args.decimals)
+    for v, model in done:
+        annotate(model["tasks"], v.trace, v.exercise, places)

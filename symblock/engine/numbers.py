@@ -218,10 +218,22 @@ def parse_exact(value: Any, source: str, where: str, allow_inf: bool = False) ->
         raise SpecError(source, where, f"{e}; expected a number of at most {MAX_DIGITS} digits") from None
     if not isinstance(value, str):
         raise SpecError(source, where, f"expected a number, got {kind_of(value)}")
+    text, q = guard(value, source, where)
+    if q is not None:
+        return q
+    if allow_inf and re.fullmatch(r"-\s*oo", text):
+        from symblock.engine import exact
+        return exact.NEG_INF
+    return _parse_with_sympy(value, text, source, where, allow_inf)
+
+
+def guard(value: str, source: str, where: str) -> tuple[str, Fraction | None]:
+    """The checks of a text entry before SymPy sees it (names, length, size, syntax): its stripped
+    text and its value when rational (None: an irrational form, or -oo, for SymPy to read)."""
     text = value.strip()
     if _PLAIN.fullmatch(text):
         try:
-            return Fraction(text)
+            return text, Fraction(text)
         except ZeroDivisionError:
             pass  # "1/0": refused below, as SymPy's zoo
     words = set(re.findall(r"[A-Za-z_]+", text)) - {"e"}
@@ -237,12 +249,7 @@ def parse_exact(value: Any, source: str, where: str, allow_inf: bool = False) ->
     except SyntaxError:
         raise SpecError(source, where, f"could not parse {excerpt(value)} as an exact number: expected numbers, "
                         "+ - * / ** and sqrt, exp, erf, tanh, sin, cos, E, pi") from None
-    if q is not None:
-        return q
-    if allow_inf and re.fullmatch(r"-\s*oo", text):
-        from symblock.engine import exact
-        return exact.NEG_INF
-    return _parse_with_sympy(value, text, source, where, allow_inf)
+    return text, q
 
 
 def _parse_with_sympy(value: str, text: str, source: str, where: str, allow_inf: bool) -> Any:

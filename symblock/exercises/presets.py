@@ -26,14 +26,10 @@ the data are the forward values those backward rules read. Its options (flags --
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
 from symblock.engine import names
 from symblock.engine.tiles import SIDE_KINDS
 from symblock.errors import SpecError, excerpt
-
-if TYPE_CHECKING:
-    from symblock.engine.block import Step, Trace
 
 PRESETS = ("full", "attention", "norm", "ffn", "backprop", "decoder")  # decoder: model specs (decoder.py)
 EXERCISE_KEYS = ("preset", "ask", "give", "loss", "wrt", "target", "points")
@@ -60,6 +56,17 @@ class Exercise:
     def total(self) -> int:
         return sum(self.points.values())
 
+    def answer(self, trace, name: str):
+        """The exact answer (a Mat) of the asked step `name`: a forward or model step, the
+        decoder's conceptual task or a gradient of the backprop exercise (the one lookup)."""
+        if name in self.extra:
+            return self.extra[name]
+        if self.backward is not None:
+            for g in (*self.backward.steps, *self.backward.wrt.values()):
+                if g.name == name:
+                    return g.value
+        return trace[name].value
+
 
 def preset_steps(preset: str, names: list[str]) -> list[str]:
     """The steps a preset asks, among the computed step names (forward order; a batch's steps
@@ -75,15 +82,14 @@ def preset_steps(preset: str, names: list[str]) -> list[str]:
     return [s.full for s in steps if s.section == part]
 
 
-def choose(trace: Trace, preset: str | None = None, loss: str | None = None,
+def choose(trace, preset: str | None = None, loss: str | None = None,
            wrt: list[str] | None = None) -> Exercise:
-    """Validate the spec's `exercise:` section and decide what is asked and given.
+    """Validate a block's `exercise:` section and decide what is asked and given (a model's is
+    decoder.choose; exercises/variant.py calls the one or the other, once per variant).
     A `preset` from the command line replaces the section's `preset` and `ask`; `loss` and `wrt`
     (backprop only) replace the section's."""
     from symblock.exercises import decoder
     spec = trace.spec
-    if decoder.is_model(spec):
-        return Exercise(**decoder.choose(trace, preset))
     src, ex = spec.source, dict(spec.exercise)
     for key in ex:
         if key not in EXERCISE_KEYS:
@@ -156,7 +162,7 @@ def choose(trace: Trace, preset: str | None = None, loss: str | None = None,
     return with_points(Exercise(tuple(ask), data_steps, data_params), ex.get("points"), src, trace)
 
 
-def with_points(ex: Exercise, points, src: str, trace: Trace) -> Exercise:
+def with_points(ex: Exercise, points, src: str, trace) -> Exercise:
     """`exercise.points` ({STEP: N}, N a whole number 0..1000); asked steps without an entry are
     worth 1. A step of the block that this preset does not ask is ignored (a --preset may ask less)."""
     points = {} if points is None else points
@@ -172,7 +178,7 @@ def with_points(ex: Exercise, points, src: str, trace: Trace) -> Exercise:
     return replace(ex, points={name: points.get(name, 1) for name in ex.ask})
 
 
-def choose_backprop(trace: Trace, ex: dict, loss: str | None, wrt: list[str] | None) -> Exercise:
+def choose_backprop(trace, ex: dict, loss: str | None, wrt: list[str] | None) -> Exercise:
     """The backprop preset: the gradient steps of `grad.backward` are asked, and the forward
     values their rules read are given."""
     from symblock.calculus import grad
@@ -243,12 +249,12 @@ def live_names(back) -> set[str]:
     return {g.of for g in back.steps}
 
 
-def consumers(trace: Trace, name: str, live: set[str]) -> list[Step]:
+def consumers(trace, name: str, live: set[str]) -> list:
     """The live steps that read `name` (a step or parameter): dL/d`name` flows back from them."""
     return [s for s in trace if s.name in live and name in s.inputs]
 
 
-def backward_reads(trace: Trace, step: Step, target: str) -> list[str]:
+def backward_reads(trace, step, target: str) -> list[str]:
     """The forward values `step`'s backward rule (grad.py) reads to pass dL/d`step` on to `target`."""
     from symblock.calculus.grad import step_kind
     kind = step_kind(step.name, trace.spec)
@@ -292,12 +298,12 @@ class Estimate:
                 f"{self.specials} exponentials / roots)")
 
 
-def estimate(trace: Trace, exercise: Exercise) -> Estimate:
+def estimate(trace, exercise: Exercise) -> Estimate:
     """The time a person needs for the asked steps, by the cost model above (SECONDS)."""
     rows = []
     for name in exercise.ask:
         if names.parse(name).grad:
-            cells, madds, specials = _grad_cost(trace, exercise, name[5:])
+            cells, madds, specials = _grad_cost(trace, exercise, name)
         else:
             cells, (madds, specials) = _cells(trace[name].value), _forward_cost(trace, trace[name])
         rows.append((name, cells, madds, specials))
@@ -314,7 +320,7 @@ def _live(m) -> list[int]:
     return [sum(e is not exact.NEG_INF for e in row) for row in m.rows]
 
 
-def _forward_cost(trace: Trace, step: Step) -> tuple[int, int]:
+def _forward_cost(trace, step) -> tuple[int, int]:
     """(multiply-adds, specials) of working one forward step from its inputs."""
     from symblock.calculus.grad import step_kind
     spec, v = trace.spec, step.value
@@ -351,13 +357,11 @@ def _forward_cost(trace: Trace, step: Step) -> tuple[int, int]:
     return 0, 0  # identity, concat, masked: copying
 
 
-def _grad_cost(trace: Trace, exercise: Exercise, of: str) -> tuple[int, int, int]:
+def _grad_cost(trace, exercise: Exercise, name: str) -> tuple[int, int, int]:
     """A gradient step costs what its consumers' forward products cost (the transposed products
     have as many multiply-adds), without their specials (their values are read off the data)."""
-    back = exercise.backward
-    live = {g.of for g in back.steps}
-    grad = next((g for g in (*back.steps, *back.wrt.values()) if g.of == of), None)
-    cells = _cells(grad.value) if grad is not None else 0
+    of, live = name[5:], {g.of for g in exercise.backward.steps}   # dL/d`of`
+    cells = _cells(exercise.answer(trace, name))
     users = consumers(trace, of, live)
     madds = sum(_forward_cost(trace, s)[0] for s in users) if users else cells
     return cells, madds, 0

@@ -23,13 +23,8 @@ Answers are compared exactly (rationals as fractions, other entries to 30 digits
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from symblock.engine import names
-
-if TYPE_CHECKING:
-    from symblock.engine.block import Trace
-    from symblock.exercises.presets import Exercise
 
 
 @dataclass
@@ -142,43 +137,33 @@ def problems(var: dict[str, Variety]) -> list[str]:
     return [p for v in var.values() if (p := v.problem())]
 
 
-def asked_answers(trace: Trace, exercise: Exercise) -> dict:
-    """{asked step: its exact answer} (gradient steps from the exercise's backward pass)."""
-    grads = {}
-    if exercise.backward is not None:
-        grads = {g.name: g.value for g in (*exercise.backward.steps, *exercise.backward.wrt.values())}
-    # a conceptual task (decoder.py) has one answer for all; a token one of a handful
-    extra = {*getattr(exercise, "extra", {}), *getattr(exercise, "categorical", ())}
-    return {n: grads[n] if n in grads else trace[n].value for n in exercise.ask if n not in extra}
-
-
-def spread(n: int, exercise_of):
-    """A `keep(trace)` for draw_variants that turns down a variant whose answer to an asked step
-    is already held by as many variants as an n-variant set may share (`Variety.problem`), so a
-    small class gets a set that meets the guarantee instead of a refusal; `exercise_of(trace)` is
-    what the sheet asks. Steps read only from data the spec gives are left out, as
-    `require_variety` leaves them, which still judges the whole set."""
+def spread(n: int):
+    """A `keep(variant)` for variant.draw_set that turns down a variant whose answer to an asked
+    step is already held by as many variants as an n-variant set may share (`Variety.problem`), so
+    a small class gets a set that meets the guarantee instead of a refusal. Steps read only from
+    data the spec gives are left out, as `require_variety` leaves them, which still judges the
+    whole set."""
     from collections import Counter
     allowed, held, first = max(1, n // REPEAT_SHARE), {}, []
 
-    def keep(trace: Trace) -> bool:
-        fixed = fixed_steps([first[0], trace]) if first else set()
-        keys = {k: answer_key(v) for k, v in asked_answers(trace, exercise_of(trace)).items() if k not in fixed}
+    def keep(v) -> bool:
+        fixed = fixed_steps([first[0], v.trace]) if first else set()
+        keys = {k: answer_key(a) for k, a in v.varied.items() if k not in fixed}
         if any(held.get(k, Counter())[key] >= allowed for k, key in keys.items()):
             return False
         for k, key in keys.items():
             held.setdefault(k, Counter())[key] += 1
-        first[:] = first or [trace]
+        first[:] = first or [v.trace]
         return True
     return keep
 
 
-def require_variety(traces_and_exercises: list) -> None:
-    """The set's variety guarantee, or UsageError listing what breaks it (worksheet --variants)."""
+def require_variety(variants: list) -> None:
+    """The set's variety guarantee over its Variants, or UsageError listing what breaks it
+    (worksheet --variants)."""
     from symblock.errors import UsageError
-    fixed = fixed_steps([t for t, _ in traces_and_exercises])
-    bad = problems(variety([{k: v for k, v in asked_answers(t, ex).items() if k not in fixed}
-                            for t, ex in traces_and_exercises]))
+    fixed = fixed_steps([v.trace for v in variants])
+    bad = problems(variety([{k: a for k, a in v.varied.items() if k not in fixed} for v in variants]))
     if bad:
         raise UsageError("the variants are too alike to hand out: " + "; ".join(bad)
                          + " (widen random.ranges, draw more of the block, or pass --allow-repeats)")
@@ -223,10 +208,13 @@ class Report:
 
 def stress(data: dict, source: str, n: int, first_seed: int = 1, overrides: dict | None = None,
            judge=None) -> Report:
-    """Draw n variants from seed first_seed on and gather the report. `judge(trace)` -> a reason or
-    None (grading's distinct_mistakes check) turns seeds down as `worksheet --variants` does, when the
-    spec asks for it; without a judge the seeds are first_seed … first_seed+n−1."""
+    """Draw n variants from seed first_seed on and gather the report. `judge(variant)` -> a reason
+    or None (grading's distinct_mistakes check) turns seeds down as `worksheet --variants` does, when
+    the spec asks for it; without a judge the seeds are first_seed … first_seed+n−1."""
     from collections import Counter
+    from symblock.errors import SpecError
+    from symblock.exercises import variant as one_variant
+    from symblock.exercises.presets import estimate
     from symblock.exercises.generate import dims_choices, space_bound, variant
     from symblock.exercises.variants import MAX_TRIES
     report = Report(source, first_seed, n)
@@ -241,7 +229,13 @@ def stress(data: dict, source: str, n: int, first_seed: int = 1, overrides: dict
         report.forwards += v.forwards
         rejections.update(v.rejections)
         redraws.update(v.redraws)
-        reason = judge(v.trace) if judge is not None and c.distinct_mistakes else None
+        try:   # the spec's own exercise (default: full), chosen once
+            one, unasked = one_variant.build(str(seed - 1), v.trace), None
+        except SpecError as e:
+            one, unasked = None, e
+        if judge is not None and c.distinct_mistakes and one is None:
+            raise unasked
+        reason = judge(one) if judge is not None and c.distinct_mistakes else None
         if reason:
             skipped[reason.split(":")[0]] += 1
             continue
@@ -251,11 +245,10 @@ def stress(data: dict, source: str, n: int, first_seed: int = 1, overrides: dict
         for step in v.trace:
             report.steps.setdefault(step.name, StepStats(step.name)).add(step.value)
         report.max_exponent = max(report.max_exponent, largest_exponent(v.trace))
-        got = asked(v.trace)
         traces.append(v.trace)
-        if got is not None:
-            answers.append(got[0])
-            minutes.append(got[1])
+        if one is not None:
+            answers.append(dict(one.varied))
+            minutes.append(estimate(v.trace, one.exercise).minutes)
     report.n = accepted
     report.rejections, report.redraws, report.skipped = dict(rejections), dict(redraws), dict(skipped)
     report.distinct = len(keys)
@@ -267,18 +260,7 @@ def stress(data: dict, source: str, n: int, first_seed: int = 1, overrides: dict
     return report
 
 
-def asked(trace: Trace) -> tuple[dict, int] | None:
-    """({asked step: answer}, estimated minutes) of the spec's own exercise (default: full)."""
-    from symblock.errors import SpecError
-    from symblock.exercises.presets import choose, estimate
-    try:
-        ex = choose(trace)
-    except SpecError:
-        return None
-    return asked_answers(trace, ex), estimate(trace, ex).minutes
-
-
-def largest_exponent(trace: Trace) -> float:
+def largest_exponent(trace) -> float:
     """The largest |x| of a softmax input e^x (live entries), as the key works it."""
     from symblock.engine import exact
     from symblock.engine.steps import step_kind

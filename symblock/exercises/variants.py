@@ -1,4 +1,4 @@
-"""Variants drawn from a seed, and worksheet IDs.
+"""Worksheet IDs, and the spec a variant is drawn from (drawing and the Variant: variant.py).
 
 Worksheet IDs: `<spec>` or `<spec>.<seed>`, where `<spec>` is a built-in example's name or, for a
 spec file, `h` + the first 8 characters of the lower-case base32 SHA-256 of the *canonical parsed
@@ -15,12 +15,8 @@ import copy
 import hashlib
 import json
 import re
-from typing import TYPE_CHECKING
 
 from symblock.errors import SpecError, excerpt
-
-if TYPE_CHECKING:
-    from symblock.engine.model_spec import Spec
 
 MAX_TRIES = 50  # seeds tried per wanted variant before giving up
 
@@ -106,23 +102,6 @@ def parse_id(ident: str, spec_arg: str | None, flag: str = "--id") -> tuple[str,
     return spec_arg, seed
 
 
-def rebuild(ident: str, spec_arg: str | None, flag: str = "--id"):
-    """(spec, trace) of the variant a worksheet ID names (`spec_arg`: the spec file, needed for
-    a file's ID); the same draw as `worksheet --variants` made."""
-    from symblock.errors import UsageError
-    from symblock.engine.model import forward_any as forward  # a block or a model (decoder sheets)
-    spec_arg, seed = parse_id(ident, spec_arg, flag)
-    data, source = read(spec_arg)
-    if seed is None:
-        from symblock.exercises.generate import from_mapping
-        spec = from_mapping(data, source)
-        return spec, forward(spec)
-    got = draw_variant(data, source, seed)
-    if got is None:
-        raise UsageError(f"{flag} {ident}: seed {seed} does not give a usable block")
-    return got
-
-
 def read(spec_arg: str, overrides: dict | None = None) -> tuple[dict, str]:
     """The raw mapping of a SPEC (spec_arg.py: a file, an example, preset:D) and its source name;
     `overrides` (from the command line's random-section flags) replace keys of its `random:` section."""
@@ -144,79 +123,3 @@ def with_seed(data: dict, source: str, seed: int):
     data = copy.deepcopy(data)
     data["random"] = {**rnd, "seed": seed}
     return from_mapping(data, source)
-
-
-def draw_variant(data: dict, source: str, seed: int):
-    """One variant: (spec, trace) for `seed`, or None when that draw is unusable (e.g. a row with
-    zero variance and ε = 0). The single place where generation constraints plug in (issue 5).
-    A model's variant is also unusable when its decoding step is no hand exercise (decoder.problem)."""
-    from symblock.engine.model import forward_any as forward
-    from symblock.exercises import decoder
-    spec = with_seed(data, source, seed)
-    if decoder.is_model(spec) and decoder.prefilter(spec):   # most seeds: no exact forward
-        return None
-    try:
-        trace = forward(spec)
-    except SpecError as e:
-        if e.where.startswith(("dims", "random")):  # random.*: a constraint no draw can meet
-            raise
-        return None
-    if decoder.is_model(spec) and decoder.problem(trace):
-        return None
-    return spec, trace
-
-
-SAME_DRAWS = 40  # usable draws that all repeat the first: no variety (chance ~3^-40 for one drawn entry)
-
-
-def draw_variants(spec_arg: str, n: int, seed: int,
-                  overrides: dict | None = None, judge=None, keep=None) -> list:
-    """`n` distinct usable variants with seeds seed, seed+1, ... (unusable or repeated draws are
-    skipped, deterministically, and so are those `judge(trace)` turns down when the spec asks for
-    random.distinct_mistakes, and those `keep(trace)` does not keep: stress.spread): a list of
-    (id, spec, trace)."""
-    data, source = read(spec_arg, overrides)
-    token = spec_token(spec_arg)
-    if judge is not None and not wants_judge(data, source):
-        judge = None
-    out, seen, alike, usable_repeats = [], set(), 0, 0
-    for s in range(seed, seed + n * MAX_TRIES):
-        got = draw_variant(data, source, s)
-        if got is None or (judge is not None and judge(got[1])):
-            continue
-        spec, trace = got
-        key = variant_key(spec)
-        if key in seen:
-            usable_repeats += 1
-            if len(seen) == 1 and usable_repeats >= SAME_DRAWS:
-                raise SpecError(source, "random", f"{SAME_DRAWS + 1} draws in a row gave the same "
-                                "variant: nothing is left for `random` to draw (every weight and input "
-                                "is given, or low = high); leave weights or inputs out, or widen the range")
-            continue
-        if keep is not None and not keep(trace):
-            alike += 1
-            continue
-        seen.add(key)
-        out.append((make_id(token, s), spec, trace))
-        if len(out) == n:
-            return out
-    why = (f" ({alike} more were turned down: each repeated an answer already shared by as many variants as a "
-           f"set of {n} may share; --allow-repeats keeps them)") if alike else ""
-    raise SpecError(source, "random", f"found only {len(out)} distinct usable variants in seeds {seed}.."
-                    f"{seed + n * MAX_TRIES - 1}{why}; leave more weights or inputs out for `random` to draw, or "
-                    "widen random.ranges")
-
-
-def variant_key(spec: Spec) -> tuple:
-    """The drawn numbers of a variant (equal keys: the same exercise)."""
-    from symblock.exercises import decoder
-    if decoder.is_model(spec):
-        return decoder.variant_key(spec)
-    return tuple(sorted((k, tuple(v)) for k, v in spec.params.items())), tuple(spec.X or ())
-
-
-def wants_judge(data: dict, source: str) -> bool:
-    """Whether the spec (with its difficulty) asks for random.distinct_mistakes."""
-    from symblock.exercises.generate import constraints_of
-    rnd = data.get("random")
-    return isinstance(rnd, dict) and constraints_of(data, source).distinct_mistakes

@@ -95,10 +95,9 @@ class Truths:
 
     def _rounded(self, ident, step: str, i, j, places) -> Decimal | None:
         from symblock.engine import exact
-        from symblock.grading.manifest import asked_value
-        marker = self.pool.marker(ident)
-        value = asked_value(marker.trace, marker.exercise, step)
-        if i >= value.shape[0] or j >= value.shape[1]:
+        v = self.pool.variant(ident)
+        value = v.answers[step] if step in v.answers else v.trace[step].value if step in v.trace else None
+        if value is None or i >= value.shape[0] or j >= value.shape[1]:
             return None
         x = exact.real(value.rows[i][j])
         return None if x is exact.NEG_INF else x.decimal(places)
@@ -191,17 +190,20 @@ def answer_files(folder: Path, skip: Path | None = None) -> list[Path]:
 
 
 class Variants:
-    """The set's variants by ID, each rebuilt (forward, exercise, Marker) the first time it is needed."""
+    """The set's variants by ID, each rebuilt (forward; the exercise as stored; a Marker) the first
+    time it is needed."""
 
     def __init__(self, manifest: dict):
         from symblock.exercises import variants
         self.manifest = manifest
         self.token = str(manifest["spec_token"])
         self.seeds = {str(v["id"]): int(v["seed"]) for v in manifest["variants"]}
+        self.stored = {str(v["id"]): v.get("exercise") for v in manifest["variants"]}   # validated by manifest.read
         if self.token.startswith("h") and variants.token_of(manifest["spec"]) != self.token:
             raise SpecError("manifest.yaml", "spec", f"does not give the spec token {self.token} of its IDs "
                             "(the manifest was edited)")
         self._markers: dict[str, object] = {}
+        self._variants: dict[str, object] = {}
 
     def problem(self, ident: str | None) -> str | None:
         """Why `ident` names no variant of this set (None: it does)."""
@@ -216,20 +218,25 @@ class Variants:
         ids = list(self.seeds)
         return f"id {ident} is not a variant of this set ({len(ids)} variants, {ids[0]} … {ids[-1]})"
 
-    def marker(self, ident: str):
-        if ident not in self._markers:
-            from symblock.exercises import presets, variants
+    def variant(self, ident: str):
+        """The variant `ident` as the set stored it (exercises/variant.py): its trace drawn again
+        from the spec and seed (for recompute and diagnosis), its exercise and answers as stored."""
+        if ident not in self._variants:
+            from symblock.exercises import variant
             from symblock.exercises.generate import merge_random
-            from symblock.grading.marking import Marker
             m = self.manifest
             data = merge_random(m["spec"], m.get("random_flags") or None)
-            got = variants.draw_variant(data, str(m.get("spec_source", "manifest")), self.seeds[ident])
+            got = variant.draw(data, str(m.get("spec_source", "manifest")), self.seeds[ident])
             if got is None:
                 raise SpecError("manifest.yaml", "variants", f"{ident}: its seed no longer gives a usable block")
-            ex = presets.choose(got[1], m.get("preset"), loss=m.get("loss"), wrt=m.get("wrt"))
-            if list(ex.ask) != list(m["asked"]):
-                raise SpecError("manifest.yaml", "asked", f"{ident} asks {', '.join(ex.ask)} today")
-            self._markers[ident] = Marker(got[1], ex)
+            options = variant.Options.of(m.get("preset"), m.get("loss"), m.get("wrt"))
+            self._variants[ident] = variant.build(ident, got[1], options, stored=self.stored[ident])
+        return self._variants[ident]
+
+    def marker(self, ident: str):
+        if ident not in self._markers:
+            from symblock.grading.marking import Marker
+            self._markers[ident] = Marker.of(self.variant(ident))
         return self._markers[ident]
 
 

@@ -3,9 +3,11 @@ blank answers file (SET/students/<ID>/answers.yaml and .csv) that `symblock grad
 
 The manifest holds everything needed to rebuild and mark each variant without the original spec
 file: the parsed spec (as read, decimals kept exact) and its token, the `random:` flags given on the
-command line, the preset and flags, the seeds, the asked steps, their points and each variant's ID:
+command line, the preset and flags, the seeds, the asked steps, their points, and each variant's ID,
+seed and exercise as it was chosen (exercises/variant.record): `grade` marks from that, so a later
+generator cannot change how the set grades (it draws the trace again only to recompute and diagnose):
 
-    symblock_set: 1
+    symblock_set: 2
     spec_token: he4t2yklb          # the <spec> part of every ID (variants.token_of, or the example's name)
     spec_source: my-block.yaml
     spec: {...}                    # the parsed spec
@@ -18,7 +20,22 @@ command line, the preset and flags, the seeds, the asked steps, their points and
     seeds: {first: 1, last: 30}
     asked: [resid1, norm1.mean, ...]
     points: {resid1: 1, ...}
-    variants: [{id: he4t2yklb.1, seed: 1, dir: he4t2yklb.1}, ...]
+    variants:
+    - id: he4t2yklb.1
+      seed: 1
+      dir: he4t2yklb.1
+      exercise:
+        ask: [resid1, norm1.mean, ...]       # asked steps, forward order (gradients backwards)
+        given: [x, ...]                      # steps printed as data
+        params: [X, W_Q, ...]                # parameters printed as data
+        points: {resid1: 1, ...}
+        shapes: {resid1: [3, 4], ...}
+        answers: {resid1: "1/2, -3/4; 0, 1", ...}   # entries by ", ", rows by "; ": exact ("7/4",
+                                             #   "sqrt(5)/2", "-oo"), or a 40-digit decimal where
+                                             #   the closed form is too long
+        backward: null                       # backprop: {loss, wrt, target}
+        extra: []                            # asked tasks that are no engine step (cache.reused)
+        categorical: []                      # asked tokens (outside the variety guarantee)
     content_sha256: 3f…            # SHA-256 of the rest (`digest`): an edited manifest is refused
 
 `read` validates every field as the spec loader does (a clear error naming the field, exit 2) and
@@ -29,14 +46,10 @@ from __future__ import annotations
 
 import hashlib
 from decimal import Decimal
-from typing import TYPE_CHECKING
 
 import yaml
 
-if TYPE_CHECKING:
-    from symblock.engine.block import Trace
-
-FORMAT = 1
+FORMAT = 2   # 2: each variant's exercise stored (1: chosen again when graded)
 NAME = "manifest.yaml"
 ANSWERS = ("answers.yaml", "answers.csv")
 
@@ -66,52 +79,42 @@ def digest(manifest: dict) -> str:
 def stamped(manifest: dict) -> dict:
     """`manifest` with its `content_sha256`, taken over the manifest as `read` will see it (the
     spec loader's YAML: decimals as Decimal, `.inf` as text), so that the hash written is the hash
-    read back whatever types the values had."""
+    read back whatever types the values had. The variants' exercises hold only text, whole numbers,
+    lists and mappings, which read back as written: they skip the round trip (most of a set's size)."""
     from symblock.engine import files
-    return {**manifest, "content_sha256": digest(files.parse(dump(manifest), NAME, json_syntax=False))}
+    entries = manifest.get("variants") or []
+    plain = {**manifest, "variants": [{k: v for k, v in e.items() if k != "exercise"} for e in entries]} \
+        if entries else manifest
+    back = files.parse(dump(plain), NAME, json_syntax=False)
+    if entries:
+        back["variants"] = [{**b, "exercise": e["exercise"]} if "exercise" in e else b
+                            for b, e in zip(back["variants"], entries)]
+    return {**manifest, "content_sha256": digest(back)}
 
 
-def set_files(sets, spec_arg: str, *, overrides: dict | None = None, preset=None, loss=None,
-              wrt=None, decimals: int = 3, lang: str = "en") -> dict[str, str]:
-    """{file name: text} of a set's manifest and blank answers files. `sets`: the (ID, trace) of
-    each variant written (worksheet --variants), `spec_arg` the SPEC given."""
-    from symblock.exercises import presets, variants
+def set_files(sets, spec_arg: str, *, overrides: dict | None = None, decimals: int = 3,
+              lang: str = "en") -> dict[str, str]:
+    """{file name: text} of a set's manifest and blank answers files. `sets`: the Variants written
+    (worksheet --variants, exercises/variant.py), `spec_arg` the SPEC given."""
+    from symblock.exercises import variant, variants
     data, source = variants.read(spec_arg)
     token = variants.spec_token(spec_arg)
-    files, entries, first = {}, [], None
-    for ident, trace in sets:
-        ex = presets.choose(trace, preset, loss=loss, wrt=wrt)
-        first = first or ex
-        seed = variants.split_id(ident)[1]
-        entries.append({"id": ident, "seed": seed, "dir": ident})
-        shapes = {name: _shape(trace, ex, name) for name in ex.ask}
-        files[f"{ident}/answers.yaml"] = blank_yaml(ident, shapes, decimals)
-        files[f"{ident}/answers.csv"] = blank_csv(ident, shapes, decimals)
+    files, entries, first = {}, [], sets[0]
+    for v in sets:
+        entries.append({"id": v.ident, "seed": variants.split_id(v.ident)[1], "dir": v.ident,
+                        "exercise": variant.record(v)})
+        files[f"{v.ident}/answers.yaml"] = blank_yaml(v.ident, v.shapes, decimals)
+        files[f"{v.ident}/answers.csv"] = blank_csv(v.ident, v.shapes, decimals)
+    o = first.options
     manifest = {"symblock_set": FORMAT, "spec_token": token, "spec_source": source, "spec": data,
-                "random_flags": dict(overrides or {}), "preset": preset, "loss": loss, "wrt": wrt,
-                "decimals": decimals, "lang": lang,
+                "random_flags": dict(overrides or {}), "preset": o.preset, "loss": o.loss,
+                "wrt": None if o.wrt is None else list(o.wrt), "decimals": decimals, "lang": lang,
                 "seeds": {"first": entries[0]["seed"], "last": entries[-1]["seed"]},
                 "asked": list(first.ask), "points": dict(first.points), "variants": entries}
     manifest = stamped(manifest)
     files[NAME] = ("# symblock set: read by `symblock grade SET_DIR ANSWERS_DIR`; do not edit.\n"
                    + dump(manifest))
     return files
-
-
-def _shape(trace: Trace, ex, name: str) -> tuple[int, int]:
-    return asked_value(trace, ex, name).shape
-
-
-def asked_value(trace: Trace, ex, name: str):
-    """The exact answer (a Mat) of the asked step `name`: a forward step, the decoder's conceptual
-    task or a gradient of the backprop exercise."""
-    if name in trace:
-        return trace[name].value
-    if name in ex.extra:   # the decoder's conceptual task
-        return ex.extra[name]
-    back = ex.backward
-    g = next((g for g in back.steps if g.name == name), None) or next(g for g in back.wrt.values() if g.name == name)
-    return g.value
 
 
 def blank_yaml(ident: str, shapes: dict, decimals: int) -> str:
@@ -181,6 +184,10 @@ def _validate(data: dict, source: str) -> None:
     from symblock.engine.fields import int_field, kind_of
     from symblock.errors import SpecError
     from symblock.options import MAX_DECIMALS
+    if data.get("symblock_set") == 1:
+        raise SpecError(source, "symblock_set", "1: this set was written by an older symblock, which did not "
+                        "store each variant's exercise; write the set again with the same `symblock worksheet "
+                        "--variants` command (the variants come out the same) and grade against that")
     if data.get("symblock_set") != FORMAT:
         raise SpecError(source, "symblock_set", f"expected {FORMAT} (a set written by this symblock)")
     for key in ("spec_token", "spec", "asked", "points", "variants"):
@@ -212,6 +219,73 @@ def _validate(data: dict, source: str) -> None:
             raise SpecError(source, f"variants[{i}]", "expected {id, seed, dir} with the ID as text, got "
                             + kind_of(v))
         int_field(v.get("seed"), source, f"variants[{i}].seed", lo=0, hi=None)
+        _validate_exercise(v.get("exercise"), source, f"variants[{i}].exercise", asked, points)
+
+
+EXERCISE_KEYS = ("ask", "given", "params", "points", "shapes", "answers", "backward", "extra", "categorical")
+MAX_SIDE = 10_000   # rows or columns of a stored answer
+
+
+def _validate_exercise(ex, source: str, where: str, asked: list, points: dict) -> None:
+    """A variant's stored exercise (exercises/variant.record): the set's asked steps and points,
+    a shape per asked step and its answer of that shape, every entry an exact number or decimal
+    that the bounded parser reads (never evaluated as code)."""
+    from symblock.engine.fields import int_field
+    from symblock.errors import SpecError
+    _expect(isinstance(ex, dict), source, where, "a mapping (the variant's exercise)", ex)
+    for key in EXERCISE_KEYS:
+        if key not in ex:
+            raise SpecError(source, f"{where}.{key}", "missing (the manifest was edited or is damaged)")
+    extra = sorted(set(ex) - set(EXERCISE_KEYS), key=str)
+    if extra:
+        raise SpecError(source, f"{where}.{extra[0]}", "unknown key; expected one of " + ", ".join(EXERCISE_KEYS))
+    if ex["ask"] != asked:
+        raise SpecError(source, f"{where}.ask", "expected the set's asked steps (`asked`), in their order")
+    if ex["points"] != points:
+        raise SpecError(source, f"{where}.points", "expected the set's points (`points`)")
+    for key in ("given", "params", "extra", "categorical"):
+        names = ex[key]
+        _expect(isinstance(names, list) and all(isinstance(n, str) for n in names), source,
+                f"{where}.{key}", "a list of step names", names)
+        if key in ("extra", "categorical") and not set(names) <= set(asked):
+            raise SpecError(source, f"{where}.{key}", "expected asked steps only")
+    for key in ("shapes", "answers"):
+        _expect(isinstance(ex[key], dict) and list(ex[key]) == asked, source, f"{where}.{key}",
+                "a mapping of the asked steps, in their order", ex[key])
+    for name in asked:
+        shape = ex["shapes"][name]
+        _expect(isinstance(shape, list) and len(shape) == 2, source, f"{where}.shapes.{name}", "[rows, columns]", shape)
+        r, c = (int_field(n, source, f"{where}.shapes.{name}", lo=1, hi=MAX_SIDE) for n in shape)
+        _matrix(ex["answers"][name], (r, c), source, f"{where}.answers.{name}")
+    back = ex["backward"]
+    if back is not None:
+        from symblock.calculus.grad import LOSSES
+        _expect(isinstance(back, dict) and set(back) == {"loss", "wrt", "target"}, source, f"{where}.backward",
+                "null or {loss, wrt, target}", back)
+        _expect(back["loss"] in LOSSES, source, f"{where}.backward.loss", "one of " + ", ".join(LOSSES), back["loss"])
+        wrt = back["wrt"]
+        _expect(isinstance(wrt, list) and wrt and all(isinstance(w, str) for w in wrt), source,
+                f"{where}.backward.wrt", "a list of parameter names", wrt)
+        if back["target"] is not None:
+            _matrix(back["target"], None, source, f"{where}.backward.target")
+
+
+def _matrix(text, shape, source: str, where: str) -> None:
+    """A stored matrix (exercises/variant.matrix_text: entries joined by ", ", rows by "; "), of
+    `shape` when given, each entry passing the bounded parser's guard (one that passes it and
+    still does not read is named when graded)."""
+    from symblock.errors import SpecError
+    from symblock.exercises.variant import check_entry, matrix_entries
+    _expect(isinstance(text, str), source, where, 'rows of entries as text ("1/2, -3; 0, 1")', text)
+    rows = matrix_entries(text)
+    if any(len(r) != len(rows[0]) for r in rows):
+        raise SpecError(source, where, "expected rows of equal length")
+    if shape is not None and (len(rows), len(rows[0])) != shape:
+        raise SpecError(source, where, f"expected {shape[0]} × {shape[1]} entries (its shape), got "
+                        f"{len(rows)} × {len(rows[0])}")
+    for i, row in enumerate(rows):
+        for j, e in enumerate(row):
+            check_entry(e, source, f"{where}[{i}][{j}]")
 
 
 def _expect(ok: bool, source: str, where: str, what: str, value) -> None:

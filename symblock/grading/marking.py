@@ -27,10 +27,10 @@ slip beside carried entries never lets later entries built on the wrong answer p
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
-from symblock.engine import exact, names
+from symblock.engine import exact
 from symblock.grading import answers as answers_mod, plan
 from symblock.grading.mistakes import diagnose
 from symblock.grading.recompute import equivalents
@@ -402,33 +402,28 @@ def _rests_on(built_on: list[str], needed_own: bool, own, entries) -> list[str]:
 
 
 class Marker:
-    def __init__(self, trace, exercise):
+    def __init__(self, trace, exercise, answers=None):
+        """`answers` ({asked step: Mat}, a Variant's): the truth of the asked steps, when it is not
+        the trace's own (a set's manifest stores it); the trace still recomputes and diagnoses."""
         from symblock.exercises.decoder import is_model
         self.trace, self.spec, self.exercise = trace, trace.spec, exercise
         self.model = is_model(self.spec)
         if self.model:   # a tiny GPT: its steps, and the decoder sheet's conceptual task
             self.items = plan.items(trace, exercise)
-            self.shapes = plan.model_shapes(self.items)
         else:
             self.items = plan.forward_items(trace, self.spec)
             if exercise.backward is not None:
                 self.items += plan.backward_items(exercise.backward, self.spec)
-            self.shapes = plan.shapes(trace, self.items)
+        if answers:
+            self.items = [replace(it, value=answers[it.name]) if it.name in answers else it for it in self.items]
+        self.shapes = plan.model_shapes(self.items) if self.model else plan.shapes(trace, self.items)
         self.computed = {i.name for i in self.items}
         self.memo: dict = {}   # the truth's printed forms, shared by every file of this variant
 
     @classmethod
-    def for_answers(cls, trace, data, loss: str | None = None, wrt: list[str] | None = None,
-                    preset: str | None = None) -> "Marker":
-        """The exercise `preset` asks (default: the spec's own), or its backprop exercise when the
-        answers give `grad.*` steps."""
-        from symblock.exercises import presets
-        steps = data.get("steps") if isinstance(data, dict) else None
-        grads = isinstance(steps, dict) and any(names.parse(str(k)).grad for k in steps)
-        backprop = grads or loss is not None or wrt is not None
-        if preset is None and backprop and trace.spec.exercise.get("preset") != "backprop":
-            preset = "backprop"
-        return cls(trace, presets.choose(trace, preset, loss=loss, wrt=wrt))
+    def of(cls, variant) -> "Marker":
+        """The marker of a Variant (exercises/variant.py): its exercise and asked answers."""
+        return cls(variant.trace, variant.exercise, variant.answers)
 
     def mark(self, data: dict, source: str, default: answers_mod.Policy | None = None, forms: bool = True):
         """A CheckResult for one answers mapping (answers.read); only asked steps count as missing.

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Callable, Sequence
 
 from symblock.engine import exact, kinds, names
 from symblock.engine.matrix import Mat
@@ -25,40 +25,35 @@ from symblock.grading.recompute import (
     activate, affine, centred_var, full_norm, inputs_of, kind, linear, ln_of, norm_prefix,
     norm_source, num, row_mean, row_meansq,)
 
-if TYPE_CHECKING:
-    from symblock.engine.block import Trace
-    from symblock.engine.model_spec import Spec
-    from symblock.engine.spec import BlockSpec
-
 
 @dataclass(frozen=True)
 class Mistake:
     code: str
     explanation: str
     where: str                                   # the steps it applies to, for people
-    applies: Callable[[str, Any], bool]          # (step name, spec) -> bool; a ModelSpec in MODEL_CATALOGUE
-    compute: Callable[[str, dict, Any], Sequence[Mat]]  # candidate values of the step
+    applies: Callable[[str, object], bool]       # (step name, spec) -> bool
+    compute: Callable[[str, dict, object], Sequence[Mat]]  # candidate values of the step
 
 
-def _pre(spec: BlockSpec) -> bool:
+def _pre(spec) -> bool:
     return spec.options.norm_position == "pre"
 
 
-def _kinds(*ks: str, when: Callable[[BlockSpec], bool] = lambda spec: True):
+def _kinds(*ks: str, when: Callable[[object], bool] = lambda spec: True):
     return lambda name, spec: kind(name) in ks and when(spec)
 
 
-def _eps(spec: BlockSpec):
+def _eps(spec):
     return num(spec.options.eps)
 
 
-def _ln(spec: BlockSpec) -> bool:
+def _ln(spec) -> bool:
     return spec.options.norm == "layernorm"
 
 
 # ---------------------------------------------------------------- norms
 
-def _sample_variance(name, env, spec: BlockSpec):
+def _sample_variance(name, env, spec):
     p = norm_prefix(name)
     src, d = env[norm_source(p, spec)], spec.dims.d_model
     if d < 2:
@@ -73,7 +68,7 @@ def _sample_variance(name, env, spec: BlockSpec):
     return [affine((src - env[f"{p}.mean"]) / std, env, ln_of(p))]
 
 
-def _eps_outside(name, env, spec: BlockSpec):
+def _eps_outside(name, env, spec):
     p, k, eps = norm_prefix(name), kind(name), _eps(spec)
     stat = f"{p}.var" if _ln(spec) else f"{p}.ms"
     root = env[stat].map(lambda v: exact.sqrt(v) + eps)
@@ -85,7 +80,7 @@ def _eps_outside(name, env, spec: BlockSpec):
     return [affine(src / root, env, ln_of(p), beta=False)]
 
 
-def _no_sqrt(name, env, spec: BlockSpec):
+def _no_sqrt(name, env, spec):
     p, k, eps = norm_prefix(name), kind(name), _eps(spec)
     stat = f"{p}.var" if _ln(spec) else f"{p}.ms"
     den = env[stat].map(lambda v: v + eps)
@@ -97,7 +92,7 @@ def _no_sqrt(name, env, spec: BlockSpec):
     return [affine(src / den, env, ln_of(p), beta=False)]
 
 
-def _affine_missing(name, env, spec: BlockSpec):
+def _affine_missing(name, env, spec):
     p = norm_prefix(name)
     src = env[norm_source(p, spec)]
     if _ln(spec):
@@ -105,7 +100,7 @@ def _affine_missing(name, env, spec: BlockSpec):
     return [src / env[f"{p}.rms"]]
 
 
-def _rms_as_layernorm(name, env, spec: BlockSpec):
+def _rms_as_layernorm(name, env, spec):
     """Spec asks RMSNorm; the person centred the row (LayerNorm): ms -> variance, rms -> std."""
     p, k, eps = norm_prefix(name), kind(name), _eps(spec)
     src = env[norm_source(p, spec)]
@@ -119,7 +114,7 @@ def _rms_as_layernorm(name, env, spec: BlockSpec):
     return [affine((src - mu) / std, env, ln_of(p), beta=False)]
 
 
-def _layernorm_as_rms(name, env, spec: BlockSpec):
+def _layernorm_as_rms(name, env, spec):
     """Spec asks LayerNorm; the person did not centre (RMSNorm): var -> mean square, std -> rms."""
     p, k, eps = norm_prefix(name), kind(name), _eps(spec)
     src = env[norm_source(p, spec)]
@@ -134,23 +129,23 @@ def _layernorm_as_rms(name, env, spec: BlockSpec):
 
 # ---------------------------------------------------------------- linear maps, residuals, order
 
-def _linear_input(name, env, spec: BlockSpec):
+def _linear_input(name, env, spec):
     return env[inputs_of(name, spec)[0]]
 
 
-def _weights(name, spec: BlockSpec) -> tuple[str, str]:
+def _weights(name, spec) -> tuple[str, str]:
     """The weight and bias a linear step reads in the step graph (W_Q, b_Q of attn.q)."""
     w, b = inputs_of(name, spec)[1:3]
     return w, b
 
 
-def _is_linear(name, spec: BlockSpec) -> bool:
+def _is_linear(name, spec) -> bool:
     """A step whose kind the table of kinds carries back by the linear rule (attn.out only with W_O)."""
     k = kind(name)
     return k in kinds.KINDS and kinds.KINDS[k].rule_for(spec.options) == "linear"
 
 
-def _transposed(name, env, spec: BlockSpec):
+def _transposed(name, env, spec):
     w, b = _weights(name, spec)
     W = env[w]
     if W.shape[0] != W.shape[1]:
@@ -158,18 +153,18 @@ def _transposed(name, env, spec: BlockSpec):
     return [linear(_linear_input(name, env, spec), env, w, b, transpose=True)]
 
 
-def _bias_missing(name, env, spec: BlockSpec):
+def _bias_missing(name, env, spec):
     w, b = _weights(name, spec)
     if b not in env:
         return []
     return [linear(_linear_input(name, env, spec), env, w, b, bias=False)]
 
 
-def _missing_residual(name, env, spec: BlockSpec):
+def _missing_residual(name, env, spec):
     return [env[inputs_of(name, spec)[1]]]  # the sub-layer's output (dropped, with a mask)
 
 
-def _order_swapped(name, env, spec: BlockSpec):
+def _order_swapped(name, env, spec):
     """Post-LN done as Pre-LN, or the other way round: the step reads (or is) the other
     arrangement's value."""
     k, pre = kind(name), _pre(spec)
@@ -190,7 +185,7 @@ def _order_swapped(name, env, spec: BlockSpec):
     return []
 
 
-def _order_applies(name, spec: BlockSpec) -> bool:
+def _order_applies(name, spec) -> bool:
     k, pre = kind(name), _pre(spec)
     name = split_batch(name)[1]
     return (k in ("q", "k", "v") or (names.parse(name).norm == "norm1" and not pre)
@@ -198,7 +193,7 @@ def _order_applies(name, spec: BlockSpec) -> bool:
             or (name == "output" and (not pre or not spec.options.final_norm)))
 
 
-def _norm_step_of(name, src, env, spec: BlockSpec):
+def _norm_step_of(name, src, env, spec):
     """One norm step (statistic or the normalised rows) computed from `src`, correctly."""
     p, k, eps = norm_prefix(name), kind(name), _eps(spec)
     mu = row_mean(src)
@@ -217,7 +212,7 @@ def _norm_step_of(name, src, env, spec: BlockSpec):
 
 # ---------------------------------------------------------------- FFN
 
-def _ffn_from(name, env, spec: BlockSpec, act: Mat):
+def _ffn_from(name, env, spec, act: Mat):
     if kind(name) == "act":
         return [act]
     dropped = split_batch(name)[0] + "ffn.act"
@@ -226,20 +221,20 @@ def _ffn_from(name, env, spec: BlockSpec, act: Mat):
     return [linear(act, env, "W_2", "b_2")]
 
 
-def _activation_missing(name, env, spec: BlockSpec):
+def _activation_missing(name, env, spec):
     bp = split_batch(name)[0]
     h = env[bp + "ffn.hidden"]
     return _ffn_from(name, env, spec, h * env[bp + "ffn.gate"] if spec.options.gated else h)
 
 
-def _gelu_for_relu(name, env, spec: BlockSpec):
+def _gelu_for_relu(name, env, spec):
     bp = split_batch(name)[0]
     h = env[bp + "ffn.hidden"]
     return [v for a in ("gelu", "gelu_tanh")
             for v in _ffn_from(name, env, spec, activate(h, env, spec, a, bp))]
 
 
-def _relu_for_gelu(name, env, spec: BlockSpec):
+def _relu_for_gelu(name, env, spec):
     bp = split_batch(name)[0]
     return _ffn_from(name, env, spec, activate(env[bp + "ffn.hidden"], env, spec, "relu", bp))
 
@@ -342,7 +337,7 @@ ROUNDING = ("rounding", "off by at most one unit in the last place: rounded the 
 EXPLANATIONS = {**{m.code: m.explanation for m in (*CATALOGUE, *MODEL_CATALOGUE)}, ROUNDING[0]: ROUNDING[1]}
 
 
-def diagnose(name: str, spec: Spec, answer, envs: Sequence[dict], matches, catalogue=CATALOGUE) -> list[str]:
+def diagnose(name: str, spec, answer, envs: Sequence[dict], matches, catalogue=CATALOGUE) -> list[str]:
     """Codes of every catalogued slip that reproduces the person's numbers for step `name`.
     `envs`: the values to recompute from (the person's chain, then the truth); `matches(entry,
     value) -> bool` is the checker's acceptance rule, so rounding is judged the same way;
@@ -356,7 +351,7 @@ def diagnose(name: str, spec: Spec, answer, envs: Sequence[dict], matches, catal
     return found
 
 
-def _candidates(m: Mistake, name: str, env: dict, spec: Spec) -> list[Mat]:
+def _candidates(m: Mistake, name: str, env: dict, spec) -> list[Mat]:
     try:
         return list(m.compute(name, env, spec))
     except (KeyError, ArithmeticError, ValueError):  # a value it needs is absent, or 1/0, sqrt(<0)
@@ -386,7 +381,7 @@ SCALE_FACTORS = {"attn_no_scale": lambda d: 1.0, "attn_scale_d_model": lambda d:
                  "attn_scale_no_sqrt": lambda d: float(d.d_head)}
 
 
-def structural_ties(spec: BlockSpec) -> set[frozenset]:
+def structural_ties(spec) -> set[frozenset]:
     """Pairs of mistake codes that are the same formula for this block's dims."""
     f = {code: fn(spec.dims) for code, fn in SCALE_FACTORS.items()}
     return {frozenset((a, b)) for a in f for b in f if a < b and math.isclose(f[a], f[b])}
@@ -406,7 +401,7 @@ def rounded(value, places: int) -> tuple:
     return tuple(out)
 
 
-def ambiguous(trace: Trace, ask, places: int = 3) -> str | None:
+def ambiguous(trace, ask, places: int = 3) -> str | None:
     """"distinct_mistakes: …" naming the step, the two mistakes and their numbers when two
     catalogued mistakes give the same numbers (rounded to `places`) on an asked forward step and
     differ from the right answer there; None when every diagnosis is unambiguous."""
@@ -440,11 +435,9 @@ def ambiguous(trace: Trace, ask, places: int = 3) -> str | None:
     return None
 
 
-def judge(preset: str | None = None, loss: str | None = None, wrt=None, places: int = 3):
-    """A judge for exercises.stress / variants.draw_variants: trace -> reason or None, for the
-    exercise the options choose."""
-    from symblock.exercises.presets import choose
-
-    def check(trace: Trace) -> str | None:
-        return ambiguous(trace, choose(trace, preset, loss, wrt).ask, places)
+def judge(places: int = 3):
+    """A judge for exercises.stress / variant.draw_set: Variant -> reason or None, on the steps its
+    exercise asks."""
+    def check(v) -> str | None:
+        return ambiguous(v.trace, v.ask, places)
     return check

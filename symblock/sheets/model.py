@@ -1,8 +1,8 @@
 """The worksheet's data model: plain dicts and lists built from a Trace, shared by every format.
 
-`build(trace, exercise, ...)` says, for each asked step, what is computed (prose), the formula,
+`build(variant, ...)` says, for each asked step, what is computed (prose), the formula,
 the numbers going in, the work (entries written out: sums of products, per-row statistics,
-exponentials) and the result. Answers always come from the Trace. A line of working computes
+exponentials) and the result. Answers always come from the variant (its asked answers). A line of working computes
 from the operands it prints (numbers.show: exact when short, else the rounded decimal), so that
 it is true of its own numbers and gives what the checker accepts from a rounded chain; where
 that rounds differently from the exact value it says so. Math is LaTeX that both TeX (amsmath) and KaTeX accept; prose comes from `lang.py`; both
@@ -10,24 +10,17 @@ are marked `Safe`. Everything else (titles, file names) is user text that the wr
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from symblock.sheets.builder import Builder
 from symblock.sheets.lang import TEXTS
 from symblock.sheets.numbers import Safe, cells  # noqa: F401  (re-exported for the writers)
 from symblock.sheets.work_grad import GradBuilder
 
-if TYPE_CHECKING:
-    from symblock.engine.block import Trace
-    from symblock.exercises.presets import Exercise
 
-
-def build(trace: Trace, exercise: Exercise, *, lang: str = "en", places: int = 3, ident: str = "",
-          title: str | None = None, space: float = 0) -> dict:
-    """The worksheet (and key) as plain data for the templates. `space`: centimetres of working
-    space under each task's grid on the sheet (0: none)."""
-    from symblock.exercises.decoder import is_model
-    if is_model(trace.spec):  # a decoder sheet: one generation step of a tiny GPT
+def build(variant, *, lang: str = "en", places: int = 3, title: str | None = None, space: float = 0) -> dict:
+    """The worksheet (and key) of a Variant (exercises/variant.py) as plain data for the
+    templates. `space`: centimetres of working space under each task's grid on the sheet (0: none)."""
+    trace, exercise, ident = variant.trace, variant.exercise, variant.ident
+    if variant.model:  # a decoder sheet: one generation step of a tiny GPT
         from symblock.sheets import work_model
         return work_model.build(trace, exercise, lang=lang, places=places, ident=ident, title=title, space=space)
     backprop = getattr(exercise, "backward", None) is not None
@@ -36,7 +29,7 @@ def build(trace: Trace, exercise: Exercise, *, lang: str = "en", places: int = 3
     data = b.data()
     tasks = [b.task(i, n) for i, n in enumerate(exercise.ask, 1)]
     for task in tasks:
-        task["cells"] = cells(b.grads[task["name"]].value if backprop else trace[task["name"]].value, places)
+        task["cells"] = cells(variant.answers[task["name"]], places)
     for task in tasks:   # the LMS exports share a task's points over its entries
         task["worth"] = exercise.points.get(task["name"], 1)
     return {

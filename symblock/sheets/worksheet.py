@@ -22,11 +22,8 @@ import subprocess
 import tempfile
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from symblock.engine.block import Trace
 
 DOCS = ("sheet", "key")
 ENGINES = {"en": "pdflatex", "zh": "xelatex"}
@@ -38,24 +35,25 @@ SET_WRITERS = {"html": "symblock.sheets.html", "moodle": "symblock.sheets.moodle
 # ---------------------------------------------------------------- orchestration
 
 
-def documents(trace: Trace, ident: str, *, formats, preset=None, lang="en", places=3, title=None,
-              template_dir=None, loss=None, wrt=None, models: list | None = None,
-              space=0) -> dict[str, str]:
-    """{file name: text} for one variant: sheet and key in each format (the SET_WRITERS' files
-    come from `bundle`, which reads the sheet models collected into `models`)."""
-    from symblock.exercises import presets
+@dataclass(frozen=True)
+class Documents:
+    files: dict      # {file name: text}: sheet and key in each per-variant format
+    model: dict      # the sheet model (sheets/model.py) the set-level writers (`bundle`) read
+
+
+def documents(variant, *, formats, lang="en", places=3, title=None, template_dir=None,
+              space=0) -> Documents:
+    """One variant's sheet and key in each format, and its sheet model (the SET_WRITERS' files
+    come from `bundle`, which reads the models of a set)."""
     from symblock.sheets import render, model as sheet
-    ex = presets.choose(trace, preset, loss=loss, wrt=wrt)
-    model = sheet.build(trace, ex, lang=lang, places=places, ident=ident, title=title, space=space)
-    model.setdefault("marking", {})["preset"] = preset   # a student's `check` must ask for it again
-    if models is not None:
-        models.append(model)
+    model = sheet.build(variant, lang=lang, places=places, title=title, space=space)
+    model.setdefault("marking", {})["preset"] = variant.options.preset   # a student's `check` must ask for it again
     out = {}
     for fmt in (f for f in formats if f not in SET_WRITERS):
         for doc in DOCS:
             out[doc + render.FORMATS[fmt]] = render.render(model, fmt, key=(doc == "key"),
                                                            template_dir=template_dir)
-    return out
+    return Documents(out, model)
 
 
 def bundle(models: list[dict], formats, many: bool, template_dir=None,

@@ -227,10 +227,10 @@ def test_cli_exit_2_names_the_constraint(tmp_path, capsys):
 
 
 def test_worksheet_variants_with_constraints(tmp_path):
-    from symblock.exercises.variants import draw_variants
+    from symblock.exercises.variant import draw_set
     p = tmp_path / "s.yaml"
     p.write_text("random: {seed: 1, difficulty: medium}\n")
-    out = draw_variants(str(p), 3, 1)
+    out = [(v.ident, v.spec, v.trace) for v in draw_set(str(p), 3, 1)]
     for (ident, spec, trace), seed in zip(out, (1, 2, 3)):
         assert ident.endswith(f".{seed}") and spec.X == V(seed, difficulty="medium").spec.X
 

@@ -12,7 +12,7 @@ import pytest
 from symblock.cli import main
 from symblock.engine import exact
 from symblock.engine.spec import SpecError
-from symblock.exercises import generate
+from symblock.exercises import generate, variant
 from symblock.exercises.difficulty import BUDGETS
 from symblock.exercises.presets import choose, estimate
 from symblock.reference import numeric
@@ -135,14 +135,14 @@ def test_no_two_catalogued_mistakes_alike_on_an_asked_step(tmp_path):
     """The judge turns down a variant exactly when two slips of the catalogue give the same
     rounded numbers; recomputed here with the catalogue and float rounding, on the sets the
     worksheet would hand out."""
-    from symblock.exercises.variants import draw_variants
+    from symblock.exercises.variant import draw_set
     from symblock.grading.mistakes import judge, structural_ties
     from symblock.grading.mistakes import CATALOGUE
     for d in ("medium", "hard"):
         p = tmp_path / f"{d}.yaml"
         p.write_text(f"random: {{seed: 1, difficulty: {d}}}\n")
-        out = draw_variants(str(p), 4, 1, judge=judge())
-        for _, spec, trace in out:
+        out = draw_set(str(p), 4, 1, judge=judge())
+        for spec, trace in ((v.spec, v.trace) for v in out):
             env = {**trace.params, **{s.name: s.value for s in trace}}
             ties = structural_ties(spec)
             for name in choose(trace).ask:
@@ -233,7 +233,7 @@ def test_worksheet_spreads_a_set_that_would_be_too_alike(tmp_path, capsys):
     ids = [v["id"] for v in yaml.safe_load((tmp_path / "a" / "instructor" / "manifest.yaml").read_text())["variants"]]
     asked = yaml.safe_load((tmp_path / "a" / "instructor" / "manifest.yaml").read_text())["asked"]
     assert int(ids[-1].rsplit(".", 1)[1]) > 12  # seeds were skipped
-    answers = [variants.rebuild(i, str(p))[1] for i in ids]
+    answers = [variant.rebuild(i, str(p)).trace for i in ids]
     for step in asked:  # every answer matrix held by one variant only, on the exact values
         shown = [tuple(str(e) for row in t[step].value.rows for e in row) for t in answers]
         assert len(set(shown)) == len(shown), step

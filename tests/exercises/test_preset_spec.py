@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from symblock.errors import UsageError
-from symblock.exercises import generate, spec_arg, variants
+from symblock.exercises import generate, spec_arg, variant, variants
 from symblock.options import DEFAULT_EXAMPLE
 
 
@@ -22,7 +22,8 @@ def test_preset_id_rebuilds_the_variant_the_preset_draws():
     assert data["title"]["zh"] == "练习（困难）"
     assert variants.spec_token("preset:hard") == "preset-hard"
     assert variants.parse_id("preset-hard.4", None) == ("preset:hard", 4)
-    spec, trace = variants.rebuild("preset-hard.4", None)
+    v = variant.rebuild("preset-hard.4", None)
+    spec, trace = v.spec, v.trace
     want = generate.variant({"random": {"seed": 4, "difficulty": "hard"}}, "t")
     assert spec.dims == want.spec.dims and spec.dims.seq_len == 3 and spec.dims.d_model == 4
     assert [[str(e) for e in r] for r in trace["output"].value.rows] == \

@@ -139,8 +139,8 @@ def test_a_programs_print_out_float32_and_float64(cli, spec_file, gelu_truth):
 # ---------------------------------------------------------------- id: and --lang zh
 
 def test_check_rebuilds_the_variant_an_id_names(cli, spec_file, tmp_path, capsys):
-    from symblock.exercises import variants
-    spec, _ = variants.rebuild("pre-ln-causal-gelu.3", None)
+    from symblock.exercises import variant
+    spec = variant.rebuild("pre-ln-causal-gelu.3", None).spec
     q = numeric.forward(spec)["attn.q"]   # the variant's own draw, in NumPy
     grid = grid_text(q, lambda x: f"{x:.3f}")
     text = f"id: pre-ln-causal-gelu.3\ndecimals: 3\nsteps:\n  attn.q: {grid}\n"

@@ -224,10 +224,10 @@ def test_a_two_layer_two_head_pre_ln_model_with_a_final_norm_checks_too(tmp_path
     decoder sheet from the NumPy reference path (reference/numeric_model.py, a full recompute
     without a cache, named as the cached steps), rounded to 3 places, is marked right."""
     from symblock import forward, load
-    from symblock.exercises.presets import choose
+    from symblock.exercises import variant
     from symblock.reference import numeric_model
     spec = load("tiny-gpt")
-    ex = choose(forward(spec))
+    ex = variant.build("tiny-gpt", forward(spec)).exercise
     ref = numeric_model.forward(spec)
     steps = {}
     for name in ex.ask:

@@ -293,7 +293,7 @@ def test_a_re_commented_and_renamed_spec_keeps_its_ids(klass, tmp_path, capsys):
 
 def test_a_set_drawn_with_random_flags_is_rebuilt_from_its_manifest(tmp_path, capsys):
     """`--difficulty easy` is recorded in the manifest: grade redraws the same variants."""
-    from symblock.exercises import variants
+    from symblock.exercises import variant, variants
     from symblock.reference import numeric
     spec_file = tmp_path / "easy.yaml"
     spec_file.write_text('title: "Easy"\nrandom: {seed: 1}\n', encoding="utf-8")
@@ -307,7 +307,7 @@ def test_a_set_drawn_with_random_flags_is_rebuilt_from_its_manifest(tmp_path, ca
     data, source = variants.read(str(set_dir / "instructor" / "manifest.yaml"))
     for v in manifest["variants"]:
         from symblock.exercises.generate import merge_random
-        spec, _ = variants.draw_variant(merge_random(data["spec"], {"difficulty": "easy"}), "easy.yaml", v["seed"])
+        spec, _ = variant.draw(merge_random(data["spec"], {"difficulty": "easy"}), "easy.yaml", v["seed"])
         T = numeric.forward(spec)
         steps = {s: [[f"{x:.3f}" for x in row] for row in T[s]] for s in manifest["asked"]}
         write_yaml(answers / f"{v['seed']}.yaml", v["id"], f"s{v['seed']}", steps)

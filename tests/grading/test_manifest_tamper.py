@@ -112,3 +112,82 @@ def test_the_hash_holds_for_values_the_yaml_reader_reads_back_otherwise(tmp_path
     (tmp_path / "m.yaml").write_text(manifest.dump(manifest.stamped(data)), encoding="utf-8")
     back, _ = read_mapping(tmp_path / "m.yaml")
     assert back.pop("content_sha256") == manifest.digest(back)
+
+
+# ---------------------------------------------------------------- each variant's stored exercise
+
+def _exercise(d, i=0):
+    return d["variants"][i]["exercise"]
+
+
+def test_each_variant_stores_its_exercise_with_answers_that_read_back_exactly(set_dir):
+    """The stored answers are the variant's own numbers (NumPy float64 of the drawn block), as
+    exact text the bounded parser reads back; asked, given, points and shapes as the sheet has them."""
+    import numpy as np
+    from symblock.engine.numbers import parse_exact
+    from symblock.exercises import variant
+    from symblock.reference import numeric
+    data = yaml.safe_load((set_dir / "set" / "instructor" / manifest.NAME).read_text(encoding="utf-8"))
+    for v in data["variants"]:
+        ex = v["exercise"]
+        assert ex["ask"] == data["asked"] == ["resid1", "norm1.mean"] and ex["points"] == {"resid1": 1, "norm1.mean": 2}
+        assert ex["given"] == ["x", "attn.out"] and ex["shapes"] == {"resid1": [2, 2], "norm1.mean": [2, 1]}
+        assert ex["backward"] is None and ex["extra"] == [] and ex["categorical"] == []
+        floats = numeric.forward(variant.rebuild(v["id"], str(set_dir / "spec.yaml")).spec)
+        for name in ex["ask"]:
+            rows = variant.matrix_entries(ex["answers"][name])
+            np.testing.assert_allclose([[float(parse_exact(e, "m", "a")) for e in row] for row in rows],
+                                       floats[name], atol=1e-12)
+            assert all("." not in e for row in rows for e in row)   # rational: exact, e.g. "-1/2"
+
+
+@pytest.mark.parametrize("edit, said", [
+    (lambda d: d["variants"][0].pop("exercise"), "variants[0].exercise: expected a mapping"),
+    (lambda d: _exercise(d).pop("answers"), "variants[0].exercise.answers: missing"),
+    (lambda d: _exercise(d).__setitem__("hint", 1), "variants[0].exercise.hint: unknown key"),
+    (lambda d: _exercise(d, 1).__setitem__("ask", ["norm1.mean", "resid1"]), "variants[1].exercise.ask: expected the set's asked steps"),
+    (lambda d: _exercise(d)["points"].__setitem__("resid1", 5), "variants[0].exercise.points: expected the set's points"),
+    (lambda d: _exercise(d)["shapes"].__setitem__("resid1", [2, 0]), "variants[0].exercise.shapes.resid1: expected a whole number in 1..10000"),
+    (lambda d: _exercise(d)["answers"].__setitem__("resid1", "1, 2"), "variants[0].exercise.answers.resid1: expected 2 × 2 entries"),
+    (lambda d: _exercise(d)["answers"].__setitem__("resid1", "1, 2; 3"), "variants[0].exercise.answers.resid1: expected rows of equal length"),
+    (lambda d: _exercise(d)["answers"].__setitem__("norm1.mean", [[0.5], [1]]),
+     "variants[0].exercise.answers.norm1.mean: expected rows of entries as text"),
+    (lambda d: _exercise(d)["answers"].__setitem__("resid1", "1, __import__('os').getcwd(); 0, 1"),
+     "variants[0].exercise.answers.resid1[0][1]: expected a number or exact expression"),
+    (lambda d: _exercise(d)["answers"].__setitem__("resid1", "9^9^9, 1; 0, 1"),
+     "variants[0].exercise.answers.resid1[0][0]: the number is too large"),
+    (lambda d: d.__setitem__("symblock_set", 1), "symblock_set: 1: this set was written by an older symblock"),
+    (lambda d: _exercise(d).__setitem__("backward", {"loss": "l1", "wrt": ["W_2"], "target": None}),
+     "variants[0].exercise.backward.loss: expected one of sum, mse"),
+    (lambda d: _exercise(d).__setitem__("extra", ["cache.reused"]), "variants[0].exercise.extra: expected asked steps only"),
+])
+def test_a_damaged_stored_exercise_is_an_error_naming_its_field(set_dir, tmp_path, capsys, edit, said):
+    err = _grade_edited(set_dir, tmp_path, capsys, edit)
+    assert said in err, err
+
+
+def test_grade_marks_from_the_stored_exercise_whatever_the_generator_draws_today(set_dir, tmp_path, monkeypatch, capsys):
+    """Answers worked (in NumPy) on the variants as handed out score full marks, also when the
+    generator would now draw each seed differently (here: the next seed's block)."""
+    import shutil
+    from symblock.exercises import variant
+    from symblock.reference import numeric
+    data = yaml.safe_load((set_dir / "set" / "instructor" / manifest.NAME).read_text(encoding="utf-8"))
+    answers = tmp_path / "answers"
+    answers.mkdir()
+    for v in data["variants"]:
+        T = numeric.forward(variant.rebuild(v["id"], str(set_dir / "spec.yaml")).spec)
+        steps = "\n".join(f"  {n}: {[[f'{x:.3f}' for x in row] for row in T[n]]}" for n in data["asked"])
+        (answers / f"{v['seed']}.yaml").write_text(f"id: {v['id']}\nname: s{v['seed']}\ndecimals: 3\nsteps:\n"
+                                                   + steps.replace("'", "") + "\n", encoding="utf-8")
+    drawn = variant.draw
+    monkeypatch.setattr(variant, "draw", lambda data, source, seed: drawn(data, source, seed + 1))
+    shutil.copytree(set_dir / "set", tmp_path / "set")
+    capsys.readouterr()
+    assert main(["grade", str(tmp_path / "set"), str(answers), "--out", str(tmp_path / "marks")]) == 0
+    import csv
+    with open(tmp_path / "marks" / "gradebook.csv", newline="", encoding="utf-8") as f:
+        book = {row["Student"]: row for row in csv.DictReader(f)}
+    assert len(book) == 2 and {row["total"] for row in book.values()} == {"3.00"}, book   # 1 + 2 points each
+    monkeypatch.undo()   # a check of the same file draws the variant as handed out: the same marks
+    assert main(["check", str(set_dir / "spec.yaml"), str(answers / f"{data['variants'][0]['seed']}.yaml"), "--json"]) == 0

@@ -72,7 +72,8 @@ def test_a_slip_over_carried_entries_is_not_full_credit_under_carried_below_1(sp
     import symblock
     spec = symblock.load(_write(spec_file, "spec.yaml", IDENTITY_SPEC))
     trace = symblock.forward(spec)
-    marker = Marker.for_answers(trace, {})
+    from symblock.exercises import variant
+    marker = Marker.of(variant.build("", trace, variant.Options.for_answers(spec, {})))
     data, source = answers.read(_write(spec_file, "answers.yaml", SLIP_OVER_CARRIED))
     steps = {s.name: s for s in marker.mark(data, source).steps}
     half = Credit(carried=Fraction(1, 2))

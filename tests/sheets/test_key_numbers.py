@@ -7,6 +7,8 @@ and a value counts as shown when one of the numbers printed there is it (exactly
 key's places). The gallery's byte comparison is no test of correctness; this is."""
 from __future__ import annotations
 
+from symblock.exercises import variant
+
 import re
 
 import numpy as np
@@ -25,7 +27,7 @@ NORM_STATS = (".std", ".rms")
 @pytest.fixture(scope="module", params=SPECS)
 def case(request):
     s = spec.load(request.param)
-    docs = documents(block.forward(s), "id", formats=["markdown", "latex"], places=PLACES)
+    docs = documents(variant.build("id", block.forward(s)), formats=["markdown", "latex"], places=PLACES).files
     return request.param, numeric.forward(s), docs
 
 

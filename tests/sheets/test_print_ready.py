@@ -4,6 +4,8 @@ Chinese sheets have no English prose, points and per-language titles print, and 
 (d_model 72, values of any magnitude in scientific notation)."""
 from __future__ import annotations
 
+from symblock.exercises import variant
+
 import re
 import subprocess
 import sys
@@ -50,11 +52,10 @@ def orphaned_headings(pdf: Path, heading: str, body_lines: int) -> list[str]:
 
 
 def variant_docs(tmp_path, difficulty: str, n: int, **kw) -> list[dict]:
-    from symblock.exercises import variants
     path = tmp_path / f"{difficulty}.yaml"
     path.write_text(f"random: {{difficulty: {difficulty}, seed: 1}}\n")
-    return [{"id": ident, **documents(trace, ident, formats=["latex"], **kw)}
-            for ident, _, trace in variants.draw_variants(str(path), n, 1, {})]
+    return [{"id": v.ident, **documents(v, formats=["latex"], **kw).files}
+            for v in variant.draw_set(str(path), n, 1, None, {})]
 
 
 @pytest.mark.slow
@@ -75,7 +76,7 @@ def test_sets_compile_without_overfull_boxes_and_keep_headings_with_their_grids(
 
 def test_the_tasks_heading_stays_with_task_1(tmp_path):
     """The key of pre-ln-causal-gelu's norm preset ended page 1 with "Tasks" and its note."""
-    docs = documents(block.forward(spec.load("pre-ln-causal-gelu")), "t", formats=["latex"], preset="norm")
+    docs = documents(variant.build("t", block.forward(spec.load("pre-ln-causal-gelu")), variant.Options.of(preset="norm")), formats=["latex"]).files
     for name in ("sheet.tex", "key.tex"):
         tex = tmp_path / name
         tex.write_text(docs[name])
@@ -99,7 +100,7 @@ def test_the_page_reader_sees_an_orphaned_heading(tmp_path):
 def test_every_heading_and_given_label_asks_for_room(tmp_path):
     """The templates put \\needspace (room for the grid, or for the heading's first lines) before
     every task heading and every given matrix, so neither starts a page bottom alone."""
-    docs = documents(block.forward(spec.load("pre-ln-causal-gelu")), "t", formats=["latex"])
+    docs = documents(variant.build("t", block.forward(spec.load("pre-ln-causal-gelu"))), formats=["latex"]).files
     for name, body in (("sheet.tex", r"\d+"), ("key.tex", "10")):
         text = docs[name]
         headings = text.count("\\subsection*{")
@@ -117,8 +118,7 @@ def test_chinese_sheets_have_no_english_prose():
                 for p in (None, "backprop") if not (p == "backprop" and s != "rmsnorm-swiglu")]
     for src, opts in sources:
         trace = block.forward(spec.load(src))
-        docs = documents(trace, "x", formats=["markdown"], lang="zh", title=opts.get("title"),
-                         preset=opts.get("preset"))
+        docs = documents(variant.build("x", trace, variant.Options.of(preset=opts.get("preset"))), formats=["markdown"], lang="zh", title=opts.get("title")).files
         for name, text in docs.items():
             assert not prose_words(text), (src, name, sorted(set(prose_words(text))))
     from worksheet_tools import REPO
@@ -126,7 +126,7 @@ def test_chinese_sheets_have_no_english_prose():
     assert committed
     for path in committed:                       # the gallery as committed, too
         assert not prose_words(path.read_text()), (path, sorted(set(prose_words(path.read_text()))))
-    en = documents(block.forward(spec.load("seed-post-ln")), "x", formats=["markdown"])["key.md"]
+    en = documents(variant.build("x", block.forward(spec.load("seed-post-ln"))), formats=["markdown"]).files["key.md"]
     assert {"Row", "the"} <= set(prose_words(en))   # the reader does see English
 
 
@@ -138,9 +138,9 @@ def test_title_per_language_and_bad_titles(tmp_path, capsys):
     path.write_text(text.replace(line, 'title: {en: "Worked by hand", zh: "手算 Post-LN block"}'))
     trace = block.forward(spec.load(str(path)))
     assert trace.spec.title == "Worked by hand"
-    zh = documents(trace, "x", formats=["markdown"], lang="zh")
+    zh = documents(variant.build("x", trace), formats=["markdown"], lang="zh").files
     assert zh["sheet.md"].startswith("# 手算 Post-LN block\n")
-    en = documents(trace, "x", formats=["markdown"])
+    en = documents(variant.build("x", trace), formats=["markdown"]).files
     assert en["sheet.md"].startswith("# Worked by hand\n")
     path.write_text(text.replace(line, "title: {en: [1]}"))
     assert cli.main(["worksheet", str(path), "--out", str(tmp_path / "o")]) == 2
@@ -154,12 +154,12 @@ def test_points_per_task_and_total(tmp_path, capsys):
     data, source = spec.read_mapping("p.yaml", spec.example_text("seed-post-ln"))
     data["exercise"] = {"points": {"norm1.std": 2, "ffn.out": 3}}
     trace = block.forward(spec.from_mapping(data, source))
-    docs = documents(trace, "x", formats=["latex", "markdown"])
+    docs = documents(variant.build("x", trace), formats=["latex", "markdown"]).files
     n = len(re.findall(r"^### ", docs["sheet.md"], re.M))
     assert "Total: " + str(n - 2 + 2 + 3) + " points" in docs["sheet.md"]
     assert "· `norm1.std` (2 pts)" in docs["sheet.md"] and "(1 pt)" in docs["sheet.md"]
     assert "\\hfill \\normalfont\\small 3 pts}" in docs["key.tex"]
-    plain = documents(block.forward(spec.load("seed-post-ln")), "x", formats=["markdown"])
+    plain = documents(variant.build("x", block.forward(spec.load("seed-post-ln"))), formats=["markdown"]).files
     assert "pt)" not in plain["sheet.md"] and "Total" not in plain["sheet.md"]
     path = tmp_path / "p.yaml"
     path.write_text(spec.example_text("seed-post-ln") + "exercise: {points: {norm9: 2}}\n")
@@ -174,13 +174,12 @@ def test_working_space_under_each_grid(tmp_path, capsys):
     assert "\\vspace" not in (tmp_path / "w" / "key.tex").read_text()
     assert cli.main(["worksheet", "--space", "-1", "--out", str(tmp_path / "x")]) == 2
     assert "--space" in capsys.readouterr().err
-    from symblock.exercises.presets import choose
     from symblock.sheets import model, render
     trace = block.forward(spec.load("seed-post-ln"))
-    m = model.build(trace, choose(trace), space=3)
+    m = model.build(variant.build("", trace), space=3)
     tex = render.render(m, "latex", key=False)
     assert tex.count("\\vspace{3cm}") == len(m["tasks"])
-    assert "\\vspace" not in render.render(model.build(trace, choose(trace)), "latex", key=False)
+    assert "\\vspace" not in render.render(model.build(variant.build("", trace)), "latex", key=False)
 
 
 # ---------------------------------------------------------------- any size
@@ -193,7 +192,7 @@ def test_huge_and_tiny_values_in_scientific_notation(tmp_path):
                     "weights: {W_Q: [[1, 0], [0, 1]], W_K: [[1, 0], [0, 1]], W_V: [[1, 0], [0, 1]],\n"
                     "          W_O: [[1, 0], [0, 1]], W_1: [[1000, 0], [0, 1]], W_2: [[1000, 0], [0, 1]]}\n")
     trace = block.forward(spec.load(str(path)))
-    docs = documents(trace, "t", formats=["latex", "markdown"])
+    docs = documents(variant.build("t", trace), formats=["latex", "markdown"]).files
     assert re.search(r"\d\.\d{3} \\times 10\^\{-\d+\}", docs["key.md"])    # e^-900 / … in the weights
     tex = tmp_path / "key.tex"
     tex.write_text(docs["key.tex"])
@@ -216,7 +215,7 @@ def test_d_model_72_renders(tmp_path):
     path = tmp_path / "wide.yaml"
     path.write_text("dims: {seq_len: 2, d_model: 72, d_ff: 4, heads: 1}\nrandom: {seed: 3}\n")
     trace = block.forward(spec.load(str(path)))
-    docs = documents(trace, "t", formats=["latex"], preset="ffn")
+    docs = documents(variant.build("t", trace, variant.Options.of(preset="ffn")), formats=["latex"]).files
     for name in ("sheet.tex", "key.tex"):
         assert "MaxMatrixCols" not in docs[name]
         tex = tmp_path / name
@@ -226,8 +225,7 @@ def test_d_model_72_renders(tmp_path):
 
 def test_text_copied_from_the_pdf_keeps_underscores_and_straight_quotes(tmp_path):
     need("pdftotext")
-    docs = documents(block.forward(spec.load("seed-post-ln")), "x", formats=["latex"],
-                     title='The "b_1" block')
+    docs = documents(variant.build("x", block.forward(spec.load("seed-post-ln"))), formats=["latex"], title='The "b_1" block').files
     tex = tmp_path / "sheet.tex"
     tex.write_text(docs["sheet.tex"])
     compile_tex(tex, "pdflatex")

@@ -3,6 +3,8 @@ compile inside a bare `article` with only amsmath; a task pasted from key.tex co
 one-line preamble the template (and the docs) name; any size renders (d_model 72, e^67)."""
 from __future__ import annotations
 
+from symblock.exercises import variant
+
 import pytest
 
 from symblock import cli
@@ -63,7 +65,7 @@ def test_params_latex_formulas(capsys):
 def test_a_task_pasted_from_the_key_compiles_with_the_named_preamble(tmp_path):
     from symblock.engine import block, spec
     from symblock.sheets.worksheet import documents
-    key = documents(block.forward(spec.load("pre-ln-causal-gelu")), "t", formats=["latex"])["key.tex"]
+    key = documents(variant.build("t", block.forward(spec.load("pre-ln-causal-gelu"))), formats=["latex"]).files["key.tex"]
     line = next(l for l in key.splitlines() if l.startswith("\\newsavebox\\fitbox"))
     docs = (compile_tex.__globals__["REPO"] / "docs" / "tutorials" / "instructor.md").read_text()
     assert line in docs, "the docs must name the one-line preamble of a pasted task"

@@ -12,6 +12,7 @@ import pytest
 
 from symblock.engine import block, spec
 from symblock.commands.gallery import GALLERY
+from symblock.exercises import variant
 from symblock.sheets.worksheet import documents
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -54,8 +55,7 @@ def gallery_keys():
         s = load(spec_name, allow_model=True)   # the decoder entry is a model
         trace = forward_any(s)
         ident = variants.make_id(variants.spec_token(spec_name), s.seed)
-        docs = documents(trace, ident, formats=["markdown"], lang=opts.get("lang", "en"),
-                         title=opts.get("title"), preset=opts.get("preset"))
+        docs = documents(variant.build(ident, trace, variant.Options.of(preset=opts.get("preset"))), formats=["markdown"], lang=opts.get("lang", "en"), title=opts.get("title")).files
         yield name, docs["key.md"]
 
 
@@ -77,11 +77,10 @@ def test_every_worked_line_of_the_gallery_follows_from_its_numbers():
 
 
 def draw_keys(tmp_path, difficulty: str, n: int, **kw):
-    from symblock.exercises import variants
     path = tmp_path / f"{difficulty}.yaml"
     path.write_text(f"random: {{difficulty: {difficulty}, seed: 1}}\n")
-    for ident, _, trace in variants.draw_variants(str(path), n, 1, {}):
-        yield ident, trace, documents(trace, ident, formats=["markdown"], **kw)["key.md"]
+    for v in variant.draw_set(str(path), n, 1, None, {}):
+        yield v.ident, v.trace, documents(v, formats=["markdown"], **kw).files["key.md"]
 
 
 @pytest.mark.slow
@@ -104,7 +103,7 @@ def test_five_places_and_big_blocks_too(tmp_path):
                    "final_norm: true, bias: true}\nrandom: {seed: 11, low: -2, high: 2}\n")
     for src, places in ((str(big), 3), ("pre-ln-causal-gelu", 5), ("rmsnorm-swiglu", 4)):
         trace = block.forward(spec.load(src))
-        key = documents(trace, "t", formats=["markdown"], places=places)["key.md"]
+        key = documents(variant.build("t", trace), formats=["markdown"], places=places).files["key.md"]
         n, errors = check_key(key, src)
         assert not errors, "\n".join(errors[:10])
         assert n >= 20

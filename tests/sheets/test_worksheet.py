@@ -3,6 +3,8 @@ fragment, escaping, determinism, IDs and variants, presets, bad input (exit 2).
 LaTeX compilation is in test_worksheet_tex.py, the gallery in test_worksheet_gallery.py."""
 from __future__ import annotations
 
+from symblock.exercises import variant
+
 import math
 from pathlib import Path
 
@@ -126,7 +128,7 @@ def test_key_numbers_match_the_trace(which, tmp_path):
     src = {"big": lambda: big_spec(tmp_path), "gated": lambda: big_spec(tmp_path, GATED_BIG)}.get(which, lambda: which)()
     trace = trace_of(src)
     for places in (3, 5):
-        docs = documents(trace, "t", formats=["latex", "markdown"], places=places)
+        docs = documents(variant.build("t", trace), formats=["latex", "markdown"], places=places).files
         asked = list(choose(trace).ask)
         for answers in (key_answers_md(docs["key.md"]), key_answers_tex(docs["key.tex"])):
             assert list(answers) == asked
@@ -136,7 +138,7 @@ def test_key_numbers_match_the_trace(which, tmp_path):
 
 def test_given_data_on_the_sheet_is_the_spec(tmp_path):
     trace = trace_of("seed-post-ln")
-    docs = documents(trace, "t", formats=["markdown"])
+    docs = documents(variant.build("t", trace), formats=["markdown"]).files
     sheet = docs["sheet.md"]
     assert r"W_1 = \begin{bmatrix} 1 & 0 & 1 \\ 0 & 1 & -1 \end{bmatrix}" in sheet
     assert r"A = \begin{bmatrix} 1.401 & 0.599 \\ 1.504 & 0.752 \\ 1.576 & 0.716 \end{bmatrix}" in sheet
@@ -153,7 +155,7 @@ def test_every_markdown_math_fragment_renders_with_katex(tmp_path):
     for src, opts in sources:
         trace = trace_of(src)
         for preset in (None, "norm"):
-            docs = documents(trace, "id", formats=["markdown"], preset=preset, title=EVIL, **opts)
+            docs = documents(variant.build("id", trace, variant.Options.of(preset=preset)), formats=["markdown"], title=EVIL, **opts).files
             for name, text in docs.items():
                 fragments += math_fragments(text, f"{Path(src).name}:{opts}:{preset}:{name}")
     assert katex_check(fragments) > 500
@@ -167,7 +169,7 @@ def test_katex_check_really_fails_on_bad_math():
 # ---------------------------------------------------------------- escaping
 
 def test_user_text_is_escaped_in_latex_and_markdown():
-    docs = documents(trace_of("seed-post-ln"), "id", formats=["latex", "markdown"], title=EVIL)
+    docs = documents(variant.build("id", trace_of("seed-post-ln")), formats=["latex", "markdown"], title=EVIL).files
     tex, md = docs["key.tex"], docs["key.md"]
     assert "\\input{" not in tex and "\\write18{" not in tex
     assert r"\textbackslash{}input\{/etc/passwd\}" in tex
@@ -179,7 +181,7 @@ def test_user_text_is_escaped_in_latex_and_markdown():
 
 
 def test_pdflatex_text_has_no_characters_it_cannot_typeset():
-    docs = documents(trace_of("seed-post-ln"), "id", formats=["latex"], title="√2 ≈ 1.41 — café 中文")
+    docs = documents(variant.build("id", trace_of("seed-post-ln")), formats=["latex"], title="√2 ≈ 1.41 — café 中文").files
     line = next(l for l in docs["sheet.tex"].splitlines() if l.startswith(r"{\Large"))
     assert "café" in line and "—" in line and "√" not in line and "中" not in line
 

@@ -3,6 +3,8 @@ dropout masks are given data, other widths name their columns; a batch works eac
 Numbers in the key are checked against NumPy (an independent path), not the engine."""
 from __future__ import annotations
 
+from symblock.exercises import variant
+
 import numpy as np
 
 from symblock.engine import block, spec
@@ -19,7 +21,7 @@ PADDED = {"title": "padding", "dims": {"d_model": 3, "d_ff": 2, "heads": 1, "d_k
 
 
 def docs_of(s, **kw):
-    return documents(block.forward(s), "t", formats=["markdown"], places=3, **kw)
+    return documents(variant.build("t", block.forward(s)), formats=["markdown"], places=3, **kw).files
 
 
 def test_padding_and_dropout_are_shown():
@@ -29,7 +31,7 @@ def test_padding_and_dropout_are_shown():
     assert "Padding mask for head 0" in key and "The columns of padding keys become" in key
     assert "`dropout.masks.ffn.act`" in key and "ffn.act.dropped" in key
     assert r"d_k = 2;\ V\!: d_v = 2" in key
-    zh = documents(block.forward(s), "t", formats=["markdown"], places=3, lang="zh")["key.md"]
+    zh = documents(variant.build("t", block.forward(s)), formats=["markdown"], places=3, lang="zh").files["key.md"]
     assert "填充掩码" in zh
 
 
@@ -61,7 +63,7 @@ def test_readers_of_a_dropped_step_print_its_tilde():
     assert t["attn.h0.out"].latex == r"O_0 = \tilde{P_0} V_0"
     assert t["resid1"].latex == r"R_1 = X + \tilde{A}"
     assert t["resid2"].latex == r"R_2 = H_1 + \tilde{F}"
-    key = documents(t, "t", formats=["markdown"], places=3)["key.md"]
+    key = documents(variant.build("t", t), formats=["markdown"], places=3).files["key.md"]
     assert r"O_0 = \tilde{P_0} V_0 = \begin{bmatrix}" in key and r"F = \tilde{U} W_2 = \begin{bmatrix}" in key
     assert r"F = U W_2" not in key and r"O_0 = P_0 V_0" not in key
     plain = block.forward(spec.from_mapping({k: v for k, v in PADDED.items() if k != "dropout"}))

@@ -4,6 +4,8 @@ autograd (float64); the LaTeX compiles without overfull boxes; the Markdown rend
 bad options exit 2 naming the field."""
 from __future__ import annotations
 
+from symblock.exercises import variant
+
 import math
 import sys
 from pathlib import Path
@@ -64,7 +66,7 @@ def test_key_gradients_match_grad_py_and_torch_autograd(name, opts, tmp_path):
     src = _spec(tmp_path, name)
     s = spec.load(src)
     trace = block.forward(s)
-    docs = documents(trace, "id", formats=["latex", "markdown"], **opts)
+    docs = documents(variant.build("id", trace, variant.Options.of(**opts)), formats=["latex", "markdown"]).files
     ex = s.exercise
     loss, wrt = ex.get("loss", "mse"), ex.get("wrt", ["W_2", "W_1"])  # the preset's default: mse
     if "target" in ex:
@@ -111,13 +113,13 @@ def test_preset_flag_and_spec_options(tmp_path, capsys):
     assert "**Answer:**" not in sheet and r"\partial L / \partial W_{2} = \begin{array}" in sheet
     # the spec's exercise section: loss, wrt and target
     src = _spec(tmp_path, "relu.yaml")
-    docs = documents(block.forward(spec.load(src)), "id", formats=["markdown"])
+    docs = documents(variant.build("id", block.forward(spec.load(src))), formats=["markdown"]).files
     assert "T = \\begin{bmatrix} 1 & 0 \\\\ 0 & 1 \\\\ 0.5 & -2 \\end{bmatrix}" in docs["sheet.md"]
     assert "Sum the columns" in docs["key.md"]  # dL/db: column sums
 
 
 def test_forward_worksheets_are_unchanged_by_the_backprop_keys(tmp_path):
-    docs = documents(block.forward(spec.load("seed-post-ln")), "id", formats=["markdown"])
+    docs = documents(variant.build("id", block.forward(spec.load("seed-post-ln"))), formats=["markdown"]).files
     assert "The loss is" not in docs["key.md"] and "grad." not in docs["key.md"]
 
 
@@ -128,7 +130,7 @@ def test_markdown_renders_with_katex(name, tmp_path):
     fragments = []
     # the whole backward pass (attention, norms, masks) for the wrt X case
     for wrt in (None, ["X", "W_Q"]):
-        docs = documents(trace, "id", formats=["markdown"], preset="backprop", wrt=wrt)
+        docs = documents(variant.build("id", trace, variant.Options.of(preset="backprop", wrt=wrt)), formats=["markdown"]).files
         for doc, text in docs.items():
             fragments += math_fragments(text, f"{name}:{wrt}:{doc}")
     assert katex_check(fragments) > 50
@@ -139,7 +141,7 @@ def test_markdown_renders_with_katex(name, tmp_path):
                                        ("pre-ln-causal-gelu", ["X", "W_Q"])])
 def test_latex_compiles_without_overfull_boxes(name, wrt, tmp_path):
     src = _spec(tmp_path, name)
-    docs = documents(block.forward(spec.load(src)), "id", formats=["latex"], preset="backprop", wrt=wrt)
+    docs = documents(variant.build("id", block.forward(spec.load(src)), variant.Options.of(preset="backprop", wrt=wrt)), formats=["latex"]).files
     for doc in ("sheet.tex", "key.tex"):
         tex = tmp_path / doc
         tex.write_text(docs[doc], encoding="utf-8")

@@ -3,6 +3,8 @@ line of the key true of the numbers it prints (worked_lines.py reads them back w
 independently of symblock), the formats that carry it, and the errors for those that don't."""
 from __future__ import annotations
 
+from symblock.exercises import variant
+
 import sys
 from pathlib import Path
 
@@ -10,8 +12,6 @@ import numpy as np
 import pytest
 
 from symblock.cli import main
-from symblock.exercises import variants
-from symblock.exercises.presets import choose
 from symblock.sheets.worksheet import documents
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -21,7 +21,7 @@ SPEC = "tiny-decoder"
 
 
 def drawn(n: int):
-    return variants.draw_variants(SPEC, n, 1)
+    return [(v.ident, v.spec, v.trace) for v in variant.draw_set(SPEC, n, 1)]
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +31,7 @@ def three():
 
 def test_the_sheet_asks_one_cached_step_to_the_next_token(three):
     ident, spec, trace = three[0]
-    ex = choose(trace)
+    ex = variant.build(ident, trace).exercise
     assert ex.ask[:3] == ("gen1.embed", "gen1.pos", "gen1.x")
     assert ex.ask[-3:] == ("gen1.logits", "gen1.probs", "gen1.next_token")
     for name in ("gen1.layer0.cache.k", "gen1.layer0.cache.v", "gen1.layer0.cache.reused",
@@ -59,7 +59,7 @@ def test_variants_differ_and_are_hand_workable(three):
 def test_every_worked_line_of_decoder_keys_follows_from_its_numbers(three):
     total, errors = 0, []
     for ident, _, trace in three:
-        key = documents(trace, ident, formats=["markdown"])["key.md"]
+        key = documents(variant.build(ident, trace), formats=["markdown"]).files["key.md"]
         n, errs = check_key(key, ident)
         total += n
         errors += errs
@@ -72,7 +72,7 @@ def test_every_worked_line_of_decoder_keys_follows_from_its_numbers(three):
 def test_every_worked_line_of_a_30_variant_decoder_set_follows_from_its_numbers():
     errors, total = [], 0
     for ident, _, trace in drawn(30):
-        n, errs = check_key(documents(trace, ident, formats=["markdown"])["key.md"], ident)
+        n, errs = check_key(documents(variant.build(ident, trace), formats=["markdown"]).files["key.md"], ident)
         total, errors = total + n, errors + errs
     assert not errors, f"{len(errors)} wrong lines:\n" + "\n".join(errors[:10])
     assert total > 600
@@ -80,7 +80,7 @@ def test_every_worked_line_of_a_30_variant_decoder_set_follows_from_its_numbers(
 
 def test_the_key_names_the_token_and_the_sheet_hides_it(three):
     ident, spec, trace = three[0]
-    docs = documents(trace, ident, formats=["latex", "markdown"])
+    docs = documents(variant.build(ident, trace), formats=["latex", "markdown"]).files
     tok = spec.vocab[int(float(trace["gen1.next_token"].value.rows[0][0]))]
     assert f"\\text{{“{tok}”}}" in docs["key.md"].split("gen1.next_token")[-1]
     sheet = docs["sheet.md"]
@@ -126,7 +126,7 @@ def test_a_two_layer_model_key_is_worked_true_too():
     """tiny-gpt: Pre-LN, two heads (concat, W_O), two layers, a final norm, vocab 5."""
     from symblock import forward, load
     trace = forward(load("tiny-gpt"))
-    docs = documents(trace, "tiny-gpt", formats=["markdown", "latex"])
+    docs = documents(variant.build("tiny-gpt", trace), formats=["markdown", "latex"]).files
     n, errors = check_key(docs["key.md"], "tiny-gpt")
     assert not errors, "\n".join(errors[:10])
     assert n > 60

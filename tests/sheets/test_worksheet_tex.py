@@ -3,6 +3,8 @@ for zh) through symblock's compile call: no errors, no overfull box wider than 1
 largest supported size (seq_len 5, d_model 8, d_ff 16). Fails, never skips, without TeX."""
 from __future__ import annotations
 
+from symblock.exercises import variant
+
 import pytest
 
 from symblock import cli
@@ -25,13 +27,13 @@ def _write(tmp_path, docs, only=("sheet.tex", "key.tex")):
 @pytest.mark.parametrize("which, lang", [("big", "en"), ("gated", "zh")])
 def test_largest_size_compiles_without_overfull_boxes(which, lang, tmp_path):
     src = big_spec(tmp_path, BIG if which == "big" else GATED_BIG)
-    docs = documents(trace_of(src), "id", formats=["latex"], lang=lang)
+    docs = documents(variant.build("id", trace_of(src)), formats=["latex"], lang=lang).files
     for tex in _write(tmp_path, docs):
         compile_tex(tex, "pdflatex" if lang == "en" else "xelatex")
 
 
 def test_hostile_title_prints_as_text_and_never_runs(tmp_path):
-    docs = documents(trace_of("seed-post-ln"), "id", formats=["latex"], title=EVIL)
+    docs = documents(variant.build("id", trace_of("seed-post-ln")), formats=["latex"], title=EVIL).files
     (tex,) = _write(tmp_path, docs, only=("key.tex",))
     log = compile_tex(tex, "pdflatex")
     recorded = tex.with_suffix(".fls").read_text()
@@ -65,7 +67,7 @@ def test_no_line_of_a_key_is_shrunk_to_fit(tmp_path, spec_text):
     if "\n" in spec_text:
         source = tmp_path / "spec.yaml"
         source.write_text(spec_text, encoding="utf-8")
-    docs = documents(forward(load(str(source))), "id", formats=["latex"])
+    docs = documents(variant.build("id", forward(load(str(source)))), formats=["latex"]).files
     key = docs["key.tex"]
     assert r"\ifdim\wd\fitbox>\linewidth\resizebox" in key
     tex = tmp_path / "key.tex"
