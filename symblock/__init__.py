@@ -11,13 +11,19 @@ The functions are in `symblock.api`; they import the engine when first called, a
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from symblock.api import forward, from_mapping, load, spec_from, verify
 
 __version__ = "0.1.0"
 __all__ = ["load", "from_mapping", "forward", "verify", "spec_from", "SpecError"]
 
+if TYPE_CHECKING:  # what a type checker reads; at run time `__getattr__` imports each on first use
+    from symblock.engine.block import Step, Trace
+    from symblock.errors import SpecError
 
-def __getattr__(name: str):
+
+def __getattr__(name: str) -> Any:
     if name == "SpecError":
         from symblock.errors import SpecError
         return SpecError

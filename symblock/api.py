@@ -14,15 +14,12 @@ from __future__ import annotations
 from pathlib import Path
 
 __all__ = ["load", "from_mapping", "forward", "verify", "spec_from"]
-from typing import TYPE_CHECKING, Any, Mapping, Union
+from typing import TYPE_CHECKING, Any, Mapping
 
 if TYPE_CHECKING:
     from symblock.engine.block import Trace
-    from symblock.engine.model_spec import ModelSpec
-    from symblock.engine.spec import BlockSpec
+    from symblock.engine.model_spec import Spec
     from symblock.reference.verify import VerifyResult
-
-    Spec = Union[BlockSpec, ModelSpec]
 
 
 def load(name_or_path: str | Path) -> "Spec":
@@ -48,7 +45,7 @@ def from_mapping(data: Mapping[str, Any], source: str = "<spec>") -> "Spec":
     return generate.from_mapping(data, source, allow_model=True)
 
 
-def forward(spec: "Spec") -> "Trace":
+def forward(spec: "Spec") -> "Trace[Spec]":
     """Work the block (or tiny GPT) forward exactly: a Trace of named steps in forward order, each
     with its formula and exact value.
 

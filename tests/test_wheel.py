@@ -4,6 +4,7 @@ import subprocess
 import sys
 import sysconfig
 import venv
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ def test_wheel_installs_and_runs(tmp_path):
     said = built.stdout + built.stderr
     assert "deprecated" not in said and "is absent from the `packages`" not in said, said
     wheel = next(dist.glob("symblock-*.whl"))
+    assert "symblock/py.typed" in zipfile.ZipFile(wheel).namelist()  # its users' type checkers read the hints
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)
     py = env_dir / "bin" / "python"

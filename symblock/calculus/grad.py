@@ -110,19 +110,21 @@ def loss_grad(y: Mat, loss: str, target: Mat | None):
 # {input name: contribution to dL/d input} for the wanted inputs.
 
 Rule = Callable[..., dict]
+Values = Callable[[str], Mat]    # a step's or a parameter's forward value, by name
+Wanted = Callable[[str], bool]   # does anyone need dL/d of this name?
 
 
-def _identity(step: Step, g: Mat, v, spec, want) -> dict:
+def _identity(step: Step, g: Mat, v: Values, spec: BlockSpec, want: Wanted) -> dict:
     """output, x, attn.out without W_O: the gradient passes through unchanged."""
     return {i: g for i in step.inputs if want(i)}
 
 
-def _residual(step: Step, g: Mat, v, spec, want) -> dict:
+def _residual(step: Step, g: Mat, v: Values, spec: BlockSpec, want: Wanted) -> dict:
     """R = A + B: both get dL/dR (a gradient highway)."""
     return {i: g for i in step.inputs if want(i)}
 
 
-def _linear(step: Step, g: Mat, v, spec, want) -> dict:
+def _linear(step: Step, g: Mat, v: Values, spec: BlockSpec, want: Wanted) -> dict:
     """Y = X W + b: dX = dY Wᵀ, dW = Xᵀ dY, db = Σ_rows dY."""
     src, w, b = step.inputs
     out = {}
@@ -135,7 +137,7 @@ def _linear(step: Step, g: Mat, v, spec, want) -> dict:
     return out
 
 
-def _scores(step: Step, g: Mat, v, spec, want) -> dict:
+def _scores(step: Step, g: Mat, v: Values, spec: BlockSpec, want: Wanted) -> dict:
     """S = Q_h K_hᵀ: dQ_h = dS K_h, dK_h = dSᵀ Q_h (into head h's columns of Q, K)."""
     lo, hi = head_columns(step.name, spec.dims)
     klo, khi = key_columns(step.name, spec.dims)   # grouped heads: its K/V head's columns
@@ -149,7 +151,7 @@ def _scores(step: Step, g: Mat, v, spec, want) -> dict:
     return out
 
 
-def _rope(step: Step, g: Mat, v, spec, want) -> dict:
+def _rope(step: Step, g: Mat, v: Values, spec: BlockSpec, want: Wanted) -> dict:
     """X' = RoPE(X): a rotation per pair, so dX = the rotation back (angle −φ) of dX'."""
     (src,) = step.inputs
     if not want(src):
@@ -159,13 +161,13 @@ def _rope(step: Step, g: Mat, v, spec, want) -> dict:
     return {src: rope.rotate(g, g.shape[1] // d_k, d_k, back, spec.options.rope)}
 
 
-def _scaled(step: Step, g: Mat, v, spec, want) -> dict:
+def _scaled(step: Step, g: Mat, v: Values, spec: BlockSpec, want: Wanted) -> dict:
     """S' = S / √d_k: dS = dS' / √d_k."""
     (s,) = step.inputs
     return {s: g.scale(1 / exact.sqrt(exact.real(spec.dims.d_head)))} if want(s) else {}
 
 
-def _masked(step: Step, g: Mat, v, spec, want) -> dict:
+def _masked(step: Step, g: Mat, v: Values, spec: BlockSpec, want: Wanted) -> dict:
     """M = S + mask: the gradient passes where a query may attend (j ≤ i under a causal mask,
     an unpadded key); a masked entry (a constant −∞) gets 0."""
     (s,) = step.inputs
@@ -176,7 +178,7 @@ def _masked(step: Step, g: Mat, v, spec, want) -> dict:
     return {s: Mat([[exact.ZERO if m else e for e, m in zip(r, mr)] for r, mr in zip(g.rows, masked)])}
 
 
-def _dropped(step: Step, g: Mat, v, spec, want) -> dict:
+def _dropped(step: Step, g: Mat, v: Values, spec: BlockSpec, want: Wanted) -> dict:
     """D̃ = D ⊙ X / (1 − p): dX = D ⊙ dD̃ / (1 − p)."""
     (src,) = step.inputs
     if not want(src):
@@ -185,7 +187,7 @@ def _dropped(step: Step, g: Mat, v, spec, want) -> dict:
     return {src: (g * keep).scale(num(1 / (1 - spec.dropout_p)))}
 
 
-def _softmax(step: Step, g: Mat, v, spec, want) -> dict:
+def _softmax(step: Step, g: Mat, v: Values, spec: BlockSpec, want: Wanted) -> dict:
     """P = softmax(S) per row: dS_ij = P_ij (dP_ij − Σ_k P_ik dP_ik) (the Jacobian diag(P) − P Pᵀ)."""
     (s,) = step.inputs
     if not want(s):
@@ -197,7 +199,7 @@ def _softmax(step: Step, g: Mat, v, spec, want) -> dict:
     return {s: Mat(rows)}
 
 
-def _head_out(step: Step, g: Mat, v, spec, want) -> dict:
+def _head_out(step: Step, g: Mat, v: Values, spec: BlockSpec, want: Wanted) -> dict:
     """O_h = P_h V_h: dP_h = dO V_hᵀ, dV_h = P_hᵀ dO (into head h's columns of V)."""
     lo, hi = value_columns(step.name, spec.dims)
     p, vv = step.inputs
@@ -209,7 +211,7 @@ def _head_out(step: Step, g: Mat, v, spec, want) -> dict:
     return out
 
 
-def _concat(step: Step, g: Mat, v, spec, want) -> dict:
+def _concat(step: Step, g: Mat, v: Values, spec: BlockSpec, want: Wanted) -> dict:
     """O = [O_0, …]: each head gets its own column block back."""
     dv = spec.dims.d_v
     return {o: g.cols(h * dv, (h + 1) * dv) for h, o in enumerate(step.inputs) if want(o)}
@@ -237,7 +239,7 @@ def act_derivative(name: str) -> Callable:
             "swiglu": silu, "geglu": gelu}[name]
 
 
-def _activation(step: Step, g: Mat, v, spec, want) -> dict:
+def _activation(step: Step, g: Mat, v: Values, spec: BlockSpec, want: Wanted) -> dict:
     """U = act(Z): dZ = dU ⊙ act'(Z). Gated U = act(Z) ⊙ G: dZ = dU ⊙ G ⊙ act'(Z), dG = dU ⊙ act(Z)."""
     act = spec.options.activation
     z = step.inputs[0]
@@ -250,7 +252,7 @@ def _activation(step: Step, g: Mat, v, spec, want) -> dict:
     return out
 
 
-def _layernorm(step: Step, g: Mat, v, spec, want) -> dict:
+def _layernorm(step: Step, g: Mat, v: Values, spec: BlockSpec, want: Wanted) -> dict:
     """Y = (X − μ)/σ · γ + β: dX += dY γ/σ, dμ = −Σ_j dY γ/σ, dσ = −Σ_j dY γ (X − μ)/σ²,
     dγ = Σ_i dY (X − μ)/σ, dβ = Σ_i dY."""
     src, mu, std, gamma, beta = step.inputs
@@ -271,14 +273,14 @@ def _layernorm(step: Step, g: Mat, v, spec, want) -> dict:
     return out
 
 
-def _mean(step: Step, g: Mat, v, spec, want) -> dict:
+def _mean(step: Step, g: Mat, v: Values, spec: BlockSpec, want: Wanted) -> dict:
     """μ = (1/d) Σ_j X_j: dX_ij += dμ_i / d."""
     (src,) = step.inputs
     d = spec.dims.d_model
     return {src: ones(*v(src).shape) * g.scale(1 / exact.real(d))} if want(src) else {}
 
 
-def _var(step: Step, g: Mat, v, spec, want) -> dict:
+def _var(step: Step, g: Mat, v: Values, spec: BlockSpec, want: Wanted) -> dict:
     """σ² = (1/d) Σ_j (X_j − μ)²: dX += dσ² · 2(X − μ)/d, dμ = −dσ² · 2 Σ_j (X_j − μ)/d."""
     src, mu = step.inputs
     two_d = 2 / exact.real(spec.dims.d_model)
@@ -291,13 +293,13 @@ def _var(step: Step, g: Mat, v, spec, want) -> dict:
     return out
 
 
-def _root(step: Step, g: Mat, v, spec, want) -> dict:
+def _root(step: Step, g: Mat, v: Values, spec: BlockSpec, want: Wanted) -> dict:
     """σ = √(σ² + ε) (or r = √(m + ε)): dσ² = dσ / (2σ)."""
     (src,) = step.inputs
     return {src: g / v(step.name).scale(exact.real(2))} if want(src) else {}
 
 
-def _rmsnorm(step: Step, g: Mat, v, spec, want) -> dict:
+def _rmsnorm(step: Step, g: Mat, v: Values, spec: BlockSpec, want: Wanted) -> dict:
     """Y = X / r · γ: dX += dY γ / r, dr = −Σ_j dY γ X / r², dγ = Σ_i dY X / r."""
     src, rms, gamma = step.inputs
     x, r = v(src), v(rms)
@@ -312,7 +314,7 @@ def _rmsnorm(step: Step, g: Mat, v, spec, want) -> dict:
     return out
 
 
-def _ms(step: Step, g: Mat, v, spec, want) -> dict:
+def _ms(step: Step, g: Mat, v: Values, spec: BlockSpec, want: Wanted) -> dict:
     """m = (1/d) Σ_j X_j²: dX += dm · 2X/d."""
     (src,) = step.inputs
     return {src: v(src).scale(2 / exact.real(spec.dims.d_model)) * g} if want(src) else {}

@@ -5,6 +5,12 @@ The command's glue: arguments, the target matrix, the text and JSON views. The m
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from symblock.engine.matrix import ExactMatrix
+    from symblock.engine.spec import BlockSpec
+
 EXAMPLES = """\
 examples:
   symblock grad --wrt W_2,W_1                    # L = sum of the output
@@ -76,7 +82,7 @@ def add_arguments(p) -> None:
     p.add_argument("--max-cost", type=nonneg, metavar="N", help="raise the exact engine's size limit")
 
 
-def _target(text: str | None, spec):
+def _target(text: str | None, spec: BlockSpec) -> ExactMatrix | None:
     """The --target matrix: written inline, or in a YAML/JSON file (read as specs are: bounded,
     exact decimals, a clear error for a directory, a binary file or an oversized number)."""
     if text is None:

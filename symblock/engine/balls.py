@@ -6,12 +6,18 @@ Below exact.py and independent of it: these functions read a node's `op`, `args`
 """
 from __future__ import annotations
 
+from typing import Any, Callable, TypeVar
+
 import math
 import sys
 from decimal import ROUND_HALF_UP, Context, Decimal
 from fractions import Fraction
 
 from flint import arb, ctx, fmpq
+
+from symblock.engine.node import Node
+
+T = TypeVar("T")
 
 PREC = 128          # bits carried at construction (~38 digits)
 MAX_PREC = 1 << 14  # refinement gives up here (~4900 digits)
@@ -21,7 +27,7 @@ SNAP_PREC = (512, 2048, MAX_PREC)
 ctx.prec = PREC  # construction-time balls; refinement raises it locally and restores it
 
 
-def with_prec(prec: int, fn, *a):
+def with_prec(prec: int, fn: Callable[..., T], *a: Any) -> T:
     """fn(*a) computed at `prec` bits."""
     old = ctx.prec
     ctx.prec = prec
@@ -31,7 +37,7 @@ def with_prec(prec: int, fn, *a):
         ctx.prec = old
 
 
-def children(r) -> list:
+def children(r: Node) -> list[Node]:
     """The nodes a node is made from, in the order `node_ball` takes their balls."""
     if r.op == "sum":
         return [f for _, fs in r.args[1] for f in fs]
@@ -40,7 +46,7 @@ def children(r) -> list:
     return [] if r.op in ("const", "neginf") else list(r.args)
 
 
-def node_ball(r, child_balls: list) -> arb:
+def node_ball(r: Node, child_balls: list[arb]) -> arb:
     """One node's ball from its children's balls (at the current ctx.prec)."""
     op = r.op
     if op == "sum":
@@ -76,7 +82,7 @@ def node_ball(r, child_balls: list) -> arb:
     raise AssertionError(op)
 
 
-def snap(r) -> fmpq | None:
+def snap(r: Node) -> fmpq | None:
     """The simple rational a node equals, or None (an exact 0 from LayerNorm outputs summing
     to zero, ±1 from a 2-d LayerNorm row, a softmax-weighted constant).
 

@@ -8,12 +8,12 @@ would read may be left out. The same code runs on SymPy Symbols (`symbolic_spec`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Iterator, Mapping
+from typing import Any, Callable, Generic, Iterator, Mapping, Protocol, TypeVar, cast
 
 from symblock.engine import cost as costmod, cross, exact, online_softmax, rope
-from symblock.engine.matrix import Mat
+from symblock.engine.matrix import Entry, Mat
 from symblock.engine.spec import BlockSpec, SpecError
-from symblock.engine.steps import DROPPED, computed_steps, masked_positions, step_inputs
+from symblock.engine.steps import DROPPED, Dims, Options, computed_steps, masked_positions, step_inputs
 
 MAX_COST = costmod.MAX_COST  # the size guard's default (engine/cost.py); SYMBLOCK_MAX_COST is read when used
 MAX_SYMBOLIC_ENTRIES = costmod.MAX_SYMBOLIC_ENTRIES
@@ -36,10 +36,29 @@ class Step:
         return f"**`{self.name}`**{given} ${self.latex}$\n\n$$\n{self.value.latex()}\n$$\n"
 
 
-class Trace:
-    """The ordered, named steps of one forward; consumers only read it."""
+class TracedSpec(Protocol):
+    """What every spec a Trace keeps has: a BlockSpec, or a model's ModelSpec (model_spec.Spec,
+    not named here: a model's spec reaches the block through the model)."""
+    @property
+    def title(self) -> str: ...
+    @property
+    def source(self) -> str: ...
+    @property
+    def dims(self) -> Dims: ...
+    @property
+    def options(self) -> Options: ...
+    @property
+    def form(self) -> str: ...
 
-    def __init__(self, steps: list[Step], params: Mapping[str, Mat], spec: BlockSpec):
+
+S = TypeVar("S", bound=TracedSpec, covariant=True)
+
+
+class Trace(Generic[S]):
+    """The ordered, named steps of one forward; consumers only read it. `Trace[BlockSpec]` is a
+    block's (block.forward), `Trace[ModelSpec]` a model's (model.forward)."""
+
+    def __init__(self, steps: list[Step], params: Mapping[str, Mat], spec: S) -> None:
         self.steps = tuple(steps)
         self.params = params
         self.spec = spec
@@ -63,7 +82,7 @@ class Trace:
         return self.spec.form
 
     # ---- Jupyter display: a table of steps (formula, exact value, decimal)
-    def _rows(self):
+    def _rows(self) -> Iterator[tuple[Step, str, str]]:
         for s in self.steps:
             m = s.value.latex()
             exact_part, _, dec = m.partition(r" \approx ")
@@ -108,7 +127,7 @@ def check_size(spec: BlockSpec) -> None:
 
 
 class _Tracer:
-    def __init__(self, spec: BlockSpec, upto: str | None = None, keep: Mapping[str, Mat] | None = None):
+    def __init__(self, spec: BlockSpec, upto: str | None = None, keep: Mapping[str, Mat] | None = None) -> None:
         self.spec, self.o, self.dims = spec, spec.options, spec.dims
         self.graph = step_inputs(spec.dims, spec.options)
         todo = computed_steps(spec.dims, spec.options, set(spec.given))
@@ -129,7 +148,7 @@ class _Tracer:
         # the sequence being worked (a batch: b0., b1., …) and its padding row
         self.prefix, self.pad = "", spec.key_padding_mask[0] if spec.key_padding_mask else None
 
-    def step(self, name: str, latex: str, compute: Callable[[], Mat]) -> Mat | None:
+    def step(self, name: str, latex: str, compute: Callable[..., Mat]) -> Mat:
         """Record step `name` (of the current sequence); with a dropout mask on it, also
         `<name>.dropped`, whose value is what the readers of the step get."""
         name = self.prefix + name
@@ -148,7 +167,7 @@ class _Tracer:
         (its readers read the dropped value, so the formula says so)."""
         return rf"\tilde{{{tex}}}" if self.prefix + name + DROPPED in self.graph else tex
 
-    def _record(self, name: str, latex: str, compute: Callable[[], Mat]) -> Mat | None:
+    def _record(self, name: str, latex: str, compute: Callable[..., Mat]) -> Mat:
         if name in self.spec.given:
             value, given = self.spec.given[name], True
             if not isinstance(value, Mat):
@@ -156,7 +175,7 @@ class _Tracer:
         elif name in self.todo:
             value, given = self.keep[name] if name in self.keep else compute(), False
         else:
-            return None  # only fed given steps
+            return NOT_COMPUTED  # only fed given steps
         self.steps.append(Step(name, latex, () if given else self.graph[name], value, given))
         return value
 
@@ -164,7 +183,7 @@ class _Tracer:
         y = x @ self.params[w]
         return y + self.params[b] if b in self.params else y
 
-    def num(self, v):
+    def num(self, v: Any) -> Entry:
         """A constant in this forward's number type (exact Real, or SymPy when symbolic)."""
         if self.symbolic:
             import sympy
@@ -172,7 +191,12 @@ class _Tracer:
         return exact.from_sympy(v)
 
 
-def number_latex(v) -> str:
+# A step that only fed given steps is not computed and has no value: None, typed as a Mat for the
+# sub-layers that pass it on (their steps that would read it are not computed either).
+NOT_COMPUTED = cast(Mat, None)
+
+
+def number_latex(v: Any) -> str:
     """A spec scalar (a Fraction, or a SymPy form) as LaTeX, as sympy.latex writes it."""
     from fractions import Fraction
     if isinstance(v, Fraction):
@@ -185,7 +209,7 @@ def number_latex(v) -> str:
 Tracer = _Tracer  # public: a stack (engine/model.py) runs sub-layers on rows of its own
 
 
-def forward(spec: BlockSpec, upto: str | None = None, keep: Mapping[str, Mat] | None = None) -> Trace:
+def forward(spec: BlockSpec, upto: str | None = None, keep: Mapping[str, Mat] | None = None) -> Trace[BlockSpec]:
     """Run the block on the spec and record every step (DESIGN.md's vocabulary and order).
 
     For the generator, which works many candidates: `upto` stops after that step (the trace
@@ -226,7 +250,7 @@ def sequence(t: _Tracer) -> None:
 
 # ---------------------------------------------------------------- sub-layers
 
-def attention(t: _Tracer, x: Mat | None, src: str) -> Mat | None:
+def attention(t: _Tracer, x: Mat, src: str) -> Mat:
     dk, dv, heads = t.dims.d_k, t.dims.d_v, t.dims.heads
     proj = {}
     for p in "QKV":
@@ -258,7 +282,7 @@ def kv_columns(t: _Tracer, h: int, width: int) -> tuple[int, int]:
 
 
 def head(t: _Tracer, h: int, q: Mat, k: Mat, v: Mat, qk: tuple[int, int], vcols: tuple[int, int],
-         kcols: tuple[int, int] | None = None) -> Mat | None:
+         kcols: tuple[int, int] | None = None) -> Mat:
     name, (lo, hi) = f"attn.h{h}", qk
     klo, khi = kcols or qk
     g = h // t.dims.group
@@ -284,7 +308,7 @@ def head(t: _Tracer, h: int, q: Mat, k: Mat, v: Mat, qk: tuple[int, int], vcols:
     return out
 
 
-def apply_mask(s: Mat, masked: list[list[bool]], fill=exact.NEG_INF) -> Mat:
+def apply_mask(s: Mat, masked: list[list[bool]], fill: Entry = exact.NEG_INF) -> Mat:
     """Entries where `masked` is true replaced by `fill` (−∞: no weight after the softmax)."""
     return Mat([[fill if m else e for e, m in zip(r, mr)] for r, mr in zip(s.rows, masked)])
 
@@ -293,11 +317,11 @@ def causal_mask(s: Mat) -> Mat:
     return apply_mask(s, masked_positions(s.shape[0], True, None))
 
 
-def softmax(row: tuple) -> list:
+def softmax(row: tuple[Entry, ...]) -> list[Entry]:
     """exp(s_j) / Σ_k exp(s_k); masked entries (−∞) get an exact 0. Equal scores share one exp."""
     cache: dict = {}
 
-    def e(s):
+    def e(s: Entry) -> Entry:
         key = (s.q,) if isinstance(s, exact.Real) and s.is_rational else id(s)
         if key not in cache:
             cache[key] = exact.exp(s)
@@ -309,7 +333,7 @@ def softmax(row: tuple) -> list:
     return [zero if x is None else x / total for x in live]
 
 
-def ffn(t: _Tracer, x: Mat | None, src: str) -> Mat | None:
+def ffn(t: _Tracer, x: Mat, src: str) -> Mat:
     b1 = " + b_1" if "b_1" in t.params else ""
     z = t.step("ffn.hidden", f"Z = {src} W_1{b1}", lambda: t.linear(x, "W_1", "b_1"))
     act, act_tex = ACTIVATIONS[t.o.activation]
@@ -323,12 +347,12 @@ def ffn(t: _Tracer, x: Mat | None, src: str) -> Mat | None:
     return t.step("ffn.out", f"F = {t.read('ffn.act', 'U')} W_2{b2}", lambda: t.linear(u, "W_2", "b_2"))
 
 
-def norm(t: _Tracer, name: str, x: Mat | None, src: str, ln: str, out: str) -> Mat | None:
+def norm(t: _Tracer, name: str, x: Mat, src: str, ln: str, out: str) -> Mat:
     """LayerNorm (population variance, ε inside the root) or RMSNorm, with per-row statistics."""
     d = t.dims.d_model
     eps = t.num(t.o.eps)
     xij = f"({src})_{{ij}}" if "_" in src else f"{src}_{{ij}}"
-    gamma = t.params.get(f"{ln}.gamma")
+    gamma = t.params.get(f"{ln}.gamma", NOT_COMPUTED)  # absent when no computed step reads it
     eps_tex = " + \\varepsilon" if t.o.eps != 0 else ""
     if t.o.norm == "layernorm":
         mu = t.step(f"{name}.mean", f"\\mu = \\tfrac{{1}}{{{d}}} \\textstyle\\sum_j {xij}",
@@ -337,7 +361,7 @@ def norm(t: _Tracer, name: str, x: Mat | None, src: str, ln: str, out: str) -> M
                      lambda: (x - mu).map_rows(lambda r: [exact.dot(r, r) / d]))
         std = t.step(f"{name}.std", f"\\sigma = \\sqrt{{\\sigma^2{eps_tex}}}",
                      lambda: _root(t, name, "var", var, eps))
-        beta = t.params.get(f"{ln}.beta")
+        beta = t.params.get(f"{ln}.beta", NOT_COMPUTED)
         return t.step(name, f"{out} = ({src} - \\mu) / \\sigma \\cdot \\gamma + \\beta",
                       lambda: ((x - mu) / std) * gamma + beta)
     ms = t.step(f"{name}.ms", f"m = \\tfrac{{1}}{{{d}}} \\textstyle\\sum_j {xij}^2",
@@ -346,7 +370,7 @@ def norm(t: _Tracer, name: str, x: Mat | None, src: str, ln: str, out: str) -> M
     return t.step(name, f"{out} = {src} / r \\cdot \\gamma", lambda: (x / rms) * gamma)
 
 
-def _root(t: _Tracer, name: str, stat: str, m: Mat, eps) -> Mat:
+def _root(t: _Tracer, name: str, stat: str, m: Mat, eps: Entry) -> Mat:
     for i, (v,) in enumerate(m.rows):
         if not exact.is_symbolic(v) and not exact.is_symbolic(eps) and exact.sign(v + eps) == 0:
             what = "variance" if stat == "var" else "mean square"
@@ -358,12 +382,12 @@ def _root(t: _Tracer, name: str, stat: str, m: Mat, eps) -> Mat:
 
 # ---------------------------------------------------------------- activations (exact and symbolic)
 
-def gelu(x):
+def gelu(x: Entry) -> Entry:
     """Exact erf form (torch's default): x/2 · (1 + erf(x/√2))."""
     return x / 2 * (1 + exact.erf(x / exact.sqrt(exact.like(x, 2))))
 
 
-def gelu_tanh(x):
+def gelu_tanh(x: Entry) -> Entry:
     """The tanh approximation: x/2 · (1 + tanh(√(2/π) (x + 0.044715 x³)))."""
     import sympy
     c = exact.like(x, sympy.sqrt(2 / sympy.pi))
@@ -371,11 +395,11 @@ def gelu_tanh(x):
     return x / 2 * (1 + exact.tanh(c * (x + k * x * x * x)))
 
 
-def silu(x):
+def silu(x: Entry) -> Entry:
     return x / (1 + exact.exp(-x))
 
 
-ACTIVATIONS: dict[str, tuple[Callable, str]] = {
+ACTIVATIONS: dict[str, tuple[Callable[[Entry], Entry], str]] = {
     "relu": (exact.relu, "ReLU"),
     "gelu": (gelu, "GELU"),
     "gelu_tanh": (gelu_tanh, "GELU_{tanh}"),
@@ -392,7 +416,7 @@ def symbolic_spec(spec: BlockSpec) -> BlockSpec:
     from dataclasses import replace
     from types import MappingProxyType
 
-    def syms(name: str, m):
+    def syms(name: str, m: Any) -> Any:
         base = {"X": "x"}.get(name, name)
         if name.startswith("W_"):
             base = f"w^{{{name[2:]}}}"

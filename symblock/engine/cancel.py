@@ -5,12 +5,16 @@ serial `n`, and never builds one.
 """
 from __future__ import annotations
 
+from flint import fmpq
 
-def by_serial(f) -> int:
+from symblock.engine.node import N, Node
+
+
+def by_serial(f: Node) -> int:
     return f.n
 
 
-def cancel_quotients(acc: dict, c0):
+def cancel_quotients(acc: dict[tuple[N, ...], fmpq], c0: fmpq) -> fmpq:
     """k·X·(1/X) = k, in place: terms that are, together, k times the sum X, each times 1/X (a
     softmax row's weights times one value: Σ_j k·e_j/S with S = Σ_j e_j), become the rational k.
     Exact algebra, where the rational snap would otherwise have to certify k at 16384 bits."""
@@ -40,7 +44,7 @@ def cancel_quotients(acc: dict, c0):
     return c0
 
 
-def cancel_inverses(fs: list) -> list:
+def cancel_inverses(fs: list[N]) -> list[N]:
     """x · (1/x) = 1 within one product."""
     out = list(fs)
     for f in fs:

@@ -1,4 +1,4 @@
-"""Closed forms of exact values, read off the graph of `exact.Real` nodes.
+"""Closed forms of exact values, read off the graph of `exact.Node` nodes.
 
 Two readers of one node graph (a node has `q` when rational, else `op` and `args`; see exact.py):
 
@@ -12,9 +12,16 @@ This module imports nothing from the engine: it only reads nodes.
 """
 from __future__ import annotations
 
+from typing import Any, Callable, Sequence
+
 from flint import fmpq, fmpz
 
+from symblock.engine.node import N, Node
+
 FACTOR_LIMIT = 10**18  # surds sqrt(n) are reduced (square factors taken out) for n below this
+
+Monomial = tuple[int, tuple[str, ...], tuple[str, ...]]  # (m, num, den): √m · Π num / Π den
+Form = tuple[fmpq, dict[Monomial, fmpq]]                   # (c0, {monomial: c}): c0 + Σ c · monomial
 
 
 # ---------------------------------------------------------------- text without SymPy
@@ -24,12 +31,12 @@ FACTOR_LIMIT = 10**18  # surds sqrt(n) are reduced (square factors taken out) fo
 # monomials multiply out, like terms merge, 1/monomial inverts, so that a product of surds that
 # is rational prints as that rational, as SymPy's own canonical form would.
 
-def text(node, memo: dict | None = None) -> str:
+def text(node: Node, memo: dict | None = None) -> str:
     """`node`'s closed form as SymPy-parsable text (`2*sqrt(5)/5`, `1/(exp(-2) + 1)`)."""
     return _format(*_canon(node, {} if memo is None else memo))
 
 
-def _canon(r, memo) -> tuple[fmpq, dict]:
+def _canon(r: Node, memo: dict[int, Form]) -> Form:
     """(c0, {(m, num, den): c}) for node r, memoised by node."""
     got = memo.get(id(r))
     if got is None:
@@ -37,14 +44,15 @@ def _canon(r, memo) -> tuple[fmpq, dict]:
     return got
 
 
-def _read(r, memo) -> tuple[fmpq, dict]:
+def _read(r: Node, memo: dict[int, Form]) -> Form:
     if r.q is not None:
         return fmpq(r.q), {}
     if r.op == "neginf":
         return fmpq(0), {(1, ("-oo",), ()): fmpq(1)}
     if r.op == "sum":
         c0, terms = r.args
-        c0, out = fmpq(c0), {}
+        c0 = fmpq(c0)
+        out: dict[Monomial, fmpq] = {}
         for c, fs in terms:
             k0, parts = _product([_canon(f, memo) for f in fs])
             c0 += c * k0
@@ -62,7 +70,7 @@ def _read(r, memo) -> tuple[fmpq, dict]:
     return _opaque(r, memo)
 
 
-def _opaque(r, memo) -> tuple[fmpq, dict]:
+def _opaque(r: Node, memo: dict[int, Form]) -> Form:
     """A factor that stays whole: a function call, π, −∞, or the root of a non-rational."""
     if r.op == "neginf":
         f = "(-oo)"
@@ -77,17 +85,19 @@ def _opaque(r, memo) -> tuple[fmpq, dict]:
     return fmpq(0), {(1, (f,), ()): fmpq(1)}
 
 
-def _is_monomial(x) -> bool:
+def _is_monomial(x: Form) -> bool:
     c0, terms = x
     return (len(terms) == 1 and c0 == 0) or (not terms and c0 != 0)
 
 
-def _product(factors) -> tuple[fmpq, dict]:
+def _product(factors: list[Form]) -> Form:
     """Π factors (each (c0, terms)): monomials multiply out, a sum stays a parenthesised factor."""
-    k, m, num, den = fmpq(1), fmpz(1), [], []
+    k, m = fmpq(1), fmpz(1)
+    num: list[str] = []
+    den: list[str] = []
     for x in factors:
         if not _is_monomial(x):
-            if x == (0, {}):
+            if x[0] == 0 and not x[1]:  # the form of 0
                 return fmpq(0), {}
             num.append(_wrap(_format(*x)))
             continue
@@ -106,7 +116,7 @@ def _product(factors) -> tuple[fmpq, dict]:
     return fmpq(0), {(int(m), tuple(sorted(num)), tuple(sorted(den))): k}
 
 
-def _inverse(x) -> tuple[fmpq, dict]:
+def _inverse(x: Form) -> Form:
     c0, terms = x
     if not terms:
         return 1 / c0, {}
@@ -118,7 +128,7 @@ def _wrap(s: str) -> str:
     return s if _bare(s, " +-/") else f"({s})"
 
 
-def _format(c0: fmpq, terms: dict) -> str:
+def _format(c0: fmpq, terms: dict[Monomial, fmpq]) -> str:
     parts = [_term(k, *key) for key, k in terms.items()]
     parts += [_rational(c0)] if c0 != 0 or not parts else []
     out = parts[0]
@@ -131,7 +141,7 @@ def _rational(q: fmpq) -> str:
     return str(q.p) if q.q == 1 else f"{q.p}/{q.q}"
 
 
-def _term(c: fmpq, radicand: int, num: tuple, den: tuple) -> str:
+def _term(c: fmpq, radicand: int, num: Sequence[str], den: Sequence[str]) -> str:
     num = ([f"sqrt({radicand})"] if radicand != 1 else []) + list(num)
     p, q = abs(int(c.p)), int(c.q)
     top = "*".join(([str(p)] if p != 1 or not num else []) + _powers(num))
@@ -185,7 +195,7 @@ def _surd(q: fmpq) -> tuple[fmpq, fmpz]:
 
 # ---------------------------------------------------------------- SymPy expressions
 
-def sympy_form(r, child):
+def sympy_form(r: N, child: Callable[[N], Any]) -> Any:
     """`r` as a SymPy expression; `child(node)` gives the form of an argument (memoised by the
     caller). Built with SymPy's own constructors: no `evalf`, no parsing."""
     import sympy

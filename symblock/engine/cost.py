@@ -14,6 +14,7 @@ import contextlib
 import contextvars
 import functools
 import os
+from typing import Iterable, Iterator
 
 from symblock.engine import kinds
 from symblock.engine.kinds import NODE  # noqa: F401  (the unit's definition, read by model.py)
@@ -30,7 +31,7 @@ def step_cost(name: str, dims: Dims, opts: Options) -> int:
     return kinds.cost(name, dims, opts)
 
 
-def cost(dims: Dims, opts: Options, given=()) -> int:
+def cost(dims: Dims, opts: Options, given: Iterable[str] = ()) -> int:
     """Units of the whole forward (the steps it computes)."""
     return _cost(dims, opts, frozenset(given))
 
@@ -42,8 +43,8 @@ def _cost(dims: Dims, opts: Options, given: frozenset) -> int:
 
 def current_limit() -> int | float:
     """The limit in force: `limit(...)`'s, else SYMBLOCK_MAX_COST, else MAX_COST."""
-    if _limit.get() is not None:
-        return _limit.get()
+    if (set_here := _limit.get()) is not None:
+        return set_here
     text = os.environ.get("SYMBLOCK_MAX_COST")
     if text is None or not text.strip():
         return MAX_COST
@@ -57,7 +58,7 @@ def current_limit() -> int | float:
 
 
 @contextlib.contextmanager
-def limit(n: int | float | None):
+def limit(n: int | float | None) -> Iterator[None]:
     """Within this block, loads and forwards use the limit `n` (None: no change; math.inf: none).
     The one way to set the limit: the CLI wraps a command in it, so that --max-cost also reaches
     the check made while a spec is loaded; a library caller or a test does the same."""
@@ -68,7 +69,7 @@ def limit(n: int | float | None):
         _limit.reset(token)
 
 
-def check(dims: Dims, opts: Options, source: str, given=()) -> None:
+def check(dims: Dims, opts: Options, source: str, given: Iterable[str] = ()) -> None:
     """Refuse a block over the limit, naming its cost and how to raise the limit."""
     lim, c = current_limit(), cost(dims, opts, given)
     if c > lim:

@@ -11,7 +11,7 @@ vocabulary in cross_steps.py.
 """
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 from symblock.engine import exact
 from symblock.engine.matrix import Mat
@@ -26,7 +26,7 @@ class SubLayers(NamedTuple):
     apply_mask: Callable
 
 
-def decoder_layer(t, parts: SubLayers) -> None:
+def decoder_layer(t: Any, parts: SubLayers) -> None:  # t: a block.Tracer (block imports this module)
     """One sequence through the decoder layer, recording every step on the tracer `t`."""
     x = t.step("x", "X", lambda: t.params["X"])
     m = t.step("memory", "M", lambda: t.params["M"])
@@ -53,13 +53,13 @@ def decoder_layer(t, parts: SubLayers) -> None:
     t.step("output", f"Y = {y_tex}", lambda: y)
 
 
-def _proj(t, name: str, p: str, src: str, x):
+def _proj(t: Any, name: str, p: str, src: str, x: Mat) -> Mat:
     bias = f" + b^{{{p}}}_{{c}}" if f"cross.b_{p}" in t.params else ""
     return t.step(name, f"{p}^{{c}} = {src} W^{{{p}}}_{{c}}{bias}",
                   lambda: t.linear(x, f"cross.W_{p}", f"cross.b_{p}"))
 
 
-def cross_attention(t, x, src: str, m, parts: SubLayers):
+def cross_attention(t: Any, x: Mat, src: str, m: Mat, parts: SubLayers) -> Mat:
     """Queries from the decoder rows `x`, keys and values from the memory `m`, head by head."""
     heads = t.dims.heads
     q = _proj(t, "cross.q", "Q", src, x)
@@ -75,7 +75,7 @@ def cross_attention(t, x, src: str, m, parts: SubLayers):
     return t.step("cross.out", f"C = {cat_tex} W^{{O}}_{{c}}{bias}", lambda: t.linear(cat, "cross.W_O", "cross.b_O"))
 
 
-def _head(t, h: int, q, k, v, parts: SubLayers):
+def _head(t: Any, h: int, q: Mat, k: Mat, v: Mat, parts: SubLayers) -> Mat:
     dk, dv, name = t.dims.d_k, t.dims.d_v, f"cross.h{h}"
     lo, hi = h * dk, (h + 1) * dk
     s = t.step(f"{name}.scores", f"C_{h} = Q^{{c}}_{h} (K^{{c}}_{h})^{{\\top}}",
@@ -96,7 +96,7 @@ def _head(t, h: int, q, k, v, parts: SubLayers):
     return t.step(f"{name}.out", f"O^{{c}}_{h} = P^{{c}}_{h} V^{{c}}_{h}", lambda: w @ v.cols(h * dv, (h + 1) * dv))
 
 
-def refuse(spec, command: str) -> None:
+def refuse(spec: Any, command: str) -> None:  # a BlockSpec or a ModelSpec
     """A clear refusal (exit 2) where a consumer does not work a decoder layer (or an encoder
     model) yet, instead of an internal error deep inside it."""
     kind = getattr(spec, "kind", "decoder")

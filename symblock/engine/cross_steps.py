@@ -14,23 +14,27 @@ a norm, the self-attention and the FFN, so this module needs nothing from it.
 """
 from __future__ import annotations
 
+from typing import Callable
+
+from symblock.engine.kinds import DimsLike, OptionsLike
+
 CROSS_PARAMS = ("W_Q", "b_Q", "W_K", "b_K", "W_V", "b_V", "W_O", "b_O")
 
 
-def head_steps(h: int, opts) -> list[str]:
+def head_steps(h: int, opts: OptionsLike) -> list[str]:
     """One cross-attention head's steps, in order."""
     parts = ["scores"] + (["scaled"] if opts.attention_scale != "none" else []) + \
         (["masked"] if opts.memory_padding else []) + ["weights", "out"]
     return [f"cross.h{h}.{p}" for p in parts]
 
 
-def param_names(opts) -> list[str]:
+def param_names(opts: OptionsLike) -> list[str]:
     """The cross-attention's weights (weights.cross.W_Q, …), in the block's order."""
     keep = CROSS_PARAMS if opts.out_proj else CROSS_PARAMS[:6]
     return [f"cross.{p}" for p in keep]
 
 
-def cross_attention(g: dict, dims, opts, src: str) -> str:
+def cross_attention(g: dict, dims: DimsLike, opts: OptionsLike, src: str) -> str:
     """cross.* steps into graph g: Q from `src` (the decoder), K and V from `memory`."""
     g["cross.q"] = (src, "cross.W_Q", "cross.b_Q")
     g["cross.k"] = ("memory", "cross.W_K", "cross.b_K")
@@ -50,7 +54,8 @@ def cross_attention(g: dict, dims, opts, src: str) -> str:
     return "cross.out"
 
 
-def graph(g: dict, dims, opts, norm, attention, ffn) -> str:
+def graph(g: dict, dims: DimsLike, opts: OptionsLike, norm: Callable[[str, str, str], str],
+          attention: Callable[[str], str], ffn: Callable[[str], str]) -> str:
     """The decoder layer's steps after `x` into g; returns the step `output` reads."""
     g["memory"] = ("M",)
     if opts.norm_position == "pre":

@@ -4,9 +4,8 @@ Why not plain SymPy: the block's exact output is a small graph of shared subexpr
 tree (DESIGN.md, Performance notes); SymPy and `evalf` walk the tree. Here
 
 * a rational is a FLINT `fmpq` (the fast path: most worksheet numbers never leave it);
-* anything else is a `Real` node that *refers* to the values it was made from (`sum` of products,
-  `inv`, `sqrt`, `exp`, `erf`, `tanh`), so an entry of `ffn.out` costs one node, not a copy of
-  everything upstream;
+* anything else is a `Real` node that *refers* to the values it was made from (`sum` of products, `inv`,
+  `sqrt`, `exp`, `erf`, `tanh`), so an entry of `ffn.out` costs one node, not a copy of everything upstream;
 * every node carries a certified enclosure (an Arb ball) computed once at construction and
   refined on demand at higher precision, memoised per node, so decimals are certified and signs
   (ReLU, σ > 0) are decided rigorously, at cost linear in the graph;
@@ -22,7 +21,7 @@ from __future__ import annotations
 import itertools
 from decimal import Decimal
 from fractions import Fraction
-from typing import Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence, cast
 
 from flint import arb, fmpq, fmpz
 
@@ -42,16 +41,17 @@ class Real:
     """An exact real: `q` (an fmpq) when rational, else an operation on other Reals."""
     __slots__ = ("q", "op", "args", "ball", "size", "n", "_hi", "_sym", "_inv", "__weakref__")
 
-    def __init__(self, q=None, op="rat", args=(), ball=None, size=1):
+    def __init__(self, q: fmpq | None = None, op: str = "rat", args: tuple = (), ball: arb | None = None, size: int = 1):
         self.q, self.op, self.args, self.size = q, op, args, size
         self.n = next(_serial)  # creation order: a deterministic sort key for factors
         self._hi: dict[int, arb] | None = None  # balls at higher precision, made on demand
-        self._sym = self._inv = None
-        self.ball = arb(q) if q is not None else ball
+        self._sym: Any = None  # the SymPy form, made on demand
+        self._inv: Real | None = None
+        self.ball = arb(q) if q is not None else cast(arb, ball)  # else _node sets it, from the children
 
     # ---- construction helpers
     @staticmethod
-    def rational(x) -> "Real":
+    def rational(x: int | fmpq) -> "Real":
         return Real(q=fmpq(x) if not isinstance(x, fmpq) else x)
 
     @property
@@ -59,7 +59,7 @@ class Real:
         return self.q is not None
 
     # ---- arithmetic
-    def __add__(self, other):
+    def __add__(self, other: object) -> Real:
         other = real(other)
         if self.q is not None and other.q is not None:
             return Real(q=self.q + other.q)
@@ -67,30 +67,30 @@ class Real:
 
     __radd__ = __add__
 
-    def __neg__(self):
+    def __neg__(self) -> Real:
         return lincomb(fmpq(0), [(fmpq(-1), self)])
 
-    def __sub__(self, other):
+    def __sub__(self, other: object) -> Real:
         other = real(other)
         if self.q is not None and other.q is not None:
             return Real(q=self.q - other.q)
         return lincomb(fmpq(0), [(fmpq(1), self), (fmpq(-1), other)])
 
-    def __rsub__(self, other):
+    def __rsub__(self, other: object) -> Real:
         return lincomb(fmpq(0), [(fmpq(1), real(other)), (fmpq(-1), self)])
 
-    def __mul__(self, other):
+    def __mul__(self, other: object) -> Real:
         return product(self, real(other))
 
     __rmul__ = __mul__
 
-    def __truediv__(self, other):
+    def __truediv__(self, other: object) -> Real:
         return product(self, inv(real(other)))
 
-    def __rtruediv__(self, other):
+    def __rtruediv__(self, other: object) -> Real:
         return product(real(other), inv(self))
 
-    def __pow__(self, k: int):
+    def __pow__(self, k: int) -> Real:
         if not isinstance(k, int) or k < 0:
             return NotImplemented
         out = ONE
@@ -113,7 +113,7 @@ class Real:
             b = self._hi[prec] = with_prec(prec, node_ball, self, args)
         return b
 
-    def _refine(self, good) -> arb:
+    def _refine(self, good: Callable[[arb], bool]) -> arb:
         prec = PREC
         while True:
             b = self.enclosure(prec)
@@ -156,7 +156,7 @@ class Real:
             n = (2 * abs(p) * 10**places + q) // (2 * q)  # ⌊|p/q|·10^places + ½⌋
             return Decimal(n if p >= 0 else -n).scaleb(-places, decimal_context(n.bit_length() // 3 + 1, places))
 
-        def rounded(b):
+        def rounded(b: arb) -> bool:
             lo, hi = round_ends(b, places)
             return lo == hi
 
@@ -171,7 +171,7 @@ class Real:
         return b.str(n, radius=False)
 
     # ---- closed forms
-    def to_sympy(self, max_size: int = CLOSED_FORM_SIZE):
+    def to_sympy(self, max_size: int = CLOSED_FORM_SIZE) -> Any:
         """The closed form as a SymPy expression, or None when its tree is larger than max_size."""
         if self.size > max_size:
             return None
@@ -201,7 +201,7 @@ def node(op: str, args: tuple, size: int) -> Real:
 FLATTEN = 4  # a sum with at most this many terms is merged into sums built on it
 
 
-def real(x) -> Real:
+def real(x: object) -> Real:
     """Coerce an int, Fraction, fmpq or Real (or a SymPy number) to a Real."""
     if isinstance(x, Real):
         return x
@@ -244,7 +244,7 @@ def sum_of_products(c0: fmpq, terms: Iterable[tuple[fmpq, tuple[Real, ...]]]) ->
                 for ci, fi in inner[1]:
                     acc[fi] = acc.get(fi, 0) + c * ci
                 continue
-            key = (f,)
+            key: tuple[Real, ...] = (f,)
         else:
             key = tuple(sorted(irr, key=by_serial))
         acc[key] = acc.get(key, 0) + c
@@ -265,7 +265,7 @@ def product(a: Real, b: Real) -> Real:
     return sum_of_products(fmpq(0), [(fmpq(1), (a, b))])
 
 
-def dot(xs: Sequence, ys: Sequence):
+def dot(xs: Sequence[Any], ys: Sequence[Any]) -> Any:
     """Σ x_i y_i as one node (or one rational): the matmul kernel."""
     if isinstance(xs[0], Real) or isinstance(ys[0], Real):
         xs, ys = [real(x) for x in xs], [real(y) for y in ys]
@@ -308,7 +308,7 @@ def _sqrt(x: Real) -> Real:
     return node("sqrt", (x,), x.size + 2)
 
 
-def _unary(op: str, x: Real, at_zero) -> Real:
+def _unary(op: str, x: Real, at_zero: int) -> Real:
     if x.q is not None and x.q == 0:
         return Real(q=fmpq(at_zero))
     return node(op, (x,), x.size + 1)
@@ -316,7 +316,7 @@ def _unary(op: str, x: Real, at_zero) -> Real:
 
 # ---------------------------------------------------------------- SymPy bridge
 
-def from_sympy(e) -> Real:
+def from_sympy(e: Any) -> Real:
     """An exact SymPy number (Rational, sqrt, exp, E, pi, erf, tanh, + − · /) as a Real; a Real,
     an int or a Fraction (a spec's entries, engine/matrix.ExactMatrix) without importing SymPy."""
     if isinstance(e, (Real, int, Fraction, fmpq)):
@@ -370,20 +370,20 @@ NEG_INF = Real(op="neginf", ball=arb.neg_inf() if hasattr(arb, "neg_inf") else a
 
 # ---------------------------------------------------------------- scalar functions (both modes)
 
-def _sym(x) -> bool:
+def _sym(x: object) -> bool:
     return not isinstance(x, (Real, int, fmpq))
 
 
-def sqrt(x):
+def sqrt(x: Any) -> Any:
     if _sym(x):
         import sympy
         return sympy.sqrt(x)
     return _sqrt(real(x))
 
 
-def _elementary(op: str, at_zero: int):
+def _elementary(op: str, at_zero: int) -> Callable[[Any], Any]:
     """exp, erf, tanh: a graph node for a Real (exact at 0), the SymPy function for a symbol."""
-    def f(x):
+    def f(x: Any) -> Any:
         if _sym(x):
             import sympy
             return getattr(sympy, op)(x)
@@ -396,7 +396,7 @@ exp, erf, tanh = _elementary("exp", 1), _elementary("erf", 0), _elementary("tanh
 sin, cos = _elementary("sin", 0), _elementary("cos", 1)  # sinusoidal positions, RoPE angles, entries
 
 
-def relu(x):
+def relu(x: Any) -> Any:
     if _sym(x):
         import sympy
         return sympy.Max(0, x)
@@ -404,12 +404,12 @@ def relu(x):
     return x if x.sign() > 0 else ZERO
 
 
-def sign(x) -> int:
+def sign(x: Any) -> int:
     """Certified sign of an exact value (raises for a symbolic one)."""
     return real(x).sign()
 
 
-def total(xs: Sequence):
+def total(xs: Sequence[Any]) -> Any:
     """Σ x as one node (exact) or one SymPy Add (symbolic)."""
     if xs and not isinstance(xs[0], Real):
         import sympy
@@ -417,16 +417,16 @@ def total(xs: Sequence):
     return lincomb(fmpq(0), [(fmpq(1), real(x)) for x in xs])
 
 
-def like(x, v):
+def like(x: Any, v: Any) -> Any:
     """The constant v (a SymPy number) in x's number type."""
     return v if _sym(x) else from_sympy(v)
 
 
-def is_symbolic(x) -> bool:
+def is_symbolic(x: object) -> bool:
     return _sym(x)
 
 
-def text(x, max_size: int = CLOSED_FORM_SIZE, memo: dict | None = None) -> str | None:
+def text(x: Any, max_size: int = CLOSED_FORM_SIZE, memo: dict | None = None) -> str | None:
     """Closed form of any entry as text that `sympy.sympify` parses back to the value, written
     from the graph without SymPy, or None when its tree is larger than max_size. `memo` (one
     dict for many entries) writes shared nodes once."""
@@ -435,6 +435,6 @@ def text(x, max_size: int = CLOSED_FORM_SIZE, memo: dict | None = None) -> str |
     return None if x.size > max_size else closed.text(x, memo)
 
 
-def to_sympy(x, max_size: int = CLOSED_FORM_SIZE):
+def to_sympy(x: Any, max_size: int = CLOSED_FORM_SIZE) -> Any:
     """Closed form of any entry (Real or SymPy), or None when too large to show."""
     return x.to_sympy(max_size) if isinstance(x, Real) else x

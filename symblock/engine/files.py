@@ -30,7 +30,7 @@ MAX_NODES = 2_000_000    # values after YAML aliases are expanded (a 512 × 512 
 class _Refused(Exception):
     """Raised inside a parser hook; turned into a SpecError naming the file."""
 
-    def __init__(self, message: str, line: int | None = None):
+    def __init__(self, message: str, line: int | None = None) -> None:
         super().__init__(message)
         self.line = line
 
@@ -39,7 +39,7 @@ class ExactLoader(yaml.SafeLoader):
     """YAML loader that keeps decimals as written, bounds whole numbers and refuses a key that
     appears twice in one mapping."""
 
-    def construct_mapping(self, node, deep=False):
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
         seen: dict = {}
         for key_node, _ in node.value:
             key = self.construct_object(key_node, deep=True)

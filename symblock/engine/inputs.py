@@ -10,10 +10,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 from fractions import Fraction
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, TypeGuard
 
 from symblock.engine.matrix import ExactMatrix
+from symblock.engine.numbers import SpecScalar
 from symblock.errors import SpecError
+
+if TYPE_CHECKING:
+    import random
 from symblock.engine.steps import (DROPOUT_KINDS, Dims, Options, batch_prefixes, step_kind,
                                    step_names)
 
@@ -31,7 +35,7 @@ def _what(v: Any) -> str:
     return "nothing (null)" if v is None else repr(v)
 
 
-def _is_matrix(v: Any) -> bool:
+def _is_matrix(v: Any) -> TypeGuard[list]:
     return isinstance(v, list) and bool(v) and isinstance(v[0], list)
 
 
@@ -82,14 +86,14 @@ def structure(opts: Options, dims: Dims, inputs: Mapping, dropout: Any, source: 
     return replace(opts, dropout=frozenset(masks))
 
 
-def dropout_p(p, source: str):
+def dropout_p(p: SpecScalar, source: str) -> SpecScalar:
     """The drop probability (exact, already parsed): 0 <= p < 1."""
     if not 0 <= p < 1:
         raise SpecError(source, "dropout.p", f"expected a probability 0 <= p < 1, got {p}")
     return p
 
 
-def draw_mask(seed: int, name: str, shape: tuple[int, int], p) -> ExactMatrix:
+def draw_mask(seed: int, name: str, shape: tuple[int, int], p: SpecScalar) -> ExactMatrix:
     """A fixed dropout mask drawn from the seed: each entry dropped with probability p, from the
     mask's own stream (spec.draw's scheme: sha256 of the seed and name, `random.random()`)."""
     import hashlib
@@ -101,7 +105,7 @@ def draw_mask(seed: int, name: str, shape: tuple[int, int], p) -> ExactMatrix:
 
 
 def dropout_masks(dropout: Any, shapes: Mapping[str, tuple[int, int]], source: str,
-                  seed: int | None = None, p=0) -> dict:
+                  seed: int | None = None, p: SpecScalar = 0) -> dict[str, ExactMatrix]:
     """Each mask as an exact 0/1 matrix of its step's shape; `random` draws it from the seed."""
     if dropout is None:
         return {}
@@ -146,14 +150,14 @@ def x_sources(inputs: Mapping, dims: Dims, given: Mapping, source: str) -> list[
     return out
 
 
-def _stream(seed: int, name: str):
+def _stream(seed: int, name: str) -> random.Random:
     import hashlib
     import random
     digest = hashlib.sha256(f"symblock:{seed}:{name}".encode()).digest()
     return random.Random(int.from_bytes(digest[:8], "big"))
 
 
-def draw_lengths(seed: int, dims: Dims) -> list[list[bool]]:
+def draw_lengths(seed: int, dims: Dims) -> list[list[bool]] | list[bool]:
     """`key_padding_mask: random`: each sequence's length drawn from 1..seq_len (its own stream,
     spec.draw's scheme), the keys after it padding, as a padded batch has them."""
     rows = []

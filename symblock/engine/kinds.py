@@ -25,15 +25,60 @@ activation has its own rule; a norm is LayerNorm or RMSNorm) are functions of `O
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Union
+from typing import Callable, Protocol, Union
 
 from symblock.engine import names
 
 NODE = 6   # cost units per entry a step makes: an exact node costs about 6 multiply-adds
 
-# steps.Dims and steps.Options (not imported: steps reads this table)
-Shape = Callable[[Any], tuple[int, int]]
-ByOptions = Union[str, None, Callable[[Any], Union[str, None]]]
+class DimsLike(Protocol):
+    """steps.Dims as this table reads it (not imported: steps reads this table)."""
+    @property
+    def seq_len(self) -> int: ...
+    @property
+    def d_model(self) -> int: ...
+    @property
+    def d_ff(self) -> int: ...
+    @property
+    def heads(self) -> int: ...
+    @property
+    def kv_heads(self) -> int: ...
+    @property
+    def mem_len(self) -> int: ...
+    @property
+    def d_k(self) -> int: ...
+    @property
+    def d_v(self) -> int: ...
+    @property
+    def d_head(self) -> int: ...
+
+
+class OptionsLike(Protocol):
+    """steps.Options as this table reads it."""
+    @property
+    def norm(self) -> str: ...
+    @property
+    def out_proj(self) -> bool: ...
+    @property
+    def gated(self) -> bool: ...
+    @property
+    def attention_tiles(self) -> int: ...
+    @property
+    def attention_scale(self) -> str: ...
+    @property
+    def memory_padding(self) -> bool: ...
+    @property
+    def norm_position(self) -> str: ...
+    @property
+    def final_norm(self) -> bool: ...
+    @property
+    def dropout(self) -> frozenset[str]: ...
+
+
+Shape = Callable[["DimsLike"], tuple[int, int]]
+Inner = Callable[["DimsLike", "OptionsLike"], Union[int, None]]
+Rule = Union[str, Callable[["OptionsLike"], str]]
+ByOptions = Union[str, None, Callable[["OptionsLike"], Union[str, None]]]
 
 
 @dataclass(frozen=True)
@@ -43,78 +88,78 @@ class Kind:
     backward rule's name; `work` the key's working (None: nothing to show)."""
     name: str
     shape: Shape
-    inner: Callable[[Any, Any], Union[int, None]]
-    rule: ByOptions
+    inner: Inner
+    rule: Rule
     work: ByOptions
 
-    def rule_for(self, opts) -> str:
+    def rule_for(self, opts: OptionsLike) -> str:
         return self.rule(opts) if callable(self.rule) else self.rule
 
-    def work_for(self, opts) -> str | None:
+    def work_for(self, opts: OptionsLike) -> str | None:
         return self.work(opts) if callable(self.work) else self.work
 
 
-def _model(d):
+def _model(d: DimsLike) -> tuple[int, int]:
     return d.seq_len, d.d_model
 
 
-def _qk(d):
+def _qk(d: DimsLike) -> tuple[int, int]:
     return d.seq_len, d.heads * d.d_k
 
 
-def _k(d):
+def _k(d: DimsLike) -> tuple[int, int]:
     return d.seq_len, d.kv_heads * d.d_k
 
 
-def _v(d):
+def _v(d: DimsLike) -> tuple[int, int]:
     return d.seq_len, d.kv_heads * d.d_v
 
 
-def _square(d):
+def _square(d: DimsLike) -> tuple[int, int]:
     return d.seq_len, d.seq_len
 
 
-def _ff(d):
+def _ff(d: DimsLike) -> tuple[int, int]:
     return d.seq_len, d.d_ff
 
 
-def _memory(d):
+def _memory(d: DimsLike) -> tuple[int, int]:
     return d.mem_len, d.d_model
 
 
-def _mem_qk(d):
+def _mem_qk(d: DimsLike) -> tuple[int, int]:
     return d.mem_len, d.heads * d.d_k
 
 
-def _mem_v(d):
+def _mem_v(d: DimsLike) -> tuple[int, int]:
     return d.mem_len, d.heads * d.d_v
 
 
-def _cross(d):
+def _cross(d: DimsLike) -> tuple[int, int]:
     return d.seq_len, d.mem_len
 
 
-def _column(d):
+def _column(d: DimsLike) -> tuple[int, int]:
     return d.seq_len, 1
 
 
-def _head_v(d):
+def _head_v(d: DimsLike) -> tuple[int, int]:
     return d.seq_len, d.d_v
 
 
-def _tile(opts) -> int:
+def _tile(opts: OptionsLike) -> int:
     return opts.attention_tiles
 
 
-def _const(n):
+def _const(n: int | None) -> Inner:
     return lambda dims, opts: n
 
 
-def _d_model(dims, opts):
+def _d_model(dims: DimsLike, opts: OptionsLike) -> int:
     return dims.d_model
 
 
-def _with_projection(then):
+def _with_projection(then: str) -> Callable[[OptionsLike], str | None]:
     """attn.out: a linear map with W_O, else the concatenated heads copied."""
     return lambda opts: then if opts.out_proj else None
 
@@ -178,12 +223,12 @@ def of(name: str) -> Kind:
     return KINDS[names.parse(name).kind]
 
 
-def shape(name: str, dims) -> tuple[int, int]:
+def shape(name: str, dims: DimsLike) -> tuple[int, int]:
     """One sequence's shape of a block step."""
     return of(name).shape(dims)
 
 
-def cost(name: str, dims, opts) -> int:
+def cost(name: str, dims: DimsLike, opts: OptionsLike) -> int:
     """Units of working one block step: its entries times (the length of the sum behind each,
     plus NODE); a dropout mask applied costs a node an entry; a copy costs nothing."""
     r, c = shape(name, dims)

@@ -6,19 +6,22 @@ arithmetic with a 1 × n row broadcast over rows (biases, γ, β), column blocks
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence, Union, cast, overload
 
 from symblock.engine import exact
+
+Entry = Union[exact.Real, Any]  # a matrix entry: a Real, or a SymPy expression in symbolic mode (no hints)
 
 
 class Mat:
     __slots__ = ("rows",)
+    rows: tuple[tuple[Entry, ...], ...]
 
-    def __init__(self, rows: Iterable[Sequence]):
+    def __init__(self, rows: Iterable[Sequence[Entry]]) -> None:
         self.rows = tuple(tuple(r) for r in rows)
 
     @classmethod
-    def from_sympy(cls, m, symbolic: bool = False) -> "Mat":
+    def from_sympy(cls, m: ExactMatrix | Any, symbolic: bool = False) -> "Mat":
         """From a spec's ExactMatrix or a SymPy matrix: exact Reals, or (symbolic) SymPy entries."""
         if symbolic:
             return cls([[to_sympy_number(e) for e in row] for row in m.tolist()])
@@ -28,11 +31,11 @@ class Mat:
     def shape(self) -> tuple[int, int]:
         return (len(self.rows), len(self.rows[0]) if self.rows else 0)
 
-    def __getitem__(self, ij):
+    def __getitem__(self, ij: tuple[int, int]) -> Entry:
         i, j = ij
         return self.rows[i][j]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[tuple[Entry, ...]]:
         return iter(self.rows)
 
     @property
@@ -45,7 +48,7 @@ class Mat:
         cols = list(zip(*other.rows))
         return Mat([[exact.dot(r, c) for c in cols] for r in self.rows])
 
-    def _zip(self, other: "Mat", f: Callable) -> "Mat":
+    def _zip(self, other: "Mat", f: Callable[[Entry, Entry], Entry]) -> "Mat":
         if other.shape[0] == 1 and self.shape[0] != 1:  # a row vector, broadcast over rows
             return Mat([[f(a, b) for a, b in zip(r, other.rows[0])] for r in self.rows])
         if other.shape[1] == 1 and self.shape[1] != 1:  # a column (per-row statistic)
@@ -67,13 +70,13 @@ class Mat:
     def __truediv__(self, other: "Mat") -> "Mat":
         return self._zip(other, lambda a, b: a / b)
 
-    def scale(self, c) -> "Mat":
+    def scale(self, c: Entry) -> "Mat":
         return self.map(lambda a: a * c)
 
-    def map(self, f: Callable) -> "Mat":
+    def map(self, f: Callable[[Entry], Entry]) -> "Mat":
         return Mat([[f(a) for a in r] for r in self.rows])
 
-    def map_rows(self, f: Callable[[tuple], Sequence]) -> "Mat":
+    def map_rows(self, f: Callable[[tuple[Entry, ...]], Sequence[Entry]]) -> "Mat":
         return Mat([f(r) for r in self.rows])
 
     def cols(self, start: int, stop: int) -> "Mat":
@@ -83,10 +86,10 @@ class Mat:
     def hstack(mats: Sequence["Mat"]) -> "Mat":
         return Mat([sum((m.rows[i] for m in mats), ()) for i in range(mats[0].shape[0])])
 
-    def tolist(self) -> list[list]:
+    def tolist(self) -> list[list[Entry]]:
         return [list(r) for r in self.rows]
 
-    def to_sympy(self, max_size: int = exact.CLOSED_FORM_SIZE):
+    def to_sympy(self, max_size: int = exact.CLOSED_FORM_SIZE) -> Any:
         """Closed forms as a SymPy matrix; raises if an entry is too large to show."""
         import sympy
         entries = [[exact.to_sympy(e, max_size) for e in r] for r in self.rows]
@@ -104,8 +107,15 @@ class Mat:
     REPR_TEX = 40     # longer closed forms show only as decimals
     REPR_PLACES = 4
 
+    @overload
     @staticmethod
-    def entry_latex(e, places: int | None = None) -> str | None:
+    def entry_latex(e: Entry, places: None = None) -> str | None: ...
+    @overload
+    @staticmethod
+    def entry_latex(e: Entry, places: int) -> str: ...
+
+    @staticmethod
+    def entry_latex(e: Entry, places: int | None = None) -> str | None:
         """An entry as LaTeX: its short closed form, or (`places`) its rounded decimal."""
         import sympy
         if places is not None:
@@ -123,18 +133,22 @@ class Mat:
         """`\\begin{bmatrix} exact \\end{bmatrix} \\approx \\begin{bmatrix} decimals \\end{bmatrix}`:
         the exact matrix when every entry has a short closed form, the decimals unless all exact
         entries are already integers or short decimals."""
-        def bm(cells):
+        def bm(cells: list[list[str]]) -> str:
             return r"\begin{bmatrix} " + r" \\ ".join(" & ".join(r) for r in cells) + r" \end{bmatrix}"
         ex = [[self.entry_latex(e) for e in r] for r in self.rows]
         dec = [[self.entry_latex(e, self.REPR_PLACES) for e in r] for r in self.rows]
         if all(c is not None for r in ex for c in r):
             plain = all(c == d.rstrip("0").rstrip(".") or c in (r"-\infty",) for r, rd in zip(ex, dec)
                         for c, d in zip(r, rd))
-            return bm(ex) if plain else bm(ex) + r" \approx " + bm(dec)
+            shown = cast("list[list[str]]", ex)  # every entry has a form: the test above
+            return bm(shown) if plain else bm(shown) + r" \approx " + bm(dec)
         return r"\approx " + bm(dec)
 
     def _repr_latex_(self) -> str:
         return "$" + self.latex() + "$"
+
+
+SpecNumber = Union[Fraction, exact.Real]  # an entry of a spec's matrix
 
 
 class ExactMatrix:
@@ -145,13 +159,15 @@ class ExactMatrix:
     in a given masked step). `to_sympy()` (also `sympy.sympify(m)`) converts on demand for the
     symbolic and derive paths."""
     __slots__ = ("_rows", "shape")
+    _rows: tuple[tuple[SpecNumber, ...], ...]
+    shape: tuple[int, int]
 
-    def __init__(self, rows: Iterable[Sequence]):
+    def __init__(self, rows: Iterable[Sequence[SpecNumber]]) -> None:
         self._rows = tuple(tuple(r) for r in rows)
         self.shape = (len(self._rows), len(self._rows[0]) if self._rows else 0)
 
     @classmethod
-    def filled(cls, r: int, c: int, v) -> "ExactMatrix":
+    def filled(cls, r: int, c: int, v: SpecNumber) -> "ExactMatrix":
         return cls([[v] * c for _ in range(r)])
 
     @classmethod
@@ -173,10 +189,10 @@ class ExactMatrix:
     def __len__(self) -> int:
         return self.shape[0] * self.shape[1]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[SpecNumber]:
         return (e for r in self._rows for e in r)
 
-    def __getitem__(self, ij):
+    def __getitem__(self, ij: int | tuple[int | slice, int | slice]) -> Any:  # an entry, or a block
         if isinstance(ij, tuple):
             i, j = ij
             if isinstance(i, slice) or isinstance(j, slice):  # a block, as SymPy slices
@@ -185,7 +201,7 @@ class ExactMatrix:
             return self._rows[i][j]
         return self._rows[ij // self.shape[1]][ij % self.shape[1]]
 
-    def tolist(self) -> list[list]:
+    def tolist(self) -> list[list[SpecNumber]]:
         return [list(r) for r in self._rows]
 
     def row(self, i: int) -> "ExactMatrix":
@@ -200,7 +216,7 @@ class ExactMatrix:
         (written from its graph: equal forms are equal values)."""
         return tuple(e if isinstance(e, Fraction) else ("real", exact.text(e, 10**9)) for e in self)
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         if isinstance(other, ExactMatrix):
             return self.shape == other.shape and self._keys() == other._keys()
         if getattr(other, "is_Matrix", False):
@@ -210,13 +226,13 @@ class ExactMatrix:
     def __hash__(self) -> int:
         return hash((self.shape, self._keys()))
 
-    def to_sympy(self):
+    def to_sympy(self) -> Any:
         import sympy
         return sympy.ImmutableMatrix(self.shape[0], self.shape[1], [to_sympy_number(e) for e in self])
 
     _sympy_ = to_sympy
 
-    def __array__(self, dtype=None, copy=None):
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> Any:
         """As SymPy's matrices do: an object array of SymPy numbers (so `sympy.Matrix(m)` keeps
         the shape), or the entries converted to `dtype` (float: correctly rounded)."""
         import numpy as np
@@ -228,7 +244,7 @@ class ExactMatrix:
         return f"ExactMatrix({[[str(e) if isinstance(e, Fraction) else exact.text(e, 10**9) for e in r] for r in self._rows]})"
 
 
-def to_sympy_number(e):
+def to_sympy_number(e: object) -> Any:
     """One exact number (Fraction, Real, int, or already SymPy) as a SymPy number."""
     import sympy
     if isinstance(e, exact.Real):

@@ -14,13 +14,17 @@ from __future__ import annotations
 
 import contextlib
 import math
+from fractions import Fraction
 from dataclasses import replace
 from types import MappingProxyType
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from symblock.engine import block, exact, powers, rope, translate
 from symblock.engine import cost as costmod
-from symblock.engine.matrix import Mat
-from symblock.engine.model_spec import ModelSpec, with_length
+from symblock.engine.matrix import Entry, Mat
+from symblock.engine.model_spec import ModelSpec, Spec, with_length
+from symblock.engine.spec import BlockSpec
+from symblock.engine.steps import Dims
 from symblock.errors import SpecError, UndecidableError
 
 
@@ -31,16 +35,16 @@ def cost(spec: ModelSpec) -> int:
     return encoder + run_cost(spec.layers, len(spec.vocab), len(spec.prompt), spec.generate, spec.kv_cache)
 
 
-def run_cost(layers, vocab: int, n0: int, generate: int, kv_cache: bool) -> int:
+def run_cost(layers: Sequence[BlockSpec], vocab: int, n0: int, generate: int, kv_cache: bool) -> int:
     """`cost` from the layers' BlockSpecs and the run's sizes alone, so that the model's loader
     can refuse a model too large before it draws the embedding and the other layers."""
     from symblock.engine.cost import NODE
     d, dims = layers[0].dims.d_model, layers[0].dims
 
-    def full(m):
+    def full(m: int) -> int:
         return sum(block.cost(with_length(layer, m)) for layer in layers) + m * vocab * (d + NODE)
 
-    def cached(m):  # one row through each layer, its scores and weights over m keys
+    def cached(m: int) -> int:  # one row through each layer, its scores and weights over m keys
         rows = sum(block.cost(with_length(layer, 1)) for layer in layers)
         k, v, h = dims.d_k, dims.d_v, dims.heads
         attention = len(layers) * h * (m * (k + 2 * NODE) + v * (m + NODE))
@@ -62,7 +66,7 @@ def refuse_cost(c: int, source: str) -> None:
                         "the limit with --max-cost N (or SYMBLOCK_MAX_COST=N)")
 
 
-def forward(spec: ModelSpec) -> block.Trace:
+def forward(spec: ModelSpec) -> block.Trace[ModelSpec]:
     """Run the model on its prompt, then `generate` greedy steps; record every step."""
     check_size(spec)
     run = _Run(spec)
@@ -72,22 +76,23 @@ def forward(spec: ModelSpec) -> block.Trace:
     tokens = list(spec.prompt)
     nxt = run.full_pass(tokens, "")
     for t in range(1, spec.generate + 1):
+        assert nxt is not None  # a decoder's head gives the next token
         tokens.append(nxt)
         prefix = f"gen{t}."
         nxt = run.cached_pass(tokens, prefix) if spec.kv_cache else run.full_pass(tokens, prefix)
     return block.Trace(run.steps, MappingProxyType(run.params), spec)
 
 
-def forward_any(spec) -> block.Trace:
+def forward_any(spec: Spec) -> block.Trace[Spec]:
     """`symblock.forward`: a block or a model, whichever the spec is."""
     return FORWARDS[spec.form](spec)
 
 
-FORWARDS = {"block": block.forward, "model": forward}
+FORWARDS: dict[str, Callable[[Any], block.Trace[Any]]] = {"block": block.forward, "model": forward}
 
 
 class _Run:
-    def __init__(self, spec: ModelSpec):
+    def __init__(self, spec: ModelSpec) -> None:
         self.spec = spec
         self.steps: list[block.Step] = []
         self.params: dict[str, Mat] = {}
@@ -98,12 +103,13 @@ class _Run:
             self.params[f"ln_final.{key}"] = Mat.from_sympy(m)
         for key, m in spec.embed_norm.items():
             self.params[f"ln_embed.{key}"] = Mat.from_sympy(m)
-        self.layer_params = []
+        self.layer_params: list[dict[str, Mat]] = []
         for i, layer in enumerate(spec.layers):
             mats = {k: Mat.from_sympy(v) for k, v in layer.params.items()}
             self.layer_params.append(mats)
             self.params.update({f"layer{i}.{k}": v for k, v in mats.items()})
         self.caches: list[tuple[Mat, Mat]] = []
+        self.cache_names: list[dict[str, str]] = []
 
     def record(self, name: str, latex: str, inputs: tuple, value: Mat, given: bool = False) -> Mat:
         self.steps.append(block.Step(name, latex, tuple(inputs), value, given))
@@ -120,7 +126,7 @@ class _Run:
         if s.positions == "learned":
             pos = Mat([self.params["W_P"].rows[r] for r in rows])
             latex = r"P = W_P[%d{:}%d]" % (rows.start, rows.stop)
-            ins = ("W_P",)
+            ins: tuple[str, ...] = ("W_P",)
         else:
             pos = Mat([sinusoidal_row(r, s.dims.d_model, s.pe_base) for r in rows])
             n = block.number_latex(s.pe_base)
@@ -130,16 +136,17 @@ class _Run:
         self.record(f"{prefix}pos", latex, ins, pos)
         return self.record_x(prefix, "X = E + P", (f"{prefix}embed", f"{prefix}pos"), emb + pos)
 
-    def record_x(self, prefix, latex, inputs, value) -> str:
+    def record_x(self, prefix: str, latex: str, inputs: tuple[str, ...], value: Mat) -> str:
         self.record(f"{prefix}x", latex, inputs, value)
         return f"{prefix}x"
 
-    def rename(self, i: int, prefix: str, x_name: str):
+    def rename(self, i: int, prefix: str, x_name: str) -> Callable[[str], str]:
         params = self.layer_params[i]
         return lambda n: x_name if n in ("X", "x") else (f"layer{i}.{n}" if n in params
                                                          else f"{prefix}layer{i}.{n}")
 
-    def take(self, trace_steps, i: int, prefix: str, x_name: str, skip=("x",)) -> None:
+    def take(self, trace_steps: Iterable[block.Step], i: int, prefix: str, x_name: str,
+             skip: tuple[str, ...] = ("x",)) -> None:
         ren = self.rename(i, prefix, x_name)
         for s in trace_steps:
             if s.name not in skip:
@@ -166,7 +173,7 @@ class _Run:
                     Mat([[exact.real(tok)]]))
         return tok
 
-    def final_norm(self, h: Mat, h_name: str, prefix: str, step: str = "norm_final", table=None,
+    def final_norm(self, h: Mat, h_name: str, prefix: str, step: str = "norm_final", table: Mapping | None = None,
                    ln: str | None = None) -> Mat:
         """The final norm (or, `step="norm_embed"`, BERT's norm of the embeddings; or another
         `table` of γ, β named `ln`) of rows h, worked as a Pre-LN block's final norm, recorded
@@ -191,7 +198,7 @@ class _Run:
             self.record(name(st.name), st.latex, tuple(name(n) for n in st.inputs), st.value)
         return out
 
-    def argmax(self, row, where: str) -> int:
+    def argmax(self, row: Sequence[Entry], where: str) -> int:
         """The largest logit's index, certified; a tie is an error naming the tied tokens."""
         best = 0
         for j in range(1, len(row)):
@@ -205,7 +212,7 @@ class _Run:
         return best
 
     # ---- passes
-    def full_pass(self, tokens: list[int], prefix: str) -> int:
+    def full_pass(self, tokens: list[int], prefix: str) -> int | None:
         m = len(tokens)
         x_name = self.inputs(tokens, range(m), prefix)
         h = self.steps[-1].value
@@ -222,7 +229,7 @@ class _Run:
             h, x_name = tr["output"].value, f"{prefix}layer{i}.output"
         return self.head_out(h, x_name, prefix, m - 1)
 
-    def cached_pass(self, tokens: list[int], prefix: str) -> int:
+    def cached_pass(self, tokens: list[int], prefix: str) -> int | None:
         m = len(tokens)
         x_name = self.inputs(tokens, range(m - 1, m), prefix)
         h = self.steps[-1].value
@@ -232,7 +239,8 @@ class _Run:
             x_name = f"{prefix}layer{i}.output"
         return self.head_out(h, x_name, prefix, m - 1)
 
-    def cached_layer(self, i: int, h: Mat, prefix: str, x_name: str, keep=None, memory=None) -> Mat:
+    def cached_layer(self, i: int, h: Mat, prefix: str, x_name: str, keep: Mapping[str, Mat] | None = None,
+                     memory: Mat | None = None) -> Mat:
         """One new row through layer i, attending to the cached K/V rows plus its own. A decoder
         layer (engine/translate.py) also takes its `memory` and, in `keep`, its cross-attention's
         K and V, worked once from the memory and reused as they are."""
@@ -278,14 +286,14 @@ class _Run:
         for st in t.steps:
             ins = tuple(n if n.startswith(("layer", "gen")) else ren(n) for n in st.inputs)
             self.record(ren(st.name), st.latex, ins, st.value)
+        mem: dict[str, Any] = {} if memory is None else {"memory": memory}
         with costmod.limit(math.inf):  # the model was sized as a whole
-            rest = block.forward(replace(one, given=MappingProxyType({"attn.out": a, **(keep or {})}),
-                                         **({} if memory is None else {"memory": memory})))
+            rest = block.forward(replace(one, given=MappingProxyType({"attn.out": a, **(keep or {})}), **mem))
         self.take(rest, i, prefix, x_name, skip=("x", "attn.out"))
         return rest["output"].value
 
 
-def _cache_shape(dims, cache: Mat) -> str:
+def _cache_shape(dims: Dims, cache: Mat) -> str:
     """Grouped K/V heads: the formula says the cache holds kv_heads heads, not heads."""
     if dims.kv_heads == dims.heads:
         return ""
@@ -294,7 +302,7 @@ def _cache_shape(dims, cache: Mat) -> str:
 
 
 @contextlib.contextmanager
-def _in_layer(spec: ModelSpec, prefix: str):
+def _in_layer(spec: ModelSpec, prefix: str) -> Iterator[None]:
     """A block's error about one of its steps (a zero-variance row) names the layer's step."""
     try:
         yield
@@ -304,7 +312,7 @@ def _in_layer(spec: ModelSpec, prefix: str):
         raise
 
 
-def _sign(v) -> int:
+def _sign(v: Entry) -> int:
     try:
         return exact.sign(v)
     except UndecidableError:
@@ -320,12 +328,12 @@ def _tex_token(tok: str) -> str:
     return "".join(_TEX.get(c, c) if c.isprintable() else "?" for c in tok)
 
 
-def sinusoidal_row(p: int, d: int, base=10000) -> list:
+def sinusoidal_row(p: int, d: int, base: int | Fraction = 10000) -> list[Entry]:
     """Positions of "Attention is all you need", exactly: sin/cos of p / base^(2i/d) for an even d
     and a rational base; the frequency is a rational, a square root or a rational power
     (10000^(2i/16) = 10^(i/2)), each a closed form with a certified ball."""
     from fractions import Fraction
-    row = []
+    row: list[Entry] = []
     for j in range(d):
         freq = powers.power(base, -Fraction(j - j % 2, d))  # base^(−2i/d)
         arg = exact.real(p) * freq
@@ -360,7 +368,7 @@ def prove_cache(spec: ModelSpec) -> list[tuple[str, str]]:
     return out
 
 
-def _verdict(got, want, canon) -> str:
+def _verdict(got: Sequence[Sequence[Entry]], want: Sequence[Sequence[Entry]], canon: Canonical) -> str:
     if len(got) != len(want) or any(len(a) != len(b) for a, b in zip(got, want)):
         return "differs"
     pairs = [(exact.real(a), exact.real(b)) for ra, rb in zip(got, want) for a, b in zip(ra, rb)]
@@ -376,7 +384,7 @@ class Canonical:
     compared as multisets. Equal ids mean the same expression, hence the same number (a proof
     that needs no numerics); unequal ids prove nothing."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.ids: dict[tuple, int] = {}
         self.memo: dict[int, tuple[object, int]] = {}
 
@@ -385,7 +393,7 @@ class Canonical:
         if hit is not None and hit[0] is r:
             return hit[1]
         if r.q is not None:
-            key = ("q", int(r.q.p), int(r.q.q))
+            key: tuple = ("q", int(r.q.p), int(r.q.q))
         elif r.op == "sum":
             c0, terms = r.args
             key = ("sum", int(c0.p), int(c0.q),

@@ -17,9 +17,11 @@ import hashlib
 import warnings
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, NoReturn, Union
 
 from symblock.engine import spec as specmod
+from symblock.engine.spec import BlockSpec, Matrix
+from symblock.engine.steps import Dims, Options
 from symblock.errors import SpecError, excerpt
 
 MODEL_KEYS = ("vocab", "positions", "layers", "head", "final_norm", "prompt", "generate", "kv_cache",
@@ -44,11 +46,11 @@ class ModelSpec:
     embedding, positions, final norm and head, all exact (ExactMatrix, math layout)."""
     vocab: tuple[str, ...]
     positions: str
-    layers: tuple                      # BlockSpec per layer
-    W_E: Any                           # vocab × d_model
-    W_P: Any                           # (len(prompt) + generate) × d_model, learned positions only
-    W_U: Any                           # d_model × vocab, untied head only
-    final_norm: Mapping[str, Any]      # {"gamma": 1×d, "beta": 1×d} or {} when absent
+    layers: tuple[BlockSpec, ...]      # one per layer
+    W_E: Matrix                        # vocab × d_model
+    W_P: Matrix | None                 # (len(prompt) + generate) × d_model, learned positions only
+    W_U: Matrix | None                 # d_model × vocab, untied head only
+    final_norm: Mapping[str, Matrix]   # {"gamma": 1×d, "beta": 1×d} or {} when absent
     head: str
     prompt: tuple[int, ...]
     generate: int
@@ -77,11 +79,11 @@ class ModelSpec:
         return self.layers
 
     @property
-    def dims(self):
+    def dims(self) -> Dims:
         return self.layers[0].dims
 
     @property
-    def options(self):
+    def options(self) -> Options:
         return self.layers[0].options
 
     @property
@@ -103,6 +105,7 @@ def form_of(data: Any) -> str:
     """The form a parsed spec mapping will load as (BlockSpec.form, ModelSpec.form): a `model:`
     section makes a tiny GPT. The one place that tells a model from a block."""
     return "model" if isinstance(data, Mapping) and "model" in data else "block"
+Spec = Union[BlockSpec, ModelSpec]  # what `symblock.load` gives and `symblock.forward` works
 
 
 def is_model(data: Any) -> bool:
@@ -220,9 +223,11 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> ModelSpec:
     seed, low, high = specmod.random_section(rnd, source) if rnd is not None else (None, -2, 2)
     stack = Stack(data, dims, block, places, (seed, low, high), source)
 
-    def guard(layer):  # the whole run's size, known from the first layer: refuse before drawing the rest
+    def guard(layer: BlockSpec) -> None:  # the whole run's size, known from the first layer: refuse before drawing the rest
         _check_cost(layer, n_layers, len(vocab), len(prompt), generate, m, source)
-    src, encoder, enc_norm = (), (), {}
+    src: tuple[int, ...] = ()
+    encoder: list[BlockSpec] = []
+    enc_norm: dict[str, Matrix] = {}
     if kind == "encoder-decoder":
         src = _tokens(m.get("source"), vocab, source, "model.source")
         encoder = stack.build("encoder_layers", _depth(m, kind, "encoder_layers", source), len(src),
@@ -280,7 +285,7 @@ class Stack:
         self.data, self.dims, self.block, self.places, self.rnd, self.source = data, dims, block, places, rnd, source
 
     def build(self, key: str, n: int, seq_len: int, block: Mapping, inputs: Mapping, salt: str,
-              first=None) -> list:
+              first: Callable[[BlockSpec], None] | None = None) -> list[BlockSpec]:
         """The n layers; `first(layer)` runs on layer 0 before the others are drawn (the size guard)."""
         source, (seed, low, high) = self.source, self.rnd
         per_layer = (self.data.get("weights") or {}).get(key) or []
@@ -310,7 +315,7 @@ class Stack:
         return out
 
 
-def _refuse(source: str, where: str, message: str):
+def _refuse(source: str, where: str, message: str) -> NoReturn:
     raise SpecError(source, where, message)
 
 
@@ -359,7 +364,7 @@ def _pe_base(m: Mapping, positions: str, d: int, source: str) -> Fraction:
     return base
 
 
-def _rope_block(block: Mapping, positions: str, source: str) -> Mapping:
+def _rope_block(block: dict, positions: str, source: str) -> dict:
     """`model.positions: rope` turns q and k in every layer (block.rope gives θ and style; RoPE
     with θ 10000, half, when it is left out); block.rope without it is a contradiction."""
     if positions == "rope":
@@ -373,17 +378,20 @@ def _rope_block(block: Mapping, positions: str, source: str) -> Mapping:
     return block
 
 
-def _check_cost(layer, n_layers: int, vocab: int, n0: int, generate: int, m: Mapping, source: str) -> None:
+def _check_cost(layer: BlockSpec, n_layers: int, vocab: int, n0: int, generate: int, m: Mapping,
+                source: str) -> None:
     """The model's cost (engine/model.py) from its first layer: every layer has its shape."""
     from symblock.engine import model
     kv_cache = m.get("kv_cache") is True
     model.refuse_cost(model.run_cost([layer] * n_layers, vocab, n0, generate, kv_cache), source)
 
 
-def _tensors(weights, layout, vocab, d, max_len, positions, head, seed, low, high, source) -> dict:
+def _tensors(weights: Mapping, layout: str, vocab: int, d: int, max_len: int, positions: str, head: str,
+             seed: int | None, low: int, high: int, source: str) -> dict[str, Any]:
+    """W_E, W_P, W_U: the matrix, or None where the model has no such table (W_E always has one)."""
     shapes = {"W_E": (vocab, d), "W_P": (max_len, d), "W_U": (d, vocab)}
     wanted = {"W_E": True, "W_P": positions == "learned", "W_U": head == "untied"}
-    out = {}
+    out: dict[str, Matrix | None] = {}
     for name, shape in shapes.items():
         raw = weights.get(name)
         if not wanted[name]:
@@ -412,7 +420,7 @@ def _tensors(weights, layout, vocab, d, max_len, positions, head, seed, low, hig
     return out
 
 
-def _final_norm(raw: Any, norm: str, d: int, source: str, ln: str = "ln_final") -> dict:
+def _final_norm(raw: Any, norm: str, d: int, source: str, ln: str = "ln_final") -> dict[str, Matrix]:
     raw = raw or {}
     if not isinstance(raw, dict):
         raise SpecError(source, f"weights.{ln}", f"expected a mapping, got {specmod.kind_of(raw)}")
@@ -427,6 +435,6 @@ def _final_norm(raw: Any, norm: str, d: int, source: str, ln: str = "ln_final") 
     return out
 
 
-def with_length(layer, n: int):
+def with_length(layer: BlockSpec, n: int) -> BlockSpec:
     """A layer's BlockSpec for a sequence of n rows (the weights do not depend on the length)."""
     return replace(layer, dims=replace(layer.dims, seq_len=n))

@@ -113,6 +113,7 @@ def _prefix(gen: int = 0, batch: int | None = None, layer: int | None = None) ->
 def parse(name: str) -> StepName:
     """The parts of a step name (never fails: an unknown base has kind 'other')."""
     m = _PREFIX.match(name)
+    assert m is not None  # every part of the prefix is optional: it matches any name
     grad, enc, gen, batch, layer = m.group(1), m.group(2), m.group(3), m.group(4), m.group(5)
     rest = name[m.end():]
     dropped = rest.endswith(DROPPED)

@@ -24,10 +24,13 @@ import math
 import re
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, Union, overload
 
 from symblock.engine.fields import kind_of
 from symblock.errors import SpecError, excerpt
+
+if TYPE_CHECKING:  # for the hints only: exact.py is imported where an irrational needs it
+    from symblock.engine.exact import Real
 
 MAX_DIGITS = 1000   # digits of one exact number (10**400 and exp(1000) pass; 10**10**10 does not)
 MAX_DEPTH = 100     # nesting of one expression
@@ -45,7 +48,7 @@ class _Num:
     log10 of its absolute value, and its exact value when it is rational."""
     __slots__ = ("digits", "mag", "value")
 
-    def __init__(self, digits: float, mag: float, value: Fraction | None = None):
+    def __init__(self, digits: float, mag: float, value: Fraction | None = None) -> None:
         if digits > MAX_DIGITS or mag > MAX_DIGITS:
             raise TooLarge(f"the number is too large (more than {MAX_DIGITS} digits)")
         self.digits, self.mag, self.value = digits, mag, value
@@ -160,7 +163,9 @@ def _function(name: str, args: list[_Num]) -> _Num:
             raise SyntaxError("Rational takes whole numbers")
         if len(args) == 2 and args[1].value == 0:
             return _Num(1, 0)
-        return _of(args[0].value / (args[1].value if len(args) == 2 else 1))
+        p, q = args[0].value, args[1].value if len(args) == 2 else Fraction(1)
+        assert p is not None and q is not None  # whole numbers: the test above
+        return _of(p / q)
     (x,) = args
     if name == "sqrt":
         return _Num(x.digits, x.mag / 2)
@@ -179,9 +184,18 @@ _NAMES = ("sqrt", "exp", "E", "pi", "erf", "tanh", "sin", "cos", "Rational", "oo
 _INT = r"(0+|[1-9]\d{0,39})"  # Python's integer literals (no leading zeros), as the full path reads them
 _PLAIN = re.compile(rf"[-+]?({_INT}(/{_INT})?|\d{{0,40}}\.\d{{1,40}}|\d{{1,40}}\.)")  # no exponent: bounded size
 _TRANSFORMS = None
+# what the parser returns: a Fraction, exact.NEG_INF, or a SymPy expression (SymPy has no hints)
+ExactNumber = Union[Fraction, "Real", Any]
+SpecScalar = Union[Fraction, Any]  # a spec's scalar (ε, dropout p): a Fraction, or a SymPy form when irrational
 
 
-def parse_exact(value: Any, source: str, where: str, allow_inf: bool = False):
+@overload
+def parse_exact(value: Any, source: str, where: str, allow_inf: Literal[False] = False) -> SpecScalar: ...
+@overload
+def parse_exact(value: Any, source: str, where: str, allow_inf: bool) -> ExactNumber: ...
+
+
+def parse_exact(value: Any, source: str, where: str, allow_inf: bool = False) -> ExactNumber:
     """An exact real number from an int, a decimal (exact as written) or a string such as
     "1/2", "1e-5", "sqrt(2)/2", "E/(1+E)": a `Fraction` when it is rational, parsed without
     SymPy (plain numbers by `Fraction`, arithmetic on the size guard's syntax tree above);
@@ -238,7 +252,7 @@ def guard(value: str, source: str, where: str) -> tuple[str, Fraction | None]:
     return text, q
 
 
-def _parse_with_sympy(value: str, text: str, source: str, where: str, allow_inf: bool):
+def _parse_with_sympy(value: str, text: str, source: str, where: str, allow_inf: bool) -> Any:
     """The forms that are not rational (sqrt, exp, erf, tanh, sin, cos, E, pi), parsed by SymPy once the
     size guard has passed them; what the exact engine cannot hold is refused with its field."""
     global _TRANSFORMS

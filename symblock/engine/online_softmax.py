@@ -3,21 +3,31 @@ which exist and what they read). Every value is an exact node; the maxima are de
 certified signs, so m_j is one of the row's own scores and e^(s − m_j) is exactly 1 at it."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
 from symblock.engine import exact, names, proof
-from symblock.engine.matrix import Mat
+from symblock.engine.matrix import Entry, Mat
 from symblock.engine.steps import value_columns
 from symblock.engine.tiles import key_blocks, tile_name
 from symblock.errors import UndecidableError
 
+if TYPE_CHECKING:
+    from symblock.engine.spec import BlockSpec
+
+Env = Mapping[str, Mat]  # step and parameter values by name, as the checker's recomputes get them
+
 NEG_INF = exact.NEG_INF
 
 
-def work(t, h: int, s: Mat | None, v: Mat | None, s_tex: str) -> None:
+def work(t: Any, h: int, s: Mat, v: Mat, s_tex: str) -> None:
     """Record head h's tile steps from its last score step `s` (masked −∞ where a mask is) and
-    its values `v` (the head's d_v columns). A tracer records a step only when it is computed."""
+    its values `v` (the head's d_v columns). A tracer records a step only when it is computed
+    (`t`: a Tracer of engine/block.py, which imports this module)."""
     n, s_tex = t.dims.seq_len, f"({s_tex})"
     blocks = key_blocks(n, t.o.attention_tiles)
-    m = l = a = None
+    m: Mat | None = None
+    l: Mat | None = None
+    a: Mat | None = None
     last = len(blocks) - 1
     for j, keys in enumerate(blocks):
         lo, hi = keys.start, keys.stop - 1
@@ -29,6 +39,7 @@ def work(t, h: int, s: Mat | None, v: Mat | None, s_tex: str) -> None:
                    lambda keys=keys, p=prev, m=m: running_sum(s, keys, p[0], m, p[1]))
         a = t.step(tile_name(h, j, "acc"), _acc_tex(j, s_tex, rng, h),
                    lambda keys=keys, p=prev, m=m: running_acc(s, v, keys, p[0], m, p[2]))
+    assert a is not None and l is not None  # one tile at least
     t.step(f"attn.h{h}.tiled", f"\\tilde O_{{{h}}} = a_{{{last}}} / \\ell_{{{last}}}\\ \\text{{(each row)}}",
            lambda: divide_rows(a, l))
 
@@ -57,7 +68,7 @@ def _acc_tex(j: int, s: str, rng: str, h: int) -> str:
     return f"{head}{_rescale(j)}\\textstyle\\sum_{{{rng}}} e^{{{s}_{{ij}} - m_{{{j}}}}} (V_{{{h}}})_{{j}}"
 
 
-def _bigger(x, y) -> bool:
+def _bigger(x: Entry, y: Entry) -> bool:
     """x > y for exact values, −∞ below everything (certified)."""
     if x is NEG_INF:
         return False
@@ -76,7 +87,7 @@ def running_max(s: Mat, keys: range, prev: Mat | None) -> Mat:
     return Mat(rows)
 
 
-def _factor(old, new):
+def _factor(old: Entry, new: Entry) -> Entry:
     """e^(m_{j−1} − m_j): what the earlier sum and accumulator are rescaled by (0 while the
     earlier maximum is −∞: nothing has been summed yet)."""
     if old is NEG_INF:
@@ -84,7 +95,7 @@ def _factor(old, new):
     return exact.exp(old - new)
 
 
-def _weights(row, keys: range, m):
+def _weights(row: Sequence[Entry], keys: range, m: Entry) -> list[tuple[int, Entry]]:
     """(k, e^(s_k − m)) for the block's live keys."""
     return [(k, exact.exp(row[k] - m)) for k in keys if row[k] is not NEG_INF]
 
@@ -95,6 +106,7 @@ def running_sum(s: Mat, keys: range, prev_m: Mat | None, m: Mat, prev: Mat | Non
         new = m.rows[i][0]
         terms = [e for _, e in _weights(row, keys, new)] if new is not NEG_INF else []
         if prev is not None:
+            assert prev_m is not None  # an earlier tile has its maximum too
             terms.insert(0, prev.rows[i][0] * _factor(prev_m.rows[i][0], new))
         rows.append([exact.total(terms) if terms else exact.ZERO])
     return Mat(rows)
@@ -105,7 +117,10 @@ def running_acc(s: Mat, v: Mat, keys: range, prev_m: Mat | None, m: Mat, prev: M
     for i, row in enumerate(s.rows):
         new = m.rows[i][0]
         ws = _weights(row, keys, new) if new is not NEG_INF else []
-        r = None if prev is None else _factor(prev_m.rows[i][0], new)
+        r = exact.ONE
+        if prev is not None:
+            assert prev_m is not None  # an earlier tile has its maximum too
+            r = _factor(prev_m.rows[i][0], new)
         out = []
         for c in range(v.shape[1]):
             terms = [e * v.rows[k][c] for k, e in ws]
@@ -118,7 +133,7 @@ def running_acc(s: Mat, v: Mat, keys: range, prev_m: Mat | None, m: Mat, prev: M
 
 # ---------------------------------------------------------------- the tiles, proved
 
-def prove(trace) -> list[tuple[str, str]]:
+def prove(trace: Any) -> list[tuple[str, str]]:  # a block.Trace (block imports this module)
     """(tiled step, verdict) for every head's `attn.hH.tiled`, against its `attn.hH.out`:
     "exact" when every entry is proved equal by algebra (engine/proof.py), else "numeric" (equal
     to 16384 bits) or "differs". Empty without tiles."""
@@ -139,7 +154,7 @@ def prove(trace) -> list[tuple[str, str]]:
     return out
 
 
-def _sign(v) -> int:
+def _sign(v: Entry) -> int:
     try:
         return exact.sign(v)
     except UndecidableError:
@@ -148,34 +163,36 @@ def _sign(v) -> int:
 
 # ---------------------------------------------------------------- a tile from given inputs
 
-def _keys(name: str, spec) -> range:
-    return key_blocks(spec.dims.seq_len, spec.options.attention_tiles)[names.parse(name).tile]
+def _keys(name: str, spec: BlockSpec) -> range:
+    tile = names.parse(name).tile
+    assert tile is not None, name
+    return key_blocks(spec.dims.seq_len, spec.options.attention_tiles)[tile]
 
 
-def _v(name: str, env, ins, spec) -> Mat:
+def _v(name: str, env: Env, ins: tuple[str, ...], spec: BlockSpec) -> Mat:
     return env[ins[-1]].cols(*value_columns(name, spec.dims))
 
 
-def _recompute_max(name, ins, env, spec):
+def _recompute_max(name: str, ins: tuple[str, ...], env: Env, spec: BlockSpec) -> Mat:
     prev, s = (None, ins[0]) if len(ins) == 1 else (env[ins[0]], ins[1])
     return running_max(env[s], _keys(name, spec), prev)
 
 
-def _recompute_sum(name, ins, env, spec):
+def _recompute_sum(name: str, ins: tuple[str, ...], env: Env, spec: BlockSpec) -> Mat:
     if len(ins) == 2:   # (scores, max)
         return running_sum(env[ins[0]], _keys(name, spec), None, env[ins[1]], None)
     ps, pm, m, s = ins
     return running_sum(env[s], _keys(name, spec), env[pm], env[m], env[ps])
 
 
-def _recompute_acc(name, ins, env, spec):
+def _recompute_acc(name: str, ins: tuple[str, ...], env: Env, spec: BlockSpec) -> Mat:
     if len(ins) == 3:   # (scores, max, v)
         return running_acc(env[ins[0]], _v(name, env, ins, spec), _keys(name, spec), None, env[ins[1]], None)
     pa, pm, m, s, _ = ins
     return running_acc(env[s], _v(name, env, ins, spec), _keys(name, spec), env[pm], env[m], env[pa])
 
 
-def _recompute_tiled(name, ins, env, spec):
+def _recompute_tiled(name: str, ins: tuple[str, ...], env: Env, spec: BlockSpec) -> Mat:
     return divide_rows(env[ins[0]], env[ins[1]])
 
 

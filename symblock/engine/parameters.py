@@ -69,6 +69,7 @@ class ParamName:
 def parse(name: str) -> ParamName:
     """The parts of a parameter name (never fails: anything else has kind 'other')."""
     m = _PREFIX.match(name)
+    assert m is not None  # every part of the prefix is optional: it matches any name
     grad, batch, layer = m.group(1), m.group(2), m.group(3)
     base = name[m.end():]
     kw: dict = {"full": name, "base": base, "grad": bool(grad),

@@ -7,12 +7,14 @@ The base is first written c^k with k largest (10000^(1/8) = 10^(1/2)), so one va
 """
 from __future__ import annotations
 
+from typing import Any
+
 from flint import fmpq, fmpz
 
 from symblock.engine import exact
 
 
-def power(base, e) -> exact.Real:
+def power(base: Any, e: Any) -> exact.Real:  # rationals: an int, a Fraction or an fmpq
     """base^e for a rational base > 0 and a rational exponent, exactly: a rational when it is one
     (10000^(1/2) = 100), a square root when e's denominator is 2, else one `pow` node
     (10^(1/3)) with its certified ball. The frequencies of sinusoidal positions, base^(−2i/d)."""

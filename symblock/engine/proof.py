@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from flint import fmpq
 
+from symblock.engine.node import Node
+
 BUDGET = 50_000  # terms of one product of polynomials
 
 
@@ -25,6 +27,7 @@ class NotProved(Exception):
 
 
 ONE_MONO: frozenset = frozenset()
+Form = tuple[dict, dict]  # (N, D): N {monomial: coefficient}, D {a polynomial's key: multiplicity}
 
 
 def _mono_mul(a: frozenset, b: frozenset) -> tuple[fmpq, frozenset]:
@@ -53,7 +56,7 @@ def _reduced(d: dict) -> tuple[fmpq, frozenset]:
     return c, frozenset(d.items())
 
 
-def _add(p: dict, q: dict, k=1) -> dict:
+def _add(p: dict, q: dict, k: int = 1) -> dict:
     out = dict(p)
     for m, c in q.items():
         v = out.get(m, 0) + k * c
@@ -79,7 +82,7 @@ def _mul(p: dict, q: dict) -> dict:
     return out
 
 
-def _const(c) -> dict:
+def _const(c: int | fmpq) -> dict:
     return {ONE_MONO: fmpq(c)} if c != 0 else {}
 
 
@@ -87,12 +90,12 @@ class Normal:
     """Normal forms of nodes, memoised (the nodes of one trace share their subgraphs). A form
     is (N, D): N a polynomial {monomial: coefficient}, D {key of a polynomial: multiplicity}."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.memo: dict[int, tuple] = {}
         self.polys: dict[frozenset, dict] = {}
         self.ratios: dict[tuple, tuple | None] = {}
 
-    def __call__(self, r) -> tuple[dict, dict]:
+    def __call__(self, r: Node) -> Form:
         hit = self.memo.get(id(r))
         if hit is not None and hit[0] is r:
             return hit[1]
@@ -100,11 +103,11 @@ class Normal:
         self.memo[id(r)] = (r, form)
         return form
 
-    def key(self, form) -> tuple:
+    def key(self, form: Form) -> tuple:
         n, d = form
         return frozenset(n.items()), frozenset(d.items())
 
-    def _read(self, r):
+    def _read(self, r: Node) -> Form:
         if r.q is not None:
             return _const(r.q), {}
         op = r.op
@@ -112,9 +115,9 @@ class Normal:
             raise NotProved("−∞")
         if op == "sum":
             c0, terms = r.args
-            acc = (_const(c0), {})
+            acc: Form = (_const(c0), {})
             for c, fs in terms:
-                t = (_const(c), {})
+                t: Form = (_const(c), {})
                 for f in fs:
                     t = self.mul(t, self(f))
                 acc = self.add(acc, t)
@@ -133,7 +136,7 @@ class Normal:
             base = (op, self.key(arg))
         return {frozenset({(base, 1)}): fmpq(1)}, {}
 
-    def exp(self, arg):
+    def exp(self, arg: Form) -> Form:
         n, d = arg
         if d:
             return {frozenset({(("exp", self.key(arg)), 1)}): fmpq(1)}, {}
@@ -147,7 +150,7 @@ class Normal:
                 out = _mul(out, self.polys[k])
         return out
 
-    def add(self, a, b):
+    def add(self, a: Form, b: Form) -> Form:
         (na, da), (nb, db) = a, b
         if not na:
             return b
@@ -161,7 +164,7 @@ class Normal:
                  _mul(nb, self.expand({k: v - db.get(k, 0) for k, v in lcm.items()})))
         return (n, lcm) if n else ({}, {})
 
-    def mul(self, a, b):
+    def mul(self, a: Form, b: Form) -> Form:
         (na, da), (nb, db) = a, b
         if not na or not nb:
             return {}, {}
@@ -170,7 +173,7 @@ class Normal:
             d[k] = d.get(k, 0) + v
         return _mul(na, nb), d
 
-    def inv(self, a):
+    def inv(self, a: Form) -> Form:
         n, d = a
         if not n:
             raise NotProved("1/0")
@@ -178,9 +181,9 @@ class Normal:
             (m, c), = n.items()
             k, m = _reduced({b: -p for b, p in m})
             return _mul({m: k / c}, self.expand(d)), {}
-        k = frozenset(n.items())
-        self.polys[k] = n
-        return self.expand(d), {k: 1}
+        key = frozenset(n.items())
+        self.polys[key] = n
+        return self.expand(d), {key: 1}
 
     def __repr__(self) -> str:
         return f"Normal({len(self.memo)} nodes)"
@@ -196,7 +199,7 @@ def _times(mu: tuple, p: dict) -> dict:
     return {mm: v for mm, v in out.items() if v != 0}
 
 
-def _ratio(normal: Normal, kl, ks):
+def _ratio(normal: Normal, kl: frozenset, ks: frozenset) -> tuple | None:
     """A term mu with L = mu·S (L, S the polynomials of keys kl, ks), or None; memoised."""
     key = (kl, ks)
     if key not in normal.ratios:
@@ -212,7 +215,7 @@ def _ratio(normal: Normal, kl, ks):
     return normal.ratios[key]
 
 
-def _same_ratio(normal: Normal, na, da, nb, db):
+def _same_ratio(normal: Normal, na: dict, da: dict, nb: dict, db: dict) -> bool | None:
     """A/L against B/S when L = mu·S for one term mu (a tiled softmax's sum is the plain one's
     times e^(−m)): equal exactly when A = mu·B. None when no such mu (cross-multiply instead)."""
     if len(da) != 1 or len(db) != 1 or set(da.values()) != {1} or set(db.values()) != {1}:
@@ -221,7 +224,7 @@ def _same_ratio(normal: Normal, na, da, nb, db):
     return None if mu is None else _times(mu, nb) == na
 
 
-def equal(a, b, normal: Normal | None = None) -> bool:
+def equal(a: Node, b: Node, normal: Normal | None = None) -> bool:
     """True when a = b is proved by the normal forms (False proves nothing)."""
     normal = normal or Normal()
     try:

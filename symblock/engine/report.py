@@ -6,22 +6,25 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Iterable
+from typing import Iterable, cast
 
 from symblock.engine import exact
 from symblock.engine.block import Step, Trace
+from symblock.engine.matrix import Entry, Mat
+from symblock.engine.model_spec import ModelSpec
+from symblock.engine.spec import BlockSpec
 
 JSON_CLOSED_FORM_SIZE = 400  # larger closed forms are `null` in --json (the value stays exact)
 TEXT_WIDTH = 28              # longer closed forms are shown as their decimal in the table
 
 
-def exact_str(e, max_size: int = JSON_CLOSED_FORM_SIZE, memo: dict | None = None) -> str | None:
+def exact_str(e: Entry, max_size: int = JSON_CLOSED_FORM_SIZE, memo: dict | None = None) -> str | None:
     """The closed form as text that `sympy.sympify` parses back to the same value, or None when
     its tree is larger than `max_size`. Written from the graph: printing never imports SymPy."""
     return exact.text(e, max_size, memo)
 
 
-def float_or_none(e) -> float | None:
+def float_or_none(e: Entry) -> float | None:
     """JSON has no infinities: a masked (−∞) entry is null in `float` and "-oo" in `exact`."""
     v = float(e)
     return v if math.isfinite(v) else None
@@ -38,14 +41,14 @@ def to_json(steps: Iterable[Step]) -> str:
 
 
 
-def fmt_decimal(e, places: int) -> str:
+def fmt_decimal(e: Entry, places: int) -> str:
     if e is exact.NEG_INF:
         return "-inf"
     d = exact.real(e).decimal(places)
     return f"{d:.{places}f}" if d != 0 else f"{0:.{places}f}"
 
 
-def fmt_exact(e, width: int = TEXT_WIDTH) -> str:
+def fmt_exact(e: Entry, width: int = TEXT_WIDTH) -> str:
     if e is exact.NEG_INF:
         return "-oo"
     s = exact_str(e, exact.CLOSED_FORM_SIZE if width <= TEXT_WIDTH else JSON_CLOSED_FORM_SIZE)
@@ -59,7 +62,7 @@ def describe(trace: Trace) -> str:
     return _DESCRIBE[trace.form](trace.spec)
 
 
-def _block_line(spec) -> str:
+def _block_line(spec: BlockSpec) -> str:
     """One line of a block's options (a model's line is its own: ModelSpec.describe)."""
     d, o = spec.dims, spec.options
     heads = f"{d.heads} head" + ("s" if d.heads > 1 else "")
@@ -86,11 +89,17 @@ def generated_text(trace: Trace) -> str:
 
 def _model_text(trace: Trace) -> str:
     spec = trace.spec
+    assert isinstance(spec, ModelSpec), "a block generates no tokens"
     names = ["next_token"] + [f"gen{t}.next_token" for t in range(1, spec.generate + 1)]
-    new = [spec.vocab[int(trace[n].value.rows[0][0].q.p)] for n in names if n in trace]
+    new = [spec.vocab[_token(trace[n])] for n in names if n in trace]
     return "generated: " + " ".join(spec.vocab[t] for t in spec.prompt) + " | " + " ".join(new)
 
 
+def _token(step: Step) -> int:
+    """The token a `next_token` step holds (an exact whole number)."""
+    q = exact.real(step.value[0, 0]).q
+    assert q is not None, step.name
+    return int(q.p)
 _GENERATED = {"block": lambda trace: "", "model": _model_text}
 _DESCRIBE = {"block": _block_line, "model": lambda spec: spec.describe()}
 
@@ -112,7 +121,7 @@ def table(trace: Trace, steps: Iterable[Step], places: int = 4, width: int = TEX
     return "\n".join(lines).rstrip() + "\n"
 
 
-def matrix_lines(value, places: int = 4, width: int = TEXT_WIDTH) -> list[str]:
+def matrix_lines(value: Mat, places: int = 4, width: int = TEXT_WIDTH) -> list[str]:
     """A matrix as its exact entries beside their decimals; one entry a line when a wide view
     (`width` > TEXT_WIDTH) has closed forms too long for a grid."""
     if width > TEXT_WIDTH and any(len(fmt_exact(e, width)) > TEXT_WIDTH for r in value.rows for e in r):
@@ -139,7 +148,7 @@ def latex_matrix(cells: list[list[str]]) -> str:
     return r"\left[\begin{array}{" + "c" * cols + "} " + body + r" \end{array}\right]"
 
 
-def terminating(e, places: int = 6) -> str | None:
+def terminating(e: Entry, places: int = 6) -> str | None:
     """The exact decimal text of a rational entry that terminates within `places` places."""
     from decimal import Decimal
     from fractions import Fraction
@@ -150,7 +159,7 @@ def terminating(e, places: int = 6) -> str | None:
     return "0" if text in ("0", "-0") else text
 
 
-def latex_entry(e) -> str | None:
+def latex_entry(e: Entry) -> str | None:
     """The exact entry in LaTeX when its closed form is short, else None."""
     if e is exact.NEG_INF:
         return r"-\infty"
@@ -176,7 +185,7 @@ def latex(steps: Iterable[Step], places: int = 4) -> str:
                              else (e.is_rational and terminating(e, places)) or fmt_decimal(e, places)
                              for e in r] for r in rows])  # an exact 0 or 1 stays 0 or 1
         if all(c is not None for r in exact_cells for c in r):
-            value = "= " + latex_matrix(exact_cells)
+            value = "= " + latex_matrix(cast("list[list[str]]", exact_cells))  # all short: the test above
             if not all(e is exact.NEG_INF or (e.is_rational and terminating(e)) for r in rows for e in r):
                 value += r" \approx " + dec
         else:

@@ -17,7 +17,7 @@ from fractions import Fraction
 from typing import Any, Sequence
 
 from symblock.engine import exact, powers
-from symblock.engine.matrix import Mat
+from symblock.engine.matrix import Entry, Mat
 from symblock.errors import SpecError
 
 STYLES = ("half", "interleaved")
@@ -112,7 +112,7 @@ def rotate(x: Mat, heads: int, d_k: int, rows: Sequence[int], rope: Rope) -> Mat
     return Mat(out)
 
 
-def _turn(x, y, c, s, sign: int):
+def _turn(x: Entry, y: Entry, c: Entry, s: Entry, sign: int) -> Entry:
     """x cos ± y sin as one graph node (not three: two products and their sum)."""
     if exact.is_symbolic(x) or exact.is_symbolic(y):
         return x * c + y * s * sign
@@ -131,8 +131,9 @@ def _theta_tex(t: Fraction) -> str:
     return str(t) if t.denominator == 1 else rf"\frac{{{t.numerator}}}{{{t.denominator}}}"
 
 
-def rotate_steps(t, q: Mat | None, k: Mat | None) -> tuple[Mat | None, Mat | None]:
-    """`attn.q_rot` and `attn.k_rot` of the block being worked (a Tracer of engine/block.py)."""
+def rotate_steps(t: Any, q: Mat, k: Mat) -> tuple[Mat, Mat]:
+    """`attn.q_rot` and `attn.k_rot` of the block being worked (`t`: a Tracer of engine/block.py,
+    which imports this module)."""
     rope, dims = t.o.rope, t.dims
     rows = t.spec.position_list()
     qr = t.step("attn.q_rot", latex("Q", rope), lambda: rotate(q, dims.heads, dims.d_k, rows, rope))
@@ -140,7 +141,7 @@ def rotate_steps(t, q: Mat | None, k: Mat | None) -> tuple[Mat | None, Mat | Non
     return qr, kr
 
 
-def recompute(name: str, ins, env, spec) -> Mat:
+def recompute(name: str, ins: tuple[str, ...], env: dict[str, Mat], spec: Any) -> Mat:
     """A rotation worked again from a person's own `attn.q` / `attn.k` (`env[ins[0]]`): what a
     grading table's entry for the kinds q_rot and k_rot calls."""
     x, d_k = env[ins[0]], spec.dims.d_k

@@ -14,11 +14,12 @@ from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from symblock.engine import cost, memory as memory_mod, rope, tiles
 from symblock.engine.numbers import parse_exact  # noqa: F401  (re-exported: spec.parse_exact is public)
-from symblock.engine.matrix import ExactMatrix
+from symblock.engine.matrix import ExactMatrix, Mat, SpecNumber
+from symblock.engine.numbers import ExactNumber, SpecScalar
 from symblock.engine.sources import (  # noqa: F401  (spec.read_spec, spec.example_names, ... stay public)
     block_example_names, example_names, example_text, read_mapping, read_spec)
 from symblock.engine.fields import check_keys, check_text, int_field, kind_of, title_field  # noqa: F401
@@ -26,6 +27,9 @@ from symblock.errors import SpecError  # noqa: F401  (re-exported: spec.SpecErro
 from symblock.engine import inputs as inputs_mod
 from symblock.engine.steps import (Dims, Options, batch_prefixes, needed_params, norm_names, param_names,
                                    param_shape, step_shapes)
+
+if TYPE_CHECKING:
+    import numpy as np
 
 TOP_KEYS = ("title", "layout", "dims", "block", "weights", "inputs", "given", "random", "exercise",
             "dropout")
@@ -52,18 +56,18 @@ class BlockSpec:
     dims: Dims
     options: Options
     params: Mapping[str, Matrix]   # math layout; only the parameters the computed steps read
-    X: Matrix | None               # None only when the step `x` is given
-    given: Mapping[str, Matrix]
+    X: Matrix | Mat | np.ndarray | None  # None only when `x` is given; a stack's layer: a Mat (or floats)
+    given: Mapping[str, Matrix | Mat]  # a Mat where a stack's layer is given its attention's output
     title: str = ""
     source: str = "<spec>"
     seed: int | None = None
     exercise: Mapping[str, Any] = field(default_factory=dict)
     titles: Mapping[str, str] = field(default_factory=dict)   # per language, from `title: {en, zh}`
-    batch: tuple = ()              # a batch: each sequence's X (None where `bI.x` is given); X is None
-    key_padding_mask: tuple = ()   # one tuple of bools per sequence (True = a padding key), or ()
-    dropout_p: Any = 0             # exact; the masks scale what they keep by 1/(1 − p)
+    batch: tuple[Matrix | None, ...] = ()  # a batch: each sequence's X (None where `bI.x` is given); X is None
+    key_padding_mask: tuple[tuple[bool, ...], ...] = ()  # a tuple of bools per sequence (True: a padding key)
+    dropout_p: SpecScalar = 0      # exact; the masks scale what they keep by 1/(1 − p)
     dropout_masks: Mapping[str, Matrix] = field(default_factory=dict)  # full step name -> 0/1
-    memory: Matrix | None = None   # a decoder layer's memory, mem_len × d_model (engine/memory.py)
+    memory: Matrix | Mat | None = None  # a decoder layer's memory, mem_len × d_model (engine/memory.py)
     memory_padding_mask: tuple = ()  # its padding row (True = a padded memory row), or ()
     positions: tuple = ()          # RoPE's position of each row (inputs.positions); () = 0 … seq_len − 1
 
@@ -82,7 +86,7 @@ class BlockSpec:
         """The BlockSpecs the spec runs: itself (a model's are its layers)."""
         return (self,)
 
-    def sequences(self) -> list[tuple[str, Matrix | None, tuple | None]]:
+    def sequences(self) -> list[tuple[str, Matrix | Mat | np.ndarray | None, tuple[bool, ...] | None]]:
         """(step prefix, X, padding row or None) of each sequence: one, or a batch's."""
         xs = self.batch if self.dims.batch else (self.X,)
         pads = self.key_padding_mask or (None,) * len(xs)
@@ -120,7 +124,7 @@ def parse_matrix(value: Any, shape: tuple[int, int] | None, source: str, where: 
     return Matrix(entries)
 
 
-def _entry(v):
+def _entry(v: ExactNumber) -> SpecNumber:
     """A matrix entry: a Fraction as it is, an irrational SymPy form as an exact.Real."""
     if isinstance(v, Fraction):
         return v
@@ -212,7 +216,7 @@ def with_given(spec: BlockSpec, given_raw: Mapping) -> BlockSpec:
                    params=MappingProxyType({n: m for n, m in spec.params.items() if n in need}))
 
 
-def _exact(m) -> Matrix:
+def _exact(m: Iterable[Iterable[int | Fraction]]) -> Matrix:
     return Matrix([[Fraction(e) for e in row] for row in m])
 
 
@@ -384,10 +388,11 @@ def _dims(dims: Any, inputs: Mapping, weights: Mapping, layout: str, source: str
     return Dims(**vals, batch=batch)
 
 
-def _inputs_X(inputs: Mapping, dims: Dims, given: Mapping, seed, low: int, high: int,
+def _inputs_X(inputs: Mapping, dims: Dims, given: Mapping, seed: int | None, low: int, high: int,
               source: str) -> tuple[Matrix | None, tuple]:
     """(X, ()) for one sequence, (None, (X_0, X_1, …)) for a batch; None where `x` is given."""
-    shape, out = (dims.seq_len, dims.d_model), []
+    shape = (dims.seq_len, dims.d_model)
+    out: list[Matrix | None] = []
     for prefix, where, raw in inputs_mod.x_sources(inputs, dims, given, source):
         if raw is inputs_mod.GIVEN:
             out.append(None)

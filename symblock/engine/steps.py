@@ -8,9 +8,14 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Sequence
 
 from symblock.engine import cross_steps, kinds, names, tiles
 from symblock.engine.names import DROPPED
+
+if TYPE_CHECKING:
+    from symblock.engine.numbers import SpecScalar
+    from symblock.engine.rope import Rope
 
 NORM_STATS = {"layernorm": ("mean", "var", "std"), "rmsnorm": ("ms", "rms")}
 HEAD_STEPS = ("scores", "scaled", "masked", "weights", "out")
@@ -34,7 +39,7 @@ class Dims:
     kv_heads: int = 0   # grouped K/V heads (0 = heads: one K/V head per query head)
     mem_len: int = 0
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         for key in ("d_k", "d_v"):
             if not getattr(self, key):
                 object.__setattr__(self, key, self.d_model // self.heads)
@@ -57,7 +62,7 @@ class Options:
     """The `block:` section of a spec (defaults are DESIGN.md's)."""
     norm_position: str = "post"
     norm: str = "layernorm"
-    eps: object = 0  # exact once loaded: a Fraction (a SymPy expression when irrational)
+    eps: SpecScalar = 0  # exact once loaded: a Fraction (a SymPy expression when irrational)
     final_norm: bool = False
     activation: str = "relu"
     attention_scale: str = "sqrt_dk"
@@ -65,9 +70,9 @@ class Options:
     bias: bool = False
     out_proj: bool = True
     padding: bool = False  # inputs.key_padding_mask given: every head has a `.masked` step
-    dropout: frozenset = field(default_factory=frozenset)  # full names of steps with a mask
+    dropout: frozenset[str] = field(default_factory=frozenset)  # full names of steps with a mask
     attention_tiles: int = 0  # keys per tile of the online softmax (engine/tiles.py); 0 = none
-    rope: object = None  # engine/rope.Rope (θ and pair style), or None: no rotation of q and k
+    rope: Rope | None = None  # engine/rope.Rope (θ and pair style), or None: no rotation of q and k
     cross_attention: bool = False  # a decoder layer: self-attention, cross-attention, FFN (cross_steps.py)
     memory_padding: bool = False   # inputs.memory_padding_mask given: every cross head has `.masked`
 
@@ -146,7 +151,10 @@ def step_kind(name: str) -> str:
 
 
 def head_index(name: str) -> int:
-    return names.parse(name).head
+    head = names.parse(name).head
+    if head is None:
+        raise ValueError(f"{name!r} is not a step of an attention head")
+    return head
 
 
 def head_columns(name: str, dims: Dims) -> tuple[int, int]:
@@ -334,7 +342,7 @@ def needed_params(dims: Dims, opts: Options, given: set[str]) -> list[str]:
     return [p for p in param_names(opts) if p in reads]
 
 
-def masked_positions(n: int, causal: bool, pad) -> list[list[bool]]:
+def masked_positions(n: int, causal: bool, pad: Sequence[bool] | None) -> list[list[bool]]:
     """Which scores a mask sets to −∞: [i][j] is true when query i may not attend to key j
     (causal: j > i; padding: key j is padding, `pad[j]`, torch's key_padding_mask)."""
     return [[(causal and j > i) or bool(pad and pad[j]) for j in range(n)] for i in range(n)]

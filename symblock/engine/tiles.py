@@ -18,7 +18,10 @@ The step names and graph here are pure data (read by steps.py); `work` is the ex
 """
 from __future__ import annotations
 
+from typing import Iterable
+
 from symblock.engine import names
+from symblock.engine.kinds import DimsLike, OptionsLike
 from symblock.errors import SpecError
 
 SIDE_KINDS = ("tile_max", "tile_sum", "tile_acc", "tiled")
@@ -33,7 +36,7 @@ def tile_name(h: int, j: int, part: str) -> str:
     return f"attn.h{h}.tile{j}.{part}"
 
 
-def tile_steps(h: int, dims, opts) -> list[str]:
+def tile_steps(h: int, dims: DimsLike, opts: OptionsLike) -> list[str]:
     """Head h's tile steps in forward order (none without `attention_tiles`)."""
     if not opts.attention_tiles:
         return []
@@ -41,7 +44,7 @@ def tile_steps(h: int, dims, opts) -> list[str]:
     return [tile_name(h, j, p) for j in range(n) for p in names.TILE_PARTS] + [f"attn.h{h}.tiled"]
 
 
-def tile_graph(h: int, scores: str, dims, opts) -> dict[str, tuple[str, ...]]:
+def tile_graph(h: int, scores: str, dims: DimsLike, opts: OptionsLike) -> dict[str, tuple[str, ...]]:
     """The tile steps' inputs: `scores` is the head's last score step (masked, scaled or raw)."""
     g: dict[str, tuple[str, ...]] = {}
     if not opts.attention_tiles:
@@ -60,7 +63,7 @@ def tile_graph(h: int, scores: str, dims, opts) -> dict[str, tuple[str, ...]]:
     return g
 
 
-def with_side_steps(graph: dict, computed: list[str], given) -> list[str]:
+def with_side_steps(graph: dict, computed: list[str], given: Iterable[str]) -> list[str]:
     """`computed` (what the output needs) plus the tile steps of every head whose `out` is
     computed, in forward order: they read only steps the head works anyway."""
     if not any(names.parse(n).kind in SIDE_KINDS for n in graph):
@@ -78,7 +81,7 @@ def with_side_steps(graph: dict, computed: list[str], given) -> list[str]:
     return out
 
 
-def check(value, source: str) -> int:
+def check(value: object, source: str) -> int:
     """`block.attention_tiles`: a whole number of keys per tile, at least 1 (0 = no tiles)."""
     if value is None:
         return 0
@@ -89,7 +92,7 @@ def check(value, source: str) -> int:
     return value
 
 
-def check_dropout(opts, source: str) -> None:
+def check_dropout(opts: OptionsLike, source: str) -> None:
     """The tiles work softmax·V itself: a dropout mask on the weights would make them differ."""
     dropped = sorted(n for n in opts.dropout if names.parse(n).kind == "weights")
     if opts.attention_tiles and dropped:

@@ -16,15 +16,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import Any, Mapping
 
 from symblock.engine import block, cost
 from symblock.engine.matrix import Mat
-from symblock.engine.model_spec import with_length
+from symblock.engine.model_spec import ModelSpec, with_length
 
 MEMORY = "enc.norm_final"
 
 
-def forward(run, spec) -> None:
+def forward(run: Any, spec: ModelSpec) -> None:  # run: a model._Run (model imports this module)
     """Record every step of the translation on `run` (engine/model.py's _Run)."""
     memory = encode(run, spec)
     tokens = list(spec.prompt)
@@ -34,7 +35,7 @@ def forward(run, spec) -> None:
         nxt = (decode_cached if spec.kv_cache else decode)(run, spec, tokens, f"gen{t}.", memory)
 
 
-def encode(run, spec) -> Mat:
+def encode(run: Any, spec: ModelSpec) -> Mat:
     """The source through the encoder stack and its final norm: the memory."""
     src = list(spec.source_tokens)
     x_name = run.inputs(src, range(len(src)), "enc.")
@@ -51,7 +52,7 @@ def encode(run, spec) -> Mat:
     return run.final_norm(h, x_name, "enc.", "norm_final", spec.encoder_norm, "enc.ln_final")
 
 
-def decode(run, spec, tokens: list[int], prefix: str, memory: Mat) -> int:
+def decode(run: Any, spec: ModelSpec, tokens: list[int], prefix: str, memory: Mat) -> int:
     """One pass of the target prefix through the decoder stack and the head; the next token."""
     m = len(tokens)
     x_name = run.inputs(tokens, range(m), prefix)
@@ -69,7 +70,7 @@ def decode(run, spec, tokens: list[int], prefix: str, memory: Mat) -> int:
     return run.head_out(h, x_name, prefix, m - 1)
 
 
-def decode_cached(run, spec, tokens: list[int], prefix: str, memory: Mat) -> int:
+def decode_cached(run: Any, spec: ModelSpec, tokens: list[int], prefix: str, memory: Mat) -> int:
     """The new token's row through each decoder layer (engine/model.py's cached layer): its
     self-attention against the cached K/V rows, its cross-attention against the memory's K and V
     of the prompt pass, recorded as reused (their input is the prompt pass's step)."""
@@ -88,7 +89,8 @@ def decode_cached(run, spec, tokens: list[int], prefix: str, memory: Mat) -> int
     return run.head_out(h, x_name, prefix, m - 1)
 
 
-def _take(run, trace, step_prefix: str, param_prefix: str, params, ren: dict) -> None:
+def _take(run: Any, trace: block.Trace, step_prefix: str, param_prefix: str, params: Mapping[str, Mat],
+          ren: dict) -> None:
     """A layer's steps recorded under the stack's names (its inputs and memory renamed)."""
     def name(n: str) -> str:
         if n in ren:

@@ -20,9 +20,17 @@ the set's variety guarantee.
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from symblock.engine import names
 from symblock.errors import SpecError
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs  # typing's own from Python 3.13
+
+    from symblock.engine.block import Trace, TracedSpec
+    from symblock.engine.matrix import Mat
+    from symblock.engine.model_spec import ModelSpec, Spec
 
 PRESET = "decoder"
 ASKED_GEN = 1                      # the generation step a decoder sheet asks
@@ -32,7 +40,7 @@ SCALED_RANGE = (-3, 3)
 WEIGHT_RANGE = (Fraction(1, 50), Fraction(9, 10))
 
 
-def is_model(spec) -> bool:
+def is_model(spec: object) -> TypeIs[ModelSpec]:
     from symblock.engine.model_spec import ModelSpec
     return isinstance(spec, ModelSpec)
 
@@ -41,7 +49,7 @@ def reused_name(layer: int) -> str:
     return f"{GEN}layer{layer}.{REUSED}"
 
 
-def reused_value(trace, layer: int):
+def reused_value(trace: Trace, layer: int) -> Mat:
     """1 for each cache row taken over from the prompt pass, 0 for the row appended now (1 × m+1)."""
     from symblock.engine import exact
     from symblock.engine.matrix import Mat
@@ -49,7 +57,7 @@ def reused_value(trace, layer: int):
     return Mat([[exact.real(1)] * (rows - 1) + [exact.real(0)]])
 
 
-def require(spec) -> None:
+def require(spec: TracedSpec) -> None:
     """The decoder preset needs a model with the KV cache and one generated token at least."""
     if not is_model(spec):
         raise SpecError(spec.source, "exercise.preset", "the decoder preset needs a model spec (a `model:` "
@@ -62,7 +70,7 @@ def require(spec) -> None:
                         "token: set model.generate to 1 or more")
 
 
-def choose(trace, preset: str | None = None) -> dict:
+def choose(trace: Trace, preset: str | None = None) -> dict:
     """The decoder exercise for a model's trace: the fields of presets.Exercise."""
     spec = trace.spec
     if preset not in (None, PRESET):
@@ -90,7 +98,7 @@ def choose(trace, preset: str | None = None) -> dict:
             "categorical": tuple(n for n in ask if names.parse(n).kind == "next_token")}
 
 
-def problem(trace) -> str | None:
+def problem(trace: Trace) -> str | None:
     """Why this model's variant is no good hand exercise (None: it is)."""
     from symblock.engine import exact
     for step in trace:
@@ -123,7 +131,7 @@ def _softmax_input(step: names.StepName, steps) -> bool:
     return step.kind == "scaled" or (step.kind == "scores" and step.head_step("scaled") not in steps)
 
 
-def variant_key(spec) -> tuple:
+def variant_key(spec: ModelSpec) -> tuple:
     """The drawn numbers of a model's variant: equal keys, equal exercises."""
     def rows(m):
         return () if m is None else tuple(tuple(str(e) for e in m.row(i)) for i in range(m.rows))
@@ -139,7 +147,7 @@ def token_index(value) -> int:
 MARGIN = 1e-6   # a float is trusted to reject only this far beyond a bound
 
 
-def prefilter(spec) -> str | None:
+def prefilter(spec: ModelSpec) -> str | None:
     """`problem` judged first in float64 (reference/numeric_model.py), to turn down most seeds
     without their exact forward; it rejects only what is beyond a bound by MARGIN, and decides
     nothing when two logits are that close (the floats' next token could then be another), so

@@ -59,7 +59,7 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from symblock.exercises.checks import (attention_input, check_activation, check_attention, check_norms,  # noqa: F401
                                        check_scores, static_checks, wants_attention)
@@ -71,6 +71,9 @@ from symblock.exercises.draws import (check_family, draw_tensor, draw_x, fix_row
                                       row_family, sub_seed)
 from symblock.exercises.stage import fit_ffn
 from symblock.exercises import sequences, shapes
+
+if TYPE_CHECKING:
+    from symblock.engine.block import Trace
 
 
 @dataclass
@@ -267,7 +270,7 @@ def work(p: Plan, tensors: dict, source: str, prev: tuple | None = None,
                                                keep=prev and unchanged(prev[3], p.graph, changed))
 
 
-def unchanged(trace, graph: Mapping, changed: tuple) -> dict:
+def unchanged(trace: Trace, graph: Mapping, changed: tuple) -> dict:
     """The computed steps of `trace` that read none of the `changed` tensors, directly or through
     other steps (the graph is in forward order): working them again would give the same values."""
     dirty = set(changed)
@@ -277,7 +280,7 @@ def unchanged(trace, graph: Mapping, changed: tuple) -> dict:
     return {s.name: s.value for s in trace if not s.given and s.name not in dirty}
 
 
-def refit_ffn(p: Plan, tensors: dict, trace, attempt: int, redraws: Counter) -> bool:
+def refit_ffn(p: Plan, tensors: dict, trace: Trace, attempt: int, redraws: Counter) -> bool:
     """relu_mixed failed on the exact trace: refit W_1 / b_1 to the FFN input it read (stage.py)."""
     redraw = [n for n in p.drawn if n in ("W_1", "b_1")]
     if not redraw:

@@ -93,7 +93,7 @@ class Truths:
         truth = self.cache[key]
         return truth is not None and abs(given - truth) <= Decimal(1).scaleb(-places)
 
-    def _rounded(self, ident, step, i, j, places) -> Decimal | None:
+    def _rounded(self, ident, step: str, i, j, places) -> Decimal | None:
         from symblock.engine import exact
         v = self.pool.variant(ident)
         value = v.answers[step] if step in v.answers else v.trace[step].value if step in v.trace else None

@@ -5,6 +5,11 @@ catalogue (mistakes.EXPLANATIONS); the Chinese ones are here, keyed by the same 
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from symblock.grading.marking import StepResult
+
 LANGS = ("en", "zh")
 
 EN = {
@@ -116,7 +121,7 @@ EXPLANATIONS_ZH = {
 }
 
 
-def blanks(step, w: dict, shown: int = 8) -> str | None:
+def blanks(step: StepResult, w: dict, shown: int = 8) -> str | None:
     """The line naming a partly blank step's blank entries (rows and columns from 1), or None."""
     cells = [w["cell"].format(row=e.row + 1, col=e.col + 1) for e in step.entries if e.mark == "blank"]
     if not cells or len(cells) == len(step.entries):

@@ -10,13 +10,16 @@ as data). So a wrong dL/d(ffn.out) carries into dL/d(ffn.act) exactly as a wrong
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from symblock.engine import names
 from symblock.engine.matrix import Mat
 from symblock.engine.steps import step_shapes
 from symblock.grading import recompute
 from symblock.grading.mistakes import MODEL_CATALOGUE, diagnose
+
+if TYPE_CHECKING:
+    from symblock.engine.spec import BlockSpec
 
 
 @dataclass(frozen=True)
@@ -59,7 +62,7 @@ def forward_items(trace, spec) -> list[Item]:
             for s in trace]
 
 
-def backward_items(back, spec) -> list[Item]:
+def backward_items(back, spec: BlockSpec) -> list[Item]:
     """dL/d every live step (backward order), then dL/d each `wrt` parameter."""
     trace = back.trace
     live = {g.of for g in back.steps}
@@ -73,7 +76,7 @@ def backward_items(back, spec) -> list[Item]:
     return out
 
 
-def _grad_item(g, readers: list, back, spec) -> Item:
+def _grad_item(g, readers: list, back, spec: BlockSpec) -> Item:
     from symblock.calculus.grad import GRAD_PREFIX, RULES, step_kind, zeros
     trace = back.trace
 

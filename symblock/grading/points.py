@@ -22,9 +22,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from symblock.engine import exact
 from symblock.engine.matrix import Mat
+
+if TYPE_CHECKING:
+    from symblock.engine.block import Trace
+    from symblock.exercises.presets import Exercise
+    from symblock.grading.marking import StepResult
 
 
 # How marks become points: the credit of each entry mark, and a task's points.
@@ -50,7 +56,7 @@ class Credit:
         return {"correct": Fraction(1), "carried": self.carried, "rounded": self.rounded,
                 "slip": self.slip}.get(mark, Fraction(0))
 
-    def task(self, step, points: int) -> Fraction:
+    def task(self, step: StepResult | None, points: int) -> Fraction:
         """Points earned on one task from its StepResult (None or no entries: 0)."""
         if step is None or not step.entries:
             return Fraction(0)
@@ -93,7 +99,7 @@ def parse_credit(text: str, flag: str) -> Fraction:
 MAX_EXACT_PLACES = 6    # as the sheets: a terminating decimal this short is printed exactly
 
 
-def accepted(trace, exercise, places: int) -> dict[str, list[list[list[tuple[str, Fraction]]]]]:
+def accepted(trace: Trace, exercise: Exercise, places: int) -> dict[str, list[list[list[tuple[str, Fraction]]]]]:
     """{asked step: rows of entries, each a list of (12-place centre, credit), full credit first}:
     the centres are ranged ½·10⁻ᵈ either side (`places` d). A masked −∞ entry has no centre ([])."""
     from symblock.grading.marking import Marker
@@ -111,7 +117,7 @@ def accepted(trace, exercise, places: int) -> dict[str, list[list[list[tuple[str
     return out
 
 
-def annotate(tasks: list[dict], trace, exercise, places: int) -> None:
+def annotate(tasks: list[dict], trace: Trace, exercise: Exercise, places: int) -> None:
     """Give each cell of a sheet model's tasks the answers an LMS question accepts (`accept`: [(centre, credit)], see `accepted`)."""
     answers = accepted(trace, exercise, places)
     for task in tasks:

@@ -10,6 +10,7 @@ model's own steps (embeddings, logits, the KV cache) are recomputed at the end o
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from symblock.engine import exact, names, parameters
 from symblock.engine.block import ACTIVATIONS, apply_mask, softmax
@@ -17,6 +18,9 @@ from symblock.engine.matrix import Mat
 from symblock.engine.steps import (
     batch_index, head_columns, masked_positions, split_batch, step_inputs, value_columns,
     step_kind as kind,)
+
+if TYPE_CHECKING:
+    from symblock.engine.spec import BlockSpec
 
 
 def norm_prefix(name: str) -> str:
@@ -30,17 +34,17 @@ def ln_of(prefix: str) -> str:
     return parameters.of_norm(names.parse(prefix).norm)
 
 
-def inputs_of(name: str, spec) -> tuple[str, ...]:
+def inputs_of(name: str, spec: BlockSpec) -> tuple[str, ...]:
     """A step's inputs in the step graph (batch-prefixed, `.dropped` where a mask sits)."""
     return step_inputs(spec.dims, spec.options)[name]
 
 
-def pad_of(name: str, spec):
+def pad_of(name: str, spec: BlockSpec):
     """The padding row of the sequence step `name` belongs to (None without a padding mask)."""
     return spec.key_padding_mask[batch_index(name)] if spec.key_padding_mask else None
 
 
-def attention_mask(name: str, spec, causal: bool | None = None, padding: bool = True) -> list[list[bool]]:
+def attention_mask(name: str, spec: BlockSpec, causal: bool | None = None, padding: bool = True) -> list[list[bool]]:
     """Which scores of head step `name` are masked: the causal mask (unless `causal` says
     otherwise) and, with `padding`, the sequence's key padding mask."""
     n = spec.dims.seq_len
@@ -48,7 +52,7 @@ def attention_mask(name: str, spec, causal: bool | None = None, padding: bool = 
                             pad_of(name, spec) if padding else None)
 
 
-def norm_source(prefix: str, spec) -> str:
+def norm_source(prefix: str, spec: BlockSpec) -> str:
     """The step a norm normalises (its first input in the step graph)."""
     return step_inputs(spec.dims, spec.options)[prefix][0]
 
@@ -94,7 +98,7 @@ def rmsnorm(src: Mat, env, ln: str, eps) -> Mat:
     return affine(src / row_meansq(src).map(lambda v: exact.sqrt(v + eps)), env, ln, beta=False)
 
 
-def full_norm(src: Mat, env, ln: str, spec) -> Mat:
+def full_norm(src: Mat, env, ln: str, spec: BlockSpec) -> Mat:
     eps = num(spec.options.eps)
     f = layernorm if spec.options.norm == "layernorm" else rmsnorm
     return f(src, env, ln, eps)
@@ -122,58 +126,58 @@ def mask_with(m: Mat, fill, masked: list[list[bool]] | None = None) -> Mat:
     return apply_mask(m, masked, fill)
 
 
-def activate(hidden: Mat, env, spec, activation: str | None = None, prefix: str = "") -> Mat:
+def activate(hidden: Mat, env, spec: BlockSpec, activation: str | None = None, prefix: str = "") -> Mat:
     act = ACTIVATIONS[activation or spec.options.activation][0]
     out = hidden.map(act)
     return out * env[f"{prefix}ffn.gate"] if spec.options.gated else out
 
 
-def dropout_scale(spec) -> exact.Real:
+def dropout_scale(spec: BlockSpec) -> exact.Real:
     return num(1 / (1 - spec.dropout_p))
 
 
 # ---------------------------------------------------------------- the correct step
 
-def compute(name: str, env, spec) -> Mat:
+def compute(name: str, env, spec: BlockSpec) -> Mat:
     """The step `name` computed correctly from the values in `env` (its inputs, and parameters):
     the recompute its kind names in RECOMPUTE."""
     ins = step_inputs(spec.dims, spec.options)[name]
     return RECOMPUTE[kind(name)](name, ins, env, spec)
 
 
-def _linear(name, ins, env, spec):
+def _linear(name, ins, env, spec: BlockSpec):
     """x W + b with the weight and bias the step graph gives the step (attn.q reads W_Q, b_Q)."""
     return linear(env.get(ins[0]), env, ins[1], ins[2])
 
 
-def _scores(name, ins, env, spec):
+def _scores(name, ins, env, spec: BlockSpec):
     lo, hi = head_columns(name, spec.dims)
     return env[ins[0]].cols(lo, hi) @ env[ins[1]].cols(lo, hi).T
 
 
-def _scaled(name, ins, env, spec):
+def _scaled(name, ins, env, spec: BlockSpec):
     lo, hi = head_columns(name, spec.dims)
     return env[ins[0]].scale(1 / exact.sqrt(num(hi - lo)))
 
 
-def _dropped(name, ins, env, spec):
+def _dropped(name, ins, env, spec: BlockSpec):
     return (env[ins[0]] * Mat.from_sympy(spec.dropout_masks[ins[0]])).scale(dropout_scale(spec))
 
 
-def _attn_out(name, ins, env, spec):
+def _attn_out(name, ins, env, spec: BlockSpec):
     return linear(env[ins[0]], env, ins[1], ins[2]) if spec.options.out_proj else env[ins[0]]
 
 
-def _var(name, ins, env, spec):
+def _var(name, ins, env, spec: BlockSpec):
     return centred_var(env[ins[0]], env[f"{norm_prefix(name)}.mean"])
 
 
-def _root(name, ins, env, spec):
+def _root(name, ins, env, spec: BlockSpec):
     eps = num(spec.options.eps)
     return env[ins[0]].map(lambda v: exact.sqrt(v + eps))
 
 
-def _normalised(name, ins, env, spec):
+def _normalised(name, ins, env, spec: BlockSpec):
     prefix, src = norm_prefix(name), env[ins[0]]
     ln = ln_of(prefix)
     if spec.options.norm == "layernorm":
@@ -181,7 +185,7 @@ def _normalised(name, ins, env, spec):
     return affine(src / env[f"{prefix}.rms"], env, ln, beta=False)
 
 
-def _first(name, ins, env, spec):
+def _first(name, ins, env, spec: BlockSpec):
     return env[ins[0]]
 
 

@@ -14,8 +14,13 @@ import io
 import re
 from collections import Counter
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from symblock.grading.lang import blanks, explanation, why, words
+
+if TYPE_CHECKING:
+    from symblock.engine.block import Trace
+    from symblock.grading.marking import StepResult
 
 
 # User text (names, file names, IDs, reasons) as plain text in the Markdown outputs of `grade`.
@@ -195,7 +200,7 @@ def summary_text(cls) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _status(step, w) -> str:
+def _status(step: StepResult, w) -> str:
     """A task's status word, with "partly blank" when some (not all) of its entries are blank."""
     word = w["status"][step.status]
     return word + w["sep"] + w["partly_blank"] if blanks(step, w) else word
@@ -269,7 +274,7 @@ MARK = {"correct": "✓", "wrong": "✗", "carried": "↪", "missing": "·", "gi
 COUNTED = ("correct", "rounded", "slip", "wrong", "carried", "missing")
 
 
-def text(result, trace=None, every_entry: bool = False, lang: str = "en") -> str:
+def text(result, trace: Trace | None=None, every_entry: bool = False, lang: str = "en") -> str:
     from symblock.grading.lang import blanks, explanation, why, words
     w = words(lang)
     who = ", ".join(x for x in (result.name, result.ident) if x)

@@ -4,6 +4,8 @@ mistakes.py).
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from symblock.engine import exact, names
 from symblock.engine.matrix import Mat
 from symblock.engine.steps import head_columns
@@ -11,12 +13,15 @@ from symblock.grading import recompute
 from symblock.grading.recompute import (
     attention_mask, inputs_of, kind, mask_with, num, pad_of, softmax_cols, softmax_rows,)
 
+if TYPE_CHECKING:
+    from symblock.engine.spec import BlockSpec
 
-def masks(spec) -> bool:
+
+def masks(spec: BlockSpec) -> bool:
     return spec.options.causal or spec.options.padding
 
 
-def scaled_by(name, env, spec, factor):
+def scaled_by(name, env, spec: BlockSpec, factor):
     """The head's chain from scores with `factor` in place of 1/sqrt(d_k)."""
     k = kind(name)
     s = env[names.parse(name).head_step("scores")].scale(factor)
@@ -29,13 +34,13 @@ def scaled_by(name, env, spec, factor):
     return [softmax_rows(s)]
 
 
-def sqrt_irrational(spec) -> bool:
+def sqrt_irrational(spec: BlockSpec) -> bool:
     import math
     d = spec.dims.d_k
     return spec.options.attention_scale == "sqrt_dk" and math.isqrt(d) ** 2 != d
 
 
-def scale_approximated(name, env, spec):
+def scale_approximated(name, env, spec: BlockSpec):
     """Divided by √d_k rounded to 1–3 decimals (√3 ≈ 1.7, 1.73, 1.732), or multiplied by
     1/√d_k rounded so (0.6, 0.58, 0.577)."""
     from decimal import ROUND_HALF_UP, Decimal
@@ -50,60 +55,60 @@ def scale_approximated(name, env, spec):
     return out
 
 
-def no_scale(name, env, spec):
+def no_scale(name, env, spec: BlockSpec):
     return scaled_by(name, env, spec, exact.ONE)
 
 
-def scale_d_model(name, env, spec):
+def scale_d_model(name, env, spec: BlockSpec):
     return scaled_by(name, env, spec, 1 / exact.sqrt(num(spec.dims.d_model)))
 
 
-def scale_no_sqrt(name, env, spec):
+def scale_no_sqrt(name, env, spec: BlockSpec):
     return scaled_by(name, env, spec, 1 / num(spec.dims.d_head))
 
 
-def softmax_input(name, env, spec):
+def softmax_input(name, env, spec: BlockSpec):
     from symblock.engine.steps import step_inputs
     return env[step_inputs(spec.dims, spec.options)[name][0]]
 
 
-def unmasked(name, env, spec):
+def unmasked(name, env, spec: BlockSpec):
     scaled, scores = names.parse(name).head_step("scaled"), names.parse(name).head_step("scores")
     return env[scaled] if scaled in env else env[scores]
 
 
-def softmax_axis(name, env, spec):
+def softmax_axis(name, env, spec: BlockSpec):
     return [softmax_cols(softmax_input(name, env, spec))]
 
 
-def scores_transposed(name, env, spec):
+def scores_transposed(name, env, spec: BlockSpec):
     lo, hi = head_columns(name, spec.dims)
     q, k = inputs_of(name, spec)
     return [env[k].cols(lo, hi) @ env[q].cols(lo, hi).T]
 
 
-def mask_after_softmax(name, env, spec):
+def mask_after_softmax(name, env, spec: BlockSpec):
     return [mask_with(softmax_rows(unmasked(name, env, spec)), exact.ZERO, attention_mask(name, spec))]
 
 
-def mask_zero(name, env, spec):
+def mask_zero(name, env, spec: BlockSpec):
     m = mask_with(unmasked(name, env, spec), exact.ZERO, attention_mask(name, spec))
     return [m] if kind(name) == "masked" else [softmax_rows(m)]
 
 
-def mask_missing(name, env, spec):
+def mask_missing(name, env, spec: BlockSpec):
     """The causal mask left out (a padding mask, if any, applied)."""
     m = mask_with(unmasked(name, env, spec), exact.NEG_INF, attention_mask(name, spec, causal=False))
     return [m] if kind(name) == "masked" else [softmax_rows(m)]
 
 
-def padding_missing(name, env, spec):
+def padding_missing(name, env, spec: BlockSpec):
     """The key padding mask left out (the causal mask, if any, applied)."""
     m = mask_with(unmasked(name, env, spec), exact.NEG_INF, attention_mask(name, spec, padding=False))
     return [m] if kind(name) == "masked" else [softmax_rows(m)]
 
 
-def padding_on_queries(name, env, spec):
+def padding_on_queries(name, env, spec: BlockSpec):
     """The padding mask laid on the rows (queries) instead of the columns (keys): a padded
     query's row is all −∞, and its weights are written as zeros."""
     pad = pad_of(name, spec)
@@ -115,7 +120,7 @@ def padding_on_queries(name, env, spec):
     return [softmax_rows(m)]  # a padded query's row, all −∞, as zeros
 
 
-def dropout_no_rescale(name, env, spec):
+def dropout_no_rescale(name, env, spec: BlockSpec):
     (src,) = inputs_of(name, spec)
     return [env[src] * Mat.from_sympy(spec.dropout_masks[src])]
 

@@ -44,7 +44,7 @@ def run(spec: ModelSpec, embed, layer_forward, head) -> dict[str, np.ndarray]:
     return out
 
 
-def _pass(spec, tokens, gen, out, cached, backend) -> int:
+def _pass(spec: ModelSpec, tokens, gen, out, cached, backend) -> int:
     embed, layer_forward, head = backend
     m = len(tokens)
     steps = embed(spec, tokens)

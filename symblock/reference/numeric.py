@@ -10,7 +10,7 @@ which exist): every computed step, and every given step (as given).
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
@@ -18,8 +18,11 @@ from symblock.engine import steps
 from symblock.reference import numeric_rope, numeric_tiles
 from symblock.errors import UsageError, excerpt
 
+if TYPE_CHECKING:
+    from symblock.engine.spec import BlockSpec
 
-def forward(spec) -> dict[str, np.ndarray]:
+
+def forward(spec: BlockSpec) -> dict[str, np.ndarray]:
     """Every computed or given step of `spec`, forward order: name -> float64 2-D array.
     A batch works each sequence in turn, its steps prefixed `b0.`, `b1.`, …"""
     dims, opts = spec.dims, spec.options
@@ -53,7 +56,7 @@ class _Trace:
     """Records steps by name. A given step keeps the spec's value; a step cut off by a given one
     is never computed (its inputs, and the weights they need, may be missing): it reads as None."""
 
-    def __init__(self, spec):
+    def __init__(self, spec: BlockSpec) -> None:
         self.opts, self.dims = spec.options, spec.dims
         self.eps = float(spec.options.eps)
         self.params = {name: _floats(m) for name, m in spec.params.items()}

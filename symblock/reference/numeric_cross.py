@@ -7,6 +7,7 @@ no causal mask, a padded memory row set to −∞ before the row softmax.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -15,8 +16,11 @@ from symblock.reference import numeric
 from symblock.reference.model_common import floats
 from symblock.reference.numeric import linear, norm, softmax
 
+if TYPE_CHECKING:
+    from symblock.engine.spec import BlockSpec
 
-def forward(spec) -> dict[str, np.ndarray]:
+
+def forward(spec: BlockSpec) -> dict[str, np.ndarray]:
     """Every computed or given step of a decoder layer's spec: name -> float64 2-D array."""
     t = numeric.Trace(spec)
     t.pad = np.array(spec.key_padding_mask[0], dtype=bool) if spec.key_padding_mask else None

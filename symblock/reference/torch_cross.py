@@ -12,12 +12,17 @@ its captured input with `need_weights=True`). torch is imported inside the funct
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from symblock.reference.model_common import floats
 
+if TYPE_CHECKING:
+    from symblock.engine.spec import BlockSpec
 
-def unsupported(spec) -> str | None:
+
+def unsupported(spec: BlockSpec) -> str | None:
     """Why the torch layer cannot run this decoder layer, or None when it can."""
     o, d = spec.options, spec.dims
     reasons = [
@@ -34,7 +39,7 @@ def unsupported(spec) -> str | None:
     return next((why for bad, why in reasons if bad), None)
 
 
-def decoder_layer(spec):
+def decoder_layer(spec: BlockSpec):
     """The torch layer holding the spec's weights (float64, eval mode)."""
     import torch
     o, dims = spec.options, spec.dims
@@ -66,7 +71,7 @@ def decoder_layer(spec):
     return layer
 
 
-def forward(spec) -> dict[str, np.ndarray]:
+def forward(spec: BlockSpec) -> dict[str, np.ndarray]:
     """The steps the torch modules expose, by the exact trace's names (float64 arrays)."""
     import torch
     layer, seen = decoder_layer(spec), {}

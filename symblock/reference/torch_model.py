@@ -8,6 +8,7 @@ layer can express the block. Step names and shapes as reference/numeric_model.py
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -15,13 +16,16 @@ from symblock.engine.model_spec import ModelSpec, with_length
 from symblock.reference import torch_ref
 from symblock.reference.model_common import floats, run, sinusoidal
 
+if TYPE_CHECKING:
+    from symblock.engine.spec import BlockSpec
+
 
 def forward(spec: ModelSpec) -> dict[str, np.ndarray]:
     """Every step of the exact model trace, by name, in float64, through torch.nn modules."""
     return run(spec, embed, layer_forward, head)
 
 
-def layer_forward(spec) -> dict[str, np.ndarray]:
+def layer_forward(spec: BlockSpec) -> dict[str, np.ndarray]:
     return torch_ref.forward(spec)
 
 

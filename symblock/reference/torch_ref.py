@@ -34,7 +34,7 @@ missing torch raises `TorchNotInstalled` (an `ImportError`).
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
@@ -43,6 +43,9 @@ from symblock.engine.steps import (DROPPED, attention_steps, batch_index, batch_
                                    step_names)
 from symblock.reference import torch_tiles
 from symblock.reference.torch_attention import ModuleMismatch, check_attention  # noqa: F401
+
+if TYPE_CHECKING:
+    from symblock.engine.spec import BlockSpec
 
 
 __all__ = ["forward", "encoder_layer_output", "encoder_layer_unsupported",
@@ -82,7 +85,7 @@ def _to_float(matrix) -> np.ndarray:
 
 # ---------------------------------------------------------------- forward
 
-def forward(spec) -> dict[str, np.ndarray]:
+def forward(spec: BlockSpec) -> dict[str, np.ndarray]:
     """Every computed or given step of `spec`, in forward order, as float64 (rows × cols) arrays.
 
     Same contract as `numeric.forward`: given steps keep their given values (and cut off what
@@ -99,7 +102,7 @@ class _Run:
     each sequence in turn (`prefix` b0., b1., …); the attention module then runs on the whole
     batch at once, with torch's `key_padding_mask`."""
 
-    def __init__(self, spec, torch):
+    def __init__(self, spec: BlockSpec, torch: Any) -> None:
         self.spec, self.torch = spec, torch
         self.nn, self.F = torch.nn, torch.nn.functional
         self.dims, self.opts = spec.dims, spec.options
@@ -352,7 +355,7 @@ class _Run:
 
 # ---------------------------------------------------------------- nn.TransformerEncoderLayer
 
-def encoder_layer_unsupported(spec) -> str | None:
+def encoder_layer_unsupported(spec: BlockSpec) -> str | None:
     """Why `nn.TransformerEncoderLayer` cannot run this spec's block, or None when it can."""
     o = spec.options
     reasons = [
@@ -372,7 +375,7 @@ def encoder_layer_unsupported(spec) -> str | None:
     return next((why for bad, why in reasons if bad), None)
 
 
-def encoder_layer_output(spec, *, fast_path: bool = False) -> np.ndarray | None:
+def encoder_layer_output(spec: BlockSpec, *, fast_path: bool = False) -> np.ndarray | None:
     """The block's output computed by a real `nn.TransformerEncoderLayer`, or None when the
     configuration does not map onto one (`encoder_layer_unsupported` says why).
 

@@ -9,13 +9,18 @@ names: `enc.norm_final` (the memory), and per pass `norm_final`, `logits`, `next
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from symblock.reference import torch_cross, torch_ref
 from symblock.reference.model_common import floats, sinusoidal
 
+if TYPE_CHECKING:
+    from symblock.engine.model_spec import ModelSpec
 
-def unsupported(spec) -> str | None:
+
+def unsupported(spec: ModelSpec) -> str | None:
     """Why nn.Transformer cannot run this encoder-decoder, or None when it can."""
     places = {layer.options.norm_position for layer in (*spec.encoder, *spec.layers)}
     if len(places) > 1:
@@ -27,7 +32,7 @@ def unsupported(spec) -> str | None:
     return next((why for layer in spec.layers if (why := torch_cross.unsupported(layer))), None)
 
 
-def transformer(spec):
+def transformer(spec: ModelSpec):
     """nn.Transformer holding the spec's encoder and decoder weights."""
     import warnings
 
@@ -67,7 +72,7 @@ def transformer(spec):
     return model
 
 
-def outputs(spec) -> dict[str, np.ndarray]:
+def outputs(spec: ModelSpec) -> dict[str, np.ndarray]:
     """The memory, and each pass's decoder output, logits and greedy token, from nn.Transformer."""
     import torch
     model = transformer(spec)

@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from symblock.engine import block
-from symblock.engine.spec import BlockSpec
+
+if TYPE_CHECKING:
+    from symblock.engine.model_spec import ModelSpec, Spec
+    from symblock.engine.spec import BlockSpec
 
 
 @dataclass
@@ -73,7 +77,7 @@ def skipped() -> BackendResult:
     return BackendResult(available=False, reason="--no-torch")
 
 
-def run(spec: BlockSpec, tol: float = 1e-9, require_torch: bool = False,
+def run(spec: Spec, tol: float = 1e-9, require_torch: bool = False,
         use_torch: bool = True) -> VerifyResult:
     """A block or a model (`spec.form`), every step against the independent paths. `use_torch=False`
     compares with NumPy alone: importing torch takes 2–3 s, the rest well under 1 s."""
@@ -177,7 +181,8 @@ def run_model(spec, tol: float = 1e-9, require_torch: bool = False,
     return VerifyResult(tol=tol, steps=trace.names(), backends=backends, problems=problems, cache=cache)
 
 
-def torch_model_result(spec, want: dict, tol: float, require_torch: bool, problems: list[str]) -> BackendResult:
+def torch_model_result(spec: ModelSpec, want: dict, tol: float, require_torch: bool,
+                       problems: list[str]) -> BackendResult:
     """A tiny GPT against torch: every step, and the prompt pass against stacked encoder layers."""
     try:
         import torch  # noqa: F401
@@ -200,7 +205,7 @@ def torch_model_result(spec, want: dict, tol: float, require_torch: bool, proble
     return res
 
 
-def translation_result(spec, want: dict, tol: float, problems: list[str]) -> BackendResult:
+def translation_result(spec: ModelSpec, want: dict, tol: float, problems: list[str]) -> BackendResult:
     """An encoder-decoder against a real nn.Transformer in a greedy loop (torch_translate.py)."""
     from symblock.reference import torch_translate
     why = torch_translate.unsupported(spec)

@@ -2,6 +2,8 @@
 task per asked step, with the working of each kind of step from its mixin (work_*.py)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from symblock.engine import kinds, names, parameters
 from symblock.sheets.lang import MATH_TEXT, TEXTS
 from symblock.sheets.numbers import (Safe, dec_tex, exact_tex, grid, is_plain, matrix_value, outcome,
@@ -10,6 +12,10 @@ from symblock.sheets.work_attention import AttentionWork
 from symblock.sheets.work_ffn import FfnWork
 from symblock.sheets.work_linear import LinearWork
 from symblock.sheets.work_norm import NormWork
+
+if TYPE_CHECKING:
+    from symblock.engine.block import Step, Trace
+    from symblock.exercises.presets import Exercise
 
 
 _PARAM_PARTS = ("attn", "ffn")   # grad.W_1: a weight's or a bias's gradient works its sub-layer
@@ -28,7 +34,7 @@ def _gamma_beta(first: str, then: str) -> bool:
 
 
 class Builder(LinearWork, AttentionWork, NormWork, FfnWork):
-    def __init__(self, trace, exercise, lang: str, places: int):
+    def __init__(self, trace: Trace, exercise: Exercise, lang: str, places: int) -> None:
         self.trace, self.ex, self.places = trace, exercise, places
         self.spec, self.o, self.dims = trace.spec, trace.spec.options, trace.spec.dims
         self.T, self.lang = TEXTS[lang], lang
@@ -211,7 +217,7 @@ class Builder(LinearWork, AttentionWork, NormWork, FfnWork):
                 "answer": Safe(f"{step_symbol(step)} {matrix_value(step.value, self.places)}")}
 
     # -- prose: what is computed
-    def what(self, step) -> Safe:
+    def what(self, step: Step) -> Safe:
         parsed = names.parse(step.name)   # a batch's b1.attn.q reads as attn.q
         name = parsed.base
         if parsed.dropped:
@@ -234,7 +240,7 @@ class Builder(LinearWork, AttentionWork, NormWork, FfnWork):
         return self.t(f"s.{name}")
 
     # -- work shown: a list of (prose or None, display math or None)
-    def work(self, step) -> list[tuple[str | None, str | None]]:
+    def work(self, step: Step) -> list[tuple[str | None, str | None]]:
         """The working of a step: the `work_<name>` its kind names (a head's also gets the head)."""
         parsed = names.parse(step.name)
         how = "dropped" if parsed.dropped else kinds.of(step.name).work_for(self.o)
@@ -243,12 +249,12 @@ class Builder(LinearWork, AttentionWork, NormWork, FfnWork):
         method = getattr(self, f"work_{how}")
         return method(step) if parsed.head is None or parsed.dropped else method(step, parsed.head)
 
-    def work_dropped(self, step) -> list:
+    def work_dropped(self, step: Step) -> list:
         return [(self.t("dropped_text"), None)]
 
-    def work_concat(self, step) -> list:
+    def work_concat(self, step: Step) -> list:
         return [(self.t("concat"), None)]
 
-    def work_copy(self, step) -> list:
+    def work_copy(self, step: Step) -> list:
         return [(self.t("copy"), None)]
 

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from decimal import Context, Decimal
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from symblock.engine import exact, parameters
+
+if TYPE_CHECKING:
+    from symblock.engine.block import Step
 
 MAX_EXACT_PLACES = 6        # a terminating decimal up to this many places is shown exactly
 MAX_EXACT_TEX = 26          # longer closed forms are shown as decimals with ≈
@@ -248,7 +252,7 @@ def param_symbol(name: str) -> str:
     return f"{kind}^{{{p.sub}}}" if p.sub in "QKVO" else f"{kind}_{p.sub}"
 
 
-def step_symbol(step) -> str:
+def step_symbol(step: Step) -> str:
     return step.latex.split(" = ")[0].strip()
 
 

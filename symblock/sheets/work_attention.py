@@ -5,14 +5,19 @@ The softmax is worked as a person (and every library) does it: subtract the row'
 every exponential is at most 1; the exponentials and their sum carry one guard digit."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from symblock.engine import exact
 from symblock.sheets.numbers import step_symbol
+
+if TYPE_CHECKING:
+    from symblock.engine.block import Step
 
 MAX_ROWS = 6   # softmax rows written out; later rows are like them
 
 
 class AttentionWork:
-    def work_scaled(self, step, h: int) -> list:
+    def work_scaled(self, step: Step, h: int) -> list:
         s = self.value(step.inputs[0])
         import sympy
         d = self.dims.d_head
@@ -24,7 +29,7 @@ class AttentionWork:
                  + self.outcome(computed, step.value.rows[0][0], a.exact))
         return [(self.t("scale_text", c), None), (None, first)]
 
-    def work_masked(self, step, h: int) -> list:
+    def work_masked(self, step: Step, h: int) -> list:
         if self.o.padding:
             return [(self.t("pad_text" if not self.o.causal else "mask_pad_text"), None)]
         return [(self.t("mask_text"), None)]
@@ -57,7 +62,7 @@ class AttentionWork:
                 rf"& P_{{{n}\cdot}} = \left(" + ", ".join(r"\frac{" + t + "}{" + tot.tex + "}" for t in ex_tex)
                 + r"\right) " + self.tuple_outcome(weights, list(true_row), exact_in, aligned=True)]
 
-    def work_weights(self, step, h: int) -> list:
+    def work_weights(self, step: Step, h: int) -> list:
         s = self.value(step.inputs[0])
         lines = []
         for i, row in enumerate(s.rows[:MAX_ROWS]):

@@ -1,13 +1,18 @@
 """Working of the FFN's activation (gated or not), entry by entry. A mixin of builder.Builder."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from symblock.sheets.numbers import step_symbol
+
+if TYPE_CHECKING:
+    from symblock.engine.block import Step
 
 ROW_ENTRIES = 4   # entries of the first row written out (else the first two and …)
 
 
 class FfnWork:
-    def work_act(self, step) -> list:
+    def work_act(self, step: Step) -> list:
         from symblock.engine.block import ACTIVATIONS
         act = self.o.activation
         base = {"swiglu": "silu", "geglu": "gelu"}.get(act, act)

@@ -2,10 +2,15 @@
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from symblock.engine import exact
 from symblock.sheets.builder import Builder
 from symblock.sheets.numbers import Safe, grid, matrix_value, param_symbol, rel, shape_tex
+
+if TYPE_CHECKING:
+    from symblock.engine.block import Step, Trace
+    from symblock.exercises.presets import Exercise
 
 ROW_ENTRIES = 6   # entries of a row written out (else the first three and …)
 
@@ -14,7 +19,7 @@ class GradBuilder(Builder):
     """Backprop tasks (preset backprop): each asked `grad.<name>` is a task whose value is the
     grad.Backward's; the key shows the rule grad.py applies and the numbers going in."""
 
-    def __init__(self, trace, exercise, lang: str, places: int):
+    def __init__(self, trace: Trace, exercise: Exercise, lang: str, places: int) -> None:
         super().__init__(trace, exercise, lang, places)
         self.back = exercise.backward
         self.grads = {g.name: g for g in self.back.steps}
@@ -72,7 +77,7 @@ class GradBuilder(Builder):
                 (None, rf"(\partial L / \partial Y)_{{11}} = \tfrac{{2}}{{{n * d}}} ({y.tex} - {t.op}) "
                  + self.outcome(computed, g.value.rows[0][0], y.exact and t.exact))]
 
-    def work_back(self, step, g) -> list:
+    def work_back(self, step: Step, g) -> list:
         """The numbers of the one step `g` flows back from, for the rules written out entry by
         entry (linear layers, the activation); the other rules show the rule and the answer."""
         from symblock.calculus.grad import step_kind
@@ -102,7 +107,7 @@ class GradBuilder(Builder):
             return self.work_act_back(step, g)
         return []
 
-    def work_act_back(self, step, g) -> list:
+    def work_act_back(self, step: Step, g) -> list:
         """U = act(Z) (⊙ G): dZ = dU ⊙ act'(Z) (⊙ G), dG = dU ⊙ act(Z); every row, each local
         derivative from the printed z with one guard digit, each product from printed numbers."""
         from symblock.calculus.grad import act_derivative

@@ -5,8 +5,13 @@ Every product is worked from the operands as printed (numbers.show): exact when 
 rounded decimal; the result is what those printed numbers give (builder.outcome)."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from symblock.engine import exact
 from symblock.sheets.numbers import SUBSTITUTE_ENTRIES, bmatrix, step_symbol
+
+if TYPE_CHECKING:
+    from symblock.engine.block import Step
 
 TERMS_PER_LINE = 6   # a long sum of products continues on the next line
 MAX_TERMS = 24       # longer sums are written with Σ (no operands printed)
@@ -38,7 +43,7 @@ class LinearWork:
         body = r" \\ &\quad + ".join(chunks)
         return rf"{lhs} &= {body} " + self.outcome(computed, true, all(s.exact for s in shown), aligned=True)
 
-    def dot_entries(self, step, a_rows, b_cols, positions, bias=None, lhs=None,
+    def dot_entries(self, step: Step, a_rows, b_cols, positions, bias=None, lhs=None,
                     value=None) -> list[tuple[str | None, str]]:
         """Entries (i, j) of A·B written out as sums of products, with their results
         (of `value`, default the step's; `lhs` names it, default the step's symbol)."""
@@ -52,7 +57,7 @@ class LinearWork:
         k = min(cols, 3) if inner <= 4 else 1
         return [(row, j) for j in range(k)]
 
-    def work_linear(self, step) -> list:
+    def work_linear(self, step: Step) -> list:
         src, w, b = (list(step.inputs) + [None])[:3]
         x, W = self.value(src), self.value(w)
         bias = self.trace.params[b].rows[0] if b and b in self.trace.params else None
@@ -69,7 +74,7 @@ class LinearWork:
         out += self.dot_entries(step, x.rows, W.T.rows, pos, bias)
         return out
 
-    def work_scores(self, step, h: int) -> list:
+    def work_scores(self, step: Step, h: int) -> list:
         lo, hi = h * self.dims.d_head, (h + 1) * self.dims.d_head
         q, k = (self.value(n).cols(lo, hi) for n in step.inputs)
         out = []
@@ -81,7 +86,7 @@ class LinearWork:
         out += self.dot_entries(step, q.rows, k.rows, pos)
         return out
 
-    def work_out(self, step, h: int) -> list:
+    def work_out(self, step: Step, h: int) -> list:
         lo, hi = h * self.dims.d_v, (h + 1) * self.dims.d_v
         p, v = self.value(step.inputs[0]), self.value(step.inputs[1]).cols(lo, hi)
         out = []
@@ -94,7 +99,7 @@ class LinearWork:
         out += self.dot_entries(step, p.rows, v.T.rows, pos)
         return out
 
-    def work_add(self, step) -> list:
+    def work_add(self, step: Step) -> list:
         a, b = step.inputs
         A, B = self.value(a), self.value(b)
         lhs = step_symbol(step)

@@ -5,7 +5,12 @@ Each row is worked from its printed operands (the row's entries, μ, σ as the e
 them); deviations x − μ carry one guard digit when they are not short and exact."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from symblock.engine import exact
+
+if TYPE_CHECKING:
+    from symblock.engine.block import Step
 
 ALL_TERMS = 8    # a row sum is written out up to this many terms (else with Σ)
 MAX_ROWS = 6     # rows written out
@@ -16,7 +21,7 @@ class NormWork:
     def rows_block(self, lines: list[str]) -> list:
         return [(self.t("per_row"), None), (None, r"\begin{aligned} " + r" \\ ".join(lines) + r" \end{aligned}")]
 
-    def stat_rows(self, step, sym: str, terms_of, value_of, src: str | None = None) -> list:
+    def stat_rows(self, step: Step, sym: str, terms_of, value_of, src: str | None = None) -> list:
         """`sym_i = (t₁ + … + t_d)/d ≈ r` per row; `terms_of(i)` gives the printed terms and
         operands, `value_of(i)` what they give; wide rows are written with Σ."""
         d, lines = self.dims.d_model, []
@@ -33,7 +38,7 @@ class NormWork:
             lines.append(line + " " + self.outcome(value_of(i, shown), true, all(s.exact for s in shown), aligned=True))
         return self.rows_block(lines)
 
-    def work_mean(self, step) -> list:
+    def work_mean(self, step: Step) -> list:
         x = self.value(step.inputs[0])
 
         def terms(i):
@@ -42,7 +47,7 @@ class NormWork:
         return self.stat_rows(step, r"\mu", terms,
                               lambda i, shown: exact.total([s.value for s in shown]) / len(shown))
 
-    def work_var(self, step) -> list:
+    def work_var(self, step: Step) -> list:
         src, mean = step.inputs
         x, mu = self.value(src), self.value(mean)
 
@@ -56,7 +61,7 @@ class NormWork:
         return self.stat_rows(step, r"\sigma^2", terms, lambda i, shown: exact.total(
             [(s.value - shown[0].value) * (s.value - shown[0].value) for s in shown[1:]]) / (len(shown) - 1))
 
-    def work_ms(self, step) -> list:
+    def work_ms(self, step: Step) -> list:
         x = self.value(step.inputs[0])
 
         def terms(i):
@@ -65,7 +70,7 @@ class NormWork:
         return self.stat_rows(step, "m", terms,
                               lambda i, shown: exact.total([s.value * s.value for s in shown]) / len(shown))
 
-    def root_rows(self, step, sym: str, inner_sym: str) -> list:
+    def root_rows(self, step: Step, sym: str, inner_sym: str) -> list:
         v = self.value(step.inputs[0])
         import sympy
         eps_val = exact.from_sympy(sympy.sympify(self.o.eps))
@@ -77,10 +82,10 @@ class NormWork:
                          + self.outcome(exact.sqrt(a.value + eps_val), step.value.rows[i][0], a.exact, aligned=True))
         return self.rows_block(lines)
 
-    def work_std(self, step) -> list:
+    def work_std(self, step: Step) -> list:
         return self.root_rows(step, r"\sigma", r"\sigma^2")
 
-    def work_rms(self, step) -> list:
+    def work_rms(self, step: Step) -> list:
         return self.root_rows(step, "r", "m")
 
     def affine_parts(self, gamma, beta):
@@ -90,7 +95,7 @@ class NormWork:
         trivial = all(s.exact and s.tex == "1" for s in g) and (b is None or all(s.exact and s.tex == "0" for s in b))
         return None if trivial else (g, b)
 
-    def norm_rows(self, step, entry, gamma, beta) -> list:
+    def norm_rows(self, step: Step, entry, gamma, beta) -> list:
         """`i: (entry₁, …) ≈ (…)`; `entry(i, j)` gives (tex, value, operands exact)."""
         d = self.dims.d_model
         rows = range(min(self.dims.seq_len, MAX_ROWS)) if d <= 4 else range(1)
@@ -129,7 +134,7 @@ class NormWork:
         rows = r", \right. \\ &\quad \left. ".join(", ".join(c) for c in chunks)
         return r"\left(" + rows + r"\right)"
 
-    def work_layernorm(self, step) -> list:
+    def work_layernorm(self, step: Step) -> list:
         src, mean, std, g, b = step.inputs
         x, mu, sd = self.value(src), self.value(mean), self.value(std)
 
@@ -140,7 +145,7 @@ class NormWork:
                     m.exact and s.exact and v.exact)
         return self.norm_rows(step, entry, self.trace.params[g], self.trace.params.get(b))
 
-    def work_rmsnorm(self, step) -> list:
+    def work_rmsnorm(self, step: Step) -> list:
         src, rms, g = step.inputs
         x, r = self.value(src), self.value(rms)
 
