@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 from symblock.engine import block, exact, powers, rope, translate
 from symblock.engine import cost as costmod
 from symblock.engine.matrix import Entry, Mat
+from symblock.engine.model_cost import refuse_cost, run_cost  # noqa: F401  (model.run_cost is public)
 from symblock.engine.model_spec import ModelSpec, Spec, with_length
 from symblock.engine.spec import BlockSpec
 from symblock.engine.steps import Dims
@@ -35,35 +36,8 @@ def cost(spec: ModelSpec) -> int:
     return encoder + run_cost(spec.layers, len(spec.vocab), len(spec.prompt), spec.generate, spec.kv_cache)
 
 
-def run_cost(layers: Sequence[BlockSpec], vocab: int, n0: int, generate: int, kv_cache: bool) -> int:
-    """`cost` from the layers' BlockSpecs and the run's sizes alone, so that the model's loader
-    can refuse a model too large before it draws the embedding and the other layers."""
-    from symblock.engine.cost import NODE
-    d, dims = layers[0].dims.d_model, layers[0].dims
-
-    def full(m: int) -> int:
-        return sum(block.cost(with_length(layer, m)) for layer in layers) + m * vocab * (d + NODE)
-
-    def cached(m: int) -> int:  # one row through each layer, its scores and weights over m keys
-        rows = sum(block.cost(with_length(layer, 1)) for layer in layers)
-        k, v, h = dims.d_k, dims.d_v, dims.heads
-        attention = len(layers) * h * (m * (k + 2 * NODE) + v * (m + NODE))
-        return rows + attention + vocab * (d + NODE)
-    steps = range(n0 + 1, n0 + generate + 1)
-    return full(n0) + sum(cached(m) if kv_cache else full(m) for m in steps)
-
-
 def check_size(spec: ModelSpec) -> None:
     refuse_cost(cost(spec), spec.source)
-
-
-def refuse_cost(c: int, source: str) -> None:
-    """Refuse a model run of `c` exact operations over the limit in force."""
-    limit = costmod.current_limit()
-    if c > limit:
-        raise SpecError(source, "model", f"this model needs about {c:,} exact operations, over "
-                        f"the exact engine's limit of {limit:,}; use fewer layers, tokens or dims, or raise "
-                        "the limit with --max-cost N (or SYMBLOCK_MAX_COST=N)")
 
 
 def forward(spec: ModelSpec) -> block.Trace[ModelSpec]:

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import hashlib
 import warnings
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Callable, Mapping, NoReturn, Union
 
-from symblock.engine import spec as specmod
+from symblock.engine import model_cost, spec as specmod
+from symblock.engine.model_cost import with_length  # noqa: F401  (model_spec.with_length stays public)
 from symblock.engine.spec import BlockSpec, Matrix
 from symblock.engine.steps import Dims, Options
 from symblock.errors import SpecError, excerpt
@@ -106,10 +107,6 @@ def form_of(data: Any) -> str:
     section makes a tiny GPT. The one place that tells a model from a block."""
     return "model" if isinstance(data, Mapping) and "model" in data else "block"
 Spec = Union[BlockSpec, ModelSpec]  # what `symblock.load` gives and `symblock.forward` works
-
-
-def is_model(data: Any) -> bool:
-    return form_of(data) == "model"
 
 
 def _layer_seed(seed: int | None, i: int, salt: str = "") -> int | None:
@@ -381,9 +378,8 @@ def _rope_block(block: dict, positions: str, source: str) -> dict:
 def _check_cost(layer: BlockSpec, n_layers: int, vocab: int, n0: int, generate: int, m: Mapping,
                 source: str) -> None:
     """The model's cost (engine/model.py) from its first layer: every layer has its shape."""
-    from symblock.engine import model
     kv_cache = m.get("kv_cache") is True
-    model.refuse_cost(model.run_cost([layer] * n_layers, vocab, n0, generate, kv_cache), source)
+    model_cost.refuse_cost(model_cost.run_cost([layer] * n_layers, vocab, n0, generate, kv_cache), source)
 
 
 def _tensors(weights: Mapping, layout: str, vocab: int, d: int, max_len: int, positions: str, head: str,
@@ -435,6 +431,3 @@ def _final_norm(raw: Any, norm: str, d: int, source: str, ln: str = "ln_final") 
     return out
 
 
-def with_length(layer: BlockSpec, n: int) -> BlockSpec:
-    """A layer's BlockSpec for a sequence of n rows (the weights do not depend on the length)."""
-    return replace(layer, dims=replace(layer.dims, seq_len=n))

@@ -88,8 +88,7 @@ def generated_text(trace: Trace) -> str:
 
 
 def _model_text(trace: Trace) -> str:
-    spec = trace.spec
-    assert isinstance(spec, ModelSpec), "a block generates no tokens"
+    spec = cast(ModelSpec, trace.spec)   # _GENERATED calls it for a model's trace only
     names = ["next_token"] + [f"gen{t}.next_token" for t in range(1, spec.generate + 1)]
     new = [spec.vocab[_token(trace[n])] for n in names if n in trace]
     return "generated: " + " ".join(spec.vocab[t] for t in spec.prompt) + " | " + " ".join(new)

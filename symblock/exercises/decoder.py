@@ -26,8 +26,6 @@ from symblock.engine import names
 from symblock.errors import SpecError
 
 if TYPE_CHECKING:
-    from typing_extensions import TypeIs  # typing's own from Python 3.13
-
     from symblock.engine.block import Trace, TracedSpec
     from symblock.engine.matrix import Mat
     from symblock.engine.model_spec import ModelSpec, Spec
@@ -38,11 +36,6 @@ GEN = names.name_of("", gen=ASKED_GEN)
 REUSED = "cache.reused"            # per layer: gen1.layer{i}.cache.reused
 SCALED_RANGE = (-3, 3)
 WEIGHT_RANGE = (Fraction(1, 50), Fraction(9, 10))
-
-
-def is_model(spec: object) -> TypeIs[ModelSpec]:
-    from symblock.engine.model_spec import ModelSpec
-    return isinstance(spec, ModelSpec)
 
 
 def reused_name(layer: int) -> str:
@@ -57,11 +50,17 @@ def reused_value(trace: Trace, layer: int) -> Mat:
     return Mat([[exact.real(1)] * (rows - 1) + [exact.real(0)]])
 
 
+def _one_block(spec: TracedSpec) -> None:
+    raise SpecError(spec.source, "exercise.preset", "the decoder preset needs a model spec (a `model:` "
+                    "section, e.g. the example tiny-decoder); this spec is one block")
+
+
 def require(spec: TracedSpec) -> None:
     """The decoder preset needs a model with the KV cache and one generated token at least."""
-    if not is_model(spec):
-        raise SpecError(spec.source, "exercise.preset", "the decoder preset needs a model spec (a `model:` "
-                        "section, e.g. the example tiny-decoder); this spec is one block")
+    {"block": _one_block, "model": _cached_model}[spec.form](spec)
+
+
+def _cached_model(spec: ModelSpec) -> None:
     if not spec.kv_cache:
         raise SpecError(spec.source, "model.kv_cache", "the decoder preset asks the cached generation step: "
                         "set model.kv_cache: true")

@@ -131,7 +131,7 @@ BLOCK, MODEL = _Block, _Model
 def rules(spec):
     """What differs between a block's variant and a model's: how its exercise is chosen, which
     draws are usable, and which numbers tell two variants apart."""
-    return MODEL if decoder.is_model(spec) else BLOCK
+    return {"block": BLOCK, "model": MODEL}[spec.form]
 
 
 # ---------------------------------------------------------------- drawing

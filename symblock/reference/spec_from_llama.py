@@ -6,7 +6,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from symblock.reference.spec_from import as_array, block_weights, exact, matrix, refuse, vector
+from symblock.reference.exact_weights import as_array, block_weights, exact, matrix, refuse, vector
 
 
 def _rope_theta(config: Mapping[str, Any]) -> float:

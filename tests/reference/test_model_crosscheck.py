@@ -70,7 +70,6 @@ def test_random_models_agree_with_numpy_and_torch_on_every_step(data):
 
 
 def test_tiny_gpt_verifies_and_matches_a_torch_encoder_stack():
-    from symblock.engine.model_spec import is_model  # noqa: F401
     import symblock
     spec = symblock.load("tiny-gpt")
     result = verify.run_model(spec, require_torch=True)
