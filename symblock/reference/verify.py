@@ -239,20 +239,21 @@ def table(result: VerifyResult) -> str:
             extra = f"; {res.note}" if res.note else ""
             out.append(f"{b}: largest difference {res.max_abs_diff:.3g} over {len(res.steps)} steps "
                        f"(tolerance {result.tol:g}){extra}")
-    cache = result.cache
-    if cache:
-        counts = {v: sum(1 for _, w in cache if w == v) for v in ("exact", "numeric", "differs")}
-        out.append(f"KV cache: {len(cache)} cached steps vs the full recompute: {counts['exact']} equal "
-                   f"exactly (the same expression), {counts['numeric']} equal to 16384 bits, "
-                   f"{counts['differs']} differ")
-    tiles = result.tiles
-    if tiles:
-        counts = {v: sum(1 for _, w in tiles if w == v) for v in ("exact", "numeric", "differs")}
-        out.append(f"Online softmax: {len(tiles)} tiled head{'s' if len(tiles) != 1 else ''} vs softmax·V: "
-                   f"{counts['exact']} equal exactly (by algebra), {counts['numeric']} equal to 16384 bits, "
-                   f"{counts['differs']} differ")
+    if result.cache:
+        out.append(_proofs(f"KV cache: {len(result.cache)} cached steps vs the full recompute",
+                           result.cache, "the same expression"))
+    if result.tiles:
+        heads = f"{len(result.tiles)} tiled head{'s' if len(result.tiles) != 1 else ''}"
+        out.append(_proofs(f"Online softmax: {heads} vs softmax·V", result.tiles, "by algebra"))
     out.append("OK: every step agrees" if result.ok else "FAILED: " + "; ".join(result.problems))
     return "\n".join(out)
+
+
+def _proofs(what: str, verdicts: list[tuple[str, str]], how: str) -> str:
+    """One line counting the verdicts of proved equalities (exact, numeric, differs)."""
+    n = {v: sum(1 for _, w in verdicts if w == v) for v in ("exact", "numeric", "differs")}
+    return (f"{what}: {n['exact']} equal exactly ({how}), {n['numeric']} equal to 16384 bits, "
+            f"{n['differs']} differ")
 
 
 def _diff(res, name: str) -> str:
