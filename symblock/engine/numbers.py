@@ -20,6 +20,7 @@ E/(1+E), cos(pi/3), …) are handed to SymPy, and only once they pass.
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import re
 from decimal import Decimal
@@ -78,6 +79,7 @@ def check_decimal(d: Decimal) -> None:
                        f"exponent {t.exponent})")
 
 
+@functools.lru_cache(maxsize=4096)   # a set's manifest is checked, then read: each text walked once
 def check_text(text: str) -> Fraction | None:
     """Raise TooLarge or SyntaxError when the expression `text` is too large or not arithmetic;
     else its exact value when it is rational (numbers and + − · / ** of them, `Rational(a, b)`),
