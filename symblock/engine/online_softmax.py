@@ -37,7 +37,7 @@ def work(t: Any, h: int, s: Mat, v: Mat, s_tex: str) -> None:
                    lambda keys=keys, pm=prev[0]: running_max(s, keys, pm))
         l = t.step(tile_name(h, j, "sum"), _sum_tex(j, s_tex, rng),
                    lambda keys=keys, p=prev, m=m: running_sum(s, keys, p[0], m, p[1]))
-        a = t.step(tile_name(h, j, "acc"), _acc_tex(j, s_tex, rng, h),
+        a = t.step(tile_name(h, j, "acc"), _acc_tex(j, s_tex, rng, h // t.dims.group),
                    lambda keys=keys, p=prev, m=m: running_acc(s, v, keys, p[0], m, p[2]))
     assert a is not None and l is not None  # one tile at least
     t.step(f"attn.h{h}.tiled", f"\\tilde O_{{{h}}} = a_{{{last}}} / \\ell_{{{last}}}\\ \\text{{(each row)}}",
@@ -63,9 +63,10 @@ def _sum_tex(j: int, s: str, rng: str) -> str:
     return f"{head}{_rescale(j)}\\textstyle\\sum_{{{rng}}} e^{{{s}_{{ij}} - m_{{{j}}}}}"
 
 
-def _acc_tex(j: int, s: str, rng: str, h: int) -> str:
+def _acc_tex(j: int, s: str, rng: str, g: int) -> str:
+    """g: the K/V head whose values the query head reads (grouped heads)."""
     head = f"a_{{{j}}} = a_{{{j - 1}}}" if j else f"a_{{{j}}}"
-    return f"{head}{_rescale(j)}\\textstyle\\sum_{{{rng}}} e^{{{s}_{{ij}} - m_{{{j}}}}} (V_{{{h}}})_{{j}}"
+    return f"{head}{_rescale(j)}\\textstyle\\sum_{{{rng}}} e^{{{s}_{{ij}} - m_{{{j}}}}} (V_{{{g}}})_{{j}}"
 
 
 def _bigger(x: Entry, y: Entry) -> bool:

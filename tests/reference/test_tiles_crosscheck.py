@@ -45,8 +45,8 @@ def check_against_loop(sp, tol=1e-12):
         for h in range(sp.dims.heads):
             head = f"{prefix}attn.h{h}"
             last = [n for n in (f"{head}.masked", f"{head}.scaled", f"{head}.scores") if n in num][0]
-            dv = sp.dims.d_v
-            want = loop_tiles(num[last].tolist(), num[f"{prefix}attn.v"][:, h * dv:(h + 1) * dv].tolist(),
+            dv, g = sp.dims.d_v, h * sp.dims.kv_heads // sp.dims.heads   # the K/V head query head h reads
+            want = loop_tiles(num[last].tolist(), num[f"{prefix}attn.v"][:, g * dv:(g + 1) * dv].tolist(),
                               sp.options.attention_tiles)
             for (j, part), rows in want.items():
                 name = f"{head}.tiled" if j == "tiled" else f"{head}.tile{j}.{part}"
@@ -118,3 +118,17 @@ def test_verify_agrees_with_numpy_and_torch_on_every_tile(size):
     assert res.ok, res.problems
     assert res.tiles == [("attn.h0.tiled", "exact"), ("attn.h1.tiled", "exact")]
     assert any("tile" in n for n in res.backends["torch"].steps)
+
+
+def test_tiles_over_rotated_scores_and_grouped_heads():
+    """RoPE and two query heads over one K/V head: each head's tiles read its rotated scores and
+    the shared values, and are proved equal to its softmax·V."""
+    sp = spec.from_mapping({"dims": {"seq_len": 5, "d_model": 4, "d_ff": 2, "heads": 2, "kv_heads": 1},
+                            "block": {"attention_tiles": 2, "causal": True, "rope": True, "norm": "rmsnorm"},
+                            "random": {"seed": 2}})
+    tr = block.forward(sp)
+    assert "(V_{0})_{j}" in tr["attn.h1.tile1.acc"].latex    # head 1 reads K/V head 0
+    assert check_against_loop(sp) == 2 * (3 * 3 + 1)
+    res = verify.run(sp)
+    assert res.ok, res.problems
+    assert res.tiles == [("attn.h0.tiled", "exact"), ("attn.h1.tiled", "exact")]
