@@ -24,6 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from symblock.calculus.fact import Fact  # noqa: F401  (re-exported: derive.Fact is public)
+
 SIMPLIFY_OPS = 150   # simplify entries up to this many operations (sympy.count_ops)
 SIMPLIFY_OPS_TRANSCENDENTAL = 40  # ... or this many when exp, erf, tanh or Max (ReLU) appear (simplify takes
                      # tens of seconds on a SwiGLU output entry of 83 operations and changes nothing)
@@ -208,15 +210,6 @@ def _simplify(e):
 
 
 # ---------------------------------------------------------------- facts
-
-@dataclass(frozen=True)
-class Fact:
-    name: str
-    statement: str     # prose, as tutorials state it
-    latex: str         # the identity shown symbolically
-    verified: bool     # SymPy proved it (on this run)
-    how: str           # how SymPy verified it
-
 
 def facts() -> list[Fact]:
     """Facts tutorials state in prose, each derived with the engine's own functions on symbols and

@@ -13,14 +13,14 @@ def _rotated(vec, pos, style: str, theta):
     for i, (a, b) in enumerate(rope.Rope(style=style).pairs(d)):
         phi = pos * theta ** sympy.Rational(-2 * i, d)
         c, s = sympy.cos(phi), sympy.sin(phi)
-        out[a], out[b] = rope._turn(vec[a], vec[b], c, s, -1), rope._turn(vec[b], vec[a], c, s, 1)
+        out[a], out[b] = rope.turn(vec[a], vec[b], c, s, -1), rope.turn(vec[b], vec[a], c, s, 1)
     return out
 
 
 def fact_rope_relative():
     """q_m · k_n after RoPE depends on the positions only through m − n (both styles)."""
     import sympy
-    from symblock.calculus.derive import Fact
+    from symblock.calculus.fact import Fact
     m, n = sympy.symbols("m n", real=True)
     theta = sympy.Integer(10000)
     q, k = sympy.symbols("q_0:4", real=True), sympy.symbols("k_0:4", real=True)
@@ -42,7 +42,7 @@ def fact_rope_relative():
 def fact_gqa_is_repeated_mha():
     """Grouped K/V heads equal multi-head attention with each K/V head's weights repeated."""
     import sympy
-    from symblock.calculus.derive import Fact
+    from symblock.calculus.fact import Fact
     from symblock.engine import block
     from symblock.engine.matrix import Mat
 

@@ -124,12 +124,12 @@ def rotate(x: Mat, heads: int, d_k: int, rows: Sequence[int], rope: Rope) -> Mat
             o = h * d_k
             for (a, b), (c, s) in zip(pairs, trig):
                 xa, xb = row[o + a], row[o + b]
-                new[o + a], new[o + b] = _turn(xa, xb, c, s, -1), _turn(xb, xa, c, s, 1)
+                new[o + a], new[o + b] = turn(xa, xb, c, s, -1), turn(xb, xa, c, s, 1)
         out.append(new)
     return Mat(out)
 
 
-def _turn(x, y, c, s, sign: int):
+def turn(x, y, c, s, sign: int):
     """x cos ± y sin as one graph node (not three: two products and their sum)."""
     if exact.is_symbolic(x) or exact.is_symbolic(y):
         return x * c + y * s * sign

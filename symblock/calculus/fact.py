@@ -1,0 +1,13 @@
+"""A fact tutorials state in prose, with its identity and whether SymPy proved it (derive.facts)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Fact:
+    name: str
+    statement: str     # prose, as tutorials state it
+    latex: str         # the identity shown symbolically
+    verified: bool     # SymPy proved it (on this run)
+    how: str           # how SymPy verified it
