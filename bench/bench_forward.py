@@ -5,7 +5,7 @@
 
 Exact: `block.forward` (median of runs, in this process) plus certifying every entry to 30 digits
 and rounding it to a double; peak memory by tracemalloc. Naive: SymPy matrices pushed through the
-same block and evaluated with `evalf` — the approach DESIGN.md warns about — in a child process
+same block and evaluated with `evalf` — the approach the design rules out — in a child process
 with a time cap, so a size that explodes is reported as "> cap" instead of hanging the bench.
 """
 from __future__ import annotations

@@ -10,7 +10,7 @@ relu_mixed, every constraint checked on the exact trace. Each measurement is a f
 run interleaved with this one, preset by preset, so that a burst of load hits both alike.
 The machine is shared, so CPU time (the process's user + system) is given beside wall time.
 The forward column, measured in the same process, is the exact forward alone of the accepted
-variants (what one draw costs at the least). Target (issue 12): 100 variants of every preset in
+variants (what one draw costs at the least). Target: 100 variants of every preset in
 under 3 s, at most 50 draws per variant on average. "draws" counts candidate blocks.
 """
 from __future__ import annotations
@@ -127,7 +127,7 @@ weights fitted in batches of 256 candidates scored in exact integers, W_1 refitt
 input for relu_mixed, and every constraint checked again on the exact trace. Each figure is the
 median of {runs} fresh processes (imports not timed), before and after interleaved preset by preset.
 
-Target (issue 12): 100 variants of every preset in under 3 s, at most 50 draws per variant on
+Target: 100 variants of every preset in under 3 s, at most 50 draws per variant on
 average. The machine is shared by several developers, so CPU time (user + system of the process)
 is the figure to read: it hardly depends on the others' load, while wall time does (on an idle
 machine wall ≈ CPU for this single-threaded work).

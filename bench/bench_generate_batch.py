@@ -1,4 +1,4 @@
-"""Time the generator on issue 15's shapes: one sequence, then batches of 2 and 3 sequences with
+"""Time the generator on batched shapes: one sequence, then batches of 2 and 3 sequences with
 drawn padding (and dropout masks), every guarantee held in each sequence.
 
     python bench/bench_generate_batch.py            # print the table
@@ -63,7 +63,7 @@ def main(argv=None) -> int:
         rows.append(f"| {label} | {args.n} | {1000 * secs / args.n:.0f} ms | {1000 * base / args.n:.0f} ms | "
                     f"{draws / args.n:.2f} | {forwards / args.n:.2f} |")
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    text = "\n".join(["# Generator bench: batches, padding and dropout drawn (issue 15)", "",
+    text = "\n".join(["# Generator bench: batches, padding and dropout drawn", "",
                       "`python bench/bench_generate_batch.py --write` regenerates this file. " + __doc__.split("\n\n")[2]
                       .replace("\n", " "), "", *rows, "",
                       f"Python {platform.python_version()} on {platform.machine()}, load average {load:.1f} "

@@ -39,7 +39,7 @@ class Bug:
 
 BUGS = [
     Bug("names-head-off-by-one", "symblock/engine/names.py",
-        "head, part = int(h.group(1)), h.group(2)", "head, part = int(h.group(1)) + 1, h.group(2)",
+        "head, part = int(h.group(1)), h.group(3)", "head, part = int(h.group(1)) + 1, h.group(3)",
         ("tests/engine/test_names.py",),
         "a head step's name is read as the next head's"),
     Bug("kinds-values-shaped-as-queries", "symblock/engine/kinds.py",
@@ -226,6 +226,23 @@ BUGS = [
         "    same = [n for n in asked if n in fixed]\n    if True:",
         ("tests/sheets/test_worksheet_sets.py::test_a_given_x_is_named_when_its_steps_repeat_on_every_sheet",),
         "a set's steps fixed by the spec are neither named nor refused"),
+    # ---- the online softmax over key tiles
+    Bug("tile-not-rescaled", "symblock/engine/online_softmax.py",
+        "    return exact.exp(old - new)", "    return exact.ONE",
+        ("tests/engine/test_tiles.py",),
+        "a tile's running sum and accumulator are not rescaled by e^(m_old − m_new)"),
+    Bug("numpy-tile-not-rescaled", "symblock/reference/numeric_tiles.py",
+        "np.exp(m_old - safe), 0.0)", "1.0, 0.0)",
+        ("tests/reference/test_tiles_crosscheck.py",),
+        "the NumPy path's tiles are not rescaled when the running max grows"),
+    Bug("tile-max-ignores-earlier-tiles", "symblock/engine/online_softmax.py",
+        "best = NEG_INF if prev is None else prev.rows[i][0]", "best = NEG_INF",
+        ("tests/engine/test_tiles.py",),
+        "the running max forgets the earlier tiles' maximum"),
+    Bug("proof-accepts-any-ratio", "symblock/engine/proof.py",
+        "return None if mu is None else _times(mu, nb) == na", "return None if mu is None else True",
+        ("tests/engine/test_tiles.py",),
+        "the proof calls A/L and B/S equal whenever the denominators are proportional"),
 ]
 
 

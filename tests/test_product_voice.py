@@ -45,7 +45,11 @@ def test_messages_and_facts_cite_no_internal_document(text):
     assert not INTERNAL.search(text)
 
 
-def test_the_readme_cites_no_internal_document():
+def test_the_readme_and_the_docs_cite_no_internal_document():
     from pathlib import Path
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    assert not INTERNAL.findall(readme)
+    root = Path(__file__).resolve().parents[1]
+    pages = [root / "README.md", *sorted((root / "docs").rglob("*.md")), *sorted((root / "bench").glob("README*.md"))]
+    assert len(pages) > 10
+    leaks = {p.name: INTERNAL.findall(p.read_text(encoding="utf-8")) for p in pages
+             if INTERNAL.search(p.read_text(encoding="utf-8"))}
+    assert not leaks

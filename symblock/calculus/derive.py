@@ -74,6 +74,10 @@ def symbolic(spec_arg=None):
     if s.dims.batch:
         raise specmod.SpecError(s.source, "inputs.X", "derive writes one sequence in symbols; this spec "
                                 f"is a batch of {s.dims.batch}: give inputs.X one matrix")
+    if s.options.attention_tiles:
+        raise specmod.SpecError(s.source, "block.attention_tiles", "derive writes the steps in symbols, "
+                                "but a tile's running maximum compares numbers; leave attention_tiles "
+                                "out (`derive --facts` proves the tiles equal to softmax·V)")
     sym = block.symbolic_spec(s)
     block.check_size(sym)
     return sym
@@ -217,7 +221,7 @@ def facts() -> list[Fact]:
     from symblock.calculus.facts_rope import fact_gqa_is_repeated_mha, fact_rope_relative
     return [f() for f in (fact_layernorm_2d, fact_layernorm_stats, fact_softmax_shift,
                           fact_softmax_sums_to_one, fact_causal_first_row, fact_scaling,
-                          fact_rope_relative, fact_gqa_is_repeated_mha)]
+                          fact_online_softmax, fact_rope_relative, fact_gqa_is_repeated_mha)]
 
 
 def _engine_norm(row, **block_opts):
@@ -328,6 +332,51 @@ def fact_scaling() -> Fact:
                 v_raw == dk and v_scaled == 1 and mean == 0,
                 "E and Var of the polynomial in q_i, k_i ~ N(0, 1) independent, term by term from the "
                 "normal moments E[z^n] = (n − 1)!! (n even), 0 (n odd)")
+
+
+def fact_online_softmax() -> Fact:
+    """The online softmax over key tiles is softmax·V: two tiles of symbols worked by the engine's
+    own tile functions, and the invariant behind any number of tiles (engine/online_softmax.py)."""
+    import sympy
+    from symblock.engine import online_softmax as tiles
+    from symblock.engine.matrix import Mat
+    s, v = sympy.symbols("s_1:5", real=True), sympy.symbols("v_1:5", real=True)
+    m1, m2 = sympy.symbols("m_1 m_2", real=True)   # any running references, the maxima among them
+    S, V, M1, M2 = Mat([list(s)]), Mat([[x] for x in v]), Mat([[m1]]), Mat([[m2]])
+    l1, a1 = tiles.running_sum(S, range(2), None, M1, None), tiles.running_acc(S, V, range(2), None, M1, None)
+    l2, a2 = tiles.running_sum(S, range(2, 4), M1, M2, l1), tiles.running_acc(S, V, range(2, 4), M1, M2, a1)
+    tiled = a2.rows[0][0] / l2.rows[0][0]
+    softmax_v = sum(sympy.exp(x) * y for x, y in zip(s, v)) / sum(sympy.exp(x) for x in s)
+    two = _is_zero(tiled - softmax_v)
+    # any number: l_j = e^(−m_j) Σ_{k so far} e^(s_k), a_j = e^(−m_j) Σ e^(s_k) v_k holds after the
+    # first tile and after each next one (P, Q: the sums so far; t, w: the next block's scores, values)
+    P, Q, mp, m = sympy.Symbol("P", positive=True), *sympy.symbols("Q m' m", real=True)
+    t, w = sympy.symbols("t_1:3", real=True), sympy.symbols("w_1:3", real=True)
+    T, W, Mp, Mm = Mat([list(t)]), Mat([[x] for x in w]), Mat([[mp]]), Mat([[m]])
+    new_p = P + sum(sympy.exp(x) for x in t)
+    new_q = Q + sum(sympy.exp(x) * y for x, y in zip(t, w))
+    first = tiles.running_sum(T, range(2), None, Mm, None).rows[0][0]
+    nxt = tiles.running_sum(T, range(2), Mp, Mm, Mat([[sympy.exp(-mp) * P]])).rows[0][0]
+    acc = tiles.running_acc(T, W, range(2), Mp, Mm, Mat([[sympy.exp(-mp) * Q]])).rows[0][0]
+    keeps = all(_is_zero(a - b) for a, b in (
+        (first, sympy.exp(-m) * (new_p - P)), (nxt, sympy.exp(-m) * new_p), (acc, sympy.exp(-m) * new_q)))
+    return Fact("online_softmax_tiles",
+                "the online softmax over key tiles (FlashAttention's running max, rescaled sum and "
+                "accumulator) equals softmax·V for any number of tiles",
+                r"\ell_2 = %s,\quad \frac{a_2}{\ell_2} = \frac{\sum_k e^{s_k} v_k}{\sum_k e^{s_k}},\quad "
+                r"\ell_j = e^{-m_j} \textstyle\sum_{k \le j} e^{s_k},\ a_j = e^{-m_j} \sum_{k \le j} e^{s_k} v_k"
+                % sympy.latex(l2.rows[0][0]),
+                two and keeps, "engine's tile functions on symbols s_1..s_4, v_1..v_4 in two tiles of 2, "
+                "any m_1, m_2; then the invariant at the first tile and kept by a next one (induction "
+                "on the tiles); the differences' numerators expanded (e^(a+b) = e^a e^b) are 0")
+
+
+def _is_zero(e) -> bool:
+    """e = 0 for a rational function of exponentials: its numerator, with e^(a+b) = e^a e^b,
+    expands to 0 (what sympy.simplify finds, some 15 times faster)."""
+    import sympy
+    n = sympy.numer(sympy.together(sympy.expand(e, power_exp=True)))
+    return sympy.expand(n, power_exp=True) == 0
 
 
 def normal_expectation(expr, variables):

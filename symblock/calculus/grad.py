@@ -339,6 +339,7 @@ RULES: dict[str, tuple[Rule, str]] = {
     "rmsnorm": (_rmsnorm, r"\partial X \mathrel{+}= \partial Y \gamma / r,\ \partial r = -\textstyle\sum_j \partial Y_j \gamma_j X_j / r^2"),
     "ms": (_ms, r"\partial X_j \mathrel{+}= \partial m \cdot 2 X_j / d"),
     "dropped": (_dropped, r"\partial X = D \odot \partial \tilde{X} / (1 - p)"),
+    "side": (lambda step, g, v, spec, want: {}, r"\text{0: the output does not read this step}"),
 }
 
 

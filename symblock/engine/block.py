@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterator, Mapping
 
-from symblock.engine import cost as costmod, exact, rope
+from symblock.engine import cost as costmod, exact, online_softmax, rope
 from symblock.engine.matrix import Mat
 from symblock.engine.spec import BlockSpec, SpecError
 from symblock.engine.steps import DROPPED, computed_steps, masked_positions, step_inputs
@@ -268,8 +268,11 @@ def head(t: _Tracer, h: int, q: Mat, k: Mat, v: Mat, qk: tuple[int, int], vcols:
         tex = f"M_{h}"
     w = t.step(f"{name}.weights", f"P_{h} = \\mathrm{{softmax}}({tex})\\ \\text{{(each row)}}",
                lambda s=s: s.map_rows(softmax))
-    return t.step(f"{name}.out", f"O_{h} = {t.read(name + '.weights', f'P_{h}')} V_{g}",
-                  lambda: w @ v.cols(*vcols))
+    out = t.step(f"{name}.out", f"O_{h} = {t.read(name + '.weights', f'P_{h}')} V_{g}",
+                 lambda: w @ v.cols(*vcols))
+    if t.o.attention_tiles:  # the same softmax·V as an online softmax over key tiles, beside it
+        online_softmax.work(t, h, s, None if v is None else v.cols(*vcols), tex)
+    return out
 
 
 def apply_mask(s: Mat, masked: list[list[bool]], fill=exact.NEG_INF) -> Mat:

@@ -69,6 +69,14 @@ def _column(d):
     return d.seq_len, 1
 
 
+def _head_v(d):
+    return d.seq_len, d.d_v
+
+
+def _tile(opts) -> int:
+    return opts.attention_tiles
+
+
 def _const(n):
     return lambda dims, opts: n
 
@@ -96,6 +104,14 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("masked", _square, _const(0), "masked", "masked"),
     Kind("weights", _square, _const(1 + NODE), "softmax", "weights"),   # an exp, a sum's term, a division
     Kind("head_out", lambda d: (d.seq_len, d.d_v), lambda d, o: d.seq_len, "head_out", "out"),
+    # the online softmax over key tiles of B (engine/tiles.py): per row a running max (B comparisons),
+    # a rescaled sum (B + 1 exps, each of a difference s − m: two nodes and a term), a rescaled
+    # accumulator; then accumulator / sum. The output does not read them (they are proved equal
+    # to the head's out), so no gradient flows.
+    Kind("tile_max", _column, lambda d, o: _tile(o), "side", None),
+    Kind("tile_sum", _column, lambda d, o: (_tile(o) + 1) * (1 + 2 * NODE), "side", None),
+    Kind("tile_acc", _head_v, lambda d, o: _tile(o) + 1, "side", None),
+    Kind("tiled", _head_v, _const(0), "side", None),
     Kind("concat", lambda d: (d.seq_len, d.heads * d.d_v), _const(None), "concat", "concat"),
     Kind("attn_out", _model, lambda d, o: d.d_model if o.out_proj else None,
          lambda o: "linear" if o.out_proj else "identity", _with_projection("linear")),

@@ -170,6 +170,9 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> ModelSpec:
         raise SpecError(source, "block.causal", "a GPT's layers are always causal; leave causal out")
     if "final_norm" in block:
         raise SpecError(source, "block.final_norm", "a model's final norm is model.final_norm")
+    if "attention_tiles" in block:
+        raise SpecError(source, "block.attention_tiles", "the online-softmax tiles are worked for a "
+                        "single block; leave attention_tiles out of a model")
     places = _norm_positions(m, block, n_layers, source)
     block = _rope_block(block, positions, source)
     dims = _section(data, "dims", source)

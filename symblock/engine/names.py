@@ -7,10 +7,11 @@ A step name is a block-level name under optional prefixes, outermost first:
     b1.                    sequence 1 of a batch
     layer0.                layer 0 of a tiny GPT
     attn.h0.scores         the block-level name (its `base`)
+    attn.h0.tile1.sum      a head's step for key tile 1 of its online softmax (`tile`)
     .dropped               suffix: the step after its fixed dropout mask
 
 `parse` turns a name into a `StepName`, whose `kind` is what the step computes whichever instance
-it is ('q', 'scores', 'head_out', 'mean', 'norm', 'resid', 'cache_k', 'logits', …). Consumers read
+it is ('q', 'scores', 'head_out', 'tile_sum', 'mean', 'norm', 'resid', 'cache_k', 'logits', …). Consumers read
 these fields instead of cutting names apart with `split` and `startswith`.
 """
 from __future__ import annotations
@@ -24,7 +25,8 @@ DROPPED = ".dropped"
 GRAD = "grad."
 
 _PREFIX = re.compile(r"^(grad\.)?(?:gen(\d+)\.)?(?:b(\d+)\.)?(?:layer(\d+)\.)?")
-_HEAD = re.compile(r"^attn\.h(\d+)\.(\w+)$")
+_HEAD = re.compile(r"^attn\.h(\d+)\.(?:tile(\d+)\.)?(\w+)$")
+TILE_PARTS = ("max", "sum", "acc")  # a key tile's running max, rescaled sum and accumulator
 _NORM = re.compile(r"^(norm\d*|norm_final)(?:\.(\w+))?$")
 _KINDS = {"x": "x", "attn.q": "q", "attn.k": "k", "attn.v": "v", "attn.q_rot": "q_rot",
           "attn.k_rot": "k_rot", "attn.concat": "concat",
@@ -38,8 +40,9 @@ _KINDS = {"x": "x", "attn.q": "q", "attn.k": "k", "attn.v": "v", "attn.q_rot": "
 @dataclass(frozen=True)
 class StepName:
     """One step name's parts. `base` is the block-level name without prefixes or `.dropped`;
-    `head` is the attention head of an `attn.hH.*` step; `norm` the norm of a norm step
-    (`norm1` for `norm1.std`) and `stat` its statistic (None for the normalised rows)."""
+    `head` is the attention head of an `attn.hH.*` step and `tile` the key tile of an
+    `attn.hH.tileJ.*` step (its kind `tile_max`, `tile_sum` or `tile_acc`); `norm` the norm of a
+    norm step (`norm1` for `norm1.std`) and `stat` its statistic (None for the normalised rows)."""
     full: str
     base: str
     kind: str
@@ -48,6 +51,7 @@ class StepName:
     batch: int | None = None
     layer: int | None = None
     head: int | None = None
+    tile: int | None = None
     norm: str | None = None
     stat: str | None = None
     dropped: bool = False
@@ -94,10 +98,13 @@ def parse(name: str) -> StepName:
     rest = name[m.end():]
     dropped = rest.endswith(DROPPED)
     base = rest[:-len(DROPPED)] if dropped else rest
-    head = norm = stat = None
-    if (h := _HEAD.match(base)):
-        head, part = int(h.group(1)), h.group(2)
-        kind = "head_out" if part == "out" else part
+    head = tile = norm = stat = None
+    if (h := _HEAD.match(base)) and (h.group(2) is None or h.group(3) in TILE_PARTS):
+        head, part = int(h.group(1)), h.group(3)
+        if h.group(2) is not None:
+            tile, kind = int(h.group(2)), f"tile_{part}"
+        else:
+            kind = "head_out" if part == "out" else part
     elif (n := _NORM.match(base)) and (n.group(2) is None or n.group(2) in NORM_STAT_NAMES):
         norm, stat = n.group(1), n.group(2)
         kind = stat or "norm"
@@ -105,7 +112,7 @@ def parse(name: str) -> StepName:
         kind = _KINDS.get(base, "other")
     return StepName(full=name, base=base, kind=kind, grad=bool(grad), gen=int(gen or 0),
                     batch=None if batch is None else int(batch),
-                    layer=None if layer is None else int(layer), head=head, norm=norm, stat=stat,
+                    layer=None if layer is None else int(layer), head=head, tile=tile, norm=norm, stat=stat,
                     dropped=dropped)
 
 

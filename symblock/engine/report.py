@@ -136,6 +136,11 @@ def verify_table(result) -> str:
         out.append(f"KV cache: {len(cache)} cached steps vs the full recompute: {counts['exact']} equal "
                    f"exactly (the same expression), {counts['numeric']} equal to 16384 bits, "
                    f"{counts['differs']} differ")
+    tiles = getattr(result, "tiles", [])
+    if tiles:
+        counts = {v: sum(1 for _, w in tiles if w == v) for v in ("exact", "numeric", "differs")}
+        out.append(f"Online softmax: {len(tiles)} tiled head{'s' if len(tiles) != 1 else ''} vs softmax·V: {counts['exact']} equal "
+                   f"exactly (by algebra), {counts['numeric']} equal to 16384 bits, {counts['differs']} differ")
     out.append("OK: every step agrees" if result.ok else "FAILED: " + "; ".join(result.problems))
     return "\n".join(out)
 
@@ -157,6 +162,8 @@ def verify_json(result) -> str:
         else:
             backends[b] = {"available": False, "reason": res.reason}
     extra = {"cache": dict(result.cache)} if getattr(result, "cache", None) else {}
+    if getattr(result, "tiles", None):
+        extra["tiles"] = dict(result.tiles)
     return json.dumps({"ok": result.ok, "tol": result.tol, "backends": backends,
                        "problems": result.problems, **extra}, indent=1)
 

@@ -158,7 +158,9 @@ def rotate_steps(t, q: Mat | None, k: Mat | None) -> tuple[Mat | None, Mat | Non
 
 
 def recompute(name: str, ins, env, spec) -> Mat:
-    """A rotation worked again from a person's own `attn.q` / `attn.k` (`env[ins[0]]`): what a
-    grading table's entry for the kinds q_rot and k_rot calls."""
+    """A rotation worked again from a person's own `attn.q` / `attn.k` (`env[ins[0]]`)."""
     x, d_k = env[ins[0]], spec.dims.d_k
     return rotate(x, x.shape[1] // d_k, d_k, spec.position_list(), spec.options.rope)
+
+
+RECOMPUTE = {"q_rot": recompute, "k_rot": recompute}  # by kind (the grading table's signature)

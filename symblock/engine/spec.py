@@ -18,7 +18,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from symblock.engine import cost, files, rope
+from symblock.engine import cost, files, rope, tiles
 from symblock.engine.numbers import parse_exact  # noqa: F401  (re-exported: spec.parse_exact is public)
 from symblock.engine.matrix import ExactMatrix
 from symblock.engine.fields import MAX_DIM, check_keys, check_text, int_field, kind_of, title_field  # noqa: F401
@@ -177,6 +177,7 @@ def from_mapping(data: Mapping, source: str = "<spec>", max_cost: int | None = N
     rope.check_dims(opts.rope, dims.d_k, source)
     positions = rope.positions(inputs.get("positions"), dims.seq_len, source)
     opts = inputs_mod.structure(opts, dims, inputs, data.get("dropout"), source)
+    tiles.check_dropout(opts, source)
     given_raw = data.get("given") or {}
     if not isinstance(given_raw, dict):
         raise SpecError(source, "given", f"expected a mapping of step names to matrices, got {kind_of(given_raw)}")
@@ -328,7 +329,7 @@ def _lookup(weights: Mapping, name: str) -> Any:
 
 
 def _options(block: Any, source: str) -> Options:
-    check_keys(block, tuple(CHOICES) + FLAGS + ("eps", "rope"), source, "block")
+    check_keys(block, tuple(CHOICES) + FLAGS + ("eps", "rope", "attention_tiles"), source, "block")
     kw: dict[str, Any] = {}
     for key, choices in CHOICES.items():
         if key in block:
@@ -346,6 +347,7 @@ def _options(block: Any, source: str) -> Options:
         raise SpecError(source, "block.eps", f"expected ε >= 0, got {eps}")
     kw["eps"] = eps
     kw["rope"] = rope.parse(block.get("rope"), source)
+    kw["attention_tiles"] = tiles.check(block.get("attention_tiles"), source)
     opts = Options(**kw)
     if opts.final_norm and opts.norm_position != "pre":
         raise SpecError(source, "block.final_norm", "only a Pre-LN block has a final norm; "

@@ -10,7 +10,7 @@ import functools
 import re
 from dataclasses import dataclass, field
 
-from symblock.engine import kinds, names
+from symblock.engine import kinds, names, tiles
 from symblock.engine.names import DROPPED
 
 NORM_STATS = {"layernorm": ("mean", "var", "std"), "rmsnorm": ("ms", "rms")}
@@ -67,6 +67,7 @@ class Options:
     padding: bool = False  # inputs.key_padding_mask given: every head has a `.masked` step
     dropout: frozenset = field(default_factory=frozenset)  # full names of steps with a mask
     rope: object = None  # engine/rope.Rope (θ and pair style), or None: no rotation of q and k
+    attention_tiles: int = 0  # keys per tile of the online softmax (engine/tiles.py); 0 = none
 
     @property
     def gated(self) -> bool:
@@ -89,7 +90,7 @@ def head_steps(h: int, opts: Options) -> list[str]:
 def attention_steps(dims: Dims, opts: Options) -> list[str]:
     names = ["attn.q", "attn.k", "attn.v"] + (list(ROPE_STEPS) if opts.rope else [])
     for h in range(dims.heads):
-        names += head_steps(h, opts)
+        names += head_steps(h, opts) + tiles.tile_steps(h, dims, opts)
     if dims.heads > 1:
         names.append("attn.concat")
     return names + ["attn.out"]
@@ -266,6 +267,7 @@ def _one_sequence(dims: Dims, opts: Options) -> dict[str, tuple[str, ...]]:
                 prev = step
             g[f"attn.h{h}.weights"] = (prev,)
             g[f"attn.h{h}.out"] = (f"attn.h{h}.weights", "attn.v")
+            g.update(tiles.tile_graph(h, prev, dims, opts))
             outs.append(f"attn.h{h}.out")
         if dims.heads > 1:
             g["attn.concat"] = tuple(outs)
@@ -297,7 +299,8 @@ def _one_sequence(dims: Dims, opts: Options) -> dict[str, tuple[str, ...]]:
 
 def computed_steps(dims: Dims, opts: Options, given: set[str]) -> list[str]:
     """Steps the engine computes: those `output` depends on without passing through a given
-    step, in forward order. A given step cuts off everything that only fed it."""
+    step, in forward order. A given step cuts off everything that only fed it. The online
+    softmax's tiles, which the output does not read, come with their head's `out`."""
     return list(_computed(dims, opts, frozenset(given)))
 
 
@@ -312,7 +315,7 @@ def _computed(dims: Dims, opts: Options, given: frozenset) -> tuple[str, ...]:
         need.add(name)
         if name not in given:
             todo.extend(graph[name])
-    return tuple(n for n in graph if n in need and n not in given)
+    return tuple(tiles.with_side_steps(graph, [n for n in graph if n in need and n not in given], given))
 
 
 def needed_params(dims: Dims, opts: Options, given: set[str]) -> list[str]:

@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from symblock.engine import names
+from symblock.engine.tiles import SIDE_KINDS
 from symblock.errors import SpecError, excerpt
 
 PRESETS = ("full", "attention", "norm", "ffn", "backprop", "decoder")  # decoder: model specs (decoder.py)
@@ -61,6 +62,7 @@ def preset_steps(preset: str, names: list[str]) -> list[str]:
     by their names without the b0., b1. prefix)."""
     from symblock.engine import names as vocabulary
     steps = [vocabulary.parse(n) for n in names]
+    steps = [s for s in steps if s.kind not in SIDE_KINDS]  # the tiles: proved, not yet asked on sheets
     if preset == "full":
         return [s.full for s in steps if s.kind not in ("x", "output")]
     if preset == "norm":
@@ -126,6 +128,9 @@ def choose(trace, preset: str | None = None, loss: str | None = None,
             elif name in trace and trace[name].given:
                 raise SpecError(src, f"exercise.ask[{i}]", f"{name} is given in the spec (`given:`), "
                                 "so it cannot be asked")
+            elif names.parse(name).kind in SIDE_KINDS:
+                raise SpecError(src, f"exercise.ask[{i}]", f"{name} is a step of the online softmax over key "
+                                "tiles, which worksheets do not ask yet; ask the head's out (proved equal)")
             elif name not in computed:
                 raise SpecError(src, f"exercise.ask[{i}]", f"no computed step {excerpt(name)} in this block; "
                                 "expected a preset (" + ", ".join(PRESETS) + ") or one of " + ", ".join(computed))

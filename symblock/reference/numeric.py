@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 
 from symblock.engine import steps
-from symblock.reference import numeric_rope
+from symblock.reference import numeric_rope, numeric_tiles
 from symblock.errors import UsageError, excerpt
 
 
@@ -174,7 +174,10 @@ def head(t: _Trace, h: int, q, k, v) -> np.ndarray:
     if t.opts.causal or t.opts.padding:
         masked = t(f"{p}.masked", lambda: mask(scaled, t.opts.causal, t.pad))
     weights = t(f"{p}.weights", lambda: softmax(masked))
-    return t(f"{p}.out", lambda: weights @ v[:, vcols])
+    out = t(f"{p}.out", lambda: weights @ v[:, vcols])
+    if t.opts.attention_tiles:
+        numeric_tiles.tiles(t, h, masked, None if v is None else v[:, vcols])
+    return out
 
 
 def causal_mask(s: np.ndarray) -> np.ndarray:

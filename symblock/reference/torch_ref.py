@@ -40,6 +40,7 @@ import numpy as np
 
 from symblock.engine.steps import (DROPPED, attention_steps, batch_index, batch_prefixes, computed_steps,
                                    step_names)
+from symblock.reference import torch_tiles
 from symblock.reference.torch_attention import TOLERANCE, ModuleMismatch, check_attention  # noqa: F401
 
 
@@ -320,6 +321,8 @@ class _Run:
             wts = self.put(f"attn.h{h}.weights", lambda prev=prev: torch.softmax(self[prev], dim=-1))
             outs.append(self.put(f"attn.h{h}.out",
                                  lambda wts=wts, vcols=vcols: self[wts] @ self["attn.v"][:, vcols]))
+            if o.attention_tiles:
+                torch_tiles.tiles(self, h, prev, vcols)
         heads_out = outs[0]
         if heads > 1:
             heads_out = self.put("attn.concat", lambda: torch.cat([self[n] for n in outs], dim=-1))

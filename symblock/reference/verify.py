@@ -32,6 +32,7 @@ class VerifyResult:
     backends: dict[str, BackendResult]
     problems: list[str]
     cache: list[tuple[str, str]] = field(default_factory=list)  # a model's (cached step, verdict)
+    tiles: list[tuple[str, str]] = field(default_factory=list)  # a block's (tiled step, verdict)
 
     @property
     def ok(self) -> bool:
@@ -82,9 +83,10 @@ def run(spec: BlockSpec, tol: float = 1e-9, require_torch: bool = False,
     want = exact_floats(trace)
     problems: list[str] = []
     backends = {"numpy": compare(want, numeric.forward(spec), "numpy", tol, problems)}
+    tiles = tiles_proved(trace, problems)
     if not use_torch:
         return VerifyResult(tol=tol, steps=trace.names(), backends={**backends, "torch": skipped()},
-                            problems=problems)
+                            problems=problems, tiles=tiles)
     try:
         from symblock.reference import torch_ref
         got = torch_ref.forward(spec)
@@ -109,7 +111,17 @@ def run(spec: BlockSpec, tol: float = 1e-9, require_torch: bool = False,
             res.note = f"nn.TransformerEncoderLayer output differs by {d:.3g}"
             if not d <= tol:
                 problems.append(f"nn.TransformerEncoderLayer output differs by {d:.3g}")
-    return VerifyResult(tol=tol, steps=trace.names(), backends=backends, problems=problems)
+    return VerifyResult(tol=tol, steps=trace.names(), backends=backends, problems=problems, tiles=tiles)
+
+
+def tiles_proved(trace: block.Trace, problems: list[str]) -> list[tuple[str, str]]:
+    """Each head's online softmax over key tiles against its softmax·V (engine/online_softmax.py)."""
+    from symblock.engine import online_softmax
+    tiles = online_softmax.prove(trace)
+    bad = [name for name, verdict in tiles if verdict == "differs"]
+    if bad:
+        problems.append(f"tiled results differ from softmax·V: {', '.join(bad[:5])}")
+    return tiles
 
 
 def run_model(spec, tol: float = 1e-9, require_torch: bool = False,

@@ -36,7 +36,8 @@ def test_steps_are_the_blocks_in_order_and_agree_with_numbers(tiny):
 def test_facts_are_verified():
     fs = derive.facts()
     assert {f.name for f in fs} >= {"layernorm_2d", "softmax_shift", "causal_first_row",
-                                    "layernorm_mean_var", "softmax_sums_to_one", "scaling_sqrt_dk"}
+                                    "layernorm_mean_var", "softmax_sums_to_one", "scaling_sqrt_dk",
+                                    "online_softmax_tiles"}
     assert all(f.verified for f in fs)
 
 
@@ -138,3 +139,19 @@ def test_normal_moments_agree_with_sympy_stats_and_hand_values():
     mine = derive.normal_expectation((q0 * k0 + q1 * k1) ** 2, (q0, q1, k0, k1))
     assert mine == sympy.simplify(variance(dot)) == 2
     assert derive.normal_expectation(q0 * k0 + q1 * k1, (q0, q1, k0, k1)) == sympy.simplify(E(dot)) == 0
+
+
+def test_the_online_softmax_fact_is_proved_and_would_fail_without_the_rescaling(monkeypatch):
+    from symblock.engine import online_softmax
+    f = derive.fact_online_softmax()
+    assert f.name == "online_softmax_tiles" and f.verified
+    assert r"e^{m_{1} - m_{2}}" in f.latex          # the running sum rescaled by e^(m_old − m_new)
+    # a tile that forgets to rescale the earlier sum and accumulator is not softmax·V
+    monkeypatch.setattr(online_softmax, "_factor", lambda old, new: 1)
+    assert not derive.fact_online_softmax().verified
+
+
+def test_derive_refuses_the_tiles_clearly(capsys):
+    assert main(["derive", "tiled-attention"]) == 2
+    err = capsys.readouterr().err
+    assert "block.attention_tiles: derive writes the steps in symbols" in err and "internal" not in err

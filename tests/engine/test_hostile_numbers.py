@@ -422,8 +422,9 @@ def test_counts_and_tolerances_out_of_range_exit_2(capsys, argv, flag):
     assert e.value.code == 2 and flag in capsys.readouterr().err
 
 
-def test_every_documented_maximum_is_in_help_and_readme(capsys):
-    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+def test_every_documented_maximum_is_in_help_and_the_docs(capsys):
+    docs = Path(__file__).parents[2] / "docs"
+    readme = "\n".join(p.read_text(encoding="utf-8") for p in sorted(docs.rglob("*.md")))
     for argv, text in [(["stress", "--help"], "at most 10,000"), (["worksheet", "--help"], "at most 1,000"),
                        (["forward", "--help"], "at most 30"), (["stress", "--help"], "at most 20,000")]:
         with pytest.raises(SystemExit):

@@ -332,3 +332,13 @@ def test_a_padded_batch_checks_step_by_step(tmp_path, capsys, worlds):
     rc, data, steps = check(tmp_path, capsys, spec_path, dict(T), places=9)
     assert rc == 0 and {x["status"] for x in data["steps"]} == {"correct"}
     assert "b0.ffn.act.dropped" in steps and "b1.output" in steps
+
+
+def test_every_catalogued_mistake_is_explained_in_chinese_too():
+    """A Chinese report names every mistake the English one can (four codes once ended a --lang zh
+    check in an internal error)."""
+    import re
+    from symblock.grading.lang import explanation
+    from symblock.grading.mistakes import EXPLANATIONS
+    for code in EXPLANATIONS:
+        assert re.search(r"[\u4e00-\u9fff]", explanation(code, "zh")), code

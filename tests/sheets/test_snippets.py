@@ -1,6 +1,6 @@
 """Snippets for lecture notes: `forward --format latex [--step]` and `params --format latex`
 compile inside a bare `article` with only amsmath; a task pasted from key.tex compiles with the
-one-line preamble the template (and README) names; any size renders (d_model 72, e^67)."""
+one-line preamble the template (and the docs) name; any size renders (d_model 72, e^67)."""
 from __future__ import annotations
 
 import pytest
@@ -65,8 +65,8 @@ def test_a_task_pasted_from_the_key_compiles_with_the_named_preamble(tmp_path):
     from symblock.sheets.worksheet import documents
     key = documents(block.forward(spec.load("pre-ln-causal-gelu")), "t", formats=["latex"])["key.tex"]
     line = next(l for l in key.splitlines() if l.startswith("\\newsavebox\\fitbox"))
-    readme = (compile_tex.__globals__["REPO"] / "README.md").read_text()
-    assert line in readme, "README must name the one-line preamble of a pasted task"
+    docs = (compile_tex.__globals__["REPO"] / "docs" / "tutorials" / "instructor.md").read_text()
+    assert line in docs, "the docs must name the one-line preamble of a pasted task"
     tasks = key.split("\\subsection*{")
     task = "\\subsection*{" + tasks[5].split("\\end{document}")[0]
     task = task.split("\\needspace")[0]   # a task runs from its heading to its answer

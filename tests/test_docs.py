@@ -1,0 +1,73 @@
+"""The docs site builds with `mkdocs build --strict` (a broken link or a missing page fails), and its
+generated references say what the program says: every command's --help, every mistake code, the
+answers-file format, the public API, and the pictures the pages show."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("site")
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "DISABLE_MKDOCS_2_WARNING": "true"}
+    run = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(out)],
+                         cwd=ROOT, env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return out
+
+
+def text(page: Path) -> str:
+    html = page.read_text(encoding="utf-8")
+    return re.sub(r"<[^>]+>", "", html).replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+@pytest.mark.slow
+def test_every_command_and_flag_is_in_the_cli_reference(site):
+    from symblock.cli import COMMANDS, build_parser
+    page = text(site / "reference" / "cli" / "index.html")
+    sub = next(a for a in build_parser()._actions if a.__class__.__name__ == "_SubParsersAction")
+    for name, p in sub.choices.items():
+        assert f"symblock {name}" in page, name
+        for action in p._actions:
+            for flag in action.option_strings:
+                assert flag in page, (name, flag)
+    assert {c[0] for c in COMMANDS} <= set(sub.choices)
+
+
+@pytest.mark.slow
+def test_every_mistake_code_is_in_the_catalogue_page(site):
+    from symblock.grading.lang import EXPLANATIONS_ZH
+    from symblock.grading.mistakes import CATALOGUE, MODEL_CATALOGUE
+    page = text(site / "reference" / "mistakes" / "index.html")
+    for m in (*CATALOGUE, *MODEL_CATALOGUE):
+        assert m.code in page and m.explanation.split(":")[0] in page, m.code
+        assert EXPLANATIONS_ZH[m.code] in page, m.code
+
+
+@pytest.mark.slow
+def test_the_api_reference_and_the_pages_for_each_audience(site):
+    import symblock
+    api = text(site / "api" / "index.html")
+    for name in symblock.api.__all__:
+        assert f"{name}(" in api, name
+    for page in ("get-started", "tutorials/instructor", "tutorials/student", "tutorials/author",
+                 "reference/spec", "reference/steps", "reference/answers", "how-it-works",
+                 "zh/get-started", "zh/tutorials/student", "performance"):
+        assert (site / page / "index.html").exists(), page
+    assert "学生教程" in text(site / "zh" / "tutorials" / "student" / "index.html")
+    assert "the answers file" in text(site / "reference" / "answers" / "index.html").lower() or \
+        "answers file" in text(site / "reference" / "answers" / "index.html")
+
+
+def test_every_picture_a_page_shows_exists():
+    for md in (ROOT / "docs").rglob("*.md"):
+        for img in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md.read_text(encoding="utf-8")):
+            assert (md.parent / img).resolve().is_file(), (md, img)
