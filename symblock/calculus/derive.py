@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from symblock.calculus.fact import Fact  # noqa: F401  (re-exported: derive.Fact is public)
+from symblock.calculus.fact import Fact  # noqa: F401  (derive.Fact: the facts below return it)
 
 SIMPLIFY_OPS = 150   # simplify entries up to this many operations (sympy.count_ops)
 SIMPLIFY_OPS_TRANSCENDENTAL = 40  # ... or this many when exp, erf, tanh or Max (ReLU) appear (simplify takes
@@ -220,8 +220,8 @@ def facts() -> list[Fact]:
     verified by SymPy."""
     from symblock.calculus.facts_rope import fact_gqa_is_repeated_mha, fact_rope_relative
     return [f() for f in (fact_layernorm_2d, fact_layernorm_stats, fact_softmax_shift,
-                          fact_softmax_sums_to_one, fact_causal_first_row, fact_scaling,
-                          fact_online_softmax, fact_rope_relative, fact_gqa_is_repeated_mha)]
+                          fact_softmax_sums_to_one, fact_causal_first_row, fact_scaling, fact_online_softmax,
+                          fact_rope_relative, fact_gqa_is_repeated_mha)]
 
 
 def _engine_norm(row, **block_opts):

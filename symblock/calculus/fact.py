@@ -1,4 +1,5 @@
-"""A fact tutorials state in prose, with its identity and whether SymPy proved it (derive.facts)."""
+"""A proved fact: what `derive --facts` prints, and what each fact function of derive.py and its
+siblings (facts_rope.py) returns."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -43,7 +43,7 @@ def backward(spec: ModelSpec, loss: str = "sum", target: Mat | None = None) -> M
         rows = [[a + b for a, b in zip(r, W_P.rows[i])] for i, r in enumerate(rows)]
     elif spec.positions == "sinusoidal":
         from symblock.engine.model import sinusoidal_row
-        rows = [[a + b for a, b in zip(r, sinusoidal_row(i, spec.dims.d_model))] for i, r in enumerate(rows)]
+        rows = [[a + b for a, b in zip(r, sinusoidal_row(i, spec.dims.d_model, spec.pe_base))] for i, r in enumerate(rows)]
     h = Mat(rows)
     layers = []
     for i, layer in enumerate(spec.layers):

@@ -16,6 +16,8 @@ What is counted (the conventions of DESIGN.md; d = d_model, f = d_ff):
   W_3 (d × f) and b_3 (f), as in `(act(x W_1 + b_1) ⊙ (x W_3 + b_3)) W_2 + b_2`.
 - norm: ln1 and ln2, plus ln_final with `final_norm`; LayerNorm has γ and β (d each),
   RMSNorm γ only.
+- a decoder layer (`cross_attention=True`, torch's `nn.TransformerDecoderLayer`) adds the
+  cross-attention's cross.W_Q … cross.b_O (as many as the self-attention's) and a third norm ln3.
 - `bias=False` drops every additive bias: the linear layers' b_* and LayerNorm's β, as torch's
   `nn.TransformerEncoderLayer(bias=False)` and nanoGPT's `bias=False` do.
 - Not counted: token/position embeddings and the unembedding (they belong to the model, not the
@@ -28,8 +30,8 @@ expression).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
 
+from symblock.calculus.formula import Formula, sum_of
 from symblock.calculus.kv_cache import grouped_heads
 
 NORMS = ("layernorm", "rmsnorm")
@@ -38,89 +40,6 @@ GATED = ("swiglu", "geglu")
 COMPONENTS = ("attention", "ffn", "norm")
 DEFAULT_SEQ_LEN = 512  # the context length of the original Transformer and BERT
 MAX_SIZE = 10**9  # d_model, heads, d_ff, seq_len: beyond any model, and printable
-
-# seq_len, d_model, d_ff (and, with other widths, heads, d_k, d_v): the order symbols print in
-_SYMBOL_ORDER = ("n", "d", "f", "h", "g", "k", "v")  # g: K/V heads (grouped)
-_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
-
-
-# ------------------------------------------------------------------------------- formulas
-
-@dataclass(frozen=True)
-class Formula:
-    """A polynomial with positive integer coefficients in n (seq_len), d (d_model), f (d_ff).
-
-    `terms` is a tuple of (coefficient, monomial) pairs, a monomial being a tuple of symbol
-    names with repetition (("d", "d") is d²; sums put the factors in the order n, d, f). Terms
-    print in order of falling degree, ties in the order they were first added, so a sum reads
-    like the architecture (`2·d·f + f + d`)."""
-    terms: tuple[tuple[int, tuple[str, ...]], ...]
-
-    @staticmethod
-    def of(*symbols: str, coef: int = 1, as_given: bool = False) -> "Formula":
-        """One monomial; `as_given` keeps the factor order (W_2 is f·d), sums reorder it."""
-        mono = symbols if as_given else tuple(sorted(symbols, key=_SYMBOL_ORDER.index))
-        return Formula(((coef, mono),))
-
-    def __add__(self, other: "Formula") -> "Formula":
-        coefs: dict[tuple[str, ...], int] = {}
-        for c, mono in self.terms + other.terms:
-            mono = tuple(sorted(mono, key=_SYMBOL_ORDER.index))
-            coefs[mono] = coefs.get(mono, 0) + c
-        # stable sort: terms of equal degree keep the order they were first seen in
-        ordered = sorted(coefs.items(), key=lambda kv: -len(kv[0]))
-        return Formula(tuple((c, mono) for mono, c in ordered if c))
-
-    def value(self, env: Mapping[str, int]) -> int:
-        total = 0
-        for c, mono in self.terms:
-            term = c
-            for s in mono:
-                term *= env[s]
-            total += term
-        return total
-
-    def _render(self, name) -> str:
-        parts = []
-        for c, mono in self.terms:
-            factors = [] if c == 1 and mono else [str(c)]
-            for s in dict.fromkeys(mono):
-                p = mono.count(s)
-                factors.append(name(s) + (str(p).translate(_SUPERSCRIPT) if p > 1 else ""))
-            parts.append("·".join(factors))
-        return " + ".join(parts) or "0"
-
-    def __str__(self) -> str:
-        return self._render(lambda s: s)
-
-    def latex(self, env: Mapping[str, int] | None = None) -> str:
-        """The formula in LaTeX (`4 d^{2} + 4 d`), or with the numbers put in (`4 \\cdot 32^{2}`)."""
-        parts = []
-        for c, mono in self.terms:
-            factors = [] if c == 1 and mono else [str(c)]
-            for s in dict.fromkeys(mono):
-                p = mono.count(s)
-                factors.append((s if env is None else str(env[s])) + (f"^{{{p}}}" if p > 1 else ""))
-            parts.append((" " if env is None else r" \cdot ").join(factors))
-        return " + ".join(parts) or "0"
-
-    def substituted(self, env: Mapping[str, int]) -> str:
-        """The formula with the numbers put in: `4·d² + 4·d` -> `4·32² + 4·32`."""
-        return self._render(lambda s: str(env[s]))
-
-    def sympy(self):
-        """The same polynomial as a SymPy expression in the symbols n, d, f (imports SymPy)."""
-        import sympy
-        sym = {s: sympy.Symbol(s, positive=True, integer=True) for s in _SYMBOL_ORDER}
-        return sympy.Add(*(c * sympy.Mul(*(sym[s] for s in mono)) for c, mono in self.terms))
-
-
-def _sum(formulas: Iterable[Formula]) -> Formula:
-    total = Formula(())
-    for f in formulas:
-        total = total + f
-    return total
-
 
 # --------------------------------------------------------------------------------- counts
 
@@ -159,6 +78,7 @@ class Counts:
     d_k: int | None = None  # per-head widths when given (then the formulas use h, k, v)
     d_v: int | None = None
     kv_heads: int | None = None  # grouped K/V heads when fewer than heads (the formulas use g)
+    cross_attention: bool = False  # a decoder layer: self-attention, cross-attention, FFN
 
     @property
     def kv_cache(self):
@@ -206,9 +126,9 @@ class Counts:
     def formula(self, component: str = "total") -> Formula:
         """`attention`, `ffn`, `norm`, `total`, or a parameter name such as `W_Q`."""
         if component == "total":
-            return _sum(p.formula for p in self.params)
+            return sum_of(p.formula for p in self.params)
         if component in COMPONENTS:
-            return _sum(p.formula for p in self.of(component))
+            return sum_of(p.formula for p in self.of(component))
         for p in self.params:
             if p.name == component:
                 return p.formula
@@ -225,7 +145,7 @@ class Counts:
 
     @property
     def flops_formula(self) -> Formula:
-        return _sum(f.formula for f in self.flops)
+        return sum_of(f.formula for f in self.flops)
 
     def to_dict(self) -> dict:
         """The `--json` document: component counts at the top, then the detail."""
@@ -281,13 +201,14 @@ class Counts:
     def table(self) -> str:
         """The human-readable report: aligned rows (component, formula, numbers, count, share)."""
         env = self.env
-        norms = 3 if self.final_norm else 2
+        norms = 2 + self.final_norm + self.cross_attention
         kind = "LayerNorm" if self.norm_type == "layernorm" else "RMSNorm"
         widths = (f"d_head = {self.d_head}" if self.d_k is None
                   else f"k = d_k = {self.d_k}, v = d_v = {self.d_v} per head")
         if self.kv_heads is not None:
             widths += f"; g = {self.kv_heads} K/V heads"
-        head = [f"Transformer block: d = d_model = {self.d_model}, heads = {self.heads} "
+        what = "Decoder layer with cross-attention" if self.cross_attention else "Transformer block"
+        head = [f"{what}: d = d_model = {self.d_model}, heads = {self.heads} "
                 f"({widths}), f = d_ff = {self.d_ff}",
                 f"{kind} ×{norms}, {self.activation} FFN"
                 f"{' (gated)' if self.activation in GATED else ''}, "
@@ -352,7 +273,7 @@ def _positive_int(name: str, value) -> int:
     return value
 
 
-def _flops(gated: bool, widths: bool, grouped: bool) -> list[tuple[str, Formula]]:
+def _flops(gated: bool, widths: bool, grouped: bool, cross_attention: bool = False) -> list[tuple[str, Formula]]:
     """The matmuls' FLOPs per token, as `count` documents them."""
     flops = [("attention_proj", Formula.of("d", "d", coef=8)),
              ("attention_scores", Formula.of("n", "d", coef=2)),
@@ -365,13 +286,15 @@ def _flops(gated: bool, widths: bool, grouped: bool) -> list[tuple[str, Formula]
         flops[:3] = [("attention_proj", proj),
                      ("attention_scores", Formula.of("n", "h", "k", coef=2)),
                      ("attention_values", Formula.of("n", "h", "v", coef=2))]
+    if cross_attention:  # the cross-attention's, the memory taken as long as the sequence (n rows)
+        flops += [(f"cross_{name[len('attention_'):]}", form) for name, form in flops[:3]]
     return flops
 
 
 def count(d_model: int, heads: int, d_ff: int | None = None, bias: bool = True,
           norm: str = "layernorm", activation: str = "relu", final_norm: bool = False,
           seq_len: int = DEFAULT_SEQ_LEN, d_k: int | None = None, d_v: int | None = None,
-          kv_heads: int | None = None) -> Counts:
+          kv_heads: int | None = None, cross_attention: bool = False) -> Counts:
     """Count the parameters of one Transformer block exactly, and its FLOPs per token.
 
     `d_ff=None` means 4·d_model. Raises ValueError with a one-line message for a non-positive
@@ -424,10 +347,12 @@ def count(d_model: int, heads: int, d_ff: int | None = None, bias: bool = True,
 
     qk, v = ("h·k", "h·v") if widths else ("d", "d")
     kk, kv = ("g·k", "g·v") if kv_heads is not None else (qk, v)   # grouped: W_K, W_V are d × g·k
-    for p, shape in (("Q", ("d", qk)), ("K", ("d", kk)), ("V", ("d", kv)), ("O", (v, "d"))):
-        add(f"W_{p}", "attention", shape)
+    attentions = [("", kk, kv)] + ([("cross.", qk, v)] if cross_attention else [])  # cross K/V: never grouped
+    for pre, p, shape in ((pre, p, shape) for pre, k_w, v_w in attentions
+                          for p, shape in (("Q", ("d", qk)), ("K", ("d", k_w)), ("V", ("d", v_w)), ("O", (v, "d")))):
+        add(f"{pre}W_{p}", "attention", shape)
         if bias:
-            add(f"b_{p}", "attention", ("1", shape[1]))
+            add(f"{pre}b_{p}", "attention", ("1", shape[1]))
     for w, b, shape in (("W_1", "b_1", ("d", "f")), ("W_3", "b_3", ("d", "f")),
                         ("W_2", "b_2", ("f", "d"))):
         if w == "W_3" and not gated:
@@ -435,16 +360,14 @@ def count(d_model: int, heads: int, d_ff: int | None = None, bias: bool = True,
         add(w, "ffn", shape)
         if bias:
             add(b, "ffn", ("1", shape[1]))
-    for ln in ("ln1", "ln2") + (("ln_final",) if final_norm else ()):
+    for ln in ("ln1", "ln2") + (("ln3",) if cross_attention else ()) + (("ln_final",) if final_norm else ()):
         add(f"{ln}.gamma", "norm", ("1", "d"))
         if norm == "layernorm" and bias:
             add(f"{ln}.beta", "norm", ("1", "d"))
 
-    flops = _flops(gated, widths, kv_heads is not None)
+    flops = _flops(gated, widths, kv_heads is not None, cross_attention)
     return Counts(d_model, heads, d_ff, bias, norm, activation, final_norm, seq_len,
                   params=tuple(params),
                   flops=tuple(Flop(name, form, form.value(env)) for name, form in flops),
-                  d_k=d_k if widths else None, d_v=d_v if widths else None, kv_heads=kv_heads)
-
-
-# ------------------------------------------------------------------------------------ CLI
+                  d_k=d_k if widths else None, d_v=d_v if widths else None, kv_heads=kv_heads,
+                  cross_attention=bool(cross_attention))

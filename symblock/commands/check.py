@@ -78,7 +78,11 @@ def run(args) -> int:
         elif spec_arg is None:
             raise UsageError(f"check: give SPEC, or an `id:` in {source} (a worksheet ID)")
         else:
-            trace = forward(load(spec_arg, allow_model=True), max_cost=args.max_cost)
+            spec = load(spec_arg, allow_model=True)
+            if getattr(spec, "kind", "decoder") != "decoder":  # an encoder or encoder-decoder model
+                from symblock.engine.cross import refuse
+                refuse(spec, "check")
+            trace = forward(spec, max_cost=args.max_cost)
         wrt = None if args.wrt is None else [w.strip() for w in args.wrt.split(",") if w.strip()]
         marker, default = Marker.for_answers(trace, data, loss=args.loss, wrt=wrt, preset=args.preset), None
     from symblock.commands import not_yet

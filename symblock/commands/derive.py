@@ -31,7 +31,10 @@ def run(args) -> int:
         print(render_facts(fs, args.format), end="")
         return 0 if all(f.verified for f in fs) else 1
     from symblock.exercises.generate import load
-    s = symbolic(None if args.spec is None else load(args.spec))
+    from symblock.engine.cross import refuse
+    loaded = None if args.spec is None else load(args.spec)
+    refuse(loaded, "derive")
+    s = symbolic(loaded)
     chosen = list(derive(s, only=args.step).values())
     try:
         text = render(chosen, args.format, s.title, strict=bool(args.step))

@@ -103,6 +103,8 @@ def run(args) -> int:
     from symblock.engine.model_spec import ModelSpec
     from symblock.exercises.generate import load
     s = load(args.spec, allow_model=True)
+    from symblock.engine.cross import refuse
+    refuse(s, "grad")
     if isinstance(s, ModelSpec):
         return _run_model(args, s)
     if args.target is not None and args.loss != "mse":

@@ -53,6 +53,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--activation", choices=ACTIVATIONS, default="relu",
                         help="FFN activation (default relu); the gated swiglu and geglu add "
                              "a third matrix W_3 (d×f) and b_3")
+    parser.add_argument("--cross-attention", action="store_true",
+                        help="a decoder layer (nn.TransformerDecoderLayer): add the cross-attention and ln3")
     parser.add_argument("--final-norm", action="store_true",
                         help="count a final norm ln_final after the block (Pre-LN stacks)")
     parser.add_argument("--seq-len", type=whole, default=DEFAULT_SEQ_LEN, metavar="N",
@@ -83,13 +85,16 @@ def run(args: argparse.Namespace) -> int:
             from symblock.calculus.model_params import count_model
             if args.layers is None or args.vocab is None:
                 raise ValueError("a model count needs both --layers and --vocab")
+            if args.cross_attention:
+                raise ValueError("--cross-attention counts one decoder layer; leave out --layers and --vocab")
             c = count_model(args.vocab, args.d_model, args.heads, args.layers, args.d_ff,
                             context=args.context, tied=not args.untied, bias=args.bias, norm=args.norm,
                             activation=args.activation, kv_heads=args.kv_heads)
         else:
             c = count(args.d_model, args.heads, args.d_ff, bias=args.bias, norm=args.norm,
                       activation=args.activation, final_norm=args.final_norm, seq_len=args.seq_len,
-                      d_k=args.d_k, d_v=args.d_v, kv_heads=args.kv_heads)
+                      d_k=args.d_k, d_v=args.d_v, kv_heads=args.kv_heads,
+                      cross_attention=args.cross_attention)
     except ValueError as e:
         print(f"symblock params: error: {e}", file=sys.stderr)
         return 2

@@ -196,6 +196,9 @@ def run(args) -> int:
     jobs = args.jobs or None
     engine = ENGINES[args.lang] if args.pdf else None
     sets = variants(args)
+    from symblock.engine.cross import refuse
+    for _, trace in sets[:1]:
+        refuse(trace.spec, "worksheet")
     _formats_for_models(sets, formats)
     from symblock.commands import not_yet
     for _, t in sets:

@@ -35,6 +35,8 @@ def children(r) -> list:
     """The nodes a node is made from, in the order `node_ball` takes their balls."""
     if r.op == "sum":
         return [f for _, fs in r.args[1] for f in fs]
+    if r.op == "pow":  # (base, exponent): the exponent is a number, not a node
+        return [r.args[0]]
     return [] if r.op in ("const", "neginf") else list(r.args)
 
 
@@ -53,6 +55,10 @@ def node_ball(r, child_balls: list) -> arb:
     if op == "const":
         return arb.pi()
     (x,) = child_balls
+    if op == "pow":  # a rational power of a positive rational: x^(p/n) = (x^(1/n))^p
+        e = r.args[1]
+        y = x.root(int(e.q)) ** abs(int(e.p))
+        return 1 / y if e < 0 else y
     if op == "inv":
         return 1 / x
     if op == "sqrt":

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterator, Mapping
 
-from symblock.engine import cost as costmod, exact, online_softmax, rope
+from symblock.engine import cost as costmod, cross, exact, online_softmax, rope
 from symblock.engine.matrix import Mat
 from symblock.engine.spec import BlockSpec, SpecError
 from symblock.engine.steps import DROPPED, computed_steps, masked_positions, step_inputs
@@ -117,6 +117,9 @@ class _Tracer:
         for prefix, X, _ in spec.sequences():  # X is a Mat when a stack feeds a layer's output on
             if X is not None:
                 self.params[f"{prefix}X"] = X if isinstance(X, Mat) else Mat.from_sympy(X, self.symbolic)
+        if spec.memory is not None:  # a decoder layer's memory (engine/cross.py)
+            m = spec.memory
+            self.params["M"] = m if isinstance(m, Mat) else Mat.from_sympy(m, self.symbolic)
         self.steps: list[Step] = []
         # the sequence being worked (a batch: b0., b1., …) and its padding row
         self.prefix, self.pad = "", spec.key_padding_mask[0] if spec.key_padding_mask else None
@@ -195,6 +198,8 @@ def forward(spec: BlockSpec, max_cost: int | None = None, upto: str | None = Non
 
 def sequence(t: _Tracer) -> None:
     """One sequence through the block (a batch works each in turn, with its step prefix)."""
+    if t.o.cross_attention:  # a decoder layer: engine/cross.py, with this module's sub-layers
+        return cross.decoder_layer(t, cross.SubLayers(norm, attention, ffn, softmax, apply_mask))
     x = t.step("x", "X", lambda: t.params[f"{t.prefix}X"])
     if t.o.norm_position == "pre":
         n1 = norm(t, "norm1", x, "X", "ln1", "N_1")

@@ -69,6 +69,9 @@ def _opaque(r, memo) -> tuple[fmpq, dict]:
         f = "(-oo)"
     elif r.op == "const":
         f = "pi"
+    elif r.op == "pow":
+        b = _rational(r.args[0].q)
+        f = f"({b if r.args[0].q.q == 1 else f'({b})'}**({_rational(r.args[1])}))"
     else:
         arg = text(r.args[0], memo)
         f = "E" if r.op == "exp" and arg == "1" else f"{r.op}({arg})"
@@ -200,6 +203,9 @@ def sympy_form(r, child):
         return sympy.Add(*parts)
     if op == "const":
         return sympy.pi
+    if op == "pow":
+        e = r.args[1]
+        return sympy.Pow(child(r.args[0]), sympy.Rational(int(e.p), int(e.q)))
     (x,) = r.args
     x = child(x)
     return {"inv": lambda: 1 / x, "sqrt": lambda: sympy.sqrt(x), "exp": lambda: sympy.exp(x),

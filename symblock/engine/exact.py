@@ -187,12 +187,13 @@ class Real:
         return f"Real({self.short()})"
 
 
-def _node(op: str, args: tuple, size: int) -> Real:
+def node(op: str, args: tuple, size: int) -> Real:
+    """A new graph node with its certified ball (a rational when the ball pins one down); other
+    engine modules (powers.py) build their nodes with it too."""
     r = Real(op=op, args=args, size=min(size, 10**9))
     r.ball = node_ball(r, [a.ball for a in children(r)])
     q = snap(r)
     return r if q is None else Real(q=q)
-
 
 
 # ---------------------------------------------------------------- building blocks
@@ -255,7 +256,7 @@ def sum_of_products(c0: fmpq, terms: Iterable[tuple[fmpq, tuple[Real, ...]]]) ->
     if c0 == 0 and len(kept) == 1 and kept[0][0] == 1 and len(kept[0][1]) == 1:
         return kept[0][1][0]
     size = 1 + sum(1 + sum(f.size for f in fs) for _, fs in kept)
-    return _node("sum", (fmpq(c0), kept), size)
+    return node("sum", (fmpq(c0), kept), size)
 
 
 def product(a: Real, b: Real) -> Real:
@@ -288,7 +289,7 @@ def inv(x: Real) -> Real:
     if x._inv is None:  # one inverse per node, so x/σ and y/σ share 1/σ and like terms merge
         if x.sign() == 0:
             raise ZeroDivisionError("division by an exact zero")
-        x._inv = _node("inv", (x,), x.size + 2)
+        x._inv = node("inv", (x,), x.size + 2)
     return x._inv
 
 
@@ -304,13 +305,13 @@ def _sqrt(x: Real) -> Real:
             return Real(q=fmpq(fmpz(x.q.p).isqrt(), fmpz(x.q.q).isqrt()))
     elif x.sign() < 0:
         raise ValueError("square root of a negative number")
-    return _node("sqrt", (x,), x.size + 2)
+    return node("sqrt", (x,), x.size + 2)
 
 
 def _unary(op: str, x: Real, at_zero) -> Real:
     if x.q is not None and x.q == 0:
         return Real(q=fmpq(at_zero))
-    return _node(op, (x,), x.size + 1)
+    return node(op, (x,), x.size + 1)
 
 
 # ---------------------------------------------------------------- SymPy bridge
@@ -329,7 +330,7 @@ def from_sympy(e) -> Real:
     if e is sympy.E:
         return exp(ONE)
     if e is sympy.pi:
-        return _node("const", ("pi",), 1)
+        return node("const", ("pi",), 1)
     if e.is_Add:
         out = ZERO
         for a in e.args:
@@ -356,8 +357,10 @@ def from_sympy(e) -> Real:
         return erf(from_sympy(e.args[0]))
     if isinstance(e, sympy.tanh):
         return tanh(from_sympy(e.args[0]))
+    if isinstance(e, (sympy.sin, sympy.cos)):
+        return (sin if isinstance(e, sympy.sin) else cos)(from_sympy(e.args[0]))
     raise ValueError(f"cannot represent {e} exactly (supported: rationals, + − · /, integer and "
-                     "half-integer powers, sqrt, exp, erf, tanh, E, pi)")
+                     "half-integer powers, sqrt, exp, erf, tanh, sin, cos, E, pi)")
 
 
 ZERO = Real(q=fmpq(0))
@@ -390,7 +393,7 @@ def _elementary(op: str, at_zero: int):
 
 
 exp, erf, tanh = _elementary("exp", 1), _elementary("erf", 0), _elementary("tanh", 0)
-sin, cos = _elementary("sin", 0), _elementary("cos", 1)  # a model's sinusoidal positions
+sin, cos = _elementary("sin", 0), _elementary("cos", 1)  # sinusoidal positions, RoPE angles, entries
 
 
 def log(x) -> Real:
@@ -400,7 +403,7 @@ def log(x) -> Real:
         return ZERO
     if x.sign() <= 0:
         raise ValueError("logarithm of a number that is not positive")
-    return _node("log", (x,), x.size + 1)
+    return node("log", (x,), x.size + 1)
 
 
 def relu(x):

@@ -65,6 +65,22 @@ def _ff(d):
     return d.seq_len, d.d_ff
 
 
+def _memory(d):
+    return d.mem_len, d.d_model
+
+
+def _mem_qk(d):
+    return d.mem_len, d.heads * d.d_k
+
+
+def _mem_v(d):
+    return d.mem_len, d.heads * d.d_v
+
+
+def _cross(d):
+    return d.seq_len, d.mem_len
+
+
 def _column(d):
     return d.seq_len, 1
 
@@ -127,6 +143,20 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("rms", _column, _const(0), "root", "rms"),
     Kind("norm", _model, _const(0), lambda o: o.norm, lambda o: o.norm),
     Kind("output", _model, _const(None), "identity", "copy"),
+    # a decoder layer's cross-attention (engine/cross.py): queries from the decoder, keys and
+    # values from the memory, so its keys, values and scores have the memory's rows
+    Kind("memory", _memory, _const(None), "identity", None),
+    Kind("cross_q", _qk, _d_model, "linear", "linear"),
+    Kind("cross_k", _mem_qk, _d_model, "linear", "linear"),
+    Kind("cross_v", _mem_v, _d_model, "linear", "linear"),
+    Kind("cross_scores", _cross, lambda d, o: d.d_head, "scores", "scores"),
+    Kind("cross_scaled", _cross, _const(0), "scaled", "scaled"),
+    Kind("cross_masked", _cross, _const(0), "masked", "masked"),
+    Kind("cross_weights", _cross, _const(1 + NODE), "softmax", "weights"),
+    Kind("cross_head_out", lambda d: (d.seq_len, d.d_v), lambda d, o: d.mem_len, "head_out", "out"),
+    Kind("cross_concat", _v, _const(None), "concat", "concat"),
+    Kind("cross_out", _model, lambda d, o: d.d_model if o.out_proj else None,
+         lambda o: "linear" if o.out_proj else "identity", _with_projection("linear")),
 )}
 
 

@@ -17,7 +17,7 @@ import math
 from dataclasses import replace
 from types import MappingProxyType
 
-from symblock.engine import block, exact, rope
+from symblock.engine import block, exact, powers, rope, translate
 from symblock.engine.matrix import Mat
 from symblock.engine.model_spec import ModelSpec, with_length
 from symblock.errors import SpecError, UndecidableError
@@ -26,7 +26,8 @@ from symblock.errors import SpecError, UndecidableError
 def cost(spec: ModelSpec) -> int:
     """Exact operations of the whole run (engine/cost.py's units): the prompt pass, then every
     generation step, worked in full or, with the cache, as one row against m cached keys."""
-    return run_cost(spec.layers, len(spec.vocab), len(spec.prompt), spec.generate, spec.kv_cache)
+    encoder = sum(block.cost(layer) for layer in spec.encoder)  # an encoder-decoder's, worked once
+    return encoder + run_cost(spec.layers, len(spec.vocab), len(spec.prompt), spec.generate, spec.kv_cache)
 
 
 def run_cost(layers, vocab: int, n0: int, generate: int, kv_cache: bool) -> int:
@@ -65,6 +66,9 @@ def forward(spec: ModelSpec, max_cost: int | None = None) -> block.Trace:
     """Run the model on its prompt, then `generate` greedy steps; record every step."""
     check_size(spec, max_cost)
     run = _Run(spec)
+    if spec.kind == "encoder-decoder":  # engine/translate.py, with this run's pieces
+        translate.forward(run, spec)
+        return block.Trace(run.steps, MappingProxyType(run.params), spec)
     tokens = list(spec.prompt)
     nxt = run.full_pass(tokens, "")
     for t in range(1, spec.generate + 1):
@@ -89,6 +93,8 @@ class _Run:
                 self.params[name] = Mat.from_sympy(getattr(spec, name))
         for key, m in spec.final_norm.items():
             self.params[f"ln_final.{key}"] = Mat.from_sympy(m)
+        for key, m in spec.embed_norm.items():
+            self.params[f"ln_embed.{key}"] = Mat.from_sympy(m)
         self.layer_params = []
         for i, layer in enumerate(spec.layers):
             mats = {k: Mat.from_sympy(v) for k, v in layer.params.items()}
@@ -113,8 +119,10 @@ class _Run:
             latex = r"P = W_P[%d{:}%d]" % (rows.start, rows.stop)
             ins = ("W_P",)
         else:
-            pos = Mat([sinusoidal_row(r, s.dims.d_model) for r in rows])
-            latex = r"P_{p,2i} = \sin(p / 10000^{2i/d}),\ P_{p,2i+1} = \cos(p / 10000^{2i/d})"
+            pos = Mat([sinusoidal_row(r, s.dims.d_model, s.pe_base) for r in rows])
+            n = block.number_latex(s.pe_base)
+            n = n if s.pe_base.denominator == 1 else rf"\left({n}\right)"
+            latex = r"P_{p,2i} = \sin(p / %s^{2i/d}),\ P_{p,2i+1} = \cos(p / %s^{2i/d})" % (n, n)
             ins = ()
         self.record(f"{prefix}pos", latex, ins, pos)
         return self.record_x(prefix, "X = E + P", (f"{prefix}embed", f"{prefix}pos"), emb + pos)
@@ -134,11 +142,14 @@ class _Run:
             if s.name not in skip:
                 self.record(ren(s.name), s.latex, tuple(ren(n) for n in s.inputs), s.value, s.given)
 
-    def head_out(self, h: Mat, h_name: str, prefix: str, last_row: int) -> int:
-        """norm_final, logits, probs and next_token from the last layer's output; the next token."""
+    def head_out(self, h: Mat, h_name: str, prefix: str, last_row: int) -> int | None:
+        """norm_final, logits, probs and next_token from the last layer's output; the next token
+        (None for an encoder without a head: its hidden states are the last layer's output)."""
         s = self.spec
         if s.final_norm:
             h, h_name = self.final_norm(h, h_name, prefix), f"{prefix}norm_final"
+        if s.head == "none":
+            return None
         if s.head == "tied":
             logits, latex, w = h @ self.params["W_E"].T, r"\ell = H W_E^{\top}", "W_E"
         else:
@@ -152,18 +163,29 @@ class _Run:
                     Mat([[exact.real(tok)]]))
         return tok
 
-    def final_norm(self, h: Mat, h_name: str, prefix: str) -> Mat:
+    def final_norm(self, h: Mat, h_name: str, prefix: str, step: str = "norm_final", table=None,
+                   ln: str | None = None) -> Mat:
+        """The final norm (or, `step="norm_embed"`, BERT's norm of the embeddings; or another
+        `table` of γ, β named `ln`) of rows h, worked as a Pre-LN block's final norm, recorded
+        under `step`."""
         layer = self.spec.layers[-1]
         opts = replace(layer.options, norm_position="pre", final_norm=True)
-        params = {f"ln_final.{k}": v for k, v in self.spec.final_norm.items()}
+        ln0, tex, src = ("ln_final", "N_f", "H") if step == "norm_final" else ("ln_embed", "N_e", "X")
+        ln = ln or ln0
+        if table is None:
+            table = self.spec.final_norm if ln == "ln_final" else self.spec.embed_norm
+        params = {f"ln_final.{k}": v for k, v in table.items()}
         t = block.Tracer(replace(with_length(layer, len(h.rows)), options=opts, X=h,
                                  params=MappingProxyType(params), given=MappingProxyType({})))
-        out = block.norm(t, "norm_final", h, "H", "ln_final", "N_f")
+        out = block.norm(t, "norm_final", h, src, "ln_final", tex)
         ren = {"resid2": h_name}
+
+        def name(n: str) -> str:
+            if n.startswith("ln_final"):
+                return ln + n[len("ln_final"):]
+            return ren.get(n) or prefix + step + n[len("norm_final"):]
         for st in t.steps:
-            self.record(prefix + st.name, st.latex,
-                        tuple(ren.get(n, n if n.startswith("ln_final") else prefix + n) for n in st.inputs),
-                        st.value)
+            self.record(name(st.name), st.latex, tuple(name(n) for n in st.inputs), st.value)
         return out
 
     def argmax(self, row, where: str) -> int:
@@ -184,6 +206,8 @@ class _Run:
         m = len(tokens)
         x_name = self.inputs(tokens, range(m), prefix)
         h = self.steps[-1].value
+        if self.spec.embed_norm:  # BERT: LayerNorm(E + P) before the first layer
+            h, x_name = self.final_norm(h, x_name, prefix, "norm_embed"), f"{prefix}norm_embed"
         self.caches, self.cache_names = [], []
         for i, layer in enumerate(self.spec.layers):
             with _in_layer(self.spec, f"{prefix}layer{i}."):
@@ -205,8 +229,10 @@ class _Run:
             x_name = f"{prefix}layer{i}.output"
         return self.head_out(h, x_name, prefix, m - 1)
 
-    def cached_layer(self, i: int, h: Mat, prefix: str, x_name: str) -> Mat:
-        """One new row through layer i, attending to the cached K/V rows plus its own."""
+    def cached_layer(self, i: int, h: Mat, prefix: str, x_name: str, keep=None, memory=None) -> Mat:
+        """One new row through layer i, attending to the cached K/V rows plus its own. A decoder
+        layer (engine/translate.py) also takes its `memory` and, in `keep`, its cross-attention's
+        K and V, worked once from the memory and reused as they are."""
         layer = self.spec.layers[i]
         o = layer.options
         one = replace(with_length(layer, 1), options=replace(o, causal=False), X=h, given=MappingProxyType({}),
@@ -249,7 +275,8 @@ class _Run:
         for st in t.steps:
             ins = tuple(n if n.startswith(("layer", "gen")) else ren(n) for n in st.inputs)
             self.record(ren(st.name), st.latex, ins, st.value)
-        rest = block.forward(replace(one, given=MappingProxyType({"attn.out": a})), max_cost=math.inf)
+        rest = block.forward(replace(one, given=MappingProxyType({"attn.out": a, **(keep or {})}),
+                                     **({} if memory is None else {"memory": memory})), max_cost=math.inf)
         self.take(rest, i, prefix, x_name, skip=("x", "attn.out"))
         return rest["output"].value
 
@@ -289,15 +316,15 @@ def _tex_token(tok: str) -> str:
     return "".join(_TEX.get(c, c) if c.isprintable() else "?" for c in tok)
 
 
-def sinusoidal_row(p: int, d: int) -> list:
-    """Positions of "Attention is all you need", exactly: sin/cos of p / 10000^(2i/d), rational
-    arguments when d divides 8 (model_spec checks it)."""
+def sinusoidal_row(p: int, d: int, base=10000) -> list:
+    """Positions of "Attention is all you need", exactly: sin/cos of p / base^(2i/d) for an even d
+    and a rational base; the frequency is a rational, a square root or a rational power
+    (10000^(2i/16) = 10^(i/2)), each a closed form with a certified ball."""
     from fractions import Fraction
     row = []
     for j in range(d):
-        i2 = j - j % 2                      # 2i
-        k = 4 * i2 // d                     # 10000^(i2/d) = 10^k, exact since d | 8·i
-        arg = exact.real(Fraction(p, 10 ** k))
+        freq = powers.power(base, -Fraction(j - j % 2, d))  # base^(−2i/d)
+        arg = exact.real(p) * freq
         row.append(exact.sin(arg) if j % 2 == 0 else exact.cos(arg))
     return row
 
@@ -321,6 +348,8 @@ def prove_cache(spec: ModelSpec, max_cost: int | None = None) -> list[tuple[str,
         if rest.endswith(("cache.k", "cache.v")):
             src = f"{gen}.{rest[:-len('cache.k')]}attn.{rest[-1]}"
             want = full[src + "_rot" if src + "_rot" in full else src].value.rows
+        elif rest.endswith(("cross.k", "cross.v")):  # worked once from the memory: every row
+            want = full[st.name].value.rows
         else:
             want = full[st.name].value.rows[-1:]
         out.append((st.name, _verdict(st.value.rows, want, canon)))
@@ -359,6 +388,8 @@ class Canonical:
                    tuple(sorted((int(c.p), int(c.q), tuple(sorted(self(f) for f in fs))) for c, fs in terms)))
         elif r.op in ("const", "neginf"):
             key = (r.op, *r.args)
+        elif r.op == "pow":
+            key = ("pow", self(r.args[0]), int(r.args[1].p), int(r.args[1].q))
         else:
             key = (r.op, self(r.args[0]))
         n = self.ids.setdefault(key, len(self.ids))

@@ -16,16 +16,19 @@ from __future__ import annotations
 import hashlib
 import warnings
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from typing import Any, Mapping
 
 from symblock.engine import spec as specmod
 from symblock.errors import SpecError, excerpt
 
 MODEL_KEYS = ("vocab", "positions", "layers", "head", "final_norm", "prompt", "generate", "kv_cache",
-              "norm_positions")
+              "norm_positions", "pe_base", "kind", "key_padding_mask", "embed_norm", "source",
+              "encoder_layers", "decoder_layers")
+KINDS = ("decoder", "encoder", "encoder-decoder")  # a GPT | BERT-like | nn.Transformer (translation)
 TOP_KEYS = ("title", "layout", "model", "dims", "block", "weights", "random")
 POSITIONS = ("learned", "sinusoidal", "rope", "none")  # rope: RoPE in every layer (block.rope)
-HEADS = ("tied", "untied")
+HEADS = ("tied", "untied", "none")  # none: an encoder's hidden states
 DIM_KEYS = ("d_model", "d_ff", "heads", "d_k", "d_v", "kv_heads")  # seq_len is the prompt's length
 MAX_LAYERS = 24
 MAX_VOCAB = 4096
@@ -54,6 +57,13 @@ class ModelSpec:
     source: str = "<spec>"
     seed: int | None = None
     titles: Mapping[str, str] = field(default_factory=dict)   # per language, from `title: {en, zh}`
+    pe_base: Fraction = Fraction(10000)  # sinusoidal positions: sin/cos of p / pe_base^(2i/d)
+    kind: str = "decoder"              # decoder (a GPT) | encoder (non-causal, no generation)
+    embed_norm: Mapping[str, Any] = field(default_factory=dict)  # BERT's LayerNorm after the embeddings
+    key_padding_mask: tuple = ()       # an encoder's padded prompt positions (torch semantics)
+    source_tokens: tuple[int, ...] = ()  # an encoder-decoder's source sentence
+    encoder: tuple = ()                # an encoder-decoder's encoder layers (BlockSpecs, non-causal)
+    encoder_norm: Mapping[str, Any] = field(default_factory=dict)  # its final norm (nn.Transformer's)
 
     @property
     def dims(self):
@@ -70,7 +80,8 @@ class ModelSpec:
     def describe(self) -> str:
         d, o = self.dims, self.options
         places = sorted({s.options.norm_position for s in self.layers})
-        return (f"tiny GPT · vocab {len(self.vocab)} · d_model {d.d_model} · d_ff {d.d_ff} · "
+        what = {"decoder": "tiny GPT", "encoder": "tiny encoder"}.get(self.kind, "tiny encoder-decoder")
+        return (f"{what} · vocab {len(self.vocab)} · d_model {d.d_model} · d_ff {d.d_ff} · "
                 f"{d.heads} head{'s' if d.heads > 1 else ''} · {len(self.layers)} layers "
                 f"({'/'.join(p + '-LN' for p in places)}) · {o.norm} · {o.activation} · positions "
                 f"{self.positions} · head {self.head} · prompt {len(self.prompt)} tokens · generate "
@@ -81,10 +92,10 @@ def is_model(data: Any) -> bool:
     return isinstance(data, Mapping) and "model" in data
 
 
-def _layer_seed(seed: int | None, i: int) -> int | None:
+def _layer_seed(seed: int | None, i: int, salt: str = "") -> int | None:
     if seed is None:
         return None
-    digest = hashlib.sha256(f"symblock:{seed}:layer{i}".encode()).digest()
+    digest = hashlib.sha256(f"symblock:{seed}:{salt}layer{i}".encode()).digest()
     return int.from_bytes(digest[:4], "big")
 
 
@@ -160,12 +171,14 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> ModelSpec:
     m = _section(data, "model", source)
     specmod.check_keys(m, MODEL_KEYS, source, "model")
     vocab = _vocab(m, source)
+    kind = _choice(m, "kind", KINDS, "decoder", source)
     positions = _choice(m, "positions", POSITIONS, "learned", source)
-    head = _choice(m, "head", HEADS, "tied", source)
-    n_layers = specmod.int_field(m.get("layers", 1), source, "model.layers", lo=1, hi=MAX_LAYERS)
+    head = _choice(m, "head", HEADS, "none" if kind == "encoder" else "tied", source)
+    n_layers = _depth(m, kind, "decoder_layers" if kind == "encoder-decoder" else "layers", source)
     generate = specmod.int_field(m.get("generate", 0), source, "model.generate", lo=0, hi=MAX_GENERATE)
     prompt = _tokens(m.get("prompt"), vocab, source, "model.prompt")
     block = _section(data, "block", source)
+    _check_kind(kind, m, block, head, generate, source)
     if block.get("causal") is False:
         raise SpecError(source, "block.causal", "a GPT's layers are always causal; leave causal out")
     if "final_norm" in block:
@@ -185,50 +198,148 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> ModelSpec:
     if "d_model" not in dims:
         raise SpecError(source, "dims.d_model", "missing; expected a whole number")
     weights = _section(data, "weights", source)
-    specmod.check_keys(weights, ("W_E", "W_P", "W_U", "ln_final", "layers"), source, "weights")
-    per_layer = weights.get("layers") or []
-    if not isinstance(per_layer, list) or len(per_layer) > n_layers:
-        raise SpecError(source, "weights.layers", f"expected a list of at most {n_layers} mappings (one "
-                                                  "per layer), got " + specmod.kind_of(per_layer))
+    specmod.check_keys(weights, WEIGHT_KEYS, source, "weights")
     rnd = data.get("random")
     seed, low, high = specmod.random_section(rnd, source) if rnd is not None else (None, -2, 2)
-    layers = []
-    for i in range(n_layers):
-        lw = per_layer[i] if i < len(per_layer) else {}
-        if not isinstance(lw, dict):
-            raise SpecError(source, f"weights.layers[{i}]", f"expected a mapping, got {specmod.kind_of(lw)}")
-        layer_map = {
-            "layout": data.get("layout", "math"),
-            "dims": {**dims, "seq_len": len(prompt)},
-            "block": {**block, "causal": True, "norm_position": places[i]},
-            "weights": lw,
-            "inputs": {"X": [[0] * dims["d_model"]] * len(prompt)},
-        }
-        if seed is not None:
-            layer_map["random"] = {"seed": _layer_seed(seed, i), "low": low, "high": high}
-        try:
-            layers.append(specmod.from_mapping(layer_map, source))
-        except SpecError as e:  # name the field as the user wrote it
-            where = e.where
-            if where.startswith("weights."):
-                where = f"weights.layers[{i}].{where[len('weights.'):]}"
-            raise SpecError(source, where, e.message) from None
-        if i == 0:  # the whole run's size, known now: refuse before drawing the rest
-            _check_cost(layers[0], n_layers, len(vocab), len(prompt), generate, m, source)
+    stack = Stack(data, dims, block, places, (seed, low, high), source)
+
+    def guard(layer):  # the whole run's size, known from the first layer: refuse before drawing the rest
+        _check_cost(layer, n_layers, len(vocab), len(prompt), generate, m, source)
+    src, encoder, enc_norm = (), (), {}
+    if kind == "encoder-decoder":
+        src = _tokens(m.get("source"), vocab, source, "model.source")
+        encoder = stack.build("encoder_layers", _depth(m, kind, "encoder_layers", source), len(src),
+                              {"causal": False}, {}, "encoder")
+        enc_norm = _final_norm(weights.get("ln_encoder"), encoder[0].options.norm, dims["d_model"], source,
+                               "ln_encoder")
+        decoder_in = {"memory": [[0] * dims["d_model"]] * len(src)}
+        layers = stack.build("decoder_layers", n_layers, len(prompt), {"cross_attention": True}, decoder_in, "",
+                             guard)
+    else:
+        pad = {"key_padding_mask": m["key_padding_mask"]} if "key_padding_mask" in m else {}
+        layers = stack.build("layers", n_layers, len(prompt), {"causal": kind == "decoder"}, pad, "", guard)
     d = layers[0].dims.d_model
-    tensors = _tensors(weights, data.get("layout", "math"), len(vocab), d, len(prompt) + generate,
+    tensors = _tensors(weights, data.get("layout", "math"), len(vocab), d, max(len(prompt) + generate, len(src)),
                        positions, head, seed, low, high, source)
-    if positions == "sinusoidal" and d not in (2, 4, 8):
-        raise SpecError(source, "model.positions", f"sinusoidal positions are exact only when every "
-                        f"frequency 10000^(2i/d) is rational, i.e. d_model in 2, 4, 8 (got {d}); "
-                        "use learned positions")
+    pe_base = _pe_base(m, positions, d, source)
     final = {}
-    if _flag(m, "final_norm", True, source):
+    if _flag(m, "final_norm", kind != "encoder", source):  # nn.Transformer has its decoder norm
         final = _final_norm(weights.get("ln_final"), layers[0].options.norm, d, source)
+    embed_norm = _final_norm(weights.get("ln_embed"), layers[0].options.norm, d, source, "ln_embed") \
+        if _flag(m, "embed_norm", False, source) else {}
+    if weights.get("ln_embed") is not None and not embed_norm:
+        raise SpecError(source, "weights.ln_embed", "not used: set model.embed_norm: true")
     title, titles = specmod.title_field(data.get("title") or "", source)
     return ModelSpec(vocab=vocab, positions=positions, layers=tuple(layers), final_norm=final, head=head,
                      prompt=prompt, generate=generate, kv_cache=_flag(m, "kv_cache", False, source),
-                     title=title, source=source, seed=seed, titles=titles, **tensors)
+                     title=title, source=source, seed=seed, titles=titles, pe_base=pe_base, kind=kind,
+                     embed_norm=embed_norm, key_padding_mask=layers[0].key_padding_mask[0]
+                     if layers[0].key_padding_mask else (), source_tokens=src, encoder=tuple(encoder),
+                     encoder_norm=enc_norm, **tensors)
+
+
+WEIGHT_KEYS = ("W_E", "W_P", "W_U", "ln_final", "ln_embed", "layers", "encoder_layers", "decoder_layers",
+               "ln_encoder")
+
+
+def _depth(m: Mapping, kind: str, key: str, source: str) -> int:
+    """How many layers a stack has: model.layers (a GPT, an encoder) or model.encoder_layers /
+    model.decoder_layers (an encoder-decoder), each refused where it does not belong."""
+    other = ("encoder_layers", "decoder_layers") if kind != "encoder-decoder" else ("layers",)
+    for wrong in other:
+        if wrong in m:
+            what = "an encoder-decoder's stacks are model.encoder_layers and model.decoder_layers" \
+                if wrong == "layers" else "only an encoder-decoder has two stacks; use model.layers"
+            raise SpecError(source, f"model.{wrong}", what)
+    return specmod.int_field(m.get(key, 1), source, f"model.{key}", lo=1, hi=MAX_LAYERS)
+
+
+class Stack:
+    """Builds a stack's layers, each validated as a block spec of its own (so every block option,
+    default and error message carries over), with weights `weights.<key>[i]` and, missing ones
+    drawn, a seed of its own per layer."""
+
+    def __init__(self, data: Mapping, dims: Mapping, block: Mapping, places: list, rnd: tuple, source: str):
+        self.data, self.dims, self.block, self.places, self.rnd, self.source = data, dims, block, places, rnd, source
+
+    def build(self, key: str, n: int, seq_len: int, block: Mapping, inputs: Mapping, salt: str,
+              first=None) -> list:
+        """The n layers; `first(layer)` runs on layer 0 before the others are drawn (the size guard)."""
+        source, (seed, low, high) = self.source, self.rnd
+        per_layer = (self.data.get("weights") or {}).get(key) or []
+        if not isinstance(per_layer, list) or len(per_layer) > n:
+            raise SpecError(source, f"weights.{key}", f"expected a list of at most {n} mappings (one per "
+                            "layer), got " + specmod.kind_of(per_layer))
+        out = []
+        for i in range(n):
+            lw = per_layer[i] if i < len(per_layer) else {}
+            if not isinstance(lw, dict):
+                raise SpecError(source, f"weights.{key}[{i}]", f"expected a mapping, got {specmod.kind_of(lw)}")
+            layer_map = {"layout": self.data.get("layout", "math"), "dims": {**self.dims, "seq_len": seq_len},
+                         "block": {**self.block, **block, "norm_position": self.places[min(i, len(self.places) - 1)]},
+                         "weights": lw, "inputs": {"X": [[0] * self.dims["d_model"]] * seq_len, **inputs}}
+            if seed is not None:
+                layer_map["random"] = {"seed": _layer_seed(seed, i, salt), "low": low, "high": high}
+            try:
+                out.append(specmod.from_mapping(layer_map, source))
+            except SpecError as e:  # name the field as the user wrote it
+                where = e.where
+                if where.startswith("weights."):
+                    where = f"weights.{key}[{i}].{where[len('weights.'):]}"
+                where = "model.key_padding_mask" if where == "inputs.key_padding_mask" else where
+                raise SpecError(source, where, e.message) from None
+            if i == 0 and first is not None:
+                first(out[0])
+        return out
+
+
+def _refuse(source: str, where: str, message: str):
+    raise SpecError(source, where, message)
+
+
+def _check_kind(kind: str, m: Mapping, block: Mapping, head: str, generate: int, source: str) -> None:
+    """What an encoder (BERT-like) or an encoder-decoder cannot have, and a GPT cannot either."""
+    if "source" in m and kind != "encoder-decoder":
+        raise SpecError(source, "model.source", "only an encoder-decoder reads a source; set model.kind: "
+                        "encoder-decoder")
+    if kind == "encoder-decoder":
+        for key, why in (("key_padding_mask", "not built for an encoder-decoder yet"),
+                         ("embed_norm", "an encoder model's (BERT's) option")):
+            if key in m:
+                raise SpecError(source, f"model.{key}", why)
+        if "causal" in block:
+            raise SpecError(source, "block.causal", "the decoder layers are causal and the encoder's are not; "
+                            "leave causal out")
+        if head == "none":
+            raise SpecError(source, "model.head", "a translation needs its head (tied or untied) to generate")
+        return
+    if kind == "decoder":
+        for key, why in (("key_padding_mask", "a GPT's prompt has no padding"),):
+            if key in m:
+                raise SpecError(source, f"model.{key}", f"{why}; it is for model.kind: encoder")
+        if head == "none":
+            raise SpecError(source, "model.head", "a GPT needs its head (tied or untied) to generate")
+        return
+    if "causal" in block:
+        raise SpecError(source, "block.causal", "an encoder's layers are never causal; leave causal out")
+    if generate or m.get("kv_cache"):
+        key = "generate" if generate else "kv_cache"
+        raise SpecError(source, f"model.{key}", "an encoder does not generate; leave it out")
+
+
+def _pe_base(m: Mapping, positions: str, d: int, source: str) -> Fraction:
+    """The base of sinusoidal positions (10000 in "Attention is all you need"): any positive
+    rational, so that every frequency base^(−2i/d) is an exact power (engine/exact.power)."""
+    if "pe_base" in m and positions != "sinusoidal":
+        raise SpecError(source, "model.pe_base", f"a base is for sinusoidal positions (positions is {positions})")
+    if positions == "sinusoidal" and d % 2:
+        raise SpecError(source, "dims.d_model", f"sinusoidal positions pair a sine and a cosine column: "
+                        f"expected an even d_model, got {d}")
+    base = specmod.parse_exact(m.get("pe_base", 10000), source, "model.pe_base")
+    if not isinstance(base, Fraction) or base <= 0:
+        raise SpecError(source, "model.pe_base", f"expected a positive rational number such as 10000 or 100, "
+                        f"got {excerpt(m.get('pe_base'))}")
+    return base
 
 
 def _rope_block(block: Mapping, positions: str, source: str) -> Mapping:
@@ -284,18 +395,18 @@ def _tensors(weights, layout, vocab, d, max_len, positions, head, seed, low, hig
     return out
 
 
-def _final_norm(raw: Any, norm: str, d: int, source: str) -> dict:
+def _final_norm(raw: Any, norm: str, d: int, source: str, ln: str = "ln_final") -> dict:
     raw = raw or {}
     if not isinstance(raw, dict):
-        raise SpecError(source, "weights.ln_final", f"expected a mapping, got {specmod.kind_of(raw)}")
+        raise SpecError(source, f"weights.{ln}", f"expected a mapping, got {specmod.kind_of(raw)}")
     specmod.check_keys(raw, ("gamma", "beta") if norm == "layernorm" else ("gamma",), source,
-                       "weights.ln_final")
+                       f"weights.{ln}")
     out = {"gamma": specmod.Matrix.ones(1, d)}
     if norm == "layernorm":
         out["beta"] = specmod.Matrix.zeros(1, d)
     for key in out:
         if raw.get(key) is not None:
-            out[key] = specmod.parse_matrix(raw[key], (1, d), source, f"weights.ln_final.{key}", vector=True)
+            out[key] = specmod.parse_matrix(raw[key], (1, d), source, f"weights.{ln}.{key}", vector=True)
     return out
 
 

@@ -3,10 +3,11 @@
 A step name is a block-level name under optional prefixes, outermost first:
 
     grad.                  a gradient of the step (calculus)
+    enc.                   the encoder stack of an encoder-decoder (its source pass, worked once)
     gen1.                  generation step t of a tiny GPT (0: the prompt pass, unprefixed)
     b1.                    sequence 1 of a batch
     layer0.                layer 0 of a tiny GPT
-    attn.h0.scores         the block-level name (its `base`)
+    attn.h0.scores         the block-level name (its `base`; `cross.h0.scores` in a decoder layer)
     attn.h0.tile1.sum      a head's step for key tile 1 of its online softmax (`tile`)
     .dropped               suffix: the step after its fixed dropout mask
 
@@ -24,25 +25,28 @@ NORM_STAT_NAMES = ("mean", "var", "std", "ms", "rms")
 DROPPED = ".dropped"
 GRAD = "grad."
 
-_PREFIX = re.compile(r"^(grad\.)?(?:gen(\d+)\.)?(?:b(\d+)\.)?(?:layer(\d+)\.)?")
-_HEAD = re.compile(r"^attn\.h(\d+)\.(?:tile(\d+)\.)?(\w+)$")
+_PREFIX = re.compile(r"^(grad\.)?(enc\.)?(?:gen(\d+)\.)?(?:b(\d+)\.)?(?:layer(\d+)\.)?")
+_HEAD = re.compile(r"^(attn|cross)\.h(\d+)\.(?:tile(\d+)\.)?(\w+)$")
 TILE_PARTS = ("max", "sum", "acc")  # a key tile's running max, rescaled sum and accumulator
-_NORM = re.compile(r"^(norm\d*|norm_final)(?:\.(\w+))?$")
+_NORM = re.compile(r"^(norm\d*|norm_final|norm_embed)(?:\.(\w+))?$")
 _KINDS = {"x": "x", "attn.q": "q", "attn.k": "k", "attn.v": "v", "attn.q_rot": "q_rot",
           "attn.k_rot": "k_rot", "attn.concat": "concat",
           "attn.out": "attn_out", "resid1": "resid", "resid2": "resid", "ffn.hidden": "hidden",
           "ffn.gate": "gate", "ffn.act": "act", "ffn.out": "ffn_out", "output": "output",
           "embed": "embed", "pos": "pos", "logits": "logits", "probs": "probs",
           "next_token": "next_token", "cache.k": "cache_k", "cache.v": "cache_v",
-          "cache.reused": "cache_reused"}
+          "cache.reused": "cache_reused", "resid3": "resid", "memory": "memory", "cross.q": "cross_q",
+          "cross.k": "cross_k", "cross.v": "cross_v", "cross.concat": "cross_concat",
+          "cross.out": "cross_out"}
 
 
 @dataclass(frozen=True)
 class StepName:
     """One step name's parts. `base` is the block-level name without prefixes or `.dropped`;
-    `head` is the attention head of an `attn.hH.*` step and `tile` the key tile of an
-    `attn.hH.tileJ.*` step (its kind `tile_max`, `tile_sum` or `tile_acc`); `norm` the norm of a
-    norm step (`norm1` for `norm1.std`) and `stat` its statistic (None for the normalised rows)."""
+    `head` is the attention head of an `attn.hH.*` (or a decoder layer's `cross.hH.*`) step and
+    `tile` the key tile of an `attn.hH.tileJ.*` step (its kind `tile_max`, `tile_sum` or
+    `tile_acc`); `norm` the norm of a norm step (`norm1` for `norm1.std`) and `stat` its
+    statistic (None for the normalised rows)."""
     full: str
     base: str
     kind: str
@@ -55,11 +59,12 @@ class StepName:
     norm: str | None = None
     stat: str | None = None
     dropped: bool = False
+    encoder: bool = False   # a step of an encoder-decoder's encoder stack (`enc.`)
 
     @property
     def prefix(self) -> str:
         """Everything before `base` but the gradient's `grad.`: "gen1.layer0.", "b1.", ""."""
-        return _prefix(gen=self.gen, batch=self.batch, layer=self.layer)
+        return ("enc." if self.encoder else "") + _prefix(gen=self.gen, batch=self.batch, layer=self.layer)
 
     @property
     def part(self) -> str:
@@ -73,8 +78,8 @@ class StepName:
 
     @property
     def head_prefix(self) -> str:
-        """The name of this head's steps up to the last dot: "gen1.layer0.attn.h1"."""
-        return f"{self.prefix}attn.h{self.head}"
+        """The name of this head's steps up to the last dot: "gen1.layer0.attn.h1", "cross.h0"."""
+        return f"{self.prefix}{self.section}.h{self.head}"
 
     def sibling(self, base: str) -> str:
         """Another step of the same instance (prefixes kept): `sibling("attn.h0.scores")`."""
@@ -94,17 +99,19 @@ def _prefix(gen: int = 0, batch: int | None = None, layer: int | None = None) ->
 def parse(name: str) -> StepName:
     """The parts of a step name (never fails: an unknown base has kind 'other')."""
     m = _PREFIX.match(name)
-    grad, gen, batch, layer = m.group(1), m.group(2), m.group(3), m.group(4)
+    grad, enc, gen, batch, layer = m.group(1), m.group(2), m.group(3), m.group(4), m.group(5)
     rest = name[m.end():]
     dropped = rest.endswith(DROPPED)
     base = rest[:-len(DROPPED)] if dropped else rest
     head = tile = norm = stat = None
-    if (h := _HEAD.match(base)) and (h.group(2) is None or h.group(3) in TILE_PARTS):
-        head, part = int(h.group(1)), h.group(3)
-        if h.group(2) is not None:
-            tile, kind = int(h.group(2)), f"tile_{part}"
+    if (h := _HEAD.match(base)) and (h.group(3) is None or h.group(4) in TILE_PARTS):
+        head, part = int(h.group(2)), h.group(4)
+        if h.group(3) is not None:
+            tile, kind = int(h.group(3)), f"tile_{part}"
         else:
             kind = "head_out" if part == "out" else part
+        if h.group(1) == "cross":  # a decoder layer's cross-attention head
+            kind = f"cross_{kind}"
     elif (n := _NORM.match(base)) and (n.group(2) is None or n.group(2) in NORM_STAT_NAMES):
         norm, stat = n.group(1), n.group(2)
         kind = stat or "norm"
@@ -113,7 +120,7 @@ def parse(name: str) -> StepName:
     return StepName(full=name, base=base, kind=kind, grad=bool(grad), gen=int(gen or 0),
                     batch=None if batch is None else int(batch),
                     layer=None if layer is None else int(layer), head=head, tile=tile, norm=norm, stat=stat,
-                    dropped=dropped)
+                    dropped=dropped, encoder=bool(enc))
 
 
 def name_of(base: str, gen: int = 0, batch: int | None = None, layer: int | None = None) -> str:

@@ -15,7 +15,7 @@ Exponents must be known rationals with denominator 1 or 2 (the engine's exact ro
 roots); `E**x` is `exp(x)`. Rational subexpressions are evaluated exactly (Fractions), which is
 cheap because their size was bounded first. That value is the entry's when it is rational, so a
 spec's numbers parse without SymPy (engine/spec.parse_exact); only the other forms (sqrt(2),
-E/(1+E), …) are handed to SymPy, and only once they pass.
+E/(1+E), cos(pi/3), …) are handed to SymPy, and only once they pass.
 """
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ from symblock.errors import SpecError, excerpt
 
 MAX_DIGITS = 1000   # digits of one exact number (10**400 and exp(1000) pass; 10**10**10 does not)
 MAX_DEPTH = 100     # nesting of one expression
-FUNCTIONS = {"sqrt": 1, "exp": 1, "erf": 1, "tanh": 1, "Rational": 2}
+FUNCTIONS = {"sqrt": 1, "exp": 1, "erf": 1, "tanh": 1, "sin": 1, "cos": 1, "Rational": 2}
 CONSTANTS = {"E": math.log10(math.e), "pi": math.log10(math.pi), "oo": 0.0}
 _LOG10_E = math.log10(math.e)
 
@@ -78,7 +78,7 @@ def check_decimal(d: Decimal) -> None:
 def check_text(text: str) -> Fraction | None:
     """Raise TooLarge or SyntaxError when the expression `text` is too large or not arithmetic;
     else its exact value when it is rational (numbers and + − · / ** of them, `Rational(a, b)`),
-    None when it needs SymPy (sqrt, exp, erf, tanh, E, pi, oo, a division by zero)."""
+    None when it needs SymPy (sqrt, exp, erf, tanh, sin, cos, E, pi, oo, a division by zero)."""
     try:
         tree = ast.parse(text.replace("^", "**").strip(), mode="eval")
     except (SyntaxError, ValueError, MemoryError, RecursionError):
@@ -170,12 +170,12 @@ def _function(name: str, args: list[_Num]) -> _Num:
         else:
             grow = 10 ** min(x.mag, 20) * _LOG10_E
         return _Num(x.digits + 1, grow + 1)
-    return _Num(x.digits, 0.0)  # erf, tanh: |value| <= 1
+    return _Num(x.digits, 0.0)  # erf, tanh, sin, cos: |value| <= 1
 
 
 # ---------------------------------------------------------------- the parser (engine/spec.py re-exports it)
 
-_NAMES = ("sqrt", "exp", "E", "pi", "erf", "tanh", "Rational", "oo")
+_NAMES = ("sqrt", "exp", "E", "pi", "erf", "tanh", "sin", "cos", "Rational", "oo")
 _INT = r"(0+|[1-9]\d{0,39})"  # Python's integer literals (no leading zeros), as the full path reads them
 _PLAIN = re.compile(rf"[-+]?({_INT}(/{_INT})?|\d{{0,40}}\.\d{{1,40}}|\d{{1,40}}\.)")  # no exponent: bounded size
 _TRANSFORMS = None
@@ -222,7 +222,7 @@ def parse_exact(value: Any, source: str, where: str, allow_inf: bool = False):
         raise SpecError(source, where, f"{e}, got {excerpt(value)}") from None
     except SyntaxError:
         raise SpecError(source, where, f"could not parse {excerpt(value)} as an exact number: expected numbers, "
-                        "+ - * / ** and sqrt, exp, erf, tanh, E, pi") from None
+                        "+ - * / ** and sqrt, exp, erf, tanh, sin, cos, E, pi") from None
     if q is not None:
         return q
     if allow_inf and re.fullmatch(r"-\s*oo", text):
@@ -232,7 +232,7 @@ def parse_exact(value: Any, source: str, where: str, allow_inf: bool = False):
 
 
 def _parse_with_sympy(value: str, text: str, source: str, where: str, allow_inf: bool):
-    """The forms that are not rational (sqrt, exp, erf, tanh, E, pi), parsed by SymPy once the
+    """The forms that are not rational (sqrt, exp, erf, tanh, sin, cos, E, pi), parsed by SymPy once the
     size guard has passed them; what the exact engine cannot hold is refused with its field."""
     global _TRANSFORMS
     import sympy

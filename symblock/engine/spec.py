@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import hashlib
 import random as _random
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from symblock.engine import cost, files, rope, tiles
+from symblock.engine import cost, memory as memory_mod, rope, tiles
 from symblock.engine.numbers import parse_exact  # noqa: F401  (re-exported: spec.parse_exact is public)
 from symblock.engine.matrix import ExactMatrix
+from symblock.engine.sources import (  # noqa: F401  (spec.read_spec, spec.example_names, ... stay public)
+    block_example_names, example_names, example_text, read_mapping, read_spec)
 from symblock.engine.fields import MAX_DIM, check_keys, check_text, int_field, kind_of, title_field  # noqa: F401
 from symblock.errors import SpecError  # noqa: F401  (re-exported: spec.SpecError is public)
 from symblock.engine import inputs as inputs_mod
@@ -35,7 +35,7 @@ CHOICES = {
     "activation": ("relu", "gelu", "gelu_tanh", "silu", "swiglu", "geglu"),
     "attention_scale": ("sqrt_dk", "none"),
 }
-FLAGS = ("final_norm", "causal", "bias", "out_proj")
+FLAGS = ("final_norm", "causal", "bias", "out_proj", "cross_attention")
 RANDOM_KEYS = ("seed", "low", "high", "difficulty", "ranges", "sparsity", "integer_scores", "exact_scale",
                "exact_norm", "no_degenerate_rows", "relu_mixed", "softmax_distinct", "score_range",
                "staged", "max_draws",  # all but the first three: constraints (exercises/constraints.py)
@@ -63,6 +63,8 @@ class BlockSpec:
     key_padding_mask: tuple = ()   # one tuple of bools per sequence (True = a padding key), or ()
     dropout_p: Any = 0             # exact; the masks scale what they keep by 1/(1 − p)
     dropout_masks: Mapping[str, Matrix] = field(default_factory=dict)  # full step name -> 0/1
+    memory: Matrix | None = None   # a decoder layer's memory, mem_len × d_model (engine/memory.py)
+    memory_padding_mask: tuple = ()  # its padding row (True = a padded memory row), or ()
     positions: tuple = ()          # RoPE's position of each row (inputs.positions); () = 0 … seq_len − 1
 
     def position_list(self) -> tuple[int, ...]:
@@ -74,48 +76,6 @@ class BlockSpec:
         xs = self.batch if self.dims.batch else (self.X,)
         pads = self.key_padding_mask or (None,) * len(xs)
         return list(zip(batch_prefixes(self.dims), xs, pads))
-
-
-# ---------------------------------------------------------------- reading files
-
-def read_mapping(path: Path | str, text: str | None = None) -> tuple[dict, str]:
-    """Parse a YAML or JSON file into a dict; errors name the file and the line (engine.files)."""
-    path = Path(path)
-    source = str(path)
-    if text is None:
-        if not files.exists(path):
-            raise SpecError(source, "", "no such file (give a spec path or a built-in example name; "
-                                        "`symblock examples` lists them)")
-        text = files.read_text(path, "a YAML or JSON spec file")
-    if not text.strip():
-        raise SpecError(source, "", "the file is empty; expected a YAML or JSON mapping")
-    data = files.parse(text, source, json_syntax=path.suffix.lower() == ".json")
-    if not isinstance(data, dict):
-        raise SpecError(source, "", f"expected a mapping at the top level, got {kind_of(data)}")
-    return data, source
-
-
-def example_names() -> list[str]:
-    return sorted(p.name[:-5] for p in resources.files("symblock.examples").iterdir()
-                  if p.name.endswith(".yaml"))
-
-
-def block_example_names() -> list[str]:
-    """The built-in examples that are one block (not a `model:` spec, engine/model_spec.py)."""
-    return [n for n in example_names() if not re.search(r"^model:", example_text(n), re.M)]
-
-
-def example_text(name: str) -> str:
-    return resources.files("symblock.examples").joinpath(f"{name}.yaml").read_text(encoding="utf-8")
-
-
-def read_spec(name_or_path: str | Path) -> tuple[dict, str]:
-    """The raw mapping and source name of a spec file, or of a built-in example by name."""
-    text = str(name_or_path)
-    if text in example_names() and not Path(text).exists():
-        data, _ = read_mapping(f"{text}.yaml", example_text(text))
-        return data, f"example:{text}"
-    return read_mapping(name_or_path)
 
 
 def load(name_or_path: str | Path) -> BlockSpec:
@@ -172,10 +132,12 @@ def from_mapping(data: Mapping, source: str = "<spec>", max_cost: int | None = N
         raise SpecError(source, "layout", f"expected math or torch, got {kind_of(layout)}")
     opts = _options(data.get("block") or {}, source)
     weights, inputs = _weights_section(data.get("weights") or {}, source), data.get("inputs") or {}
-    check_keys(inputs, ("X", "key_padding_mask", "positions"), source, "inputs")
+    check_keys(inputs, ("X", "key_padding_mask", "positions", *memory_mod.KEYS), source, "inputs")
     dims = _dims(data.get("dims") or {}, inputs, weights, layout, source)
     rope.check_dims(opts.rope, dims.d_k, source)
     positions = rope.positions(inputs.get("positions"), dims.seq_len, source)
+    opts = memory_mod.structure(opts, data.get("dims") or {}, inputs, dims.batch, source)
+    dims = replace(dims, mem_len=memory_mod.mem_len(data.get("dims") or {}, inputs, opts, source))
     opts = inputs_mod.structure(opts, dims, inputs, data.get("dropout"), source)
     tiles.check_dropout(opts, source)
     given_raw = data.get("given") or {}
@@ -187,6 +149,7 @@ def from_mapping(data: Mapping, source: str = "<spec>", max_cost: int | None = N
     params = _params(weights, dims, opts, layout, set(given), (seed, low, high), source)
     X, batch = _inputs_X(inputs, dims, given, seed, low, high, source)
     padding = inputs_mod.padding(inputs.get("key_padding_mask"), dims, opts, source, seed)
+    mem = _memory(inputs.get("memory"), dims, given, (seed, low, high), source)
     dropout = data.get("dropout")
     dropout_p = inputs_mod.dropout_p(parse_exact((dropout or {}).get("p", 0), source, "dropout.p"), source)
     masks = inputs_mod.dropout_masks(dropout, step_shapes(dims, opts), source, seed, dropout_p)
@@ -197,15 +160,29 @@ def from_mapping(data: Mapping, source: str = "<spec>", max_cost: int | None = N
                      given=MappingProxyType(given), title=title, source=source, seed=seed,
                      exercise=MappingProxyType(dict(exercise)), batch=batch,
                      key_padding_mask=padding, dropout_p=dropout_p,
-                     dropout_masks=MappingProxyType(masks), titles=MappingProxyType(titles),
+                     dropout_masks=MappingProxyType(masks), titles=MappingProxyType(titles), memory=mem,
+                     memory_padding_mask=memory_mod.padding(inputs.get("memory_padding_mask"), dims, source),
                      positions=positions)
+
+
+def _memory(raw: Any, dims: Dims, given: Mapping, rnd: tuple, source: str) -> Matrix | None:
+    """A decoder layer's memory: as written, drawn from `random`, or None (no cross-attention,
+    or the step `memory` given)."""
+    shape, seed = (dims.mem_len, dims.d_model), rnd[0]
+    if not dims.mem_len or "memory" in given:
+        return None
+    if raw is not None:
+        return parse_matrix(raw, shape, source, "inputs.memory")
+    if seed is None:
+        raise SpecError(source, "inputs.memory", f"missing; expected a {shape[0]}×{shape[1]} matrix "
+                        "(or a `random` section)")
+    return draw(seed, "M", shape, rnd[1], rnd[2])
 
 
 def with_tensors(spec: BlockSpec, params: Mapping[str, Any], xs: list | None = None) -> BlockSpec:
     """`spec` with drawn parameters (math layout) and, when given, X replaced (`xs`: one matrix
     per sequence): the generator's candidates, which share everything else with one spec
     validated once. Entries are ints or Fractions; shapes must be the spec's (a bug otherwise)."""
-    from dataclasses import replace
     new = {n: _exact(m) for n, m in params.items()}
     assert all(n in spec.params and m.shape == spec.params[n].shape for n, m in new.items()), \
         "a drawn tensor the spec does not read, or of another shape"
@@ -218,7 +195,6 @@ def with_tensors(spec: BlockSpec, params: Mapping[str, Any], xs: list | None = N
 def with_given(spec: BlockSpec, given_raw: Mapping) -> BlockSpec:
     """`spec` with more steps given (raw spec values, validated as `given:` is), keeping only the
     parameters the computed steps still read."""
-    from dataclasses import replace
     given = {**spec.given, **_given(given_raw, spec.dims, spec.options, spec.source)}
     need = needed_params(spec.dims, spec.options, set(given))
     return replace(spec, given=MappingProxyType(given),
@@ -238,9 +214,11 @@ def _no_constraints(rnd: Any, source: str) -> None:
 
 def _weights_section(weights: Any, source: str) -> Mapping:
     check_keys(weights, tuple(all_param_keys()), source, "weights")
-    for ln in ("ln1", "ln2", "ln_final"):
+    for ln in ("ln1", "ln2", "ln3", "ln_final"):
         if weights.get(ln) is not None:
             check_keys(weights[ln], ("gamma", "beta"), source, f"weights.{ln}")
+    if weights.get("cross") is not None:
+        check_keys(weights["cross"], memory_mod.CROSS_WEIGHTS, source, "weights.cross")
     return weights
 
 
@@ -290,7 +268,7 @@ def _params(weights: Mapping, dims: Dims, opts: Options, layout: str, given: set
     for name in param_names(opts):
         raw = _lookup(weights, name)
         shape = param_shape(name, dims)
-        is_vec = name.startswith("b_") or "." in name  # biases, γ, β: lists, never transposed
+        is_vec = name.startswith(("b_", "cross.b_")) or name.endswith(("gamma", "beta"))  # lists, never transposed
         if raw is not None:
             if name not in need:
                 continue  # feeds only given steps: ignored, as DESIGN.md says
@@ -302,22 +280,26 @@ def _params(weights: Mapping, dims: Dims, opts: Options, layout: str, given: set
                 params[name] = Matrix.ones(*shape)
             elif name.endswith(".beta"):
                 params[name] = Matrix.zeros(*shape)
-            elif seed is not None and (opts.bias or not name.startswith("b_")):
+            elif seed is not None and (opts.bias or not _is_bias(name)):
                 params[name] = draw(seed, name, shape, low, high)
-            elif not name.startswith("b_"):
+            elif not _is_bias(name):
                 raise SpecError(source, f"weights.{name}", f"missing; expected a {shape[0]}×{shape[1]} "
                                 "matrix (or add a `random: {seed: 1}` section to draw missing weights)")
     if opts.bias and seed is None:
-        missing = [b for b in need if b.startswith("b_") and b not in params]
+        missing = [b for b in need if _is_bias(b) and b not in params]
         if missing:
             raise SpecError(source, f"weights.{missing[0]}", "missing, and block.bias is true; give the "
                             "bias vectors or add a `random: {seed: 1}` section to draw them")
     return params
 
 
+def _is_bias(name: str) -> bool:
+    return name.startswith(("b_", "cross.b_"))
+
+
 def all_param_keys() -> list[str]:
-    full = Options(norm_position="pre", final_norm=True, activation="swiglu")
-    return [p for p in param_names(full) if "." not in p] + norm_names(full)
+    full = Options(norm_position="pre", final_norm=True, activation="swiglu", cross_attention=True)
+    return [p for p in param_names(full) if "." not in p] + norm_names(full) + ["cross"]
 
 
 def _lookup(weights: Mapping, name: str) -> Any:
@@ -329,7 +311,7 @@ def _lookup(weights: Mapping, name: str) -> Any:
 
 
 def _options(block: Any, source: str) -> Options:
-    check_keys(block, tuple(CHOICES) + FLAGS + ("eps", "rope", "attention_tiles"), source, "block")
+    check_keys(block, tuple(CHOICES) + FLAGS + ("eps", "attention_tiles", "rope"), source, "block")
     kw: dict[str, Any] = {}
     for key, choices in CHOICES.items():
         if key in block:
@@ -346,9 +328,11 @@ def _options(block: Any, source: str) -> Options:
     if eps < 0:
         raise SpecError(source, "block.eps", f"expected ε >= 0, got {eps}")
     kw["eps"] = eps
-    kw["rope"] = rope.parse(block.get("rope"), source)
     kw["attention_tiles"] = tiles.check(block.get("attention_tiles"), source)
+    kw["rope"] = rope.parse(block.get("rope"), source)
     opts = Options(**kw)
+    if opts.cross_attention and "causal" not in block:  # a decoder's self-attention is causal
+        opts = replace(opts, causal=True)
     if opts.final_norm and opts.norm_position != "pre":
         raise SpecError(source, "block.final_norm", "only a Pre-LN block has a final norm; "
                                                     "set norm_position: pre or final_norm: false")
@@ -356,7 +340,7 @@ def _options(block: Any, source: str) -> Options:
 
 
 def _dims(dims: Any, inputs: Mapping, weights: Mapping, layout: str, source: str) -> Dims:
-    check_keys(dims, ("seq_len", "d_model", "d_ff", "heads", "d_k", "d_v", "kv_heads"), source, "dims")
+    check_keys(dims, ("seq_len", "d_model", "d_ff", "heads", "d_k", "d_v", "kv_heads", "mem_len"), source, "dims")
     guess: dict[str, int] = {}
     batch = inputs_mod.batch_size(inputs)
     X = inputs_mod.first_matrix(inputs.get("X"))

@@ -10,7 +10,7 @@ import functools
 import re
 from dataclasses import dataclass, field
 
-from symblock.engine import kinds, names, tiles
+from symblock.engine import cross_steps, kinds, names, tiles
 from symblock.engine.names import DROPPED
 
 NORM_STATS = {"layernorm": ("mean", "var", "std"), "rmsnorm": ("ms", "rms")}
@@ -24,7 +24,8 @@ _BATCH = re.compile(r"b(\d+)\.")
 @dataclass(frozen=True)
 class Dims:
     """Shapes. `d_k`, `d_v` are per-head widths of Q/K and V (0 = the default d_model/heads);
-    `batch` is the number of sequences of a batch (0 = one sequence, steps unprefixed)."""
+    `batch` is the number of sequences of a batch (0 = one sequence, steps unprefixed);
+    `mem_len` the memory's rows of a decoder layer with cross-attention (0: none)."""
     seq_len: int
     d_model: int
     d_ff: int
@@ -33,6 +34,7 @@ class Dims:
     d_v: int = 0
     batch: int = 0
     kv_heads: int = 0   # grouped K/V heads (0 = heads: one K/V head per query head)
+    mem_len: int = 0
 
     def __post_init__(self):
         for key in ("d_k", "d_v"):
@@ -66,8 +68,10 @@ class Options:
     out_proj: bool = True
     padding: bool = False  # inputs.key_padding_mask given: every head has a `.masked` step
     dropout: frozenset = field(default_factory=frozenset)  # full names of steps with a mask
-    rope: object = None  # engine/rope.Rope (θ and pair style), or None: no rotation of q and k
     attention_tiles: int = 0  # keys per tile of the online softmax (engine/tiles.py); 0 = none
+    rope: object = None  # engine/rope.Rope (θ and pair style), or None: no rotation of q and k
+    cross_attention: bool = False  # a decoder layer: self-attention, cross-attention, FFN (cross_steps.py)
+    memory_padding: bool = False   # inputs.memory_padding_mask given: every cross head has `.masked`
 
     @property
     def gated(self) -> bool:
@@ -181,7 +185,7 @@ def step_shapes(dims: Dims, opts: Options) -> dict[str, tuple[int, int]]:
 # ---------------------------------------------------------------- parameters
 
 def norm_names(opts: Options) -> list[str]:
-    names = ["ln1", "ln2"]
+    names = ["ln1", "ln2"] + (["ln3"] if opts.cross_attention else [])
     if opts.norm_position == "pre" and opts.final_norm:
         names.append("ln_final")
     return names
@@ -197,7 +201,7 @@ def param_shape(name: str, dims: Dims) -> tuple[int, int]:
         "b_Q": (1, q), "b_K": (1, k), "b_V": (1, v), "b_O": (1, d),
         "W_1": (d, f), "b_1": (1, f), "W_3": (d, f), "b_3": (1, f),
         "W_2": (f, d), "b_2": (1, d),
-    }.get(name, (1, d))  # ln*.gamma / ln*.beta
+    }.get(name.removeprefix("cross."), (1, d))  # ln*.gamma / ln*.beta; cross.W_Q as W_Q
 
 
 def param_names(opts: Options) -> list[str]:
@@ -205,6 +209,8 @@ def param_names(opts: Options) -> list[str]:
     names = ["W_Q", "b_Q", "W_K", "b_K", "W_V", "b_V"]
     if opts.out_proj:
         names += ["W_O", "b_O"]
+    if opts.cross_attention:
+        names += cross_steps.param_names(opts)
     names += ["W_1", "b_1"] + (["W_3", "b_3"] if opts.gated else []) + ["W_2", "b_2"]
     for ln in norm_names(opts):
         names += [f"{ln}.gamma"] + ([f"{ln}.beta"] if opts.norm == "layernorm" else [])
@@ -283,6 +289,9 @@ def _one_sequence(dims: Dims, opts: Options) -> dict[str, tuple[str, ...]]:
         g["ffn.out"] = ("ffn.act", "W_2", "b_2")
         return "ffn.out"
 
+    if opts.cross_attention:  # a decoder layer: its own order of sub-layers
+        g["output"] = (cross_steps.graph(g, dims, opts, norm, attention, ffn),)
+        return g
     if opts.norm_position == "pre":
         g["resid1"] = ("x", attention(norm("norm1", "x", "ln1")))
         g["resid2"] = ("resid1", ffn(norm("norm2", "resid1", "ln2")))

@@ -64,7 +64,7 @@ def preset_steps(preset: str, names: list[str]) -> list[str]:
     steps = [vocabulary.parse(n) for n in names]
     steps = [s for s in steps if s.kind not in SIDE_KINDS]  # the tiles: proved, not yet asked on sheets
     if preset == "full":
-        return [s.full for s in steps if s.kind not in ("x", "output")]
+        return [s.full for s in steps if s.kind not in ("x", "memory", "output")]  # inputs are given
     if preset == "norm":
         return [s.full for s in steps if s.norm]
     part = {"attention": "attn", "ffn": "ffn"}[preset]

@@ -252,7 +252,7 @@ def from_mapping(data: Mapping, source: str, shapes: Mapping[str, tuple[int, int
             policy = _policy(value, source, f"{where}.", top)
         rows = _grid(value, shapes[name], source, where)
         step = names.parse(name)
-        masked = step.kind in ("masked", "scaled") and not step.dropped  # .scaled: masked, then scaled
+        masked = step.kind in ("masked", "scaled", "cross_masked", "cross_scaled") and not step.dropped  # .scaled: masked, then scaled
         entries = tuple(tuple(None if _blank(v) else _entry(v, policy, source, w, masked)
                               for v, w in row) for row in rows)
         out[name] = StepAnswer(name, entries, policy.decimals, policy)
@@ -354,6 +354,16 @@ def _index(v: Any, n: int, source: str, where: str) -> int:
             kind_of(inert_excerpt(v) if isinstance(v, str) else v)
         raise SpecError(source, where, f"expected a whole number 0..{n - 1} (counted from 0), got {got}")
     return v
+
+
+FILL_LIMIT = -10 ** 4  # a masked score written at most this (masked_fill(−1e4), −1e9) reads as −∞
+
+
+def is_fill(entry) -> bool:
+    """Whether a finite entry is how tutorials' `masked_fill` writes −∞: a rational <= FILL_LIMIT
+    (its softmax weight is 0 to far below any printed place); marking accepts it where −∞ is due."""
+    v = entry.value
+    return v is not None and getattr(v, "is_rational", False) and v.q <= FILL_LIMIT
 
 
 def parse_entry(value: Any, policy: Policy | int | None, source: str, where: str, masked: bool = False) -> Entry:

@@ -34,6 +34,10 @@ EN = {
                "inf": "-inf only in a masked step: '{text}'"},
     "diagnosis": "diagnosis: {code} — {explanation}",
     "no_diagnosis": "diagnosis: none of the catalogued mistakes reproduces these numbers",
+    "mask_fill": "note: the masked score written {given} is read as −∞ (as masked_fill writes it): its "
+                 "softmax weight is 0 to far below any printed place",
+    "mask_fills": "note: {n} masked scores written as large finite values ({given}, …) are read as −∞ (as "
+                  "masked_fill writes them): their softmax weights are 0 to far below any printed place",
     "ok": "OK: nothing wrong ({counts}).",
     "blank": "Nothing answered yet ({counts}): fill in the answers file and check again.",
     "not_ok": "NOT OK ({counts}). The chain first breaks at {step}.",
@@ -68,6 +72,10 @@ ZH = {
                "inf": "只有被遮住的分数可以是 -inf：'{text}'"},
     "diagnosis": "诊断：{code} — {explanation}",
     "no_diagnosis": "诊断：已知的常见错误都不能得到这些数",
+    "mask_fill": "说明：被遮住的分数写成了 {given}，按 −∞ 计（masked_fill 的写法）：它在 softmax 中的权重"
+                 "在任何保留位数下都是 0",
+    "mask_fills": "说明：{n} 个被遮住的分数写成了很大的有限负数（{given} 等），按 −∞ 计（masked_fill 的写法）："
+                  "它们在 softmax 中的权重在任何保留位数下都是 0",
     "ok": "通过：没有错误（{counts}）。",
     "blank": "还没有作答（{counts}）：请先填写答案文件，再检查。",
     "not_ok": "未通过（{counts}）。计算链从 {step} 开始出错。",

@@ -12,6 +12,9 @@ truth. Each answered entry is
 * `rounded`: written with fewer places (or significant digits) than asked, at least 1, and right
   at the places written ("correct, rounded to 2 places");
 * `slip`: off by at most one unit in the last place written: a rounding slip;
+* a masked score written as a large finite value (−1e9, −1e4: what tutorials' `masked_fill`
+  writes), where the truth is −∞, is `correct` with a note (`MASK_FILL`): its softmax weight is 0
+  to far below any printed place, as −∞'s is, and the chain carries −∞ on;
 * `wrong`, or `blank` (null, "", a missing row: unanswered).
 
 A step is `wrong` when an entry is wrong (or a catalogued mistake reproduces its numbers), else
@@ -36,6 +39,7 @@ from symblock.grading.recompute import equivalents
 CORRECT, WRONG, CARRIED, MISSING, GIVEN = "correct", "wrong", "carried", "missing", "given"
 ROUNDED, SLIP, BLANK = "rounded", "slip", "blank"
 ROUNDING_CODE = "rounding"
+MASK_FILL = "mask_fill"          # an entry's note: a large finite value read as −∞ (answers.is_fill)
 
 
 @dataclass
@@ -49,6 +53,7 @@ class EntryResult:
     exact: str | None = None     # the truth's closed form, when short
     mark: str = "correct"        # correct | carried | rounded | slip | wrong | blank
     reason: str | None = None    # why an unreadable entry is wrong (answers.Entry.reason)
+    note: str | None = None      # MASK_FILL: a large finite value accepted as −∞
 
 
 @dataclass
@@ -99,7 +104,7 @@ def matches(entry, value) -> bool:
     if getattr(entry, "reason", None) is not None:   # unreadable: wrong against anything
         return False
     if entry.value is exact.NEG_INF or value is exact.NEG_INF:
-        return entry.value is value
+        return entry.value is value or (value is exact.NEG_INF and answers_mod.is_fill(entry))
     if entry.tol is not None:
         return _within(entry.value, value, entry.tol * _max1(value))
     if entry.sig_figs is not None:
@@ -292,7 +297,7 @@ def check(spec, trace, answers, asked=None, backward=None, items=None, memo: dic
                            {} if memo is None else memo, forms)
         result.asked = is_asked
         results.append(result)
-        chain[name] = answer.values(own if own is not None else it.value)
+        chain[name] = _read_fills(answer.values(own if own is not None else it.value), result)
         fixed[name] = _put_right(chain[name], result, honest if honest is not None else it.value)
         bad[name] = sorted({name, *result.built_on}) if result.status == WRONG else result.built_on
     return CheckResult(results, spec.source, answers.source, answers.decimals,
@@ -307,6 +312,16 @@ def _recompute(it, chain, deps, truth):
         return it.recompute(chain)
     except (ArithmeticError, ValueError, KeyError):
         return None  # e.g. the person's σ is 0: nothing to recompute from
+
+
+def _read_fills(mine, result):
+    """`mine` with each entry accepted as −∞ (MASK_FILL) made −∞: later steps rest on −∞."""
+    from symblock.engine.matrix import Mat
+    fills = {(e.row, e.col) for e in result.entries if e.note == MASK_FILL}
+    if not fills:
+        return mine
+    return Mat([[exact.NEG_INF if (i, j) in fills else v for j, v in enumerate(row)]
+                for i, row in enumerate(mine.rows)])
 
 
 def _put_right(mine, result, right):
@@ -343,7 +358,8 @@ def mark_step(it, answer, own, honest, built_on: list[str], spec, chain, truth, 
             right = mark in (CORRECT, CARRIED, ROUNDED)
             er = EntryResult(i, j, e.text, known(show, t, e.places, _Style(e)), right,
                              exact=known(closed_form, t) if forms or not right else None, mark=mark,
-                             reason=getattr(e, "reason", None))
+                             reason=getattr(e, "reason", None),
+                             note=MASK_FILL if t is exact.NEG_INF and e.value is not t and right else None)
             if o is not None and show(o, e.places, e) != er.expected:
                 er.own = show(o, e.places, e)
             entries.append(er)

@@ -26,7 +26,8 @@ def norm_prefix(name: str) -> str:
 
 
 def ln_of(prefix: str) -> str:
-    return {"norm1": "ln1", "norm2": "ln2", "norm_final": "ln_final"}[split_batch(prefix)[1]]
+    return {"norm1": "ln1", "norm2": "ln2", "norm3": "ln3", "norm_final": "ln_final",
+            "norm_embed": "ln_embed"}[split_batch(prefix)[1]]
 
 
 def inputs_of(name: str, spec) -> tuple[str, ...]:
@@ -188,6 +189,15 @@ def _first(name, ins, env, spec):
     return env[ins[0]]
 
 
+def _cross_masked(name, ins, env, spec):
+    """A decoder layer's cross-attention: only padded memory rows are masked, never causally."""
+    return apply_mask(env[ins[0]], [list(spec.memory_padding_mask)] * env[ins[0]].shape[0])
+
+
+def _cross_out(name, ins, env, spec):
+    return linear(env[ins[0]], env, "cross.W_O", "cross.b_O") if spec.options.out_proj else env[ins[0]]
+
+
 # The recompute of each kind of step (engine/kinds.py) from a person's own inputs.
 RECOMPUTE = {
     "x": _first, "output": _first,
@@ -206,6 +216,14 @@ RECOMPUTE = {
     "var": _var, "std": _root, "rms": _root,
     "ms": lambda name, ins, env, spec: row_meansq(env[ins[0]]),
     "norm": _normalised,
+    # a decoder layer's cross-attention (engine/cross.py): K and V read the memory
+    "memory": _first, "cross_q": _linear_as("cross.W_Q", "cross.b_Q"),
+    "cross_k": _linear_as("cross.W_K", "cross.b_K"), "cross_v": _linear_as("cross.W_V", "cross.b_V"),
+    "cross_scores": _scores, "cross_scaled": _scaled, "cross_masked": _cross_masked,
+    "cross_weights": lambda name, ins, env, spec: softmax_rows(env[ins[0]]),
+    "cross_head_out": lambda name, ins, env, spec: env[ins[0]] @ env[ins[1]].cols(*value_columns(name, spec.dims)),
+    "cross_concat": lambda name, ins, env, spec: Mat.hstack([env[i] for i in ins]),
+    "cross_out": _cross_out,
 }
 
 
@@ -349,7 +367,7 @@ def position_rows(spec, env: dict, rows) -> Mat:
     from symblock.engine.model import sinusoidal_row
     if spec.positions == "learned":
         return Mat([env["W_P"].rows[r] for r in rows])
-    return Mat([sinusoidal_row(r, spec.dims.d_model) for r in rows])
+    return Mat([sinusoidal_row(r, spec.dims.d_model, spec.pe_base) for r in rows])
 
 
 def argmax(row) -> int:

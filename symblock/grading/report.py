@@ -304,6 +304,9 @@ def text(result, trace=None, every_entry: bool = False, lang: str = "en") -> str
         gaps = blanks(s, w)
         if gaps:
             lines.append("      " + gaps)
+        fills = [e.given for e in s.entries if e.note == "mask_fill"]
+        if fills:
+            lines.append("      " + w["mask_fill" if len(fills) == 1 else "mask_fills"].format(given=fills[0], n=len(fills)))
         for code in s.diagnosis:
             lines.append("      " + w["diagnosis"].format(code=code, explanation=explanation(code, lang)))
         if s.status == "wrong" and not s.diagnosis:

@@ -14,10 +14,19 @@ def floats(m) -> np.ndarray:
     return np.array(m.tolist(), dtype=np.float64)
 
 
-def sinusoidal(m: int, d: int) -> np.ndarray:
+def layer_norm(x: np.ndarray, table, eps: float, name: str) -> dict[str, np.ndarray]:
+    """`name`'s statistics and rows: LayerNorm with γ, β of `table` (population variance, ε inside)."""
+    mu = x.mean(axis=1, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=1, keepdims=True)
+    std = np.sqrt(var + eps)
+    return {f"{name}.mean": mu, f"{name}.var": var, f"{name}.std": std,
+            name: (x - mu) / std * floats(table["gamma"]) + floats(table["beta"])}
+
+
+def sinusoidal(m: int, d: int, base=10000) -> np.ndarray:
     pos = np.arange(m)[:, None]
     i2 = (np.arange(d) // 2 * 2)[None, :]
-    angle = pos / np.power(10000.0, i2 / d)
+    angle = pos / np.power(float(base), i2 / d)
     return np.where(np.arange(d)[None, :] % 2 == 0, np.sin(angle), np.cos(angle))
 
 
@@ -38,7 +47,7 @@ def _pass(spec, tokens, prefix, out, cached, backend) -> int:
     embed, layer_forward, head = backend
     m = len(tokens)
     steps = embed(spec, tokens)
-    h = steps["x"]
+    h = steps.get("norm_embed", steps["x"])  # an encoder's norm of the embeddings, when it has one
     for i, layer in enumerate(spec.layers):
         vals = layer_forward(replace(with_length(layer, m), X=h))
         steps.update({f"layer{i}.{k}": v for k, v in vals.items() if k != "x"})
@@ -47,12 +56,13 @@ def _pass(spec, tokens, prefix, out, cached, backend) -> int:
     if cached:
         steps = cached_view(steps, len(spec.layers))
     out.update({prefix + k: v for k, v in steps.items()})
-    return int(steps["next_token"][0, 0])
+    return int(steps["next_token"][0, 0]) if "next_token" in steps else -1  # an encoder: no head
 
 
 def cached_view(steps: dict[str, np.ndarray], layers: int) -> dict[str, np.ndarray]:
     """The full recompute as the cached trace names it: the last row of every step, the whole
-    K and V as `cache.k`/`cache.v`; no mask step (one new row sees every cached row)."""
+    K and V as `cache.k`/`cache.v` (and a decoder layer's cross-attention K and V, which are the
+    memory's); no mask step (one new row sees every cached row)."""
     out = {}
     for name, v in steps.items():
         if name.endswith(".masked"):
@@ -60,9 +70,39 @@ def cached_view(steps: dict[str, np.ndarray], layers: int) -> dict[str, np.ndarr
         if name == "next_token":
             out[name] = v
             continue
-        out[name] = v[-1:]
+        out[name] = v if name.endswith(("cross.k", "cross.v")) else v[-1:]  # the memory's: every row
         for i in range(layers):
             for p in "kv":  # RoPE: the cache holds the rotated keys
                 if name == f"layer{i}.attn.{p}" and f"{name}_rot" not in steps or name == f"layer{i}.attn.{p}_rot":
                     out[f"layer{i}.cache.{p}"] = v
+    return out
+
+
+def run_translation(spec: ModelSpec, embed, encoder_layer, decoder_layer, head) -> dict[str, np.ndarray]:
+    """An encoder-decoder's steps by name (engine/translate.py's), in float64: the encoder stack
+    and its final norm once, then the decoder stack and the head for the prompt and every
+    generated token, the whole target recomputed each time."""
+    src = list(spec.source_tokens)
+    steps = embed(spec, src)
+    h = steps["x"]
+    for i, layer in enumerate(spec.encoder):
+        vals = encoder_layer(replace(with_length(layer, len(src)), X=h))
+        steps.update({f"layer{i}.{k}": v for k, v in vals.items() if k != "x"})
+        h = vals["output"]
+    steps.update(layer_norm(h, spec.encoder_norm, float(spec.options.eps), "norm_final"))
+    memory = steps["norm_final"]
+    out = {f"enc.{k}": v for k, v in steps.items()}
+    tokens = list(spec.prompt)
+    for t in range(spec.generate + 1):
+        steps = embed(spec, tokens)
+        h = steps["x"]
+        for i, layer in enumerate(spec.layers):
+            vals = decoder_layer(replace(with_length(layer, len(tokens)), X=h, memory=memory))
+            steps.update({f"layer{i}.{k}": v for k, v in vals.items() if k not in ("x", "memory")})
+            h = vals["output"]
+        steps.update(head(spec, h))
+        if t and spec.kv_cache:
+            steps = cached_view(steps, len(spec.layers))
+        out.update({(f"gen{t}." if t else "") + k: v for k, v in steps.items()})
+        tokens.append(int(steps["next_token"][0, 0]))
     return out

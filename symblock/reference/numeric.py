@@ -81,6 +81,9 @@ class _Trace:
         return self.params.get(name)
 
 
+Trace = _Trace  # public: numeric_cross.py records a decoder layer's steps with it
+
+
 def _floats(m) -> np.ndarray:
     """An exact SymPy matrix as float64 (-oo, allowed in a given mask, becomes -inf). An entry
     beyond float64's range is a refusal (exit 2): the exact engine holds it, this check cannot."""

@@ -11,12 +11,14 @@ from __future__ import annotations
 import numpy as np
 
 from symblock.engine.model_spec import ModelSpec
-from symblock.reference.model_common import floats, run, sinusoidal
+from symblock.reference.model_common import floats, layer_norm, run, run_translation, sinusoidal
 
 
 def forward(spec: ModelSpec) -> dict[str, np.ndarray]:
     """Every step of the exact model trace, by name, in float64."""
-    from symblock.reference import numeric
+    from symblock.reference import numeric, numeric_cross
+    if spec.kind == "encoder-decoder":
+        return run_translation(spec, _embed, numeric.forward, numeric_cross.forward, _head)
     return run(spec, _embed, numeric.forward, _head)
 
 
@@ -25,8 +27,10 @@ def _embed(spec: ModelSpec, tokens: list[int]) -> dict[str, np.ndarray]:
     if spec.positions == "learned":
         steps["pos"] = floats(spec.W_P)[:len(tokens)]
     elif spec.positions == "sinusoidal":
-        steps["pos"] = sinusoidal(len(tokens), spec.dims.d_model)
+        steps["pos"] = sinusoidal(len(tokens), spec.dims.d_model, spec.pe_base)
     steps["x"] = steps["embed"] + steps.get("pos", 0.0)
+    if spec.embed_norm:
+        steps.update(layer_norm(steps["x"], spec.embed_norm, float(spec.options.eps), "norm_embed"))
     return steps
 
 
@@ -47,6 +51,8 @@ def _head(spec: ModelSpec, h: np.ndarray) -> dict[str, np.ndarray]:
             steps.update({"norm_final.ms": ms, "norm_final.rms": rms})
             h = h / rms * gamma
         steps["norm_final"] = h
+    if spec.head == "none":
+        return steps
     W = floats(spec.W_E).T if spec.head == "tied" else floats(spec.W_U)
     logits = steps["logits"] = h @ W
     z = np.exp(logits - logits.max(axis=1, keepdims=True))

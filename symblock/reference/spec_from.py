@@ -120,10 +120,11 @@ def encoder_layer(layer, src, causal: bool = False, src_key_padding_mask=None) -
             "block": {"norm_position": "pre" if layer.norm_first else "post", "norm": "layernorm",
                       "eps": exact(layer.norm1.eps), "activation": act, "attention_scale": "sqrt_dk",
                       "causal": bool(causal), "bias": bias, "out_proj": True},
-            "weights": weights, "inputs": inputs_of(x, _pad(src_key_padding_mask))}
+            "weights": weights, "inputs": inputs_of(x, as_array(src_key_padding_mask))}
 
 
-def _pad(mask):
+def as_array(mask):
+    """A tensor or array (a mask, token ids) as a NumPy array of its own dtype; None stays None."""
     return None if mask is None else (mask.detach().cpu().numpy() if hasattr(mask, "detach") else mask)
 
 
@@ -151,7 +152,7 @@ def bert_layer(layer, hidden_states, attention_mask=None) -> dict:
         {"ln1": (s["attention.output.LayerNorm.weight"], s["attention.output.LayerNorm.bias"]),
          "ln2": (s["output.LayerNorm.weight"], s["output.LayerNorm.bias"])})
     x = _host(hidden_states)
-    pad = None if attention_mask is None else (np.asarray(_pad(attention_mask)) == 0)
+    pad = None if attention_mask is None else (np.asarray(as_array(attention_mask)) == 0)
     return {"title": f"{name}(hidden={d}, heads={heads})",
             "dims": {"seq_len": int(x.shape[-2]), "d_model": d, "d_ff": int(s["intermediate.dense.weight"].shape[0]),
                      "heads": heads},
@@ -189,7 +190,7 @@ def gpt(config: Mapping[str, Any], state: Mapping[str, np.ndarray], tokens, gene
     c = {k: config[v] for k, v in names["config"].items() if v in config}
     s = {k.removeprefix("_orig_mod."): v for k, v in state.items()}
     d, heads, n_layers = int(c["d"]), int(c["heads"]), int(c["layers"])
-    tokens = [int(t) for t in np.asarray(_pad(tokens)).reshape(-1)]
+    tokens = [int(t) for t in np.asarray(as_array(tokens)).reshape(-1)]
     act = GPT2_ACTIVATIONS.get(c.get("activation", "gelu"))
     refuse(flavour, [(act is None, f"activation {c.get('activation')!r}"),
                      (bool(config.get("scale_attn_by_inverse_layer_idx")), "scale_attn_by_inverse_layer_idx"),

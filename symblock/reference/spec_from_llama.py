@@ -6,7 +6,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from symblock.reference.spec_from import block_weights, exact, matrix, refuse, vector
+from symblock.reference.spec_from import as_array, block_weights, exact, matrix, refuse, vector
 
 
 def _rope_theta(config: Mapping[str, Any]) -> float:
@@ -23,7 +23,7 @@ def llama(config: Mapping[str, Any], state: Mapping[str, np.ndarray], tokens, ge
     d, heads = int(config["hidden_size"]), int(config["num_attention_heads"])
     kv, n_layers = int(config.get("num_key_value_heads") or heads), int(config["num_hidden_layers"])
     d_k = int(config.get("head_dim") or d // heads)
-    tokens = [int(t) for t in np.asarray(tokens.tolist() if hasattr(tokens, "tolist") else tokens).reshape(-1)]
+    tokens = [int(t) for t in np.asarray(as_array(tokens)).reshape(-1)]
     vocab = int(s["model.embed_tokens.weight"].shape[0])
     refuse("Llama", [(config.get("hidden_act", "silu") != "silu", f"activation {config.get('hidden_act')!r}"),
                      (not tokens, "the prompt has no tokens"),

@@ -42,8 +42,18 @@ def embed(spec: ModelSpec, tokens: list[int]) -> dict[str, np.ndarray]:
         if spec.positions == "learned":
             steps["pos"] = _np(_embedding(spec.W_P)(torch.arange(len(tokens))))
         elif spec.positions == "sinusoidal":
-            steps["pos"] = sinusoidal(len(tokens), spec.dims.d_model)
+            steps["pos"] = sinusoidal(len(tokens), spec.dims.d_model, spec.pe_base)
         steps["x"] = steps["embed"] + steps.get("pos", 0.0)
+        if spec.embed_norm:  # BERT's LayerNorm of the embeddings, as an nn.LayerNorm
+            x = torch.from_numpy(steps["x"])
+            norm = torch.nn.LayerNorm(spec.dims.d_model, eps=float(spec.options.eps), dtype=torch.float64)
+            norm.weight.copy_(torch.from_numpy(floats(spec.embed_norm["gamma"])[0]))
+            norm.bias.copy_(torch.from_numpy(floats(spec.embed_norm["beta"])[0]))
+            steps.update({"norm_embed.mean": _np(x.mean(dim=-1, keepdim=True)),
+                          "norm_embed.var": _np(x.var(dim=-1, unbiased=False, keepdim=True)),
+                          "norm_embed.std": _np(torch.sqrt(x.var(dim=-1, unbiased=False, keepdim=True)
+                                                           + float(spec.options.eps))),
+                          "norm_embed": _np(norm(x))})
     return steps
 
 
@@ -68,6 +78,8 @@ def head(spec: ModelSpec, h: np.ndarray) -> dict[str, np.ndarray]:
             norm.weight.copy_(torch.from_numpy(floats(spec.final_norm["gamma"])[0]))
             x = norm(x)
             steps["norm_final"] = _np(x)
+        if spec.head == "none":
+            return steps
         lm_head = nn.Linear(d, vocab, bias=False, dtype=torch.float64)
         if spec.head == "tied":
             table = _embedding(spec.W_E)
@@ -82,10 +94,12 @@ def head(spec: ModelSpec, h: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def encoder_stack_output(spec: ModelSpec) -> np.ndarray | None:
-    """The prompt pass's last hidden state through real `nn.TransformerEncoderLayer`s (causal
-    `src_mask`, `norm_first` per layer), or None when a layer does not map onto one."""
+    """The prompt pass's last hidden state through real `nn.TransformerEncoderLayer`s (a GPT's
+    causal `src_mask`, an encoder's padding mask; `norm_first` per layer), or None when a layer
+    does not map onto one."""
     tokens = list(spec.prompt)
-    h = embed(spec, tokens)["x"]
+    first = embed(spec, tokens)
+    h = first.get("norm_embed", first["x"])
     for layer in spec.layers:
         ls = replace(with_length(layer, len(tokens)), X=h)
         if torch_ref.encoder_layer_unsupported(ls) is not None:

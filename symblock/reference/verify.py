@@ -78,6 +78,8 @@ def run(spec: BlockSpec, tol: float = 1e-9, require_torch: bool = False,
     from symblock.engine.model_spec import ModelSpec
     if isinstance(spec, ModelSpec):
         return run_model(spec, tol, require_torch, max_cost, use_torch)
+    if spec.options.cross_attention:
+        return run_decoder_layer(spec, tol, require_torch, max_cost, use_torch)
     from symblock.reference import numeric
     trace = block.forward(spec, max_cost=max_cost)
     want = exact_floats(trace)
@@ -124,6 +126,33 @@ def tiles_proved(trace: block.Trace, problems: list[str]) -> list[tuple[str, str
     return tiles
 
 
+def run_decoder_layer(spec: BlockSpec, tol: float = 1e-9, require_torch: bool = False,
+                      max_cost: int | None = None, use_torch: bool = True) -> VerifyResult:
+    """A decoder layer with cross-attention: every step against NumPy (numeric_cross.py), and
+    the steps a real nn.TransformerDecoderLayer exposes (torch_cross.py) against it."""
+    from symblock.reference import numeric_cross, torch_cross
+    trace = block.forward(spec, max_cost=max_cost)
+    want = exact_floats(trace)
+    problems: list[str] = []
+    backends = {"numpy": compare(want, numeric_cross.forward(spec), "numpy", tol, problems),
+                "torch": skipped()}
+    why = torch_cross.unsupported(spec)
+    if use_torch and why is not None:
+        backends["torch"] = BackendResult(available=False, reason=f"nn.TransformerDecoderLayer: {why}")
+    elif use_torch:
+        try:
+            got = torch_cross.forward(spec)
+        except ImportError:
+            backends["torch"] = BackendResult(available=False, reason="torch is not installed")
+            if require_torch:
+                problems.append("torch is required (--require-torch) but not installed: "
+                                "pip install 'symblock[torch]'")
+        else:
+            res = backends["torch"] = compare({k: want[k] for k in got}, got, "torch", tol, problems)
+            res.note = f"nn.TransformerDecoderLayer: {len(got)} steps it exposes compared"
+    return VerifyResult(tol=tol, steps=trace.names(), backends=backends, problems=problems)
+
+
 def run_model(spec, tol: float = 1e-9, require_torch: bool = False,
               max_cost: int | None = None, use_torch: bool = True) -> VerifyResult:
     """A tiny GPT: every step against NumPy and torch (each recomputing without a cache), the
@@ -152,6 +181,8 @@ def torch_model_result(spec, want: dict, tol: float, require_torch: bool, proble
             problems.append("torch is required (--require-torch) but not installed: "
                             "pip install 'symblock[torch]'")
         return BackendResult(available=False, reason="torch is not installed")
+    if spec.kind == "encoder-decoder":
+        return translation_result(spec, want, tol, problems)
     from symblock.reference import torch_model
     res = compare(want, torch_model.forward(spec), "torch", tol, problems)
     stack = torch_model.encoder_stack_output(spec)
@@ -161,4 +192,16 @@ def torch_model_result(spec, want: dict, tol: float, require_torch: bool, proble
         res.note = f"{len(spec.layers)} stacked nn.TransformerEncoderLayer differ by {d:.3g}"
         if not d <= tol:
             problems.append(f"the nn.TransformerEncoderLayer stack differs by {d:.3g}")
+    return res
+
+
+def translation_result(spec, want: dict, tol: float, problems: list[str]) -> BackendResult:
+    """An encoder-decoder against a real nn.Transformer in a greedy loop (torch_translate.py)."""
+    from symblock.reference import torch_translate
+    why = torch_translate.unsupported(spec)
+    if why is not None:
+        return BackendResult(available=False, reason=f"nn.Transformer: {why}")
+    got = torch_translate.outputs(spec)
+    res = compare({k: want[k] for k in got}, got, "torch", tol, problems)
+    res.note = f"nn.Transformer in a greedy loop: memory, outputs, logits and tokens of {spec.generate + 1} passes"
     return res

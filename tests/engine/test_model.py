@@ -139,8 +139,8 @@ def test_sinusoidal_positions_are_exact_sin_and_cos():
     want = [[math.sin(p), math.cos(p), math.sin(p / 100), math.cos(p / 100)] for p in range(2)]
     assert np.allclose(pos.floats(), want, rtol=0, atol=1e-15)
     assert str(pos.rows[1][2].to_sympy()) == "sin(1/100)"
-    with pytest.raises(SpecError, match="d_model in 2, 4, 8"):
-        tiny(model={"positions": "sinusoidal"}, dims={"d_model": 6, "d_ff": 4, "heads": 2}, weights={})
+    with pytest.raises(SpecError, match="expected an even d_model, got 5"):
+        tiny(model={"positions": "sinusoidal"}, dims={"d_model": 5, "d_ff": 4, "heads": 1}, weights={})
 
 
 def test_mixed_pre_and_post_layers_need_an_explicit_list_and_warn():
