@@ -13,7 +13,7 @@ def _rotated(vec, pos, style: str, theta):
     for i, (a, b) in enumerate(rope.Rope(style=style).pairs(d)):
         phi = pos * theta ** sympy.Rational(-2 * i, d)
         c, s = sympy.cos(phi), sympy.sin(phi)
-        out[a], out[b] = rope._turn(vec[a], vec[b], c, s, -1), rope._turn(vec[b], vec[a], c, s, 1)
+        out[a], out[b] = rope.turn(vec[a], vec[b], c, s, -1), rope.turn(vec[b], vec[a], c, s, 1)
     return out
 
 

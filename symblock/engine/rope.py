@@ -107,12 +107,12 @@ def rotate(x: Mat, heads: int, d_k: int, rows: Sequence[int], rope: Rope) -> Mat
             o = h * d_k
             for (a, b), (c, s) in zip(pairs, trig):
                 xa, xb = row[o + a], row[o + b]
-                new[o + a], new[o + b] = _turn(xa, xb, c, s, -1), _turn(xb, xa, c, s, 1)
+                new[o + a], new[o + b] = turn(xa, xb, c, s, -1), turn(xb, xa, c, s, 1)
         out.append(new)
     return Mat(out)
 
 
-def _turn(x: Entry, y: Entry, c: Entry, s: Entry, sign: int) -> Entry:
+def turn(x: Entry, y: Entry, c: Entry, s: Entry, sign: int) -> Entry:
     """x cos ± y sin as one graph node (not three: two products and their sum)."""
     if exact.is_symbolic(x) or exact.is_symbolic(y):
         return x * c + y * s * sign
@@ -142,7 +142,9 @@ def rotate_steps(t: Any, q: Mat, k: Mat) -> tuple[Mat, Mat]:
 
 
 def recompute(name: str, ins: tuple[str, ...], env: dict[str, Mat], spec: Any) -> Mat:
-    """A rotation worked again from a person's own `attn.q` / `attn.k` (`env[ins[0]]`): what a
-    grading table's entry for the kinds q_rot and k_rot calls."""
+    """A rotation worked again from a person's own `attn.q` / `attn.k` (`env[ins[0]]`)."""
     x, d_k = env[ins[0]], spec.dims.d_k
     return rotate(x, x.shape[1] // d_k, d_k, spec.position_list(), spec.options.rope)
+
+
+RECOMPUTE = {"q_rot": recompute, "k_rot": recompute}  # by kind (the grading table's signature)
