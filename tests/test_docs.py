@@ -63,8 +63,11 @@ def test_the_api_reference_and_the_pages_for_each_audience(site):
                  "zh/get-started", "zh/tutorials/student", "performance"):
         assert (site / page / "index.html").exists(), page
     assert "学生教程" in text(site / "zh" / "tutorials" / "student" / "index.html")
-    assert "the answers file" in text(site / "reference" / "answers" / "index.html").lower() or \
-        "answers file" in text(site / "reference" / "answers" / "index.html")
+    from symblock.grading.answers import CSV_HEADER, STEP_KEYS, TOP_KEYS
+    answers = text(site / "reference" / "answers" / "index.html")
+    for key in (*TOP_KEYS, *STEP_KEYS):          # the format's every key, from the reader's own tuples
+        assert f"{key}:" in answers or f"`{key}`" in answers or f"{key}," in answers, key
+    assert ",".join(CSV_HEADER) in answers
 
 
 def test_every_picture_a_page_shows_exists():

@@ -2,7 +2,7 @@
 were written, so the checker knows which rounding to allow.
 
     id: pre-ln-causal-gelu.3    # the worksheet ID (optional; `check` and `grade` rebuild that variant)
-    name: Ada Lovelace          # optional; names the feedback file in `grade`
+    name: Ada Lovelace          # optional; names the feedback file in `grade` (title:, notes: free text)
     decimals: 3                 # how the person rounded (optional; see below)
     steps:
       resid1: [[2.401, 0.599], [1.504, 1.752], [2.576, 1.716]]
