@@ -15,6 +15,7 @@ examples:
   symblock worksheet class.yaml --variants 30 --out set   # the set
   symblock grade set answers          # answers/*.yaml, *.json, *.csv
   symblock grade set answers --carried 1/2 --lang zh --out graded
+  symblock grade set answers --jobs 2      # two processes: the same files, sooner
   symblock grade set answers --roster roster.csv   # file or name, student_id, email, section"""  # the --help epilog
 
 import argparse
@@ -22,6 +23,7 @@ from pathlib import Path
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from symblock.commands.arguments import nonneg
     p.add_argument("set_dir", metavar="SET_DIR", help="the set: a folder written by `worksheet --variants N`")
     p.add_argument("answers_dir", metavar="ANSWERS_DIR", help="a folder of answers files (YAML, JSON, CSV), "
                                                               "each with id: and name:")
@@ -36,6 +38,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="credit of a rounding slip, one unit off in the last place (default 1/2)")
     p.add_argument("--roster", metavar="FILE", help="a CSV of file or name, student_id, email (and section) "
                                                       "for the gradebook's LMS columns")
+    p.add_argument("--jobs", type=nonneg, default=1, metavar="N",
+                   help="grade in N processes at once, each building its share of the set's variants "
+                        "(default 1; 0: the number of cores; at most 64); the output is the same")
     p.add_argument("--force", action="store_true", help="overwrite existing output files")
     p.add_argument("--max-cost", type=int, metavar="N", help="raise the exact engine's size limit")
 
@@ -58,7 +63,7 @@ def run(args) -> int:
             if (out / name).exists():
                 raise UsageError(f"--out: {out / name} already exists; use --force to overwrite, or another directory")
     people = students.read(args.roster) if args.roster else None
-    cls = gradebook.grade(man, gradebook.answer_files(answers_dir), credit, roster=people)
+    cls = gradebook.grade(man, gradebook.answer_files(answers_dir), credit, roster=people, jobs=_jobs(args.jobs))
     drawn = report.available()
     files = {"gradebook.csv": gradebook.gradebook_csv(cls, args.lang),
              "summary.md": report.summary_md(cls, credit, args.lang, drawn),
@@ -81,6 +86,14 @@ def run(args) -> int:
     print(f"wrote {out / 'gradebook.csv'}, {out / 'summary.md'} (and .html) and {len(cls.graded)} feedback "
           f"files in {out / 'feedback'}")
     return 1 if cls.rejected or any(g.flags for g in cls.graded) else 0
+
+
+def _jobs(n: int) -> int:
+    from symblock.errors import UsageError
+    from symblock.sheets.worksheet import default_jobs
+    if n > 64:
+        raise UsageError(f"--jobs: expected at most 64, got {n}")
+    return n or default_jobs()
 
 
 def _no_links(out: Path, folders) -> None:

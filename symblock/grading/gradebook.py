@@ -49,11 +49,11 @@ class Flag:
     theirs: int = 0    # ... and matching the other variant
 
 
-def flag(graded: list, answers: dict, pool) -> None:
-    """Set `g.flags` of every graded file. `answers`: file -> its answers.Answers (as read for its own
-    variant), `pool`: the set's Variants."""
-    truths = Truths(pool)
-    entries = {g.file: _entries(answers[g.file]) for g in graded}
+def flag(graded: list, entries: dict, pool, truths: "Truths | None" = None) -> None:
+    """Set `g.flags` of every graded file. `entries`: file -> its answered entries (`_entries` of
+    its answers as read for its own variant), `pool`: the set's Variants, `truths` (optional) their
+    rounded values, some or all already worked out (`grade --jobs`)."""
+    truths = truths or Truths(pool)
     for g in graded:
         fit = best_fit(g.ident, entries[g.file], pool, truths)
         g.flags += [fit] if fit else []
@@ -269,41 +269,146 @@ class Variants:
         return self._markers[ident]
 
 
-def grade(manifest: dict, files: list[Path], credit, roster: dict | None = None) -> Class:
+def grade(manifest: dict, files: list[Path], credit, roster: dict | None = None, jobs: int = 1) -> Class:
     """Mark every file against its own variant and score it, then flag the files whose identity is
-    in doubt (`flag`); see the module docstring. `roster`: students.read's mapping."""
-    from symblock.grading import answers as answers_mod
-    from symblock.grading import students
+    in doubt (`flag`); see the module docstring. `roster`: students.read's mapping. `jobs` > 1:
+    the variants are built and their files marked in that many processes (`_in_processes`), with
+    the same result as one."""
     from symblock.grading.answers import Policy
     pool = Variants(manifest)
-    default = Policy(decimals=manifest.get("decimals"))
-    points = {s: int(manifest["points"].get(s, 1)) for s in manifest["asked"]}
-    graded, rejected, read_as = [], [], {}
-    for path in files:
-        file, name, ident, own = shown(path.name), shown(path.stem), None, {}
-        try:
-            if file != path.name:
-                raise SpecError(file, "", "the file name is not UTF-8 text; rename the file")
-            data, source = answers_mod.read(path)
-            own = students.take(data)
-            name = _name(data.get("name")) or name
-            ident = _name(data.get("id"))
-            why = pool.problem(ident)
-            if why:
-                rejected.append(Rejected(file, name, ident, why, students.student(roster, file, name, own)))
-                continue
-            marker = pool.marker(ident)
-            read_as[file] = answers = marker.answers(data, file, default)
-            result = marker.mark_answers(answers, forms=False)
-        except Exception as e:   # this file's failure, named; the others are still graded
-            rejected.append(Rejected(file, name, ident, _why(e), students.student(roster, file, name, own)))
-            continue
-        by_name = {s.name: s for s in result.steps}
-        g = Graded(file, name, ident, result, student=students.student(roster, file, name, own))
-        g.scores = {s: credit.task(by_name.get(s), n) for s, n in points.items()}
-        graded.append(g)
-    flag(graded, read_as, pool)
-    return Class(manifest, graded, rejected)
+    how = _How(Policy(decimals=manifest.get("decimals")), credit, roster,
+               {s: int(manifest["points"].get(s, 1)) for s in manifest["asked"]})
+    read = [_read_one(path, pool, roster) for path in files]
+    if jobs > 1 and len(pool.seeds) > 1 and _can_fork():
+        outcomes, truths = _in_processes(read, pool, how, jobs)
+    else:
+        outcomes, truths = [_mark_one(r, pool, how) for r in read], None
+    graded = [g for g, _ in outcomes if isinstance(g, Graded)]
+    flag(graded, {g.file: e for g, e in outcomes if isinstance(g, Graded)}, pool, truths)
+    return Class(manifest, graded, [r for r, _ in outcomes if isinstance(r, Rejected)])
+
+
+@dataclass(frozen=True)
+class _How:
+    default: object        # answers.Policy: the set's places
+    credit: object         # points.Credit
+    roster: dict | None
+    points: dict
+
+
+def _read_one(path: Path, pool: "Variants", roster):
+    """A file read for its ID: (file, name, ident, own data, its mapping), or its Rejected."""
+    from symblock.grading import answers as answers_mod
+    from symblock.grading import students
+    file, name, ident, own = shown(path.name), shown(path.stem), None, {}
+    try:
+        if file != path.name:
+            raise SpecError(file, "", "the file name is not UTF-8 text; rename the file")
+        data, _ = answers_mod.read(path)
+        own = students.take(data)
+        name = _name(data.get("name")) or name
+        ident = _name(data.get("id"))
+        why = pool.problem(ident)
+    except Exception as e:   # this file's failure, named; the others are still graded
+        why = _why(e)
+    if why:
+        return Rejected(file, name, ident, why, students.student(roster, file, name, own))
+    return file, name, ident, own, data
+
+
+def _mark_one(read, pool: "Variants", how: _How) -> tuple:
+    """(Graded, its answered entries) of a file `_read_one` read, or (Rejected, None)."""
+    from symblock.grading import students
+    if isinstance(read, Rejected):
+        return read, None
+    file, name, ident, own, data = read
+    who = students.student(how.roster, file, name, own)
+    try:
+        marker = pool.marker(ident)
+        answers = marker.answers(data, file, how.default)
+        result = marker.mark_answers(answers, forms=False)
+        entries = _entries(answers)
+    except Exception as e:   # this file's failure, named; the others are still graded
+        return Rejected(file, name, ident, _why(e), who), None
+    by_name = {s.name: s for s in result.steps}
+    g = Graded(file, name, ident, result, student=who)
+    g.scores = {s: how.credit.task(by_name.get(s), n) for s, n in how.points.items()}
+    return g, entries
+
+
+# grade --jobs N: N forked processes, each owning a contiguous share of the set's variants. A worker
+# builds its variants (the costly part: each trace drawn again), marks the files that name them, sends
+# the outcomes back, then the rounded values the identity check asks of its variants at the entries
+# every file answered. The parent puts the outcomes back in the files' order and flags as one process
+# does, so the gradebook is the same byte for byte; a variant is built in one process only.
+
+
+def _can_fork() -> bool:
+    import multiprocessing
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+def _in_processes(read: list, pool: "Variants", how: _How, jobs: int) -> tuple[list, "Truths"]:
+    import multiprocessing
+    ids = list(pool.seeds)
+    jobs = min(jobs, len(ids))
+    share = [ids[k * len(ids) // jobs:(k + 1) * len(ids) // jobs] for k in range(jobs)]
+    owner = {i: k for k, part in enumerate(share) for i in part}
+    todo: list[list[int]] = [[] for _ in share]
+    outcomes: list = [None] * len(read)
+    for n, r in enumerate(read):
+        if isinstance(r, Rejected):
+            outcomes[n] = (r, None)
+        else:
+            todo[owner[r[2]]].append(n)
+    ctx = multiprocessing.get_context("fork")
+    pipes, procs = [], []
+    for k, part in enumerate(share):
+        parent, child = ctx.Pipe()
+        proc = ctx.Process(target=_worker, args=(child, [(n, read[n]) for n in todo[k]], part, pool, how), daemon=True)
+        proc.start()
+        child.close()
+        pipes.append(parent)
+        procs.append(proc)
+    try:
+        for conn in pipes:
+            for n, outcome in _receive(conn):
+                outcomes[n] = outcome
+        keys = sorted({(e[0], e[1], e[2], e[3]) for g, es in outcomes if isinstance(g, Graded) for e in es})
+        truths = Truths(pool)
+        for conn in pipes:
+            conn.send(keys)
+        for conn in pipes:
+            truths.cache.update(_receive(conn))
+    finally:
+        for proc in procs:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.terminate()
+    return outcomes, truths
+
+
+def _worker(conn, files: list, part: list, pool: "Variants", how: _How) -> None:
+    """One process of `_in_processes`: mark `files` ((index, read) pairs), then answer the keys."""
+    try:
+        conn.send(("ok", [(n, _mark_one(r, pool, how)) for n, r in files]))
+        keys = conn.recv()
+        truths = Truths(pool)
+        conn.send(("ok", {(i, *k): truths._rounded(i, *k) for i in part for k in keys}))
+    except BaseException as e:   # raised again by the parent, as one process would raise it
+        conn.send(("error", e if isinstance(e, (SpecError, UsageError)) else f"{type(e).__name__}: {e}"))
+    finally:
+        conn.close()
+
+
+def _receive(conn):
+    try:
+        status, payload = conn.recv()
+    except EOFError:
+        raise RuntimeError("a grading process ended without its results") from None
+    if status != "ok":
+        raise payload if isinstance(payload, Exception) else RuntimeError(f"a grading process failed: {payload}")
+    return payload
 
 
 def _why(e: Exception) -> str:
