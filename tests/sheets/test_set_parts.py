@@ -63,3 +63,17 @@ def test_parts_joined_out_of_order_are_caught(tmp_path, monkeypatch, capsys):
     assert run("--variants", "3", "--pdf", "--format", "latex", "--out", str(out)) == 0
     with pytest.raises(AssertionError):
         _in_order(out, "sheet", "sheets")
+
+
+def test_variants_rendered_in_processes_are_the_serial_files(tmp_path, monkeypatch, capsys):
+    from symblock.commands import worksheet as command
+    calls = []
+    real = command.rendered_at_once
+    monkeypatch.setattr(command, "rendered_at_once", lambda sets, doc, jobs: calls.append(jobs) or real(sets, doc, jobs))
+    one, two = tmp_path / "one", tmp_path / "two"
+    assert run("--variants", "4", "--format", "latex,markdown,html", "--jobs", "1", "--out", str(one)) == 0
+    assert calls == []
+    assert run("--variants", "4", "--format", "latex,markdown,html", "--jobs", "2", "--out", str(two)) == 0
+    assert calls == [2]
+    assert _same(one, two), "--jobs 2 rendered other files"
+    assert len(list(one.rglob("sheet.tex"))) == 4
