@@ -10,9 +10,9 @@ round by round, each in a fresh process; the figure is the child's CPU time (use
 machine shared with other work disturbs far less than wall time, with the wall time beside it.
 
 `--jobs J`: on this checkout only, `grade` of a medium set's N answers files (filled in with the key's
-own numbers, one wrong entry in three files) serially and with `--jobs J`, and the set with every PDF
-(`worksheet --variants N --format pdf`) serially and with `--jobs J`, alternating; wall seconds, since
-parallel work is what wall time shows. The outputs of each pair are compared byte for byte.
+own numbers, one wrong entry in three files) with `--jobs 1` and `--jobs J`, and the set with every PDF
+(`worksheet --difficulty medium --variants N --pdf`) with `--jobs 1` and `--jobs J`, alternating; wall
+seconds, since parallel work is what wall time shows; then two everyday commands (median of 5). The outputs of each pair are compared byte for byte.
 `--write` puts the tables in bench/README_classroom.md (each mode its own section).
 """
 from __future__ import annotations
@@ -127,16 +127,19 @@ def jobs_run(jobs: int, students: int, rounds: int) -> str:
         fill(work / "set", work / "answers", students)
         results: dict[str, dict[str, list[float]]] = {}
         for r in range(rounds):
-            for label, extra in (("serial", []), ("jobs", ["--jobs", str(jobs)])):
+            for label, extra in (("serial", ["--jobs", "1"]), ("jobs", ["--jobs", str(jobs)])):
                 g = f"g-{label}"
                 _, wall = timed(["grade", "set", "answers", "--out", g, "--force", *extra], ROOT, work)
                 results.setdefault(f"grade {students} students", {}).setdefault(label, []).append(wall)
                 p = f"pdf-{label}"
-                _, wall = timed(["worksheet", "--difficulty", "medium", "--variants", str(students), "--format", "pdf",
+                _, wall = timed(["worksheet", "--difficulty", "medium", "--variants", str(students), "--pdf",
                                  "--out", p, "--force", *extra], ROOT, work)
-                results.setdefault(f"worksheet --variants {students} --format pdf", {}).setdefault(label, []).append(wall)
+                results.setdefault(f"worksheet --variants {students} --pdf", {}).setdefault(label, []).append(wall)
         same = {f"grade {students} students": same_tree(work / "g-serial", work / "g-jobs"),
-                f"worksheet --variants {students} --format pdf": same_tree(work / "pdf-serial", work / "pdf-jobs")}
+                f"worksheet --variants {students} --pdf": same_tree(work / "pdf-serial", work / "pdf-jobs")}
+        for cmd in (["forward", "seed-post-ln"], ["worksheet", "--format", "markdown", "--out", "one", "--force"]):
+            walls = sorted(timed(cmd, ROOT, work)[1] for _ in range(5))
+            rows.append(f"| symblock {' '.join(cmd)} (everyday) | {walls[2]:.2f} | | | |")
     for job, t in results.items():
         s, j = statistics.median(t["serial"]), statistics.median(t["jobs"])
         rows.append(f"| {job} | {s:.1f} | {j:.1f} | {s / j:.2f} | {'yes' if same[job] else 'NO'} |")
