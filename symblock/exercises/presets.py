@@ -166,6 +166,31 @@ def choose(trace, preset: str | None = None, loss: str | None = None,
     return with_points(Exercise(tuple(ask), data_steps, data_params), ex.get("points"), src, trace)
 
 
+def tiles_problem(trace) -> str | None:
+    """A block with key tiles is a hand exercise of the online softmax only when each head's
+    running maximum moves in some row after the first tile: else every e^(m_old − m_new) is 1, and
+    the rescaling (and forgetting it) leaves no trace."""
+    from symblock.engine import exact
+    spec = trace.spec
+    if not spec.options.attention_tiles or spec.dims.seq_len <= spec.options.attention_tiles:
+        return None
+    from symblock.engine.tiles import tile_name
+    still: dict[str, bool] = {}   # a head's prefix (b0.attn.h1) -> its maximum has not moved yet
+    for step in trace:
+        p = names.parse(step.name)
+        if p.kind != "tile_max":
+            continue
+        head = p.sibling(f"attn.h{p.head}")
+        if not p.tile:
+            still.setdefault(head, True)
+            continue
+        old = trace[p.sibling(tile_name(p.head, p.tile - 1, "max"))].value.rows
+        if any(a[0] is not exact.NEG_INF and exact.sign(b[0] - a[0]) > 0 for a, b in zip(old, step.value.rows)):
+            still[head] = False
+    stuck = [h for h, s in still.items() if s]
+    return f"tiles_rescale: the running maximum of {stuck[0]} never moves after its first key tile" if stuck else None
+
+
 def with_points(ex: Exercise, points, src: str, trace) -> Exercise:
     """`exercise.points` ({STEP: N}, N a whole number 0..1000); asked steps without an entry are
     worth 1. A step of the block that this preset does not ask is ignored (a --preset may ask less)."""

@@ -105,7 +105,7 @@ class _Block:
 
     @staticmethod
     def problem(trace) -> str | None:
-        return None
+        return presets.tiles_problem(trace)   # key tiles whose rescaling would leave no trace
 
     @staticmethod
     def key(spec) -> tuple:

@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 from symblock.engine import exact, kinds, names
 from symblock.engine.matrix import Mat
 from symblock.engine.steps import split_batch
-from symblock.grading import slips, tile_slips
+from symblock.grading import slips
 from symblock.grading.slips import (
     dropout_no_rescale, mask_after_softmax, mask_missing, mask_zero, masks, no_scale,
     padding_missing, padding_on_queries, scale_approximated, scale_d_model, scale_no_sqrt,
@@ -291,14 +291,10 @@ CATALOGUE: tuple[Mistake, ...] = (
     Mistake("padding_on_queries", "padding mask applied to the queries (rows) instead of the keys (columns)",
             "attn.h*.masked / .weights", _kinds("masked", "weights", when=lambda s: s.options.padding),
             padding_on_queries),
-    Mistake("tile_sum_not_rescaled", "online softmax: the earlier running sum was not rescaled by "
-            "e^(m_old − m_new) when the row's maximum changed (ℓ_j = ℓ_{j−1} + Σ e^(s − m_j))",
-            "attn.h*.tile*.sum (from the second tile)", tile_slips.later_tile("tile_sum"),
-            tile_slips.sum_not_rescaled),
-    Mistake("tile_acc_not_rescaled", "online softmax: the earlier accumulator was not rescaled by "
-            "e^(m_old − m_new) when the row's maximum changed (a_j = a_{j−1} + Σ e^(s − m_j) v)",
-            "attn.h*.tile*.acc (from the second tile)", tile_slips.later_tile("tile_acc"),
-            tile_slips.acc_not_rescaled),
+    Mistake("tile_sum_not_rescaled", "online softmax: the earlier running sum not rescaled by e^(m_old − m_new) "
+            "when the row's maximum moved", "attn.h*.tile*.sum", slips.later_tile("tile_sum"), slips.sum_not_rescaled),
+    Mistake("tile_acc_not_rescaled", "online softmax: the earlier accumulator not rescaled by e^(m_old − m_new) "
+            "when the row's maximum moved", "attn.h*.tile*.acc", slips.later_tile("tile_acc"), slips.acc_not_rescaled),
     Mistake("dropout_no_rescale", "dropout mask applied without scaling the kept entries by 1/(1 − p)",
             "<step>.dropped", _kinds("dropped", when=lambda s: s.dropout_p != 0), dropout_no_rescale),
     Mistake("weight_transposed", "weight matrix used transposed (x Wᵀ instead of x W)",
