@@ -27,7 +27,7 @@ EN = {
 }
 
 ZH = {
-    "conv_tiles": "按键分块（每块 {0} 个键）的在线 softmax（FlashAttention 的做法），块从 0 编号：对每一行和第 $j$ 块，"
+    "conv_tiles": "按键分块（每块 {0} 个键）的在线 softmax（推理引擎分块计算注意力的做法），块从 0 编号：对每一行和第 $j$ 块，"
                   "运行最大值 $m_j$、运行和 $\\ell_j = \\ell_{{j-1}}\\, e^{{m_{{j-1}} - m_j}} + \\sum e^{{s - m_j}}$ "
                   "与累加器 $a_j = a_{{j-1}}\\, e^{{m_{{j-1}} - m_j}} + \\sum e^{{s - m_j}} v$（对该块的键求和）；"
                   "最后逐行 $\\tilde O = a / \\ell$，它等于 $\\mathrm{{softmax}}(S)\\,V$。",
