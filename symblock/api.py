@@ -13,11 +13,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from typing import TYPE_CHECKING, Any, Mapping, overload
+from typing import TYPE_CHECKING, Any, ContextManager, Mapping, NoReturn, cast, overload
 
 __all__ = ["load", "from_mapping", "forward", "verify", "check", "worksheet", "grade", "spec_from"]
 
 if TYPE_CHECKING:
+    import argparse
+
     from symblock.engine.block import Trace
     from symblock.engine.model_spec import Spec
     from symblock.grading.gradebook import Class
@@ -98,7 +100,7 @@ def check(spec: str | Path | None, answers: str | Path | Mapping[str, Any], *, i
     argv = ([] if spec is None else [str(spec)]) + ([] if memory else [str(answers)])
     args = _arguments("check", argv, id=id, preset=preset, loss=loss, wrt=wrt, max_cost=max_cost)
     with _cost(max_cost):
-        if memory:
+        if isinstance(answers, Mapping):
             return command.mark(args, dict(answers), "<answers>")[0]
         return command.mark(args)[0]
 
@@ -109,7 +111,8 @@ def worksheet(spec: str | Path | None = None, out: None = None, **options: Any) 
 def worksheet(spec: str | Path | None, out: str | Path, **options: Any) -> list[Path]: ...
 
 
-def worksheet(spec: str | Path | None = None, out: str | Path | None = None, **options: Any):
+def worksheet(spec: str | Path | None = None, out: str | Path | None = None,
+              **options: Any) -> dict[str, str | bytes] | list[Path]:
     """A worksheet and its key, as `symblock worksheet [SPEC] --out DIR ...`: each option is the
     command's flag (`format="html,markdown"`, `preset="norm"`, `lang="zh"`, `variants=30`,
     `pdf=True`, `force=True`, ...). With `out`, the files are written there and their paths
@@ -130,6 +133,7 @@ def worksheet(spec: str | Path | None = None, out: str | Path | None = None, **o
         args = _arguments("worksheet", [] if spec is None else [str(spec)], out=str(out), list=True, **options)
         with _cost(args.max_cost):
             written, idents, result = command.write(args)
+        result = cast(Any, result)   # a set's write result (sheets/sets.py), None for one variant
         if result is not None and result.failed:
             raise result.error(Path(out), len(idents))
         return [Path(p) for p in written]
@@ -174,7 +178,7 @@ def grade(set_dir: str | Path, answers_dir: str | Path, out: str | Path | None =
 
 # ---------------------------------------------------------------- the command line's own parsing
 
-def _arguments(command: str, argv: list[str], **options: Any):
+def _arguments(command: str, argv: list[str], **options: Any) -> "argparse.Namespace":
     """The command's arguments parsed by its own argparse definition, so every option is checked
     as on the command line; a bad one raises UsageError naming the flag. `name=value` is
     `--name value`, True a bare flag, False and None left out."""
@@ -185,7 +189,7 @@ def _arguments(command: str, argv: list[str], **options: Any):
     from symblock.errors import UsageError
 
     class Parser(argparse.ArgumentParser):
-        def error(self, message: str):  # type: ignore[override]
+        def error(self, message: str) -> NoReturn:
             raise UsageError(f"{command}: {message}")
 
     module = next(m for name, m, _ in COMMANDS if name == command)
@@ -208,7 +212,7 @@ def _arguments(command: str, argv: list[str], **options: Any):
 _REPEATED = {"require", "range", "drop"}   # flags given once per value (--require A --require B)
 
 
-def _cost(max_cost: int | None):
+def _cost(max_cost: int | None) -> "ContextManager[None]":
     from symblock.engine import cost
     return cost.limit(max_cost)
 
