@@ -74,8 +74,21 @@ def verify(spec: "Spec", tol: float = 1e-9, use_torch: bool = True) -> "VerifyRe
 
 
 def spec_from(obj: Any, *inputs: Any, **options: Any) -> dict[str, Any]:
-    """The spec mapping that reproduces a torch, Hugging Face or nanoGPT object's forward on `inputs`
-    (see `symblock.reference.spec_from`); `from_mapping` turns it into a spec."""
+    """The spec mapping that reproduces a torch, Hugging Face or nanoGPT object's forward on `inputs`:
+    `nn.TransformerEncoderLayer`, `nn.TransformerDecoderLayer`, `nn.Transformer`,
+    `nn.MultiheadAttention`, Hugging Face `BertLayer`, `BertModel`, `GPT2LMHeadModel`, `GPT2Model`,
+    `LlamaForCausalLM` and nanoGPT's `GPT` (the docs' author tutorial lists each call). Weights are
+    the exact decimals of their float64 values; what the spec cannot express is refused by name.
+
+        >>> import torch
+        >>> layer = torch.nn.TransformerEncoderLayer(4, 2, 8, batch_first=True, dtype=torch.float64).eval()
+        >>> x = torch.randn(3, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+        >>> trace = symblock.forward(symblock.from_mapping(symblock.spec_from(layer, x)))
+        >>> with torch.no_grad():
+        ...     want = layer(x[None])[0]
+        >>> float((torch.tensor(trace["output"].value.floats(), dtype=torch.float64) - want).abs().max()) < 1e-9
+        True
+    """
     from symblock.reference.spec_from import spec_from as read
     return read(obj, *inputs, **options)
 
