@@ -177,6 +177,17 @@ def parse_formats(text: str) -> list[str]:
 
 
 def run(args) -> int:
+    written, idents, result = write(args)
+    many = args.variants is not None
+    for line in (map(str, written) if not many or args.list else _summary(Path(args.out), written, idents)):
+        print(line)
+    if result is not None and result.failed:
+        raise result.error(Path(args.out), len(idents))
+    return 0
+
+
+def write(args) -> tuple[list, list[str], object]:
+    """(the files written, the variants' IDs, a set's write result or None) of the arguments."""
     from symblock.errors import UsageError
     formats = parse_formats(args.format)
     if args.title is not None:
@@ -229,6 +240,7 @@ def run(args) -> int:
             extra.update(set_files(sets, args.spec or default_spec(overrides_from_args(args)),
                                    overrides=overrides_from_args(args), decimals=args.decimals, lang=args.lang))
         return extra
+    result = None
     try:
         if not many:
             one, = sets
@@ -243,12 +255,7 @@ def run(args) -> int:
         where = f" ({e.filename})" if e.filename and ".symblock-" not in str(e.filename) \
             and str(e.filename) != args.out else ""
         raise UsageError(f"--out {args.out}: cannot write there: {e.strerror or e}{where}") from None
-    idents = [v.ident for v in sets]
-    for line in (map(str, written) if not many or args.list else _summary(Path(args.out), written, idents)):
-        print(line)
-    if args.variants is not None and result.failed:
-        raise result.error(Path(args.out), len(sets))
-    return 0
+    return written, [v.ident for v in sets], result
 
 
 def _summary(out: Path, written: list, idents: list[str]) -> list[str]:
