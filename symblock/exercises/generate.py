@@ -362,7 +362,7 @@ def variant(data: Mapping, source: str, overrides: Mapping | None = None) -> Var
     raise give_up(source, attempt + 1, forwards, rejections, last)
 
 
-PREFER_DRAWS = 40   # generator 2: draws in which a candidate with an awkward value is passed over
+PREFER_DRAWS = 8    # generator 2: draws in which a candidate with an awkward value is passed over
 
 
 def awkward(trace, rows_picked: bool) -> str | None:
