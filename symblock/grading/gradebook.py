@@ -97,7 +97,7 @@ class Truths:
         an exact tie rounded the other way)."""
         key = (ident, step, i, j, places)
         if key not in self.cache:
-            self.cache[key] = self._rounded(ident, step, i, j, places)
+            self.cache[key] = self.rounded(ident, step, i, j, places)
         truth = self.cache[key]
         return truth is not None and abs(given - truth) <= Decimal(1).scaleb(-places)
 
@@ -107,7 +107,7 @@ class Truths:
         from bisect import bisect_left, bisect_right
         key = (step, i, j, places)
         if key not in self.index:
-            values = [(self._rounded(v, step, i, j, places), v) for v in self.pool.seeds]
+            values = [(self.rounded(v, step, i, j, places), v) for v in self.pool.seeds]
             pairs = sorted(((t, v) for t, v in values if t is not None), key=lambda p: p[0])
             self.index[key] = [t for t, _ in pairs], pairs
         keys, pairs = self.index[key]
@@ -116,7 +116,7 @@ class Truths:
             pairs = pairs[bisect_left(keys, given - unit):bisect_right(keys, given + unit)]
         return {v for t, v in pairs if abs(given - t) <= Decimal(1).scaleb(-places)}
 
-    def _rounded(self, ident, step: str, i, j, places) -> Decimal | None:
+    def rounded(self, ident, step: str, i, j, places) -> Decimal | None:
         key = (ident, step, i, j, places)
         if key in self.cache:
             return self.cache[key]
@@ -269,34 +269,36 @@ class Variants:
         return self._markers[ident]
 
 
-def grade(manifest: dict, files: list[Path], credit, roster: dict | None = None, jobs: int = 1) -> Class:
+def grade(manifest: dict, files: list[Path], credit, roster: dict | None = None, marks=None) -> Class:
     """Mark every file against its own variant and score it, then flag the files whose identity is
-    in doubt (`flag`); see the module docstring. `roster`: students.read's mapping. `jobs` > 1:
-    the variants are built and their files marked in that many processes (`_in_processes`), with
-    the same result as one."""
+    in doubt (`flag`); see the module docstring. `roster`: students.read's mapping. `marks(read,
+    pool, how)`: how the read files are marked, (outcomes in the files' order, the rounded values
+    already worked out or None); default `mark_all`, in this process (`grade --jobs`: in several)."""
     from symblock.grading.answers import Policy
     pool = Variants(manifest)
-    how = _How(Policy(decimals=manifest.get("decimals")), credit, roster,
-               {s: int(manifest["points"].get(s, 1)) for s in manifest["asked"]})
-    read = [_read_one(path, pool, roster) for path in files]
-    if jobs > 1 and len(pool.seeds) > 1 and _can_fork():
-        outcomes, truths = _in_processes(read, pool, how, jobs)
-    else:
-        outcomes, truths = [_mark_one(r, pool, how) for r in read], None
+    how = How(Policy(decimals=manifest.get("decimals")), credit, roster,
+              {s: int(manifest["points"].get(s, 1)) for s in manifest["asked"]})
+    read = [read_one(path, pool, roster) for path in files]
+    outcomes, truths = (marks or mark_all)(read, pool, how)
     graded = [g for g, _ in outcomes if isinstance(g, Graded)]
     flag(graded, {g.file: e for g, e in outcomes if isinstance(g, Graded)}, pool, truths)
     return Class(manifest, graded, [r for r, _ in outcomes if isinstance(r, Rejected)])
 
 
+def mark_all(read: list, pool: "Variants", how: "How") -> tuple[list, None]:
+    return [mark_one(r, pool, how) for r in read], None
+
+
 @dataclass(frozen=True)
-class _How:
+class How:
+    """What marking a file takes besides the file and its variant."""
     default: object        # answers.Policy: the set's places
     credit: object         # points.Credit
     roster: dict | None
     points: dict
 
 
-def _read_one(path: Path, pool: "Variants", roster):
+def read_one(path: Path, pool: "Variants", roster):
     """A file read for its ID: (file, name, ident, own data, its mapping), or its Rejected."""
     from symblock.grading import answers as answers_mod
     from symblock.grading import students
@@ -316,8 +318,8 @@ def _read_one(path: Path, pool: "Variants", roster):
     return file, name, ident, own, data
 
 
-def _mark_one(read, pool: "Variants", how: _How) -> tuple:
-    """(Graded, its answered entries) of a file `_read_one` read, or (Rejected, None)."""
+def mark_one(read, pool: "Variants", how: How) -> tuple:
+    """(Graded, its answered entries) of a file `read_one` read, or (Rejected, None)."""
     from symblock.grading import students
     if isinstance(read, Rejected):
         return read, None
@@ -334,81 +336,6 @@ def _mark_one(read, pool: "Variants", how: _How) -> tuple:
     g = Graded(file, name, ident, result, student=who)
     g.scores = {s: how.credit.task(by_name.get(s), n) for s, n in how.points.items()}
     return g, entries
-
-
-# grade --jobs N: N forked processes, each owning a contiguous share of the set's variants. A worker
-# builds its variants (the costly part: each trace drawn again), marks the files that name them, sends
-# the outcomes back, then the rounded values the identity check asks of its variants at the entries
-# every file answered. The parent puts the outcomes back in the files' order and flags as one process
-# does, so the gradebook is the same byte for byte; a variant is built in one process only.
-
-
-def _can_fork() -> bool:
-    import multiprocessing
-    return "fork" in multiprocessing.get_all_start_methods()
-
-
-def _in_processes(read: list, pool: "Variants", how: _How, jobs: int) -> tuple[list, "Truths"]:
-    import multiprocessing
-    ids = list(pool.seeds)
-    jobs = min(jobs, len(ids))
-    share = [ids[k * len(ids) // jobs:(k + 1) * len(ids) // jobs] for k in range(jobs)]
-    owner = {i: k for k, part in enumerate(share) for i in part}
-    todo: list[list[int]] = [[] for _ in share]
-    outcomes: list = [None] * len(read)
-    for n, r in enumerate(read):
-        if isinstance(r, Rejected):
-            outcomes[n] = (r, None)
-        else:
-            todo[owner[r[2]]].append(n)
-    ctx = multiprocessing.get_context("fork")
-    pipes, procs = [], []
-    for k, part in enumerate(share):
-        parent, child = ctx.Pipe()
-        proc = ctx.Process(target=_worker, args=(child, [(n, read[n]) for n in todo[k]], part, pool, how), daemon=True)
-        proc.start()
-        child.close()
-        pipes.append(parent)
-        procs.append(proc)
-    try:
-        for conn in pipes:
-            for n, outcome in _receive(conn):
-                outcomes[n] = outcome
-        keys = sorted({(e[0], e[1], e[2], e[3]) for g, es in outcomes if isinstance(g, Graded) for e in es})
-        truths = Truths(pool)
-        for conn in pipes:
-            conn.send(keys)
-        for conn in pipes:
-            truths.cache.update(_receive(conn))
-    finally:
-        for proc in procs:
-            proc.join(timeout=5)
-            if proc.is_alive():
-                proc.terminate()
-    return outcomes, truths
-
-
-def _worker(conn, files: list, part: list, pool: "Variants", how: _How) -> None:
-    """One process of `_in_processes`: mark `files` ((index, read) pairs), then answer the keys."""
-    try:
-        conn.send(("ok", [(n, _mark_one(r, pool, how)) for n, r in files]))
-        keys = conn.recv()
-        truths = Truths(pool)
-        conn.send(("ok", {(i, *k): truths._rounded(i, *k) for i in part for k in keys}))
-    except BaseException as e:   # raised again by the parent, as one process would raise it
-        conn.send(("error", e if isinstance(e, (SpecError, UsageError)) else f"{type(e).__name__}: {e}"))
-    finally:
-        conn.close()
-
-
-def _receive(conn):
-    try:
-        status, payload = conn.recv()
-    except EOFError:
-        raise RuntimeError("a grading process ended without its results") from None
-    if status != "ok":
-        raise payload if isinstance(payload, Exception) else RuntimeError(f"a grading process failed: {payload}")
-    return payload
 
 
 def _why(e: Exception) -> str:

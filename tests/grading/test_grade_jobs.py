@@ -8,7 +8,7 @@ import pytest
 import yaml
 from test_grade import SPEC, grid, params, work, write_yaml
 
-from symblock.grading import gradebook
+from symblock.commands import grade as command
 
 
 @pytest.fixture(scope="module")
@@ -47,8 +47,8 @@ def _same(a, b) -> bool:
 def test_jobs_write_the_same_bytes_as_one_process(klass, tmp_path, cli, monkeypatch):
     root, ids = klass
     calls = []
-    real = gradebook._in_processes
-    monkeypatch.setattr(gradebook, "_in_processes", lambda *a: calls.append(a[-1]) or real(*a))
+    real = command.in_processes
+    monkeypatch.setattr(command, "in_processes", lambda *a: calls.append(a[-1]) or real(*a))
     runs = {}
     for jobs in ("1", "2", "3"):
         runs[jobs] = cli("grade", root / "set", root / "answers", "--out", tmp_path / jobs, "--jobs", jobs)
