@@ -131,7 +131,7 @@ def _from_set(args, answers_path: str, ident: str | None, spec_arg: str | None):
             pool = Variants(man)
             if pool.problem(ident) is not None:
                 continue
-            if spec_arg is not None and variants.spec_token(spec_arg) != pool.token:
+            if spec_arg is not None and variants.spec_token(spec_arg) != variants.split_version(pool.token)[0]:
                 raise UsageError(
                     f"check: {answers_path} is an answers file of the set in {_shown(folder)} (made from "
                     f"{man.get('spec_source', 'its spec')}, spec {pool.token!r}), but SPEC {spec_arg} is "

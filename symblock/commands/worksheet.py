@@ -90,6 +90,7 @@ def variants(args) -> list:
             raise UsageError("--id regenerates one variant; it cannot be combined with --variants/--seed")
         return [variant.rebuild(args.id, args.spec, opts, overrides=overrides)]
     spec_arg = args.spec or default_spec(overrides)  # --difficulty D alone: preset:D
+    overrides = variants.new_flags(spec_arg, overrides)  # a new draw: the newest generator version
     if args.variants is not None:
         if args.variants < 1:
             raise UsageError("--variants: expected at least 1")
@@ -106,7 +107,7 @@ def variants(args) -> list:
     if args.seed is not None:
         raise UsageError("--seed goes with --variants N")
     spec = from_mapping(*variants.read(spec_arg, overrides)) if overrides else _load(spec_arg)
-    ident = variants.make_id(variants.spec_token(spec_arg), spec.seed)
+    ident = variants.make_id(variants.set_token(spec_arg, overrides), spec.seed)
     return [variant.build(ident, forward(spec), opts)]
 
 
