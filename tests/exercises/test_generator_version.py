@@ -51,6 +51,7 @@ def test_a_spec_file_keeps_its_hash_and_its_version_1_ids(tmp_path, capsys):
     spec.write_text("title: Mine\nrandom: {seed: 1, difficulty: medium}\n")
     out = tmp_path / "set"
     assert run(str(spec), "--variants", "1", "--seed", "4", "--format", "markdown", "--out", str(out)) == 0
+    assert capsys.readouterr().out.startswith("wrote 1 variant in ")   # one variant: no plural
     ident = yaml.safe_load((out / "instructor" / "manifest.yaml").read_text())["variants"][0]["id"]
     token, seed = ident.rsplit(".", 1)
     assert token.endswith("-v2") and seed == "4"
