@@ -281,6 +281,10 @@ MATH_TEXT = {
            " or key ": " 或第 "},
 }
 
+from symblock.sheets.lang_cross import CROSS_EN, CROSS_MATH_ZH, CROSS_ZH  # noqa: E402  (cross-attention)
+MATH_TEXT["zh"].update(CROSS_MATH_ZH)
+EN.update(CROSS_EN)
+ZH.update(CROSS_ZH)
 TEXTS = {"en": EN, "zh": ZH}
 assert set(EN) == set(ZH), sorted(set(EN) ^ set(ZH))
 
