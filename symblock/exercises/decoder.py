@@ -34,6 +34,7 @@ PRESET = "decoder"
 ASKED_GEN = 1                      # the generation step a decoder sheet asks
 GEN = names.name_of("", gen=ASKED_GEN)
 REUSED = "cache.reused"            # per layer: gen1.layer{i}.cache.reused
+MEMORY_KV = ("cross_k", "cross_v")  # an encoder-decoder's cross K/V: worked once from the memory, given
 SCALED_RANGE = (-3, 3)
 WEIGHT_RANGE = (Fraction(1, 50), Fraction(9, 10))
 
@@ -79,7 +80,7 @@ def choose(trace: Trace, preset: str | None = None) -> dict:
     ask, extra = [], {}
     for step in trace:
         parsed = names.parse(step.name)
-        if parsed.gen != ASKED_GEN or parsed.kind == "output":
+        if parsed.gen != ASKED_GEN or parsed.kind in ("output", *MEMORY_KV):
             continue
         ask.append(step.name)
         if parsed.kind == "cache_v":
@@ -90,7 +91,8 @@ def choose(trace: Trace, preset: str | None = None) -> dict:
         if name in trace:
             reads.update(trace[name].inputs)
     # a step of the new row that is not asked is a copy (the layer's output): never printed as data
-    data_steps = tuple(n for n in trace.names() if n in reads and n not in ask and names.parse(n).gen != ASKED_GEN)
+    data_steps = tuple(n for n in trace.names() if n in reads and n not in ask
+                       and (names.parse(n).gen != ASKED_GEN or names.parse(n).kind in MEMORY_KV))
     data_params = tuple(p for p in trace.params if p in reads)
     return {"ask": tuple(ask), "data_steps": data_steps, "data_params": data_params,
             "points": {n: 1 for n in ask}, "extra": extra,

@@ -374,5 +374,8 @@ MODEL_ZH = {
     "m.position": "该 token 的位置",
 }
 
+from symblock.sheets.lang_cross import MODEL_CROSS_EN, MODEL_CROSS_ZH  # noqa: E402
+MODEL_EN.update(MODEL_CROSS_EN)
+MODEL_ZH.update(MODEL_CROSS_ZH)
 MODEL_TEXTS = {"en": MODEL_EN, "zh": MODEL_ZH}
 assert set(MODEL_EN) == set(MODEL_ZH), sorted(set(MODEL_EN) ^ set(MODEL_ZH))

@@ -40,9 +40,13 @@ class CrossWork:
             return []
         d = self.dims
         scale = self.t("conv_scale", d.d_head) if self.o.attention_scale == "sqrt_dk" else self.t("conv_noscale")
-        pad = self.spec.memory_padding_mask
+        pad = getattr(self.spec, "memory_padding_mask", ())   # a model's memory is its source: no padding
         rows = ", ".join(str(j + 1) for j, p in enumerate(pad) if p)
-        return [self.t("conv_cross", scale, d.mem_len, self.t("conv_cross_pad", rows) if rows else "")]
+        return [self.t("conv_cross", scale, self.memory_rows(), self.t("conv_cross_pad", rows) if rows else "")]
+
+    def memory_rows(self) -> int:
+        """The memory's rows: a decoder layer's mem_len, an encoder-decoder's source length."""
+        return self.dims.mem_len or len(getattr(self.spec, "source_tokens", ()))
 
     def cross_order(self) -> Safe:
         """A decoder layer's order of sub-layers (three residuals, three norms)."""
@@ -71,7 +75,7 @@ class CrossWork:
         sub = self.substitute(step_symbol(step), [(self.symbol(step.inputs[0]), p), (f"V^{{c}}_{h}", v)])
         if sub:
             out.append(sub)
-        m = self.dims.mem_len   # each row mixes every memory row (none is masked causally)
+        m = self.memory_rows()   # each row mixes every memory row (none is masked causally)
         pos = self.positions(*step.value.shape, m, row=step.value.shape[0] - 1)
         out.append((self.t("cross_rows", m), None))
         return out + self.dot_entries(step, p.rows, v.T.rows, pos)
