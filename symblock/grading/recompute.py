@@ -316,8 +316,8 @@ def final_env(env: dict, t: int, spec) -> dict:
     named = [(names.parse(k), v) for k, v in env.items()]
     out = {p.full: v for p, v in named if p.section == "ln_final"}
     out.update({p.local: v for p, v in named if p.norm == "norm_final" and p.gen == t and p.layer is None})
-    out["resid2"] = env[names.name_of("output", gen=t, layer=len(spec.layers) - 1)]
-    return out
+    out["resid2"] = out["resid3"] = env[names.name_of("output", gen=t, layer=len(spec.layers) - 1)]
+    return out   # (a decoder layer's final norm reads resid3)
 
 
 def frame(name: str, env: dict, spec):
@@ -325,11 +325,48 @@ def frame(name: str, env: dict, spec):
     block spec it is worked on: (name, env, spec) of a layer's step or the final norm's, None for
     the model's own steps (embedding, position, input, cache, logits, probabilities, next token)."""
     step = names.parse(name)
+    if step.encoder:
+        return encoder_frame(step, env, spec)
     if step.layer is not None and step.section != "cache":
-        return step.local, local_env(env, step.gen, step.layer, spec), layer_spec(spec, step.layer, step.gen)
+        local = local_env(env, step.gen, step.layer, spec)
+        if MEMORY in env:   # an encoder-decoder's decoder layer: its cross-attention reads the memory
+            local["memory"] = env[MEMORY]
+        return step.local, local, layer_spec(spec, step.layer, step.gen)
     if step.norm == "norm_final":
         return step.local, final_env(env, step.gen, spec), final_spec(spec, step.gen)
     return None
+
+
+# An encoder-decoder's encoder stack (`enc.`): its layers are blocks on the source's rows, its
+# final norm is the memory the decoder layers' cross-attention reads.
+MEMORY = "enc.norm_final"
+
+
+def encoder_frame(step, env: dict, spec):
+    """(name, env, spec) of an encoder step worked as a block's; None for its embedding rows."""
+    rows = len(spec.source_tokens)
+    named = [(names.parse(k), v) for k, v in env.items()]
+    if step.layer is not None:
+        layer = step.layer
+        out = {p.local: v for p, v in named if p.encoder and p.layer == layer and not p.grad}
+        out["x"] = env["enc." + (names.name_of("x") if layer == 0 else names.name_of("output", layer=layer - 1))]
+        block = spec.encoder[layer]
+        return step.local, out, replace(block, dims=replace(block.dims, seq_len=rows))
+    if step.norm == "norm_final":
+        out = {p.local: v for p, v in named if p.encoder and p.layer is None and (p.section == "ln_final" or
+                                                                                   p.norm == "norm_final")}
+        out["resid2"] = env["enc." + names.name_of("output", layer=len(spec.encoder) - 1)]
+        block = spec.encoder[-1]
+        opts = replace(block.options, norm_position="pre", final_norm=True)
+        return step.local, out, replace(block, dims=replace(block.dims, seq_len=rows), options=opts)
+    return None
+
+
+def _source_rows(step, env: dict, spec) -> Mat:
+    """An encoder's embedding (the source tokens' rows of W_E) or positions (0 … n−1)."""
+    if step.kind == "pos":
+        return position_rows(spec, env, range(len(spec.source_tokens)))
+    return Mat([env["W_E_src" if "W_E_src" in env else "W_E"].rows[k] for k in spec.source_tokens])
 
 
 def inputs(name: str, step_inputs: tuple, spec) -> tuple:
@@ -349,6 +386,8 @@ def model_step(name: str, env: dict, spec) -> Mat:
     if local is not None:
         return compute(*local)
     step = names.parse(name)
+    if step.encoder and step.kind in ("embed", "pos"):
+        return _source_rows(step, env, spec)
     return MODEL_RECOMPUTE[step.kind](step, env, spec)
 
 
