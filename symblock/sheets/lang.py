@@ -7,6 +7,8 @@ comes from here and is always escaped. `{0}`-style fields are filled with truste
 """
 from __future__ import annotations
 
+from symblock.sheets import lang_tiles
+
 LANGS = ("en", "zh")
 
 EN = {
@@ -285,6 +287,8 @@ from symblock.sheets.lang_cross import CROSS_EN, CROSS_MATH_ZH, CROSS_ZH  # noqa
 MATH_TEXT["zh"].update(CROSS_MATH_ZH)
 EN.update(CROSS_EN)
 ZH.update(CROSS_ZH)
+EN.update(lang_tiles.EN)   # the online softmax's tiles (sheets/work_tiles.py)
+ZH.update(lang_tiles.ZH)
 TEXTS = {"en": EN, "zh": ZH}
 assert set(EN) == set(ZH), sorted(set(EN) ^ set(ZH))
 

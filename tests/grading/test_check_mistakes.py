@@ -44,10 +44,20 @@ SPEC_C = """\
     dropout: {p: "1/2", masks: {b0.ffn.act: [[1, 0], [1, 1], [0, 1]]}}
     random: {seed: 3, low: -1, high: 1}
     """
+# Two causal heads (d_k = 2, scaled) worked as an online softmax over key tiles of 2: in head 0
+# row 4's maximum moves from tile 0 (s_41 = 1/√2) to tile 1 (s_43 = 3/√2), so the rescaling counts.
+SPEC_D = """\
+    dims: {seq_len: 4, d_model: 4, d_ff: 2, heads: 2}
+    block: {norm_position: post, norm: layernorm, eps: "1/10", activation: relu, causal: true,
+            attention_scale: sqrt_dk, attention_tiles: 2}
+    inputs:
+      X: [[1, 0, 2, -1], [0, 1, -1, 2], [2, -1, 0, 1], [1, 2, 1, 0]]
+    random: {seed: 8, low: -1, high: 1}
+    """
 # A Post-LN decoder layer with cross-attention: as many decoder rows as memory rows (so K and V
 # taken from the decoder have the memory's shape), two heads of d_k 2, ln1/ln2 with their own γ, β,
 # the last memory row padding.
-SPEC_D = """\
+SPEC_E = """\
     dims: {seq_len: 3, d_model: 4, d_ff: 4, heads: 2}
     block: {cross_attention: true, norm_position: post, norm: layernorm, eps: "1/10", activation: relu,
             bias: true, attention_scale: sqrt_dk}
@@ -60,7 +70,7 @@ SPEC_D = """\
       memory_padding_mask: [false, false, true]
     random: {seed: 11, low: -1, high: 1}
     """
-SPECS = {"A": SPEC_A, "B": SPEC_B, "C": SPEC_C, "D": SPEC_D}
+SPECS = {"A": SPEC_A, "B": SPEC_B, "C": SPEC_C, "D": SPEC_D, "E": SPEC_E}
 
 
 @pytest.fixture(scope="module")
@@ -122,6 +132,18 @@ def softmax_dead_rows_zero(s):
     return np.where(np.isnan(w), 0.0, w)
 
 
+def tiles_unrescaled(T, part, h=0):
+    """Head h's tile 1 (keys 3, 4) with the tile-0 sum or accumulator carried over unscaled: NumPy
+    from the masked scores and V, e^(s − m) with the running maxima taken here."""
+    s, v = T[f"attn.h{h}.masked"], T["attn.v"][:, 2 * h:2 * h + 2]
+    m0 = s[:, :2].max(axis=1, keepdims=True)
+    m1 = np.maximum(m0, s[:, 2:].max(axis=1, keepdims=True))
+    e0, e1 = np.exp(s[:, :2] - m0), np.exp(s[:, 2:] - m1)   # e^(−∞) = 0: a masked key adds nothing
+    if part == "sum":
+        return e0.sum(axis=1, keepdims=True) + e1.sum(axis=1, keepdims=True)
+    return e0 @ v[:2] + e1 @ v[2:]
+
+
 PAD_C = [[False, False, True], [False, True, False]]
 
 
@@ -138,6 +160,10 @@ DROP_C = np.array([[1, 0], [1, 1], [0, 1]], dtype=float)
 
 # (id, spec, step, expected code, planted value from truth T and params P)
 PLANTED = [
+    ("tile-sum-not-rescaled", "D", "attn.h0.tile1.sum", "tile_sum_not_rescaled",
+     lambda T, P: tiles_unrescaled(T, "sum")),
+    ("tile-acc-not-rescaled", "D", "attn.h0.tile1.acc", "tile_acc_not_rescaled",
+     lambda T, P: tiles_unrescaled(T, "acc")),
     ("scale-approx", "A", "attn.h0.scaled", "scale_approximated", lambda T, P: T["attn.h0.scores"] / 1.73),
     ("scale-approx-weights", "A", "attn.h1.weights", "scale_approximated",
      lambda T, P: softmax_rows(causal(T["attn.h1.scores"] * 0.577, -np.inf))),
@@ -209,21 +235,21 @@ PLANTED = [
     ("gelu-for-relu", "A", "ffn.act", "gelu_instead_of_relu", lambda T, P: gelu(T["ffn.hidden"])),
     ("relu-for-gelu", "B", "ffn.act", "relu_instead_of_gelu", lambda T, P: np.maximum(T["ffn.hidden"], 0)),
     # a decoder layer's cross-attention (Post-LN: its queries read H1 = norm1)
-    ("cross-k-from-decoder", "D", "cross.k", "cross_kv_from_decoder", lambda T, P: cross_proj(T, P, "K", T["norm1"])),
-    ("cross-v-from-decoder", "D", "cross.v", "cross_kv_from_decoder", lambda T, P: cross_proj(T, P, "V", T["norm1"])),
-    ("cross-scores-k-from-decoder", "D", "cross.h1.scores", "cross_kv_from_decoder",
+    ("cross-k-from-decoder", "E", "cross.k", "cross_kv_from_decoder", lambda T, P: cross_proj(T, P, "K", T["norm1"])),
+    ("cross-v-from-decoder", "E", "cross.v", "cross_kv_from_decoder", lambda T, P: cross_proj(T, P, "V", T["norm1"])),
+    ("cross-scores-k-from-decoder", "E", "cross.h1.scores", "cross_kv_from_decoder",
      lambda T, P: T["cross.q"][:, 2:] @ cross_proj(T, P, "K", T["norm1"])[:, 2:].T),
-    ("cross-causal-masked", "D", "cross.h0.masked", "cross_causal_mask",
+    ("cross-causal-masked", "E", "cross.h0.masked", "cross_causal_mask",
      lambda T, P: cross_causal(T["cross.h0.scores"] / math.sqrt(2))),
-    ("cross-causal-weights", "D", "cross.h1.weights", "cross_causal_mask",
+    ("cross-causal-weights", "E", "cross.h1.weights", "cross_causal_mask",
      lambda T, P: softmax_rows(cross_causal(T["cross.h1.scores"] / math.sqrt(2)))),
-    ("cross-q-from-memory", "D", "cross.q", "cross_queries_from_memory",
+    ("cross-q-from-memory", "E", "cross.q", "cross_queries_from_memory",
      lambda T, P: cross_proj(T, P, "Q", T["memory"])),
-    ("cross-scores-q-from-memory", "D", "cross.h0.scores", "cross_queries_from_memory",
+    ("cross-scores-q-from-memory", "E", "cross.h0.scores", "cross_queries_from_memory",
      lambda T, P: cross_proj(T, P, "Q", T["memory"])[:, :2] @ T["cross.k"][:, :2].T),
-    ("cross-norm-as-pre-q", "D", "cross.q", "cross_norm_as_pre_ln",
+    ("cross-norm-as-pre-q", "E", "cross.q", "cross_norm_as_pre_ln",
      lambda T, P: cross_proj(T, P, "Q", ln(T["norm1"], P["ln2.gamma"], P["ln2.beta"], EPS))),
-    ("cross-norm-as-pre-norm2", "D", "norm2", "cross_norm_as_pre_ln", lambda T, P: T["resid2"]),
+    ("cross-norm-as-pre-norm2", "E", "norm2", "cross_norm_as_pre_ln", lambda T, P: T["resid2"]),
 ]
 
 
