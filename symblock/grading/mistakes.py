@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 from symblock.engine import exact, kinds, names
 from symblock.engine.matrix import Mat
 from symblock.engine.steps import split_batch
-from symblock.grading import slips, slips_cross
+from symblock.grading import slips
 from symblock.grading.slips import (
     dropout_no_rescale, mask_after_softmax, mask_missing, mask_zero, masks, no_scale,
     padding_missing, padding_on_queries, scale_approximated, scale_d_model, scale_no_sqrt,
@@ -315,18 +315,7 @@ CATALOGUE: tuple[Mistake, ...] = (
             "ffn.act, ffn.out",
             _kinds("act", "ffn_out", when=lambda s: s.options.activation in ("gelu", "gelu_tanh", "geglu")),
             _relu_for_gelu),
-    # a decoder layer's cross-attention (grading/slips_cross.py)
-    Mistake("cross_kv_from_decoder", "cross-attention keys and values projected from the decoder's rows "
-            "instead of the memory (the encoder's output)", "cross.k, cross.v, cross.h*.scores",
-            _kinds("cross_k", "cross_v", "cross_scores", when=slips_cross.crossing), slips_cross.kv_from_decoder),
-    Mistake("cross_causal_mask", "causal mask applied to the cross-attention, which masks only padded "
-            "memory rows", "cross.h*.masked / .weights", slips_cross.causal_applies, slips_cross.causal_on_cross),
-    Mistake("cross_queries_from_memory", "cross-attention queries projected from the memory instead of "
-            "the decoder's rows", "cross.q, cross.h*.scores",
-            _kinds("cross_q", "cross_scores", when=slips_cross.crossing), slips_cross.queries_from_memory),
-    Mistake("cross_norm_as_pre_ln", "in a Post-LN decoder layer the cross-attention's norm placed as in "
-            "Pre-LN (its input normalised by N2, its residual left unnormalised)", "cross.q, norm2",
-            slips_cross.norm_as_pre_applies, slips_cross.norm_as_pre),
+    *(Mistake(*entry) for entry in slips.CROSS),   # a decoder layer's cross-attention
 )
 
 # A tiny GPT's own slips (model specs, grading/slips.py): their rules read the model's step

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from symblock.engine import exact, names, online_softmax, parameters
 from symblock.engine.block import ACTIVATIONS, apply_mask, softmax
 from symblock.engine.matrix import Mat
+from symblock.engine.translate import MEMORY, encoder_frame, source_rows
 from symblock.engine.steps import (
     batch_index, head_columns, masked_positions, split_batch, step_inputs, value_columns,
     step_kind as kind,)
@@ -338,38 +339,6 @@ def frame(name: str, env: dict, spec):
     return None
 
 
-# An encoder-decoder's encoder stack (`enc.`): its layers are blocks on the source's rows, its
-# final norm is the memory the decoder layers' cross-attention reads.
-MEMORY = "enc.norm_final"
-
-
-def encoder_frame(step, env: dict, spec):
-    """(name, env, spec) of an encoder step worked as a block's; None for its embedding rows."""
-    rows = len(spec.source_tokens)
-    named = [(names.parse(k), v) for k, v in env.items()]
-    if step.layer is not None:
-        layer = step.layer
-        out = {p.local: v for p, v in named if p.encoder and p.layer == layer and not p.grad}
-        out["x"] = env["enc." + (names.name_of("x") if layer == 0 else names.name_of("output", layer=layer - 1))]
-        block = spec.encoder[layer]
-        return step.local, out, replace(block, dims=replace(block.dims, seq_len=rows))
-    if step.norm == "norm_final":
-        out = {p.local: v for p, v in named if p.encoder and p.layer is None and (p.section == "ln_final" or
-                                                                                   p.norm == "norm_final")}
-        out["resid2"] = env["enc." + names.name_of("output", layer=len(spec.encoder) - 1)]
-        block = spec.encoder[-1]
-        opts = replace(block.options, norm_position="pre", final_norm=True)
-        return step.local, out, replace(block, dims=replace(block.dims, seq_len=rows), options=opts)
-    return None
-
-
-def _source_rows(step, env: dict, spec) -> Mat:
-    """An encoder's embedding (the source tokens' rows of W_E) or positions (0 … n−1)."""
-    if step.kind == "pos":
-        return position_rows(spec, env, range(len(spec.source_tokens)))
-    return Mat([env["W_E_src" if "W_E_src" in env else "W_E"].rows[k] for k in spec.source_tokens])
-
-
 def inputs(name: str, step_inputs: tuple, spec) -> tuple:
     """What the checker tracks a step as reading: the engine's inputs, and for a generated token's
     embedding the next_token it looks up (with the cache only the last one)."""
@@ -388,7 +357,7 @@ def model_step(name: str, env: dict, spec) -> Mat:
         return compute(*local)
     step = names.parse(name)
     if step.encoder and step.kind in ("embed", "pos"):
-        return _source_rows(step, env, spec)
+        return source_rows(step, env, spec, position_rows)
     return MODEL_RECOMPUTE[step.kind](step, env, spec)
 
 
