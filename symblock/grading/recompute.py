@@ -298,8 +298,9 @@ def local_env(env: dict, t: int, layer: int, spec) -> dict:
     out = {p.local: v for p, v in named if p.layer == layer and p.gen == 0 and not p.grad}
     if t:
         out.update({p.local: v for p, v in named if p.layer == layer and p.gen == t and not p.grad})
-    if layer_input(t, layer) in env:
-        out["x"] = env[layer_input(t, layer)]
+    first = names.name_of("norm_embed", gen=t) if layer == 0 and getattr(spec, "embed_norm", None) else None
+    if (src := first or layer_input(t, layer)) in env:   # BERT's first layer reads the embeddings' norm
+        out["x"] = env[src]
     if cached(spec, t):   # the new row attends to the cache
         for p in "kv":
             if (cache := names.name_of(f"cache.{p}", gen=t, layer=layer)) in env:

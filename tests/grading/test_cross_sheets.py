@@ -161,3 +161,27 @@ def test_translation_wrong_encoder_step_is_carried_into_the_memory(cli, spec_fil
     steps = {x["name"]: x for x in json.loads(out)["steps"]}
     assert steps["enc.layer0.resid1"]["status"] == "wrong"
     assert steps["enc.layer0.norm1.mean"]["status"] == "carried"
+
+
+def test_tiny_bert_numpy_answers_get_full_marks_and_errors_carry(cli, spec_file):
+    """An encoder model's every step checked against the NumPy model path; a wrong embedding norm
+    (BERT's LayerNorm after the embeddings) is wrong, and the first layer's q worked from it is
+    carried: the layer reads norm_embed, not x."""
+    s = api.load("tiny-bert")
+    T = numeric_model.forward(s)
+    code, out, err = cli("check", "tiny-bert", spec_file(answers(T), "answers.yaml"), "--json")
+    data = json.loads(out)
+    assert code == 0 and {x["status"] for x in data["steps"]} == {"correct"} and len(data["steps"]) == len(T)
+    P = {k: np.array(v.tolist(), dtype=float) for k, v in s.layers[0].params.items()}
+    ne = T["norm_embed"].copy()
+    ne[0, 0] += 1
+    plant = {"norm_embed": ne, "layer0.attn.q": ne @ P["W_Q"] + P["b_Q"]}
+    code, out, err = cli("check", "tiny-bert", spec_file(answers(plant), "a.yaml"), "--json")
+    steps = {x["name"]: x for x in json.loads(out)["steps"]}
+    assert code == 1 and steps["norm_embed"]["status"] == "wrong"
+    assert steps["layer0.attn.q"]["status"] == "carried"
+
+
+def test_tiny_bert_worksheet_is_refused_clearly(cli, tmp_path):
+    code, out, err = cli("worksheet", "tiny-bert", "--out", tmp_path)
+    assert code == 2 and "does not work an encoder model yet" in err and "Traceback" not in err
