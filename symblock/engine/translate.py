@@ -84,7 +84,7 @@ def decode_cached(run: Any, spec: ModelSpec, tokens: list[int], prefix: str, mem
             st = run.steps[j]
             if st.name in (f"{prefix}layer{i}.cross.k", f"{prefix}layer{i}.cross.v"):
                 run.steps[j] = replace(st, inputs=(f"layer{i}.{st.name.rsplit('.', 2)[-2]}.{st.name[-1]}",),
-                                       given=False, latex=st.latex + r"\ 	ext{(worked once, reused)}")
+                                       given=False, latex=st.latex + r"\ \text{(worked once, reused)}")
         x_name = f"{prefix}layer{i}.output"
     return run.head_out(h, x_name, prefix, m - 1)
 
