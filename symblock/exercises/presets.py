@@ -86,6 +86,18 @@ def preset_steps(preset: str, names: list[str]) -> list[str]:
     return [s.full for s in steps if s.section == part]
 
 
+# the presets that ask one part a block may lack: (its option, what the refusal says)
+PARTS = {TILES: ("attention_tiles", "the online softmax over key tiles; this block has none (set "
+                 "block.attention_tiles, e.g. 2, as the example tiled-attention does)"),
+         CROSS: ("cross_attention", "a decoder layer's cross-attention; this block has none (set "
+                 "block.cross_attention: true and inputs.memory, as the example decoder-layer does)")}
+
+
+def _require_part(spec, preset: str, where: str) -> None:
+    if preset in PARTS and not getattr(spec.options, PARTS[preset][0]):
+        raise SpecError(spec.source, where, f"the {preset} preset asks {PARTS[preset][1]}")
+
+
 def choose(trace, preset: str | None = None, loss: str | None = None,
            wrt: list[str] | None = None) -> Exercise:
     """Validate a block's `exercise:` section and decide what is asked and given (a model's is
@@ -101,14 +113,7 @@ def choose(trace, preset: str | None = None, loss: str | None = None,
     effective = preset if preset is not None else ex.get("preset", "full")
     if effective == decoder.PRESET:
         decoder.require(spec)
-    if effective == TILES and not spec.options.attention_tiles:
-        raise SpecError(src, "--preset" if preset is not None else "exercise.preset", "the tiles preset asks "
-                        "the online softmax over key tiles; this block has none (set block.attention_tiles, "
-                        "e.g. 2, as the example tiled-attention does)")
-    if effective == CROSS and not spec.options.cross_attention:
-        raise SpecError(src, "--preset" if preset is not None else "exercise.preset", "the cross preset asks "
-                        "a decoder layer's cross-attention; this block has none (set block.cross_attention: "
-                        "true and inputs.memory, as the example decoder-layer does)")
+    _require_part(spec, effective, "--preset" if preset is not None else "exercise.preset")
     if effective == "backprop":
         return with_points(choose_backprop(trace, ex, loss, wrt), ex.get("points"), src, trace)
     for key in BACKPROP_KEYS:
