@@ -59,6 +59,12 @@ class DecoderBuilder(Builder):
         layers = self.t("m.layers_1") if len(s.layers) == 1 else self.t("m.layers_n", len(s.layers))
         heads = self.t("heads_1") if d.heads == 1 else self.t("heads_n", d.heads)
         order = self.t("post") if self.o.norm_position == "post" else self.t("pre")
+        if s.kind == "encoder-decoder":
+            source = "$" + r"\ ".join(token_tex(s.vocab[t]) for t in s.source_tokens) + "$"
+            return self.t("m.describe_translate", v=len(s.vocab), d=d.d_model, enc=len(s.encoder),
+                          dec=len(s.layers), heads=heads, order=order, head=self.t(f"m.{s.head}"),
+                          source=source, n=len(s.source_tokens), prompt=prompt, m=self.m,
+                          token=f"${token_tex(s.vocab[self.token])}$")
         return self.t("m.describe", v=len(s.vocab), d=d.d_model, layers=layers, heads=heads, order=order,
                       head=self.t(f"m.{s.head}"), prompt=prompt, m=self.m,
                       token=f"${token_tex(s.vocab[self.token])}$")
