@@ -21,7 +21,9 @@ Only the steps that depend on a `wrt` name get a gradient (the others cannot cha
 Conventions: ReLU at exactly 0 has derivative 0 (torch's choice of subgradient); a masked (−∞)
 score gets gradient 0; a given step is a constant (nothing flows past it, but `--wrt` may name it
 to get dL/d of that step). `wrt` names: X, W_Q … W_3, b_Q … b_3, ln1.gamma, ln2.beta, …, or any
-step name (e.g. attn.out).
+step name (e.g. attn.out); a decoder layer's also M (the memory), cross.W_Q … cross.b_O, ln3.*.
+Its cross-attention heads read their own K/V columns of the memory's projections, and only
+padded memory rows are masked (no causal mask).
 """
 from __future__ import annotations
 
@@ -137,17 +139,34 @@ def _linear(step: Step, g: Mat, v: Values, spec: BlockSpec, want: Wanted) -> dic
     return out
 
 
+def _cross(step: Step) -> bool:
+    """A step of a decoder layer's cross-attention (`cross.h0.scores`): its keys and values come
+    from the memory, one K/V head per query head, and only padded memory rows are masked."""
+    return names.parse(step.name).sublayer == "cross"
+
+
+def _kv_columns(step: Step, dims, of: str) -> tuple[int, int, int]:
+    """(lo, hi, all heads' width) of the K (`of` "k") or V ("v") columns a head step reads: its
+    grouped K/V head's in the self-attention, its own head's in the cross-attention."""
+    width, columns = (dims.d_k, key_columns) if of == "k" else (dims.d_v, value_columns)
+    if _cross(step):
+        h = names.parse(step.name).head
+        return h * width, (h + 1) * width, dims.heads * width
+    lo, hi = columns(step.name, dims)
+    return lo, hi, dims.kv_heads * width
+
+
 def _scores(step: Step, g: Mat, v: Values, spec: BlockSpec, want: Wanted) -> dict:
     """S = Q_h K_hᵀ: dQ_h = dS K_h, dK_h = dSᵀ Q_h (into head h's columns of Q, K)."""
     lo, hi = head_columns(step.name, spec.dims)
-    klo, khi = key_columns(step.name, spec.dims)   # grouped heads: its K/V head's columns
+    klo, khi, kw = _kv_columns(step, spec.dims, "k")   # grouped heads: its K/V head's columns
     q, k = step.inputs
     dims = spec.dims
     out = {}
     if want(q):
         out[q] = put_cols(g @ v(k).cols(klo, khi), lo, dims.heads * dims.d_k)
     if want(k):
-        out[k] = put_cols(g.T @ v(q).cols(lo, hi), klo, dims.kv_heads * dims.d_k)
+        out[k] = put_cols(g.T @ v(q).cols(lo, hi), klo, kw)
     return out
 
 
@@ -173,8 +192,11 @@ def _masked(step: Step, g: Mat, v: Values, spec: BlockSpec, want: Wanted) -> dic
     (s,) = step.inputs
     if not want(s):
         return {}
-    pad = spec.key_padding_mask[batch_index(step.name)] if spec.key_padding_mask else None
-    masked = masked_positions(g.shape[0], spec.options.causal, pad)
+    if _cross(step):  # no causal mask over the memory: only its padded rows
+        masked = [list(spec.memory_padding_mask)] * g.shape[0]
+    else:
+        pad = spec.key_padding_mask[batch_index(step.name)] if spec.key_padding_mask else None
+        masked = masked_positions(g.shape[0], spec.options.causal, pad)
     return {s: Mat([[exact.ZERO if m else e for e, m in zip(r, mr)] for r, mr in zip(g.rows, masked)])}
 
 
@@ -201,13 +223,13 @@ def _softmax(step: Step, g: Mat, v: Values, spec: BlockSpec, want: Wanted) -> di
 
 def _head_out(step: Step, g: Mat, v: Values, spec: BlockSpec, want: Wanted) -> dict:
     """O_h = P_h V_h: dP_h = dO V_hᵀ, dV_h = P_hᵀ dO (into head h's columns of V)."""
-    lo, hi = value_columns(step.name, spec.dims)
+    lo, hi, width = _kv_columns(step, spec.dims, "v")
     p, vv = step.inputs
     out = {}
     if want(p):
         out[p] = g @ v(vv).cols(lo, hi).T
     if want(vv):
-        out[vv] = put_cols(v(p).T @ g, lo, spec.dims.kv_heads * spec.dims.d_v)
+        out[vv] = put_cols(v(p).T @ g, lo, width)
     return out
 
 
@@ -441,7 +463,11 @@ def _param_tex(name: str) -> str:
     p = parameters.parse(name)
     if p.kind == "input":
         return "X" if p.batch is None else f"X^{{(b{p.batch})}}"   # a batch's b1.X
+    if p.kind == "memory":
+        return "M"
     if p.linear:
         kind = "W" if p.kind == "weight" else "b"
+        if p.cross:  # as the decoder layer's formulas write them: W^{Q}_{c}
+            return f"{kind}^{{{p.sub}}}_{{c}}"
         return f"{kind}^{{{p.sub}}}" if p.sub in "QKVO" else f"{kind}_{{{p.sub}}}"
     return f"\\{p.kind}^{{({p.norm})}}"
