@@ -162,7 +162,8 @@ class _Run:
         t = block.Tracer(replace(with_length(layer, len(h.rows)), options=opts, X=h,
                                  params=MappingProxyType(params), given=MappingProxyType({})))
         out = block.norm(t, "norm_final", h, src, "ln_final", tex)
-        ren = {"resid2": h_name}
+        read = t.steps[-1].inputs[0]   # the residual the norm reads: resid2, or a decoder layer's resid3
+        ren = {read: h_name}
 
         def name(n: str) -> str:
             if n.startswith("ln_final"):

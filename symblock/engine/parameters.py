@@ -3,6 +3,7 @@
 A parameter name is a block-level name under optional prefixes, outermost first:
 
     grad.                  the gradient of the parameter (calculus)
+    enc.                   the encoder stack of an encoder-decoder (`enc.layer0.W_Q`, `enc.ln_final.gamma`)
     b1.                    sequence 1 of a batch (only its input: `b1.X`)
     layer0.                layer 0 of a tiny GPT
     cross.                 a decoder layer's cross-attention (`cross.W_Q`, its own weights)
@@ -19,7 +20,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-_PREFIX = re.compile(r"^(grad\.)?(?:b(\d+)\.)?(?:layer(\d+)\.)?(cross\.(?=[Wb]_[QKVO]$))?")
+_PREFIX = re.compile(r"^(grad\.)?(enc\.)?(?:b(\d+)\.)?(?:layer(\d+)\.)?(cross\.(?=[Wb]_[QKVO]$))?")
 _LINEAR = re.compile(r"^([Wb])_([A-Za-z0-9]+)$")
 _NORM = re.compile(r"^(ln\w*)\.(gamma|beta)$")
 _NORM_STEP = re.compile(r"^norm(\d*|_final|_embed)$")
@@ -42,11 +43,12 @@ class ParamName:
     sub: str | None = None
     norm: str | None = None
     cross: bool = False
+    encoder: bool = False   # a parameter of an encoder-decoder's encoder stack (`enc.`)
 
     @property
     def prefix(self) -> str:
         """Everything before `base` but the gradient's `grad.`: "b1.", "layer0.", "layer0.cross.", ""."""
-        return (("" if self.batch is None else f"b{self.batch}.")
+        return (("enc." if self.encoder else "") + ("" if self.batch is None else f"b{self.batch}.")
                 + ("" if self.layer is None else f"layer{self.layer}.") + ("cross." if self.cross else ""))
 
     @property
@@ -75,9 +77,9 @@ def parse(name: str) -> ParamName:
     """The parts of a parameter name (never fails: anything else has kind 'other')."""
     m = _PREFIX.match(name)
     assert m is not None  # every part of the prefix is optional: it matches any name
-    grad, batch, layer, cross = m.group(1), m.group(2), m.group(3), m.group(4)
+    grad, enc, batch, layer, cross = m.group(1), m.group(2), m.group(3), m.group(4), m.group(5)
     base = name[m.end():]
-    kw: dict = {"full": name, "base": base, "grad": bool(grad),
+    kw: dict = {"full": name, "base": base, "grad": bool(grad), "encoder": bool(enc),
                 "batch": None if batch is None else int(batch),
                 "layer": None if layer is None else int(layer), "cross": bool(cross)}
     if (w := _LINEAR.match(base)):

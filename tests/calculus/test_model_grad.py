@@ -124,13 +124,14 @@ def test_untied_post_ln_without_final_norm():
     check_against_torch(from_mapping(data, "t"), "mse")
 
 
-def test_a_final_norm_after_post_ln_is_refused():
+def test_a_final_norm_after_post_ln():
     from symblock.engine.spec import read_spec
     data, _ = read_spec("tiny-gpt")
     data = {**data, "block": {**data["block"], "norm_position": "post"}}
-    with pytest.raises(SpecError) as e:
-        model_grad.backward(from_mapping(data, "t"))
-    assert e.value.field == "model.final_norm"
+    spec = from_mapping(data, "t")
+    assert spec.final_norm and spec.layers[-1].options.norm_position == "post"
+    for loss in ("sum", "mse"):
+        check_against_torch(spec, loss)
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -27,6 +27,9 @@ from symblock.engine.steps import Dims, Options, param_names, param_shape
     ("grad.layer1.cross.W_V", dict(grad=True, layer=1, kind="weight", sub="V", cross=True,
                                    prefix="layer1.cross.")),
     ("W_K", dict(cross=False, sublayer="attn")),
+    ("enc.layer0.W_Q", dict(encoder=True, layer=0, kind="weight", sub="Q", prefix="enc.layer0.")),
+    ("grad.enc.ln_final.gamma", dict(grad=True, encoder=True, layer=None, kind="gamma", norm="ln_final")),
+    ("ln_final.beta", dict(encoder=False)),
     ("M", dict(kind="memory", sublayer=None, vector=False, prefix="")),
 ])
 def test_each_part_of_a_parameter_name_lands_in_its_field(name, fields):
