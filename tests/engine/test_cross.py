@@ -115,7 +115,7 @@ def test_missing_cross_weights_are_drawn_with_a_seed_or_refused():
     assert drawn.params["cross.W_Q"].shape == (2, 2) and "cross.b_Q" not in drawn.params
 
 
-@pytest.mark.parametrize("command", ["derive", "worksheet"])
+@pytest.mark.parametrize("command", ["worksheet"])
 def test_commands_that_do_not_work_a_decoder_layer_yet_refuse_it_clearly(tmp_path, capsys, command):
     from symblock import cli
     path = tmp_path / "dec.yaml"
