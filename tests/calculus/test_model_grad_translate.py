@@ -18,10 +18,10 @@ from symblock.engine.model_spec import from_mapping
 VOCAB = ["<s>", "</s>", "a", "b", "c", "x", "y", "z"]
 
 
-def translation(norm_position="post", seed=5, positions="learned", head="tied"):
+def translation(norm_position="post", seed=5, positions="learned", head="tied", **more):
     return from_mapping({
         "model": {"kind": "encoder-decoder", "vocab": VOCAB, "positions": positions, "source": ["a", "b", "c", "a"],
-                  "encoder_layers": 2, "decoder_layers": 2, "prompt": ["<s>", "x", "y"], "head": head},
+                  "encoder_layers": 2, "decoder_layers": 2, "prompt": ["<s>", "x", "y"], "head": head, **more},
         "dims": {"d_model": 4, "d_ff": 6, "heads": 2},
         "block": {"norm_position": norm_position, "eps": "1e-5", "bias": True, "activation": "gelu"},
         "random": {"seed": seed, "low": -2, "high": 2}}, "tr.yaml")
@@ -84,7 +84,9 @@ def torch_grads(s, loss):
     net, mapping = build(s)
     W_E = leaf(s.W_E)
     leaves = {"W_E": W_E}
-    src, tgt = W_E[list(s.source_tokens)], W_E[list(s.prompt)]
+    if s.W_E_src is not None:   # the source's own table; the target and a tied head read W_E
+        leaves["W_E_src"] = leaf(s.W_E_src)
+    src, tgt = leaves.get("W_E_src", W_E)[list(s.source_tokens)], W_E[list(s.prompt)]
     if s.positions == "learned":
         leaves["W_P"] = W_P = leaf(s.W_P)
         src, tgt = src + W_P[:len(s.source_tokens)], tgt + W_P[:len(s.prompt)]
@@ -108,10 +110,12 @@ def torch_grads(s, loss):
     return float(L.detach()), logits.detach().numpy(), grads
 
 
-@pytest.mark.parametrize("norm_position, loss, positions, head", [
-    ("post", "mse", "learned", "tied"), ("pre", "sum", "learned", "tied"), ("post", "sum", "sinusoidal", "untied")])
-def test_every_gradient_matches_autograd_on_nn_transformer(norm_position, loss, positions, head):
-    s = translation(norm_position, positions=positions, head=head)
+@pytest.mark.parametrize("norm_position, loss, positions, head, embeddings", [
+    ("post", "mse", "learned", "tied", "shared"), ("pre", "sum", "learned", "tied", "separate"),
+    ("post", "sum", "sinusoidal", "untied", "separate")])
+def test_every_gradient_matches_autograd_on_nn_transformer(norm_position, loss, positions, head, embeddings):
+    s = translation(norm_position, positions=positions, head=head, embeddings=embeddings)
+    assert (s.W_E_src is not None) == (embeddings == "separate")
     L, logits, want = torch_grads(s, loss)
     g = model_grad.backward(s, loss)
     assert abs(float(g.loss_value) - L) < 1e-9 * max(1, abs(L))
@@ -152,3 +156,44 @@ def test_the_decoder_final_norm_reads_the_last_decoder_layer():
     tr = model.forward(replace(translation("pre"), generate=0))
     assert tr["norm_final"].inputs[0] == "layer1.output" == tr["norm_final.mean"].inputs[0]
     assert tr["enc.norm_final"].inputs[0] == "enc.layer1.output"
+
+
+def test_separate_source_and_target_embeddings_match_nn_transformer_and_every_path():
+    """W_E_src embeds the source, W_E the target and the tied head: the exact trace against a
+    greedy loop around nn.Transformer written here, and verify's NumPy and torch paths."""
+    from symblock.engine import model
+    from symblock.reference import verify
+    s = translation("post", seed=7, embeddings="separate", generate=2)
+    net, _ = build(s)
+    W_E, W_src, W_P = (torch.tensor(np.array(m.tolist(), dtype=float)) for m in (s.W_E, s.W_E_src, s.W_P))
+    src = (W_src[list(s.source_tokens)] + W_P[:4])[None]
+    tokens = list(s.prompt)
+    with torch.enable_grad():
+        for _ in range(3):
+            mask = torch.nn.Transformer.generate_square_subsequent_mask(len(tokens), dtype=torch.float64)
+            out = net(src, (W_E[tokens] + W_P[:len(tokens)])[None], tgt_mask=mask).detach()[0]
+            tokens.append(int(torch.argmax(out[-1] @ W_E.T)))
+    trace = model.forward(s)
+    assert trace["enc.embed"].inputs == ("W_E_src",) and trace["embed"].inputs == ("W_E",)
+    assert np.abs(np.array(trace["gen2.norm_final"].value.floats()) - out.numpy()).max() < 1e-9
+    ours = [int(float(trace[k].value.rows[0][0])) for k in ("next_token", "gen1.next_token", "gen2.next_token")]
+    assert list(s.prompt) + ours == tokens
+    r = verify.run(s, require_torch=True)
+    assert r.ok and r.backends["torch"].available, r.problems
+
+
+@pytest.mark.parametrize("model_keys, weights, where", [
+    ({"kind": "decoder", "layers": 1}, {"W_E_src": [[0]]}, "weights.W_E_src"),
+    ({"embeddings": "both"}, {}, "model.embeddings"),
+    ({"embeddings": "shared"}, {"W_E_src": [[1] * 4] * 8}, "weights.W_E_src"),
+])
+def test_bad_source_embeddings_name_the_field(model_keys, weights, where):
+    from symblock.errors import SpecError
+    base = {"kind": "encoder-decoder", "vocab": VOCAB, "source": ["a"], "prompt": ["<s>"]}
+    m = {**base, **model_keys}
+    if m["kind"] != "encoder-decoder":
+        m.pop("source")
+    with pytest.raises(SpecError) as e:
+        from_mapping({"model": m, "dims": {"d_model": 4, "d_ff": 4, "heads": 1}, "weights": weights,
+                      "random": {"seed": 1}}, "t.yaml")
+    assert e.value.where == where, e.value
