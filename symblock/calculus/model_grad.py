@@ -40,7 +40,9 @@ def backward(spec: ModelSpec, loss: str = "sum", target: Mat | None = None) -> M
     if loss not in grad.LOSSES:
         raise SpecError(spec.source, "--loss", f"expected one of {', '.join(grad.LOSSES)}, got {loss!r}")
     from symblock.engine import model, translate
-    tr = model.forward(replace(spec, generate=0))   # the prompt pass: generated tokens carry no gradient
+    # the prompt pass, up to the head: generated tokens carry no gradient, and a tie between the
+    # largest logits (no single next token) does not stop one
+    tr = model.forward(replace(spec, generate=0, head="none"))
     grads: dict[str, Mat] = {}
 
     def add(name: str, m: Mat) -> None:
@@ -52,10 +54,10 @@ def backward(spec: ModelSpec, loss: str = "sum", target: Mat | None = None) -> M
         out = h
         value, dh, _ = grad.loss_grad(h, loss, target)
     else:
-        out = tr["logits"].value
-        value, dl, _ = grad.loss_grad(out, loss, target)
-        w = tr["logits"].inputs[1]
+        w = "W_E" if spec.head == "tied" else "W_U"
         head = tr.params[w]
+        out = h @ head.T if spec.head == "tied" else h @ head   # ℓ = H W_Eᵀ or H W_U
+        value, dl, _ = grad.loss_grad(out, loss, target)
         add(w, dl.T @ h if spec.head == "tied" else h.T @ dl)   # ℓ = H W_Eᵀ or H W_U
         dh = dl @ head if spec.head == "tied" else dl @ head.T
     if spec.final_norm:
