@@ -271,7 +271,7 @@ def _summary(out: Path, written: list, idents: list[str]) -> list[str]:
         sides = {side: list(dict.fromkeys(p.name for p in inner if p.parent.parent.name == side))
                  for side in dict.fromkeys(p.parent.parent.name for p in inner)}
         each = "; ".join(f"{side}/<ID>/: {', '.join(names)}" for side, names in sides.items())
-        lines.append(f"wrote {len(folders)} variants in {out}/ ({span}), each: {each}")
+        lines.append(f"wrote {len(folders)} variant{'' if len(folders) == 1 else 's'} in {out}/ ({span}), each: {each}")
     own = list(dict.fromkeys(str(Path(*Path(p).parts[:len(out.parts) + 2])) + ("/" if len(Path(p).parts)
                              > len(out.parts) + 2 else "") for p in written if Path(p).parent.name not in ids))
     if own:

@@ -211,8 +211,12 @@ class Variants:
             return "no id: (the worksheet ID printed on the sheet) in the file"
         if ident in self.seeds:
             return None
-        from symblock.exercises.variants import split_id
+        from symblock.exercises.variants import split_id, split_version
         token = split_id(ident)[0]
+        (base, g), (own, mine) = split_version(token), split_version(self.token)
+        if token != self.token and base == own:
+            return (f"id {ident} was drawn by generator version {g}, this set's variants by version {mine} "
+                    f"({self.token}): another sheet")
         if token != self.token:
             return f"id {ident} was made from another spec ({token!r}; this set's spec is {self.token!r})"
         ids = list(self.seeds)
