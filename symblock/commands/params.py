@@ -12,10 +12,10 @@ examples:
                   --norm rmsnorm --activation swiglu        # a LLaMA-7B layer
   symblock params --d-model 768 --heads 12 --layers 12 --vocab 50257 \\
                   --context 1024                            # GPT-2 small
-  symblock params --d-model 512 --heads 8 --encoder-layers 6 \
+  symblock params --d-model 512 --heads 8 --encoder-layers 6 \\
                   --decoder-layers 6                        # nn.Transformer()
-  symblock params --d-model 768 --heads 12 --layers 12 --vocab 30522 \
-                  --context 512 --encoder --activation gelu # a BERT-base-like encoder
+  symblock params --d-model 768 --heads 12 --layers 12 --vocab 30522 \\
+                  --context 512 --encoder                   # BERT-base-like
   symblock params --d-model 32 --heads 4 --format latex     # align* for notes"""  # the --help epilog
 
 import argparse
