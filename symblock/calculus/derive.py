@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from symblock.calculus import derive_cross
 from symblock.calculus.fact import Fact  # noqa: F401  (derive.Fact: the facts below return it)
 
 SIMPLIFY_OPS = 150   # simplify entries up to this many operations (sympy.count_ops)
@@ -41,7 +42,8 @@ TINY = {
 
 # the symbol base for each sub-layer input, by its name in the step formulas
 INPUT_SYMBOLS = {"X": "x", "A": "a", "F": "f", "R_1": "r^{(1)}", "R_2": "r^{(2)}",
-                 "H_1": "h^{(1)}", "H_2": "h^{(2)}", "N_1": "n^{(1)}", "N_2": "n^{(2)}", "N_f": "n^{(f)}"}
+                 "H_1": "h^{(1)}", "H_2": "h^{(2)}", "N_1": "n^{(1)}", "N_2": "n^{(2)}", "N_f": "n^{(f)}",
+                 "C": "c", "R_3": "r^{(3)}", "H_3": "h^{(3)}", "N_3": "n^{(3)}"}   # C …: a decoder layer's
 
 
 class TooLarge(ValueError):
@@ -79,6 +81,7 @@ def symbolic(spec_arg=None):
                                 "but a tile's running maximum compares numbers; leave attention_tiles "
                                 "out (`derive --facts` proves the tiles equal to softmax·V)")
     sym = block.symbolic_spec(s)
+    sym = derive_cross.symbolize(sym) if s.options.cross_attention else sym   # a decoder layer's own weights
     block.check_size(sym)
     return sym
 
@@ -89,8 +92,8 @@ class _Local:
     `s'_{ij}`, `P_0` -> `p_{ij}`; `p^{(0)}_{ij}` with several heads), so that every attention
     step is a formula in its direct inputs. Entries without symbols (−∞, a masked 0) stay."""
 
-    def __init__(self, tracer, over: dict, src: str):
-        self._t, self._over, self._src, self._tex = tracer, over, src, {}
+    def __init__(self, tracer, over: dict, src: str, known: dict | None = None):
+        self._t, self._over, self._src, self._tex = tracer, over, src, dict(known or {})
 
     def __getattr__(self, name):
         return getattr(self._t, name)
@@ -103,17 +106,18 @@ class _Local:
         self._tex[name] = lhs
         ins = [self._tex[i] for i in self._t.graph[name] if i in self._tex]
         self._over[name] = ", ".join(ins) if ins else self._src
-        return _renamed(value, _base(lhs, self._t.dims.heads))
+        return _renamed(value, _base(lhs, self._t.dims.heads, derive_cross.is_cross(name)))
 
 
-def _base(lhs: str, heads: int) -> str:
-    """The symbol base of a step's entries: `S_0'` -> `s'` (`s'^{(0)}` with several heads)."""
+def _base(lhs: str, heads: int, cross: bool = False) -> str:
+    """A step's symbol base: `S_0'` -> `s'` (`s'^{(0)}` with several heads; cross: `p^{c}`, `p^{c,(0)}`)."""
     import re
-    m = re.fullmatch(r"([A-Za-z])(?:_\{?(\w+)\}?)?('?)", lhs)
+    m = re.fullmatch(r"([A-Za-z])(?:\^\{c\})?(?:_\{?(\w+)\}?)?('?)", lhs)
     if m is None:
         raise AssertionError(f"no symbol base for {lhs!r}")
     base = m.group(1).lower() + m.group(3)
-    return base + (f"^{{({m.group(2)})}}" if m.group(2) and heads > 1 else "")
+    sup = (["c"] if cross else []) + ([f"({m.group(2)})"] if m.group(2) and heads > 1 else [])
+    return base + (f"^{{{','.join(sup)}}}" if sup else "")
 
 
 def _renamed(value, base: str):
@@ -154,7 +158,9 @@ def derive(spec_arg=None, only: str | None = None) -> dict[str, Derived]:
 
     x = t.step("x", "X", lambda: t.params["X"])
     over["x"] = "X"
-    if s.options.norm_position == "pre":
+    if s.options.cross_attention:   # a decoder layer: calculus/derive_cross.py
+        last = derive_cross.decoder_layer(t, stage, resid, over, lambda src, known: _Local(t, local, src, known), _symbols)
+    elif s.options.norm_position == "pre":
         stage("X", lambda m: block.norm(t, "norm1", m, "X", "ln1", "N_1"))
         stage("N_1", lambda m: block.attention(_Local(t, local, "N_1"), m, "N_1"))
         resid("resid1", "R_1 = X + A", "X", "A")

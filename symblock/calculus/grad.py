@@ -7,9 +7,9 @@
     >>> g.wrt["W_2"].value                     # exact: dL/dW_2, a Mat of exact Reals
 
 Reverse mode over the Trace's step graph (`Step.inputs`, from steps.py): the forward values come
-from the exact trace, and each step kind has one local backward rule below (`_linear`, `_scores`,
-`_softmax`, `_layernorm`, ...), which turns dL/d(step) into contributions to dL/d(input) for each
-input. Contributions are summed with exact arithmetic (`exact.Real`), so every gradient is exact.
+from the exact trace, and each step kind has one local backward rule (`_linear`, `_layernorm`, ...
+below; the attention steps' in grad_attention.py), which turns dL/d(step) into contributions to
+dL/d(input) for each input. Contributions are summed with exact arithmetic (`exact.Real`), so every gradient is exact.
 
 Losses (of the block output Y, n × d):
 - `sum`: L = Σ_ij Y_ij, so dL/dY = 1 everywhere;
@@ -21,7 +21,9 @@ Only the steps that depend on a `wrt` name get a gradient (the others cannot cha
 Conventions: ReLU at exactly 0 has derivative 0 (torch's choice of subgradient); a masked (−∞)
 score gets gradient 0; a given step is a constant (nothing flows past it, but `--wrt` may name it
 to get dL/d of that step). `wrt` names: X, W_Q … W_3, b_Q … b_3, ln1.gamma, ln2.beta, …, or any
-step name (e.g. attn.out).
+step name (e.g. attn.out); a decoder layer's also M (the memory), cross.W_Q … cross.b_O, ln3.*.
+Its cross-attention heads read their own K/V columns of the memory's projections, and only
+padded memory rows are masked (no causal mask).
 """
 from __future__ import annotations
 
@@ -32,10 +34,9 @@ from symblock.engine import exact
 from symblock.engine.block import ACTIVATIONS, Step, Trace, forward
 from symblock.engine.matrix import Mat
 from symblock.engine.spec import BlockSpec, SpecError
-from symblock.engine import rope
-from symblock.engine.steps import (batch_index, batch_prefixes, head_columns, key_columns, masked_positions,
-                                   value_columns)
+from symblock.engine.steps import batch_prefixes
 from symblock.engine import kinds, names, parameters
+from symblock.calculus import grad_attention as attention
 
 LOSSES = ("sum", "mse")
 GRAD_PREFIX = names.GRAD
@@ -79,11 +80,6 @@ def col_sums(m: Mat) -> Mat:
 def row_sums(m: Mat) -> Mat:
     """Σ over columns: an r × 1 column (the gradient of a per-row statistic)."""
     return m.map_rows(lambda r: [exact.total(list(r))])
-
-
-def put_cols(m: Mat, lo: int, width: int) -> Mat:
-    """m placed at columns lo … lo+m.cols−1 of an otherwise zero matrix `width` wide."""
-    return Mat([[exact.ZERO] * lo + list(r) + [exact.ZERO] * (width - lo - len(r)) for r in m.rows])
 
 
 def num(v) -> exact.Real:
@@ -137,47 +133,6 @@ def _linear(step: Step, g: Mat, v: Values, spec: BlockSpec, want: Wanted) -> dic
     return out
 
 
-def _scores(step: Step, g: Mat, v: Values, spec: BlockSpec, want: Wanted) -> dict:
-    """S = Q_h K_hᵀ: dQ_h = dS K_h, dK_h = dSᵀ Q_h (into head h's columns of Q, K)."""
-    lo, hi = head_columns(step.name, spec.dims)
-    klo, khi = key_columns(step.name, spec.dims)   # grouped heads: its K/V head's columns
-    q, k = step.inputs
-    dims = spec.dims
-    out = {}
-    if want(q):
-        out[q] = put_cols(g @ v(k).cols(klo, khi), lo, dims.heads * dims.d_k)
-    if want(k):
-        out[k] = put_cols(g.T @ v(q).cols(lo, hi), klo, dims.kv_heads * dims.d_k)
-    return out
-
-
-def _rope(step: Step, g: Mat, v: Values, spec: BlockSpec, want: Wanted) -> dict:
-    """X' = RoPE(X): a rotation per pair, so dX = the rotation back (angle −φ) of dX'."""
-    (src,) = step.inputs
-    if not want(src):
-        return {}
-    d_k = spec.dims.d_k
-    back = [-m for m in spec.position_list()]
-    return {src: rope.rotate(g, g.shape[1] // d_k, d_k, back, spec.options.rope)}
-
-
-def _scaled(step: Step, g: Mat, v: Values, spec: BlockSpec, want: Wanted) -> dict:
-    """S' = S / √d_k: dS = dS' / √d_k."""
-    (s,) = step.inputs
-    return {s: g.scale(1 / exact.sqrt(exact.real(spec.dims.d_head)))} if want(s) else {}
-
-
-def _masked(step: Step, g: Mat, v: Values, spec: BlockSpec, want: Wanted) -> dict:
-    """M = S + mask: the gradient passes where a query may attend (j ≤ i under a causal mask,
-    an unpadded key); a masked entry (a constant −∞) gets 0."""
-    (s,) = step.inputs
-    if not want(s):
-        return {}
-    pad = spec.key_padding_mask[batch_index(step.name)] if spec.key_padding_mask else None
-    masked = masked_positions(g.shape[0], spec.options.causal, pad)
-    return {s: Mat([[exact.ZERO if m else e for e, m in zip(r, mr)] for r, mr in zip(g.rows, masked)])}
-
-
 def _dropped(step: Step, g: Mat, v: Values, spec: BlockSpec, want: Wanted) -> dict:
     """D̃ = D ⊙ X / (1 − p): dX = D ⊙ dD̃ / (1 − p)."""
     (src,) = step.inputs
@@ -185,36 +140,6 @@ def _dropped(step: Step, g: Mat, v: Values, spec: BlockSpec, want: Wanted) -> di
         return {}
     keep = Mat.from_sympy(spec.dropout_masks[src])
     return {src: (g * keep).scale(num(1 / (1 - spec.dropout_p)))}
-
-
-def _softmax(step: Step, g: Mat, v: Values, spec: BlockSpec, want: Wanted) -> dict:
-    """P = softmax(S) per row: dS_ij = P_ij (dP_ij − Σ_k P_ik dP_ik) (the Jacobian diag(P) − P Pᵀ)."""
-    (s,) = step.inputs
-    if not want(s):
-        return {}
-    rows = []
-    for p, dp in zip(v(step.name).rows, g.rows):
-        inner = exact.dot(p, dp)
-        rows.append([pj * (dj - inner) for pj, dj in zip(p, dp)])
-    return {s: Mat(rows)}
-
-
-def _head_out(step: Step, g: Mat, v: Values, spec: BlockSpec, want: Wanted) -> dict:
-    """O_h = P_h V_h: dP_h = dO V_hᵀ, dV_h = P_hᵀ dO (into head h's columns of V)."""
-    lo, hi = value_columns(step.name, spec.dims)
-    p, vv = step.inputs
-    out = {}
-    if want(p):
-        out[p] = g @ v(vv).cols(lo, hi).T
-    if want(vv):
-        out[vv] = put_cols(v(p).T @ g, lo, spec.dims.kv_heads * spec.dims.d_v)
-    return out
-
-
-def _concat(step: Step, g: Mat, v: Values, spec: BlockSpec, want: Wanted) -> dict:
-    """O = [O_0, …]: each head gets its own column block back."""
-    dv = spec.dims.d_v
-    return {o: g.cols(h * dv, (h + 1) * dv) for h, o in enumerate(step.inputs) if want(o)}
 
 
 def act_derivative(name: str) -> Callable:
@@ -325,13 +250,13 @@ RULES: dict[str, tuple[Rule, str]] = {
     "identity": (_identity, r"\text{passes through}"),
     "residual": (_residual, r"\text{copied to both summands}"),
     "linear": (_linear, r"\partial X = \partial Y\, W^{\top},\ \partial W = X^{\top} \partial Y,\ \partial b = \textstyle\sum_i \partial Y_i"),
-    "scores": (_scores, r"\partial Q_h = \partial S\, K_h,\ \partial K_h = \partial S^{\top} Q_h"),
-    "scaled": (_scaled, r"\partial S = \partial S' / \sqrt{d_k}"),
-    "masked": (_masked, r"\partial S_{ij} = \partial M_{ij}\ (j \le i),\ 0\ (j > i)"),
-    "softmax": (_softmax, r"\partial S_{ij} = P_{ij} (\partial P_{ij} - \textstyle\sum_k P_{ik} \partial P_{ik})"),
-    "head_out": (_head_out, r"\partial P = \partial O\, V_h^{\top},\ \partial V_h = P^{\top} \partial O"),
-    "rope": (_rope, r"\partial X = \mathrm{RoPE}_{-m}(\partial X')\ \text{(the rotation back)}"),
-    "concat": (_concat, r"\text{split into the heads' column blocks}"),
+    "scores": (attention.RULES["scores"], r"\partial Q_h = \partial S\, K_h,\ \partial K_h = \partial S^{\top} Q_h"),
+    "scaled": (attention.RULES["scaled"], r"\partial S = \partial S' / \sqrt{d_k}"),
+    "masked": (attention.RULES["masked"], r"\partial S_{ij} = \partial M_{ij}\ (j \le i),\ 0\ (j > i)"),
+    "softmax": (attention.RULES["softmax"], r"\partial S_{ij} = P_{ij} (\partial P_{ij} - \textstyle\sum_k P_{ik} \partial P_{ik})"),
+    "head_out": (attention.RULES["head_out"], r"\partial P = \partial O\, V_h^{\top},\ \partial V_h = P^{\top} \partial O"),
+    "rope": (attention.RULES["rope"], r"\partial X = \mathrm{RoPE}_{-m}(\partial X')\ \text{(the rotation back)}"),
+    "concat": (attention.RULES["concat"], r"\text{split into the heads' column blocks}"),
     "activation": (_activation, r"\partial Z = \partial U \odot \mathrm{act}'(Z)"),
     "gated": (_activation, r"\partial Z = \partial U \odot G \odot \mathrm{act}'(Z),\ \partial G = \partial U \odot \mathrm{act}(Z)"),
     "layernorm": (_layernorm, r"\partial X \mathrel{+}= \partial Y \gamma/\sigma,\ \partial\mu = -\textstyle\sum_j \partial Y_j \gamma_j/\sigma,\ \partial\sigma = -\textstyle\sum_j \partial Y_j \gamma_j (X_j - \mu)/\sigma^2"),
@@ -441,7 +366,11 @@ def _param_tex(name: str) -> str:
     p = parameters.parse(name)
     if p.kind == "input":
         return "X" if p.batch is None else f"X^{{(b{p.batch})}}"   # a batch's b1.X
+    if p.kind == "memory":
+        return "M"
     if p.linear:
         kind = "W" if p.kind == "weight" else "b"
+        if p.cross:  # as the decoder layer's formulas write them: W^{Q}_{c}
+            return f"{kind}^{{{p.sub}}}_{{c}}"
         return f"{kind}^{{{p.sub}}}" if p.sub in "QKVO" else f"{kind}_{{{p.sub}}}"
     return f"\\{p.kind}^{{({p.norm})}}"

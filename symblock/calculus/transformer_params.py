@@ -1,7 +1,9 @@
 """Exact parameter count of the original encoder–decoder Transformer, as `torch.nn.Transformer`
 builds it: an encoder stack of blocks with its final norm, a decoder stack of decoder layers
-(self-attention, cross-attention, FFN; three norms each) with its final norm. Embeddings and the
-output head are not counted (nn.Transformer has none).
+(self-attention, cross-attention, FFN; three norms each) with its final norm. nn.Transformer has
+no embeddings and no head; with `vocab` they are counted as a translation model around it has
+them: one embedding table shared by source and target, learned positions (`context` rows), and
+the head tied to it (no parameters) or its own d × vocab matrix.
 
     >>> count_transformer().total   # nn.Transformer() with its defaults
     44140544
@@ -22,11 +24,58 @@ class TransformerCounts:
     encoder_layers: int
     decoder_layers: int
     final_norms: int
+    vocab: int = 0          # 0: nn.Transformer alone (no embeddings, no head)
+    context: int = 0        # rows of a learned position table
+    tied: bool = True
+
+    @property
+    def embedding(self) -> int:
+        return (self.vocab + self.context) * self.encoder.d_model
+
+    @property
+    def head(self) -> int:
+        return 0 if self.tied else self.vocab * self.encoder.d_model
 
     @property
     def total(self) -> int:
         return (self.encoder_layers * self.encoder.total + self.decoder_layers * self.decoder.total
-                + self.final_norms)
+                + self.final_norms + self.embedding + self.head)
+
+    def rows(self) -> list[tuple[str, str, int]]:
+        d, le, ld = self.encoder.d_model, self.encoder_layers, self.decoder_layers
+        out = []
+        if self.vocab:
+            out.append(("token embedding W_E", f"vocab·d = {self.vocab}·{d} (source and target)", self.vocab * d))
+        if self.context:
+            out.append(("positions W_P", f"context·d = {self.context}·{d}", self.context * d))
+        out += [(f"{le} encoder layer{'s' * (le != 1)}", f"{le} · ({self.encoder.formula()})", le * self.encoder.total),
+                (f"{ld} decoder layer{'s' * (ld != 1)}", f"{ld} · ({self.decoder.formula()})", ld * self.decoder.total),
+                ("2 final norms", f"{self.final_norms // d}·d (encoder, decoder)", self.final_norms)]
+        if self.vocab:
+            out.append(("head", "tied to W_E (no parameters)" if self.tied else f"d·vocab = {d}·{self.vocab}",
+                        self.head))
+        return out
+
+    def table(self) -> str:
+        rows = self.rows()
+        w0, w1 = max(len(r[0]) for r in rows), max(len(r[1]) for r in rows)
+        lines = [f"{a:<{w0}}  {b:<{w1}}  {c:>14,}  {c / self.total:6.1%}" for a, b, c in rows]
+        return "\n".join(lines + [f"{'total':<{w0}}  {'':<{w1}}  {self.total:>14,}"])
+
+    def latex(self) -> str:
+        """An align* block for notes (amsmath only): one line per component and the total."""
+        def n(x: int) -> str:
+            return f"{x:,}".replace(",", "{,}")
+        def label(a: str) -> str:   # the symbols in math mode
+            return a.replace("W_E", "$W_E$").replace("W_P", "$W_P$")
+        lines = [rf"\text{{{label(a)}}} &= {n(c)}" for a, _, c in self.rows()] + [rf"\text{{total}} &= {n(self.total)}"]
+        return "\\begin{align*}\n" + " \\\\\n".join(lines) + "\n\\end{align*}"
+
+    def to_dict(self) -> dict:
+        return {"total": self.total, "encoder_layers": self.encoder_layers, "decoder_layers": self.decoder_layers,
+                "per_encoder_layer": self.encoder.total, "per_decoder_layer": self.decoder.total,
+                "final_norms": self.final_norms, "embedding": self.embedding, "head": self.head,
+                "vocab": self.vocab, "context": self.context, "tied": self.tied}
 
     def formula(self) -> str:
         """The total as text: `6·(…) + 6·(…) + 4·d`."""
@@ -37,13 +86,16 @@ class TransformerCounts:
 
 def count_transformer(d_model: int = 512, heads: int = 8, d_ff: int = 2048, encoder_layers: int = 6,
                       decoder_layers: int = 6, bias: bool = True, norm: str = "layernorm",
-                      activation: str = "relu") -> TransformerCounts:
+                      activation: str = "relu", vocab: int = 0, context: int = 0,
+                      tied: bool = True) -> TransformerCounts:
     """nn.Transformer's parameters (its defaults are the article's: d 512, 8 heads, d_ff 2048,
-    6 + 6 layers); ValueError with a one-line message for a bad dimension or layer count."""
-    for name, n in (("encoder_layers", encoder_layers), ("decoder_layers", decoder_layers)):
+    6 + 6 layers), with `vocab` its embeddings and head too; ValueError with a one-line message
+    for a bad dimension or layer count."""
+    for name, n in (("encoder_layers", encoder_layers), ("decoder_layers", decoder_layers),
+                    ("vocab", vocab), ("context", context)):
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
             raise ValueError(f"{name} must be a whole number >= 0, got {n!r}")
     enc = count(d_model, heads, d_ff, bias=bias, norm=norm, activation=activation)
     dec = count(d_model, heads, d_ff, bias=bias, norm=norm, activation=activation, cross_attention=True)
     per_norm = d_model * (2 if norm == "layernorm" and bias else 1)
-    return TransformerCounts(enc, dec, encoder_layers, decoder_layers, 2 * per_norm)
+    return TransformerCounts(enc, dec, encoder_layers, decoder_layers, 2 * per_norm, vocab, context, tied)

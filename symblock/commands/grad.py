@@ -107,8 +107,6 @@ def _target(text: str | None, spec: BlockSpec) -> ExactMatrix | None:
 def run(args) -> int:
     from symblock.exercises.generate import load
     s = load(args.spec, allow_model=True)
-    from symblock.engine.cross import refuse
-    refuse(s, "grad")
     return RUNS[s.form](args, s)
 
 
@@ -125,7 +123,8 @@ def _run_block(args, s) -> int:
 
 
 def _run_model(args, s) -> int:
-    """A tiny GPT: dL/d each named parameter for a loss of the prompt pass's logits."""
+    """A model (a GPT, an encoder, an encoder-decoder): dL/d each named parameter for a loss of
+    the prompt pass's logits (an encoder without a head: its hidden states)."""
     import json
     from symblock.calculus import model_grad
     from symblock.engine.report import describe, exact_str, float_or_none, fmt_decimal, matrix_lines
@@ -148,7 +147,8 @@ def _run_model(args, s) -> int:
         return 0
     from symblock.engine.block import Trace
     lines = [f"{s.title or 'symblock'}  ({s.source})", describe(Trace([], {}, s)),
-             f"loss: {b.loss} of the prompt pass's logits ≈ {fmt_decimal(b.loss_value, args.decimals)}", ""]
+             f"loss: {b.loss} of the prompt pass's {'hidden states' if s.head == 'none' else 'logits'} "
+             f"≈ {fmt_decimal(b.loss_value, args.decimals)}", ""]
     for w in wrt:
         lines += [f"■ grad.{w}   \\partial L / \\partial {w}", *matrix_lines(b.grads[w], args.decimals), ""]
     print("\n".join(lines).rstrip())

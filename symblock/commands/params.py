@@ -12,6 +12,10 @@ examples:
                   --norm rmsnorm --activation swiglu        # a LLaMA-7B layer
   symblock params --d-model 768 --heads 12 --layers 12 --vocab 50257 \\
                   --context 1024                            # GPT-2 small
+  symblock params --d-model 512 --heads 8 --encoder-layers 6 \\
+                  --decoder-layers 6                        # nn.Transformer()
+  symblock params --d-model 768 --heads 12 --layers 12 --vocab 30522 \\
+                  --context 512 --encoder                   # BERT-base-like
   symblock params --d-model 32 --heads 4 --format latex     # align* for notes"""  # the --help epilog
 
 import argparse
@@ -72,6 +76,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --layers: rows of a learned position table (default 0: none)")
     parser.add_argument("--untied", action="store_true",
                         help="with --layers: the head W_U is its own d×V matrix (default: tied to W_E)")
+    parser.add_argument("--encoder", action="store_true",
+                        help="with --layers: an encoder (BERT-like): a norm after the embeddings, no "
+                             "final norm, no head (its hidden states; a tied MLM head has no parameters)")
+    parser.add_argument("--encoder-layers", type=int, metavar="E",
+                        help="an encoder-decoder (nn.Transformer): E encoder layers, with --decoder-layers; "
+                             "--vocab adds the shared embedding and the head, --context learned positions")
+    parser.add_argument("--decoder-layers", type=int, metavar="D",
+                        help="an encoder-decoder's decoder layers (each with cross-attention and ln3)")
     parser.add_argument("--json", action="store_true",
                         help='print JSON: {"attention": int, "ffn": int, "norm": int, '
                              '"total": int, "shares", "formulas", "params", '
@@ -81,7 +93,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print the table (or JSON) for parsed arguments; 0 on success, 2 on a bad value."""
     try:
-        if args.layers is not None or args.vocab is not None:
+        if args.encoder_layers is not None or args.decoder_layers is not None:
+            c = _encoder_decoder(args)
+        elif args.layers is not None or args.vocab is not None:
             from symblock.calculus.model_params import count_model
             if args.layers is None or args.vocab is None:
                 raise ValueError("a model count needs both --layers and --vocab")
@@ -89,8 +103,10 @@ def run(args: argparse.Namespace) -> int:
                 raise ValueError("--cross-attention counts one decoder layer; leave out --layers and --vocab")
             c = count_model(args.vocab, args.d_model, args.heads, args.layers, args.d_ff,
                             context=args.context, tied=not args.untied, bias=args.bias, norm=args.norm,
-                            activation=args.activation, kv_heads=args.kv_heads)
+                            activation=args.activation, kv_heads=args.kv_heads, encoder=args.encoder)
         else:
+            if args.encoder:
+                raise ValueError("--encoder counts a model: give --layers and --vocab too")
             c = count(args.d_model, args.heads, args.d_ff, bias=args.bias, norm=args.norm,
                       activation=args.activation, final_norm=args.final_norm, seq_len=args.seq_len,
                       d_k=args.d_k, d_v=args.d_v, kv_heads=args.kv_heads,
@@ -105,6 +121,24 @@ def run(args: argparse.Namespace) -> int:
         if args.kv_heads is not None and args.format != "latex":
             print("\n" + c.kv_cache.line())
     return 0
+
+
+def _encoder_decoder(args: argparse.Namespace):
+    """nn.Transformer's stacks (and, with --vocab, its embeddings and head) from the arguments."""
+    from symblock.calculus.transformer_params import count_transformer
+    if args.encoder_layers is None or args.decoder_layers is None:
+        raise ValueError("an encoder-decoder needs both --encoder-layers and --decoder-layers")
+    for flag, bad in (("--layers", args.layers is not None), ("--cross-attention", args.cross_attention),
+                      ("--encoder", args.encoder), ("--kv-heads", args.kv_heads is not None),
+                      ("--final-norm", args.final_norm)):
+        if bad:
+            raise ValueError(f"{flag} does not go with --encoder-layers/--decoder-layers (an encoder-decoder "
+                             "has two stacks, cross-attention in every decoder layer and both final norms)")
+    if (args.context or args.untied) and args.vocab is None:
+        raise ValueError("--context and --untied count the embeddings and head: give --vocab too")
+    return count_transformer(args.d_model, args.heads, args.d_ff or 4 * args.d_model, args.encoder_layers,
+                             args.decoder_layers, bias=args.bias, norm=args.norm, activation=args.activation,
+                             vocab=args.vocab or 0, context=args.context, tied=not args.untied)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -107,4 +107,4 @@ def refuse(spec: Any, command: str) -> None:  # a BlockSpec or a ModelSpec
     if getattr(getattr(spec, "options", None), "cross_attention", False):
         from symblock.errors import SpecError
         raise SpecError(spec.source, "block.cross_attention", f"`{command}` does not work a decoder layer "
-                        "with cross-attention yet; forward, verify, check, stress and params do")
+                        "with cross-attention yet; forward, verify, check, stress, grad, derive and params do")

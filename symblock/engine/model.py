@@ -70,7 +70,7 @@ class _Run:
         self.spec = spec
         self.steps: list[block.Step] = []
         self.params: dict[str, Mat] = {}
-        for name in ("W_E", "W_P", "W_U"):
+        for name in ("W_E", "W_E_src", "W_P", "W_U"):
             if getattr(spec, name) is not None:
                 self.params[name] = Mat.from_sympy(getattr(spec, name))
         for key, m in spec.final_norm.items():
@@ -93,8 +93,9 @@ class _Run:
     def inputs(self, tokens: list[int], rows: range, prefix: str) -> str:
         """embed, pos and x for the token positions `rows`; returns the name of x."""
         s = self.spec
-        emb = self.record(f"{prefix}embed", r"E = W_E[\text{tokens}]", ("W_E",),
-                          Mat([self.params["W_E"].rows[tokens[r]] for r in rows]))
+        table = "W_E_src" if prefix == "enc." and "W_E_src" in self.params else "W_E"  # a source's own table
+        emb = self.record(f"{prefix}embed", r"E = %s[\text{tokens}]" % table.replace("_src", "^{src}"), (table,),
+                          Mat([self.params[table].rows[tokens[r]] for r in rows]))
         if s.positions in ("none", "rope"):  # RoPE turns q and k in each layer instead
             return self.record_x(prefix, "X = E", (f"{prefix}embed",), emb)
         if s.positions == "learned":
@@ -162,7 +163,8 @@ class _Run:
         t = block.Tracer(replace(with_length(layer, len(h.rows)), options=opts, X=h,
                                  params=MappingProxyType(params), given=MappingProxyType({})))
         out = block.norm(t, "norm_final", h, src, "ln_final", tex)
-        ren = {"resid2": h_name, "resid3": h_name}   # a decoder layer's final norm reads resid3
+        read = t.steps[-1].inputs[0]   # the residual the norm reads: resid2, or a decoder layer's resid3
+        ren = {read: h_name}
 
         def name(n: str) -> str:
             if n.startswith("ln_final"):

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Callable, Mapping, NoReturn, Union
 
-from symblock.engine import model_cost, spec as specmod
+from symblock.engine import model_cost, source_embedding, spec as specmod
 from symblock.engine.model_cost import with_length  # noqa: F401  (model_spec.with_length stays public)
 from symblock.engine.spec import BlockSpec, Matrix
 from symblock.engine.steps import Dims, Options
@@ -27,7 +27,7 @@ from symblock.errors import SpecError, excerpt
 
 MODEL_KEYS = ("vocab", "positions", "layers", "head", "final_norm", "prompt", "generate", "kv_cache",
               "norm_positions", "pe_base", "kind", "key_padding_mask", "embed_norm", "source",
-              "encoder_layers", "decoder_layers")
+              "encoder_layers", "decoder_layers", "embeddings")
 KINDS = ("decoder", "encoder", "encoder-decoder")  # a GPT | BERT-like | nn.Transformer (translation)
 TOP_KEYS = ("title", "layout", "model", "dims", "block", "weights", "random")
 POSITIONS = ("learned", "sinusoidal", "rope", "none")  # rope: RoPE in every layer (block.rope)
@@ -67,6 +67,7 @@ class ModelSpec:
     source_tokens: tuple[int, ...] = ()  # an encoder-decoder's source sentence
     encoder: tuple = ()                # an encoder-decoder's encoder layers (BlockSpecs, non-causal)
     encoder_norm: Mapping[str, Any] = field(default_factory=dict)  # its final norm (nn.Transformer's)
+    W_E_src: Matrix | None = None      # an encoder-decoder's own source embedding (None: W_E is shared)
     exercise: Mapping[str, Any] = field(default_factory=dict)  # a model spec has no exercise section
 
     @property
@@ -249,16 +250,18 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> ModelSpec:
     if weights.get("ln_embed") is not None and not embed_norm:
         raise SpecError(source, "weights.ln_embed", "not used: set model.embed_norm: true")
     title, titles = specmod.title_field(data.get("title") or "", source)
+    w_src = source_embedding.parse(m, weights, kind, (len(vocab), d), (seed, low, high), source)
     return ModelSpec(vocab=vocab, positions=positions, layers=tuple(layers), final_norm=final, head=head,
                      prompt=prompt, generate=generate, kv_cache=_flag(m, "kv_cache", False, source),
                      title=title, source=source, seed=seed, titles=titles, pe_base=pe_base, kind=kind,
                      embed_norm=embed_norm, key_padding_mask=layers[0].key_padding_mask[0]
                      if layers[0].key_padding_mask else (), source_tokens=src, encoder=tuple(encoder),
-                     encoder_norm=enc_norm, **tensors)
+                     encoder_norm=enc_norm, W_E_src=w_src, **tensors)
+
 
 
 WEIGHT_KEYS = ("W_E", "W_P", "W_U", "ln_final", "ln_embed", "layers", "encoder_layers", "decoder_layers",
-               "ln_encoder")
+               "ln_encoder", "W_E_src")
 
 
 def _depth(m: Mapping, kind: str, key: str, source: str) -> int:

@@ -3,13 +3,13 @@
 A parameter name is a block-level name under optional prefixes, outermost first:
 
     grad.                  the gradient of the parameter (calculus)
-    enc.                   the encoder stack of an encoder-decoder
+    enc.                   the encoder stack of an encoder-decoder (`enc.layer0.W_Q`, `enc.ln_final.gamma`)
     b1.                    sequence 1 of a batch (only its input: `b1.X`)
     layer0.                layer 0 of a tiny GPT
-    cross.                 a decoder layer's cross-attention (`cross.W_Q`, `layer0.cross.b_O`)
+    cross.                 a decoder layer's cross-attention (`cross.W_Q`, its own weights)
     W_Q, b_1               a weight matrix or a bias row, with its subscript (`sub`)
     ln1.gamma              a norm's scale or shift (`norm` "ln1", kind "gamma")
-    X                      the block's input
+    X                      the block's input (M: a decoder layer's memory)
 
 `parse` never fails: a name that is none of these has kind 'other'. Consumers read the fields
 instead of cutting names apart with `split`, `startswith` and `endswith`.
@@ -20,7 +20,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-_PREFIX = re.compile(r"^(grad\.)?(enc\.)?(?:b(\d+)\.)?(?:layer(\d+)\.)?(cross\.)?")
+_PREFIX = re.compile(r"^(grad\.)?(enc\.)?(?:b(\d+)\.)?(?:layer(\d+)\.)?(cross\.(?=[Wb]_[QKVO]$))?")
 _LINEAR = re.compile(r"^([Wb])_([A-Za-z0-9]+)$")
 _NORM = re.compile(r"^(ln\w*)\.(gamma|beta)$")
 _NORM_STEP = re.compile(r"^norm(\d*|_final|_embed)$")
@@ -31,8 +31,9 @@ _SUBLAYERS = {**{s: "attn" for s in "QKVO"}, **{s: "ffn" for s in "123"},
 @dataclass(frozen=True)
 class ParamName:
     """One parameter name's parts. `kind` is 'weight' (W_*), 'bias' (b_*), 'gamma', 'beta',
-    'input' (X) or 'other'; `sub` the subscript of a weight or bias ("Q" of W_Q, "1" of b_1);
-    `norm` the norm of a γ or β ("ln1", "ln_final")."""
+    'input' (X), 'memory' (M) or 'other'; `sub` the subscript of a weight or bias ("Q" of W_Q,
+    "1" of b_1); `norm` the norm of a γ or β ("ln1", "ln_final"); `cross` a weight or bias of the
+    cross-attention (`cross.W_Q`, whose `base` is W_Q)."""
     full: str
     base: str
     kind: str
@@ -41,8 +42,8 @@ class ParamName:
     layer: int | None = None
     sub: str | None = None
     norm: str | None = None
+    cross: bool = False
     encoder: bool = False   # a parameter of an encoder-decoder's encoder stack (`enc.`)
-    cross: bool = False     # a weight of a decoder layer's cross-attention (`cross.`)
 
     @property
     def prefix(self) -> str:
@@ -63,11 +64,11 @@ class ParamName:
     @property
     def sublayer(self) -> str | None:
         """What the parameter belongs to: "attn" (W_Q…b_O), "ffn" (W_1…b_3), "norm" (γ, β),
-        "embed" (W_E, W_P), "head" (W_U); None for X."""
+        "embed" (W_E, W_P), "head" (W_U), "cross" (cross.W_Q…cross.b_O); None for X and M."""
+        if self.cross:
+            return "cross"
         if self.norm:
             return "norm"
-        if self.cross and self.sub in ("Q", "K", "V", "O"):
-            return "cross"
         return _SUBLAYERS.get(self.sub or "")
 
 
@@ -78,14 +79,14 @@ def parse(name: str) -> ParamName:
     assert m is not None  # every part of the prefix is optional: it matches any name
     grad, enc, batch, layer, cross = m.group(1), m.group(2), m.group(3), m.group(4), m.group(5)
     base = name[m.end():]
-    kw: dict = {"full": name, "base": base, "grad": bool(grad),
+    kw: dict = {"full": name, "base": base, "grad": bool(grad), "encoder": bool(enc),
                 "batch": None if batch is None else int(batch),
-                "layer": None if layer is None else int(layer), "encoder": bool(enc), "cross": bool(cross)}
+                "layer": None if layer is None else int(layer), "cross": bool(cross)}
     if (w := _LINEAR.match(base)):
         return ParamName(kind="weight" if w.group(1) == "W" else "bias", sub=w.group(2), **kw)
     if (n := _NORM.match(base)):
         return ParamName(kind=n.group(2), norm=n.group(1), **kw)
-    return ParamName(kind="input" if base == "X" else "other", **kw)
+    return ParamName(kind={"X": "input", "M": "memory"}.get(base, "other"), **kw)
 
 
 def of_norm(norm: str) -> str:

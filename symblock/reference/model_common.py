@@ -85,7 +85,7 @@ def run_translation(spec: ModelSpec, embed, encoder_layer, decoder_layer, head) 
     and its final norm once, then the decoder stack and the head for the prompt and every
     generated token, the whole target recomputed each time."""
     src = list(spec.source_tokens)
-    steps = embed(spec, src)
+    steps = embed(spec if spec.W_E_src is None else replace(spec, W_E=spec.W_E_src), src)  # its own table
     h = steps["x"]
     for i, layer in enumerate(spec.encoder):
         vals = encoder_layer(replace(with_length(layer, len(src)), X=h))

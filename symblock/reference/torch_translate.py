@@ -79,14 +79,16 @@ def outputs(spec: ModelSpec) -> dict[str, np.ndarray]:
     W_E = torch.from_numpy(floats(spec.W_E))
     W_U = W_E.T if spec.head == "tied" else torch.from_numpy(floats(spec.W_U))
 
-    def embed(tokens):
-        e = W_E[torch.tensor(tokens)]
+    W_src = W_E if spec.W_E_src is None else torch.from_numpy(floats(spec.W_E_src))
+
+    def embed(tokens, table=W_E):
+        e = table[torch.tensor(tokens)]
         if spec.positions == "learned":
             e = e + torch.from_numpy(floats(spec.W_P))[:len(tokens)]
         elif spec.positions == "sinusoidal":
             e = e + torch.from_numpy(sinusoidal(len(tokens), spec.dims.d_model, spec.pe_base))
         return e[None]
-    src, tokens, out = embed(list(spec.source_tokens)), list(spec.prompt), {}
+    src, tokens, out = embed(list(spec.source_tokens), W_src), list(spec.prompt), {}
     with torch.enable_grad():  # the module-by-module path
         out["enc.norm_final"] = model.encoder(src).detach()[0].numpy()
         for t in range(spec.generate + 1):

@@ -41,3 +41,48 @@ def test_the_params_command_counts_a_decoder_layer(capsys):
     assert out.startswith("Decoder layer with cross-attention") and "4,204,032" in out and "cross.W_K" in out
     assert cli.main(["params", "--d-model", "8", "--heads", "2", "--cross-attention", "--layers", "2",
                      "--vocab", "5"]) == 2
+
+
+def test_the_params_command_counts_an_encoder_decoder_as_torch(capsys):
+    import json
+    assert cli.main(["params", "--d-model", "512", "--heads", "8", "--encoder-layers", "6",
+                     "--decoder-layers", "6"]) == 0
+    out = capsys.readouterr().out
+    assert "44,140,544" in out and "6 decoder layers" in out
+    # a translation model around nn.Transformer: one shared embedding, learned positions, an untied head
+    d, v, n = 16, 11, 7
+    net = torch.nn.Transformer(d, 4, 2, 1, 24, batch_first=True)
+    emb, pos, head = torch.nn.Embedding(v, d), torch.nn.Embedding(n, d), torch.nn.Linear(d, v, bias=False)
+    want = numel(net) + numel(emb) + numel(pos) + numel(head)
+    assert cli.main(["params", "--d-model", str(d), "--heads", "4", "--d-ff", "24", "--encoder-layers", "2",
+                     "--decoder-layers", "1", "--vocab", str(v), "--context", str(n), "--untied", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["total"] == want and got["head"] == numel(head)
+    assert cli.main(["params", "--d-model", "8", "--heads", "2", "--encoder-layers", "1"]) == 2
+    assert "--decoder-layers" in capsys.readouterr().err
+    assert cli.main(["params", "--d-model", "8", "--heads", "2", "--encoder-layers", "1", "--decoder-layers", "1",
+                     "--layers", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "--layers does not go with" in err and "Traceback" not in err
+
+
+def test_the_params_command_counts_an_encoder_as_hugging_face_bert():
+    """BERT's embeddings (word, position, LayerNorm) and encoder, built by transformers with no
+    download; its token-type table and pooler are BERT's own extras, left out of the comparison."""
+    import json
+    from contextlib import redirect_stdout
+    from io import StringIO
+    from transformers import BertConfig, BertModel
+    d, heads, f, layers, v, n = 16, 4, 40, 3, 50, 12
+    bert = BertModel(BertConfig(vocab_size=v, hidden_size=d, num_hidden_layers=layers, num_attention_heads=heads,
+                                intermediate_size=f, max_position_embeddings=n, hidden_act="gelu"))
+    e = bert.embeddings
+    want = numel(e.word_embeddings) + numel(e.position_embeddings) + numel(e.LayerNorm) + numel(bert.encoder)
+    buf = StringIO()
+    with redirect_stdout(buf):
+        assert cli.main(["params", "--d-model", str(d), "--heads", str(heads), "--d-ff", str(f), "--layers",
+                         str(layers), "--vocab", str(v), "--context", str(n), "--encoder", "--activation",
+                         "gelu", "--json"]) == 0
+    got = json.loads(buf.getvalue())
+    assert got["total"] == want and got["embed_norm"] == 2 * d and got["final_norm"] == 0 and got["head"] == 0
+    assert cli.main(["params", "--d-model", "8", "--heads", "2", "--encoder"]) == 2

@@ -22,6 +22,15 @@ from symblock.engine.steps import Dims, Options, param_names, param_shape
     ("grad.b0.X", dict(grad=True, kind="input", batch=0)),
     ("layer1.W_K", dict(layer=1, kind="weight", sub="K", prefix="layer1.")),
     ("grad.layer0.ln2.gamma", dict(grad=True, layer=0, kind="gamma", norm="ln2", prefix="layer0.")),
+    ("cross.W_Q", dict(base="W_Q", kind="weight", sub="Q", cross=True, sublayer="cross", prefix="cross.")),
+    ("cross.b_O", dict(kind="bias", sub="O", cross=True, sublayer="cross", vector=True)),
+    ("grad.layer1.cross.W_V", dict(grad=True, layer=1, kind="weight", sub="V", cross=True,
+                                   prefix="layer1.cross.")),
+    ("W_K", dict(cross=False, sublayer="attn")),
+    ("enc.layer0.W_Q", dict(encoder=True, layer=0, kind="weight", sub="Q", prefix="enc.layer0.")),
+    ("grad.enc.ln_final.gamma", dict(grad=True, encoder=True, layer=None, kind="gamma", norm="ln_final")),
+    ("ln_final.beta", dict(encoder=False)),
+    ("M", dict(kind="memory", sublayer=None, vector=False, prefix="")),
 ])
 def test_each_part_of_a_parameter_name_lands_in_its_field(name, fields):
     p = parameters.parse(name)
@@ -30,7 +39,8 @@ def test_each_part_of_a_parameter_name_lands_in_its_field(name, fields):
         assert getattr(p, key) == want, (name, key)
 
 
-@pytest.mark.parametrize("name", ["attn.q", "b1.attn.q", "norm1.mean", "ln1.mean", "W", "Wq", "x", "dropout.masks.x"])
+@pytest.mark.parametrize("name", ["attn.q", "b1.attn.q", "norm1.mean", "ln1.mean", "W", "Wq", "x", "dropout.masks.x",
+                                  "cross.q", "cross.W", "cross.W_1", "cross.ln1.gamma", "cross.h0.scores"])
 def test_anything_else_is_no_parameter(name):
     assert parameters.parse(name).kind == "other"
 
@@ -44,6 +54,18 @@ def test_vectors_are_the_parameters_the_engine_shapes_as_one_row():
     for name in names:
         rows = param_shape(name, dims)[0]
         assert parameters.parse(name).vector == (rows == 1), name
+
+
+def test_every_cross_attention_weight_the_engine_reads_is_a_cross_parameter():
+    """steps.param_names of a decoder layer: its cross.* names parse as the cross-attention's
+    weights and biases, with the subscripts of the self-attention's."""
+    opts = Options(norm_position="post", cross_attention=True)
+    cross = [n for n in param_names(opts) if n.startswith("cross.")]
+    assert len(cross) == 8
+    for name in cross:
+        p = parameters.parse(name)
+        assert p.cross and p.sublayer == "cross" and p.linear and p.prefix + p.base == name
+        assert parameters.parse(p.base).sublayer == "attn"
 
 
 def test_a_norm_step_names_its_parameters_section():
