@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from symblock.engine import exact, names
 from symblock.engine.matrix import Mat
-from symblock.engine.steps import head_columns
+from symblock.engine.steps import head_columns, key_columns, value_columns
 from symblock.grading import recompute
 from symblock.grading.recompute import (
     attention_mask, inputs_of, kind, mask_with, num, pad_of, softmax_cols, softmax_rows,)
@@ -82,9 +82,8 @@ def softmax_axis(name, env, spec: BlockSpec):
 
 
 def scores_transposed(name, env, spec: BlockSpec):
-    lo, hi = head_columns(name, spec.dims)
     q, k = inputs_of(name, spec)
-    return [env[k].cols(lo, hi) @ env[q].cols(lo, hi).T]
+    return [env[k].cols(*key_columns(name, spec.dims)) @ env[q].cols(*head_columns(name, spec.dims)).T]
 
 
 def mask_after_softmax(name, env, spec: BlockSpec):
@@ -159,9 +158,11 @@ def not_appended(name: str, env: dict, spec) -> list[Mat]:
     step = names.parse(name)
     t, layer, kind, h = step.gen, step.layer, step.part, step.head
     dims, o = spec.layers[layer].dims, spec.layers[layer].options
-    k_old, v_old = env[recompute.old_cache(t, layer, "k")], env[recompute.old_cache(t, layer, "v")]
-    lo, hi, vlo, vhi = h * dims.d_k, (h + 1) * dims.d_k, h * dims.d_v, (h + 1) * dims.d_v
-    scores = env[step.sibling("attn.q")].cols(lo, hi) @ k_old.cols(lo, hi).T
+    k_old, v_old = env[recompute.old_cache(t, layer, "k", spec)], env[recompute.old_cache(t, layer, "v", spec)]
+    lo, hi = head_columns(step.local, dims)
+    (klo, khi), (vlo, vhi) = key_columns(step.local, dims), value_columns(step.local, dims)  # its K/V head
+    q = step.sibling("attn.q_rot" if o.rope else "attn.q")
+    scores = env[q].cols(lo, hi) @ k_old.cols(klo, khi).T
     scale = o.attention_scale == "sqrt_dk"
     scaled = scores.scale(1 / exact.sqrt(exact.real(dims.d_k))) if scale else scores
     if kind == "scores":
@@ -187,7 +188,7 @@ def _reads_x(step, spec) -> bool:
 
 
 def position_applies(name: str, spec) -> bool:
-    if spec.positions == "none":
+    if spec.positions in ("none", "rope"):   # RoPE: no position rows (its own slips: slips_rope.py)
         return False
     step = names.parse(name)
     if not recompute.cached(spec, step.gen):

@@ -12,6 +12,7 @@ from symblock.sheets.work_attention import AttentionWork
 from symblock.sheets.work_ffn import FfnWork
 from symblock.sheets.work_linear import LinearWork
 from symblock.sheets.work_norm import NormWork
+from symblock.sheets.work_rope import RopeWork
 
 if TYPE_CHECKING:
     from symblock.engine.block import Step, Trace
@@ -33,7 +34,7 @@ def _gamma_beta(first: str, then: str) -> bool:
     return (g.kind, b.kind) == ("gamma", "beta") and (g.prefix, g.norm) == (b.prefix, b.norm)
 
 
-class Builder(LinearWork, AttentionWork, NormWork, FfnWork):
+class Builder(LinearWork, AttentionWork, NormWork, FfnWork, RopeWork):
     def __init__(self, trace: Trace, exercise: Exercise, lang: str, places: int) -> None:
         self.trace, self.ex, self.places = trace, exercise, places
         self.spec, self.o, self.dims = trace.spec, trace.spec.options, trace.spec.dims
@@ -112,6 +113,7 @@ class Builder(LinearWork, AttentionWork, NormWork, FfnWork):
             out.append(self.t("conv_attn", scale, cols))
             if o.causal:
                 out.append(self.t("conv_mask"))
+            out += self.rope_conventions()   # RoPE's angles, grouped K/V heads
             if o.padding:  # issue 15: the key padding mask, shown like the causal one
                 rows = self.spec.key_padding_mask
                 keys = [", ".join(str(j + 1) for j, p in enumerate(r) if p) or "—" for r in rows]
@@ -180,7 +182,7 @@ class Builder(LinearWork, AttentionWork, NormWork, FfnWork):
         from symblock.engine.matrix import Mat
         masks = [item(f"dropout.masks.{n}", rf"D_{{\mathrm{{{n}}}}}", Mat.from_sympy(m), "param", False)
                  for n, m in self.spec.dropout_masks.items()]  # the fixed dropout masks, given
-        return first + params + masks + rest
+        return first + params + masks + self.rope_data() + rest
 
     def data_item(self, name, symbol, mat, kind, given) -> dict:
         return {"symbol": Safe(symbol), "name": name, "kind": kind, "given": given,

@@ -281,6 +281,9 @@ MATH_TEXT = {
            " or key ": " 或第 "},
 }
 
+from symblock.sheets import lang_rope  # noqa: E402
+EN.update(lang_rope.EN)
+ZH.update(lang_rope.ZH)
 TEXTS = {"en": EN, "zh": ZH}
 assert set(EN) == set(ZH), sorted(set(EN) ^ set(ZH))
 
