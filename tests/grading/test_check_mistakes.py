@@ -44,7 +44,18 @@ SPEC_C = """\
     dropout: {p: "1/2", masks: {b0.ffn.act: [[1, 0], [1, 1], [0, 1]]}}
     random: {seed: 3, low: -1, high: 1}
     """
-SPECS = {"A": SPEC_A, "B": SPEC_B, "C": SPEC_C}
+# RoPE (half pairs, θ 100) over grouped heads: 4 query heads read 2 K/V heads (h -> h // 2, so
+# head 1 reads K/V head 0 where h mod 2 would read 1); d_k = 4 so the two pair styles differ,
+# d_v = 2 so V can be (wrongly) rotated; positions as given, not 0 … n − 1.
+SPEC_R = """\
+    dims: {seq_len: 3, d_model: 4, d_ff: 2, heads: 4, kv_heads: 2, d_k: 4, d_v: 2}
+    block: {norm_position: pre, norm: rmsnorm, eps: "1/10", causal: true, rope: {theta: 100, style: half}}
+    inputs:
+      X: [[1, 0, 2, -1], [0, 1, -1, 2], [2, -1, 0, 1]]
+      positions: [1, 2, 4]
+    random: {seed: 7, low: -1, high: 1}
+    """
+SPECS = {"A": SPEC_A, "B": SPEC_B, "C": SPEC_C, "R": SPEC_R}
 
 
 @pytest.fixture(scope="module")
@@ -105,6 +116,21 @@ def softmax_dead_rows_zero(s):
     return np.where(np.isnan(w), 0.0, w)
 
 
+def turn(x, width, positions, theta=100.0, style="half", sign=1.0):
+    """RoPE in NumPy: each head of `width` columns, pair i turned by sign·m·θ^(−2i/width)."""
+    out = x.copy()
+    half = width // 2
+    for r, m in enumerate(positions):
+        for o in range(0, x.shape[1], width):
+            for i in range(half):
+                a, b = (o + i, o + i + half) if style == "half" else (o + 2 * i, o + 2 * i + 1)
+                phi = sign * m * theta ** (-2 * i / width)
+                out[r, a] = x[r, a] * math.cos(phi) - x[r, b] * math.sin(phi)
+                out[r, b] = x[r, b] * math.cos(phi) + x[r, a] * math.sin(phi)
+    return out
+
+
+POS_R = [1, 2, 4]
 PAD_C = [[False, False, True], [False, True, False]]
 DROP_C = np.array([[1, 0], [1, 1], [0, 1]], dtype=float)
 
@@ -180,6 +206,19 @@ PLANTED = [
     ("no-activation-out", "A", "ffn.out", "activation_missing", lambda T, P: T["ffn.hidden"] @ P["W_2"] + P["b_2"]),
     ("gelu-for-relu", "A", "ffn.act", "gelu_instead_of_relu", lambda T, P: gelu(T["ffn.hidden"])),
     ("relu-for-gelu", "B", "ffn.act", "relu_instead_of_gelu", lambda T, P: np.maximum(T["ffn.hidden"], 0)),
+    # RoPE and grouped K/V heads (spec R)
+    ("rope-interleaved-for-half", "R", "attn.q_rot", "rope_other_style",
+     lambda T, P: turn(T["attn.q"], 4, POS_R, style="interleaved")),
+    ("rope-from-one", "R", "attn.k_rot", "rope_positions_from_one",
+     lambda T, P: turn(T["attn.k"], 4, [m + 1 for m in POS_R])),
+    ("rope-sign", "R", "attn.q_rot", "rope_sign_flipped", lambda T, P: turn(T["attn.q"], 4, POS_R, sign=-1.0)),
+    ("rope-on-v", "R", "attn.v", "rope_on_v", lambda T, P: turn(T["attn.v"], 2, POS_R)),
+    ("rope-on-v-out", "R", "attn.h3.out", "rope_on_v",
+     lambda T, P: T["attn.h3.weights"] @ turn(T["attn.v"], 2, POS_R)[:, 2:4]),
+    ("gqa-mod-scores", "R", "attn.h1.scores", "gqa_wrong_head",
+     lambda T, P: T["attn.q_rot"][:, 4:8] @ T["attn.k_rot"][:, 4:8].T),
+    ("gqa-mod-out", "R", "attn.h2.out", "gqa_wrong_head",
+     lambda T, P: T["attn.h2.weights"] @ T["attn.v"][:, 0:2]),
 ]
 
 
