@@ -373,5 +373,7 @@ MODEL_ZH = {
     "m.position": "该 token 的位置",
 }
 
+MODEL_EN.update(lang_rope.MODEL_EN)
+MODEL_ZH.update(lang_rope.MODEL_ZH)
 MODEL_TEXTS = {"en": MODEL_EN, "zh": MODEL_ZH}
 assert set(MODEL_EN) == set(MODEL_ZH), sorted(set(MODEL_EN) ^ set(MODEL_ZH))

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from symblock.engine import names, rope
 from symblock.engine.matrix import Mat
 from symblock.engine.steps import kv_head
-from symblock.sheets.numbers import Safe
+from symblock.sheets.numbers import Safe, step_symbol
 
 if TYPE_CHECKING:
     from symblock.engine.block import Step
@@ -26,9 +26,13 @@ class RopeWork:
         """Whether a task works a rotation (then cos Φ and sin Φ are given data)."""
         return any(names.parse(n).kind in ROTATED for n in self.ex.ask)
 
+    def rope_positions(self) -> tuple[int, ...]:
+        """The positions of the rows the rotations turn (a decoder sheet: its new row's)."""
+        return self.spec.position_list()
+
     def rope_table(self) -> tuple[Mat, Mat]:
         """cos Φ and sin Φ: row r at position m_r, column i the pair i's angle m_r·θ^(−2i/d_k)."""
-        trig = rope.table(self.o.rope, self.dims.d_k, self.spec.position_list())
+        trig = rope.table(self.o.rope, self.dims.d_k, self.rope_positions())
         return Mat([[c for c, _ in row] for row in trig]), Mat([[s for _, s in row] for row in trig])
 
     def rope_data(self) -> list[dict]:
@@ -44,7 +48,7 @@ class RopeWork:
         if self.o.rope:
             r = self.o.rope
             pairs = r"(i,\ i + d_k/2)" if r.style == "half" else r"(2i,\ 2i + 1)"
-            pos = ", ".join(str(m) for m in self.spec.position_list())
+            pos = ", ".join(str(m) for m in self.rope_positions())
             out.append(self.t("conv_rope", theta=rope._theta_tex(r.theta), pairs=pairs, pos=pos,
                               half=d.d_k // 2))
         if d.kv_heads != d.heads:
@@ -56,10 +60,10 @@ class RopeWork:
         """A row at a position other than 0 (position 0 turns by nothing), the first pairs of the
         first head, each entry from the printed cos Φ and sin Φ."""
         src = self.value(step.inputs[0])
-        rows = self.spec.position_list()
+        rows = self.rope_positions()
         r = next((i for i, m in enumerate(rows) if m), 0)
         cos, sin = self.rope_table()
-        lhs, sym = self.symbol(step.name), self.symbol(step.inputs[0])
+        lhs, sym = step_symbol(step), self.symbol(step.inputs[0])
         lines = []
         for i, (a, b) in enumerate(self.o.rope.pairs(self.dims.d_k)[:PAIRS_SHOWN]):
             xa, xb, c, s = self.shows([src.rows[r][a], src.rows[r][b], cos.rows[r][i], sin.rows[r][i]])
