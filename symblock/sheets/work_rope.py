@@ -30,6 +30,13 @@ class RopeWork:
         """The positions of the rows the rotations turn (a decoder sheet: its new row's)."""
         return self.spec.position_list()
 
+    def rope_angles(self) -> Mat:
+        """Φ: m_r·θ^(−2i/d_k), exact (what cos Φ and sin Φ are of, when their closed forms are long)."""
+        d_k = self.dims.d_k
+        freqs = [rope.frequency(self.o.rope.theta, i, d_k) for i in range(d_k // 2)]
+        from symblock.engine import exact
+        return Mat([[exact.real(m) * f for f in freqs] for m in self.rope_positions()])
+
     def rope_table(self) -> tuple[Mat, Mat]:
         """cos Φ and sin Φ: row r at position m_r, column i the pair i's angle m_r·θ^(−2i/d_k)."""
         trig = rope.table(self.o.rope, self.dims.d_k, self.rope_positions())
@@ -39,7 +46,8 @@ class RopeWork:
         if not (self.o.rope and self.rope_asked()):
             return []
         c, s = self.rope_table()
-        return [self.data_item("rope.cos", COS, c, "param", False),
+        return [self.data_item("rope.angles", r"\Phi", self.rope_angles(), "param", False),
+                self.data_item("rope.cos", COS, c, "param", False),
                 self.data_item("rope.sin", SIN, s, "param", False)]
 
     def rope_conventions(self) -> list:
