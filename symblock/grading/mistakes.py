@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 from symblock.engine import exact, kinds, names
 from symblock.engine.matrix import Mat
 from symblock.engine.steps import split_batch
-from symblock.grading import slips, slips_rope
+from symblock.grading import slips
 from symblock.grading.slips import (
     dropout_no_rescale, mask_after_softmax, mask_missing, mask_zero, masks, no_scale,
     padding_missing, padding_on_queries, scale_approximated, scale_d_model, scale_no_sqrt,
@@ -241,22 +241,6 @@ def _relu_for_gelu(name, env, spec):
 
 # ---------------------------------------------------------------- the catalogue
 
-# RoPE's and grouped K/V heads' slips (grading/slips_rope.py)
-ROPE_MISTAKES: tuple[Mistake, ...] = (
-    Mistake("rope_other_style", "RoPE's pairs of the other style: (2i, 2i+1) where (i, i + d_k/2) was asked, "
-            "or the other way round", "attn.q_rot, attn.k_rot (d_k > 2)",
-            slips_rope.other_style_applies, slips_rope.other_style),
-    Mistake("rope_positions_from_one", "RoPE's positions counted from 1 instead of 0 (every row turned one "
-            "step too far)", "attn.q_rot, attn.k_rot", slips_rope.rotates, slips_rope.from_one),
-    Mistake("rope_sign_flipped", "RoPE's rotation turned the wrong way: x_a cos + x_b sin and x_b cos − x_a sin "
-            "(the sign of sin flipped)", "attn.q_rot, attn.k_rot", slips_rope.rotates, slips_rope.sign_flipped),
-    Mistake("rope_on_v", "RoPE applied to the values too: only the queries and keys are rotated",
-            "attn.v, attn.h*.out (d_v even)", slips_rope.on_v_applies, slips_rope.on_v),
-    Mistake("gqa_wrong_head", "query head h read K/V head h mod kv_heads instead of ⌊h·kv_heads/heads⌋ "
-            "(consecutive query heads share a K/V head)", "attn.h*.scores, attn.h*.out (grouped K/V heads)",
-            slips_rope.wrong_head_applies, slips_rope.wrong_head),
-)
-
 CATALOGUE: tuple[Mistake, ...] = (
     Mistake("ln_sample_variance", "LayerNorm variance divided by n−1 (sample variance) instead of n",
             "norm*.var, norm*.std, norm*", _kinds("var", "std", "norm", when=_ln), _sample_variance),
@@ -327,7 +311,7 @@ CATALOGUE: tuple[Mistake, ...] = (
             "ffn.act, ffn.out",
             _kinds("act", "ffn_out", when=lambda s: s.options.activation in ("gelu", "gelu_tanh", "geglu")),
             _relu_for_gelu),
-    *ROPE_MISTAKES,
+    *(Mistake(*m) for m in slips.ROPE_CATALOGUE),   # RoPE's and grouped K/V heads' slips
 )
 
 # A tiny GPT's own slips (model specs, grading/slips.py): their rules read the model's step
