@@ -27,6 +27,12 @@ GALLERY = [
      "Backprop through the RMSNorm + SwiGLU block: mse against a drawn target, back to W_2 and W_1"),
     ("tiny-decoder", "tiny-decoder", {"formats": ["latex", "markdown", "html", "moodle", "qti"]},
      "One decoding step of a tiny GPT with the KV cache (the decoder preset), to the next token; no notebook"),
+    ("rope-gqa", "rope-gqa", {},
+     "RoPE over two query heads sharing one K/V head: the angles, cos and sin given, each rotation and grouped score worked"),
+    ("rope-gqa-zh", "rope-gqa", {"lang": "zh", "preset": "rope"},
+     "The same block's rotations and grouped scores alone (the rope preset), with Chinese prose"),
+    ("tiny-llama", "tiny-llama", {"formats": ["latex", "markdown", "html", "moodle", "qti"]},
+     "One decoding step of a tiny Llama (RMSNorm, SwiGLU, RoPE, 2 query heads over 1 K/V head) from its KV cache"),
 ]
 DEFAULT_DIR = "worksheets"
 PLACES = 3   # the sheets' default decimals
