@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from symblock.engine import exact, names, parameters, rope
+from symblock.engine import exact, names, online_softmax, parameters, rope
 from symblock.engine.block import ACTIVATIONS, apply_mask, softmax
 from symblock.engine.matrix import Mat
 from symblock.engine.steps import (
@@ -229,6 +229,7 @@ RECOMPUTE = {
     "cross_concat": lambda name, ins, env, spec: Mat.hstack([env[i] for i in ins]),
     "cross_out": _cross_out,
     **rope.RECOMPUTE,   # RoPE's rotated q and k, from the person's own attn.q / attn.k
+    **online_softmax.RECOMPUTE,   # the online softmax's tiles (engine/online_softmax.py)
 }
 
 
