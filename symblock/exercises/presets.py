@@ -104,14 +104,7 @@ def choose(trace, preset: str | None = None, loss: str | None = None,
     effective = preset if preset is not None else ex.get("preset", "full")
     if effective == decoder.PRESET:
         decoder.require(spec)
-    if effective == TILES and not spec.options.attention_tiles:
-        raise SpecError(src, "--preset" if preset is not None else "exercise.preset", "the tiles preset asks "
-                        "the online softmax over key tiles; this block has none (set block.attention_tiles, "
-                        "e.g. 2, as the example tiled-attention does)")
-    if effective == "rope" and not spec.options.rope:
-        raise SpecError(src, "--preset" if preset is not None else "exercise.preset", "the rope preset asks "
-                        "RoPE's rotated queries and keys; this block has none (set block.rope, as the "
-                        "example rope-gqa does)")
+    require(effective, spec, "--preset" if preset is not None else "exercise.preset")
     if effective == "backprop":
         return with_points(choose_backprop(trace, ex, loss, wrt), ex.get("points"), src, trace)
     for key in BACKPROP_KEYS:
@@ -197,6 +190,16 @@ def tiles_problem(trace) -> str | None:
             still[head] = False
     stuck = [h for h, s in still.items() if s]
     return f"tiles_rescale: the running maximum of {stuck[0]} never moves after its first key tile" if stuck else None
+
+
+def require(preset: str, spec, where: str) -> None:
+    """The tiles and rope presets ask steps only a block with key tiles (RoPE) has."""
+    if preset == TILES and not spec.options.attention_tiles:
+        raise SpecError(spec.source, where, "the tiles preset asks the online softmax over key tiles; this "
+                        "block has none (set block.attention_tiles, e.g. 2, as the example tiled-attention does)")
+    if preset == "rope" and not spec.options.rope:
+        raise SpecError(spec.source, where, "the rope preset asks RoPE's rotated queries and keys; this block "
+                        "has none (set block.rope, as the example rope-gqa does)")
 
 
 def with_points(ex: Exercise, points, src: str, trace) -> Exercise:
