@@ -34,8 +34,8 @@ GALLERY = [
      "The same tiles with Chinese prose (xelatex + ctex)"),
     ("rope-gqa", "rope-gqa", {},
      "RoPE over two query heads sharing one K/V head: the angles, cos and sin given, each rotation and grouped score worked"),
-    ("rope-gqa-zh", "rope-gqa", {"lang": "zh", "preset": "rope"},
-     "The same block's rotations and grouped scores alone (the rope preset), with Chinese prose"),
+    ("rope-gqa-zh", "rope-gqa", {"lang": "zh"},
+     "The same block with Chinese prose (xelatex + ctex)"),
     ("tiny-llama", "tiny-llama", {"formats": ["latex", "markdown", "html", "moodle", "qti"]},
      "One decoding step of a tiny Llama (RMSNorm, SwiGLU, RoPE, 2 query heads over 1 K/V head) from its KV cache"),
 ]
