@@ -81,7 +81,7 @@ class LinearWork:
         q, k = self.value(step.inputs[0]).cols(lo, hi), self.value(step.inputs[1]).cols(*key_columns(step.name, self.dims))
         reads = self.rope_reads(h)
         out = [(reads, None)] if reads else []
-        sub = self.substitute(step_symbol(step), [(f"Q{rot}_{h}", q), (rf"{{K{rot}_{g}}}^{{\top}}", k.T)])
+        sub = self.substitute(step_symbol(step), [(f"Q{rot}_{h}", q), ((rf"{{K'_{g}}}" if rot else f"K_{g}") + r"^{\top}", k.T)])
         if sub:
             out.append(sub)
         pos = self.positions(*step.value.shape, hi - lo)
