@@ -369,6 +369,8 @@ def _forward_cost(trace, step) -> tuple[int, int]:
         kind = step_kind(step.name, spec)
     except KeyError:
         return n * m, 0   # e.g. a dropout mask applied: one multiply per entry
+    if kind == "side":
+        return _tile_cost(trace, step)
     ins = [trace[i].value if i in trace else trace.params.get(i) for i in step.inputs]
     if kind == "linear":
         k = ins[0].shape[1]
@@ -397,6 +399,27 @@ def _forward_cost(trace, step) -> tuple[int, int]:
         smooth = spec.options.activation not in ("relu",)
         return (2 * n * m if smooth else 0) + (n * m if kind == "gated" else 0), n * m if smooth else 0
     return 0, 0  # identity, concat, masked: copying
+
+
+def _tile_cost(trace, step) -> tuple[int, int]:
+    """(multiply-adds, specials) of one tile step: a comparison per score read; the sum's e^(s − m)
+    per live key and one rescaling e^(m_old − m_new) per row from the second tile (the accumulator
+    reuses them: a multiply-add per value entry); the tiled result a division per entry."""
+    from symblock.engine import exact
+    from symblock.engine.tiles import key_blocks
+    p = names.parse(step.name)
+    n, d_v = trace.spec.dims.seq_len, trace.spec.dims.d_v
+    if p.tile is None:
+        return n * d_v, 0
+    keys = key_blocks(n, trace.spec.options.attention_tiles)[p.tile]
+    s = next(trace[i].value for i in step.inputs if names.parse(i).kind in ("scores", "scaled", "masked"))
+    live = sum(s.rows[i][k] is not exact.NEG_INF for i in range(n) for k in keys)
+    rescale = n if p.tile else 0
+    if p.kind == "tile_max":
+        return n * len(keys), 0
+    if p.kind == "tile_sum":
+        return live + rescale, live + rescale
+    return (live + rescale) * d_v, 0
 
 
 def _grad_cost(trace, exercise: Exercise, name: str) -> tuple[int, int, int]:
