@@ -360,6 +360,9 @@ CROSS = (
     ("cross_norm_as_pre_ln", "in a Post-LN decoder layer the cross-attention's norm placed as in Pre-LN "
      "(its input normalised by N2, its residual left unnormalised)", "cross.q, norm2",
      norm_as_pre_applies, norm_as_pre),
+)
+
+
 # ---------------------------------------------------------------- RoPE and grouped K/V heads
 # The catalogued slips of RoPE and of grouped K/V heads (mistakes.CATALOGUE lists them): each
 # recomputes ONE step from the values before it with the slip made.
