@@ -248,6 +248,13 @@ def sum_of_products(c0: fmpq, terms: Iterable[tuple[fmpq, tuple[Real, ...]]]) ->
         else:
             key = tuple(sorted(irr, key=by_serial))
         acc[key] = acc.get(key, 0) + c
+    return close_sum(acc, c0)
+
+
+def close_sum(acc: dict[tuple, fmpq], c0: fmpq) -> Real:
+    """The node (or rational) of c0 + Σ c·Π key, from the terms as sum_of_products gathered them,
+    in order of first appearance (zero coefficients still listed: the cancellations see them);
+    engine/matmul.py gathers a matrix product's terms in bulk and closes each entry here."""
     if len(acc) > 1:
         c0 = cancel_quotients(acc, c0)
     kept = tuple((fmpq(c), k) for k, c in acc.items() if c != 0)

@@ -1,6 +1,7 @@
 """An immutable matrix of exact entries (`exact.Real`, or SymPy expressions in symbolic mode).
 
-Only what the block needs: matmul through `exact.dot` (one graph node per entry), elementwise
+Only what the block needs: matmul through `exact.dot` (one graph node per entry; in bulk by
+engine/matmul.py when the right factor is rational), elementwise
 arithmetic with a 1 × n row broadcast over rows (biases, γ, β), column blocks for heads.
 """
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any, Callable, Iterable, Iterator, Sequence, Union, cast, overload
 
-from symblock.engine import exact
+from symblock.engine import exact, matmul
 
 Entry = Union[exact.Real, Any]  # a matrix entry: a Real, or a SymPy expression in symbolic mode (no hints)
 
@@ -45,6 +46,8 @@ class Mat:
     def __matmul__(self, other: "Mat") -> "Mat":
         if self.shape[1] != other.shape[0]:
             raise ValueError(f"cannot multiply {self.shape} by {other.shape}")
+        if self.shape[1] and (rows := matmul.matmul(self.rows, other.rows)) is not None:
+            return Mat(rows)  # B rational: the same entries, made in bulk
         cols = list(zip(*other.rows))
         return Mat([[exact.dot(r, c) for c in cols] for r in self.rows])
 
