@@ -46,6 +46,21 @@ def children(r: Node) -> list[Node]:
     return [] if r.op in ("const", "neginf") else list(r.args)
 
 
+def sum_ball(args: tuple) -> arb:
+    """A sum node's ball straight from its factors' balls: node_ball's operations, in its order
+    (so the same bits), without the list of children in between."""
+    acc = arb(args[0])
+    for c, fs in args[1]:
+        if len(fs) == 1:
+            t = fs[0].ball
+        else:
+            t = fs[0].ball
+            for f in fs[1:]:
+                t = t * f.ball
+        acc += t * c if c != 1 else t
+    return acc
+
+
 def node_ball(r: Node, child_balls: list[arb]) -> arb:
     """One node's ball from its children's balls (at the current ctx.prec)."""
     op = r.op

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable, Sequence, cast
 from flint import arb, fmpq, fmpz
 
 from symblock.engine import closed
-from symblock.engine.balls import (MAX_PREC, PREC, children, decimal_context, node_ball, round_ends, snap,
+from symblock.engine.balls import (MAX_PREC, PREC, children, decimal_context, node_ball, round_ends, snap, sum_ball,
                                    with_prec)
 from symblock.engine.cancel import by_serial, cancel_inverses, cancel_quotients
 from symblock.errors import UndecidableError  # noqa: F401  (re-exported)
@@ -191,7 +191,7 @@ def node(op: str, args: tuple, size: int) -> Real:
     """A new graph node with its certified ball (a rational when the ball pins one down); other
     engine modules (powers.py) build their nodes with it too."""
     r = Real(op=op, args=args, size=min(size, 10**9))
-    r.ball = node_ball(r, [a.ball for a in children(r)])
+    r.ball = sum_ball(args) if op == "sum" else node_ball(r, [a.ball for a in children(r)])
     q = snap(r)
     return r if q is None else Real(q=q)
 
@@ -257,12 +257,12 @@ def close_sum(acc: dict[tuple, fmpq], c0: fmpq) -> Real:
     engine/matmul.py gathers a matrix product's terms in bulk and closes each entry here."""
     if len(acc) > 1:
         c0 = cancel_quotients(acc, c0)
-    kept = tuple((fmpq(c), k) for k, c in acc.items() if c != 0)
+    kept = tuple((c if type(c) is fmpq else fmpq(c), k) for k, c in acc.items() if c != 0)
     if not kept:
         return Real(q=fmpq(c0))
     if c0 == 0 and len(kept) == 1 and kept[0][0] == 1 and len(kept[0][1]) == 1:
         return kept[0][1][0]
-    size = 1 + sum(1 + sum(f.size for f in fs) for _, fs in kept)
+    size = 1 + len(kept) + sum([f.size for _, fs in kept for f in fs])
     return node("sum", (fmpq(c0), kept), size)
 
 
