@@ -105,13 +105,8 @@ class Real:
             return arb(self.q) if prec <= PREC else with_prec(prec, arb, self.q)
         if prec <= PREC or self.op == "neginf":
             return self.ball
-        if self._hi is None:
-            self._hi = {}
-        b = self._hi.get(prec)
-        if b is None:
-            args = [a.enclosure(prec) if isinstance(a, Real) else a for a in children(self)]
-            b = self._hi[prec] = with_prec(prec, node_ball, self, args)
-        return b
+        b = self._hi.get(prec) if self._hi is not None else None
+        return b if b is not None else with_prec(prec, _hi_ball, self, prec)
 
     def _refine(self, good: Callable[[arb], bool]) -> arb:
         prec = PREC
@@ -185,6 +180,27 @@ class Real:
 
     def __repr__(self) -> str:
         return f"Real({self.short()})"
+
+
+def _hi_ball(r: Real, prec: int) -> arb:
+    """r's ball at `prec` bits (memoised), its subgraph worked at that precision, which the
+    caller has set once for all of it (`enclosure`)."""
+    if r._hi is None:
+        r._hi = {}
+    b = r._hi.get(prec)
+    if b is None:
+        args = []
+        for a in children(r):
+            if not isinstance(a, Real):
+                args.append(a)
+            elif a.q is not None:
+                args.append(arb(a.q))
+            elif a.op == "neginf":
+                args.append(a.ball)
+            else:
+                args.append(_hi_ball(a, prec))
+        b = r._hi[prec] = node_ball(r, args)
+    return b
 
 
 def node(op: str, args: tuple, size: int) -> Real:
