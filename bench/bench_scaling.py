@@ -67,6 +67,8 @@ def measure(root: Path, kind: str, d: int) -> dict:
 
 def slope(ds: list[int], ts: list[float]) -> float:
     """Least-squares slope of log t against log d."""
+    if len(set(ds)) < 2:
+        return float("nan")
     xs, ys = [math.log(d) for d in ds], [math.log(t) for t in ts]
     mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)

@@ -197,8 +197,10 @@ def _hi_ball(r: Real, prec: int) -> arb:
                 args.append(arb(a.q))
             elif a.op == "neginf":
                 args.append(a.ball)
-            else:
-                args.append(_hi_ball(a, prec))
+            else:  # a shared child is worked once: look in its memo before calling
+                h = a._hi
+                c = h.get(prec) if h is not None else None
+                args.append(c if c is not None else _hi_ball(a, prec))
         b = r._hi[prec] = node_ball(r, args)
     return b
 
@@ -273,7 +275,7 @@ def close_sum(acc: dict[tuple, fmpq], c0: fmpq) -> Real:
     engine/matmul.py gathers a matrix product's terms in bulk and closes each entry here."""
     if len(acc) > 1:
         c0 = cancel_quotients(acc, c0)
-    kept = tuple((c if type(c) is fmpq else fmpq(c), k) for k, c in acc.items() if c != 0)
+    kept = tuple([(c if type(c) is fmpq else fmpq(c), k) for k, c in acc.items() if c])
     if not kept:
         return Real(q=fmpq(c0))
     if c0 == 0 and len(kept) == 1 and kept[0][0] == 1 and len(kept[0][1]) == 1:
