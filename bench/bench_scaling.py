@@ -7,8 +7,9 @@ and for a 3-layer model, this checkout against a base checkout in the same run.
 
 Every measurement runs in a fresh child process (its peak resident memory is the process's own,
 ru_maxrss), before and after alternating case by case so that both see the same machine load.
-Time is the forward plus certifying every entry to 30 digits. The growth exponent is the slope
-of log(time) against log(d_model), fitted by least squares over the sizes.
+Time is the CPU time of the process (time.process_time) for the forward plus certifying every
+entry to 30 digits: on a shared machine it is steadier than the wall clock, which is shown too.
+The growth exponent is the slope of log(time) against log(d_model), least squares over the sizes.
 """
 from __future__ import annotations
 
@@ -43,17 +44,17 @@ with cost.limit(math.inf):
             "dims": {"d_model": d, "d_ff": 2 * d, "heads": 4},
             "block": {"norm_position": "pre", "norm": "rmsnorm", "eps": "1/100000",
                       "activation": "swiglu", "attention_scale": "sqrt_dk"},
-            "random": {"seed": 1, "low": -1, "high": 1}}, "bench")
+            "random": {"seed": 2, "low": -2, "high": 2}}, "bench")  # seed 2: no tied logits at d 4
         run, units = model.forward, model.cost(s)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     trace = run(s)
     for step in trace:
         for row in step.value.rows:
             for e in row:
                 if e is not exact.NEG_INF:
                     e.digits(30)
-    t = time.perf_counter() - t0
-print(json.dumps({"time": t, "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, "units": units}))
+    t, c = time.perf_counter() - t0, time.process_time() - c0
+print(json.dumps({"time": c, "wall": t, "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, "units": units}))
 """
 
 
@@ -85,15 +86,15 @@ def run_all(base: Path, after: Path, ds: tuple[int, ...]) -> dict:
 
 
 def table(res: dict, ds: tuple[int, ...]) -> str:
-    out = ["| case | d_model | cost units | before: time | after: time | speed-up | before: peak RSS | "
-           "after: peak RSS |", "|---|---|---|---|---|---|---|---|"]
+    out = ["| case | d_model | cost units | before: CPU time | after: CPU time | speed-up | after: wall | "
+           "before: peak RSS | after: peak RSS |", "|---|---|---|---|---|---|---|---|---|"]
     names = {"block": "block (seq 16, d_ff 2d, 4 heads, GELU)",
              "model": "3-layer model (prompt 15 + 1 greedy step, d_ff 2d, 4 heads, RMSNorm, SwiGLU)"}
     for kind in ("block", "model"):
         for d in ds:
             b, a = res[kind, d, "before"], res[kind, d, "after"]
             out.append(f"| {names[kind]} | {d} | {a['units']:,} | {b['time']:.2f} s | {a['time']:.2f} s | "
-                       f"{b['time'] / a['time']:.1f}× | {b['rss'] / 2**20:.0f} MiB | {a['rss'] / 2**20:.0f} MiB |")
+                       f"{b['time'] / a['time']:.1f}× | {a['wall']:.2f} s | {b['rss'] / 2**20:.0f} MiB | {a['rss'] / 2**20:.0f} MiB |")
     out += ["", "| case | growth exponent of time in d_model, before | after |", "|---|---|---|"]
     for kind in ("block", "model"):
         fit = {lab: slope(list(ds), [res[kind, d, lab]["time"] for d in ds]) for lab in ("before", "after")}
@@ -135,7 +136,7 @@ def main() -> None:
         plot(res, ds, HERE / "scaling.png")
         (HERE / "README_scaling.md").write_text(
             "# Scaling: the exact, certified forward against d_model\n\n"
-            "Time (forward plus certifying every entry to 30 digits) and peak resident memory, each in "
+            "CPU time (forward plus certifying every entry to 30 digits) and peak resident memory, each in "
             "a fresh process, before and after in the same run (`python bench/bench_scaling.py --base "
             "DIR --write`, DIR a checkout of the code before). On this 2-core machine, shared.\n\n"
             + text + "\n\n![time and peak memory against d_model](scaling.png)\n", encoding="utf-8")
