@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from symblock.api import forward, from_mapping, load, spec_from, verify
+from symblock.api import check, forward, from_mapping, grade, load, spec_from, verify, worksheet
 
 __version__ = "0.1.0"
-__all__ = ["load", "from_mapping", "forward", "verify", "spec_from", "SpecError"]
+__all__ = ["load", "from_mapping", "forward", "verify", "check", "worksheet", "grade", "spec_from", "SpecError"]
 
 if TYPE_CHECKING:  # what a type checker reads; at run time `__getattr__` imports each on first use
     from symblock.engine.block import Step, Trace

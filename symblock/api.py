@@ -13,12 +13,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["load", "from_mapping", "forward", "verify", "spec_from"]
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, ContextManager, Mapping, NoReturn, cast, overload
+
+__all__ = ["load", "from_mapping", "forward", "verify", "check", "worksheet", "grade", "spec_from"]
 
 if TYPE_CHECKING:
+    import argparse
+
     from symblock.engine.block import Trace
     from symblock.engine.model_spec import Spec
+    from symblock.grading.gradebook import Class
+    from symblock.grading.marking import CheckResult
     from symblock.reference.verify import VerifyResult
 
 
@@ -69,7 +74,165 @@ def verify(spec: "Spec", tol: float = 1e-9, use_torch: bool = True) -> "VerifyRe
 
 
 def spec_from(obj: Any, *inputs: Any, **options: Any) -> dict[str, Any]:
-    """The spec mapping that reproduces a torch, Hugging Face or nanoGPT object's forward on `inputs`
-    (see `symblock.reference.spec_from`); `from_mapping` turns it into a spec."""
+    """The spec mapping that reproduces a torch, Hugging Face or nanoGPT object's forward on `inputs`:
+    `nn.TransformerEncoderLayer`, `nn.TransformerDecoderLayer`, `nn.Transformer`,
+    `nn.MultiheadAttention`, Hugging Face `BertLayer`, `BertModel`, `GPT2LMHeadModel`, `GPT2Model`,
+    `LlamaForCausalLM` and nanoGPT's `GPT` (the docs' author tutorial lists each call). Weights are
+    the exact decimals of their float64 values; what the spec cannot express is refused by name.
+
+        >>> import torch
+        >>> layer = torch.nn.TransformerEncoderLayer(4, 2, 8, batch_first=True, dtype=torch.float64).eval()
+        >>> x = torch.randn(3, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+        >>> trace = symblock.forward(symblock.from_mapping(symblock.spec_from(layer, x)))
+        >>> with torch.no_grad():
+        ...     want = layer(x[None])[0]
+        >>> float((torch.tensor(trace["output"].value.floats(), dtype=torch.float64) - want).abs().max()) < 1e-9
+        True
+    """
     from symblock.reference.spec_from import spec_from as read
     return read(obj, *inputs, **options)
+
+
+def check(spec: str | Path | None, answers: str | Path | Mapping[str, Any], *, id: str | None = None,
+          preset: str | None = None, loss: str | None = None, wrt: str | None = None,
+          max_cost: int | None = None) -> "CheckResult":
+    """Hand-worked answers checked entry by entry, as `symblock check [SPEC] ANSWERS`: `answers` is an
+    answers file (YAML, JSON, CSV; in a set's folder its manifest names the variant) or the same
+    mapping in memory; `spec` may be None when the answers carry an `id:`. The result's `.ok`,
+    `.first_break` and `.steps` (each with `.status` and `.diagnosis`) are what `check --json` prints.
+
+        >>> std = {"decimals": 3, "steps": {"norm1.std": [[0.901], [0.124], [0.43]]}}
+        >>> symblock.check("seed-post-ln", std).ok
+        True
+        >>> r = symblock.check("seed-post-ln", {"decimals": 3, "steps": {"norm1.std": [[0.901], [0.124], [0.7]]}})
+        >>> r.ok, r.first_break, [(s.name, s.status) for s in r.steps if s.status != "missing"]
+        (False, 'norm1.std', [('attn.out', 'given'), ('norm1.std', 'wrong')])
+    """
+    from symblock.commands import check as command
+    memory = isinstance(answers, Mapping)
+    argv = ([] if spec is None else [str(spec)]) + ([] if memory else [str(answers)])
+    args = _arguments("check", argv, id=id, preset=preset, loss=loss, wrt=wrt, max_cost=max_cost)
+    with _cost(max_cost):
+        if isinstance(answers, Mapping):
+            return command.mark(args, dict(answers), "<answers>")[0]
+        return command.mark(args)[0]
+
+
+@overload
+def worksheet(spec: str | Path | None = None, out: None = None, **options: Any) -> dict[str, str | bytes]: ...
+@overload
+def worksheet(spec: str | Path | None, out: str | Path, **options: Any) -> list[Path]: ...
+
+
+def worksheet(spec: str | Path | None = None, out: str | Path | None = None,
+              **options: Any) -> dict[str, str | bytes] | list[Path]:
+    """A worksheet and its key, as `symblock worksheet [SPEC] --out DIR ...`: each option is the
+    command's flag (`format="html,markdown"`, `preset="norm"`, `lang="zh"`, `variants=30`,
+    `pdf=True`, `force=True`, ...). With `out`, the files are written there and their paths
+    returned; without, the documents come back in memory, {file name: text}, nothing written
+    (one variant; a set and PDFs need `out`).
+
+        >>> files = symblock.worksheet("seed-post-ln", format="markdown")
+        >>> sorted(files)
+        ['key.md', 'sheet.md']
+        >>> files["key.md"].splitlines()[2]
+        '**Answer key** · Worksheet ID: `seed-post-ln`'
+    """
+    import tempfile
+
+    from symblock.commands import worksheet as command
+    from symblock.errors import UsageError
+    if out is not None:
+        args = _arguments("worksheet", [] if spec is None else [str(spec)], out=str(out), list=True, **options)
+        with _cost(args.max_cost):
+            written, idents, result = command.write(args)
+        result = cast(Any, result)   # a set's write result (sheets/sets.py), None for one variant
+        if result is not None and result.failed:
+            raise result.error(Path(out), len(idents))
+        return [Path(p) for p in written]
+    for flag in ("variants", "pdf"):
+        if options.get(flag):
+            raise UsageError(f"worksheet: {flag}= writes files; give out= (a folder) as well")
+    with tempfile.TemporaryDirectory(prefix="symblock-") as tmp:
+        paths = worksheet(spec, Path(tmp) / "ws", **options)
+        return {p.relative_to(Path(tmp) / "ws").as_posix(): _read(p) for p in paths if p.is_file()}
+
+
+def grade(set_dir: str | Path, answers_dir: str | Path, out: str | Path | None = None, *,
+          lang: str = "en", carried: str = "1", rounded: str = "9/10", slip: str = "1/2",
+          roster: str | Path | None = None, force: bool = False) -> "Class":
+    """A class graded, as `symblock grade SET_DIR ANSWERS_DIR`: every answers file against its own
+    variant of the set, with the same credit policy (`carried`, `rounded`, `slip`: 0..1 or a
+    percentage). Returns the class (`.graded`: each file's `.name`, `.ident`, `.total`,
+    `.flags`; `.rejected`: the files that could not be graded, with a `.reason`); with `out`, the
+    gradebook, summaries, plots and feedback are written there too, never over existing files
+    unless `force`.
+
+        >>> import pathlib, shutil, tempfile
+        >>> tmp = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = symblock.worksheet("preset:easy", tmp / "set", variants=2, format="markdown")
+        >>> (tmp / "answers").mkdir()
+        >>> for student in ("ada", "bo"):
+        ...     _ = shutil.copy(next((tmp / "set/students").glob("*/answers.yaml")), tmp / f"answers/{student}.yaml")
+        >>> cls = symblock.grade(tmp / "set", tmp / "answers")
+        >>> sorted((g.name, g.total) for g in cls.graded)      # blank files score nothing
+        [('ada', Fraction(0, 1)), ('bo', Fraction(0, 1))]
+    """
+    from symblock.commands import grade as command
+    from symblock.grading import report
+    argv = [str(set_dir), str(answers_dir)]
+    args = _arguments("grade", argv, lang=lang, carried=carried, rounded=rounded, slip=slip,
+                      roster=None if roster is None else str(roster), force=force)
+    cls, credit = command.grade(args)
+    if out is not None:
+        command.write(Path(out), command.documents(cls, credit, lang, report.available()), force)
+    return cls
+
+
+# ---------------------------------------------------------------- the command line's own parsing
+
+def _arguments(command: str, argv: list[str], **options: Any) -> "argparse.Namespace":
+    """The command's arguments parsed by its own argparse definition, so every option is checked
+    as on the command line; a bad one raises UsageError naming the flag. `name=value` is
+    `--name value`, True a bare flag, False and None left out."""
+    import argparse
+    import importlib
+
+    from symblock.cli import COMMANDS
+    from symblock.errors import UsageError
+
+    class Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> NoReturn:
+            raise UsageError(f"{command}: {message}")
+
+    module = next(m for name, m, _ in COMMANDS if name == command)
+    parser = Parser(prog=f"symblock {command}", add_help=False)
+    importlib.import_module(f"symblock.{module}").add_arguments(parser)
+    known = {a.dest for a in parser._actions}
+    for key, value in options.items():
+        if key not in known:
+            raise UsageError(f"{command}: no option {key}= (the command's flags: "
+                             f"{', '.join(sorted(k for k in known if k not in ('spec', 'help')))})")
+        if value is True:
+            argv.append(f"--{key.replace('_', '-')}")
+        elif value is not None and value is not False:
+            for one in (value if isinstance(value, (list, tuple)) and key in _REPEATED else [value]):
+                text = ",".join(map(str, one)) if isinstance(one, (list, tuple)) else str(one)
+                argv.append(f"--{key.replace('_', '-')}={text}")
+    return parser.parse_args(argv)
+
+
+_REPEATED = {"require", "range", "drop"}   # flags given once per value (--require A --require B)
+
+
+def _cost(max_cost: int | None) -> "ContextManager[None]":
+    from symblock.engine import cost
+    return cost.limit(max_cost)
+
+
+def _read(path: Path) -> str | bytes:
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data

@@ -58,6 +58,7 @@ def test_the_api_reference_and_the_pages_for_each_audience(site):
     api = text(site / "api" / "index.html")
     for name in symblock.api.__all__:
         assert f"{name}(" in api, name
+    assert "_arguments" not in api and "_REPEATED" not in api     # private by name, left out
     for page in ("get-started", "tutorials/instructor", "tutorials/student", "tutorials/author",
                  "reference/spec", "reference/steps", "reference/answers", "how-it-works",
                  "zh/get-started", "zh/tutorials/student", "performance"):

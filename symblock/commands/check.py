@@ -49,6 +49,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
+    result, marker = mark(args)
+    print(to_json(result) if args.json else text(result, marker.trace, every_entry=args.all, lang=args.lang),
+          end="")
+    return 0 if result.ok else 1
+
+
+def mark(args, data: dict | None = None, source: str = "<answers>"):
+    """(CheckResult, Marker) of the answers the arguments name; `data`: an answers mapping given
+    in memory instead of a file (the Python API's `symblock.check`), never looked up in a set."""
     from symblock.engine.model import forward_any as forward   # a block, or a model (decoder sheets)
     from symblock.exercises import variant
     from symblock.exercises.generate import load
@@ -56,16 +65,11 @@ def run(args) -> int:
     from symblock.grading.marking import Marker
     from symblock.exercises.spec_arg import difficulty_of, example_of
     from symblock.errors import UsageError
-    if args.spec is None:
-        raise UsageError("check: give the ANSWERS file (after SPEC, unless its id: names a built-in example)")
-    spec_arg, answers_path = (args.spec, args.answers) if args.answers is not None else (None, args.spec)
-    if args.answers is None and (example_of(args.spec) or difficulty_of(args.spec)):
-        raise UsageError("check: give the ANSWERS file after SPEC")
-    from pathlib import Path
-    if answers_path != "-" and not Path(answers_path).exists():   # not the spec reader's "give a spec path"
-        raise UsageError(f"{answers_path}: no such answers file (the hand-worked answers: YAML, JSON or CSV; "
-                         "a set's blank ones are SET/students/<ID>/answers.yaml)")
-    data, source = answers_mod.read(answers_path)
+    if data is not None:
+        spec_arg, answers_path = args.spec, "-"
+    else:
+        spec_arg, answers_path = _arguments(args, example_of, difficulty_of)
+        data, source = answers_mod.read(answers_path)
     ident = args.id or (str(data["id"]) if data.get("id") not in (None, "") else None)
     # a set's answers file: its manifest knows the spec, preset, loss and places
     found = _from_set(args, answers_path, ident, spec_arg)
@@ -89,10 +93,22 @@ def run(args) -> int:
         marker, default = Marker.of(one), None
     from symblock.commands import not_yet
     not_yet.refuse(marker.trace.spec, "checking answers")
-    result = marker.mark(data, source, default)
-    print(to_json(result) if args.json else text(result, marker.trace, every_entry=args.all, lang=args.lang),
-          end="")
-    return 0 if result.ok else 1
+    return marker.mark(data, source, default), marker
+
+
+def _arguments(args, example_of, difficulty_of) -> tuple[str | None, str]:
+    """(SPEC or None, the answers file) of `check [SPEC] ANSWERS`."""
+    from pathlib import Path
+    from symblock.errors import UsageError
+    if args.spec is None:
+        raise UsageError("check: give the ANSWERS file (after SPEC, unless its id: names a built-in example)")
+    spec_arg, answers_path = (args.spec, args.answers) if args.answers is not None else (None, args.spec)
+    if args.answers is None and (example_of(args.spec) or difficulty_of(args.spec)):
+        raise UsageError("check: give the ANSWERS file after SPEC")
+    if answers_path != "-" and not Path(answers_path).exists():   # not the spec reader's "give a spec path"
+        raise UsageError(f"{answers_path}: no such answers file (the hand-worked answers: YAML, JSON or CSV; "
+                         "a set's blank ones are SET/students/<ID>/answers.yaml)")
+    return spec_arg, answers_path
 
 def _from_set(args, answers_path: str, ident: str | None, spec_arg: str | None):
     """(Marker, default Policy) when the answers file sits in a set `worksheet --variants N` wrote
@@ -115,7 +131,7 @@ def _from_set(args, answers_path: str, ident: str | None, spec_arg: str | None):
             pool = Variants(man)
             if pool.problem(ident) is not None:
                 continue
-            if spec_arg is not None and variants.spec_token(spec_arg) != pool.token:
+            if spec_arg is not None and variants.spec_token(spec_arg) != variants.split_version(pool.token)[0]:
                 raise UsageError(
                     f"check: {answers_path} is an answers file of the set in {_shown(folder)} (made from "
                     f"{man.get('spec_source', 'its spec')}, spec {pool.token!r}), but SPEC {spec_arg} is "

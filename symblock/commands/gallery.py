@@ -27,6 +27,11 @@ GALLERY = [
      "Backprop through the RMSNorm + SwiGLU block: mse against a drawn target, back to W_2 and W_1"),
     ("tiny-decoder", "tiny-decoder", {"formats": ["latex", "markdown", "html", "moodle", "qti"]},
      "One decoding step of a tiny GPT with the KV cache (the decoder preset), to the next token; no notebook"),
+    ("tiled-attention", "tiled-attention", {"preset": "tiles"},
+     "Causal attention as an online softmax over key tiles of 2 (the tiles preset): running max, rescaled sum "
+     "and accumulator, then a / ℓ"),
+    ("tiled-attention-zh", "tiled-attention", {"preset": "tiles", "lang": "zh"},
+     "The same tiles with Chinese prose (xelatex + ctex)"),
 ]
 DEFAULT_DIR = "worksheets"
 PLACES = 3   # the sheets' default decimals

@@ -41,38 +41,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from symblock.grading import report, gradebook, manifest, students
+    from symblock.grading import report
     from symblock.grading.report import one_line
-    from symblock.grading.points import Credit, parse_credit
-    from symblock.sheets.render import environment
-    from symblock.sheets.worksheet import write_files
-    credit = Credit(parse_credit(args.carried, "--carried"), parse_credit(args.rounded, "--rounded"),
-                    parse_credit(args.slip, "--slip"))
-    man = manifest.read(args.set_dir)
-    answers_dir = Path(args.answers_dir)
-    out = Path(args.out) if args.out else answers_dir / "graded"
+    out = Path(args.out) if args.out else Path(args.answers_dir) / "graded"
     _no_links(out, ("feedback", report.PLOTS))
     if not args.force:   # refuse before the work (write_files checks every file again)
         from symblock.errors import UsageError
         for name in ("gradebook.csv", "summary.md", "summary.html", report.PLOTS, "feedback"):
             if (out / name).exists():
                 raise UsageError(f"--out: {out / name} already exists; use --force to overwrite, or another directory")
-    people = students.read(args.roster) if args.roster else None
-    cls = gradebook.grade(man, gradebook.answer_files(answers_dir), credit, roster=people)
+    cls, credit = grade(args)
     drawn = report.available()
-    files = {"gradebook.csv": gradebook.gradebook_csv(cls, args.lang),
-             "summary.md": report.summary_md(cls, credit, args.lang, drawn),
-             "summary.html": environment("html").get_template("summary.html.j2").render(
-                 **report.html_context(cls, credit, args.lang, drawn))}
-    files.update({f"{report.PLOTS}/{k}": v for k, v in (report.pngs(cls) if drawn else {}).items()})
-    taken: set[str] = set()
-    for g in cls.graded:
-        files[f"feedback/{gradebook.slug(g.name, taken)}.md"] = report.feedback_md(g, cls, credit, args.lang)
-    try:
-        write_files(out, files, force=args.force)
-    except OSError as e:  # /proc/..., /sys/..., a read-only disk: the folder, not a bug
-        from symblock.errors import UsageError
-        raise UsageError(f"--out {out}: cannot write there: {e.strerror or e}") from None
+    write(out, documents(cls, credit, args.lang, drawn), args.force)
     print(report.summary_text(cls), end="")
     for file, name, why in report.flagged(cls):
         print(one_line(f"flagged: {file} ({name}): {'; '.join(why)}"))
@@ -81,6 +61,41 @@ def run(args) -> int:
     print(f"wrote {out / 'gradebook.csv'}, {out / 'summary.md'} (and .html) and {len(cls.graded)} feedback "
           f"files in {out / 'feedback'}")
     return 1 if cls.rejected or any(g.flags for g in cls.graded) else 0
+
+
+def grade(args):
+    """(the graded class, the credit) of SET_DIR's variants and ANSWERS_DIR's files; nothing written."""
+    from symblock.grading import gradebook, manifest, students
+    from symblock.grading.points import Credit, parse_credit
+    credit = Credit(parse_credit(args.carried, "--carried"), parse_credit(args.rounded, "--rounded"),
+                    parse_credit(args.slip, "--slip"))
+    man = manifest.read(args.set_dir)
+    people = students.read(args.roster) if args.roster else None
+    return gradebook.grade(man, gradebook.answer_files(Path(args.answers_dir)), credit, roster=people), credit
+
+
+def documents(cls, credit, lang: str, drawn: bool) -> dict[str, str | bytes]:
+    """The gradebook, summary (Markdown, HTML), plots (`drawn`) and feedback files, by relative name."""
+    from symblock.grading import gradebook, report
+    from symblock.sheets.render import environment
+    files: dict[str, str | bytes] = {
+        "gradebook.csv": gradebook.gradebook_csv(cls, lang), "summary.md": report.summary_md(cls, credit, lang, drawn),
+        "summary.html": environment("html").get_template("summary.html.j2").render(
+            **report.html_context(cls, credit, lang, drawn))}
+    files.update({f"{report.PLOTS}/{k}": v for k, v in (report.pngs(cls) if drawn else {}).items()})
+    taken: set[str] = set()
+    for g in cls.graded:
+        files[f"feedback/{gradebook.slug(g.name, taken)}.md"] = report.feedback_md(g, cls, credit, lang)
+    return files
+
+
+def write(out: Path, files: dict[str, str | bytes], force: bool) -> list[Path]:
+    from symblock.sheets.worksheet import write_files
+    try:
+        return write_files(out, files, force=force)
+    except OSError as e:  # /proc/..., /sys/..., a read-only disk: the folder, not a bug
+        from symblock.errors import UsageError
+        raise UsageError(f"--out {out}: cannot write there: {e.strerror or e}") from None
 
 
 def _no_links(out: Path, folders) -> None:

@@ -1,5 +1,5 @@
-"""Turn a saved tiny model into a spec: a Hugging Face `save_pretrained` folder (GPT-2) or a nanoGPT
-`ckpt.pt`, on a prompt of token ids, worked exactly by every other command.
+"""Turn a saved tiny model into a spec: a Hugging Face `save_pretrained` folder (GPT-2, BERT, Llama)
+or a nanoGPT `ckpt.pt`, on a prompt of token ids, worked exactly by every other command.
 
 The weights are written as the exact decimals of their float64 values; the spec's exact forward is
 the model's forward on that prompt (its greedy tokens too, with --generate). Nothing is downloaded.

@@ -41,7 +41,8 @@ def run(args) -> int:
     from symblock.commands.flags import overrides_from_args
     from symblock.exercises.spec_arg import default_spec
     overrides = overrides_from_args(args)
-    data, source = variants.read(args.spec or default_spec(overrides))  # --difficulty D alone: preset:D
+    spec_arg = args.spec or default_spec(overrides)  # --difficulty D alone: preset:D
+    data, source = variants.read(spec_arg)
     from symblock.engine.model_spec import form_of
     if (refusal := REFUSED.get(form_of(data))):
         raise UsageError(f"{source}: {refusal}")
@@ -51,6 +52,7 @@ def run(args) -> int:
     if args.n < 1:
         raise UsageError("-n: expected at least 1")
     from symblock.grading.mistakes import judge
+    overrides = variants.new_flags(spec_arg, overrides)  # as a new worksheet set would be drawn
     report = stress(data, source, args.n, args.seed, overrides, judge=judge())
     print(json.dumps(report.to_dict(), indent=1) if args.json else text(report), end="" if not args.json else "\n")
     return 0  # a set below the variety guarantee is reported (warning lines, "variety_problems"), not an error

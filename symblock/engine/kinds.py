@@ -182,10 +182,10 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     # a rescaled sum (B + 1 exps, each of a difference s − m: two nodes and a term), a rescaled
     # accumulator; then accumulator / sum. The output does not read them (they are proved equal
     # to the head's out), so no gradient flows.
-    Kind("tile_max", _column, lambda d, o: _tile(o), "side", None),
-    Kind("tile_sum", _column, lambda d, o: (_tile(o) + 1) * (1 + 2 * NODE), "side", None),
-    Kind("tile_acc", _head_v, lambda d, o: _tile(o) + 1, "side", None),
-    Kind("tiled", _head_v, _const(0), "side", None),
+    Kind("tile_max", _column, lambda d, o: _tile(o), "side", "tile_max"),
+    Kind("tile_sum", _column, lambda d, o: (_tile(o) + 1) * (1 + 2 * NODE), "side", "tile_sum"),
+    Kind("tile_acc", _head_v, lambda d, o: _tile(o) + 1, "side", "tile_acc"),
+    Kind("tiled", _head_v, _const(0), "side", "tiled"),
     Kind("concat", lambda d: (d.seq_len, d.heads * d.d_v), _const(None), "concat", "concat"),
     Kind("attn_out", _model, lambda d, o: d.d_model if o.out_proj else None,
          lambda o: "linear" if o.out_proj else "identity", _with_projection("linear")),

@@ -24,24 +24,33 @@ def work(t: Any, h: int, s: Mat, v: Mat, s_tex: str) -> None:
     its values `v` (the head's d_v columns). A tracer records a step only when it is computed
     (`t`: a Tracer of engine/block.py, which imports this module)."""
     n, s_tex = t.dims.seq_len, f"({s_tex})"
+    sup = f"^{{({h})}}" if t.dims.heads > 1 else ""   # m^{(1)}_{0}: each head's own running values
     blocks = key_blocks(n, t.o.attention_tiles)
     m: Mat | None = None
     l: Mat | None = None
     a: Mat | None = None
     last = len(blocks) - 1
     for j, keys in enumerate(blocks):
-        lo, hi = keys.start, keys.stop - 1
+        lo, hi = keys.start + 1, keys.stop   # key columns counted from 1, as the sheets count entries
         rng = f"j = {lo}" if lo == hi else f"j = {lo}, \\dots, {hi}"
         prev = (m, l, a)
-        m = t.step(tile_name(h, j, "max"), _max_tex(j, s_tex, rng),
+        m = t.step(tile_name(h, j, "max"), _sup(_max_tex(j, s_tex, rng), sup),
                    lambda keys=keys, pm=prev[0]: running_max(s, keys, pm))
-        l = t.step(tile_name(h, j, "sum"), _sum_tex(j, s_tex, rng),
+        l = t.step(tile_name(h, j, "sum"), _sup(_sum_tex(j, s_tex, rng), sup),
                    lambda keys=keys, p=prev, m=m: running_sum(s, keys, p[0], m, p[1]))
-        a = t.step(tile_name(h, j, "acc"), _acc_tex(j, s_tex, rng, h // t.dims.group),
+        a = t.step(tile_name(h, j, "acc"), _sup(_acc_tex(j, s_tex, rng, h // t.dims.group), sup),
                    lambda keys=keys, p=prev, m=m: running_acc(s, v, keys, p[0], m, p[2]))
     assert a is not None and l is not None  # one tile at least
-    t.step(f"attn.h{h}.tiled", f"\\tilde O_{{{h}}} = a_{{{last}}} / \\ell_{{{last}}}\\ \\text{{(each row)}}",
+    t.step(f"attn.h{h}.tiled", _sup(f"\\tilde O_{{{h}}} = a_{{{last}}} / \\ell_{{{last}}}\\ \\text{{(each row)}}", sup),
            lambda: divide_rows(a, l))
+
+
+def _sup(tex: str, sup: str) -> str:
+    """The head's superscript on the running values m, ℓ, a of a formula (several heads)."""
+    if not sup:
+        return tex
+    import re
+    return re.sub(r"(m|\\ell|a)_\{(\d+)\}", lambda g: f"{g.group(1)}{sup}_{{{g.group(2)}}}", tex)
 
 
 def divide_rows(a: Mat, l: Mat) -> Mat:

@@ -114,7 +114,8 @@ def rotate(x: Mat, heads: int, d_k: int, rows: Sequence[int], rope: Rope) -> Mat
 
 def turn(x: Entry, y: Entry, c: Entry, s: Entry, sign: int) -> Entry:
     """x cos ± y sin as one graph node (not three: two products and their sum)."""
-    if exact.is_symbolic(x) or exact.is_symbolic(y):
+    if exact.is_symbolic(x) or exact.is_symbolic(y):   # derive: cos and sin as closed forms, never floats
+        c, s = (exact.to_sympy(v, 10**9) if isinstance(v, exact.Real) else v for v in (c, s))
         return x * c + y * s * sign
     return exact.sum_of_products(exact.fmpq(0), [(exact.fmpq(1), (exact.real(x), c)),
                                                  (exact.fmpq(sign), (exact.real(y), s))])

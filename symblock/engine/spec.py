@@ -44,7 +44,8 @@ RANDOM_KEYS = ("seed", "low", "high", "difficulty", "ranges", "sparsity", "integ
                "exact_norm", "no_degenerate_rows", "relu_mixed", "softmax_distinct", "score_range",
                "staged", "max_draws",  # all but the first three: constraints (exercises/constraints.py)
                "scaled_range", "softmax_weights", "norm_min", "x_step", "norm_params", "distinct_mistakes",
-               "dims", "padding", "dropout")  # a variant's shape: exercises/shapes.py
+               "dims", "padding", "dropout",  # a variant's shape: exercises/shapes.py
+               "generator")  # how a variant is drawn (1 or 2): exercises/constraints.py
 
 
 Matrix = ExactMatrix  # exact entries, read like a SymPy ImmutableMatrix (engine/matrix.py)

@@ -26,6 +26,9 @@ MAX_FORWARDS = 200    # candidates that pass the cheap checks and reach the exac
 ROW_DRAWS = 500       # redraws of one row of X before the candidate counts as rejected
 STAGE_BATCHES = 4     # batches of stage.BATCH candidates for the attention weights fitted to one X
 ENUMERATE_ROWS = 30000  # rows of X small enough to list (13⁴ half-integers in -3..3): drawn from the list
+ENUMERATE_ROWS_2 = 100_000  # generator 2 lists up to this many (17⁴ half-integers in -4..4)
+GENERATORS = (1, 2)   # random.generator: how a variant is drawn (an ID names it: variants.py)
+GENERATOR_NEW = 2     # what a new worksheet or set is drawn with when the spec names none
 
 
 def err(source: str, where: str, message: str):
@@ -60,6 +63,7 @@ class Constraints:
     dims: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # dims key -> its choices
     padding: tuple[int, ...] | None = None   # padded keys per sequence: its choices (() = any)
     dropout: tuple[Fraction, tuple[str, ...]] | None = None   # (p, steps whose masks are drawn)
+    generator: int = 1       # 2: prefers values that are no rounding ties and small denominators
 
     def range_of(self, name: str) -> tuple[int, int]:
         """Per tensor: its own entry, else its group (X / weights / biases), else low..high."""
@@ -71,7 +75,7 @@ class Constraints:
 
 
 def has_constraints(rnd: Any) -> bool:
-    return isinstance(rnd, dict) and any(k in rnd for k in CONSTRAINT_KEYS)
+    return isinstance(rnd, dict) and any(k in rnd for k in (*CONSTRAINT_KEYS, "generator"))
 
 
 def _bool(v: Any, source: str, where: str) -> bool:
@@ -125,6 +129,11 @@ def parse_random(rnd: Any, source: str) -> Constraints:
     if "max_draws" in rnd:
         kw["max_draws"] = int_field(rnd["max_draws"], source, "random.max_draws", lo=1, hi=MAX_DRAWS_LIMIT)
     kw.update(_shape(rnd, source))
+    if rnd.get("generator") is not None:
+        if rnd["generator"] not in GENERATORS or isinstance(rnd["generator"], bool):
+            raise err(source, "random.generator", f"expected one of {', '.join(map(str, GENERATORS))}, "
+                      f"got {rnd['generator']!r}")
+        kw["generator"] = rnd["generator"]
     return Constraints(**kw)
 
 

@@ -47,6 +47,19 @@ SETTINGS: dict[str, dict[str, Any]] = {
     },
 }
 
+# Generator 2 (random.generator: 2) draws the Pre-LN difficulties' half-integer X in -4..4 (not
+# -3..3): its rows then reach σ = 5/2 and 3 besides 3/4, 5/4, 3/2, so the generator can keep five
+# σ classes with no 7 or 9 in σ (7/4 gives scores in 49ths) and favour the three whose σ² is no
+# rounding tie (draws.preferred_classes).
+GENERATOR2 = {"medium": {"ranges": {"X": [-4, 4]}}, "hard": {"ranges": {"X": [-4, 4]}}}
+
+
+def difficulty_random(difficulty: str, generator: int) -> dict:
+    """The random constraints a difficulty fills in, as the generator version draws them."""
+    rnd = copy.deepcopy(SETTINGS[difficulty]["random"])
+    for key, value in (GENERATOR2.get(difficulty, {}) if generator >= 2 else {}).items():
+        rnd[key] = {**rnd.get(key, {}), **value} if isinstance(value, dict) else value
+    return rnd
 
 
 def apply_difficulty(data: dict, c: Constraints, source: str) -> tuple[dict, dict]:
@@ -74,7 +87,7 @@ def apply_difficulty(data: dict, c: Constraints, source: str) -> tuple[dict, dic
         d_head = dims.get("d_k") or dims["d_model"] // dims.get("heads", 1)
         block["attention_scale"] = "sqrt_dk" if math.isqrt(d_head) ** 2 == d_head else "none"
     data["block"] = block
-    return data, dict(settings["random"])
+    return data, difficulty_random(c.difficulty, c.generator)
 
 
 

@@ -11,7 +11,7 @@ from fractions import Fraction
 from typing import Any
 
 from symblock.engine import parameters
-from symblock.exercises.constraints import ENUMERATE_ROWS, ROW_DRAWS, Constraints, err
+from symblock.exercises.constraints import ENUMERATE_ROWS, ENUMERATE_ROWS_2, ROW_DRAWS, Constraints, err
 
 def ints(seed: Any, name: str, count: int, low: int, high: int) -> list[int]:
     """spec.draw's stream as plain ints: sha256("symblock:{seed}:{name}") seeds random.random()."""
@@ -113,12 +113,54 @@ def row_family(c: Constraints, d: int, norm: str, eps: Fraction) -> dict | None:
     """Every row of d grid values that passes the first norm's row checks, grouped by its σ² (rms²):
     {σ²: [row, ...]}; None when the grid is too large to list (rows are then redrawn)."""
     values = grid(c)
-    if len(values) ** d > ENUMERATE_ROWS:
+    if len(values) ** d > (ENUMERATE_ROWS if c.generator < 2 else ENUMERATE_ROWS_2):
         return None
-    key = (tuple(values), d, norm, eps, "norm1" in c.exact_norm, c.no_degenerate_rows, c.norm_min)
+    key = (tuple(values), d, norm, eps, "norm1" in c.exact_norm, c.no_degenerate_rows, c.norm_min, c.generator)
     if key not in _FAMILIES:
-        _FAMILIES[key] = dict(sorted(_list_family(c, d, norm, eps).items()))
+        fam = dict(sorted(_list_family(c, d, norm, eps).items()))
+        _FAMILIES[key] = preferred_classes(fam) if c.generator >= 2 else fam
     return _FAMILIES[key]
+
+
+MIN_CLASSES = 5   # σ classes a set needs (stress.MIN_STAT_VALUES: distinct σ over a set)
+
+
+def preferred_classes(fam: dict) -> dict:
+    """Generator 2: the σ² classes whose exact σ has a small numerator (it divides every
+    normalised value: σ = 7/4 gives scores in 49ths, 9/4 in 81sts), when at least MIN_CLASSES
+    are such; else every class."""
+    keep = {m: rows for m, rows in fam.items() if not is_square(m) or small_numerator(math.isqrt(m.numerator))}
+    return keep if len(keep) >= MIN_CLASSES else fam
+
+
+def class_walk(family: dict, generator: int) -> list:
+    """The σ² classes class_digits walks through: each once (generator 1), or (generator 2) those
+    whose σ² is no rounding tie twice, so that most rows have such a σ while the set still
+    meets every class."""
+    classes = list(family)
+    if generator < 2:
+        return classes
+    return classes + [m for m in classes if not tie_prone(m)]
+
+
+def tie_prone(q: Fraction) -> bool:
+    """Whether an exact value can be a rounding tie at some places >= 2 (2³ divides its denominator)."""
+    return q.denominator % 8 == 0
+
+
+def small_numerator(n: int) -> bool:
+    """A σ numerator that keeps denominators small: a power of 2 times 1, 3 or 5."""
+    while n and n % 2 == 0:
+        n //= 2
+    return n in (1, 3, 5)
+
+
+def smooth(n: int) -> bool:
+    """Whether n's prime factors are all 2, 3 or 5."""
+    for p in (2, 3, 5):
+        while n and n % p == 0:
+            n //= p
+    return n == 1
 
 
 def _list_family(c: Constraints, d: int, norm: str, eps: Fraction) -> dict:
@@ -176,11 +218,11 @@ def class_digits(seed: int, rows: int, classes: int) -> list[int]:
     return [(idx // classes ** i) % classes for i in range(rows)]
 
 
-def pick_rows(X: list, seed: int, family: dict, variant_seed: int) -> None:
+def pick_rows(X: list, seed: int, family: dict, variant_seed: int, generator: int = 1) -> None:
     """Replace every row of X by a row of the family: its σ (rms) class by class_digits of the
     variant's seed (redraws keep it), then a row of that class uniformly on the stream of `seed`,
     so a set meets every σ the grid allows, not one pattern."""
-    classes = list(family)
+    classes = class_walk(family, generator)
     for i, k in enumerate(class_digits(variant_seed, len(X), len(classes))):
         rows = family[classes[k]]
         X[i] = list(rows[ints(seed, f"X[{i}]#row", 1, 0, len(rows) - 1)[0]])

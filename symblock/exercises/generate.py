@@ -226,7 +226,7 @@ def draw_candidate(p: Plan, s: int, redraws: Counter) -> tuple[dict | None, str 
     if p.draw_x:
         X = draw_x(s, sequences.x_shape(dims), c)  # a batch: its sequences stacked
         if p.family:
-            pick_rows(X, s, p.family, c.seed)
+            pick_rows(X, s, p.family, c.seed, c.generator)
         elif p.rows_checked and not fix_rows(X, s, p.probe.options.norm, p.eps, c, redraws):
             return None, "rows of X: " + next(iter(redraws), "exact_norm")
         tensors["X"] = X
@@ -347,6 +347,11 @@ def variant(data: Mapping, source: str, overrides: Mapping | None = None) -> Var
                 if e.where.startswith("dims"):
                     raise
                 failed = ("no_degenerate_rows" if c.no_degenerate_rows else "zero_variance") + ": " + e.message
+        if failed is None and c.generator >= 2 and attempt < PREFER_DRAWS and forwards < max_forwards // 2:
+            failed = awkward(trace1, bool(p.family))   # a preference: after PREFER_DRAWS draws, any candidate will do
+            if failed is not None:
+                redraws["generator 2: " + failed.split(":")[0]] += 1
+                continue
         if failed is None:
             key = tuple(sorted((n, tuple(map(tuple, t))) for n, t in tensors.items()))
             return Variant(replace(spec1, seed=c.seed), trace1, trace0, attempt + 1, rejections, key, c,
@@ -355,6 +360,33 @@ def variant(data: Mapping, source: str, overrides: Mapping | None = None) -> Var
         rejections[name] += 1
         last[name] = failed
     raise give_up(source, attempt + 1, forwards, rejections, last)
+
+
+PREFER_DRAWS = 8    # generator 2: draws in which a candidate with an awkward value is passed over
+
+
+def awkward(trace, rows_picked: bool) -> str | None:
+    """Generator 2's preference, on the exact trace: the first computed step with a rational
+    entry that can be a rounding tie (at 2 or more places) or whose denominator has a prime
+    factor above 5, or None. With `rows_picked` the first norm's statistics are left to the σ
+    class walk that chose X's rows (draws.class_walk): redraws keep the class."""
+    from symblock.engine import names
+    from symblock.exercises.draws import smooth, tie_prone
+    for st in trace:
+        parsed = names.parse(st.name)
+        if st.given or (rows_picked and parsed.norm == "norm1" and parsed.stat):
+            continue
+        for row in st.value.rows:
+            for e in row:
+                q = getattr(e, "q", None)
+                if q is None:
+                    continue
+                den = int(q.q)
+                if tie_prone(Fraction(1, den)):
+                    return f"ties: {st.name} has {q}, a rounding tie at some places"
+                if not smooth(den):
+                    return f"denominators: {st.name} has {q}"
+    return None
 
 
 def draw_limits(c: Constraints, dims, opts, drawn: list, draw_x: bool, given: set) -> tuple[int, int]:

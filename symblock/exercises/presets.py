@@ -31,7 +31,8 @@ from symblock.engine import names
 from symblock.engine.tiles import SIDE_KINDS
 from symblock.errors import SpecError, excerpt
 
-PRESETS = ("full", "attention", "norm", "ffn", "backprop", "decoder")  # decoder: model specs (decoder.py)
+PRESETS = ("full", "attention", "norm", "ffn", "backprop", "decoder", "tiles")  # decoder: model specs
+TILES = "tiles"   # the online softmax over key tiles (block.attention_tiles), given the scores and V
 EXERCISE_KEYS = ("preset", "ask", "give", "loss", "wrt", "target", "points")
 BACKPROP_KEYS = ("loss", "wrt", "target")
 BACKPROP_WRT = ("W_2", "W_1")
@@ -73,7 +74,9 @@ def preset_steps(preset: str, names: list[str]) -> list[str]:
     by their names without the b0., b1. prefix)."""
     from symblock.engine import names as vocabulary
     steps = [vocabulary.parse(n) for n in names]
-    steps = [s for s in steps if s.kind not in SIDE_KINDS]  # the tiles: proved, not yet asked on sheets
+    if preset == TILES:
+        return [s.full for s in steps if s.kind in SIDE_KINDS]
+    steps = [s for s in steps if s.kind not in SIDE_KINDS]  # the tiles: their own preset
     if preset == "full":
         return [s.full for s in steps if s.kind not in ("x", "memory", "output")]  # inputs are given
     if preset == "norm":
@@ -97,6 +100,10 @@ def choose(trace, preset: str | None = None, loss: str | None = None,
     effective = preset if preset is not None else ex.get("preset", "full")
     if effective == decoder.PRESET:
         decoder.require(spec)
+    if effective == TILES and not spec.options.attention_tiles:
+        raise SpecError(src, "--preset" if preset is not None else "exercise.preset", "the tiles preset asks "
+                        "the online softmax over key tiles; this block has none (set block.attention_tiles, "
+                        "e.g. 2, as the example tiled-attention does)")
     if effective == "backprop":
         return with_points(choose_backprop(trace, ex, loss, wrt), ex.get("points"), src, trace)
     for key in BACKPROP_KEYS:
@@ -138,9 +145,6 @@ def choose(trace, preset: str | None = None, loss: str | None = None,
             elif name in trace and trace[name].given:
                 raise SpecError(src, f"exercise.ask[{i}]", f"{name} is given in the spec (`given:`), "
                                 "so it cannot be asked")
-            elif names.parse(name).kind in SIDE_KINDS:
-                raise SpecError(src, f"exercise.ask[{i}]", f"{name} is a step of the online softmax over key "
-                                "tiles, which worksheets do not ask yet; ask the head's out (proved equal)")
             elif name not in computed:
                 raise SpecError(src, f"exercise.ask[{i}]", f"no computed step {excerpt(name)} in this block; "
                                 "expected a preset (" + ", ".join(PRESETS) + ") or one of " + ", ".join(computed))
@@ -160,6 +164,31 @@ def choose(trace, preset: str | None = None, loss: str | None = None,
     data_params = tuple(p for p in trace.params if p in reads or (p == "X" and "x" in reads))
     data_params = tuple(p for p in data_params if not (p == "X" and "x" in data_steps))
     return with_points(Exercise(tuple(ask), data_steps, data_params), ex.get("points"), src, trace)
+
+
+def tiles_problem(trace) -> str | None:
+    """A block with key tiles is a hand exercise of the online softmax only when each head's
+    running maximum moves in some row after the first tile: else every e^(m_old − m_new) is 1, and
+    the rescaling (and forgetting it) leaves no trace."""
+    from symblock.engine import exact
+    spec = trace.spec
+    if not spec.options.attention_tiles or spec.dims.seq_len <= spec.options.attention_tiles:
+        return None
+    from symblock.engine.tiles import tile_name
+    still: dict[str, bool] = {}   # a head's prefix (b0.attn.h1) -> its maximum has not moved yet
+    for step in trace:
+        p = names.parse(step.name)
+        if p.kind != "tile_max":
+            continue
+        head = p.sibling(f"attn.h{p.head}")
+        if not p.tile:
+            still.setdefault(head, True)
+            continue
+        old = trace[p.sibling(tile_name(p.head, p.tile - 1, "max"))].value.rows
+        if any(a[0] is not exact.NEG_INF and exact.sign(b[0] - a[0]) > 0 for a, b in zip(old, step.value.rows)):
+            still[head] = False
+    stuck = [h for h, s in still.items() if s]
+    return f"tiles_rescale: the running maximum of {stuck[0]} never moves after its first key tile" if stuck else None
 
 
 def with_points(ex: Exercise, points, src: str, trace) -> Exercise:

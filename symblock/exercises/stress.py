@@ -15,7 +15,8 @@ most common one repeats, with a warning on every step below the guarantee (`prob
 
 The variety guarantee (DESIGN.md: every student's exercise differs): in a set of n variants no asked
 step repeats its answer matrix in more than 10% of the variants (at most max(1, n // 10) share one),
-and every per-row statistic (.mean .var .std .ms .rms) takes at least min(5, n) distinct values.
+and every per-row statistic (.mean .var .std .ms .rms, and a key tile's running .max and .sum) takes
+at least min(5, n) distinct values.
 Steps that read only data the spec gives (the same in every variant by the author's choice, e.g. the
 norm of a given X) are named, not held against the set.
 Answers are compared exactly (rationals as fractions, other entries to 30 digits).
@@ -63,6 +64,7 @@ class StepStats:
 
 REPEAT_SHARE = 10      # an answer may repeat in at most 1/REPEAT_SHARE of a set
 MIN_STAT_VALUES = 5    # distinct values a per-row statistic takes over a set
+PER_ROW_TILES = ("tile_max", "tile_sum")   # the online softmax's per-row running values count as statistics
 
 
 def answer_key(value) -> tuple:
@@ -110,7 +112,7 @@ def variety(answers: list[dict]) -> dict[str, Variety]:
         for name, value in one.items():
             key = answer_key(value)
             groups.setdefault(name, Counter())[key] += 1
-            if names.parse(name).stat and not names.parse(name).dropped:
+            if (names.parse(name).stat or names.parse(name).kind in PER_ROW_TILES) and not names.parse(name).dropped:
                 entries.setdefault(name, set()).update(key)
     for name, counts in groups.items():
         out[name] = Variety(name, sum(counts.values()), len(counts), max(counts.values()),

@@ -105,7 +105,7 @@ class _Block:
 
     @staticmethod
     def problem(trace) -> str | None:
-        return None
+        return presets.tiles_problem(trace)   # key tiles whose rescaling would leave no trace
 
     @staticmethod
     def key(spec) -> tuple:
@@ -173,9 +173,10 @@ def redraw(ident: str, spec_arg: str | None, flag: str = "--id", overrides: dict
     from symblock.errors import UsageError
     from symblock.engine.model import forward_any as forward
     spec_arg, seed = variants.parse_id(ident, spec_arg, flag)
+    overrides = variants.id_flags(ident, spec_arg, overrides)
     if seed is None:
         from symblock.exercises.generate import from_mapping
-        return forward(from_mapping(*variants.read(spec_arg)))
+        return forward(from_mapping(*variants.read(spec_arg, overrides)))
     got = draw(*variants.read(spec_arg, overrides), seed)
     if got is None:
         raise UsageError(f"{flag} {ident}: seed {seed} does not give a usable block")
@@ -192,7 +193,7 @@ def draw_set(spec_arg: str, n: int, seed: int, options: Options | None = None,
     skipped, deterministically, and so are those `judge(variant)` turns down when the spec asks for
     random.distinct_mistakes, and those `keep(variant)` does not keep: stress.spread)."""
     data, source = variants.read(spec_arg, overrides)
-    token = variants.spec_token(spec_arg)
+    token = variants.set_token(spec_arg, overrides)
     if judge is not None and not wants_judge(data, source):
         judge = None
     out, seen, alike, usable_repeats = [], set(), 0, 0

@@ -2,11 +2,18 @@
 
 Worksheet IDs: `<spec>` or `<spec>.<seed>`, where `<spec>` is a built-in example's name or, for a
 spec file, `h` + the first 8 characters of the lower-case base32 SHA-256 of the *canonical parsed
-spec* (`canonical`: the mapping as sorted-key JSON, without `random.seed`), so comments, key order,
+spec* (`canonical`: the mapping as sorted-key JSON, without `random.seed` and `random.generator`), so comments, key order,
 quoting, YAML vs JSON and the file's name do not change it; `<seed>` is the `random.seed` that drew
 the variant. `symblock worksheet [SPEC] --id ID` loads the same spec (a file must be given again and
 must give the same token), re-draws with that seed and so regenerates the same files, given the
 same options (--preset, --lang, --decimals).
+
+A spec whose variants the constraint generator draws (a `random:` section with constraints, or
+preset:D) is drawn by a generator version (`random.generator`, exercises/constraints.py): a new
+worksheet or set uses the newest (GENERATOR_NEW) unless the spec or its flags name one, and its
+ID says so with `-v<N>` after `<spec>` (`preset-medium-v2.7`, `h2kq7fz3a-v2.7`); an ID without it
+is version 1 and rebuilds exactly the sheets it always did. The version stays out of the hash (as
+the seed does): the ID carries it.
 """
 from __future__ import annotations
 
@@ -31,9 +38,58 @@ def spec_token(spec_arg: str) -> str:
     return token_of(read(spec_arg)[0])
 
 
+def versioned(token: str, generator: int | None) -> str:
+    """`<spec>` with its generator version: `-v<N>` for a version after 1."""
+    return token if not generator or generator == 1 else f"{token}-v{generator}"
+
+
+def split_version(token: str) -> tuple[str, int]:
+    """`versioned`'s inverse: ("preset-medium", 2) of "preset-medium-v2", (token, 1) of a token
+    without a known version."""
+    from symblock.exercises.constraints import GENERATORS
+    m = re.fullmatch(r"(.+)-v([0-9]{1,3})", token)
+    if m and int(m.group(2)) in GENERATORS and int(m.group(2)) > 1:
+        return m.group(1), int(m.group(2))
+    return token, 1
+
+
+def drawn_random(data, overrides: dict | None) -> dict | None:
+    """The `random:` section with the flags applied, when the constraint generator draws the spec."""
+    from symblock.exercises.constraints import has_constraints
+    rnd = data.get("random") if isinstance(data, dict) else None
+    rnd = {**(rnd if isinstance(rnd, dict) else {}), **(overrides or {})}
+    return rnd if has_constraints(rnd) else None
+
+
+def new_flags(spec_arg: str, overrides: dict | None) -> dict:
+    """The random-section flags of a new worksheet or set: `overrides` with the newest generator
+    version added when the generator draws the spec and neither the spec nor a flag names one."""
+    from symblock.exercises.constraints import GENERATOR_NEW
+    rnd = drawn_random(read(spec_arg)[0], overrides)
+    if rnd is None or "generator" in rnd:
+        return dict(overrides or {})
+    return {**(overrides or {}), "generator": GENERATOR_NEW}
+
+
+def set_token(spec_arg: str, overrides: dict | None) -> str:
+    """The `<spec>` part of the IDs drawn from `spec_arg` with these flags: spec_token, versioned."""
+    rnd = drawn_random(read(spec_arg)[0], overrides)
+    return versioned(spec_token(spec_arg), None if rnd is None else rnd.get("generator", 1))
+
+
+def id_flags(ident: str, spec_arg: str, overrides: dict | None) -> dict:
+    """The flags that rebuild `ident`: `overrides` with the generator version the ID names (none:
+    version 1), when the generator draws the spec."""
+    g = split_version(split_id(ident)[0])[1]
+    if drawn_random(read(spec_arg)[0], overrides) is None:
+        return dict(overrides or {})
+    return {**(overrides or {}), "generator": g}
+
+
 def canonical(data) -> str:
     """The parsed spec as one canonical text: sorted keys, decimals by value (1.50 = 1.5), and
-    without `random.seed` (the ID carries the seed). Two files with the same meaning give the same text."""
+    without `random.seed` and `random.generator` (the ID carries both). Two files with the same
+    meaning give the same text."""
     from decimal import Decimal
 
     def norm(v):
@@ -46,7 +102,7 @@ def canonical(data) -> str:
         return v
     data = dict(data)
     if isinstance(data.get("random"), dict):
-        data["random"] = {k: v for k, v in data["random"].items() if k != "seed"}
+        data["random"] = {k: v for k, v in data["random"].items() if k not in ("seed", "generator")}
     return json.dumps(norm(data), sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
@@ -76,7 +132,7 @@ def split_id(ident: str) -> tuple[str, int | None]:
 
 def parse_id(ident: str, spec_arg: str | None, flag: str = "--id") -> tuple[str, int | None]:
     """The spec to load and the seed for a worksheet ID; `spec_arg` is the SPEC the user gave;
-    `flag` names where the ID came from in messages."""
+    `flag` names where the ID came from in messages (its generator version: id_flags)."""
     from symblock.errors import UsageError
     from symblock.engine.spec import example_names
     from symblock.exercises.spec_arg import difficulty_of
@@ -84,7 +140,11 @@ def parse_id(ident: str, spec_arg: str | None, flag: str = "--id") -> tuple[str,
     if not m:
         raise UsageError(f"{flag}: {excerpt(ident)} is not a worksheet ID (expected NAME or NAME.SEED, "
                          "as printed on a sheet, e.g. pre-ln-causal-gelu.7)")
-    token, seed = m.group(1), m.group(2)
+    from symblock.exercises.constraints import GENERATORS
+    if (v := re.fullmatch(r".+-v([0-9]{1,3})", m.group(1))) and int(v.group(1)) not in GENERATORS:
+        raise UsageError(f"{flag}: {excerpt(ident)} names generator version {v.group(1)}; this symblock draws "
+                         f"versions {', '.join(map(str, GENERATORS))} (a newer symblock made the sheet)")
+    token, seed = split_version(m.group(1))[0], m.group(2)
     seed = int(seed) if seed is not None else None
     if spec_arg is None:
         if difficulty_of(token, "-"):

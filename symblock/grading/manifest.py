@@ -98,7 +98,8 @@ def set_files(sets, spec_arg: str, *, overrides: dict | None = None, decimals: i
     (worksheet --variants, exercises/variant.py), `spec_arg` the SPEC given."""
     from symblock.exercises import variant, variants
     data, source = variants.read(spec_arg)
-    token = variants.spec_token(spec_arg)
+    overrides = variants.new_flags(spec_arg, overrides)   # as worksheet drew the set
+    token = variants.set_token(spec_arg, overrides)
     files, entries, first = {}, [], sets[0]
     for v in sets:
         entries.append({"id": v.ident, "seed": variants.split_id(v.ident)[1], "dir": v.ident,

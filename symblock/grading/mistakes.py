@@ -291,6 +291,10 @@ CATALOGUE: tuple[Mistake, ...] = (
     Mistake("padding_on_queries", "padding mask applied to the queries (rows) instead of the keys (columns)",
             "attn.h*.masked / .weights", _kinds("masked", "weights", when=lambda s: s.options.padding),
             padding_on_queries),
+    Mistake("tile_sum_not_rescaled", "online softmax: the earlier running sum not rescaled by e^(m_old − m_new) "
+            "when the row's maximum moved", "attn.h*.tile*.sum", slips.later_tile("tile_sum"), slips.sum_not_rescaled),
+    Mistake("tile_acc_not_rescaled", "online softmax: the earlier accumulator not rescaled by e^(m_old − m_new) "
+            "when the row's maximum moved", "attn.h*.tile*.acc", slips.later_tile("tile_acc"), slips.acc_not_rescaled),
     Mistake("dropout_no_rescale", "dropout mask applied without scaling the kept entries by 1/(1 − p)",
             "<step>.dropped", _kinds("dropped", when=lambda s: s.dropout_p != 0), dropout_no_rescale),
     Mistake("weight_transposed", "weight matrix used transposed (x Wᵀ instead of x W)",

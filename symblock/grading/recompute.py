@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from symblock.engine import exact, names, parameters
+from symblock.engine import exact, names, online_softmax, parameters
 from symblock.engine.block import ACTIVATIONS, apply_mask, softmax
 from symblock.engine.matrix import Mat
 from symblock.engine.steps import (
@@ -223,6 +223,7 @@ RECOMPUTE = {
     "cross_head_out": lambda name, ins, env, spec: env[ins[0]] @ env[ins[1]].cols(*value_columns(name, spec.dims)),
     "cross_concat": lambda name, ins, env, spec: Mat.hstack([env[i] for i in ins]),
     "cross_out": _cross_out,
+    **online_softmax.RECOMPUTE,   # the online softmax's tiles (engine/online_softmax.py)
 }
 
 

@@ -1,5 +1,5 @@
-"""The rules of the mistake catalogue that recompute attention, dropout and tiny-GPT steps with
-one slip each, from the values in `env` (the catalogue itself, and the norm and FFN rules, are in
+"""The rules of the mistake catalogue that recompute attention (its online-softmax tiles too),
+dropout and tiny-GPT steps with one slip each, from the values in `env` (the catalogue itself, and the norm and FFN rules, are in
 mistakes.py).
 """
 from __future__ import annotations
@@ -224,3 +224,34 @@ def untied_transpose(name: str, env: dict, spec) -> list[Mat]:
     h = env[recompute.last_hidden(spec, step.gen)]
     logits = h @ env["W_E"] if spec.head == "tied" else h @ env["W_U"].T
     return [logits] if step.kind == "logits" else [softmax_rows(logits)]
+
+
+# ---------------------------------------------------------------- the online softmax's tiles
+
+def later_tile(*kinds: str):
+    """Applies to these tile kinds from the second tile on (the first has nothing to rescale)."""
+    def applies(name: str, spec) -> bool:
+        p = names.parse(name)
+        return p.kind in kinds and bool(p.tile)
+    return applies
+
+
+def _tile_keys(name: str, spec) -> range:
+    from symblock.engine.tiles import key_blocks
+    return key_blocks(spec.dims.seq_len, spec.options.attention_tiles)[names.parse(name).tile]
+
+
+def sum_not_rescaled(name: str, env: dict, spec):
+    """ℓ_j = ℓ_{j−1} + Σ e^(s − m_j): the earlier sum kept against the old maximum."""
+    from symblock.engine.online_softmax import running_sum
+    ps, _, m, s = inputs_of(name, spec)
+    return [env[ps] + running_sum(env[s], _tile_keys(name, spec), None, env[m], None)]
+
+
+def acc_not_rescaled(name: str, env: dict, spec):
+    """a_j = a_{j−1} + Σ e^(s − m_j) v: the earlier accumulator kept against the old maximum."""
+    from symblock.engine.online_softmax import running_acc
+    from symblock.engine.steps import value_columns
+    pa, _, m, s, v = inputs_of(name, spec)
+    vals = env[v].cols(*value_columns(name, spec.dims))
+    return [env[pa] + running_acc(env[s], vals, _tile_keys(name, spec), None, env[m], None)]

@@ -1,6 +1,7 @@
 """Saved models as specs (`symblock import`): a Hugging Face `save_pretrained` folder (config.json +
-model.safetensors, read with the `safetensors` package, no network) or a nanoGPT `ckpt.pt`, turned
-into a spec mapping by spec_from.py's readers, the same path a live object takes.
+model.safetensors of a GPT-2, BERT or Llama, read with the `safetensors` package, no network) or a
+nanoGPT `ckpt.pt`, turned into a spec mapping by spec_from.py's readers, the same path a live object
+takes.
 
 A checkpoint is data, never code: safetensors holds only arrays, and a `ckpt.pt` is opened with
 `torch.load(weights_only=True)`, which refuses any pickled object that is not a tensor or plain data.
@@ -15,7 +16,7 @@ from symblock.errors import SpecError, UsageError, excerpt
 from symblock.reference import spec_from
 
 MAX_BYTES = 1 << 30        # a checkpoint worked exactly is tiny; a 1 GiB file is a mistake
-HF_TYPES = {"gpt2": "gpt2"}  # config.json model_type -> reader flavour
+HF_TYPES = {"gpt2": "gpt2", "bert": "bert", "llama": "llama"}  # config.json model_type -> reader
 
 
 def read(path: str | Path, tokens: list[int], generate: int = 0) -> dict:
@@ -57,9 +58,21 @@ def _hugging_face(folder: Path, tokens: list[int], generate: int) -> dict:
         raise UsageError("reading model.safetensors needs the safetensors package: "
                          "pip install 'symblock[import]'") from None
     state = load_file(str(_size_ok(weights)))
+    if kind == "bert":        # BertModel (or a task model's `bert.` body): the encoder's hidden states
+        from symblock.reference.spec_from_bert import bert
+        refuse_generate(cfg_file, generate)
+        return bert(config, spec_from.arrays(state), tokens)
+    if kind == "llama":
+        from symblock.reference.spec_from_llama import llama
+        return llama(config, spec_from.arrays(state), tokens, generate)
     if not any(k.startswith("transformer.") for k in state):   # saved from the bare GPT2Model
         state = {"transformer." + k: v for k, v in state.items()}
     return spec_from.gpt(config, spec_from.arrays(state), tokens, generate, flavour=HF_TYPES[kind])
+
+
+def refuse_generate(cfg_file: Path, generate: int) -> None:
+    if generate:
+        raise spec_from.Unsupported(str(cfg_file), "an encoder (BERT) does not generate; leave --generate out")
 
 
 def _nanogpt(file: Path, tokens: list[int], generate: int) -> dict:

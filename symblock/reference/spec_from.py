@@ -184,6 +184,12 @@ def spec_from(obj, *inputs, **options) -> dict:
     """The spec mapping that reproduces `obj`'s forward on `inputs`:
 
     * `nn.TransformerEncoderLayer` — `spec_from(layer, src, causal=False, src_key_padding_mask=None)`;
+    * `nn.TransformerDecoderLayer` — `spec_from(layer, tgt, memory, causal=True,
+      tgt_key_padding_mask=None, memory_key_padding_mask=None)`;
+    * `nn.Transformer` — `spec_from(model, src, tgt)`, its forward with the causal `tgt_mask`;
+    * `nn.MultiheadAttention` — `spec_from(mha, x, key_padding_mask=None, causal=False)`, self-attention
+      as a block's `attn.out` (spec_from_torch.py says why);
+    * Hugging Face `BertModel` — `spec_from(model, input_ids, attention_mask=None, token_type_ids=None)`;
     * Hugging Face `BertLayer` — `spec_from(layer, hidden_states, attention_mask=None)`;
     * Hugging Face `GPT2LMHeadModel` / `GPT2Model` and a nanoGPT `GPT` (read by its attributes,
       nanoGPT need not be installed) — `spec_from(model, tokens, generate=0, kv_cache=True)`;
@@ -192,6 +198,13 @@ def spec_from(obj, *inputs, **options) -> dict:
     kind = type(obj).__name__
     if kind == "TransformerEncoderLayer":
         return encoder_layer(obj, *inputs, **options)
+    if kind in _TORCH and type(obj).__module__.startswith("torch.nn"):
+        from symblock.reference import spec_from_torch
+        return getattr(spec_from_torch, _TORCH[kind])(obj, *inputs, **options)
+    if kind == "BertModel":
+        from symblock.reference.spec_from_bert import bert
+        _eval(obj, kind)
+        return bert(obj.config.to_dict(), arrays(obj.state_dict()), *inputs, **options)
     if kind == "BertLayer":
         return bert_layer(obj, *inputs, **options)
     if kind in ("GPT2LMHeadModel", "GPT2Model"):
@@ -208,8 +221,13 @@ def spec_from(obj, *inputs, **options) -> dict:
         _eval(obj, kind)
         cfg = {k: getattr(obj.config, k) for k in ("n_embd", "n_head", "n_layer", "block_size", "bias")}
         return gpt(cfg, arrays(obj.state_dict()), *inputs, flavour="nanogpt", **options)
-    raise Unsupported(kind, "symblock reads nn.TransformerEncoderLayer, Hugging Face BertLayer, "
+    raise Unsupported(kind, "symblock reads nn.TransformerEncoderLayer, nn.TransformerDecoderLayer, "
+                            "nn.Transformer, nn.MultiheadAttention, Hugging Face BertLayer, BertModel, "
                             "GPT2LMHeadModel / GPT2Model, LlamaForCausalLM and nanoGPT's GPT")
+
+
+_TORCH = {"TransformerDecoderLayer": "decoder_layer", "Transformer": "transformer",
+          "MultiheadAttention": "multihead_attention"}
 
 
 def _eval(model, kind: str) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from symblock.engine import kinds, names, parameters
+from symblock.engine.tiles import SIDE_KINDS
 from symblock.sheets.lang import MATH_TEXT, TEXTS
 from symblock.sheets.numbers import (Safe, dec_tex, exact_tex, grid, is_plain, matrix_value, outcome,
                                      param_symbol, shape_tex, show, step_symbol)
@@ -12,6 +13,7 @@ from symblock.sheets.work_attention import AttentionWork
 from symblock.sheets.work_ffn import FfnWork
 from symblock.sheets.work_linear import LinearWork
 from symblock.sheets.work_norm import NormWork
+from symblock.sheets.work_tiles import TileWork
 
 if TYPE_CHECKING:
     from symblock.engine.block import Step, Trace
@@ -33,7 +35,7 @@ def _gamma_beta(first: str, then: str) -> bool:
     return (g.kind, b.kind) == ("gamma", "beta") and (g.prefix, g.norm) == (b.prefix, b.norm)
 
 
-class Builder(LinearWork, AttentionWork, NormWork, FfnWork):
+class Builder(LinearWork, AttentionWork, NormWork, FfnWork, TileWork):
     def __init__(self, trace: Trace, exercise: Exercise, lang: str, places: int) -> None:
         self.trace, self.ex, self.places = trace, exercise, places
         self.spec, self.o, self.dims = trace.spec, trace.spec.options, trace.spec.dims
@@ -117,6 +119,8 @@ class Builder(LinearWork, AttentionWork, NormWork, FfnWork):
                 keys = [", ".join(str(j + 1) for j, p in enumerate(r) if p) or "—" for r in rows]
                 out.append(self.t("conv_padding", keys[0] if len(rows) == 1 else
                                   "; ".join(f"b{b}: {k}" for b, k in enumerate(keys))))
+        if o.attention_tiles and any(kinds.of(n).name in SIDE_KINDS for n in self.ex.ask if n in self.trace):
+            out.append(self.t("conv_tiles", o.attention_tiles))
         if o.dropout and "dropout" in uses:
             out.append(self.t("conv_dropout", sympy.latex(sympy.sympify(self.spec.dropout_p))))
         if "norm" in uses:
@@ -222,6 +226,8 @@ class Builder(LinearWork, AttentionWork, NormWork, FfnWork):
         name = parsed.base
         if parsed.dropped:
             return self.t("s.dropped", src=self.symbol(step.inputs[0]))
+        if parsed.tile is not None or parsed.kind == "tiled":
+            return self.t(f"s.{parsed.kind}", h=parsed.head, j=parsed.tile)
         if parsed.head is not None:
             part = parsed.part
             pad = "_pad" if part == "masked" and self.o.padding and not self.o.causal else ""

@@ -7,6 +7,8 @@ comes from here and is always escaped. `{0}`-style fields are filled with truste
 """
 from __future__ import annotations
 
+from symblock.sheets import lang_tiles
+
 LANGS = ("en", "zh")
 
 EN = {
@@ -281,6 +283,8 @@ MATH_TEXT = {
            " or key ": " 或第 "},
 }
 
+EN.update(lang_tiles.EN)   # the online softmax's tiles (sheets/work_tiles.py)
+ZH.update(lang_tiles.ZH)
 TEXTS = {"en": EN, "zh": ZH}
 assert set(EN) == set(ZH), sorted(set(EN) ^ set(ZH))
 

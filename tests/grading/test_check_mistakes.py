@@ -44,7 +44,17 @@ SPEC_C = """\
     dropout: {p: "1/2", masks: {b0.ffn.act: [[1, 0], [1, 1], [0, 1]]}}
     random: {seed: 3, low: -1, high: 1}
     """
-SPECS = {"A": SPEC_A, "B": SPEC_B, "C": SPEC_C}
+# Two causal heads (d_k = 2, scaled) worked as an online softmax over key tiles of 2: in head 0
+# row 4's maximum moves from tile 0 (s_41 = 1/√2) to tile 1 (s_43 = 3/√2), so the rescaling counts.
+SPEC_D = """\
+    dims: {seq_len: 4, d_model: 4, d_ff: 2, heads: 2}
+    block: {norm_position: post, norm: layernorm, eps: "1/10", activation: relu, causal: true,
+            attention_scale: sqrt_dk, attention_tiles: 2}
+    inputs:
+      X: [[1, 0, 2, -1], [0, 1, -1, 2], [2, -1, 0, 1], [1, 2, 1, 0]]
+    random: {seed: 8, low: -1, high: 1}
+    """
+SPECS = {"A": SPEC_A, "B": SPEC_B, "C": SPEC_C, "D": SPEC_D}
 
 
 @pytest.fixture(scope="module")
@@ -105,11 +115,27 @@ def softmax_dead_rows_zero(s):
     return np.where(np.isnan(w), 0.0, w)
 
 
+def tiles_unrescaled(T, part, h=0):
+    """Head h's tile 1 (keys 3, 4) with the tile-0 sum or accumulator carried over unscaled: NumPy
+    from the masked scores and V, e^(s − m) with the running maxima taken here."""
+    s, v = T[f"attn.h{h}.masked"], T["attn.v"][:, 2 * h:2 * h + 2]
+    m0 = s[:, :2].max(axis=1, keepdims=True)
+    m1 = np.maximum(m0, s[:, 2:].max(axis=1, keepdims=True))
+    e0, e1 = np.exp(s[:, :2] - m0), np.exp(s[:, 2:] - m1)   # e^(−∞) = 0: a masked key adds nothing
+    if part == "sum":
+        return e0.sum(axis=1, keepdims=True) + e1.sum(axis=1, keepdims=True)
+    return e0 @ v[:2] + e1 @ v[2:]
+
+
 PAD_C = [[False, False, True], [False, True, False]]
 DROP_C = np.array([[1, 0], [1, 1], [0, 1]], dtype=float)
 
 # (id, spec, step, expected code, planted value from truth T and params P)
 PLANTED = [
+    ("tile-sum-not-rescaled", "D", "attn.h0.tile1.sum", "tile_sum_not_rescaled",
+     lambda T, P: tiles_unrescaled(T, "sum")),
+    ("tile-acc-not-rescaled", "D", "attn.h0.tile1.acc", "tile_acc_not_rescaled",
+     lambda T, P: tiles_unrescaled(T, "acc")),
     ("scale-approx", "A", "attn.h0.scaled", "scale_approximated", lambda T, P: T["attn.h0.scores"] / 1.73),
     ("scale-approx-weights", "A", "attn.h1.weights", "scale_approximated",
      lambda T, P: softmax_rows(causal(T["attn.h1.scores"] * 0.577, -np.inf))),

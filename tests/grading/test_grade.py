@@ -301,13 +301,13 @@ def test_a_set_drawn_with_random_flags_is_rebuilt_from_its_manifest(tmp_path, ca
     assert main(["worksheet", str(spec_file), "--difficulty", "easy", "--variants", "2", "--seed", "5",
                  "--format", "markdown", "--out", str(set_dir)]) == 0
     manifest = yaml.safe_load((set_dir / "instructor" / "manifest.yaml").read_text(encoding="utf-8"))
-    assert manifest["random_flags"] == {"difficulty": "easy"}
+    assert manifest["random_flags"] == {"difficulty": "easy", "generator": 2}   # a new set: the newest generator
     spec_file.unlink()   # the set needs no spec file any more
     answers.mkdir()
     data, source = variants.read(str(set_dir / "instructor" / "manifest.yaml"))
     for v in manifest["variants"]:
         from symblock.exercises.generate import merge_random
-        spec, _ = variant.draw(merge_random(data["spec"], {"difficulty": "easy"}), "easy.yaml", v["seed"])
+        spec, _ = variant.draw(merge_random(data["spec"], {"difficulty": "easy", "generator": 2}), "easy.yaml", v["seed"])
         T = numeric.forward(spec)
         steps = {s: [[f"{x:.3f}" for x in row] for row in T[s]] for s in manifest["asked"]}
         write_yaml(answers / f"{v['seed']}.yaml", v["id"], f"s{v['seed']}", steps)

@@ -12,7 +12,7 @@ import pytest
 
 from symblock import cli
 
-IDS = ["preset-easy.1", "preset-easy.2", "preset-easy.3"]
+IDS = ["preset-easy-v2.1", "preset-easy-v2.2", "preset-easy-v2.3"]   # a new set: generator version 2
 DECIMAL = re.compile(r"-?\d+\.\d{3}\b")
 
 

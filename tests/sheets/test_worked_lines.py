@@ -28,6 +28,10 @@ from worked_lines import check_key, check_line  # noqa: E402
     r"(U)_{1\cdot} = \left(\mathrm{GELU}(1), \mathrm{ReLU}(-2)\right) \approx \left(0.841, -2\right)",
     r"\mathrm{SiLU}'(Z_{1\cdot}) &= \left(\mathrm{SiLU}'(1)\right) \approx \left(0.9291\right)",
     r"(S')_{11} = 3 / \sqrt{2} \approx 2.123",
+    # the online softmax's tiles: a sum or an accumulator left unrescaled, a wrong running maximum
+    r"i = 1:\ & 1.368 \cdot e^{2 - 3} + e^{3 - 3} \approx 1.368 \cdot 0.3679 + 1 \approx 2.368",
+    r"i = 1:\ & 0.3679 \cdot \left(2.104, 1.632\right) + 1 \cdot \left(4, 1\right) \approx \left(6.104, 2.632\right)",
+    r"i = 1:\ & \max(2, 3, -\infty) = 2",
 ])
 def test_the_reader_catches_a_wrong_line(line):
     checked, error = check_line(line.replace("&", " ").replace(r"i = 1:\ ", ""))
@@ -41,6 +45,9 @@ def test_the_reader_catches_a_wrong_line(line):
     r"(U)_{1\cdot} = \left(\mathrm{GELU}(1), \mathrm{ReLU}(-2), \dots\right) \approx \left(0.841, 0, \dots\right)",
     r"\mathrm{SiLU}'(Z_{1\cdot}) &= \left(\mathrm{SiLU}'(1)\right) \approx \left(0.9277\right)",
     r"(F)_{11} &= (-2.617 \times 10^{-7}) \cdot (-1) + 1 \approx 1.000",
+    r"1.368 \cdot e^{2 - 3} + e^{3 - 3} \approx 1.368 \cdot 0.3679 + 1 \approx 1.503",
+    r"0.3679 \cdot \left(2.104, 1.632\right) + 1 \cdot \left(4, 1\right) \approx \left(4.774, 1.600\right)",
+    r"\max(1, -\infty, -\infty) = 1",
 ])
 def test_the_reader_accepts_a_true_line(line):
     checked, error = check_line(line.replace("&", " "))

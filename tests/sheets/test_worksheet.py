@@ -347,15 +347,15 @@ def test_difficulty_without_a_spec_draws_the_presets_own_block(tmp_path, capsys)
     out = tmp_path / "class"
     assert run("--difficulty", "medium", "--variants", "2", "--format", "markdown", "--out", str(out)) == 0
     manifest = yaml.safe_load((out / "instructor" / "manifest.yaml").read_text())
-    assert [v["id"] for v in manifest["variants"]] == ["preset-medium.1", "preset-medium.2"]
-    sheet = (out / "students" / "preset-medium.2" / "sheet.md").read_text()
-    assert sheet.startswith("# Exercise (medium)") and "`preset-medium.2`" in sheet and "Pre-LN" in sheet
+    assert [v["id"] for v in manifest["variants"]] == ["preset-medium-v2.1", "preset-medium-v2.2"]
+    sheet = (out / "students" / "preset-medium-v2.2" / "sheet.md").read_text()
+    assert sheet.startswith("# Exercise (medium)") and "`preset-medium-v2.2`" in sheet and "Pre-LN" in sheet
     X = sheet[sheet.index("X ="):].split("\\end{bmatrix}")[0]
     assert X.count("\\\\") == 1 and X.split("\\\\")[0].count("&") == 3  # 2 rows of 4 entries
-    assert run("--id", "preset-medium.2", "--format", "markdown", "--out", str(tmp_path / "again")) == 0
+    assert run("--id", "preset-medium-v2.2", "--format", "markdown", "--out", str(tmp_path / "again")) == 0
     assert (tmp_path / "again" / "sheet.md").read_text() == sheet
     capsys.readouterr()
-    assert cli.main(["check", str(out / "students" / "preset-medium.2" / "answers.yaml")]) == 1  # blank: nothing answered
+    assert cli.main(["check", str(out / "students" / "preset-medium-v2.2" / "answers.yaml")]) == 1  # blank: nothing answered
     assert "21 missing" in capsys.readouterr().out
 
 

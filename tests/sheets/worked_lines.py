@@ -3,7 +3,7 @@
 A worked line is a chain `lhs = expr = expr ≈ result` (one row of an `aligned` block, or a whole
 display). Symbolic segments (`(Q)_{11}`, `\\mu_{1}`) are skipped; every numeric segment is evaluated
 here, independently of symblock, with floats: sums, products, fractions, roots, e^x, the
-activations and their derivatives, tuples `(a, b, …)`. The check: each numeric segment agrees with
+activations and their derivatives, `\\max`, tuples `(a, b, …)` (added and scaled entry by entry). The check: each numeric segment agrees with
 the line's final result — exactly when only `=` stands between them, else within one unit in the
 result's last printed place."""
 from __future__ import annotations
@@ -58,6 +58,31 @@ def tokens(tex: str) -> list[str]:
     return out
 
 
+class Vec(tuple):
+    """A row `(a, b, …)` that adds to a row and scales by a number entry by entry (the tiles'
+    accumulator lines: 0.3679 · (2.104, 1.632) + 1 · (4, 1))."""
+    def _each(self, other, f):
+        if isinstance(other, tuple):
+            if len(other) != len(self):
+                raise ValueError("rows of different lengths")
+            return Vec(None if a is None or b is None else f(a, b) for a, b in zip(self, other))
+        return Vec(None if a is None else f(a, other) for a in self)
+
+    def __add__(self, other):
+        return self._each(other, lambda a, b: a + b)
+
+    def __sub__(self, other):
+        return self._each(other, lambda a, b: a - b)
+
+    def __mul__(self, other):
+        return self._each(other, lambda a, b: a * b)
+
+    __rmul__ = __mul__
+
+    def __truediv__(self, other):
+        return self._each(other, lambda a, b: a / b)
+
+
 class Parser:
     def __init__(self, tex: str):
         self.t, self.i = tokens(tex), 0
@@ -85,7 +110,7 @@ class Parser:
             while self.peek() == ",":
                 self.take(",")
                 items.append(self.expr())
-            return tuple(items)
+            return Vec(items)
         return v
 
     def expr(self):
@@ -142,6 +167,12 @@ class Parser:
         if tok == r"\infty":
             self.take()
             return math.inf
+        if tok == r"\max":   # the tiles' running maximum: \max(m, s_1, s_2)
+            self.take()
+            self.take("(")
+            args = self.tuple_or_expr()
+            self.take(")")
+            return max(args) if isinstance(args, tuple) else args
         if tok in (r"\frac", r"\tfrac", r"\dfrac"):
             self.take()
             return self.group() / self.group()
