@@ -95,10 +95,12 @@ def table(res: dict, ds: tuple[int, ...]) -> str:
             b, a = res[kind, d, "before"], res[kind, d, "after"]
             out.append(f"| {names[kind]} | {d} | {a['units']:,} | {b['time']:.2f} s | {a['time']:.2f} s | "
                        f"{b['time'] / a['time']:.1f}× | {a['wall']:.2f} s | {b['rss'] / 2**20:.0f} MiB | {a['rss'] / 2**20:.0f} MiB |")
-    out += ["", "| case | growth exponent of time in d_model, before | after |", "|---|---|---|"]
+    big = [d for d in ds if d >= 16]  # past the fixed costs of the smallest sizes
+    out += ["", f"| case | growth exponent of time in d_model, {ds[0]}–{ds[-1]}: before | after | "
+            f"{big[0] if big else '-'}–{ds[-1]}: before | after |", "|---|---|---|---|---|"]
     for kind in ("block", "model"):
-        fit = {lab: slope(list(ds), [res[kind, d, lab]["time"] for d in ds]) for lab in ("before", "after")}
-        out.append(f"| {kind} | {fit['before']:.2f} | {fit['after']:.2f} |")
+        fit = [slope(list(dd), [res[kind, d, lab]["time"] for d in dd]) for dd in (ds, big) for lab in ("before", "after")]
+        out.append(f"| {kind} | " + " | ".join(f"{f:.2f}" for f in fit) + " |")
     return "\n".join(out)
 
 
