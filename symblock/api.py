@@ -93,12 +93,11 @@ def spec_from(obj: Any, *inputs: Any, **options: Any) -> dict[str, Any]:
     return read(obj, *inputs, **options)
 
 
-def check(spec: str | Path | None, answers: str | Path | Mapping[str, Any], *, id: str | None = None,
-          preset: str | None = None, loss: str | None = None, wrt: str | None = None,
-          max_cost: int | None = None) -> "CheckResult":
+def check(spec: str | Path | None, answers: str | Path | Mapping[str, Any], **options: Any) -> "CheckResult":
     """Hand-worked answers checked entry by entry, as `symblock check [SPEC] ANSWERS`: `answers` is an
     answers file (YAML, JSON, CSV; in a set's folder its manifest names the variant) or the same
-    mapping in memory; `spec` may be None when the answers carry an `id:`. The result's `.ok`,
+    mapping in memory; `spec` may be None when the answers carry an `id:`; `options` are the
+    command's flags (`id=`, `preset="norm"`, `loss=`, `wrt="W_2,W_1"`, `max_cost=`). The result's `.ok`,
     `.first_break` and `.steps` (each with `.status` and `.diagnosis`) are what `check --json` prints.
 
         >>> std = {"decimals": 3, "steps": {"norm1.std": [[0.901], [0.124], [0.43]]}}
@@ -111,8 +110,8 @@ def check(spec: str | Path | None, answers: str | Path | Mapping[str, Any], *, i
     from symblock.commands import check as command
     memory = isinstance(answers, Mapping)
     argv = ([] if spec is None else [str(spec)]) + ([] if memory else [str(answers)])
-    args = _arguments("check", argv, id=id, preset=preset, loss=loss, wrt=wrt, max_cost=max_cost)
-    with _cost(max_cost):
+    args = _arguments("check", argv, **options)
+    with _cost(args):
         if isinstance(answers, Mapping):
             return command.mark(args, dict(answers), "<answers>")[0]
         return command.mark(args)[0]
@@ -144,7 +143,7 @@ def worksheet(spec: str | Path | None = None, out: str | Path | None = None,
     from symblock.errors import UsageError
     if out is not None:
         args = _arguments("worksheet", [] if spec is None else [str(spec)], out=str(out), list=True, **options)
-        with _cost(args.max_cost):
+        with _cost(args):
             written, idents, result = command.write(args)
         result = cast(Any, result)   # a set's write result (sheets/sets.py), None for one variant
         if result is not None and result.failed:
@@ -183,6 +182,8 @@ def grade(set_dir: str | Path, answers_dir: str | Path, out: str | Path | None =
     argv = [str(set_dir), str(answers_dir)]
     args = _arguments("grade", argv, lang=lang, carried=carried, rounded=rounded, slip=slip,
                       roster=None if roster is None else str(roster), force=force)
+    if out is not None:
+        command._no_links(Path(out), ("feedback", report.PLOTS))   # never written through a link
     cls, credit = command.grade(args)
     if out is not None:
         command.write(Path(out), command.documents(cls, credit, lang, report.available()), force)
@@ -225,9 +226,10 @@ def _arguments(command: str, argv: list[str], **options: Any) -> "argparse.Names
 _REPEATED = {"require", "range", "drop"}   # flags given once per value (--require A --require B)
 
 
-def _cost(max_cost: int | None) -> "ContextManager[None]":
+def _cost(args: "argparse.Namespace") -> "ContextManager[None]":
+    """The command's --max-cost, as the command line sets it around a command."""
     from symblock.engine import cost
-    return cost.limit(max_cost)
+    return cost.limit(getattr(args, "max_cost", None))
 
 
 def _read(path: Path) -> str | bytes:

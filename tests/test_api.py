@@ -60,7 +60,7 @@ def test_check_reads_a_file_in_a_set_as_the_command_does(tmp_path, capsys):
     paths = symblock.worksheet("preset:easy", tmp_path / "set", variants=2, format="markdown")
     blank = sorted(p for p in paths if p.name == "answers.yaml")[0]
     data = yaml.safe_load(blank.read_text())
-    result = symblock.check(None, blank)                 # its id: and its set's manifest name the variant
+    result = symblock.check(None, blank, max_cost=10 ** 6)   # its id: and its set's manifest name the variant
     assert result.ident == data["id"] and not result.ok and not result.answered
     assert main(["check", str(blank), "--json"]) == 1
     import json
@@ -114,6 +114,11 @@ def test_grade_scores_by_the_policy_and_writes_what_the_command_writes(tmp_path,
         assert (tmp_path / "api" / name).read_bytes() == (tmp_path / "cli" / name).read_bytes(), name
     with pytest.raises(UsageError, match="already exists"):
         symblock.grade(tmp_path / "set", tmp_path / "answers", tmp_path / "api")
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(UsageError, match="symbolic link"):
+        symblock.grade(tmp_path / "set", tmp_path / "answers", tmp_path / "link")
+    assert list((tmp_path / "elsewhere").iterdir()) == []
 
 
 def _round3(x: Fraction) -> str:
