@@ -26,7 +26,8 @@ from typing import Any, Callable, Iterable, Sequence, cast
 from flint import arb, fmpq, fmpz
 
 from symblock.engine import closed
-from symblock.engine.balls import (MAX_PREC, PREC, children, decimal_context, node_ball, round_ends, snap, sum_ball,
+from symblock.engine.balls import (MAX_PREC, PREC, children, decimal_context, hi_ball, node_ball, round_ends, snap,
+                                   sum_ball,
                                    with_prec)
 from symblock.engine.cancel import by_serial, cancel_inverses, cancel_quotients
 from symblock.errors import UndecidableError  # noqa: F401  (re-exported)
@@ -106,7 +107,7 @@ class Real:
         if prec <= PREC or self.op == "neginf":
             return self.ball
         b = self._hi.get(prec) if self._hi is not None else None
-        return b if b is not None else with_prec(prec, _hi_ball, self, prec)
+        return b if b is not None else with_prec(prec, hi_ball, self, prec)
 
     def _refine(self, good: Callable[[arb], bool]) -> arb:
         prec = PREC
@@ -180,29 +181,6 @@ class Real:
 
     def __repr__(self) -> str:
         return f"Real({self.short()})"
-
-
-def _hi_ball(r: Real, prec: int) -> arb:
-    """r's ball at `prec` bits (memoised), its subgraph worked at that precision, which the
-    caller has set once for all of it (`enclosure`)."""
-    if r._hi is None:
-        r._hi = {}
-    b = r._hi.get(prec)
-    if b is None:
-        args = []
-        for a in children(r):
-            if not isinstance(a, Real):
-                args.append(a)
-            elif a.q is not None:
-                args.append(arb(a.q))
-            elif a.op == "neginf":
-                args.append(a.ball)
-            else:  # a shared child is worked once: look in its memo before calling
-                h = a._hi
-                c = h.get(prec) if h is not None else None
-                args.append(c if c is not None else _hi_ball(a, prec))
-        b = r._hi[prec] = node_ball(r, args)
-    return b
 
 
 def node(op: str, args: tuple, size: int) -> Real:

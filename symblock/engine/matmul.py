@@ -81,7 +81,8 @@ def _row(r: Sequence[Real], bq: list[list[fmpq]], nonzero: list[list[tuple[int, 
 
 def _gather(ex: list, nz: list[tuple[int, fmpq]]) -> Real:
     """One entry Σ_k a_k b_k, its terms gathered as sum_of_products gathers them."""
-    c0, acc = _ZERO, {}
+    c0 = _ZERO
+    acc: dict[tuple, fmpq] = {}
     get = acc.get
     for k, b in nz:
         e = ex[k]
@@ -114,9 +115,9 @@ def _few_keys(ex: list, keys: dict[tuple, list[int]], bq: list[list[fmpq]]) -> l
     for j in range(d_out):
         firsts = []
         for n, key in enumerate(order):
-            k = next((k for k in keys[key] if bq[k][j] != 0), None)
-            if k is not None:
-                firsts.append(((k, pos[k, key]), key, flat[(1 + n) * d_out + j]))
+            first = next((k for k in keys[key] if bq[k][j] != 0), None)
+            if first is not None:
+                firsts.append(((first, pos[first, key]), key, flat[(1 + n) * d_out + j]))
         firsts.sort(key=lambda f: f[0])
         out.append(exact.close_sum({key: c for _, key, c in firsts}, flat[j]))
     return out
