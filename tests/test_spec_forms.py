@@ -51,7 +51,7 @@ def test_worksheet_takes_a_difficulty_block_without_variants(cli, tmp_path):
     code, out, err = cli("worksheet", "preset:easy", "--out", tmp_path / "ws")
     assert code == 0, err
     sheet = next((tmp_path / "ws").glob("*.md")).read_text(encoding="utf-8")
-    assert "Exercise (easy)" in sheet and "preset-easy.1" in sheet   # its title and its ID
+    assert "Exercise (easy)" in sheet and "preset-easy-v2.1" in sheet   # its title and its ID (generator version 2)
 
 
 @pytest.mark.parametrize("arg, said", [

@@ -85,9 +85,6 @@ def mark(args, data: dict | None = None, source: str = "<answers>"):
             raise UsageError(f"check: give SPEC, or an `id:` in {source} (a worksheet ID)")
         else:
             spec = load(spec_arg, allow_model=True)
-            if getattr(spec, "kind", "decoder") != "decoder":  # an encoder or encoder-decoder model
-                from symblock.engine.cross import refuse
-                refuse(spec, "check")
             trace = forward(spec)
             one = variant.build("", trace, variant.Options.for_answers(trace.spec, data, args.loss, wrt, args.preset))
         marker, default = Marker.of(one), None

@@ -32,6 +32,14 @@ GALLERY = [
      "and accumulator, then a / ℓ"),
     ("tiled-attention-zh", "tiled-attention", {"preset": "tiles", "lang": "zh"},
      "The same tiles with Chinese prose (xelatex + ctex)"),
+    ("decoder-layer", "decoder-layer", {"preset": "cross"},
+     "A decoder layer's cross-attention (the cross preset): queries from the decoder, keys and values from the "
+     "memory, a padded memory row"),
+    ("decoder-layer-zh", "decoder-layer", {"preset": "cross", "lang": "zh"},
+     "The same cross-attention with Chinese prose (xelatex + ctex)"),
+    ("tiny-translate", "tiny-translate", {"formats": ["latex", "markdown", "html", "moodle", "qti"]},
+     "One translation step of a tiny encoder-decoder (the decoder preset): the new target row through "
+     "self-attention with the KV cache, cross-attention over the encoded source, to the next token; no notebook"),
 ]
 DEFAULT_DIR = "worksheets"
 PLACES = 3   # the sheets' default decimals

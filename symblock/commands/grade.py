@@ -15,6 +15,7 @@ examples:
   symblock worksheet class.yaml --variants 30 --out set   # the set
   symblock grade set answers          # answers/*.yaml, *.json, *.csv
   symblock grade set answers --carried 1/2 --lang zh --out graded
+  symblock grade set answers --jobs 2      # two processes: the same files, sooner
   symblock grade set answers --roster roster.csv   # file or name, student_id, email, section"""  # the --help epilog
 
 import argparse
@@ -22,6 +23,7 @@ from pathlib import Path
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from symblock.commands.arguments import nonneg
     p.add_argument("set_dir", metavar="SET_DIR", help="the set: a folder written by `worksheet --variants N`")
     p.add_argument("answers_dir", metavar="ANSWERS_DIR", help="a folder of answers files (YAML, JSON, CSV), "
                                                               "each with id: and name:")
@@ -36,6 +38,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="credit of a rounding slip, one unit off in the last place (default 1/2)")
     p.add_argument("--roster", metavar="FILE", help="a CSV of file or name, student_id, email (and section) "
                                                       "for the gradebook's LMS columns")
+    p.add_argument("--jobs", type=nonneg, default=1, metavar="N",
+                   help="grade in N processes at once, each building its share of the set's variants "
+                        "(default 1; 0: the number of cores; at most 64); the output is the same")
     p.add_argument("--force", action="store_true", help="overwrite existing output files")
     p.add_argument("--max-cost", type=int, metavar="N", help="raise the exact engine's size limit")
 
@@ -63,6 +68,14 @@ def run(args) -> int:
     return 1 if cls.rejected or any(g.flags for g in cls.graded) else 0
 
 
+def _jobs(n: int) -> int:
+    from symblock.errors import UsageError
+    from symblock.sheets.worksheet import default_jobs
+    if n > 64:
+        raise UsageError(f"--jobs: expected at most 64, got {n}")
+    return n or default_jobs()
+
+
 def grade(args):
     """(the graded class, the credit) of SET_DIR's variants and ANSWERS_DIR's files; nothing written."""
     from symblock.grading import gradebook, manifest, students
@@ -71,7 +84,10 @@ def grade(args):
                     parse_credit(args.slip, "--slip"))
     man = manifest.read(args.set_dir)
     people = students.read(args.roster) if args.roster else None
-    return gradebook.grade(man, gradebook.answer_files(Path(args.answers_dir)), credit, roster=people), credit
+    jobs = _jobs(getattr(args, "jobs", 1))
+    marks = None if jobs < 2 else lambda read, pool, how: in_processes(read, pool, how, jobs)
+    return gradebook.grade(man, gradebook.answer_files(Path(args.answers_dir)), credit, roster=people,
+                           marks=marks), credit
 
 
 def documents(cls, credit, lang: str, drawn: bool) -> dict[str, str | bytes]:
@@ -106,3 +122,84 @@ def _no_links(out: Path, folders) -> None:
         if path.is_symlink():
             raise UsageError(f"--out: {path} is a symbolic link; refusing to write through it "
                              "(remove the link, or give the real folder with --out)")
+
+
+# grade --jobs N: N forked processes, each owning a contiguous share of the set's variants. A worker
+# builds its variants (the costly part: each trace drawn again), marks the files that name them, sends
+# the outcomes back, then the rounded values the identity check asks of its variants at the entries
+# every file answered. The parent puts the outcomes back in the files' order and flags as one process
+# does, so the gradebook is the same byte for byte; a variant is built in one process only.
+
+
+def _can_fork() -> bool:
+    import multiprocessing
+    return "fork" in multiprocessing.get_all_start_methods()
+
+
+def in_processes(read: list, pool, how, jobs: int) -> tuple[list, object]:
+    """gradebook.grade's `marks` in `jobs` processes (see above); in this one where it cannot fork."""
+    import multiprocessing
+    from symblock.grading import gradebook
+    if not _can_fork() or len(pool.seeds) < 2:
+        return gradebook.mark_all(read, pool, how)
+    ids = list(pool.seeds)
+    jobs = min(jobs, len(ids))
+    share = [ids[k * len(ids) // jobs:(k + 1) * len(ids) // jobs] for k in range(jobs)]
+    owner = {i: k for k, part in enumerate(share) for i in part}
+    todo: list[list[int]] = [[] for _ in share]
+    outcomes: list = [None] * len(read)
+    for n, r in enumerate(read):
+        if isinstance(r, gradebook.Rejected):
+            outcomes[n] = (r, None)
+        else:
+            todo[owner[r[2]]].append(n)
+    ctx = multiprocessing.get_context("fork")
+    pipes, procs = [], []
+    for k, part in enumerate(share):
+        parent, child = ctx.Pipe()
+        proc = ctx.Process(target=_worker, args=(child, [(n, read[n]) for n in todo[k]], part, pool, how), daemon=True)
+        proc.start()
+        child.close()
+        pipes.append(parent)
+        procs.append(proc)
+    try:
+        for conn in pipes:
+            for n, outcome in _receive(conn):
+                outcomes[n] = outcome
+        keys = sorted({(e[0], e[1], e[2], e[3]) for g, es in outcomes if isinstance(g, gradebook.Graded) for e in es})
+        truths = gradebook.Truths(pool)
+        for conn in pipes:
+            conn.send(keys)
+        for conn in pipes:
+            truths.cache.update(_receive(conn))
+    finally:
+        for proc in procs:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.terminate()
+    return outcomes, truths
+
+
+def _worker(conn, files: list, part: list, pool, how) -> None:
+    """One process of `in_processes`: mark `files` ((index, read) pairs), then answer the keys."""
+    from symblock.errors import SpecError, UsageError
+    from symblock.grading import gradebook
+    try:
+        conn.send(("ok", [(n, gradebook.mark_one(r, pool, how)) for n, r in files]))
+        keys = conn.recv()
+        truths = gradebook.Truths(pool)
+        conn.send(("ok", {(i, *k): truths.rounded(i, *k) for i in part for k in keys}))
+    except BaseException as e:   # raised again by the parent, as one process would raise it
+        conn.send(("error", e if isinstance(e, (SpecError, UsageError)) else f"{type(e).__name__}: {e}"))
+    finally:
+        conn.close()
+
+
+def _receive(conn):
+    try:
+        status, payload = conn.recv()
+    except EOFError:
+        raise RuntimeError("a grading process ended without its results") from None
+    if status != "ok":
+        raise payload if isinstance(payload, Exception) else RuntimeError(f"a grading process failed: {payload}")
+    return payload

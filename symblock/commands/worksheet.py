@@ -34,7 +34,8 @@ def add_arguments(p) -> None:
                    help="comma-separated: latex, markdown, html, moodle, qti, ipynb (default latex,markdown)")
     p.add_argument("--pdf", action="store_true", help="also compile the LaTeX (TeX Live: pdflatex, or xelatex for zh)")
     p.add_argument("--jobs", type=nonneg, metavar="N",
-                   help="LaTeX compiles run at once (default or 0: the number of cores; at most 64)")
+                   help="LaTeX compiles run at once (default or 0: the number of cores; at most 64); with "
+                        "--variants and N >= 2 the variants are also rendered in N processes (the same files)")
     p.add_argument("--preset", choices=PRESETS,
                    help="which steps to ask (default: the spec's `exercise:` section, else full)")
     p.add_argument("--loss", choices=("sum", "mse"),
@@ -206,9 +207,10 @@ def write(args) -> tuple[list, list[str], object]:
     jobs = args.jobs or None
     engine = ENGINES[args.lang] if args.pdf else None
     sets = variants(args)
-    from symblock.engine.cross import refuse
-    for v in sets[:1]:
-        refuse(v.spec, "worksheet")
+    if getattr(sets[0].spec, "kind", "decoder") == "encoder":   # no generation step to work on a sheet
+        from symblock.errors import SpecError
+        raise SpecError(sets[0].spec.source, "model.kind", "`worksheet` does not work an encoder model yet "
+                        "(forward, verify and check do); a decoder layer, a tiny GPT and an encoder-decoder do")
     _formats_for_models(sets, formats)
     from symblock.commands import not_yet
     for v in sets:
@@ -222,11 +224,18 @@ def write(args) -> tuple[list, list[str], object]:
                          "stay in instructor/ (its index.html links every key)")
     models: dict[str, dict] = {}
 
-    def render(v) -> dict[str, str]:
+    def document(v):
         docs = documents(v, formats=formats, lang=args.lang, places=args.decimals, title=args.title,
                          template_dir=args.template_dir, space=args.space)
-        models[v.ident] = docs.model
-        return docs.files
+        return docs.files, docs.model
+    done = rendered_at_once(sets, document, args.jobs) if many and (args.jobs or 0) > 1 else {}
+
+    def render(v) -> dict[str, str]:
+        got = done.pop(v.ident) if v.ident in done else document(v)
+        if isinstance(got, BaseException):
+            raise got
+        models[v.ident] = got[1]
+        return got[0]
 
     def set_extra() -> dict:  # once every variant is rendered
         done = [(v, models[v.ident]) for v in sets if v.ident in models]
@@ -259,6 +268,57 @@ def write(args) -> tuple[list, list[str], object]:
     return written, [v.ident for v in sets], result
 
 
+def rendered_at_once(sets: list, document, jobs: int) -> dict:
+    """{ID: (files, sheet model)} of every variant, rendered by `document` in `jobs` forked processes
+    (each a contiguous share, in order), or the exception a variant's rendering raised, which the
+    set then meets at that variant as a serial run would. {} where processes cannot be forked."""
+    import multiprocessing
+    if "fork" not in multiprocessing.get_all_start_methods() or len(sets) < 2:
+        return {}
+    ctx = multiprocessing.get_context("fork")
+    jobs = min(jobs, len(sets))
+    shares = [sets[k * len(sets) // jobs:(k + 1) * len(sets) // jobs] for k in range(jobs)]
+    pipes, procs = [], []
+    for share in shares:
+        parent, child = ctx.Pipe()
+        proc = ctx.Process(target=_render_share, args=(child, share, document), daemon=True)
+        proc.start()
+        child.close()
+        pipes.append(parent)
+        procs.append(proc)
+    out: dict = {}
+    try:
+        for conn, share in zip(pipes, shares):
+            try:
+                out.update(conn.recv())
+            except EOFError:
+                raise RuntimeError("a rendering process ended without its sheets") from None
+    finally:
+        for proc in procs:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.terminate()
+    return out
+
+
+def _render_share(conn, share: list, document) -> None:
+    """One process of `rendered_at_once`: its variants rendered in order, up to the first that fails."""
+    import pickle
+    got: dict = {}
+    for v in share:
+        try:
+            got[v.ident] = document(v)
+        except Exception as e:
+            try:
+                pickle.dumps(e)
+            except Exception:
+                e = RuntimeError(f"{type(e).__name__}: {e}")
+            got[v.ident] = e
+            break
+    conn.send(got)
+    conn.close()
+
+
 def _summary(out: Path, written: list, idents: list[str]) -> list[str]:
     """A set's files in a few lines (a 30-variant set writes ~200 files): the variants and what
     each holds in students/ and instructor/, then the set's own files (katex/ as one folder)."""
@@ -271,7 +331,7 @@ def _summary(out: Path, written: list, idents: list[str]) -> list[str]:
         sides = {side: list(dict.fromkeys(p.name for p in inner if p.parent.parent.name == side))
                  for side in dict.fromkeys(p.parent.parent.name for p in inner)}
         each = "; ".join(f"{side}/<ID>/: {', '.join(names)}" for side, names in sides.items())
-        lines.append(f"wrote {len(folders)} variants in {out}/ ({span}), each: {each}")
+        lines.append(f"wrote {len(folders)} variant{'' if len(folders) == 1 else 's'} in {out}/ ({span}), each: {each}")
     own = list(dict.fromkeys(str(Path(*Path(p).parts[:len(out.parts) + 2])) + ("/" if len(Path(p).parts)
                              > len(out.parts) + 2 else "") for p in written if Path(p).parent.name not in ids))
     if own:

@@ -162,7 +162,7 @@ class _Run:
         t = block.Tracer(replace(with_length(layer, len(h.rows)), options=opts, X=h,
                                  params=MappingProxyType(params), given=MappingProxyType({})))
         out = block.norm(t, "norm_final", h, src, "ln_final", tex)
-        ren = {"resid2": h_name}
+        ren = {"resid2": h_name, "resid3": h_name}   # a decoder layer's final norm reads resid3
 
         def name(n: str) -> str:
             if n.startswith("ln_final"):

@@ -127,7 +127,10 @@ def _walk(node: ast.AST, text: str, depth: int) -> _Num:
 def _literal(node: ast.Constant, text: str) -> _Num:
     if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
         raise SyntaxError("not a real number literal")
-    written = (ast.get_source_segment(text, node) or "").replace("_", "")
+    # one ASCII line (the usual case): slice at the offsets; get_source_segment splits the whole text each time
+    one_line = text.isascii() and node.lineno == node.end_lineno == 1
+    written = (text[node.col_offset:node.end_col_offset] if one_line
+               else ast.get_source_segment(text, node) or "").replace("_", "")
     mantissa, _, exponent = written.lower().partition("e")
     bad_exponent = bool(exponent) and not exponent.lstrip("+-").isdigit()
     if not mantissa.replace(".", "").isdigit() or bad_exponent:

@@ -3,8 +3,10 @@
 A parameter name is a block-level name under optional prefixes, outermost first:
 
     grad.                  the gradient of the parameter (calculus)
+    enc.                   the encoder stack of an encoder-decoder
     b1.                    sequence 1 of a batch (only its input: `b1.X`)
     layer0.                layer 0 of a tiny GPT
+    cross.                 a decoder layer's cross-attention (`cross.W_Q`, `layer0.cross.b_O`)
     W_Q, b_1               a weight matrix or a bias row, with its subscript (`sub`)
     ln1.gamma              a norm's scale or shift (`norm` "ln1", kind "gamma")
     X                      the block's input
@@ -18,7 +20,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-_PREFIX = re.compile(r"^(grad\.)?(?:b(\d+)\.)?(?:layer(\d+)\.)?")
+_PREFIX = re.compile(r"^(grad\.)?(enc\.)?(?:b(\d+)\.)?(?:layer(\d+)\.)?(cross\.)?")
 _LINEAR = re.compile(r"^([Wb])_([A-Za-z0-9]+)$")
 _NORM = re.compile(r"^(ln\w*)\.(gamma|beta)$")
 _NORM_STEP = re.compile(r"^norm(\d*|_final|_embed)$")
@@ -39,12 +41,14 @@ class ParamName:
     layer: int | None = None
     sub: str | None = None
     norm: str | None = None
+    encoder: bool = False   # a parameter of an encoder-decoder's encoder stack (`enc.`)
+    cross: bool = False     # a weight of a decoder layer's cross-attention (`cross.`)
 
     @property
     def prefix(self) -> str:
-        """Everything before `base` but the gradient's `grad.`: "b1.", "layer0.", ""."""
-        return (("" if self.batch is None else f"b{self.batch}.")
-                + ("" if self.layer is None else f"layer{self.layer}."))
+        """Everything before `base` but the gradient's `grad.`: "b1.", "layer0.", "layer0.cross.", ""."""
+        return (("enc." if self.encoder else "") + ("" if self.batch is None else f"b{self.batch}.")
+                + ("" if self.layer is None else f"layer{self.layer}.") + ("cross." if self.cross else ""))
 
     @property
     def vector(self) -> bool:
@@ -62,6 +66,8 @@ class ParamName:
         "embed" (W_E, W_P), "head" (W_U); None for X."""
         if self.norm:
             return "norm"
+        if self.cross and self.sub in ("Q", "K", "V", "O"):
+            return "cross"
         return _SUBLAYERS.get(self.sub or "")
 
 
@@ -70,11 +76,11 @@ def parse(name: str) -> ParamName:
     """The parts of a parameter name (never fails: anything else has kind 'other')."""
     m = _PREFIX.match(name)
     assert m is not None  # every part of the prefix is optional: it matches any name
-    grad, batch, layer = m.group(1), m.group(2), m.group(3)
+    grad, enc, batch, layer, cross = m.group(1), m.group(2), m.group(3), m.group(4), m.group(5)
     base = name[m.end():]
     kw: dict = {"full": name, "base": base, "grad": bool(grad),
                 "batch": None if batch is None else int(batch),
-                "layer": None if layer is None else int(layer)}
+                "layer": None if layer is None else int(layer), "encoder": bool(enc), "cross": bool(cross)}
     if (w := _LINEAR.match(base)):
         return ParamName(kind="weight" if w.group(1) == "W" else "bias", sub=w.group(2), **kw)
     if (n := _NORM.match(base)):

@@ -18,7 +18,7 @@ import math
 from dataclasses import replace
 from typing import Any, Mapping
 
-from symblock.engine import block, cost
+from symblock.engine import block, cost, names
 from symblock.engine.matrix import Mat
 from symblock.engine.model_spec import ModelSpec, with_length
 
@@ -84,7 +84,7 @@ def decode_cached(run: Any, spec: ModelSpec, tokens: list[int], prefix: str, mem
             st = run.steps[j]
             if st.name in (f"{prefix}layer{i}.cross.k", f"{prefix}layer{i}.cross.v"):
                 run.steps[j] = replace(st, inputs=(f"layer{i}.{st.name.rsplit('.', 2)[-2]}.{st.name[-1]}",),
-                                       given=False, latex=st.latex + r"\ 	ext{(worked once, reused)}")
+                                       given=False, latex=st.latex + r"\ \text{(worked once, reused)}")
         x_name = f"{prefix}layer{i}.output"
     return run.head_out(h, x_name, prefix, m - 1)
 
@@ -99,3 +99,33 @@ def _take(run: Any, trace: block.Trace, step_prefix: str, param_prefix: str, par
     for s in trace:
         if s.name not in ("x", "memory"):
             run.record(name(s.name), s.latex, tuple(name(n) for n in s.inputs), s.value, s.given)
+
+
+# The block each step of the encoder stack is worked on (grading/recompute.py recomputes with it)
+
+def encoder_frame(step, env: dict, spec):
+    """(name, env, spec) of an encoder step as its block's step (the checker's recompute reads the
+    model's values under the block's names); None for its embedding rows."""
+    rows = len(spec.source_tokens)
+    named = [(names.parse(k), v) for k, v in env.items()]
+    if step.layer is not None:
+        layer = step.layer
+        out = {p.local: v for p, v in named if p.encoder and p.layer == layer and not p.grad}
+        out["x"] = env["enc." + (names.name_of("x") if layer == 0 else names.name_of("output", layer=layer - 1))]
+        block = spec.encoder[layer]
+        return step.local, out, replace(block, dims=replace(block.dims, seq_len=rows))
+    if step.norm == "norm_final":
+        out = {p.local: v for p, v in named if p.encoder and p.layer is None and (p.section == "ln_final" or
+                                                                                   p.norm == "norm_final")}
+        out["resid2"] = env["enc." + names.name_of("output", layer=len(spec.encoder) - 1)]
+        block = spec.encoder[-1]
+        opts = replace(block.options, norm_position="pre", final_norm=True)
+        return step.local, out, replace(block, dims=replace(block.dims, seq_len=rows), options=opts)
+    return None
+
+
+def source_rows(step, env: dict, spec, rows_at) -> Mat:
+    """An encoder's embedding (the source tokens' rows of W_E) or positions (0 … n−1, by `rows_at`)."""
+    if step.kind == "pos":
+        return rows_at(spec, env, range(len(spec.source_tokens)))
+    return Mat([env["W_E_src" if "W_E_src" in env else "W_E"].rows[k] for k in spec.source_tokens])

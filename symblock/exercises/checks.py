@@ -112,10 +112,11 @@ def check_norms(steps: Mapping, graph: Mapping, norm: str, c: Constraints) -> st
 
 
 def heads_of(steps: Mapping, prefix: str = "") -> list[str]:
-    """The heads of one sequence (`prefix`: a batch's `b1.`), as step-name stems."""
+    """The heads of one sequence (`prefix`: a batch's `b1.`), as step-name stems: a decoder
+    layer's cross-attention heads (`cross.h0`) too, so their softmax rows are as hand-workable."""
     from symblock.engine import names
     return sorted(s.head_prefix for s in map(names.parse, steps)
-                  if s.prefix == prefix and s.kind == "weights" and not s.dropped)
+                  if s.prefix == prefix and s.kind in ("weights", "cross_weights") and not s.dropped)
 
 
 def check_attention(steps: Mapping, graph: Mapping, c: Constraints, prefix: str = "") -> str | None:

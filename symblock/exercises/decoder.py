@@ -34,6 +34,7 @@ PRESET = "decoder"
 ASKED_GEN = 1                      # the generation step a decoder sheet asks
 GEN = names.name_of("", gen=ASKED_GEN)
 REUSED = "cache.reused"            # per layer: gen1.layer{i}.cache.reused
+MEMORY_KV = ("cross_k", "cross_v")  # an encoder-decoder's cross K/V: worked once from the memory, given
 SCALED_RANGE = (-3, 3)
 WEIGHT_RANGE = (Fraction(1, 50), Fraction(9, 10))
 
@@ -61,6 +62,8 @@ def require(spec: TracedSpec) -> None:
 
 
 def _cached_model(spec: ModelSpec) -> None:
+    if spec.kind == "encoder":   # no generation: its answers are checked step by step (encoder_exercise)
+        return
     if not spec.kv_cache:
         raise SpecError(spec.source, "model.kv_cache", "the decoder preset asks the cached generation step: "
                         "set model.kv_cache: true")
@@ -76,10 +79,12 @@ def choose(trace: Trace, preset: str | None = None) -> dict:
         raise SpecError(spec.source, "--preset", f"a model spec's worksheet is the {PRESET} preset "
                         f"(got {preset!r}); leave --preset out or give --preset {PRESET}")
     require(spec)
+    if spec.kind == "encoder":
+        return encoder_exercise(trace)
     ask, extra = [], {}
     for step in trace:
         parsed = names.parse(step.name)
-        if parsed.gen != ASKED_GEN or parsed.kind == "output":
+        if parsed.gen != ASKED_GEN or parsed.kind in ("output", *MEMORY_KV):
             continue
         ask.append(step.name)
         if parsed.kind == "cache_v":
@@ -90,11 +95,22 @@ def choose(trace: Trace, preset: str | None = None) -> dict:
         if name in trace:
             reads.update(trace[name].inputs)
     # a step of the new row that is not asked is a copy (the layer's output): never printed as data
-    data_steps = tuple(n for n in trace.names() if n in reads and n not in ask and names.parse(n).gen != ASKED_GEN)
+    data_steps = tuple(n for n in trace.names() if n in reads and n not in ask
+                       and (names.parse(n).gen != ASKED_GEN or names.parse(n).kind in MEMORY_KV))
     data_params = tuple(p for p in trace.params if p in reads)
     return {"ask": tuple(ask), "data_steps": data_steps, "data_params": data_params,
             "points": {n: 1 for n in ask}, "extra": extra,
             "categorical": tuple(n for n in ask if names.parse(n).kind == "next_token")}
+
+
+def encoder_exercise(trace: Trace) -> dict:
+    """An encoder model (BERT-like, no generation): every computed step is asked, as a block's full
+    preset does, the input rows and the layers' copies given."""
+    ask = tuple(s.name for s in trace if not s.given and names.parse(s.name).kind not in ("output",))
+    reads = {i for n in ask for i in trace[n].inputs}
+    return {"ask": ask, "data_steps": tuple(n for n in trace.names() if n in reads and n not in ask),
+            "data_params": tuple(p for p in trace.params if p in reads), "points": {n: 1 for n in ask},
+            "extra": {}, "categorical": ()}
 
 
 def problem(trace: Trace) -> str | None:

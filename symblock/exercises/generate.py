@@ -34,6 +34,9 @@ The spec's `random:` section may state constraints besides `seed`, `low`, `high`
       dims: {d_k: [1, 4], batch: 2} # choices per dims key, picked from the seed (shapes.py)
       padding: [0, 1]               # padded keys at the end of each sequence (true: any count)
       dropout: {p: 1/2, steps: [ffn.act]}   # masks drawn per step (per sequence in a batch)
+      generator: 2                  # the draw's version (1 when absent; new worksheets and sets: 2):
+                                    #   2 prefers values that are no rounding ties and small
+                                    #   denominators (difficulty.GENERATOR2, draws.class_walk, awkward)
 
 How a variant is drawn (`variant`): every drawn tensor has its own stream (spec.draw's scheme, so
 attempt 0 of a spec without ranges or sparsity draws exactly what `spec.draw` draws); a rejected

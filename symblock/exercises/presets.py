@@ -5,7 +5,7 @@ printed for them: every parameter an asked step reads, and every step an asked s
 not itself asked (printed as given). Spec section:
 
     exercise:
-      preset: full            # full | attention | norm | ffn (default full)
+      preset: full            # full | attention | norm | ffn | cross (default full)
       ask: [resid1, norm1]    # step names or preset names; replaces the preset
       give: [norm1.mean]      # steps printed as data instead of asked
       points: {norm1.std: 2}  # points of a task (an asked step); default 1 each
@@ -31,7 +31,8 @@ from symblock.engine import names
 from symblock.engine.tiles import SIDE_KINDS
 from symblock.errors import SpecError, excerpt
 
-PRESETS = ("full", "attention", "norm", "ffn", "backprop", "decoder", "tiles")  # decoder: model specs
+PRESETS = ("full", "attention", "norm", "ffn", "backprop", "decoder", "tiles", "cross")  # decoder: model specs
+CROSS = "cross"   # a decoder layer's cross-attention (block.cross_attention), given H1 and the memory
 TILES = "tiles"   # the online softmax over key tiles (block.attention_tiles), given the scores and V
 EXERCISE_KEYS = ("preset", "ask", "give", "loss", "wrt", "target", "points")
 BACKPROP_KEYS = ("loss", "wrt", "target")
@@ -81,8 +82,20 @@ def preset_steps(preset: str, names: list[str]) -> list[str]:
         return [s.full for s in steps if s.kind not in ("x", "memory", "output")]  # inputs are given
     if preset == "norm":
         return [s.full for s in steps if s.norm]
-    part = {"attention": "attn", "ffn": "ffn"}[preset]
+    part = {"attention": "attn", "ffn": "ffn", CROSS: "cross"}[preset]
     return [s.full for s in steps if s.section == part]
+
+
+# the presets that ask one part a block may lack: (its option, what the refusal says)
+PARTS = {TILES: ("attention_tiles", "the online softmax over key tiles; this block has none (set "
+                 "block.attention_tiles, e.g. 2, as the example tiled-attention does)"),
+         CROSS: ("cross_attention", "a decoder layer's cross-attention; this block has none (set "
+                 "block.cross_attention: true and inputs.memory, as the example decoder-layer does)")}
+
+
+def _require_part(spec, preset: str, where: str) -> None:
+    if preset in PARTS and not getattr(spec.options, PARTS[preset][0]):
+        raise SpecError(spec.source, where, f"the {preset} preset asks {PARTS[preset][1]}")
 
 
 def choose(trace, preset: str | None = None, loss: str | None = None,
@@ -100,10 +113,7 @@ def choose(trace, preset: str | None = None, loss: str | None = None,
     effective = preset if preset is not None else ex.get("preset", "full")
     if effective == decoder.PRESET:
         decoder.require(spec)
-    if effective == TILES and not spec.options.attention_tiles:
-        raise SpecError(src, "--preset" if preset is not None else "exercise.preset", "the tiles preset asks "
-                        "the online softmax over key tiles; this block has none (set block.attention_tiles, "
-                        "e.g. 2, as the example tiled-attention does)")
+    _require_part(spec, effective, "--preset" if preset is not None else "exercise.preset")
     if effective == "backprop":
         return with_points(choose_backprop(trace, ex, loss, wrt), ex.get("points"), src, trace)
     for key in BACKPROP_KEYS:
@@ -358,6 +368,8 @@ def _forward_cost(trace, step) -> tuple[int, int]:
         kind = step_kind(step.name, spec)
     except KeyError:
         return n * m, 0   # e.g. a dropout mask applied: one multiply per entry
+    if kind == "side":
+        return _tile_cost(trace, step)
     ins = [trace[i].value if i in trace else trace.params.get(i) for i in step.inputs]
     if kind == "linear":
         k = ins[0].shape[1]
@@ -384,6 +396,27 @@ def _forward_cost(trace, step) -> tuple[int, int]:
         smooth = spec.options.activation not in ("relu",)
         return (2 * n * m if smooth else 0) + (n * m if kind == "gated" else 0), n * m if smooth else 0
     return 0, 0  # identity, concat, masked: copying
+
+
+def _tile_cost(trace, step) -> tuple[int, int]:
+    """(multiply-adds, specials) of one tile step: a comparison per score read; the sum's e^(s − m)
+    per live key and one rescaling e^(m_old − m_new) per row from the second tile (the accumulator
+    reuses them: a multiply-add per value entry); the tiled result a division per entry."""
+    from symblock.engine import exact
+    from symblock.engine.tiles import key_blocks
+    p = names.parse(step.name)
+    n, d_v = trace.spec.dims.seq_len, trace.spec.dims.d_v
+    if p.tile is None:
+        return n * d_v, 0
+    keys = key_blocks(n, trace.spec.options.attention_tiles)[p.tile]
+    s = next(trace[i].value for i in step.inputs if names.parse(i).kind in ("scores", "scaled", "masked"))
+    live = sum(s.rows[i][k] is not exact.NEG_INF for i in range(n) for k in keys)
+    rescale = n if p.tile else 0
+    if p.kind == "tile_max":
+        return n * len(keys), 0
+    if p.kind == "tile_sum":
+        return live + rescale, live + rescale
+    return (live + rescale) * d_v, 0
 
 
 def _grad_cost(trace, exercise: Exercise, name: str) -> tuple[int, int, int]:

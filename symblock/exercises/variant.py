@@ -9,6 +9,7 @@ Whether the variant is one block or a tiny GPT (the decoder sheet) is decided he
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Mapping
@@ -261,10 +262,21 @@ def _readable(text: str) -> bool:
     return True
 
 
-def check_entry(text: str, source: str, where: str) -> None:
-    """A stored entry's text passes the bounded parser's guard (names, length, size, syntax; no SymPy)."""
+def check_entry(text: str, source: str, where: str) -> tuple:
+    """A stored entry's text passes the bounded parser's guard (names, length, size, syntax; no SymPy):
+    (its stripped text, its value when rational). Each text is guarded once (`_guarded`): a set's
+    manifest is validated, then read back, and its entries repeat across variants."""
     from symblock.engine.numbers import guard
-    guard(text, source, where)
+    try:
+        return _guarded(text)
+    except SpecError:
+        return guard(text, source, where)   # the same refusal, naming its field
+
+
+@functools.lru_cache(maxsize=1 << 16)   # a set of 300 variants holds about 17,000 distinct entries
+def _guarded(text: str) -> tuple:
+    from symblock.engine.numbers import guard
+    return guard(text, SOURCE, "answers")
 
 
 def entry(text: str, source: str, where: str):
@@ -336,13 +348,12 @@ def _answer(trace, ex: Exercise, name: str, rows: list):
     closed form the trace writes the same way is taken from the trace (no SymPy needed)."""
     from symblock.engine import exact
     from symblock.engine.matrix import Mat
-    from symblock.engine.numbers import guard
     value, out, memo = None, [], {}
     for i, row in enumerate(rows):
         out.append([])
         for j, e in enumerate(row):
             where = f"answers.{name}[{i}][{j}]"
-            text, q = guard(e, SOURCE, where)
+            text, q = check_entry(e, SOURCE, where)
             if q is not None and "." not in text:
                 out[-1].append(exact.real(q))
                 continue

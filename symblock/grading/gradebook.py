@@ -49,11 +49,11 @@ class Flag:
     theirs: int = 0    # ... and matching the other variant
 
 
-def flag(graded: list, answers: dict, pool) -> None:
-    """Set `g.flags` of every graded file. `answers`: file -> its answers.Answers (as read for its own
-    variant), `pool`: the set's Variants."""
-    truths = Truths(pool)
-    entries = {g.file: _entries(answers[g.file]) for g in graded}
+def flag(graded: list, entries: dict, pool, truths: "Truths | None" = None) -> None:
+    """Set `g.flags` of every graded file. `entries`: file -> its answered entries (`_entries` of
+    its answers as read for its own variant), `pool`: the set's Variants, `truths` (optional) their
+    rounded values, some or all already worked out (`grade --jobs`)."""
+    truths = truths or Truths(pool)
     for g in graded:
         fit = best_fit(g.ident, entries[g.file], pool, truths)
         g.flags += [fit] if fit else []
@@ -63,44 +63,73 @@ def flag(graded: list, answers: dict, pool) -> None:
 
 
 def best_fit(own: str, entries: list, pool, truths: "Truths") -> Flag | None:
-    """The other variant that fits `entries` clearly better than `own`, if any (the best such)."""
+    """The other variant that fits `entries` clearly better than `own`, if any (the best such; the
+    first in the set's order among equals). Only the variants an entry fits are visited (`fitting`),
+    so a class of N files costs about N × entries, not N² × entries."""
+    held, both, theirs = 0, {}, {}   # entries own fits; per other variant: fits with own, fits without
+    for step, i, j, places, given in entries:
+        fits = truths.fitting(step, i, j, places, given)
+        mine = own in fits
+        held += mine
+        counts = both if mine else theirs
+        for other in fits:
+            counts[other] = counts.get(other, 0) + 1
     best = None
     for other in pool.seeds:
         if other == own:
             continue
-        mine = theirs = 0
-        for step, i, j, places, given in entries:
-            a, b = truths.match(own, step, i, j, places, given), truths.match(other, step, i, j, places, given)
-            if a != b:
-                mine, theirs = mine + a, theirs + b
-        if theirs >= RATIO * mine and theirs - mine >= MARGIN and (best is None or theirs - mine > best.theirs - best.mine):
-            best = Flag("fits", other, mine, theirs)
+        m, t = held - both.get(other, 0), theirs.get(other, 0)   # entries only own fits, only other fits
+        if t >= RATIO * m and t - m >= MARGIN and (best is None or t - m > best.theirs - best.mine):
+            best = Flag("fits", other, m, t)
     return best
 
 
 class Truths:
-    """Each variant's asked answers rounded at the places asked for, computed once per entry."""
+    """Each variant's asked answers rounded at the places asked for, computed once per entry, and
+    for each entry the variants' values in order, so that the variants a given number fits are found
+    by bisection."""
 
     def __init__(self, pool):
-        self.pool, self.cache = pool, {}
+        self.pool, self.cache, self.index = pool, {}, {}
 
     def match(self, ident: str, step: str, i: int, j: int, places: int, given: Decimal) -> bool:
         """Whether `given` is the variant's entry rounded at `places`, within one unit (a slip, or
         an exact tie rounded the other way)."""
         key = (ident, step, i, j, places)
         if key not in self.cache:
-            self.cache[key] = self._rounded(ident, step, i, j, places)
+            self.cache[key] = self.rounded(ident, step, i, j, places)
         truth = self.cache[key]
         return truth is not None and abs(given - truth) <= Decimal(1).scaleb(-places)
 
-    def _rounded(self, ident, step: str, i, j, places) -> Decimal | None:
+    def fitting(self, step: str, i: int, j: int, places: int, given: Decimal) -> set[str]:
+        """The variants whose entry `given` matches (`match`): a window of the sorted values,
+        each candidate then tested by `match` itself (a very long number: every variant tested)."""
+        from bisect import bisect_left, bisect_right
+        key = (step, i, j, places)
+        if key not in self.index:
+            values = [(self.rounded(v, step, i, j, places), v) for v in self.pool.seeds]
+            pairs = sorted(((t, v) for t, v in values if t is not None), key=lambda p: p[0])
+            self.index[key] = [t for t, _ in pairs], pairs
+        keys, pairs = self.index[key]
+        if given.is_finite() and given.adjusted() + places < 20:   # the window's ends computed exactly
+            unit = Decimal(2).scaleb(-places)
+            pairs = pairs[bisect_left(keys, given - unit):bisect_right(keys, given + unit)]
+        return {v for t, v in pairs if abs(given - t) <= Decimal(1).scaleb(-places)}
+
+    def rounded(self, ident, step: str, i, j, places) -> Decimal | None:
+        key = (ident, step, i, j, places)
+        if key in self.cache:
+            return self.cache[key]
         from symblock.engine import exact
         v = self.pool.variant(ident)
         value = v.answers[step] if step in v.answers else v.trace[step].value if step in v.trace else None
         if value is None or i >= value.shape[0] or j >= value.shape[1]:
-            return None
-        x = exact.real(value.rows[i][j])
-        return None if x is exact.NEG_INF else x.decimal(places)
+            out = None
+        else:
+            x = exact.real(value.rows[i][j])
+            out = None if x is exact.NEG_INF else x.decimal(places)
+        self.cache[key] = out
+        return out
 
 
 def _entries(answers) -> list[tuple]:
@@ -211,8 +240,12 @@ class Variants:
             return "no id: (the worksheet ID printed on the sheet) in the file"
         if ident in self.seeds:
             return None
-        from symblock.exercises.variants import split_id
+        from symblock.exercises.variants import split_id, split_version
         token = split_id(ident)[0]
+        (base, g), (own, mine) = split_version(token), split_version(self.token)
+        if token != self.token and base == own:
+            return (f"id {ident} was drawn by generator version {g}, this set's variants by version {mine} "
+                    f"({self.token}): another sheet")
         if token != self.token:
             return f"id {ident} was made from another spec ({token!r}; this set's spec is {self.token!r})"
         ids = list(self.seeds)
@@ -240,41 +273,73 @@ class Variants:
         return self._markers[ident]
 
 
-def grade(manifest: dict, files: list[Path], credit, roster: dict | None = None) -> Class:
+def grade(manifest: dict, files: list[Path], credit, roster: dict | None = None, marks=None) -> Class:
     """Mark every file against its own variant and score it, then flag the files whose identity is
-    in doubt (`flag`); see the module docstring. `roster`: students.read's mapping."""
-    from symblock.grading import answers as answers_mod
-    from symblock.grading import students
+    in doubt (`flag`); see the module docstring. `roster`: students.read's mapping. `marks(read,
+    pool, how)`: how the read files are marked, (outcomes in the files' order, the rounded values
+    already worked out or None); default `mark_all`, in this process (`grade --jobs`: in several)."""
     from symblock.grading.answers import Policy
     pool = Variants(manifest)
-    default = Policy(decimals=manifest.get("decimals"))
-    points = {s: int(manifest["points"].get(s, 1)) for s in manifest["asked"]}
-    graded, rejected, read_as = [], [], {}
-    for path in files:
-        file, name, ident, own = shown(path.name), shown(path.stem), None, {}
-        try:
-            if file != path.name:
-                raise SpecError(file, "", "the file name is not UTF-8 text; rename the file")
-            data, source = answers_mod.read(path)
-            own = students.take(data)
-            name = _name(data.get("name")) or name
-            ident = _name(data.get("id"))
-            why = pool.problem(ident)
-            if why:
-                rejected.append(Rejected(file, name, ident, why, students.student(roster, file, name, own)))
-                continue
-            marker = pool.marker(ident)
-            read_as[file] = answers = marker.answers(data, file, default)
-            result = marker.mark_answers(answers, forms=False)
-        except Exception as e:   # this file's failure, named; the others are still graded
-            rejected.append(Rejected(file, name, ident, _why(e), students.student(roster, file, name, own)))
-            continue
-        by_name = {s.name: s for s in result.steps}
-        g = Graded(file, name, ident, result, student=students.student(roster, file, name, own))
-        g.scores = {s: credit.task(by_name.get(s), n) for s, n in points.items()}
-        graded.append(g)
-    flag(graded, read_as, pool)
-    return Class(manifest, graded, rejected)
+    how = How(Policy(decimals=manifest.get("decimals")), credit, roster,
+              {s: int(manifest["points"].get(s, 1)) for s in manifest["asked"]})
+    read = [read_one(path, pool, roster) for path in files]
+    outcomes, truths = (marks or mark_all)(read, pool, how)
+    graded = [g for g, _ in outcomes if isinstance(g, Graded)]
+    flag(graded, {g.file: e for g, e in outcomes if isinstance(g, Graded)}, pool, truths)
+    return Class(manifest, graded, [r for r, _ in outcomes if isinstance(r, Rejected)])
+
+
+def mark_all(read: list, pool: "Variants", how: "How") -> tuple[list, None]:
+    return [mark_one(r, pool, how) for r in read], None
+
+
+@dataclass(frozen=True)
+class How:
+    """What marking a file takes besides the file and its variant."""
+    default: object        # answers.Policy: the set's places
+    credit: object         # points.Credit
+    roster: dict | None
+    points: dict
+
+
+def read_one(path: Path, pool: "Variants", roster):
+    """A file read for its ID: (file, name, ident, own data, its mapping), or its Rejected."""
+    from symblock.grading import answers as answers_mod
+    from symblock.grading import students
+    file, name, ident, own = shown(path.name), shown(path.stem), None, {}
+    try:
+        if file != path.name:
+            raise SpecError(file, "", "the file name is not UTF-8 text; rename the file")
+        data, _ = answers_mod.read(path)
+        own = students.take(data)
+        name = _name(data.get("name")) or name
+        ident = _name(data.get("id"))
+        why = pool.problem(ident)
+    except Exception as e:   # this file's failure, named; the others are still graded
+        why = _why(e)
+    if why:
+        return Rejected(file, name, ident, why, students.student(roster, file, name, own))
+    return file, name, ident, own, data
+
+
+def mark_one(read, pool: "Variants", how: How) -> tuple:
+    """(Graded, its answered entries) of a file `read_one` read, or (Rejected, None)."""
+    from symblock.grading import students
+    if isinstance(read, Rejected):
+        return read, None
+    file, name, ident, own, data = read
+    who = students.student(how.roster, file, name, own)
+    try:
+        marker = pool.marker(ident)
+        answers = marker.answers(data, file, how.default)
+        result = marker.mark_answers(answers, forms=False)
+        entries = _entries(answers)
+    except Exception as e:   # this file's failure, named; the others are still graded
+        return Rejected(file, name, ident, _why(e), who), None
+    by_name = {s.name: s for s in result.steps}
+    g = Graded(file, name, ident, result, student=who)
+    g.scores = {s: how.credit.task(by_name.get(s), n) for s, n in how.points.items()}
+    return g, entries
 
 
 def _why(e: Exception) -> str:

@@ -45,6 +45,7 @@ writing it again with the same command gives the same variants, with the hash).
 from __future__ import annotations
 
 import hashlib
+import json
 from decimal import Decimal
 
 import yaml
@@ -63,15 +64,41 @@ def _decimal(dumper, d: Decimal):
 
 
 _Dumper.add_representer(Decimal, _decimal)
+_Writer: type = _Dumper
+if getattr(yaml, "__with_libyaml__", False):   # libyaml's emitter: the same text, four times faster
+    class _CDumper(yaml.CSafeDumper):
+        """_Dumper on libyaml's emitter."""
+
+    _CDumper.add_representer(Decimal, _decimal)
+    _Writer = _CDumper
 
 
 def dump(data) -> str:
-    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+    return yaml.dump(data, Dumper=_Writer, sort_keys=False, allow_unicode=True, width=100)
 
 
 def digest(manifest: dict) -> str:
-    """SHA-256 of a manifest's content but its hash, over a canonical dump (keys sorted), so that
-    the same content read back from the file gives the same digest."""
+    """SHA-256 of a manifest's content but its hash, over a canonical text (`canonical`: sorted
+    keys, every value with its type), so that the same content read back gives the same digest."""
+    return hashlib.sha256(canonical(manifest).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def canonical(data) -> str:
+    """`data` as sorted-key JSON in which no two values of different types print alike (a key 1 and
+    a key "1", a decimal 1.5 and a text "1.5"): a hundred times faster than a YAML dump."""
+    def norm(v):
+        if isinstance(v, dict):
+            return {k if isinstance(k, str) else f"\0{type(k).__name__}:{k}": norm(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [norm(x) for x in v]
+        if v is None or isinstance(v, (str, bool, int)):
+            return v
+        return {"\0" + type(v).__name__: str(v)}   # Decimal, float, a date: tagged
+    return json.dumps(norm(data), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def yaml_digest(manifest: dict) -> str:
+    """The digest that sets written before `canonical` carry (a canonical YAML dump): still accepted."""
     text = yaml.dump(manifest, Dumper=_Dumper, sort_keys=True, allow_unicode=True, width=100)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -173,7 +200,7 @@ def _check_digest(data: dict, source: str) -> None:
         raise SpecError(source, "content_sha256", "missing: this manifest was written by an older "
                         "symblock (or edited); write the set again with the same `symblock worksheet "
                         "--variants` command (the variants come out the same) and grade against that")
-    if given != digest(data):
+    if given != digest(data) and given != yaml_digest(data):
         raise SpecError(source, "content_sha256", "does not match the manifest's content: the manifest "
                         "was edited after `symblock worksheet --variants` wrote it; write the set again "
                         "instead of editing it")

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from symblock.engine import exact, names, online_softmax, parameters
 from symblock.engine.block import ACTIVATIONS, apply_mask, softmax
 from symblock.engine.matrix import Mat
+from symblock.engine.translate import MEMORY, encoder_frame, source_rows
 from symblock.engine.steps import (
     batch_index, head_columns, masked_positions, split_batch, step_inputs, value_columns,
     step_kind as kind,)
@@ -297,8 +298,9 @@ def local_env(env: dict, t: int, layer: int, spec) -> dict:
     out = {p.local: v for p, v in named if p.layer == layer and p.gen == 0 and not p.grad}
     if t:
         out.update({p.local: v for p, v in named if p.layer == layer and p.gen == t and not p.grad})
-    if layer_input(t, layer) in env:
-        out["x"] = env[layer_input(t, layer)]
+    first = names.name_of("norm_embed", gen=t) if layer == 0 and getattr(spec, "embed_norm", None) else None
+    if (src := first or layer_input(t, layer)) in env:   # BERT's first layer reads the embeddings' norm
+        out["x"] = env[src]
     if cached(spec, t):   # the new row attends to the cache
         for p in "kv":
             if (cache := names.name_of(f"cache.{p}", gen=t, layer=layer)) in env:
@@ -317,8 +319,8 @@ def final_env(env: dict, t: int, spec) -> dict:
     named = [(names.parse(k), v) for k, v in env.items()]
     out = {p.full: v for p, v in named if p.section == "ln_final"}
     out.update({p.local: v for p, v in named if p.norm == "norm_final" and p.gen == t and p.layer is None})
-    out["resid2"] = env[names.name_of("output", gen=t, layer=len(spec.layers) - 1)]
-    return out
+    out["resid2"] = out["resid3"] = env[names.name_of("output", gen=t, layer=len(spec.layers) - 1)]
+    return out   # (a decoder layer's final norm reads resid3)
 
 
 def frame(name: str, env: dict, spec):
@@ -326,8 +328,13 @@ def frame(name: str, env: dict, spec):
     block spec it is worked on: (name, env, spec) of a layer's step or the final norm's, None for
     the model's own steps (embedding, position, input, cache, logits, probabilities, next token)."""
     step = names.parse(name)
+    if step.encoder:
+        return encoder_frame(step, env, spec)
     if step.layer is not None and step.section != "cache":
-        return step.local, local_env(env, step.gen, step.layer, spec), layer_spec(spec, step.layer, step.gen)
+        local = local_env(env, step.gen, step.layer, spec)
+        if MEMORY in env:   # an encoder-decoder's decoder layer: its cross-attention reads the memory
+            local["memory"] = env[MEMORY]
+        return step.local, local, layer_spec(spec, step.layer, step.gen)
     if step.norm == "norm_final":
         return step.local, final_env(env, step.gen, spec), final_spec(spec, step.gen)
     return None
@@ -350,6 +357,8 @@ def model_step(name: str, env: dict, spec) -> Mat:
     if local is not None:
         return compute(*local)
     step = names.parse(name)
+    if step.encoder and step.kind in ("embed", "pos"):
+        return source_rows(step, env, spec, position_rows)
     return MODEL_RECOMPUTE[step.kind](step, env, spec)
 
 

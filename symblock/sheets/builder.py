@@ -10,6 +10,7 @@ from symblock.sheets.lang import MATH_TEXT, TEXTS
 from symblock.sheets.numbers import (Safe, dec_tex, exact_tex, grid, is_plain, matrix_value, outcome,
                                      param_symbol, shape_tex, show, step_symbol)
 from symblock.sheets.work_attention import AttentionWork
+from symblock.sheets.work_cross import CrossWork
 from symblock.sheets.work_ffn import FfnWork
 from symblock.sheets.work_linear import LinearWork
 from symblock.sheets.work_norm import NormWork
@@ -35,7 +36,7 @@ def _gamma_beta(first: str, then: str) -> bool:
     return (g.kind, b.kind) == ("gamma", "beta") and (g.prefix, g.norm) == (b.prefix, b.norm)
 
 
-class Builder(LinearWork, AttentionWork, NormWork, FfnWork, TileWork):
+class Builder(LinearWork, AttentionWork, CrossWork, NormWork, FfnWork, TileWork):
     def __init__(self, trace: Trace, exercise: Exercise, lang: str, places: int) -> None:
         self.trace, self.ex, self.places = trace, exercise, places
         self.spec, self.o, self.dims = trace.spec, trace.spec.options, trace.spec.dims
@@ -119,6 +120,7 @@ class Builder(LinearWork, AttentionWork, NormWork, FfnWork, TileWork):
                 keys = [", ".join(str(j + 1) for j, p in enumerate(r) if p) or "—" for r in rows]
                 out.append(self.t("conv_padding", keys[0] if len(rows) == 1 else
                                   "; ".join(f"b{b}: {k}" for b, k in enumerate(keys))))
+        out += self.cross_conventions(uses)
         if o.attention_tiles and any(kinds.of(n).name in SIDE_KINDS for n in self.ex.ask if n in self.trace):
             out.append(self.t("conv_tiles", o.attention_tiles))
         if o.dropout and "dropout" in uses:
@@ -126,7 +128,9 @@ class Builder(LinearWork, AttentionWork, NormWork, FfnWork, TileWork):
         if "norm" in uses:
             out.append(self.t(f"conv_{o.norm}", eps))
         if "order" in uses:
-            if o.norm_position == "post":
+            if o.cross_attention:
+                out.append(self.cross_order())
+            elif o.norm_position == "post":
                 out.append(self.t("conv_post"))
             else:
                 out.append(self.t("conv_pre", self.t("conv_final") if o.final_norm else ""))
@@ -149,7 +153,7 @@ class Builder(LinearWork, AttentionWork, NormWork, FfnWork, TileWork):
                 kinds.add(kind)
             if step.dropped:
                 kinds.add("dropout")
-        if kinds & {"resid", "output"} or len(kinds & {"attn", "norm", "ffn"}) > 1:
+        if kinds & {"resid", "output"} or len(kinds & {"attn", "cross", "norm", "ffn"}) > 1:
             kinds.add("order")
         return kinds
 
@@ -170,9 +174,10 @@ class Builder(LinearWork, AttentionWork, NormWork, FfnWork, TileWork):
         order = self.t("post") if o.norm_position == "post" else self.t("pre_final" if o.final_norm else "pre")
         norm = "LayerNorm" if o.norm == "layernorm" else "RMSNorm"
         act = "$\\mathrm{" + ACTIVATIONS[o.activation][1] + "}$" + (self.T["gated_tag"] if o.gated else "")
-        return self.t("describe", n=d.seq_len, d=d.d_model, f=d.d_ff, heads=heads, order=order,
+        text = self.t("describe", n=d.seq_len, d=d.d_model, f=d.d_ff, heads=heads, order=order,
                       norm=norm, act=act, mask=self.t("mask_on" if o.causal else "mask_pad" if o.padding
                                                       else "mask_off"))
+        return Safe(text + self.t("describe_cross", d.mem_len)) if o.cross_attention else text
 
     def data(self) -> list[dict]:
         """The given matrices: the input X first, then parameters, then given steps."""
@@ -224,6 +229,8 @@ class Builder(LinearWork, AttentionWork, NormWork, FfnWork, TileWork):
     def what(self, step: Step) -> Safe:
         parsed = names.parse(step.name)   # a batch's b1.attn.q reads as attn.q
         name = parsed.base
+        if (cross := self.what_cross(step, parsed)) is not None:
+            return cross
         if parsed.dropped:
             return self.t("s.dropped", src=self.symbol(step.inputs[0]))
         if parsed.tile is not None or parsed.kind == "tiled":

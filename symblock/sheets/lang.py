@@ -283,6 +283,10 @@ MATH_TEXT = {
            " or key ": " 或第 "},
 }
 
+from symblock.sheets.lang_cross import CROSS_EN, CROSS_MATH_ZH, CROSS_ZH  # noqa: E402  (cross-attention)
+MATH_TEXT["zh"].update(CROSS_MATH_ZH)
+EN.update(CROSS_EN)
+ZH.update(CROSS_ZH)
 EN.update(lang_tiles.EN)   # the online softmax's tiles (sheets/work_tiles.py)
 ZH.update(lang_tiles.ZH)
 TEXTS = {"en": EN, "zh": ZH}
@@ -374,5 +378,8 @@ MODEL_ZH = {
     "m.position": "该 token 的位置",
 }
 
+from symblock.sheets.lang_cross import MODEL_CROSS_EN, MODEL_CROSS_ZH  # noqa: E402
+MODEL_EN.update(MODEL_CROSS_EN)
+MODEL_ZH.update(MODEL_CROSS_ZH)
 MODEL_TEXTS = {"en": MODEL_EN, "zh": MODEL_ZH}
 assert set(MODEL_EN) == set(MODEL_ZH), sorted(set(MODEL_EN) ^ set(MODEL_ZH))

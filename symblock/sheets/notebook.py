@@ -27,6 +27,19 @@ spec = symblock.load(spec_arg) if seed is None else variants.with_seed(*variants
 trace = symblock.forward(spec)
 print(ID, "·", len(trace.steps), {steps!r})'''
 
+# an ID that names a generator version (`-v2`) rebuilds with it (exercises/variants.py); an ID
+# without one keeps the cell it always had
+LOAD_VERSIONED = LOAD.replace(
+    "variants.with_seed(*variants.read(spec_arg), seed)",
+    "variants.with_seed(*variants.read(spec_arg, variants.id_flags(ID, spec_arg, None)), seed)")
+
+
+def load_cell(t, ident: str, steps) -> str:
+    from symblock.exercises import variants
+    versioned = variants.split_version(variants.split_id(ident)[0])[1] > 1
+    return (LOAD_VERSIONED if versioned else LOAD).format(t=t, ident=ident, steps=steps)
+
+
 ANSWERS = '''\
 {answers}
 DECIMALS = {places}
@@ -92,7 +105,7 @@ def notebook(model: dict, template_dir=None) -> str:
     # the kernel can print the key, so the notebook says first that it is for practice, not a test
     sheet = f"> {t['nb_self_study']}\n\n" + render.render(model, "markdown", False, template_dir)
     cells = [v4.new_markdown_cell(sheet),
-             v4.new_code_cell(LOAD.format(t=t, ident=str(model["ident"]), steps=t["nb_steps"])),
+             v4.new_code_cell(load_cell(t, str(model["ident"]), t["nb_steps"])),
              v4.new_code_cell(ANSWERS.format(answers=_comment(t["nb_answers"].format(model["places"])),
                                              places=model["places"],
                                              grids="\n".join(_grid(task) for task in model["tasks"]))),

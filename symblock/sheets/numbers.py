@@ -246,10 +246,12 @@ def param_symbol(name: str) -> str:
     if p.kind == "input":
         return "X" if p.batch is None else f"X^{{(b{p.batch})}}"   # a batch's input: b1.X
     if p.norm:
-        tag = {"ln1": "1", "ln2": "2", "ln_final": "f"}[p.norm]
+        tag = {"ln1": "1", "ln2": "2", "ln3": "3", "ln_final": "f", "ln_embed": "e"}.get(p.norm, p.norm)
         return rf"\{p.kind}^{{({tag})}}"
     kind = "W" if p.kind == "weight" else "b"
-    return f"{kind}^{{{p.sub}}}" if p.sub in "QKVO" else f"{kind}_{p.sub}"
+    if p.cross:   # a decoder layer's cross-attention, as the engine writes it: W^{Q}_{c}
+        return f"{kind}^{{{p.sub}}}_{{c}}"
+    return f"{kind}^{{{p.sub}}}" if (p.sub or "") in "QKVO" else f"{kind}_{p.sub}"
 
 
 def step_symbol(step: Step) -> str:

@@ -146,11 +146,15 @@ def write_set(out: Path, variants: Sequence[tuple[str, Callable[[], dict[str, st
             check_targets(out, [placed(n) for n in known], force)
         try:
             docs = {SET_NAMES[n]: combined(pairs) for n, pairs in texts.items() if pairs}
+            parts = {SET_NAMES[n]: [combined(pairs[k:k + PART]) for k in range(0, len(pairs), PART)]
+                     for n, pairs in texts.items() if len(pairs) > PART} if pdf else {}
         except UsageError as e:
-            docs, result.failed["set"] = {}, str(e)
+            docs, parts, result.failed["set"] = {}, {}, str(e)
         folder = stage.write("set", {**docs, **known})
         if pdf:
-            _pdfs(stage, pdf_engine, folders, folder, docs, result, bar)
+            pieces = {name: [stage.write(f"part-{name}-{k + 1}", {name: text}) / name for k, text in enumerate(texts)]
+                      for name, texts in parts.items()}
+            _pdfs(stage, pdf_engine, folders, folder, docs, result, bar, pieces)
         for ident, variant in folders.items():
             if ident not in result.failed:
                 result.written += _land(variant, out, per_variant, f"{ident}/")
@@ -165,21 +169,27 @@ def write_set(out: Path, variants: Sequence[tuple[str, Callable[[], dict[str, st
 
 
 def _pdfs(stage: Stage, engine: str, folders: dict[str, Path], set_folder: Path, docs: dict[str, str],
-          result: SetResult, bar) -> None:
+          result: SetResult, bar, pieces: Mapping[str, list[Path]] | None = None) -> None:
     """Compile the set documents and cut each variant's PDF from them; a variant document whose set
-    document failed (or every one, without pypdf) is compiled on its own. Failures go to `result`."""
+    document failed (or every one, without pypdf) is compiled on its own. A set document of more
+    than PART variants is compiled in `pieces` (PART variants each, at once) and joined. Failures
+    go to `result`."""
     cut = _cutter()
     own = {v: k for k, v in SET_NAMES.items()}  # sheets.tex -> sheet.tex
+    idents = list(folders)
 
-    def alone(doc: str) -> dict:
-        return {stage.compile(folder / doc, engine): (ident, doc) for ident, folder in folders.items()}
-    pending = {stage.compile(set_folder / name, engine): ("set", name) for name in docs}
+    def alone(doc: str, first: int = 0, last: int | None = None) -> dict:
+        return {stage.compile(folders[i] / doc, engine): (i, doc, 0) for i in idents[first:last]}
+    pieces = dict(pieces or {}) if cut else {}
+    tex = {name: pieces.get(name) or [set_folder / name] for name in docs}
+    pending = {stage.compile(t, engine): ("set", name, k) for name in docs for k, t in enumerate(tex[name])}
     for name in docs if cut is None else ():
         pending.update(alone(own[name]))
+    made: dict[str, dict[int, Path]] = {name: {} for name in docs}
     while pending:
         done, _ = futures.wait(pending, return_when=futures.FIRST_COMPLETED)
         for job in done:
-            unit, name = pending.pop(job)
+            unit, name, k = pending.pop(job)
             try:
                 pdf = job.result()
             except UsageError as e:
@@ -187,12 +197,35 @@ def _pdfs(stage: Stage, engine: str, folders: dict[str, Path], set_folder: Path,
                 pdf = None
             if unit != "set":
                 continue
-            ranges = _ranges(set_folder / name, len(folders)) if pdf and cut else None
+            first, last = (k * PART, (k + 1) * PART) if name in pieces else (0, None)
+            share = idents[first:last]
+            ranges = _ranges(tex[name][k], len(share)) if pdf and cut else None
             if ranges:
-                cut(pdf, ranges, [folder / own[name] for folder in folders.values()])
+                cut(pdf, ranges, [folders[i] / own[name] for i in share])
             elif cut:  # the set document failed, or its page record is unusable (a user's template)
-                pending.update(alone(own[name]))
-            bar.update(1)
+                pending.update(alone(own[name], first, last))
+            if pdf:
+                made[name][k] = pdf
+            if name not in pieces or len(made[name]) == len(tex[name]):
+                if name in pieces:
+                    join_pdfs([made[name][n] for n in range(len(tex[name]))], set_folder / Path(name).with_suffix(".pdf"))
+                bar.update(1)
+
+
+PART = 50   # variants compiled in one LaTeX run of a set document; a larger set is compiled in parts
+
+
+def join_pdfs(pdfs: Sequence[Path], dest: Path) -> None:
+    """The parts' pages one after the other in `dest`, with the first part's metadata (each part
+    holds whole variants of even length, so every variant still starts on an odd page)."""
+    from pypdf import PdfReader, PdfWriter
+    writer = PdfWriter()
+    readers = [PdfReader(p) for p in pdfs]
+    for reader in readers:
+        for page in reader.pages:
+            writer.add_page(page)
+    writer.add_metadata(readers[0].metadata or {})  # pdfTeX's Producer and (SOURCE_DATE_EPOCH) dates
+    writer.write(dest)
 
 
 def _ranges(tex: Path, count: int) -> list[tuple[int, int]] | None:

@@ -17,13 +17,16 @@ from symblock.sheets.lang import MODEL_TEXTS, TEXTS
 from symblock.sheets.numbers import (Safe, bmatrix, cells, grid, matrix_value, param_symbol, shape_tex,
                                      step_symbol)
 
-_SAFE_TOKEN = re.compile(r"[^A-Za-z0-9 .,'!?:;()+=-]")
+_SAFE_TOKEN = re.compile(r"[^A-Za-z0-9 .,'!?:;()+=/-]")
 
 
 def token_tex(tok: str) -> str:
     """A token of the user's vocabulary as math (`\\text{cat}`), characters outside a plain set
-    shown as ?, so that it is the same trusted text in LaTeX and Markdown."""
-    return r"\text{“" + (_SAFE_TOKEN.sub("?", tok) or "?") + "”}"
+    shown as ?, so that it is the same trusted text in LaTeX and Markdown. The angle brackets of
+    special tokens (`<s>`, `</s>`) are math's ⟨ ⟩, never a raw `<` a Markdown reader takes for HTML."""
+    body = "".join(r"}\langle\text{" if part == "<" else r"}\rangle\text{" if part == ">"
+                   else _SAFE_TOKEN.sub("?", part) for part in re.split(r"([<>])", tok))
+    return r"\text{“" + (body or "?") + "”}"
 
 
 def model_symbol(name: str, layers: int) -> str:
@@ -59,6 +62,12 @@ class DecoderBuilder(Builder):
         layers = self.t("m.layers_1") if len(s.layers) == 1 else self.t("m.layers_n", len(s.layers))
         heads = self.t("heads_1") if d.heads == 1 else self.t("heads_n", d.heads)
         order = self.t("post") if self.o.norm_position == "post" else self.t("pre")
+        if s.kind == "encoder-decoder":
+            source = "$" + r"\ ".join(token_tex(s.vocab[t]) for t in s.source_tokens) + "$"
+            return self.t("m.describe_translate", v=len(s.vocab), d=d.d_model, enc=len(s.encoder),
+                          dec=len(s.layers), heads=heads, order=order, head=self.t(f"m.{s.head}"),
+                          source=source, n=len(s.source_tokens), prompt=prompt, m=self.m,
+                          token=f"${token_tex(s.vocab[self.token])}$")
         return self.t("m.describe", v=len(s.vocab), d=d.d_model, layers=layers, heads=heads, order=order,
                       head=self.t(f"m.{s.head}"), prompt=prompt, m=self.m,
                       token=f"${token_tex(s.vocab[self.token])}$")

@@ -51,6 +51,7 @@ def test_a_spec_file_keeps_its_hash_and_its_version_1_ids(tmp_path, capsys):
     spec.write_text("title: Mine\nrandom: {seed: 1, difficulty: medium}\n")
     out = tmp_path / "set"
     assert run(str(spec), "--variants", "1", "--seed", "4", "--format", "markdown", "--out", str(out)) == 0
+    assert capsys.readouterr().out.startswith("wrote 1 variant in ")   # one variant: no plural
     ident = yaml.safe_load((out / "instructor" / "manifest.yaml").read_text())["variants"][0]["id"]
     token, seed = ident.rsplit(".", 1)
     assert token.endswith("-v2") and seed == "4"
@@ -122,3 +123,15 @@ def test_version_2_prefers_no_ties_and_small_denominators():
     assert not primes
     # a set still meets five σ values (the variety guarantee) under version 2
     assert len({var for vars_, _ in v2 for var in vars_}) >= 5
+
+
+def test_an_id_of_the_other_version_is_named_as_such_by_grade(tmp_path, capsys):
+    out, answers = tmp_path / "set", tmp_path / "answers"
+    assert run("preset:medium", "--variants", "1", "--format", "markdown", "--out", str(out)) == 0
+    answers.mkdir()
+    (answers / "old.yaml").write_text("id: preset-medium.1\nname: Old\nsteps: {norm1.mean: [[0], [0]]}\n")
+    capsys.readouterr()
+    assert cli.main(["grade", str(out), str(answers), "--out", str(tmp_path / "graded")]) == 1
+    printed = capsys.readouterr()
+    assert "id preset-medium.1 was drawn by generator version 1, this set's variants by version 2" \
+        in printed.out + printed.err

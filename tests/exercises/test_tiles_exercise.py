@@ -83,3 +83,14 @@ def test_the_running_values_count_as_per_row_statistics_in_the_variety_guarantee
     assert var["attn.h0.tile0.max"].values == 3
     assert "attn.h0.tile0.max: its entries take only 3 distinct values" in var["attn.h0.tile0.max"].problem()
     assert var["attn.h0.tile0.acc"].values is None and var["attn.h0.tile0.acc"].problem() is None
+
+
+def test_the_time_estimate_counts_the_tiles_exponentials_by_hand():
+    """tiled-attention, causal over 4 keys in tiles of 2: tile 0 has 1 + 2 + 2 + 2 live scores (7
+    e^(s − m)); tile 1 has 0 + 0 + 1 + 2 live scores plus one rescaling per row (3 + 4 = 7)."""
+    from symblock.exercises.presets import estimate
+    trace = block.forward(spec.load("tiled-attention"))
+    per = {name: (cells, madds, specials) for name, cells, madds, specials in estimate(trace, choose(trace, "tiles")).per_step}
+    assert per["attn.h0.tile0.sum"][2] == 7 and per["attn.h0.tile1.sum"][2] == 7
+    assert per["attn.h0.tile0.max"] == (4, 8, 0)            # 4 rows × 2 keys compared
+    assert per["attn.h0.tile1.acc"] == (8, (3 + 4) * 2, 0)   # each weight times a 2-entry value row

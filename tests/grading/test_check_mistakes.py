@@ -9,7 +9,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from symblock.reference import numeric
+from symblock.reference import numeric, numeric_cross
 from symblock.engine import spec as spec_mod
 from symblock.cli import main
 from symblock.grading.mistakes import CATALOGUE, EXPLANATIONS
@@ -54,7 +54,23 @@ SPEC_D = """\
       X: [[1, 0, 2, -1], [0, 1, -1, 2], [2, -1, 0, 1], [1, 2, 1, 0]]
     random: {seed: 8, low: -1, high: 1}
     """
-SPECS = {"A": SPEC_A, "B": SPEC_B, "C": SPEC_C, "D": SPEC_D}
+# A Post-LN decoder layer with cross-attention: as many decoder rows as memory rows (so K and V
+# taken from the decoder have the memory's shape), two heads of d_k 2, ln1/ln2 with their own γ, β,
+# the last memory row padding.
+SPEC_E = """\
+    dims: {seq_len: 3, d_model: 4, d_ff: 4, heads: 2}
+    block: {cross_attention: true, norm_position: post, norm: layernorm, eps: "1/10", activation: relu,
+            bias: true, attention_scale: sqrt_dk}
+    weights:
+      ln1: {gamma: [2, 1, 1, 3], beta: [0, 1, 0, -1]}
+      ln2: {gamma: [1, 2, 3, 1], beta: [1, 0, -1, 0]}
+    inputs:
+      X: [[1, 0, 2, -1], [0, 1, -1, 2], [2, -1, 0, 1]]
+      memory: [[1, -1, 0, 2], [0, 2, 1, -1], [1, 1, -1, 0]]
+      memory_padding_mask: [false, false, true]
+    random: {seed: 11, low: -1, high: 1}
+    """
+SPECS = {"A": SPEC_A, "B": SPEC_B, "C": SPEC_C, "D": SPEC_D, "E": SPEC_E}
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +83,8 @@ def worlds(tmp_path_factory):
         path.write_text(textwrap.dedent(text), encoding="utf-8")
         s = spec_mod.load(path)
         P = {k: np.array(v.tolist(), dtype=float) for k, v in s.params.items()}
-        out[key] = (str(path), numeric.forward(s), P, s)
+        fwd = numeric_cross.forward if s.options.cross_attention else numeric.forward
+        out[key] = (str(path), fwd(s), P, s)
     return out
 
 
@@ -128,6 +145,17 @@ def tiles_unrescaled(T, part, h=0):
 
 
 PAD_C = [[False, False, True], [False, True, False]]
+
+
+def cross_proj(T, P, which, src):
+    return src @ P[f"cross.W_{which}"] + P[f"cross.b_{which}"]
+
+
+def cross_causal(s):
+    """Decoder row i may not read memory column j > i, and the padded third memory row is masked."""
+    s = causal(s, -np.inf)
+    s[:, 2] = -np.inf
+    return s
 DROP_C = np.array([[1, 0], [1, 1], [0, 1]], dtype=float)
 
 # (id, spec, step, expected code, planted value from truth T and params P)
@@ -206,6 +234,22 @@ PLANTED = [
     ("no-activation-out", "A", "ffn.out", "activation_missing", lambda T, P: T["ffn.hidden"] @ P["W_2"] + P["b_2"]),
     ("gelu-for-relu", "A", "ffn.act", "gelu_instead_of_relu", lambda T, P: gelu(T["ffn.hidden"])),
     ("relu-for-gelu", "B", "ffn.act", "relu_instead_of_gelu", lambda T, P: np.maximum(T["ffn.hidden"], 0)),
+    # a decoder layer's cross-attention (Post-LN: its queries read H1 = norm1)
+    ("cross-k-from-decoder", "E", "cross.k", "cross_kv_from_decoder", lambda T, P: cross_proj(T, P, "K", T["norm1"])),
+    ("cross-v-from-decoder", "E", "cross.v", "cross_kv_from_decoder", lambda T, P: cross_proj(T, P, "V", T["norm1"])),
+    ("cross-scores-k-from-decoder", "E", "cross.h1.scores", "cross_kv_from_decoder",
+     lambda T, P: T["cross.q"][:, 2:] @ cross_proj(T, P, "K", T["norm1"])[:, 2:].T),
+    ("cross-causal-masked", "E", "cross.h0.masked", "cross_causal_mask",
+     lambda T, P: cross_causal(T["cross.h0.scores"] / math.sqrt(2))),
+    ("cross-causal-weights", "E", "cross.h1.weights", "cross_causal_mask",
+     lambda T, P: softmax_rows(cross_causal(T["cross.h1.scores"] / math.sqrt(2)))),
+    ("cross-q-from-memory", "E", "cross.q", "cross_queries_from_memory",
+     lambda T, P: cross_proj(T, P, "Q", T["memory"])),
+    ("cross-scores-q-from-memory", "E", "cross.h0.scores", "cross_queries_from_memory",
+     lambda T, P: cross_proj(T, P, "Q", T["memory"])[:, :2] @ T["cross.k"][:, :2].T),
+    ("cross-norm-as-pre-q", "E", "cross.q", "cross_norm_as_pre_ln",
+     lambda T, P: cross_proj(T, P, "Q", ln(T["norm1"], P["ln2.gamma"], P["ln2.beta"], EPS))),
+    ("cross-norm-as-pre-norm2", "E", "norm2", "cross_norm_as_pre_ln", lambda T, P: T["resid2"]),
 ]
 
 
@@ -325,7 +369,7 @@ def test_text_report_explains_codes(tmp_path, capsys, worlds):
 def test_every_step_of_every_example_checks(tmp_path, capsys, example):
     """Answer every step of a built-in example with NumPy's values to 9 places: all correct."""
     s = spec_mod.load(example)
-    T = numeric.forward(s)
+    T = (numeric_cross.forward if s.options.cross_attention else numeric.forward)(s)
     path = tmp_path / "answers.yaml"
     path.write_text(answers_yaml(T, 9), encoding="utf-8")
     code = main(["check", example, str(path), "--json"])

@@ -268,7 +268,7 @@ def test_chinese_pages_have_no_english_prose(tmp_path):
     assert cli.main(["worksheet", str(spec), "--variants", "2", "--out", str(out), "--format", "html",
                      "--lang", "zh"]) == 0
     pages = sorted(out.glob("**/*.html")) + sorted(GALLERY_DIR.glob("*-zh/*.html"))
-    assert len(pages) == 10  # 2 sheets, 2 keys, the students' and the instructor's index, the gallery's 4 (2 zh entries)
+    assert len(pages) == 12  # 2 sheets, 2 keys, the students' and the instructor's index, the gallery's 6 (3 zh entries)
     for page in pages:
         assert _page_prose(page.read_text()) == [], page
     en = (GALLERY_DIR / "seed-post-ln" / "sheet.html").read_text()

@@ -126,7 +126,9 @@ def test_one_question_per_variant_in_one_category(tmp_path):
     assert cat.find("category/text").text.startswith("$course$/top/symblock/Set A//B (h")
     assert [q.get("type") for q in questions] == ["cloze"] * 3
     ids = [q.find("idnumber").text for q in questions]
-    assert len(set(ids)) == 3 and all(i.startswith(cat.find("category/text").text[-10:-1]) for i in ids)
+    text = cat.find("category/text").text
+    token = text[text.rindex("(") + 1:-1]   # the IDs' <spec> part, with its generator version (-v2)
+    assert token.endswith("-v2") and len(set(ids)) == 3 and all(i.startswith(token + ".") for i in ids)
     answers = [str(grids(q)) for q in questions]
     assert len(set(answers)) == 3  # genuinely different numbers
 

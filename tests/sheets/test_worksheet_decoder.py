@@ -152,3 +152,15 @@ def test_the_decoder_sheet_is_the_block_sheets_dict(three):
     assert set(zh) == set(sheet.build(variant.build("seed-post-ln", btrace)))
     md = documents(v, formats=["markdown"], lang="zh").files["sheet.md"]
     assert "使用 KV 缓存的一步解码" in md and "One decoding step" not in md
+
+
+def test_special_tokens_print_with_angle_brackets_never_raw_html(tmp_path, capsys):
+    """`<s>` and `</s>` as a vocabulary's tokens: shown ⟨s⟩ and ⟨/s⟩ (math angle brackets), never as a
+    `<s>` tag a Markdown reader would swallow, and not as `?s?`."""
+    from symblock.sheets.work_model import token_tex
+    assert token_tex("<s>") == r"\text{“}\langle\text{s}\rangle\text{”}"
+    assert token_tex("</s>") == r"\text{“}\langle\text{/s}\rangle\text{”}"
+    assert token_tex("a$b") == r"\text{“a?b”}"          # other characters stay a plain ?
+    assert main(["worksheet", "tiny-translate", "--out", str(tmp_path / "ws")]) == 0
+    sheet = (tmp_path / "ws" / "sheet.md").read_text(encoding="utf-8")
+    assert r"\langle\text{s}\rangle" in sheet and "<s" not in sheet and "?s?" not in sheet

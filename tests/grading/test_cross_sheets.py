@@ -1,0 +1,194 @@
+"""A decoder layer with cross-attention and an encoder-decoder's translation step, end to end:
+`worksheet` writes their tasks (cross.* with their prose, the memory given), and `check` grades
+answers computed independently (the decoder layer in NumPy written here; the translation by the
+NumPy model path of reference/) full marks, and names a planted cross-attention slip."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from symblock import api
+from symblock.reference import numeric_model
+
+
+def fmt(v: float) -> str:
+    return "-inf" if np.isneginf(v) else f"{v:.9f}"
+
+
+def answers(steps: dict) -> str:
+    lines = ["decimals: 9", "steps:"]
+    for name, m in steps.items():
+        rows = ", ".join("[" + ", ".join(fmt(v) for v in r) + "]" for r in np.atleast_2d(m))
+        lines.append(f"  {name}: [{rows}]")
+    return "\n".join(lines) + "\n"
+
+
+def softmax(s):
+    e = np.exp(s - s.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def layernorm(x, g, b):   # the example's ε is 0
+    mu = x.mean(axis=1, keepdims=True)
+    return (x - mu) / np.sqrt(((x - mu) ** 2).mean(axis=1, keepdims=True)) * g + b
+
+
+def decoder_layer(P, X, M, pad):
+    """torch's nn.TransformerDecoderLayer, Post-LN, one head of d_k 4, ReLU, as a person works it."""
+    out = {}
+    q, k, v = (X @ P[f"W_{c}"] for c in "QKV")
+    s = q @ k.T / 2
+    s[np.triu_indices(len(X), 1)] = -np.inf
+    out.update({"attn.q": q, "attn.k": k, "attn.v": v, "attn.h0.scores": q @ k.T, "attn.h0.scaled": q @ k.T / 2,
+                "attn.h0.masked": s, "attn.h0.weights": softmax(s)})
+    out["attn.h0.out"] = out["attn.h0.weights"] @ v
+    out["attn.out"] = out["attn.h0.out"] @ P["W_O"]
+    out["resid1"] = X + out["attn.out"]
+    h1 = out["norm1"] = layernorm(out["resid1"], P["ln1.gamma"], P["ln1.beta"])
+    cq, ck, cv = h1 @ P["cross.W_Q"], M @ P["cross.W_K"], M @ P["cross.W_V"]
+    c = cq @ ck.T / 2
+    c[:, np.array(pad)] = -np.inf
+    out.update({"cross.q": cq, "cross.k": ck, "cross.v": cv, "cross.h0.scores": cq @ ck.T,
+                "cross.h0.scaled": cq @ ck.T / 2, "cross.h0.masked": c, "cross.h0.weights": softmax(c)})
+    out["cross.h0.out"] = out["cross.h0.weights"] @ cv
+    out["cross.out"] = out["cross.h0.out"] @ P["cross.W_O"]
+    out["resid2"] = h1 + out["cross.out"]
+    h2 = out["norm2"] = layernorm(out["resid2"], P["ln2.gamma"], P["ln2.beta"])
+    out["ffn.hidden"] = h2 @ P["W_1"]
+    out["ffn.act"] = np.maximum(out["ffn.hidden"], 0)
+    out["ffn.out"] = out["ffn.act"] @ P["W_2"]
+    out["resid3"] = h2 + out["ffn.out"]
+    out["norm3"] = layernorm(out["resid3"], P["ln3.gamma"], P["ln3.beta"])
+    return out
+
+
+@pytest.fixture(scope="module")
+def layer():
+    s = api.load("decoder-layer")
+    P = {k: np.array(v.tolist(), dtype=float) for k, v in s.params.items()}
+    X, M = (np.array(m.tolist(), dtype=float) for m in (s.X, s.memory))
+    return decoder_layer(P, X, M, list(s.memory_padding_mask))
+
+
+def test_decoder_layer_sheet_asks_the_cross_attention(cli, tmp_path):
+    code, out, err = cli("worksheet", "decoder-layer", "--out", tmp_path / "en", "--format", "markdown")
+    assert code == 0, err
+    key = (tmp_path / "en" / "key.md").read_text(encoding="utf-8")
+    for name in ("cross.q", "cross.k", "cross.v", "cross.h0.scores", "cross.h0.masked", "cross.h0.weights",
+                 "cross.out", "resid3", "norm3"):
+        assert f"`{name}`" in key
+    assert "keys: project the memory $M$" in key and "no causal mask applies" in key
+    assert "memory row(s) 3 are padding" in key             # the padded third memory row, said once
+    assert "$H_3 = \\mathrm{N}_3(H_2 + \\mathrm{FFN}(H_2))$" in key
+    code, out, err = cli("worksheet", "decoder-layer", "--out", tmp_path / "zh", "--format", "markdown",
+                         "--lang", "zh")
+    assert code == 0, err
+    zh = (tmp_path / "zh" / "key.md").read_text(encoding="utf-8")
+    assert "交叉注意力的键：用 $W^{K}_{c}$ 投影记忆 $M$" in zh and "记忆的第 } j" in zh
+
+
+def test_decoder_layer_numpy_answers_get_full_marks(cli, spec_file, layer):
+    code, out, err = cli("check", "decoder-layer", spec_file(answers(layer), "answers.yaml"), "--json")
+    data = json.loads(out)
+    assert code == 0, [(s["name"], s["status"]) for s in data["steps"] if s["status"] != "correct"]
+    got = {s["name"]: s["status"] for s in data["steps"]}
+    assert all(got[n] == "correct" for n in layer)
+    assert layer["cross.h0.weights"][:, 2].max() == 0   # the padded memory row weighs nothing
+
+
+def test_decoder_layer_causal_mask_on_the_cross_attention_is_named(cli, spec_file, layer):
+    """Decoder row 1 with the causal mask reads memory row 1 only (and the padded third row stays
+    masked): the slip is named where it was made."""
+    c = layer["cross.h0.scaled"].copy()
+    c[np.triu_indices(2, 1, m=3)] = -np.inf
+    c[:, 2] = -np.inf
+    code, out, err = cli("check", "decoder-layer", spec_file(answers({"cross.h0.masked": c}), "a.yaml"), "--json")
+    data = json.loads(out)
+    step = {x["name"]: x for x in data["steps"]}["cross.h0.masked"]
+    assert code == 1 and step["status"] == "wrong" and step["diagnosis"] == ["cross_causal_mask"]
+
+
+def translation():
+    T = numeric_model.forward(api.load("tiny-translate"))
+    return {k: v for k, v in T.items()}
+
+
+def test_translation_step_on_the_sheet(cli, tmp_path):
+    code, out, err = cli("worksheet", "tiny-translate", "--out", tmp_path, "--format", "markdown")
+    assert code == 0, err
+    key = (tmp_path / "key.md").read_text(encoding="utf-8")
+    assert "An encoder-decoder (a translation model)" in key
+    for name in ("gen1.layer0.cross.q", "gen1.layer0.cross.h0.weights", "gen1.layer0.resid3", "gen1.next_token"):
+        assert f"`{name}`" in key
+    assert "### Task" in key and "· `gen1.layer0.cross.k`" not in key   # the memory's K, V: given
+    assert "(`gen1.layer0.cross.k`, $3 \\times 4$)" in key
+
+
+def test_translation_numpy_answers_get_full_marks(cli, spec_file):
+    T = translation()
+    code, out, err = cli("check", "tiny-translate", spec_file(answers(T), "answers.yaml"), "--json")
+    data = json.loads(out)
+    assert code == 0, [(s["name"], s["status"]) for s in data["steps"] if s["status"] != "correct"]
+    got = {s["name"]: s["status"] for s in data["steps"]}
+    assert {got[n] for n in T} == {"correct"}
+    assert any(n.startswith("enc.layer0.") for n in T) and got["enc.norm_final"] == "correct"
+
+
+def test_translation_causal_cross_mask_is_named_and_carried(cli, spec_file):
+    """The prompt's one decoder row with the causal mask on its cross-attention reads memory row 1
+    only: weights (1, 0, 0); its head output is then V_c's first row, carried, not wrong."""
+    T = translation()
+    vc = T["layer0.cross.v"][:, :2]
+    plant = {"layer0.cross.h0.weights": [[1, 0, 0]], "layer0.cross.h0.out": vc[:1]}
+    code, out, err = cli("check", "tiny-translate", spec_file(answers(plant), "a.yaml"), "--json")
+    data = json.loads(out)
+    steps = {x["name"]: x for x in data["steps"]}
+    assert code == 1 and data["first_break"] == "layer0.cross.h0.weights"
+    assert steps["layer0.cross.h0.weights"]["diagnosis"] == ["cross_causal_mask"]
+    assert steps["layer0.cross.h0.out"]["status"] == "carried"
+
+
+def test_translation_wrong_encoder_step_is_carried_into_the_memory(cli, spec_file):
+    """A wrong encoder residual: the encoder's norm after it, worked from it, is carried."""
+    T = translation()
+    r = T["enc.layer0.resid1"].copy()
+    r[0, 0] += 1
+    mu = r.mean(axis=1, keepdims=True)
+    code, out, err = cli("check", "tiny-translate", spec_file(answers(
+        {"enc.layer0.resid1": r, "enc.layer0.norm1.mean": mu}), "a.yaml"), "--json")
+    steps = {x["name"]: x for x in json.loads(out)["steps"]}
+    assert steps["enc.layer0.resid1"]["status"] == "wrong"
+    assert steps["enc.layer0.norm1.mean"]["status"] == "carried"
+
+
+def test_tiny_bert_numpy_answers_get_full_marks_and_errors_carry(cli, spec_file):
+    """An encoder model's every step checked against the NumPy model path; a wrong embedding norm
+    (BERT's LayerNorm after the embeddings) is wrong, and the first layer's q worked from it is
+    carried: the layer reads norm_embed, not x."""
+    s = api.load("tiny-bert")
+    T = numeric_model.forward(s)
+    code, out, err = cli("check", "tiny-bert", spec_file(answers(T), "answers.yaml"), "--json")
+    data = json.loads(out)
+    assert code == 0 and {x["status"] for x in data["steps"]} == {"correct"} and len(data["steps"]) == len(T)
+    P = {k: np.array(v.tolist(), dtype=float) for k, v in s.layers[0].params.items()}
+    ne = T["norm_embed"].copy()
+    ne[0, 0] += 1
+    plant = {"norm_embed": ne, "layer0.attn.q": ne @ P["W_Q"] + P["b_Q"]}
+    code, out, err = cli("check", "tiny-bert", spec_file(answers(plant), "a.yaml"), "--json")
+    steps = {x["name"]: x for x in json.loads(out)["steps"]}
+    assert code == 1 and steps["norm_embed"]["status"] == "wrong"
+    assert steps["layer0.attn.q"]["status"] == "carried"
+
+
+def test_tiny_bert_worksheet_is_refused_clearly(cli, tmp_path):
+    code, out, err = cli("worksheet", "tiny-bert", "--out", tmp_path)
+    assert code == 2 and "does not work an encoder model yet" in err and "Traceback" not in err
+
+
+def test_translation_formulas_are_clean_latex():
+    """The reused cross K/V of a generation step say so in LaTeX (a stray tab once ate `\\t` of \\text)."""
+    t = api.forward(api.load("tiny-translate"))
+    assert all("\t" not in s.latex for s in t)
+    assert t["gen1.layer0.cross.k"].latex.endswith(r"\ \text{(worked once, reused)}")
