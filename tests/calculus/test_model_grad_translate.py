@@ -205,16 +205,23 @@ def test_gradients_through_a_padded_source_match_autograd(norm_position):
     assert np.all(src_grad[VOCAB.index("b")] == 0) and np.abs(src_grad[VOCAB.index("c")]).max() > 1e-6
 
 
-def test_w_e_tgt_is_the_target_table_and_the_tied_head():
+def test_w_e_tgt_is_the_target_table_and_the_tied_head(tmp_path, capsys):
     """weights.W_E_tgt with separate embeddings: the same model as weights.W_E (its alias), the
-    target's rows and the tied head read it, the source reads W_E_src; autograd agrees."""
+    target's rows and the tied head read it, the source reads W_E_src; autograd agrees, and
+    `grad --wrt W_E_tgt` gives the target table's gradient."""
+    import json
+    from symblock import cli
+
     def spec(**w):
-        return from_mapping({
+        return from_mapping(data(**w), "t.yaml")
+
+    def data(**w):
+        return ({
             "model": {"kind": "encoder-decoder", "vocab": VOCAB, "positions": "learned", "source": ["a", "b"],
                       "prompt": ["<s>", "x"], "embeddings": "separate"},
             "dims": {"d_model": 4, "d_ff": 4, "heads": 1}, "block": {"eps": "1e-5"},
             "weights": {"W_E_src": [[(i + j) % 3 - 1 for j in range(4)] for i in range(8)], **w},
-            "random": {"seed": 3}}, "t.yaml")
+            "random": {"seed": 3}})
     table = [[(2 * i - j) % 5 - 2 for j in range(4)] for i in range(8)]
     a, b = spec(W_E_tgt=table), spec(W_E=table)
     assert a.W_E.tolist() == b.W_E.tolist() == table and a.W_E_src.tolist() != table
@@ -224,6 +231,11 @@ def test_w_e_tgt_is_the_target_table_and_the_tied_head():
     # the tied head and the target both read the target's table: logits = H W_tgtᵀ
     for name in ("W_E", "W_E_src"):
         assert np.abs(np.array(g.grads[name].floats()) - want[name]).max() < 1e-9, name
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(data(W_E_tgt=table)), encoding="utf-8")
+    assert cli.main(["grad", str(path), "--wrt", "W_E_tgt", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert np.abs(np.array(out["wrt"][0]["float"]) - want["W_E"]).max() < 1e-9
 
 
 @pytest.mark.parametrize("model_keys, weights, where, what", [

@@ -206,3 +206,16 @@ def test_the_numpy_path_is_told_the_source_padding():
     trace = model.forward(padded)
     assert np.abs(np.array(trace["gen2.logits"].value.floats()) - want["gen2.logits"]).max() < 1e-9
     assert np.abs(numeric_model.forward(plain)["gen2.logits"] - want["gen2.logits"]).max() > 1e-3
+
+
+def test_a_bad_source_padding_mask_exits_2_naming_the_field(tmp_path, capsys):
+    import json
+    from symblock import cli
+    data, _ = read_spec("tiny-translate")
+    data["model"]["source_padding_mask"] = [False, True]
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert cli.main(["forward", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "model.source_padding_mask" in err and "expected a list of 3 booleans" in err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
