@@ -381,5 +381,8 @@ MODEL_ZH = {
 from symblock.sheets.lang_cross import MODEL_CROSS_EN, MODEL_CROSS_ZH  # noqa: E402
 MODEL_EN.update(MODEL_CROSS_EN)
 MODEL_ZH.update(MODEL_CROSS_ZH)
+from symblock.sheets.lang_encoder import ENCODER_EN, ENCODER_ZH  # noqa: E402  (an encoder model)
+MODEL_EN.update(ENCODER_EN)
+MODEL_ZH.update(ENCODER_ZH)
 MODEL_TEXTS = {"en": MODEL_EN, "zh": MODEL_ZH}
 assert set(MODEL_EN) == set(MODEL_ZH), sorted(set(MODEL_EN) ^ set(MODEL_ZH))
