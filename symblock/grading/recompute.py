@@ -337,7 +337,23 @@ def frame(name: str, env: dict, spec):
         return step.local, local, layer_spec(spec, step.layer, step.gen)
     if step.norm == "norm_final":
         return step.local, final_env(env, step.gen, spec), final_spec(spec, step.gen)
+    if step.norm == "norm_embed":   # BERT's norm of the embeddings: the engine works it as a final norm
+        local = "norm_final" + (f".{step.stat}" if step.stat else "")
+        return local, embed_env(env, step.gen), final_spec(spec, step.gen)
     return None
+
+
+def embed_env(env: dict, t: int) -> dict:
+    """The embeddings' norm under a final norm's names: γ, β of ln_embed as ln_final's, the
+    embedding sum x as the residual it reads, its own statistics as norm_final's."""
+    named = [(names.parse(k), k, v) for k, v in env.items()]
+    out = {f"ln_final.{parameters.parse(k).kind}": v for _, k, v in named
+           if parameters.parse(k).norm == "ln_embed"}
+    out.update({"norm_final" + (f".{p.stat}" if p.stat else ""): v for p, _, v in named
+                if p.norm == "norm_embed" and p.gen == t and p.layer is None})
+    if (x := names.name_of("x", gen=t)) in env:
+        out["resid2"] = out["resid3"] = env[x]
+    return out
 
 
 def inputs(name: str, step_inputs: tuple, spec) -> tuple:
