@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from symblock.engine import exact, names, online_softmax, parameters, rope
 from symblock.engine.block import ACTIVATIONS, apply_mask, softmax
 from symblock.engine.matrix import Mat
-from symblock.engine.translate import MEMORY, encoder_frame, source_rows
+from symblock.engine.translate import MEMORY, embed_env, encoder_frame, source_rows
 from symblock.engine.steps import (
     batch_index, head_columns, key_columns, masked_positions, split_batch, step_inputs, value_columns,
     step_kind as kind,)
@@ -355,19 +355,6 @@ def frame(name: str, env: dict, spec):
         local = "norm_final" + (f".{step.stat}" if step.stat else "")
         return local, embed_env(env, step.gen), final_spec(spec, step.gen)
     return None
-
-
-def embed_env(env: dict, t: int) -> dict:
-    """The embeddings' norm under a final norm's names: γ, β of ln_embed as ln_final's, the
-    embedding sum x as the residual it reads, its own statistics as norm_final's."""
-    named = [(names.parse(k), k, v) for k, v in env.items()]
-    out = {f"ln_final.{parameters.parse(k).kind}": v for _, k, v in named
-           if parameters.parse(k).norm == "ln_embed"}
-    out.update({"norm_final" + (f".{p.stat}" if p.stat else ""): v for p, _, v in named
-                if p.norm == "norm_embed" and p.gen == t and p.layer is None})
-    if (x := names.name_of("x", gen=t)) in env:
-        out["resid2"] = out["resid3"] = env[x]
-    return out
 
 
 def inputs(name: str, step_inputs: tuple, spec) -> tuple:
