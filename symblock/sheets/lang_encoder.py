@@ -45,4 +45,7 @@ ENCODER_ZH = {
     "e.w.pos": "$W_P$ 的第 $1, \\dots, {0}$ 行，每个位置一行：",
 }
 
+# the engine's formula words (MATH_TEXT): E = W_E[tokens]
+ENCODER_MATH_ZH = {"tokens": "各 token"}
+
 assert set(ENCODER_EN) == set(ENCODER_ZH), sorted(set(ENCODER_EN) ^ set(ENCODER_ZH))
