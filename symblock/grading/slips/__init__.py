@@ -1,19 +1,18 @@
-"""The rules of the mistake catalogue that recompute attention (RoPE, grouped K/V heads and the
-online-softmax tiles too), dropout and tiny-GPT steps with one slip each, from the values in `env`
-(the catalogue itself, and the norm and FFN rules, are in mistakes.py).
+"""The rules of the mistake catalogue that recompute attention (the online-softmax tiles too),
+dropout and tiny-GPT steps with one slip each, from the values in `env` (the catalogue itself, and
+the norm and FFN rules, are in mistakes.py). The families of a decoder layer's cross-attention and of
+RoPE with grouped K/V heads are this package's `cross` and `rope` modules.
 """
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
-from symblock.engine import exact, names, rope
+from symblock.engine import exact, names
 from symblock.engine.matrix import Mat
-from symblock.engine.steps import head_columns, key_columns, kv_head, value_columns
+from symblock.engine.steps import head_columns, key_columns, value_columns
 from symblock.grading import recompute
 from symblock.grading.recompute import (
-    apply_mask, attention_mask, compute, full_norm, inputs_of, kind, linear, ln_of, mask_with, num, pad_of, softmax_cols,
-    softmax_rows,)
+    attention_mask, inputs_of, kind, mask_with, num, pad_of, softmax_cols, softmax_rows,)
 
 if TYPE_CHECKING:
     from symblock.engine.spec import BlockSpec
@@ -158,7 +157,7 @@ def _drop_last(m: Mat) -> Mat:
 
 def not_appended(name: str, env: dict, spec) -> list[Mat]:
     step = names.parse(name)
-    t, layer, kind, h = step.gen, step.layer, step.part, step.head
+    t, layer, kind = step.gen, step.layer, step.part
     dims, o = spec.layers[layer].dims, spec.layers[layer].options
     k_old, v_old = env[recompute.old_cache(t, layer, "k", spec)], env[recompute.old_cache(t, layer, "v", spec)]
     lo, hi = head_columns(step.local, dims)
@@ -260,206 +259,8 @@ def acc_not_rescaled(name: str, env: dict, spec):
     return [env[pa] + running_acc(env[s], vals, _tile_keys(name, spec), None, env[m], None)]
 
 
-# ---------------------------------------------------------------- a decoder layer's cross-attention
-# The catalogued slips of a decoder layer's cross-attention (mistakes.CATALOGUE): each recomputes
-# ONE cross step from the values before it (the person's chain, else the truth) with the slip made.
-#
-# The cross-attention's queries come from the decoder, its keys and values from the memory M, and
-# it has no causal mask (engine/cross.py). The slips: K and V taken from the decoder's rows, Q taken
-# from the memory, the causal mask laid on it as on the self-attention, and in a Post-LN layer its
-# norm placed as in Pre-LN (the decoder rows normalised by N2 before the cross-attention, and no
-# norm after its residual). A slip that changes a step's shape (decoder rows for memory rows) can
-# be seen only where the decoder has as many rows as the memory; elsewhere its candidate has the
-# wrong shape and matches nothing.
+# the families with their own module: (code, explanation, where, applies, compute) rows
+from symblock.grading.slips.cross import CROSS  # noqa: E402
+from symblock.grading.slips.rope import ROPE_CATALOGUE  # noqa: E402
 
-def crossing(spec: BlockSpec) -> bool:
-    return bool(spec.options.cross_attention)
-
-
-def _query_source(name: str, env, spec: BlockSpec):
-    """The decoder rows the cross-attention's queries read (H1 in Post-LN, N2(R1) in Pre-LN)."""
-    return env[inputs_of(names.parse(name).sibling("cross.q"), spec)[0]]
-
-
-def _proj(name: str, env, spec: BlockSpec, which: str, src):
-    step = names.parse(name).sibling(f"cross.{which}")
-    _, w, b = inputs_of(step, spec)
-    return linear(src, env, w, b)
-
-
-def _scores(name: str, q, k, spec: BlockSpec):
-    lo, hi = head_columns(name, spec.dims)
-    return q.cols(lo, hi) @ k.cols(lo, hi).T
-
-
-def kv_from_decoder(name, env, spec: BlockSpec):
-    """K and V projected from the decoder's rows (as in self-attention) instead of the memory."""
-    src = _query_source(name, env, spec)
-    k = kind(name)
-    if k in ("cross_k", "cross_v"):
-        return [_proj(name, env, spec, k[-1], src)]
-    q = env[names.parse(name).sibling("cross.q")]
-    return [_scores(name, q, _proj(name, env, spec, "k", src), spec)]
-
-
-def queries_from_memory(name, env, spec: BlockSpec):
-    """Q projected from the memory instead of the decoder's rows."""
-    m = env[inputs_of(names.parse(name).sibling("cross.k"), spec)[0]]
-    q = _proj(name, env, spec, "q", m)
-    if kind(name) == "cross_q":
-        return [q]
-    return [_scores(name, q, env[names.parse(name).sibling("cross.k")], spec)]
-
-
-def causal_on_cross(name, env, spec: BlockSpec):
-    """The causal mask (memory column j > decoder row i) laid on the cross-attention's scores,
-    beside its memory padding."""
-    p = names.parse(name)
-    scaled = p.head_step("scaled")
-    s = env[scaled] if scaled in env else env[p.head_step("scores")]
-    pad = list(spec.memory_padding_mask) or [False] * s.shape[1]
-    masked = [[j > i or pad[j] for j in range(s.shape[1])] for i in range(s.shape[0])]
-    m = apply_mask(s, masked, exact.NEG_INF)
-    return [m] if kind(name) == "cross_masked" else [softmax_rows(m)]
-
-
-def causal_applies(name, spec: BlockSpec) -> bool:
-    return crossing(spec) and kind(name) in ("cross_masked", "cross_weights")
-
-
-def norm_as_pre(name, env, spec: BlockSpec):
-    """Post-LN layer, its cross-attention's norm placed as in Pre-LN: the queries read N2(H1)
-    and the rows after the residual are left unnormalised (norm2 = resid2)."""
-    p = names.parse(name)
-    if kind(name) == "cross_q":
-        src = full_norm(_query_source(name, env, spec), env, ln_of(p.sibling("norm2")), spec)
-        return [_proj(name, env, spec, "q", src)]
-    return [env[p.sibling("resid2")]]
-
-
-def norm_as_pre_applies(name, spec: BlockSpec) -> bool:
-    if not crossing(spec) or spec.options.norm_position != "post":
-        return False
-    p = names.parse(name)
-    return kind(name) == "cross_q" or (p.norm == "norm2" and p.stat is None)
-
-
-def _kinds(*ks: str):
-    return lambda name, spec: crossing(spec) and kind(name) in ks
-
-
-# (code, explanation, where, applies, compute): mistakes.Mistake's fields, in its CATALOGUE
-CROSS = (
-    ("cross_kv_from_decoder", "cross-attention keys and values projected from the decoder's rows instead "
-     "of the memory (the encoder's output)", "cross.k, cross.v, cross.h*.scores",
-     _kinds("cross_k", "cross_v", "cross_scores"), kv_from_decoder),
-    ("cross_causal_mask", "causal mask applied to the cross-attention, which masks only padded memory rows",
-     "cross.h*.masked / .weights", causal_applies, causal_on_cross),
-    ("cross_queries_from_memory", "cross-attention queries projected from the memory instead of the "
-     "decoder's rows", "cross.q, cross.h*.scores", _kinds("cross_q", "cross_scores"), queries_from_memory),
-    ("cross_norm_as_pre_ln", "in a Post-LN decoder layer the cross-attention's norm placed as in Pre-LN "
-     "(its input normalised by N2, its residual left unnormalised)", "cross.q, norm2",
-     norm_as_pre_applies, norm_as_pre),
-)
-
-
-# ---------------------------------------------------------------- RoPE and grouped K/V heads
-# The catalogued slips of RoPE and of grouped K/V heads (mistakes.CATALOGUE lists them): each
-# recomputes ONE step from the values before it with the slip made.
-#
-# * rope_other_style: the pairs of the other style, (2i, 2i+1) for (i, i + d_k/2) or the other way
-#   round (the same pairs when d_k = 2, so then it does not apply).
-# * rope_positions_from_one: the rows' positions counted from 1 (m + 1 for m).
-# * rope_sign_flipped: turned the other way, x_a cos + x_b sin and x_b cos − x_a sin (angle −φ).
-# * rope_on_v: the values rotated as well (in attn.v itself, or in a head's output); d_v even only.
-# * gqa_wrong_head: query head h read K/V head h mod kv_heads instead of ⌊h·kv_heads/heads⌋ (only
-#   for a head where the two differ).
-
-ROTATED = ("q_rot", "k_rot")
-
-
-def rotates(name: str, spec) -> bool:
-    return kind(name) in ROTATED and spec.options.rope is not None
-
-
-def _turn(x: Mat, spec, rows: Sequence[int], style: str | None = None) -> Mat:
-    r = spec.options.rope if style is None else replace(spec.options.rope, style=style)
-    d_k = spec.dims.d_k
-    return rope.rotate(x, x.shape[1] // d_k, d_k, rows, r)
-
-
-def _source(name: str, env: dict, spec) -> Mat:
-    return env[inputs_of(name, spec)[0]]
-
-
-def other_style_applies(name: str, spec) -> bool:
-    return rotates(name, spec) and spec.dims.d_k > 2
-
-
-def other_style(name: str, env: dict, spec) -> list[Mat]:
-    other = "interleaved" if spec.options.rope.style == "half" else "half"
-    return [_turn(_source(name, env, spec), spec, spec.position_list(), other)]
-
-
-def from_one(name: str, env: dict, spec) -> list[Mat]:
-    return [_turn(_source(name, env, spec), spec, [m + 1 for m in spec.position_list()])]
-
-
-def sign_flipped(name: str, env: dict, spec) -> list[Mat]:
-    return [_turn(_source(name, env, spec), spec, [-m for m in spec.position_list()])]
-
-
-def on_v_applies(name: str, spec) -> bool:
-    return spec.options.rope is not None and spec.dims.d_v % 2 == 0 and kind(name) in ("v", "head_out")
-
-
-def _rotated_v(v: Mat, spec) -> Mat:
-    """V turned as K is (a cached V has one row per cached position, 0 … m − 1)."""
-    rows = spec.position_list()
-    rows = rows if len(rows) == v.shape[0] else tuple(range(v.shape[0]))
-    d_v = spec.dims.d_v
-    return rope.rotate(v, v.shape[1] // d_v, d_v, rows, spec.options.rope)
-
-
-def on_v(name: str, env: dict, spec) -> list[Mat]:
-    if kind(name) == "v":
-        return [_rotated_v(compute(name, env, spec), spec)]
-    p, v = inputs_of(name, spec)[:2]
-    h, d_v = names.parse(name).head, spec.dims.d_v
-    g = kv_head(h, spec.dims)
-    return [env[p] @ _rotated_v(env[v], spec).cols(g * d_v, (g + 1) * d_v)]
-
-
-def _wrong_head(name: str, spec) -> int:
-    return names.parse(name).head % spec.dims.kv_heads
-
-
-def wrong_head_applies(name: str, spec) -> bool:
-    d = spec.dims
-    return (kind(name) in ("scores", "head_out") and d.kv_heads != d.heads
-            and _wrong_head(name, spec) != kv_head(names.parse(name).head, d))
-
-
-def wrong_head(name: str, env: dict, spec) -> list[Mat]:
-    a, b = inputs_of(name, spec)[:2]
-    g, d = _wrong_head(name, spec), spec.dims
-    if kind(name) == "scores":
-        return [env[a].cols(*head_columns(name, d)) @ env[b].cols(g * d.d_k, (g + 1) * d.d_k).T]
-    return [env[a] @ env[b].cols(g * d.d_v, (g + 1) * d.d_v)]
-
-
-# (code, explanation, where it shows, applies, compute): mistakes.CATALOGUE makes each a Mistake
-ROPE_CATALOGUE = (
-    ("rope_other_style", "RoPE's pairs of the other style: (2i, 2i+1) where (i, i + d_k/2) was asked, "
-     "or the other way round", "attn.q_rot, attn.k_rot (d_k > 2)",
-     other_style_applies, other_style),
-    ("rope_positions_from_one", "RoPE's positions counted from 1 instead of 0 (every row turned one "
-     "step too far)", "attn.q_rot, attn.k_rot", rotates, from_one),
-    ("rope_sign_flipped", "RoPE's rotation turned the wrong way: x_a cos + x_b sin and x_b cos − x_a sin "
-     "(the sign of sin flipped)", "attn.q_rot, attn.k_rot", rotates, sign_flipped),
-    ("rope_on_v", "RoPE applied to the values too: only the queries and keys are rotated",
-     "attn.v, attn.h*.out (d_v even)", on_v_applies, on_v),
-    ("gqa_wrong_head", "query head h read K/V head h mod kv_heads instead of ⌊h·kv_heads/heads⌋ "
-     "(consecutive query heads share a K/V head)", "attn.h*.scores, attn.h*.out (grouped K/V heads)",
-     wrong_head_applies, wrong_head),
-)
+__all__ = ["CROSS", "ROPE_CATALOGUE"]   # re-exported for mistakes.CATALOGUE
