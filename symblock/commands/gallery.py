@@ -1,10 +1,10 @@
 """Regenerate the worksheet gallery (`worksheets/` at the top of the repository).
 
-    python -m symblock.commands.gallery [DIR] [--pdf]
+    python -m symblock.commands.gallery [DIR] [--pdf] [--only NAME]
 
 Writes DIR/<name>/{sheet,key}.{tex,md,html} (and .pdf with --pdf), moodle.xml, qti.zip and
 notebook.ipynb for every entry of GALLERY, KaTeX once in DIR/katex/ for the HTML pages, plus
-DIR/README.md indexing them, replacing what is there. tests/test_worksheet_gallery.py regenerates
+DIR/README.md indexing them, replacing what is there (`--only NAME`: that entry's directory alone). tests/test_worksheet_gallery.py regenerates
 it into a temporary directory and fails, naming this command, when a committed file differs.
 """
 from __future__ import annotations
@@ -46,6 +46,11 @@ GALLERY = [
      "The same block with Chinese prose (xelatex + ctex)"),
     ("tiny-llama", "tiny-llama", {"formats": ["latex", "markdown", "html", "moodle", "qti"]},
      "One decoding step of a tiny Llama (RMSNorm, SwiGLU, RoPE, 2 query heads over 1 K/V head) from its KV cache"),
+    ("tiny-bert", "tiny-bert", {"formats": ["latex", "markdown", "html", "moodle", "qti"]},
+     "A tiny BERT-like encoder over a padded sentence: the embeddings, their LayerNorm and the layer to the "
+     "hidden states, no next token; no notebook"),
+    ("tiny-bert-zh", "tiny-bert", {"formats": ["latex", "markdown", "html", "moodle", "qti"], "lang": "zh"},
+     "The same encoder with Chinese prose (xelatex + ctex)"),
 ]
 DEFAULT_DIR = "worksheets"
 PLACES = 3   # the sheets' default decimals
@@ -53,8 +58,9 @@ FORMATS = ["latex", "markdown", "html", "moodle", "qti", "ipynb"]
 COMMAND = "python -m symblock.commands.gallery worksheets --pdf"
 
 
-def generate(out: Path, pdf: bool = False) -> list[Path]:
-    """Write the gallery into `out` (overwriting); returns the files written."""
+def generate(out: Path, pdf: bool = False, only: str | None = None) -> list[Path]:
+    """Write the gallery into `out` (overwriting); returns the files written. `only`: that one
+    entry's directory (and KaTeX), the index left as it is."""
     from symblock.exercises import variant, variants
     from symblock.engine.model import forward_any as forward   # a block, or a model (decoder)
     from symblock.grading.points import annotate
@@ -68,6 +74,8 @@ def generate(out: Path, pdf: bool = False) -> list[Path]:
              "HTML (KaTeX in `katex/`), a Moodle XML quiz, a Canvas QTI zip and a Jupyter notebook.",
              ""]
     for name, spec_name, opts, blurb in GALLERY:
+        if only is not None and name != only:
+            continue
         spec = load(spec_name, allow_model=True)
         formats = opts.get("formats", FORMATS)
         trace = forward(spec)
@@ -84,6 +92,8 @@ def generate(out: Path, pdf: bool = False) -> list[Path]:
         links = " · ".join(f"[{doc}.{ext}]({name}/{doc}.{ext})" for doc in ("sheet", "key")
                            for ext in ("md", "pdf", "html"))
         index.append(f"- **{name}** (ID `{ident}`): {blurb}. {links}")
+    if only is not None:
+        return written
     readme = out / "README.md"
     out.mkdir(parents=True, exist_ok=True)
     readme.write_text("\n".join(index) + "\n", encoding="utf-8")
@@ -94,11 +104,16 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m symblock.commands.gallery", description=__doc__.split("\n\n")[0])
     p.add_argument("out", nargs="?", default=DEFAULT_DIR, help=f"directory (default {DEFAULT_DIR})")
     p.add_argument("--pdf", action="store_true", help="also compile the PDFs (TeX Live)")
+    p.add_argument("--only", metavar="NAME", help="regenerate only this entry's directory (not the index)")
     args = p.parse_args(argv)
     from symblock.errors import UsageError
     from symblock.engine.spec import SpecError
+    if args.only is not None and args.only not in [g[0] for g in GALLERY]:
+        print(f"symblock.commands.gallery: error: --only: no entry {args.only!r}; expected one of "
+              + ", ".join(g[0] for g in GALLERY), file=sys.stderr)
+        return 2
     try:
-        for path in generate(Path(args.out), pdf=args.pdf):
+        for path in generate(Path(args.out), pdf=args.pdf, only=args.only):
             print(path)
     except (SpecError, UsageError) as e:
         print(f"symblock.commands.gallery: error: {e}", file=sys.stderr)

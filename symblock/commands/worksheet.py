@@ -207,10 +207,6 @@ def write(args) -> tuple[list, list[str], object]:
     jobs = args.jobs or None
     engine = ENGINES[args.lang] if args.pdf else None
     sets = variants(args)
-    if getattr(sets[0].spec, "kind", "decoder") == "encoder":   # no generation step to work on a sheet
-        from symblock.errors import SpecError
-        raise SpecError(sets[0].spec.source, "model.kind", "`worksheet` does not work an encoder model yet "
-                        "(forward, verify and check do); a decoder layer, a tiny GPT and an encoder-decoder do")
     _formats_for_models(sets, formats)
     from symblock.commands import not_yet
     for v in sets:

@@ -18,7 +18,7 @@ import math
 from dataclasses import replace
 from typing import Any, Callable, Mapping
 
-from symblock.engine import block, cost, names
+from symblock.engine import block, cost, names, parameters
 from symblock.engine.matrix import Mat
 from symblock.engine.model_spec import ModelSpec, with_length
 
@@ -122,6 +122,21 @@ def encoder_frame(step: names.StepName, env: dict, spec: ModelSpec) -> tuple[str
         opts = replace(block.options, norm_position="pre", final_norm=True)
         return step.local, out, replace(block, dims=replace(block.dims, seq_len=rows), options=opts)
     return None
+
+
+# BERT's LayerNorm of the embeddings (norm_embed): worked by the engine as a final norm
+# (model.py), so the checker reads it in that frame and gets the block's norm slips
+def embed_env(env: dict, t: int) -> dict:
+    """The embeddings' norm under a final norm's names: γ, β of ln_embed as ln_final's, the
+    embedding sum x as the residual it reads, its own statistics as norm_final's."""
+    named = [(names.parse(k), k, v) for k, v in env.items()]
+    out = {f"ln_final.{parameters.parse(k).kind}": v for _, k, v in named
+           if parameters.parse(k).norm == "ln_embed"}
+    out.update({"norm_final" + (f".{p.stat}" if p.stat else ""): v for p, _, v in named
+                if p.norm == "norm_embed" and p.gen == t and p.layer is None})
+    if (x := names.name_of("x", gen=t)) in env:
+        out["resid2"] = out["resid3"] = env[x]
+    return out
 
 
 def source_rows(step: names.StepName, env: dict, spec: ModelSpec, rows_at: Callable[..., Mat]) -> Mat:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from symblock.engine import exact, names, online_softmax, parameters, rope
 from symblock.engine.block import ACTIVATIONS, apply_mask, softmax
 from symblock.engine.matrix import Mat
-from symblock.engine.translate import MEMORY, encoder_frame, source_rows
+from symblock.engine.translate import MEMORY, embed_env, encoder_frame, source_rows
 from symblock.engine.steps import (
     batch_index, head_columns, key_columns, masked_positions, split_batch, step_inputs, value_columns,
     step_kind as kind,)
@@ -351,6 +351,9 @@ def frame(name: str, env: dict, spec):
         return step.local, local, layer_spec(spec, step.layer, step.gen)
     if step.norm == "norm_final":
         return step.local, final_env(env, step.gen, spec), final_spec(spec, step.gen)
+    if step.norm == "norm_embed":   # BERT's norm of the embeddings: the engine works it as a final norm
+        local = "norm_final" + (f".{step.stat}" if step.stat else "")
+        return local, embed_env(env, step.gen), final_spec(spec, step.gen)
     return None
 
 

@@ -384,6 +384,10 @@ MODEL_ZH = {
 from symblock.sheets.lang_cross import MODEL_CROSS_EN, MODEL_CROSS_ZH  # noqa: E402
 MODEL_EN.update(MODEL_CROSS_EN)
 MODEL_ZH.update(MODEL_CROSS_ZH)
+from symblock.sheets.lang_encoder import ENCODER_EN, ENCODER_MATH_ZH, ENCODER_ZH  # noqa: E402  (an encoder)
+MATH_TEXT["zh"].update(ENCODER_MATH_ZH)
+MODEL_EN.update(ENCODER_EN)
+MODEL_ZH.update(ENCODER_ZH)
 MODEL_EN.update(lang_rope.MODEL_EN)
 MODEL_ZH.update(lang_rope.MODEL_ZH)
 MODEL_TEXTS = {"en": MODEL_EN, "zh": MODEL_ZH}

@@ -14,6 +14,7 @@ from symblock.sheets.builder import Builder
 from symblock.sheets.lang import TEXTS
 from symblock.sheets.numbers import Safe, cells  # noqa: F401  (re-exported for the writers)
 from symblock.sheets.work_grad import GradBuilder
+from symblock.sheets.work_encoder import EncoderBuilder
 from symblock.sheets.work_model import DecoderBuilder
 
 # the builder of each kind of spec (engine: `spec.form`); a gradient sheet is a block's
@@ -26,7 +27,9 @@ def build(variant, *, lang: str = "en", places: int = 3, title: str | None = Non
     task's grid on the sheet (0: none)."""
     trace, exercise, ident = variant.trace, variant.exercise, variant.ident
     backprop = getattr(exercise, "backward", None) is not None
-    b = (GradBuilder if backprop else BUILDERS[trace.form])(trace, exercise, lang, places)
+    encoder = getattr(trace.spec, "kind", None) == "encoder"   # a model the engine built as an encoder
+    b = (GradBuilder if backprop else EncoderBuilder if encoder else BUILDERS[trace.form])(trace, exercise, lang,
+                                                                                       places)
     spec = trace.spec
     data = b.data()
     tasks = [b.task(i, n) for i, n in enumerate(exercise.ask, 1)]

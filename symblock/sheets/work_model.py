@@ -17,12 +17,13 @@ from symblock.sheets.lang import MODEL_TEXTS, TEXTS
 from symblock.sheets.numbers import (Safe, bmatrix, cells, grid, matrix_value, param_symbol, shape_tex,
                                      step_symbol)
 
-_SAFE_TOKEN = re.compile(r"[^A-Za-z0-9 .,'!?:;()+=/-]")
+_SAFE_TOKEN = re.compile(r"[^A-Za-z0-9 .,'!?:;()\[\]+=/-]")
 
 
 def token_tex(tok: str) -> str:
     """A token of the user's vocabulary as math (`\\text{cat}`), characters outside a plain set
-    shown as ?, so that it is the same trusted text in LaTeX and Markdown. The angle brackets of
+    shown as ?, so that it is the same trusted text in LaTeX and Markdown (`[PAD]` keeps its
+    brackets: inside math they are no Markdown link). The angle brackets of
     special tokens (`<s>`, `</s>`) are math's ⟨ ⟩, never a raw `<` a Markdown reader takes for HTML."""
     body = "".join(r"}\langle\text{" if part == "<" else r"}\rangle\text{" if part == ">"
                    else _SAFE_TOKEN.sub("?", part) for part in re.split(r"([<>])", tok))

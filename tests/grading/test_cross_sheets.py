@@ -182,11 +182,6 @@ def test_tiny_bert_numpy_answers_get_full_marks_and_errors_carry(cli, spec_file)
     assert steps["layer0.attn.q"]["status"] == "carried"
 
 
-def test_tiny_bert_worksheet_is_refused_clearly(cli, tmp_path):
-    code, out, err = cli("worksheet", "tiny-bert", "--out", tmp_path)
-    assert code == 2 and "does not work an encoder model yet" in err and "Traceback" not in err
-
-
 def test_translation_formulas_are_clean_latex():
     """The reused cross K/V of a generation step say so in LaTeX (a stray tab once ate `\\t` of \\text)."""
     t = api.forward(api.load("tiny-translate"))

@@ -7,7 +7,7 @@ import re
 # technical names a Chinese text keeps in Latin letters (the seed articles do)
 TERMS = {"block", "token", "softmax", "LayerNorm", "RMSNorm", "FFN", "Post", "Pre", "LN", "ReLU", "GELU",
          "SiLU", "erf", "tanh", "Transformer", "Block", "ID", "RMS", "max", "mask", "sqrt", "dk", "pt",
-         "YAML", "JSON", "RoPE"}
+         "YAML", "JSON", "RoPE", "BERT"}
 
 
 def prose_words(markdown: str) -> list[str]:
@@ -16,6 +16,7 @@ def prose_words(markdown: str) -> list[str]:
 
     def math(m):
         tex = re.sub(r"_\{\\text\{[^{}]*\}\}", " ", m.group(0))   # d_{\text{model}}: a symbol's name
+        tex = re.sub(r"\\text\{“[^{}]*”\}", " ", tex)   # \text{“cat”}: a token of the user's vocabulary
         inner.extend(re.findall(r"\\text\{([^{}]*)\}", tex))
         return " "
     text = re.sub(r"\$\$.*?\$\$", math, text, flags=re.S)
