@@ -170,7 +170,7 @@ def _list_family(c: Constraints, d: int, norm: str, eps: Fraction) -> dict:
     lo, hi = c.range_of("X")
     ks = range(math.ceil(lo / step), math.floor(hi / step) + 1)
     low2 = (c.norm_min or 0) ** 2 * d * d / (step * step)
-    for k in itertools.product(ks, repeat=d):
+    for k in (itertools.product(ks, repeat=d) if eps else _candidates(ks, d, norm, "norm1" in c.exact_norm)):
         if eps:
             row = [x * step for x in k]
             if row_check(row, norm, eps, c, exact_norm) is None:
@@ -185,6 +185,23 @@ def _list_family(c: Constraints, d: int, norm: str, eps: Fraction) -> dict:
             continue
         fam.setdefault(Fraction(num, d * d) * step * step, []).append(tuple(x * step for x in k))
     return fam
+
+
+def _candidates(ks: range, d: int, norm: str, square: bool):
+    """The grid's index rows in itertools.product's order, less those that surely fail (num = 0, or
+    not a square when σ must be exact), sifted in bulk by NumPy on small integers; the exact checks
+    of _list_family still run on every row this yields, so the listing is the same."""
+    import numpy as np
+    axis = np.arange(ks.start, ks.stop, dtype=np.int64)
+    rows = np.stack(np.meshgrid(*([axis] * d), indexing="ij"), -1).reshape(-1, d)
+    s1 = rows.sum(1) if norm == "layernorm" else np.zeros(len(rows), dtype=np.int64)
+    num = d * (rows * rows).sum(1) - s1 * s1
+    keep = num != 0
+    if square:
+        root = np.rint(np.sqrt(num.astype(np.float64))).astype(np.int64)   # exact: num is far below 2^52
+        keep &= root * root == num
+    for i in np.flatnonzero(keep):
+        yield tuple(int(x) for x in rows[i])
 
 
 def check_family(c: Constraints, d: int, norm: str, eps: Fraction, source: str) -> None:
