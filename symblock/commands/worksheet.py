@@ -206,8 +206,11 @@ def write(args) -> tuple[list, list[str], object]:
         raise UsageError(f"--jobs: expected at most 64, got {args.jobs}")
     jobs = args.jobs or None
     engine = ENGINES[args.lang] if args.pdf else None
+    if args.preset == "positions" and args.variants is not None:
+        raise UsageError("--variants: the positions preset's table depends on no draw, so every variant "
+                         "would be the same; leave --variants out, or vary model.pe_base or the prompt")
     sets = variants(args)
-    if getattr(sets[0].spec, "kind", "decoder") == "encoder":   # no generation step to work on a sheet
+    if getattr(sets[0].spec, "kind", "decoder") == "encoder" and args.preset != "positions":   # no generation step
         from symblock.errors import SpecError
         raise SpecError(sets[0].spec.source, "model.kind", "`worksheet` does not work an encoder model yet "
                         "(forward, verify and check do); a decoder layer, a tiny GPT and an encoder-decoder do")

@@ -45,7 +45,7 @@ class DecoderBuilder(Builder):
         self.T = {**TEXTS[lang], **MODEL_TEXTS[lang]}
         self.model = trace.spec
         self.m = len(self.model.prompt)            # the prompt's tokens; the new token is number m + 1
-        self.token = token_index(trace["next_token"].value)
+        self.token = token_index(trace["next_token"].value) if "next_token" in trace else None  # an encoder: none
 
     @property
     def positions_only(self) -> bool:
