@@ -52,6 +52,9 @@ def performance_pages() -> None:
         name = "index" if f.stem == "README" else f.stem.removeprefix("README_")
         with mkdocs_gen_files.open(f"performance/{name}.md", "w") as out:
             out.write(f.read_text(encoding="utf-8"))
+    for f in sorted(bench.glob("*.png")):  # plots the pages show, beside them
+        with mkdocs_gen_files.open(f"performance/{f.name}", "wb") as img:
+            img.write(f.read_bytes())
 
 
 performance_pages()

@@ -148,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--decimals", type=decimals, default=4, metavar="N",
                    help=f"decimal places in the table (default 4, at most {MAX_DECIMALS})")
     f.add_argument("--max-cost", type=nonneg, metavar="N",
-                   help="raise the exact engine's size limit (multiply-adds; default 2,000,000)")
+                   help="raise the exact engine's size limit (multiply-adds; default 3,000,000, about 10 s of work)")
     f.set_defaults(func=cmd_forward)
 
     e = sub.add_parser("examples", help="list the built-in example specs",

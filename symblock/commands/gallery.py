@@ -40,6 +40,12 @@ GALLERY = [
     ("tiny-translate", "tiny-translate", {"formats": ["latex", "markdown", "html", "moodle", "qti"]},
      "One translation step of a tiny encoder-decoder (the decoder preset): the new target row through "
      "self-attention with the KV cache, cross-attention over the encoded source, to the next token; no notebook"),
+    ("rope-gqa", "rope-gqa", {},
+     "RoPE over two query heads sharing one K/V head: the angles, cos and sin given, each rotation and grouped score worked"),
+    ("rope-gqa-zh", "rope-gqa", {"lang": "zh"},
+     "The same block with Chinese prose (xelatex + ctex)"),
+    ("tiny-llama", "tiny-llama", {"formats": ["latex", "markdown", "html", "moodle", "qti"]},
+     "One decoding step of a tiny Llama (RMSNorm, SwiGLU, RoPE, 2 query heads over 1 K/V head) from its KV cache"),
 ]
 DEFAULT_DIR = "worksheets"
 PLACES = 3   # the sheets' default decimals

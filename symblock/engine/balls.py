@@ -46,6 +46,39 @@ def children(r: Node) -> list[Node]:
     return [] if r.op in ("const", "neginf") else list(r.args)
 
 
+def hi_ball(r: Node, prec: int) -> arb:
+    """r's ball at `prec` bits (memoised); `enclosure` set that precision once for the subgraph."""
+    hi = r._hi = r._hi if r._hi is not None else {}
+    b = hi.get(prec)
+    if b is None:
+        args: list[Any] = []
+        for a in children(r):
+            if not hasattr(a, "op") or a.op == "neginf":
+                args.append(a.ball if hasattr(a, "op") else a)
+            elif a.q is not None:
+                args.append(arb(a.q))
+            else:  # a shared child is worked once: look in its memo before calling
+                c = a._hi.get(prec) if a._hi is not None else None
+                args.append(c if c is not None else hi_ball(a, prec))
+        b = hi[prec] = node_ball(r, args)
+    return b
+
+
+def sum_ball(args: tuple) -> arb:
+    """A sum node's ball straight from its factors' balls: node_ball's operations, in its order
+    (so the same bits), without the list of children in between."""
+    acc = arb(args[0])
+    for c, fs in args[1]:
+        if len(fs) == 1:
+            t = fs[0].ball
+        else:
+            t = fs[0].ball
+            for f in fs[1:]:
+                t = t * f.ball
+        acc += t * c if c != 1 else t
+    return acc
+
+
 def node_ball(r: Node, child_balls: list[arb]) -> arb:
     """One node's ball from its children's balls (at the current ctx.prec)."""
     op = r.op

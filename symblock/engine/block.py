@@ -287,7 +287,7 @@ def head(t: _Tracer, h: int, q: Mat, k: Mat, v: Mat, qk: tuple[int, int], vcols:
     klo, khi = kcols or qk
     g = h // t.dims.group
     rot = "'" if t.o.rope else ""
-    s = t.step(f"{name}.scores", f"S_{h} = Q{rot}_{h} K{rot}_{g}^{{\\top}}",
+    s = t.step(f"{name}.scores", f"S_{h} = Q{rot}_{h} " + (f"{{K'_{g}}}" if rot else f"K_{g}") + "^{\\top}",
                lambda: q.cols(lo, hi) @ k.cols(klo, khi).T)
     tex = f"S_{h}"
     if t.o.attention_scale == "sqrt_dk":

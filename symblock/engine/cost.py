@@ -3,9 +3,10 @@ too large for exact arithmetic is refused before any matrix is parsed or drawn.
 
 The unit is one exact multiply-add; every entry a step makes costs NODE more (a new graph node
 with its certified ball: an exp, a division, a square root), so the n² softmax entries of
-seq_len 512 count, not only the multiply-adds of the projections. Measured (bench/README.md,
-bench/README_cost.md): about 5 µs a unit on a quiet machine, within a factor of 4 across shapes,
-so the default limit of 2,000,000 is some 10 s of work. Only the steps the engine computes count
+seq_len 512 count, not only the multiply-adds of the projections. Measured (bench/README_scaling.md,
+bench/README_cost.md): about 3–4 µs of CPU a unit at d_model 32–64 on this 2-core machine since
+matrix products are made in bulk (5 µs before), within a factor of 4 across shapes, so the default
+limit of 3,000,000 is some 10 s of work. Only the steps the engine computes count
 (a given step cuts off what fed it).
 """
 from __future__ import annotations
@@ -21,7 +22,7 @@ from symblock.engine.kinds import NODE  # noqa: F401  (the unit's definition, re
 from symblock.engine.steps import Dims, Options, computed_steps
 from symblock.errors import SpecError, UsageError
 
-MAX_COST = 2_000_000     # default limit (--max-cost N or SYMBLOCK_MAX_COST=N raise it)
+MAX_COST = 3_000_000     # default limit (--max-cost N or SYMBLOCK_MAX_COST=N raise it)
 MAX_SYMBOLIC_ENTRIES = 8  # seq_len·d_model and d_ff of a symbolic forward
 _limit: contextvars.ContextVar[int | float | None] = contextvars.ContextVar("max_cost", default=None)
 
@@ -69,13 +70,18 @@ def limit(n: int | float | None) -> Iterator[None]:
         _limit.reset(token)
 
 
+def limit_text(lim: int | float) -> str:
+    """The limit as a message states it: the default says how long it is."""
+    return f"{lim:,}" + (" (about 10 s of work)" if lim == MAX_COST else "")
+
+
 def check(dims: Dims, opts: Options, source: str, given: Iterable[str] = ()) -> None:
     """Refuse a block over the limit, naming its cost and how to raise the limit."""
     lim, c = current_limit(), cost(dims, opts, given)
     if c > lim:
         raise SpecError(source, "dims", f"this block needs about {c:,} exact operations "
                         f"(seq_len {dims.seq_len}, d_model {dims.d_model}, d_ff {dims.d_ff}, heads "
-                        f"{dims.heads}), over the exact engine's limit of {lim:,}; use smaller dims, "
+                        f"{dims.heads}), over the exact engine's limit of {limit_text(lim)}; use smaller dims, "
                         "or raise the limit with --max-cost N (or SYMBLOCK_MAX_COST=N)")
 
 

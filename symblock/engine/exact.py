@@ -26,7 +26,8 @@ from typing import Any, Callable, Iterable, Sequence, cast
 from flint import arb, fmpq, fmpz
 
 from symblock.engine import closed
-from symblock.engine.balls import (MAX_PREC, PREC, children, decimal_context, node_ball, round_ends, snap,
+from symblock.engine.balls import (MAX_PREC, PREC, children, decimal_context, hi_ball, node_ball, round_ends, snap,
+                                   sum_ball,
                                    with_prec)
 from symblock.engine.cancel import by_serial, cancel_inverses, cancel_quotients
 from symblock.errors import UndecidableError  # noqa: F401  (re-exported)
@@ -105,13 +106,8 @@ class Real:
             return arb(self.q) if prec <= PREC else with_prec(prec, arb, self.q)
         if prec <= PREC or self.op == "neginf":
             return self.ball
-        if self._hi is None:
-            self._hi = {}
-        b = self._hi.get(prec)
-        if b is None:
-            args = [a.enclosure(prec) if isinstance(a, Real) else a for a in children(self)]
-            b = self._hi[prec] = with_prec(prec, node_ball, self, args)
-        return b
+        b = self._hi.get(prec) if self._hi is not None else None
+        return b if b is not None else with_prec(prec, hi_ball, self, prec)
 
     def _refine(self, good: Callable[[arb], bool]) -> arb:
         prec = PREC
@@ -191,7 +187,7 @@ def node(op: str, args: tuple, size: int) -> Real:
     """A new graph node with its certified ball (a rational when the ball pins one down); other
     engine modules (powers.py) build their nodes with it too."""
     r = Real(op=op, args=args, size=min(size, 10**9))
-    r.ball = node_ball(r, [a.ball for a in children(r)])
+    r.ball = sum_ball(args) if op == "sum" else node_ball(r, [a.ball for a in children(r)])
     q = snap(r)
     return r if q is None else Real(q=q)
 
@@ -248,14 +244,21 @@ def sum_of_products(c0: fmpq, terms: Iterable[tuple[fmpq, tuple[Real, ...]]]) ->
         else:
             key = tuple(sorted(irr, key=by_serial))
         acc[key] = acc.get(key, 0) + c
+    return close_sum(acc, c0)
+
+
+def close_sum(acc: dict[tuple, fmpq], c0: fmpq) -> Real:
+    """The node (or rational) of c0 + Σ c·Π key, from the terms as sum_of_products gathered them,
+    in order of first appearance (zero coefficients still listed: the cancellations see them);
+    engine/matmul.py gathers a matrix product's terms in bulk and closes each entry here."""
     if len(acc) > 1:
         c0 = cancel_quotients(acc, c0)
-    kept = tuple((fmpq(c), k) for k, c in acc.items() if c != 0)
+    kept = tuple([(c if type(c) is fmpq else fmpq(c), k) for k, c in acc.items() if c])
     if not kept:
         return Real(q=fmpq(c0))
     if c0 == 0 and len(kept) == 1 and kept[0][0] == 1 and len(kept[0][1]) == 1:
         return kept[0][1][0]
-    size = 1 + sum(1 + sum(f.size for f in fs) for _, fs in kept)
+    size = 1 + len(kept) + sum([f.size for _, fs in kept for f in fs])
     return node("sum", (fmpq(c0), kept), size)
 
 

@@ -170,9 +170,8 @@ KINDS: dict[str, Kind] = {k.name: k for k in (
     Kind("k", _k, _d_model, "linear", "linear"),
     Kind("v", _v, _d_model, "linear", "linear"),
     # RoPE: each entry x_a cos − x_b sin (or x_b cos + x_a sin) of its pair: two products
-    # (no working in the key yet: the sheet builder has no work_rope)
-    Kind("q_rot", _qk, _const(2), "rope", None),
-    Kind("k_rot", _k, _const(2), "rope", None),
+    Kind("q_rot", _qk, _const(2), "rope", "rotate"),
+    Kind("k_rot", _k, _const(2), "rope", "rotate"),
     Kind("scores", _square, lambda d, o: d.d_head, "scores", "scores"),
     Kind("scaled", _square, _const(0), "scaled", "scaled"),
     Kind("masked", _square, _const(0), "masked", "masked"),

@@ -1,6 +1,7 @@
 """An immutable matrix of exact entries (`exact.Real`, or SymPy expressions in symbolic mode).
 
-Only what the block needs: matmul through `exact.dot` (one graph node per entry), elementwise
+Only what the block needs: matmul through `exact.dot` (one graph node per entry; in bulk by
+engine/matmul.py when the right factor is rational), elementwise
 arithmetic with a 1 × n row broadcast over rows (biases, γ, β), column blocks for heads.
 """
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any, Callable, Iterable, Iterator, Sequence, Union, cast, overload
 
-from symblock.engine import exact
+from symblock.engine import exact, matmul
 
 Entry = Union[exact.Real, Any]  # a matrix entry: a Real, or a SymPy expression in symbolic mode (no hints)
 
@@ -25,6 +26,10 @@ class Mat:
         """From a spec's ExactMatrix or a SymPy matrix: exact Reals, or (symbolic) SymPy entries."""
         if symbolic:
             return cls([[to_sympy_number(e) for e in row] for row in m.tolist()])
+        if isinstance(m, ExactMatrix):  # immutable: converted once, however many forwards read it
+            if m._mat is None:
+                m._mat = cls([[exact.from_sympy(e) for e in row] for row in m._rows])
+            return m._mat
         return cls([[exact.from_sympy(e) for e in row] for row in m.tolist()])
 
     @property
@@ -45,6 +50,8 @@ class Mat:
     def __matmul__(self, other: "Mat") -> "Mat":
         if self.shape[1] != other.shape[0]:
             raise ValueError(f"cannot multiply {self.shape} by {other.shape}")
+        if self.shape[1] and (rows := matmul.matmul(self.rows, other.rows)) is not None:
+            return Mat(rows)  # B rational: the same entries, made in bulk
         cols = list(zip(*other.rows))
         return Mat([[exact.dot(r, c) for c in cols] for r in self.rows])
 
@@ -158,13 +165,22 @@ class ExactMatrix:
     rational, the common case) or `exact.Real` (an irrational entry such as sqrt(2)/2, and −∞
     in a given masked step). `to_sympy()` (also `sympy.sympify(m)`) converts on demand for the
     symbolic and derive paths."""
-    __slots__ = ("_rows", "shape")
+    __slots__ = ("_rows", "shape", "_mat")
     _rows: tuple[tuple[SpecNumber, ...], ...]
     shape: tuple[int, int]
+    _mat: Mat | None  # the exact Mat of it, made on first use (Mat.from_sympy)
 
     def __init__(self, rows: Iterable[Sequence[SpecNumber]]) -> None:
+        self._mat = None
         self._rows = tuple(tuple(r) for r in rows)
         self.shape = (len(self._rows), len(self._rows[0]) if self._rows else 0)
+
+    def __getstate__(self) -> tuple:  # pickled without the made-on-demand Mat
+        return self._rows, self.shape
+
+    def __setstate__(self, state: tuple) -> None:
+        self._rows, self.shape = state
+        self._mat = None
 
     @classmethod
     def filled(cls, r: int, c: int, v: SpecNumber) -> "ExactMatrix":

@@ -38,5 +38,5 @@ def refuse_cost(c: int, source: str) -> None:
     limit = costmod.current_limit()
     if c > limit:
         raise SpecError(source, "model", f"this model needs about {c:,} exact operations, over "
-                        f"the exact engine's limit of {limit:,}; use fewer layers, tokens or dims, or raise "
+                        f"the exact engine's limit of {costmod.limit_text(limit)}; use fewer layers, tokens or dims, or raise "
                         "the limit with --max-cost N (or SYMBLOCK_MAX_COST=N)")

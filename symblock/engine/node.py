@@ -15,6 +15,7 @@ class Node(Protocol):
     ball: arb
     size: int
     n: int
+    _hi: dict[int, arb] | None  # balls at higher precision, made on demand (balls.hi_ball)
 
     def enclosure(self, prec: int = ...) -> arb: ...
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from symblock.engine import block, cost, names
 from symblock.engine.matrix import Mat
@@ -103,7 +103,7 @@ def _take(run: Any, trace: block.Trace, step_prefix: str, param_prefix: str, par
 
 # The block each step of the encoder stack is worked on (grading/recompute.py recomputes with it)
 
-def encoder_frame(step, env: dict, spec):
+def encoder_frame(step: names.StepName, env: dict, spec: ModelSpec) -> tuple[str, dict, Any] | None:
     """(name, env, spec) of an encoder step as its block's step (the checker's recompute reads the
     model's values under the block's names); None for its embedding rows."""
     rows = len(spec.source_tokens)
@@ -124,7 +124,7 @@ def encoder_frame(step, env: dict, spec):
     return None
 
 
-def source_rows(step, env: dict, spec, rows_at) -> Mat:
+def source_rows(step: names.StepName, env: dict, spec: ModelSpec, rows_at: Callable[..., Mat]) -> Mat:
     """An encoder's embedding (the source tokens' rows of W_E) or positions (0 … n−1, by `rows_at`)."""
     if step.kind == "pos":
         return rows_at(spec, env, range(len(spec.source_tokens)))

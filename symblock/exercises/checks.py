@@ -124,9 +124,12 @@ def check_attention(steps: Mapping, graph: Mapping, c: Constraints, prefix: str 
     on one sequence's steps (`prefix`: a batch's `b1.`; the messages name its steps)."""
     from symblock.engine import exact, names
     if c.integer_scores:
+        # with RoPE the integers are q, k and v: the rotated q and k (so the scores) are irrational
+        rope = any(names.parse(n).kind == "q_rot" for n in steps)
+        kinds = ("q", "k", "v") if rope else ("q", "k", "v", "scores")
         for name, v in steps.items():
             s = names.parse(name)
-            if s.prefix == prefix and s.kind in ("q", "k", "v", "scores") and not (s.dropped or s.grad):
+            if s.prefix == prefix and s.kind in kinds and not (s.dropped or s.grad):
                 for i, row in enumerate(v.rows):
                     if any(rat(e) is None or rat(e).denominator != 1 for e in row):
                         return f"integer_scores: {name} row {i + 1} has a non-integer entry"
@@ -265,11 +268,14 @@ def check_scores(A: list, tensors: dict, probe, c: Constraints, pad=None, prefix
         proj[p] = [[v + bj for v, bj in zip(row, b[0])] for row in y] if b is not None else y
     if c.integer_scores and any(v.q != 1 for m in proj.values() for row in m for v in row):
         return f"integer_scores: {prefix}attn.q, attn.k or attn.v has a non-integer entry"
+    if opts.rope is not None:   # RoPE's cos and sin make the scores irrational: the exact checks decide
+        return None
     dh = dims.d_head
     dk = dh if opts.attention_scale == "sqrt_dk" else 1
     for h in range(dims.heads):
         q = [row[h * dh:(h + 1) * dh] for row in proj["Q"]]
-        k = [row[h * dh:(h + 1) * dh] for row in proj["K"]]
+        g = h // dims.group   # grouped K/V heads: the K head query head h reads
+        k = [row[g * dh:(g + 1) * dh] for row in proj["K"]]
         for i, row in enumerate(mm(q, [list(col) for col in zip(*k)])):
             live = [row[j] for j in live_keys(i, len(row), opts.causal, pad)]
             where = f"{prefix}attn.h{h}.scores row {i + 1}"

@@ -71,11 +71,11 @@ def apply_difficulty(data: dict, c: Constraints, source: str) -> tuple[dict, dic
     settings = SETTINGS[c.difficulty]
     data = copy.deepcopy(data)
     dims = data.get("dims") or {}
-    check_keys(dims, ("seq_len", "d_model", "d_ff", "heads", "d_k", "d_v"), source, "dims")
+    check_keys(dims, ("seq_len", "d_model", "d_ff", "heads", "d_k", "d_v", "kv_heads"), source, "dims")
     dims = dict(dims)
     for key, value in dims.items():  # validated before the difficulty reads them
         int_field(value, source, f"dims.{key}")
-    check_keys(data.get("block") or {}, tuple(CHOICES) + FLAGS + ("eps",), source, "block")
+    check_keys(data.get("block") or {}, tuple(CHOICES) + FLAGS + ("eps", "attention_tiles", "rope"), source, "block")
     for key, choices in settings["dims"].items():
         if key not in dims:
             dims[key] = choices[ints(c.seed, f"dims.{key}", 1, 0, len(choices) - 1)[0]]

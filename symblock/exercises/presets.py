@@ -5,7 +5,8 @@ printed for them: every parameter an asked step reads, and every step an asked s
 not itself asked (printed as given). Spec section:
 
     exercise:
-      preset: full            # full | attention | norm | ffn | cross (default full)
+      preset: full            # full | attention | norm | ffn | cross | rope | tiles (default full;
+                              #   rope: RoPE's rotated q and k and the scores they give)
       ask: [resid1, norm1]    # step names or preset names; replaces the preset
       give: [norm1.mean]      # steps printed as data instead of asked
       points: {norm1.std: 2}  # points of a task (an asked step); default 1 each
@@ -31,10 +32,12 @@ from symblock.engine import names
 from symblock.engine.tiles import SIDE_KINDS
 from symblock.errors import SpecError, excerpt
 
-PRESETS = ("full", "attention", "norm", "ffn", "backprop", "decoder", "tiles", "cross",
+PRESETS = ("full", "attention", "norm", "ffn", "backprop", "decoder", "tiles", "cross", "rope",
            "positions")  # decoder, positions: model specs
 CROSS = "cross"   # a decoder layer's cross-attention (block.cross_attention), given H1 and the memory
+ROPE = "rope"     # RoPE's rotations and the (grouped) scores they give (block.rope)
 TILES = "tiles"   # the online softmax over key tiles (block.attention_tiles), given the scores and V
+ROPE_KINDS = ("q_rot", "k_rot", "scores")   # the rope preset: the rotations and the (grouped) scores
 EXERCISE_KEYS = ("preset", "ask", "give", "loss", "wrt", "target", "points")
 BACKPROP_KEYS = ("loss", "wrt", "target")
 BACKPROP_WRT = ("W_2", "W_1")
@@ -83,6 +86,8 @@ def preset_steps(preset: str, names: list[str]) -> list[str]:
         return [s.full for s in steps if s.kind not in ("x", "memory", "output")]  # inputs are given
     if preset == "norm":
         return [s.full for s in steps if s.norm]
+    if preset == ROPE:
+        return [s.full for s in steps if s.kind in ROPE_KINDS and s.layer is None]
     part = {"attention": "attn", "ffn": "ffn", CROSS: "cross"}[preset]
     return [s.full for s in steps if s.section == part]
 
@@ -91,7 +96,9 @@ def preset_steps(preset: str, names: list[str]) -> list[str]:
 PARTS = {TILES: ("attention_tiles", "the online softmax over key tiles; this block has none (set "
                  "block.attention_tiles, e.g. 2, as the example tiled-attention does)"),
          CROSS: ("cross_attention", "a decoder layer's cross-attention; this block has none (set "
-                 "block.cross_attention: true and inputs.memory, as the example decoder-layer does)")}
+                 "block.cross_attention: true and inputs.memory, as the example decoder-layer does)"),
+         ROPE: ("rope", "RoPE's rotated queries and keys; this block has none (set block.rope, as the "
+                "example rope-gqa does)")}
 
 
 def _require_part(spec, preset: str, where: str) -> None:
@@ -389,6 +396,8 @@ def _forward_cost(trace, step) -> tuple[int, int]:
     if kind == "softmax":
         live = sum(_live(ins[0]))
         return 2 * live, live
+    if kind == "rope":    # x_a cos − x_b sin: two products and a sum per entry (cos, sin are given)
+        return 2 * n * m, 0
     if kind in ("mean", "residual"):
         return n * (ins[0].shape[1] if kind == "mean" else m), 0
     if kind in ("var", "ms"):

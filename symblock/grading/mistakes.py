@@ -316,6 +316,7 @@ CATALOGUE: tuple[Mistake, ...] = (
             _kinds("act", "ffn_out", when=lambda s: s.options.activation in ("gelu", "gelu_tanh", "geglu")),
             _relu_for_gelu),
     *(Mistake(*entry) for entry in slips.CROSS),   # a decoder layer's cross-attention
+    *(Mistake(*m) for m in slips.ROPE_CATALOGUE),   # RoPE's and grouped K/V heads' slips
 )
 
 # A tiny GPT's own slips (model specs, grading/slips.py): their rules read the model's step

@@ -12,12 +12,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from symblock.engine import exact, names, online_softmax, parameters
+from symblock.engine import exact, names, online_softmax, parameters, rope
 from symblock.engine.block import ACTIVATIONS, apply_mask, softmax
 from symblock.engine.matrix import Mat
 from symblock.engine.translate import MEMORY, encoder_frame, source_rows
 from symblock.engine.steps import (
-    batch_index, head_columns, masked_positions, split_batch, step_inputs, value_columns,
+    batch_index, head_columns, key_columns, masked_positions, split_batch, step_inputs, value_columns,
     step_kind as kind,)
 
 if TYPE_CHECKING:
@@ -152,6 +152,11 @@ def _linear(name, ins, env, spec: BlockSpec):
 
 
 def _scores(name, ins, env, spec: BlockSpec):
+    """Q_h K_gᵀ: query head h against its K/V head g (grouped heads: g = ⌊h·kv_heads/heads⌋)."""
+    return env[ins[0]].cols(*head_columns(name, spec.dims)) @ env[ins[1]].cols(*key_columns(name, spec.dims)).T
+
+
+def _cross_scores(name, ins, env, spec: BlockSpec):
     lo, hi = head_columns(name, spec.dims)
     return env[ins[0]].cols(lo, hi) @ env[ins[1]].cols(lo, hi).T
 
@@ -219,11 +224,12 @@ RECOMPUTE = {
     "norm": _normalised,
     # a decoder layer's cross-attention (engine/cross.py): K and V read the memory
     "memory": _first, "cross_q": _linear, "cross_k": _linear, "cross_v": _linear,
-    "cross_scores": _scores, "cross_scaled": _scaled, "cross_masked": _cross_masked,
+    "cross_scores": _cross_scores, "cross_scaled": _scaled, "cross_masked": _cross_masked,
     "cross_weights": lambda name, ins, env, spec: softmax_rows(env[ins[0]]),
     "cross_head_out": lambda name, ins, env, spec: env[ins[0]] @ env[ins[1]].cols(*value_columns(name, spec.dims)),
     "cross_concat": lambda name, ins, env, spec: Mat.hstack([env[i] for i in ins]),
     "cross_out": _cross_out,
+    **rope.RECOMPUTE,   # RoPE's rotated q and k, from the person's own attn.q / attn.k
     **online_softmax.RECOMPUTE,   # the online softmax's tiles (engine/online_softmax.py)
 }
 
@@ -268,10 +274,17 @@ def layer_input(t: int, layer: int) -> str:
     return names.name_of("x", gen=t) if layer == 0 else names.name_of("output", gen=t, layer=layer - 1)
 
 
-def old_cache(t: int, layer: int, part: str) -> str:
-    """The cache before generation step t appends its row: the prompt pass's K (V) or the last cache."""
-    return names.name_of(f"attn.{part}", layer=layer) if t == 1 else names.name_of(f"cache.{part}", gen=t - 1,
-                                                                                  layer=layer)
+def old_cache(t: int, layer: int, part: str, spec=None) -> str:
+    """The cache before generation step t appends its row: the prompt pass's K (V) or the last cache
+    (with RoPE the cache holds the rotated keys: `spec` says)."""
+    return names.name_of(cached_step(spec, layer, part), layer=layer) if t == 1 else \
+        names.name_of(f"cache.{part}", gen=t - 1, layer=layer)
+
+
+def cached_step(spec, layer: int, part: str) -> str:
+    """The block step a layer's cache holds: attn.v, and attn.k (attn.k_rot with RoPE)."""
+    rot = part == "k" and spec is not None and spec.layers[layer].options.rope
+    return "attn.k_rot" if rot else f"attn.{part}"
 
 
 def last_hidden(spec, t: int) -> str:
@@ -288,7 +301,8 @@ def layer_spec(spec, layer: int, t: int):
     """The BlockSpec a layer's step of pass t is worked with (one row, no mask, with the cache)."""
     block = spec.layers[layer]
     opts = replace(block.options, causal=False) if cached(spec, t) else block.options
-    return replace(block, dims=replace(block.dims, seq_len=rows_of(spec, t)), options=opts)
+    rows = (position(spec, t),) if cached(spec, t) else tuple(range(rows_of(spec, t)))  # RoPE's angles
+    return replace(block, dims=replace(block.dims, seq_len=rows_of(spec, t)), options=opts, positions=rows)
 
 
 def local_env(env: dict, t: int, layer: int, spec) -> dict:
@@ -304,7 +318,7 @@ def local_env(env: dict, t: int, layer: int, spec) -> dict:
     if cached(spec, t):   # the new row attends to the cache
         for p in "kv":
             if (cache := names.name_of(f"cache.{p}", gen=t, layer=layer)) in env:
-                out[f"attn.{p}"] = env[cache]
+                out[cached_step(spec, layer, p)] = env[cache]
     return out
 
 
@@ -386,7 +400,8 @@ def _x(step, env: dict, spec) -> Mat:
 def _cache(step, env: dict, spec) -> Mat:
     """The cache after appending the new row: the old rows, then this pass's k (v)."""
     part = step.part
-    return Mat([*env[old_cache(step.gen, step.layer, part)].rows, *env[step.sibling(f"attn.{part}")].rows])
+    return Mat([*env[old_cache(step.gen, step.layer, part, spec)].rows,
+                *env[step.sibling(cached_step(spec, step.layer, part))].rows])
 
 
 def _logits(step, env: dict, spec) -> Mat:

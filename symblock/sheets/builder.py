@@ -14,6 +14,7 @@ from symblock.sheets.work_cross import CrossWork
 from symblock.sheets.work_ffn import FfnWork
 from symblock.sheets.work_linear import LinearWork
 from symblock.sheets.work_norm import NormWork
+from symblock.sheets.work_rope import RopeWork
 from symblock.sheets.work_tiles import TileWork
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ def _gamma_beta(first: str, then: str) -> bool:
     return (g.kind, b.kind) == ("gamma", "beta") and (g.prefix, g.norm) == (b.prefix, b.norm)
 
 
-class Builder(LinearWork, AttentionWork, CrossWork, NormWork, FfnWork, TileWork):
+class Builder(LinearWork, AttentionWork, CrossWork, NormWork, FfnWork, TileWork, RopeWork):
     def __init__(self, trace: Trace, exercise: Exercise, lang: str, places: int) -> None:
         self.trace, self.ex, self.places = trace, exercise, places
         self.spec, self.o, self.dims = trace.spec, trace.spec.options, trace.spec.dims
@@ -115,6 +116,7 @@ class Builder(LinearWork, AttentionWork, CrossWork, NormWork, FfnWork, TileWork)
             out.append(self.t("conv_attn", scale, cols))
             if o.causal:
                 out.append(self.t("conv_mask"))
+            out += self.rope_conventions()   # RoPE's angles, grouped K/V heads
             if o.padding:  # issue 15: the key padding mask, shown like the causal one
                 rows = self.spec.key_padding_mask
                 keys = [", ".join(str(j + 1) for j, p in enumerate(r) if p) or "—" for r in rows]
@@ -189,7 +191,7 @@ class Builder(LinearWork, AttentionWork, CrossWork, NormWork, FfnWork, TileWork)
         from symblock.engine.matrix import Mat
         masks = [item(f"dropout.masks.{n}", rf"D_{{\mathrm{{{n}}}}}", Mat.from_sympy(m), "param", False)
                  for n, m in self.spec.dropout_masks.items()]  # the fixed dropout masks, given
-        return first + params + masks + rest
+        return first + params + masks + self.rope_data() + rest
 
     def data_item(self, name, symbol, mat, kind, given) -> dict:
         return {"symbol": Safe(symbol), "name": name, "kind": kind, "given": given,

@@ -289,6 +289,9 @@ from symblock.sheets.lang_cross import CROSS_EN, CROSS_MATH_ZH, CROSS_ZH  # noqa
 MATH_TEXT["zh"].update(CROSS_MATH_ZH)
 EN.update(CROSS_EN)
 ZH.update(CROSS_ZH)
+from symblock.sheets import lang_rope  # noqa: E402
+EN.update(lang_rope.EN)
+ZH.update(lang_rope.ZH)
 EN.update(lang_tiles.EN)   # the online softmax's tiles (sheets/work_tiles.py)
 ZH.update(lang_tiles.ZH)
 TEXTS = {"en": EN, "zh": ZH}
@@ -392,5 +395,7 @@ MODEL_ZH = {
 from symblock.sheets.lang_cross import MODEL_CROSS_EN, MODEL_CROSS_ZH  # noqa: E402
 MODEL_EN.update(MODEL_CROSS_EN)
 MODEL_ZH.update(MODEL_CROSS_ZH)
+MODEL_EN.update(lang_rope.MODEL_EN)
+MODEL_ZH.update(lang_rope.MODEL_ZH)
 MODEL_TEXTS = {"en": MODEL_EN, "zh": MODEL_ZH}
 assert set(MODEL_EN) == set(MODEL_ZH), sorted(set(MODEL_EN) ^ set(MODEL_ZH))

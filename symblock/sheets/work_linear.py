@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from symblock.engine import exact
+from symblock.engine.steps import key_columns, kv_head, value_columns
 from symblock.sheets.numbers import SUBSTITUTE_ENTRIES, bmatrix, step_symbol
 
 if TYPE_CHECKING:
@@ -76,9 +77,11 @@ class LinearWork:
 
     def work_scores(self, step: Step, h: int) -> list:
         lo, hi = h * self.dims.d_head, (h + 1) * self.dims.d_head
-        q, k = (self.value(n).cols(lo, hi) for n in step.inputs)
-        out = []
-        sub = self.substitute(step_symbol(step), [(f"Q_{h}", q), (rf"K_{h}^{{\top}}", k.T)])
+        g, rot = kv_head(h, self.dims), "'" if self.o.rope else ""   # grouped heads: K/V head g
+        q, k = self.value(step.inputs[0]).cols(lo, hi), self.value(step.inputs[1]).cols(*key_columns(step.name, self.dims))
+        reads = self.rope_reads(h)
+        out = [(reads, None)] if reads else []
+        sub = self.substitute(step_symbol(step), [(f"Q{rot}_{h}", q), ((rf"{{K'_{g}}}" if rot else f"K_{g}") + r"^{\top}", k.T)])
         if sub:
             out.append(sub)
         pos = self.positions(*step.value.shape, hi - lo)
@@ -87,10 +90,10 @@ class LinearWork:
         return out
 
     def work_out(self, step: Step, h: int) -> list:
-        lo, hi = h * self.dims.d_v, (h + 1) * self.dims.d_v
-        p, v = self.value(step.inputs[0]), self.value(step.inputs[1]).cols(lo, hi)
-        out = []
-        sub = self.substitute(step_symbol(step), [(self.symbol(step.inputs[0]), p), (f"V_{h}", v)])
+        p, v = self.value(step.inputs[0]), self.value(step.inputs[1]).cols(*value_columns(step.name, self.dims))
+        reads = self.rope_reads(h)
+        out = [(reads, None)] if reads else []
+        sub = self.substitute(step_symbol(step), [(self.symbol(step.inputs[0]), p), (f"V_{kv_head(h, self.dims)}", v)])
         if sub:
             out.append(sub)
         n = self.dims.seq_len

@@ -100,12 +100,18 @@ class DecoderBuilder(Builder):
                   for p in self.ex.data_params]
         steps = [self.data_item(n, self.cache_symbol(n), self.trace[n].value, "step", False)
                  for n in self.ex.data_steps]
-        return params + steps
+        return params + self.rope_data() + steps
+
+    def rope_positions(self) -> tuple[int, ...]:
+        """The asked rotation's rows: the new token's position (from 0), or the prompt's."""
+        gens = [names.parse(n).gen for n in self.ex.ask if names.parse(n).kind in ("q_rot", "k_rot")]
+        t = gens[0] if gens else 0
+        return (self.m + t - 1,) if t and self.model.kv_cache else tuple(range(self.m + t))
 
     def cache_symbol(self, name: str) -> str:
         step = names.parse(name)
-        if step.layer is not None and step.base in ("attn.k", "attn.v"):
-            return f"{step.kind.upper()}_{{cache}}"
+        if step.layer is not None and step.base in ("attn.k", "attn.v", "attn.k_rot"):
+            return f"{step.kind[0].upper()}{chr(39) * (step.base == 'attn.k_rot')}_{{cache}}"
         return self.symbol(name)
 
     # -- tasks
@@ -227,7 +233,7 @@ class DecoderBuilder(Builder):
         return self.m + t - 1 if t else 0
 
     def work_model_x(self, step) -> list:
-        return self.work_add(step)
+        return self.work_add(step) if len(step.inputs) == 2 else [(self.t("copy_embed"), None)]
 
     def work_cache(self, step) -> list:
         old, new = step.inputs

@@ -58,7 +58,12 @@ def check_against_torch(s, loss, target=None):
 TARGET = {"seed-post-ln": sympy.Matrix([[1, 0], [0, 1], [sympy.Rational(1, 2), -2]])}
 
 
-@pytest.mark.parametrize("example", spec.block_example_names())
+# the torch replay here has no RoPE and no grouped heads: rope-gqa's gradients are checked against
+# autograd in test_grad_rope_gqa.py
+PLAIN_EXAMPLES = [e for e in spec.block_example_names() if e != "rope-gqa"]
+
+
+@pytest.mark.parametrize("example", PLAIN_EXAMPLES)
 @pytest.mark.parametrize("loss", ["sum", "mse"])
 def test_every_example_every_wrt_matches_torch(example, loss):
     s = spec.load(example)

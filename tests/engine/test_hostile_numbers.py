@@ -68,12 +68,12 @@ HANGS = {  # case: (files to write, argv, parts of the one-line error) -- exit 2
                          ["forward", "s.yaml"], ["block.eps", "too large"]),
     "--target 10**10**10": ({}, ["grad", "--loss", "mse", "--target", "[[10**10**10, 0], [0, 0], [0, 0]]"],
                             ["--target", "target[0][0]", "too large"]),
-    "512³ spec": ({"s.yaml": BIG % ""}, ["forward", "s.yaml"], ["s.yaml: dims:", "limit of 2,000,000"]),
+    "512³ spec": ({"s.yaml": BIG % ""}, ["forward", "s.yaml"], ["s.yaml: dims:", "limit of 3,000,000"]),
     "512³ with integer_scores": ({"s.yaml": BIG % ", integer_scores: true"}, ["forward", "s.yaml"],
-                                 ["s.yaml: dims:", "limit of 2,000,000"]),
+                                 ["s.yaml: dims:", "limit of 3,000,000"]),
     "seq_len 512, d_model 1": ({"s.yaml": "dims: {seq_len: 512, d_model: 1, d_ff: 1, heads: 1}\n"
                                           "block: {eps: \"1/10\"}\nrandom: {seed: 1}\n"},
-                               ["forward", "s.yaml"], ["s.yaml: dims:", "limit of 2,000,000"]),
+                               ["forward", "s.yaml"], ["s.yaml: dims:", "limit of 3,000,000"]),
     "max_draws 1000000 unsatisfiable": ({"s.yaml": "dims: {seq_len: 3, d_model: 4, d_ff: 4, heads: 1}\n"
                                                    "random: {seed: 1, max_draws: 1000000, score_range: [100, 101]}\n"},
                                         ["forward", "s.yaml"], ["random.max_draws", "1..20000"]),

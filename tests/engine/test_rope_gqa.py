@@ -142,19 +142,18 @@ def test_a_bad_kv_heads_exits_2_without_a_traceback(tmp_path, capsys):
     assert "dims.kv_heads" in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("command", [["worksheet", "SPEC", "--out", "OUT"], ["check", "SPEC", "ANSWERS"]])
 @pytest.mark.parametrize("extra", ["block: {rope: true}\n", "dims: {seq_len: 2, d_model: 4, d_ff: 2, heads: 2, kv_heads: 1}\n"])
-def test_sheets_and_the_checker_refuse_what_they_cannot_work_yet(tmp_path, capsys, command, extra):
-    """The sheets and the checker do not know the rotated steps nor the grouped columns: a clear
-    refusal (exit 2), not a key or a mark worked with the wrong K/V head."""
+def test_sheets_and_the_checker_work_rope_and_grouped_heads(tmp_path, capsys, extra):
+    """Sheets, keys and the checker work the rotated steps and the grouped columns (no refusal):
+    a sheet is written, and a wrong attn.q is marked wrong (exit 1), not refused."""
     from symblock.cli import main
     spec_path, answers = tmp_path / "b.yaml", tmp_path / "a.yaml"
     dims = "" if "dims" in extra else "dims: {seq_len: 2, d_model: 4, d_ff: 2, heads: 2}\n"
     spec_path.write_text(dims + extra + "random: {seed: 1}\n")
     answers.write_text("steps: {attn.q: [[1, 2, 3, 4], [1, 2, 3, 4]]}\n")
-    argv = [{"SPEC": str(spec_path), "OUT": str(tmp_path / "out"), "ANSWERS": str(answers)}.get(a, a)
-            for a in command]
-    assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert "not available yet for RoPE" in err and "Traceback" not in err
-    assert not (tmp_path / "out").exists()
+    assert main(["worksheet", str(spec_path), "--out", str(tmp_path / "out")]) == 0
+    key = (tmp_path / "out" / "key.md").read_text(encoding="utf-8")
+    assert ("attn.q_rot" in key) == ("rope" in extra) and ("reads K/V head 0" in key) == ("kv_heads" in extra)
+    assert main(["check", str(spec_path), str(answers)]) == 1
+    out = capsys.readouterr().out
+    assert "wrong    attn.q" in out

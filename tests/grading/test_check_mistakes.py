@@ -44,6 +44,17 @@ SPEC_C = """\
     dropout: {p: "1/2", masks: {b0.ffn.act: [[1, 0], [1, 1], [0, 1]]}}
     random: {seed: 3, low: -1, high: 1}
     """
+# RoPE (half pairs, θ 100) over grouped heads: 4 query heads read 2 K/V heads (h -> h // 2, so
+# head 1 reads K/V head 0 where h mod 2 would read 1); d_k = 4 so the two pair styles differ,
+# d_v = 2 so V can be (wrongly) rotated; positions as given, not 0 … n − 1.
+SPEC_R = """\
+    dims: {seq_len: 3, d_model: 4, d_ff: 2, heads: 4, kv_heads: 2, d_k: 4, d_v: 2}
+    block: {norm_position: pre, norm: rmsnorm, eps: "1/10", causal: true, rope: {theta: 100, style: half}}
+    inputs:
+      X: [[1, 0, 2, -1], [0, 1, -1, 2], [2, -1, 0, 1]]
+      positions: [1, 2, 4]
+    random: {seed: 7, low: -1, high: 1}
+    """
 # Two causal heads (d_k = 2, scaled) worked as an online softmax over key tiles of 2: in head 0
 # row 4's maximum moves from tile 0 (s_41 = 1/√2) to tile 1 (s_43 = 3/√2), so the rescaling counts.
 SPEC_D = """\
@@ -70,7 +81,7 @@ SPEC_E = """\
       memory_padding_mask: [false, false, true]
     random: {seed: 11, low: -1, high: 1}
     """
-SPECS = {"A": SPEC_A, "B": SPEC_B, "C": SPEC_C, "D": SPEC_D, "E": SPEC_E}
+SPECS = {"A": SPEC_A, "B": SPEC_B, "C": SPEC_C, "D": SPEC_D, "E": SPEC_E, "R": SPEC_R}
 
 
 @pytest.fixture(scope="module")
@@ -130,6 +141,23 @@ def softmax_dead_rows_zero(s):
     with np.errstate(invalid="ignore"):
         w = softmax_rows(s)
     return np.where(np.isnan(w), 0.0, w)
+
+
+def turn(x, width, positions, theta=100.0, style="half", sign=1.0):
+    """RoPE in NumPy: each head of `width` columns, pair i turned by sign·m·θ^(−2i/width)."""
+    out = x.copy()
+    half = width // 2
+    for r, m in enumerate(positions):
+        for o in range(0, x.shape[1], width):
+            for i in range(half):
+                a, b = (o + i, o + i + half) if style == "half" else (o + 2 * i, o + 2 * i + 1)
+                phi = sign * m * theta ** (-2 * i / width)
+                out[r, a] = x[r, a] * math.cos(phi) - x[r, b] * math.sin(phi)
+                out[r, b] = x[r, b] * math.cos(phi) + x[r, a] * math.sin(phi)
+    return out
+
+
+POS_R = [1, 2, 4]
 
 
 def tiles_unrescaled(T, part, h=0):
@@ -250,6 +278,19 @@ PLANTED = [
     ("cross-norm-as-pre-q", "E", "cross.q", "cross_norm_as_pre_ln",
      lambda T, P: cross_proj(T, P, "Q", ln(T["norm1"], P["ln2.gamma"], P["ln2.beta"], EPS))),
     ("cross-norm-as-pre-norm2", "E", "norm2", "cross_norm_as_pre_ln", lambda T, P: T["resid2"]),
+    # RoPE and grouped K/V heads (spec R)
+    ("rope-interleaved-for-half", "R", "attn.q_rot", "rope_other_style",
+     lambda T, P: turn(T["attn.q"], 4, POS_R, style="interleaved")),
+    ("rope-from-one", "R", "attn.k_rot", "rope_positions_from_one",
+     lambda T, P: turn(T["attn.k"], 4, [m + 1 for m in POS_R])),
+    ("rope-sign", "R", "attn.q_rot", "rope_sign_flipped", lambda T, P: turn(T["attn.q"], 4, POS_R, sign=-1.0)),
+    ("rope-on-v", "R", "attn.v", "rope_on_v", lambda T, P: turn(T["attn.v"], 2, POS_R)),
+    ("rope-on-v-out", "R", "attn.h3.out", "rope_on_v",
+     lambda T, P: T["attn.h3.weights"] @ turn(T["attn.v"], 2, POS_R)[:, 2:4]),
+    ("gqa-mod-scores", "R", "attn.h1.scores", "gqa_wrong_head",
+     lambda T, P: T["attn.q_rot"][:, 4:8] @ T["attn.k_rot"][:, 4:8].T),
+    ("gqa-mod-out", "R", "attn.h2.out", "gqa_wrong_head",
+     lambda T, P: T["attn.h2.weights"] @ T["attn.v"][:, 0:2]),
 ]
 
 

@@ -7,7 +7,7 @@ import re
 # technical names a Chinese text keeps in Latin letters (the seed articles do)
 TERMS = {"block", "token", "softmax", "LayerNorm", "RMSNorm", "FFN", "Post", "Pre", "LN", "ReLU", "GELU",
          "SiLU", "erf", "tanh", "Transformer", "Block", "ID", "RMS", "max", "mask", "sqrt", "dk", "pt",
-         "YAML", "JSON"}
+         "YAML", "JSON", "RoPE"}
 
 
 def prose_words(markdown: str) -> list[str]:
