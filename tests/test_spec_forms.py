@@ -57,7 +57,7 @@ def test_worksheet_takes_a_difficulty_block_without_variants(cli, tmp_path):
 @pytest.mark.parametrize("arg, said", [
     ("no-such.yaml", "no such file; SPEC is a spec file (YAML or JSON), a built-in example's name "
                      "(NAME or example:NAME"),
-    ("example:no-such", "no built-in example 'no-such'; expected one of padding-batch, pre-ln-causal-gelu"),
+    ("example:no-such", "no built-in example 'no-such'; expected one of decoder-layer, padding-batch"),
     ("preset:extreme", "no difficulty 'extreme'; preset:D takes D easy, medium, hard"),
 ])
 @pytest.mark.parametrize("command", ["forward", "verify", "grad", "derive", "stress", "worksheet"])

@@ -42,8 +42,10 @@ def run(args) -> int:
     from symblock.exercises.generate import load
     from symblock.engine.cross import refuse
     loaded = None if args.spec is None else load(args.spec)
-    if loaded is not None and loaded.form == "model":   # a decoder layer's block works
-        refuse(loaded, "derive")
+    # a block (a decoder layer's too) is derived; a model of another kind than a GPT's is refused
+    checks = {"model": refuse, "block": lambda spec, command: None}
+    if loaded is not None:
+        checks[loaded.form](loaded, "derive")
     s = symbolic(loaded)
     chosen = list(derive(s, only=args.step).values())
     try:

@@ -134,6 +134,8 @@ def _run_model(args, s) -> int:
     b = model_grad.backward(s, args.loss)
     wrt = [w.strip() for w in args.wrt.split(",") if w.strip()]
     wrt = list(b.grads) if wrt == ["X"] else wrt  # the block default: every parameter instead
+    if getattr(s, "W_E_src", None) is not None:  # separate embeddings: the target's table, named W_E
+        wrt = ["W_E" if w == "W_E_tgt" else w for w in wrt]
     bad = [w for w in wrt if w not in b.grads]
     if bad:
         raise SpecError(s.source, "--wrt", f"no parameter {bad[0]!r} in this model; expected one of "

@@ -27,7 +27,7 @@ from symblock.errors import SpecError, excerpt
 
 MODEL_KEYS = ("vocab", "positions", "layers", "head", "final_norm", "prompt", "generate", "kv_cache",
               "norm_positions", "pe_base", "kind", "key_padding_mask", "embed_norm", "source",
-              "encoder_layers", "decoder_layers", "embeddings")
+              "encoder_layers", "decoder_layers", "embeddings", "source_padding_mask")
 KINDS = ("decoder", "encoder", "encoder-decoder")  # a GPT | BERT-like | nn.Transformer (translation)
 TOP_KEYS = ("title", "layout", "model", "dims", "block", "weights", "random")
 POSITIONS = ("learned", "sinusoidal", "rope", "none")  # rope: RoPE in every layer (block.rope)
@@ -68,6 +68,7 @@ class ModelSpec:
     encoder: tuple = ()                # an encoder-decoder's encoder layers (BlockSpecs, non-causal)
     encoder_norm: Mapping[str, Any] = field(default_factory=dict)  # its final norm (nn.Transformer's)
     W_E_src: Matrix | None = None      # an encoder-decoder's own source embedding (None: W_E is shared)
+    source_padding_mask: tuple = ()    # an encoder-decoder's padded source positions (torch semantics)
     exercise: Mapping[str, Any] = field(default_factory=dict)  # a model spec has no exercise section
 
     @property
@@ -224,23 +225,27 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> ModelSpec:
     def guard(layer: BlockSpec) -> None:  # the whole run's size, known from the first layer: refuse before drawing the rest
         _check_cost(layer, n_layers, len(vocab), len(prompt), generate, m, source)
     src: tuple[int, ...] = ()
+    src_pad: tuple[bool, ...] = ()
     encoder: list[BlockSpec] = []
     enc_norm: dict[str, Matrix] = {}
     if kind == "encoder-decoder":
         src = _tokens(m.get("source"), vocab, source, "model.source")
+        src_pad = source_embedding.padding(m.get("source_padding_mask"), len(src), source)
         encoder = stack.build("encoder_layers", _depth(m, kind, "encoder_layers", source), len(src),
-                              {"causal": False}, {}, "encoder")
+                              {"causal": False}, {"key_padding_mask": list(src_pad)} if src_pad else {}, "encoder")
         enc_norm = _final_norm(weights.get("ln_encoder"), encoder[0].options.norm, dims["d_model"], source,
                                "ln_encoder")
-        decoder_in = {"memory": [[0] * dims["d_model"]] * len(src)}
+        decoder_in = {"memory": [[0] * dims["d_model"]] * len(src),
+                      **({"memory_padding_mask": list(src_pad)} if src_pad else {})}
         layers = stack.build("decoder_layers", n_layers, len(prompt), {"cross_attention": True}, decoder_in, "",
                              guard)
     else:
         pad = {"key_padding_mask": m["key_padding_mask"]} if "key_padding_mask" in m else {}
         layers = stack.build("layers", n_layers, len(prompt), {"causal": kind == "decoder"}, pad, "", guard)
     d = layers[0].dims.d_model
+    tgt = source_embedding.target(m, weights, kind, (len(vocab), d), source)
     tensors = _tensors(weights, data.get("layout", "math"), len(vocab), d, max(len(prompt) + generate, len(src)),
-                       positions, head, seed, low, high, source)
+                       positions, head, seed, low, high, source, {"W_E": tgt} if tgt is not None else {})
     pe_base = _pe_base(m, positions, d, source)
     final = {}
     if _flag(m, "final_norm", kind != "encoder", source):  # nn.Transformer has its decoder norm
@@ -256,12 +261,12 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> ModelSpec:
                      title=title, source=source, seed=seed, titles=titles, pe_base=pe_base, kind=kind,
                      embed_norm=embed_norm, key_padding_mask=layers[0].key_padding_mask[0]
                      if layers[0].key_padding_mask else (), source_tokens=src, encoder=tuple(encoder),
-                     encoder_norm=enc_norm, W_E_src=w_src, **tensors)
+                     encoder_norm=enc_norm, W_E_src=w_src, source_padding_mask=src_pad, **tensors)
 
 
 
 WEIGHT_KEYS = ("W_E", "W_P", "W_U", "ln_final", "ln_embed", "layers", "encoder_layers", "decoder_layers",
-               "ln_encoder", "W_E_src")
+               "ln_encoder", "W_E_src", "W_E_tgt")
 
 
 def _depth(m: Mapping, kind: str, key: str, source: str) -> int:
@@ -321,11 +326,12 @@ def _refuse(source: str, where: str, message: str) -> NoReturn:
 
 def _check_kind(kind: str, m: Mapping, block: Mapping, head: str, generate: int, source: str) -> None:
     """What an encoder (BERT-like) or an encoder-decoder cannot have, and a GPT cannot either."""
-    if "source" in m and kind != "encoder-decoder":
-        raise SpecError(source, "model.source", "only an encoder-decoder reads a source; set model.kind: "
-                        "encoder-decoder")
+    for key in ("source", "source_padding_mask"):
+        if key in m and kind != "encoder-decoder":
+            raise SpecError(source, f"model.{key}", "only an encoder-decoder reads a source; set model.kind: "
+                            "encoder-decoder")
     if kind == "encoder-decoder":
-        for key, why in (("key_padding_mask", "not built for an encoder-decoder yet"),
+        for key, why in (("key_padding_mask", "an encoder-decoder's padded source is model.source_padding_mask"),
                          ("embed_norm", "an encoder model's (BERT's) option")):
             if key in m:
                 raise SpecError(source, f"model.{key}", why)
@@ -386,14 +392,17 @@ def _check_cost(layer: BlockSpec, n_layers: int, vocab: int, n0: int, generate: 
 
 
 def _tensors(weights: Mapping, layout: str, vocab: int, d: int, max_len: int, positions: str, head: str,
-             seed: int | None, low: int, high: int, source: str) -> dict[str, Any]:
-    """W_E, W_P, W_U: the matrix, or None where the model has no such table (W_E always has one)."""
+             seed: int | None, low: int, high: int, source: str, given: Mapping = {}) -> dict[str, Any]:
+    """W_E, W_P, W_U: the matrix, or None where the model has no such table (W_E always has one);
+    `given` holds tables already parsed under another name (an encoder-decoder's W_E_tgt)."""
     shapes = {"W_E": (vocab, d), "W_P": (max_len, d), "W_U": (d, vocab)}
     wanted = {"W_E": True, "W_P": positions == "learned", "W_U": head == "untied"}
     out: dict[str, Matrix | None] = {}
     for name, shape in shapes.items():
         raw = weights.get(name)
-        if not wanted[name]:
+        if name in given:
+            out[name] = given[name]
+        elif not wanted[name]:
             if raw is not None:
                 raise SpecError(source, f"weights.{name}", f"not used with this model "
                                 f"({'positions' if name == 'W_P' else 'head'} is not "

@@ -1,7 +1,12 @@
-"""An encoder-decoder's source embedding (`model.embeddings: separate`, `weights.W_E_src`): the
-source's tokens read their own table W_E_src, the target's and a tied head read W_E (as a
-translation model with two vocabularies' embeddings; `shared`, the default, is one W_E for both,
-as "Attention is all you need" shares it).
+"""An encoder-decoder's source: its embedding and its padding.
+
+`model.embeddings: separate`: the source's tokens read their own table `weights.W_E_src`, the
+target's and a tied head read the target's table `weights.W_E_tgt` (`weights.W_E` is the same
+field under its shared name; the trace calls the target's table W_E either way), as a translation
+model with two vocabularies' embeddings; `shared`, the default, is one W_E for both, as
+"Attention is all you need" shares it. `model.source_padding_mask` marks padded source positions
+(torch semantics): the encoder's self-attention and the decoder's cross-attention skip them as
+keys (`nn.Transformer`'s src_key_padding_mask and memory_key_padding_mask).
 """
 from __future__ import annotations
 
@@ -9,6 +14,38 @@ from typing import Any, Mapping
 
 from symblock.engine import spec as specmod
 from symblock.errors import SpecError, excerpt
+
+
+def target(m: Mapping, weights: Mapping, kind: str, shape: tuple, source: str) -> Any:
+    """The target's table given as `weights.W_E_tgt` (separate embeddings only), or None: then
+    `weights.W_E` (given or drawn) is the target's table."""
+    raw = weights.get("W_E_tgt")
+    if raw is None:
+        return None
+    if kind != "encoder-decoder":
+        raise SpecError(source, "weights.W_E_tgt", "only an encoder-decoder has a target embedding; "
+                        "the token embedding is weights.W_E")
+    if m.get("embeddings", "shared") != "separate":
+        raise SpecError(source, "weights.W_E_tgt", "the target's own table is for model.embeddings: "
+                        "separate; with shared embeddings give weights.W_E")
+    if weights.get("W_E") is not None:
+        raise SpecError(source, "weights.W_E_tgt", "weights.W_E is given as well; both name the target's "
+                        "embedding: give one of them")
+    return specmod.parse_matrix(raw, shape, source, "weights.W_E_tgt")
+
+
+def padding(raw: Any, n: int, source: str) -> tuple:
+    """`model.source_padding_mask`: a bool per source token (true = padding), or () without one."""
+    if raw is None:
+        return ()
+    where = "model.source_padding_mask"
+    if not isinstance(raw, list) or len(raw) != n or not all(isinstance(v, bool) for v in raw):
+        raise SpecError(source, where, f"expected a list of {n} booleans, one per model.source token "
+                        f"(true = a padded position), got {excerpt(raw)}")
+    if all(raw):
+        raise SpecError(source, where, "every source position is padding: the attention's softmax would "
+                        "have no terms (torch gives NaN); leave at least one position unpadded")
+    return tuple(raw)
 
 
 def parse(m: Mapping, weights: Mapping, kind: str, shape: tuple, rnd: tuple, source: str) -> Any:

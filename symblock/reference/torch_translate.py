@@ -4,7 +4,9 @@ activation, layer_norm_eps=ε, batch_first=True, norm_first=pre)` in float64 wit
 weights (its encoder and decoder norms are the final norms), the embeddings an `nn.Embedding`
 (positions learned or sinusoidal added), the head the embedding's own weight when tied. A greedy
 loop around it gives the tokens: each step runs the whole target prefix with the causal
-`tgt_mask` and takes the argmax of the last row's logits. Steps compared, by the exact trace's
+`tgt_mask` and takes the argmax of the last row's logits; a padded source
+(`model.source_padding_mask`) is passed as both `src_key_padding_mask` and
+`memory_key_padding_mask`. Steps compared, by the exact trace's
 names: `enc.norm_final` (the memory), and per pass `norm_final`, `logits`, `next_token`.
 """
 from __future__ import annotations
@@ -89,12 +91,14 @@ def outputs(spec: ModelSpec) -> dict[str, np.ndarray]:
             e = e + torch.from_numpy(sinusoidal(len(tokens), spec.dims.d_model, spec.pe_base))
         return e[None]
     src, tokens, out = embed(list(spec.source_tokens), W_src), list(spec.prompt), {}
-    with torch.enable_grad():  # the module-by-module path
-        out["enc.norm_final"] = model.encoder(src).detach()[0].numpy()
+    pad = torch.tensor([spec.source_padding_mask]) if spec.source_padding_mask else None
+    with torch.enable_grad():  # the module-by-module path (no fast path zeroing padded rows)
+        out["enc.norm_final"] = model.encoder(src, src_key_padding_mask=pad).detach()[0].numpy()
         for t in range(spec.generate + 1):
             n, prefix = len(tokens), f"gen{t}." if t else ""
             mask = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)
-            h = model(src, embed(tokens), tgt_mask=mask).detach()[0]
+            h = model(src, embed(tokens), tgt_mask=mask, src_key_padding_mask=pad,
+                      memory_key_padding_mask=pad).detach()[0]
             logits = h @ W_U
             nxt = int(torch.argmax(logits[-1]))
             rows = slice(-1, None) if t and spec.kv_cache else slice(None)  # a cached pass: the new row

@@ -40,7 +40,8 @@ class CrossWork:
             return []
         d = self.dims
         scale = self.t("conv_scale", d.d_head) if self.o.attention_scale == "sqrt_dk" else self.t("conv_noscale")
-        pad = getattr(self.spec, "memory_padding_mask", ())   # a model's memory is its source: no padding
+        # a decoder layer's memory padding, or an encoder-decoder's padded source (its memory's rows)
+        pad = getattr(self.spec, "memory_padding_mask", ()) or getattr(self.spec, "source_padding_mask", ())
         rows = ", ".join(str(j + 1) for j, p in enumerate(pad) if p)
         return [self.t("conv_cross", scale, self.memory_rows(), self.t("conv_cross_pad", rows) if rows else "")]
 

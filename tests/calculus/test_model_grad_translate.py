@@ -80,8 +80,11 @@ def build(s):
     return net, {k: (named[name], read) for k, (name, read) in mapping.items() if k in params}
 
 
-def torch_grads(s, loss):
+def torch_grads(s, loss, pad=None):
+    """Autograd on nn.Transformer; `pad`: the source's padding, as src_key_padding_mask and
+    memory_key_padding_mask."""
     net, mapping = build(s)
+    pad = None if pad is None else torch.tensor([pad])
     W_E = leaf(s.W_E)
     leaves = {"W_E": W_E}
     if s.W_E_src is not None:   # the source's own table; the target and a tied head read W_E
@@ -97,7 +100,7 @@ def torch_grads(s, loss):
         src, tgt = src + pe[:len(s.source_tokens)], tgt + pe[:len(s.prompt)]
     mask = torch.nn.Transformer.generate_square_subsequent_mask(len(s.prompt), dtype=torch.float64)
     with torch.enable_grad():
-        out = net(src[None], tgt[None], tgt_mask=mask)[0]
+        out = net(src[None], tgt[None], tgt_mask=mask, src_key_padding_mask=pad, memory_key_padding_mask=pad)[0]
         if s.head == "tied":
             logits = out @ W_E.T
         else:
@@ -180,6 +183,80 @@ def test_separate_source_and_target_embeddings_match_nn_transformer_and_every_pa
     assert list(s.prompt) + ours == tokens
     r = verify.run(s, require_torch=True)
     assert r.ok and r.backends["torch"].available, r.problems
+
+
+@pytest.mark.parametrize("norm_position", ["post", "pre"])
+def test_gradients_through_a_padded_source_match_autograd(norm_position):
+    """model.source_padding_mask through the backward pass: every gradient against autograd on
+    nn.Transformer run with both padding masks; a padded position's embedding row gets none."""
+    pad = [False, True, False, True]
+    s = translation(norm_position, embeddings="separate", source_padding_mask=pad)
+    L, logits, want = torch_grads(s, "mse", pad)
+    _, plain_logits, _ = torch_grads(s, "mse")
+    assert np.abs(logits - plain_logits).max() > 1e-3   # the padding matters for this seed
+    g = model_grad.backward(s, "mse")
+    assert abs(float(g.loss_value) - L) < 1e-9 * max(1, abs(L))
+    assert np.abs(np.array(g.logits.floats()) - logits).max() < 1e-9
+    scale = max(1.0, max(np.abs(v).max() for v in want.values()))
+    for name, w in want.items():
+        assert np.abs(np.array(g.grads[name].floats()) - w).max() <= 1e-9 * scale, name
+    # source a b c a: "b" (index 3) sits only at a padded position, "c" (4) only at a kept one
+    src_grad = np.array(g.grads["W_E_src"].floats())
+    assert np.all(src_grad[VOCAB.index("b")] == 0) and np.abs(src_grad[VOCAB.index("c")]).max() > 1e-6
+
+
+def test_w_e_tgt_is_the_target_table_and_the_tied_head(tmp_path, capsys):
+    """weights.W_E_tgt with separate embeddings: the same model as weights.W_E (its alias), the
+    target's rows and the tied head read it, the source reads W_E_src; autograd agrees, and
+    `grad --wrt W_E_tgt` gives the target table's gradient."""
+    import json
+    from symblock import cli
+
+    def spec(**w):
+        return from_mapping(data(**w), "t.yaml")
+
+    def data(**w):
+        return ({
+            "model": {"kind": "encoder-decoder", "vocab": VOCAB, "positions": "learned", "source": ["a", "b"],
+                      "prompt": ["<s>", "x"], "embeddings": "separate"},
+            "dims": {"d_model": 4, "d_ff": 4, "heads": 1}, "block": {"eps": "1e-5"},
+            "weights": {"W_E_src": [[(i + j) % 3 - 1 for j in range(4)] for i in range(8)], **w},
+            "random": {"seed": 3}})
+    table = [[(2 * i - j) % 5 - 2 for j in range(4)] for i in range(8)]
+    a, b = spec(W_E_tgt=table), spec(W_E=table)
+    assert a.W_E.tolist() == b.W_E.tolist() == table and a.W_E_src.tolist() != table
+    L, logits, want = torch_grads(a, "sum")
+    g = model_grad.backward(a, "sum")
+    assert np.abs(np.array(g.logits.floats()) - logits).max() < 1e-9
+    # the tied head and the target both read the target's table: logits = H W_tgtᵀ
+    for name in ("W_E", "W_E_src"):
+        assert np.abs(np.array(g.grads[name].floats()) - want[name]).max() < 1e-9, name
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(data(W_E_tgt=table)), encoding="utf-8")
+    assert cli.main(["grad", str(path), "--wrt", "W_E_tgt", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert np.abs(np.array(out["wrt"][0]["float"]) - want["W_E"]).max() < 1e-9
+
+
+@pytest.mark.parametrize("model_keys, weights, where, what", [
+    ({}, {"W_E_tgt": [[1] * 4] * 8, "W_E": [[1] * 4] * 8}, "weights.W_E_tgt", "weights.W_E is given as well"),
+    ({"embeddings": "shared"}, {"W_E_tgt": [[1] * 4] * 8}, "weights.W_E_tgt", "model.embeddings: separate"),
+    ({}, {"W_E_tgt": [[1] * 3] * 8}, "weights.W_E_tgt", "8×4"),
+    ({"kind": "encoder"}, {"W_E_tgt": [[1] * 4] * 8}, "weights.W_E_tgt", "only an encoder-decoder"),
+    ({"kind": "decoder"}, {}, "model.source_padding_mask", "only an encoder-decoder reads a source"),
+])
+def test_bad_target_embeddings_name_the_field(model_keys, weights, where, what):
+    from symblock.errors import SpecError
+    m = {"kind": "encoder-decoder", "vocab": VOCAB, "source": ["a"], "prompt": ["<s>"], "embeddings": "separate",
+         **model_keys}
+    if m["kind"] != "encoder-decoder":
+        del m["source"], m["embeddings"]
+        if not weights:
+            m["source_padding_mask"] = [False]
+    with pytest.raises(SpecError) as e:
+        from_mapping({"model": m, "dims": {"d_model": 4, "d_ff": 4, "heads": 1}, "weights": weights,
+                      "random": {"seed": 1}}, "t.yaml")
+    assert e.value.where == where and what in e.value.message, e.value
 
 
 @pytest.mark.parametrize("model_keys, weights, where", [

@@ -192,3 +192,30 @@ def test_translation_formulas_are_clean_latex():
     t = api.forward(api.load("tiny-translate"))
     assert all("\t" not in s.latex for s in t)
     assert t["gen1.layer0.cross.k"].latex.endswith(r"\ \text{(worked once, reused)}")
+
+
+def padded_translate(spec_file):
+    """tiny-translate with its last source position padded (model.source_padding_mask)."""
+    from symblock.engine.spec import read_spec
+    data, _ = read_spec("tiny-translate")
+    data["model"]["source_padding_mask"] = [False, False, True]
+    return spec_file(json.dumps(data), "padded.json")
+
+
+def test_a_padded_source_is_stated_on_the_sheet_and_numpy_answers_get_full_marks(cli, spec_file, tmp_path):
+    path = padded_translate(spec_file)
+    code, out, err = cli("worksheet", path, "--out", tmp_path / "ws", "--format", "markdown")
+    assert code == 0, err
+    sheet = (tmp_path / "ws" / "sheet.md").read_text(encoding="utf-8")
+    assert "memory row(s) 3 are padding" in sheet and "`gen1.layer0.cross.h0.masked`" in sheet
+    T = numeric_model.forward(api.load(str(path)))
+    w = T["gen1.layer0.cross.h0.weights"]
+    assert w[0, 2] == 0 and abs(w.sum() - 1) < 1e-12   # the padded memory row gets no weight
+    code, out, err = cli("check", path, spec_file(answers(T), "answers.yaml"), "--json")
+    data = json.loads(out)
+    assert code == 0, [(s["name"], s["status"]) for s in data["steps"] if s["status"] != "correct"]
+    plain = translation()   # the unpadded run's weights spread over all three memory rows
+    code, out, err = cli("check", path, spec_file(answers({"gen1.layer0.cross.h0.weights":
+                                                          plain["gen1.layer0.cross.h0.weights"]}), "b.yaml"), "--json")
+    got = {s["name"]: s["status"] for s in json.loads(out)["steps"]}
+    assert code == 1 and got["gen1.layer0.cross.h0.weights"] == "wrong"

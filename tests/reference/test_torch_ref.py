@@ -51,7 +51,11 @@ def check_encoder_layer(s, want_output: np.ndarray) -> bool:
 
 # ---------------------------------------------------------------- built-in examples
 
-@pytest.mark.parametrize("name", specs.block_example_names())
+# a decoder layer's torch path is nn.TransformerDecoderLayer (torch_cross), tested below
+SELF_ATTENTION = [n for n in specs.block_example_names() if not specs.load(n).options.cross_attention]
+
+
+@pytest.mark.parametrize("name", SELF_ATTENTION)
 def test_example_matches_numpy_on_every_step(name):
     s = specs.load(name)
     got = torch_ref.forward(s)
@@ -60,6 +64,16 @@ def test_example_matches_numpy_on_every_step(name):
     assert_same_steps(got, want, name)
     outputs = [want[p + "output"] for p in batch_prefixes(s.dims)]  # a batch: b0.output, …
     check_encoder_layer(s, np.stack(outputs) if s.dims.batch else outputs[0])
+
+
+def test_decoder_layer_example_matches_numpy_through_nn_transformer_decoder_layer():
+    from symblock.reference import numeric_cross, torch_cross
+    s = specs.load("decoder-layer")
+    assert s.options.cross_attention and torch_cross.unsupported(s) is None
+    got, want = torch_cross.forward(s), numeric_cross.forward(s)
+    assert "output" in got and "cross.out" in want
+    for name, value in got.items():
+        np.testing.assert_allclose(value, want[name], rtol=TOL, atol=TOL, err_msg=name)
 
 
 def test_seed_example_values():

@@ -63,19 +63,21 @@ def nn_transformer(s) -> torch.nn.Transformer:
     return tr
 
 
-def greedy(s, steps: int):
+def greedy(s, steps: int, pad=None):
     """The translation loop: embed, run nn.Transformer on the whole target prefix, tied head,
-    argmax of the last row; returns (memory, the last pass's output, the tokens)."""
+    argmax of the last row; returns (memory, the last pass's output, the tokens). `pad`: the
+    source's padding (True = padded), as both src_key_padding_mask and memory_key_padding_mask."""
+    pad = None if pad is None else torch.tensor([pad])
     tr, W_E, W_P = nn_transformer(s), torch.tensor(np.array(s.W_E.tolist(), dtype=float)), \
         torch.tensor(np.array(s.W_P.tolist(), dtype=float))
     src = (W_E[list(s.source_tokens)] + W_P[:len(s.source_tokens)])[None]
     tokens = list(s.prompt)
     with torch.enable_grad():
-        memory = tr.encoder(src).detach()[0]
+        memory = tr.encoder(src, src_key_padding_mask=pad).detach()[0]
         for _ in range(steps + 1):
             tgt = (W_E[tokens] + W_P[:len(tokens)])[None]
             mask = torch.nn.Transformer.generate_square_subsequent_mask(len(tokens), dtype=torch.float64)
-            out = tr(src, tgt, tgt_mask=mask).detach()[0]
+            out = tr(src, tgt, tgt_mask=mask, src_key_padding_mask=pad, memory_key_padding_mask=pad).detach()[0]
             tokens.append(int(torch.argmax(out[-1] @ W_E.T)))
     return memory.numpy(), out.numpy(), tokens
 
@@ -135,7 +137,10 @@ def test_tiny_translate_reads_its_greedy_tokens_and_verifies():
 
 @pytest.mark.parametrize("keys, where, what", [
     ({"layers": 2}, "model.layers", "model.encoder_layers and model.decoder_layers"),
-    ({"key_padding_mask": [False] * 4}, "model.key_padding_mask", "not built for an encoder-decoder yet"),
+    ({"key_padding_mask": [False] * 4}, "model.key_padding_mask", "is model.source_padding_mask"),
+    ({"source_padding_mask": [False, True]}, "model.source_padding_mask", "expected a list of 4 booleans"),
+    ({"source_padding_mask": [0, 0, 1, 1]}, "model.source_padding_mask", "expected a list of 4 booleans"),
+    ({"source_padding_mask": [True] * 4}, "model.source_padding_mask", "every source position is padding"),
     ({"head": "none"}, "model.head", "needs its head"),
     ({"source": ["a", "q"]}, "model.source[1]", "expected a token of model.vocab"),
 ])
@@ -150,3 +155,67 @@ def test_a_source_without_an_encoder_decoder_is_refused():
     with pytest.raises(SpecError) as e:
         from_mapping({**data, "model": {**data["model"], "source": ["the"]}}, source)
     assert e.value.where == "model.source" and "encoder-decoder" in e.value.message
+
+
+PAD = [False, False, True, True]   # the source a b | c a: its last two positions are padding
+
+
+@pytest.mark.parametrize("norm_position, kv_cache", [("post", True), ("pre", False)])
+def test_a_padded_source_matches_nn_transformer_with_both_padding_masks(norm_position, kv_cache):
+    """model.source_padding_mask: torch's src_key_padding_mask in the encoder and
+    memory_key_padding_mask in the decoder's cross-attention; memory, output and greedy tokens."""
+    s = translation(norm_position, source_padding_mask=PAD, kv_cache=kv_cache)
+    assert s.source_padding_mask == tuple(PAD)
+    trace = model.forward(s)
+    memory, last, tokens = greedy(s, 2, PAD)
+    unpadded_memory, _, _ = greedy(s, 2)
+    assert np.abs(memory - unpadded_memory).max() > 1e-3   # the mask matters for this seed
+    assert np.abs(np.array(trace["enc.norm_final"].value.floats()) - memory).max() < 1e-9
+    got = np.array(trace["gen2.norm_final"].value.floats())
+    assert np.abs(got - (last[-1:] if kv_cache else last)).max() < 1e-9
+    ours = [int(float(trace[k].value.rows[0][0])) for k in ("next_token", "gen1.next_token", "gen2.next_token")]
+    assert list(s.prompt) + ours == tokens
+    assert "enc.layer1.attn.h0.masked" in trace and "layer0.cross.h1.masked" in trace
+    w = np.array(trace["layer0.cross.h0.weights"].value.floats())   # no weight on a padded memory row
+    assert np.all(w[:, 2:] == 0) and np.allclose(w.sum(axis=1), 1)
+    r = verify.run(s, require_torch=True)
+    assert r.ok and r.backends["torch"].available and r.backends["numpy"].available, r.problems
+    if kv_cache:
+        assert {v for _, v in model.prove_cache(s)} == {"exact"}
+
+
+def test_a_padded_source_token_cannot_change_the_translation():
+    """A padded source position is never a key, in the encoder or in the cross-attention, so
+    the token written there changes its own encoder row only: every decoder step is equal."""
+    a = model.forward(translation(source_padding_mask=PAD))
+    b = model.forward(translation(source_padding_mask=PAD, source=["a", "b", "x", "z"]))
+
+    def diff(name, rows=slice(None)):
+        return np.abs(np.array(a[name].value.floats())[rows] - np.array(b[name].value.floats())[rows]).max()
+    assert diff("enc.norm_final", slice(0, 2)) < 1e-12 and diff("enc.norm_final", slice(2, 4)) > 1e-3
+    for name in ("layer1.output", "logits", "gen2.logits", "gen2.next_token"):
+        assert diff(name) < 1e-12, name
+
+
+def test_the_numpy_path_is_told_the_source_padding():
+    """verify's NumPy path reads the padding: the same spec's trace with the mask compared with
+    the NumPy numbers of the unpadded spec disagrees (so the check is not vacuous)."""
+    from symblock.reference import numeric_model
+    padded, plain = translation(source_padding_mask=PAD), translation()
+    want = numeric_model.forward(padded)
+    trace = model.forward(padded)
+    assert np.abs(np.array(trace["gen2.logits"].value.floats()) - want["gen2.logits"]).max() < 1e-9
+    assert np.abs(numeric_model.forward(plain)["gen2.logits"] - want["gen2.logits"]).max() > 1e-3
+
+
+def test_a_bad_source_padding_mask_exits_2_naming_the_field(tmp_path, capsys):
+    import json
+    from symblock import cli
+    data, _ = read_spec("tiny-translate")
+    data["model"]["source_padding_mask"] = [False, True]
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert cli.main(["forward", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "model.source_padding_mask" in err and "expected a list of 3 booleans" in err
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
