@@ -153,6 +153,14 @@ def _load(spec_arg: str):
     return load(spec_arg, allow_model=True)
 
 
+def _one_positions_table(args) -> None:
+    """The positions preset's table depends on no draw: a set of variants would repeat it."""
+    from symblock.errors import UsageError
+    if args.preset == "positions" and args.variants is not None:
+        raise UsageError("--variants: the positions preset's table depends on no draw, so every variant "
+                         "would be the same; leave --variants out, or vary model.pe_base or the prompt")
+
+
 def _formats_for_models(sets, formats) -> None:
     """A decoder sheet (a model spec) goes out in every format but the notebook, whose check cell
     marks one block's steps."""
@@ -206,6 +214,7 @@ def write(args) -> tuple[list, list[str], object]:
         raise UsageError(f"--jobs: expected at most 64, got {args.jobs}")
     jobs = args.jobs or None
     engine = ENGINES[args.lang] if args.pdf else None
+    _one_positions_table(args)
     sets = variants(args)
     _formats_for_models(sets, formats)
     from symblock.commands import not_yet

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from symblock.engine.model_spec import ModelSpec, Spec
 
 PRESET = "decoder"
+POSITIONS = "positions"            # a model's sinusoidal position table alone (positions_exercise)
 ASKED_GEN = 1                      # the generation step a decoder sheet asks
 GEN = names.name_of("", gen=ASKED_GEN)
 REUSED = "cache.reused"            # per layer: gen1.layer{i}.cache.reused
@@ -75,9 +76,12 @@ def _cached_model(spec: ModelSpec) -> None:
 def choose(trace: Trace, preset: str | None = None) -> dict:
     """The decoder exercise for a model's trace: the fields of presets.Exercise."""
     spec = trace.spec
+    if preset == POSITIONS:
+        return positions_exercise(trace)
     if preset not in (None, PRESET):
         raise SpecError(spec.source, "--preset", f"a model spec's worksheet is the {PRESET} preset "
-                        f"(got {preset!r}); leave --preset out or give --preset {PRESET}")
+                        f"(got {preset!r}) or the {POSITIONS} preset; leave --preset out or give "
+                        f"--preset {PRESET}")
     require(spec)
     if spec.kind == "encoder":
         return encoder_exercise(trace)
@@ -101,6 +105,19 @@ def choose(trace: Trace, preset: str | None = None) -> dict:
     return {"ask": tuple(ask), "data_steps": data_steps, "data_params": data_params,
             "points": {n: 1 for n in ask}, "extra": extra,
             "categorical": tuple(n for n in ask if names.parse(n).kind == "next_token")}
+
+
+def positions_exercise(trace: Trace) -> dict:
+    """The `positions` preset: the sinusoidal table P of the prompt's positions (and the source's,
+    for an encoder-decoder) from the formula and its base, nothing else; no weights are read. The
+    table is the same in every variant (it depends on no draw): outside the variety guarantee."""
+    spec = trace.spec
+    if spec.positions != "sinusoidal":
+        raise SpecError(spec.source, "model.positions", f"the {POSITIONS} preset asks the sinusoidal "
+                        f"position table; set model.positions: sinusoidal (got {spec.positions})")
+    ask = tuple(s.name for s in trace if names.parse(s.name).kind == "pos" and names.parse(s.name).gen == 0)
+    return {"ask": ask, "data_steps": (), "data_params": (), "points": {n: 1 for n in ask},
+            "extra": {}, "categorical": ask}
 
 
 def encoder_exercise(trace: Trace) -> dict:

@@ -32,7 +32,8 @@ from symblock.engine import names
 from symblock.engine.tiles import SIDE_KINDS
 from symblock.errors import SpecError, excerpt
 
-PRESETS = ("full", "attention", "norm", "ffn", "backprop", "decoder", "tiles", "cross", "rope")  # decoder: model specs
+PRESETS = ("full", "attention", "norm", "ffn", "backprop", "decoder", "tiles", "cross", "rope",
+           "positions")  # decoder, positions: model specs
 CROSS = "cross"   # a decoder layer's cross-attention (block.cross_attention), given H1 and the memory
 ROPE = "rope"     # RoPE's rotations and the (grouped) scores they give (block.rope)
 TILES = "tiles"   # the online softmax over key tiles (block.attention_tiles), given the scores and V
@@ -118,6 +119,10 @@ def choose(trace, preset: str | None = None, loss: str | None = None,
         if key not in EXERCISE_KEYS:
             raise SpecError(src, f"exercise.{key}", f"unknown key; expected one of {', '.join(EXERCISE_KEYS)}")
     effective = preset if preset is not None else ex.get("preset", "full")
+    if effective == decoder.POSITIONS:
+        raise SpecError(src, "--preset" if preset is not None else "exercise.preset", "the positions preset "
+                        "asks a model's sinusoidal position table: it needs a model spec (a `model:` section "
+                        "with positions: sinusoidal); this spec is one block")
     if effective == decoder.PRESET:
         decoder.require(spec)
     _require_part(spec, effective, "--preset" if preset is not None else "exercise.preset")

@@ -116,6 +116,8 @@ EXPLANATIONS_ZH = {
     "scale_approximated": "分数除以了四舍五入后的 sqrt(d_k)（例如 √3 ≈ 1.73），应除以精确的平方根",
     "padding_mask_missing": "没有加键填充掩码（关注了填充 token）",
     "padding_on_queries": "填充掩码加在了查询（行）上，应加在键（列）上",
+    "pe_sin_cos_swapped": "正弦位置编码的 sin 与 cos 弄反了：偶数列（2i）用了 cos、奇数列（2i + 1）用了 sin，应先 sin(p / n^(2i/d)) 再 cos",
+    "pe_base_10000": "正弦位置编码用了原论文的底数 n = 10000，应使用本表给出的底数（model.pe_base）",
     "cross_kv_from_decoder": "交叉注意力的键和值由解码器的行投影得到，应由记忆（编码器的输出）投影",
     "cross_causal_mask": "交叉注意力加了因果掩码，它只应屏蔽填充的记忆行",
     "cross_queries_from_memory": "交叉注意力的查询由记忆投影得到，应由解码器的行投影",

@@ -336,6 +336,7 @@ MODEL_CATALOGUE: tuple[Mistake, ...] = (
             "logits, probs (only when d_model equals the vocabulary size: otherwise the product "
             "has no shape and the slip cannot be made)", slips.transpose_applies,
             slips.untied_transpose),
+    *(Mistake(*entry) for entry in slips.POSITIONS),   # sinusoidal position tables
 )
 
 ROUNDING = ("rounding", "off by at most one unit in the last place: rounded the wrong way, or "

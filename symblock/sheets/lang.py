@@ -21,6 +21,7 @@ EN = {
     "conventions": "Conventions",
     "data": "Given",
     "data_intro": "These matrices are given; every task below uses only them and earlier answers.",
+    "data_none": "Nothing is given: every task below follows from the formulas above.",
     "tasks": "Tasks",
     "task": "Task {0}",
     "shape": "shape",
@@ -155,6 +156,7 @@ ZH = {
     "conventions": "约定",
     "data": "已知",
     "data_intro": "下面的矩阵是已知的；每道题只用到它们和前面各题的结果。",
+    "data_none": "没有给定的数据：下面每道题都由上面的公式算出。",
     "tasks": "题目",
     "task": "第 {0} 题",
     "shape": "形状",
@@ -309,8 +311,13 @@ MODEL_EN = {
     "m.conv_embed": "Input: $x = E + P$, with $E$ the token's row of $W_E$ (rows in vocabulary order: {0}) and "
                     "{1}.",
     "m.pos_learned": "$P$ the row of $W_P$ for the token's position (row 1 for the first token)",
-    "m.pos_sinusoidal": "$P_{{p,2i}} = \\sin(p / 10000^{{2i/d}})$, $P_{{p,2i+1}} = \\cos(p / 10000^{{2i/d}})$ "
+    "m.pos_sinusoidal": "$P_{{p,2i}} = \\sin(p / {0}^{{2i/d}})$, $P_{{p,2i+1}} = \\cos(p / {0}^{{2i/d}})$ "
                         "for position $p$ (from 0)",
+    "m.describe_pe": "Sinusoidal positional encoding: the table $P$ of positions $p = 0, \\dots, {last}$ "
+                     "for $d_{{\\text{{model}}}} = {d}$ with the base $n = {n}$. Work every entry: the exact "
+                     "sine or cosine of a rational angle, then rounded.",
+    "m.conv_pe": "Rows are positions (from 0) and columns $0, \\dots, d - 1$: $P_{{p,2i}} = \\sin(p / {0}^{{2i/d}})$, "
+                 "$P_{{p,2i+1}} = \\cos(p / {0}^{{2i/d}})$, angles in radians.",
     "m.pos_none": "no position vector ($P = 0$)",
     "m.conv_cache": "KV cache: the prompt's rows of $K$ and $V$ are kept from its pass; a new token computes only "
                     "its own $q$, $k$, $v$ rows, appends $k$ and $v$ to the cache, and attends to every row of "
@@ -353,8 +360,12 @@ MODEL_ZH = {
                    "（输入，输出）。行和列从 1 开始编号。",
     "m.conv_embed": "输入：$x = E + P$，$E$ 是该 token 在 $W_E$ 中的行（按词表顺序：{0}），{1}。",
     "m.pos_learned": "$P$ 是该位置在 $W_P$ 中的行（第一个 token 用第 1 行）",
-    "m.pos_sinusoidal": "$P_{{p,2i}} = \\sin(p / 10000^{{2i/d}})$，$P_{{p,2i+1}} = \\cos(p / 10000^{{2i/d}})$，"
+    "m.pos_sinusoidal": "$P_{{p,2i}} = \\sin(p / {0}^{{2i/d}})$，$P_{{p,2i+1}} = \\cos(p / {0}^{{2i/d}})$，"
                         "位置 $p$ 从 0 开始",
+    "m.describe_pe": "正弦位置编码：求位置 $p = 0, \\dots, {last}$ 的表 $P$，$d_{{\\text{{model}}}} = {d}$，"
+                     "底数 $n = {n}$。逐项计算：先写出有理数角的正弦或余弦的精确值，再四舍五入。",
+    "m.conv_pe": "行是位置（从 0 数起），列为 $0, \\dots, d - 1$：$P_{{p,2i}} = \\sin(p / {0}^{{2i/d}})$，"
+                 "$P_{{p,2i+1}} = \\cos(p / {0}^{{2i/d}})$，角用弧度。",
     "m.pos_none": "没有位置向量（$P = 0$）",
     "m.conv_cache": "KV 缓存：提示的 $K$、$V$ 各行在它那一轮里已算好并保存；新 token 只计算自己的 $q$、$k$、$v$ 行，"
                     "把 $k$、$v$ 追加到缓存末尾，再对缓存的每一行做注意力（没有更晚的 token，所以无需掩码）。",

@@ -52,7 +52,8 @@ def build(variant, *, lang: str = "en", places: int = 3, title: str | None = Non
         "places": places,
         "space": space,
         "total": b.t("total", f"{exercise.total:g}") if spec.exercise.get("points") else None,
-        "t": {k: Safe(v) for k, v in TEXTS[lang].items() if "{" not in v},
+        "t": {**{k: Safe(v) for k, v in TEXTS[lang].items() if "{" not in v},
+              **({"data_intro": Safe(TEXTS[lang]["data_none"])} if not data else {})},
         # what a checker needs to mark this sheet as `symblock check` does (the notebook's check cell)
         "marking": {"ask": list(exercise.ask), "loss": exercise.backward.loss if backprop else None,
                     "wrt": list(exercise.backward.wrt) if backprop else None},

@@ -14,8 +14,8 @@ from symblock.engine import names
 from symblock.exercises.decoder import token_index
 from symblock.sheets.builder import Builder
 from symblock.sheets.lang import MODEL_TEXTS, TEXTS
-from symblock.sheets.numbers import (Safe, bmatrix, cells, grid, matrix_value, param_symbol, shape_tex,
-                                     step_symbol)
+from symblock.sheets.numbers import (Safe, bmatrix, cells, dec_tex, grid, is_plain, matrix_value, param_symbol,
+                                     shape_tex, step_symbol)
 
 _SAFE_TOKEN = re.compile(r"[^A-Za-z0-9 .,'!?:;()\[\]+=/-]")
 
@@ -46,7 +46,16 @@ class DecoderBuilder(Builder):
         self.T = {**TEXTS[lang], **MODEL_TEXTS[lang]}
         self.model = trace.spec
         self.m = len(self.model.prompt)            # the prompt's tokens; the new token is number m + 1
-        self.token = token_index(trace["next_token"].value)
+        self.token = token_index(trace["next_token"].value) if "next_token" in trace else None  # an encoder: none
+
+    @property
+    def positions_only(self) -> bool:
+        """The positions preset: the sinusoidal table asked alone, no weights given."""
+        return all(names.parse(n).kind == "pos" for n in self.ex.ask)
+
+    def base_tex(self) -> str:
+        n = self.model.pe_base
+        return str(n.numerator) if n.denominator == 1 else rf"\left(\tfrac{{{n.numerator}}}{{{n.denominator}}}\right)"
 
     def symbol(self, name: str) -> str:
         if name in self.trace:
@@ -59,6 +68,9 @@ class DecoderBuilder(Builder):
     # -- sections
     def describe(self) -> Safe:
         s, d = self.model, self.model.dims
+        if self.positions_only:
+            last = self.trace[self.ex.ask[-1]].value.shape[0] - 1
+            return self.t("m.describe_pe", last=last, d=d.d_model, n=self.base_tex())
         prompt = "$" + r"\ ".join(token_tex(s.vocab[t]) for t in s.prompt) + "$"
         layers = self.t("m.layers_1") if len(s.layers) == 1 else self.t("m.layers_n", len(s.layers))
         heads = self.t("heads_1") if d.heads == 1 else self.t("heads_n", d.heads)
@@ -75,10 +87,12 @@ class DecoderBuilder(Builder):
 
     def conventions(self) -> list[Safe]:
         s = self.model
+        if self.positions_only:
+            return [self.t("m.conv_pe", self.base_tex()), self.t("conv_round", self.places)]
         block = super().conventions()[1:]          # the block's, after its rows line
         head = r"$\ell = H W_E^{\top}$" if s.head == "tied" else r"$\ell = H W_U$"
         return [self.t("m.conv_rows", s.dims.d_model),
-                self.t("m.conv_embed", self.vocab_tex(), self.t(f"m.pos_{s.positions}")),
+                self.t("m.conv_embed", self.vocab_tex(), self.t(f"m.pos_{s.positions}", self.base_tex())),
                 self.t("m.conv_cache"), *block, self.t("m.conv_head", head)]
 
     def data(self) -> list[dict]:
@@ -109,6 +123,9 @@ class DecoderBuilder(Builder):
         step = names.parse(name)
         if step.kind == "pos" and step.gen and self.model.positions == "learned":  # the row is the task
             out["formula"] = Safe(r"P = W_P[\text{%s}]" % self.t("m.position"))
+        if step.kind == "pos" and self.model.positions == "sinusoidal":   # the answer is P, not its entry
+            lhs = step_symbol(self.trace[name])
+            out["answer"], out["grid"] = (Safe("P" + out[k][len(lhs):]) for k in ("answer", "grid"))
         if step.kind == "next_token":   # the engine's formula names the token: not on a sheet
             out["formula"] = Safe(r"\hat t = \arg\max_j \ell_j")
             tok = self.model.vocab[token_index(self.trace[name].value)]
@@ -185,7 +202,32 @@ class DecoderBuilder(Builder):
         row = bmatrix([[self.show(e).tex for e in step.value.rows[0]]])
         if self.model.positions == "learned":
             return [(self.t("m.w.pos", p + 1), None), (None, rf"P = (W_P)_{{{p + 1}\cdot}} = {row}")]
-        return [(self.t("m.w.pos_sin", p), None), (None, f"P = {row}")]
+        if step.value.shape[0] == 1:
+            return [(self.t("m.w.pos_sin", p), None), (None, f"P = {row}")]
+        return self.work_pe_table(step)
+
+    def work_pe_table(self, step) -> list:
+        """A table of sinusoidal positions (rows 0, 1, …), row by row: each entry's exact closed form
+        (sin and cos of a rational angle), then the row rounded."""
+        from fractions import Fraction
+
+        from symblock.engine import exact, powers
+        d, out = self.model.dims.d_model, []
+        freqs = [powers.power(self.model.pe_base, -Fraction(j - j % 2, d)) for j in range(d)]
+        for p, cells in enumerate(step.value.rows):
+            closed = [self.show(e).tex if p == 0 else r"\%s\left(%s\right)" % (
+                ("sin", "cos")[j % 2], self.angle_tex(p, exact.real(p) * f, Fraction(j - j % 2, d)))
+                for j, (e, f) in enumerate(zip(cells, freqs))]
+            line = rf"P_{{{p},\cdot}} = " + bmatrix([closed])
+            if not all(is_plain(e) for e in cells):
+                line += r" \approx " + bmatrix([[dec_tex(e, self.places) for e in cells]])
+            out += [(self.t("m.w.pos_sin", p), None), (None, line)]
+        return out
+
+    def angle_tex(self, p: int, angle, e) -> str:
+        """p / n^(2i/d): its short exact form, else written as that quotient (never a decimal)."""
+        shown = self.show(angle)
+        return shown.tex if shown.exact else rf"{p} / {self.base_tex()}^{{{e.numerator}/{e.denominator}}}"
 
     def position(self, step) -> int:
         t = names.parse(step.name).gen

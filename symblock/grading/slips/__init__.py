@@ -261,6 +261,7 @@ def acc_not_rescaled(name: str, env: dict, spec):
 
 # the families with their own module: (code, explanation, where, applies, compute) rows
 from symblock.grading.slips.cross import CROSS  # noqa: E402
+from symblock.grading.slips.positions import POSITIONS  # noqa: E402
 from symblock.grading.slips.rope import ROPE_CATALOGUE  # noqa: E402
 
-__all__ = ["CROSS", "ROPE_CATALOGUE"]   # re-exported for mistakes.CATALOGUE
+__all__ = ["CROSS", "POSITIONS", "ROPE_CATALOGUE"]   # re-exported for mistakes' catalogues
