@@ -17,7 +17,7 @@ from symblock.grading import recompute
 
 def sinusoid_applies(name: str, spec) -> bool:
     step = names.parse(name)
-    return getattr(spec, "positions", None) == "sinusoidal" and step.layer is None and step.kind == "pos"
+    return step.layer is None and step.kind == "pos" and spec.positions == "sinusoidal"   # a model spec
 
 
 def base_applies(name: str, spec) -> bool:
