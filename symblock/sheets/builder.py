@@ -160,9 +160,11 @@ class Builder(LinearWork, AttentionWork, CrossWork, NormWork, FfnWork, TileWork,
         return kinds
 
     def ffn_formula(self) -> str:
+        """The FFN line, its biases those of the block (or of a model's first layer: layer0.b_1)."""
         from symblock.engine.block import ACTIVATIONS
         act = ACTIVATIONS[self.o.activation][1]
-        p = self.trace.params
+        own = [parameters.parse(n) for n in self.trace.params]
+        p = {q.base for q in own if q.layer in (None, 0) and not q.encoder}
         b = lambda n: f" + b_{n}" if f"b_{n}" in p else ""  # noqa: E731
         inner = rf"\mathrm{{{act}}}(x W_1{b(1)})"
         if self.o.gated:

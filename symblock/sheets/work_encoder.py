@@ -55,18 +55,6 @@ class EncoderBuilder(DecoderBuilder):
         finally:
             self.o = keep
 
-    def ffn_formula(self) -> str:
-        """The block's FFN line, its biases looked up among the first layer's own parameters
-        (the trace names them layer0.b_1, …)."""
-        from symblock.engine import parameters
-        from symblock.engine.block import ACTIVATIONS
-        local = {parameters.parse(p).base for p in self.trace.params if parameters.parse(p).layer == 0}
-        b = lambda n: f" + b_{n}" if f"b_{n}" in local else ""  # noqa: E731
-        inner = rf"\mathrm{{{ACTIVATIONS[self.o.activation][1]}}}(x W_1{b(1)})"
-        if self.o.gated:
-            inner = rf"\left({inner} \odot (x W_3{b(3)})\right)"
-        return rf"{inner} W_2{b(2)}"
-
     def task(self, i: int, name: str) -> dict:
         return Builder.task(self, i, name)
 
