@@ -319,7 +319,7 @@ CATALOGUE: tuple[Mistake, ...] = (
     *(Mistake(*m) for m in slips.ROPE_CATALOGUE),   # RoPE's and grouped K/V heads' slips
 )
 
-# A tiny GPT's own slips (model specs, grading/slips.py): their rules read the model's step
+# A tiny GPT's own slips (model specs, grading/slips): their rules read the model's step
 # names (gen1.layer0.attn.h0.weights); a layer's steps are diagnosed with CATALOGUE as well, on the
 # layer's block (grading/plan.py).
 MODEL_CATALOGUE: tuple[Mistake, ...] = (
