@@ -88,8 +88,6 @@ def mark(args, data: dict | None = None, source: str = "<answers>"):
             trace = forward(spec)
             one = variant.build("", trace, variant.Options.for_answers(trace.spec, data, args.loss, wrt, args.preset))
         marker, default = Marker.of(one), None
-    from symblock.commands import not_yet
-    not_yet.refuse(marker.trace.spec, "checking answers")
     return marker.mark(data, source, default), marker
 
 

@@ -217,9 +217,6 @@ def write(args) -> tuple[list, list[str], object]:
     _one_positions_table(args)
     sets = variants(args)
     _formats_for_models(sets, formats)
-    from symblock.commands import not_yet
-    for v in sets:
-        not_yet.refuse(v.spec, "worksheets and keys")
     from symblock.engine.spec import check_text
     for v in sets:  # printed escaped by forward; a file needs text UTF-8 can hold
         check_text(v.spec.title, v.spec.source, "title")
