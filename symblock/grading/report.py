@@ -76,11 +76,18 @@ def pngs(cls) -> dict[str, bytes]:
         return {"totals.png": _totals(totals, cls.max_total), "tasks.png": _tasks(tasks, cls.points)}
 
 
-def _figure(size):
+def _figure(size, inches: tuple, rows: int = 1, columns: int = 1):
+    """A figure with margins (left, right, bottom, top) and GAP between panels in inches: fixed, not
+    measured (`tight_layout` drew every panel's text once more only to measure it, a third of
+    tasks.png's time), with room for y tick labels of up to four digits."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     fig = Figure(figsize=size, dpi=DPI)
     FigureCanvasAgg(fig)
+    (w, h), (left, right, bottom, top) = size, inches
+    panel_w, panel_h = ((w - left - right + GAP) / columns - GAP), ((h - bottom - top + GAP) / rows - GAP)
+    fig.subplots_adjust(left=left / w, right=1 - right / w, bottom=bottom / h, top=1 - top / h,
+                        wspace=GAP / panel_w, hspace=GAP / panel_h)
     return fig
 
 
@@ -91,49 +98,30 @@ def _png(fig) -> bytes:
 
 
 def _totals(totals: list[float], max_total: int) -> bytes:
-    fig = _figure(SIZE)
+    fig = _figure(SIZE, (0.75, 0.2, 0.55, 0.15))
     ax = fig.add_subplot()
     step = max(1, max_total // 20)
     edges = sorted({*range(0, max_total, step), max_total})   # the last bin holds the full marks
     ax.hist(totals, bins=edges, color="#4c72b0", edgecolor="white")
     ax.set(xlim=(0, max_total), xlabel=f"total (of {max_total})", ylabel="files")
     ax.yaxis.get_major_locator().set_params(integer=True)
-    w, h = SIZE   # fixed margins (inches) as for the task panels below: the axis labels and tick labels
-    fig.subplots_adjust(left=0.75 / w, right=1 - 0.2 / w, bottom=0.55 / h, top=1 - 0.15 / h)
     return _png(fig)
 
 
-# The panels' margins, in inches, fixed rather than measured (`tight_layout` drew every panel's text
-# once more only to measure it: a third of tasks.png's time): room for the y tick labels (counts of
-# up to four digits) on the left, the x tick labels below, the step's title above.
-PANEL = (2.4, 1.9)                                                  # inches per panel
-MARGINS = {"left": 0.5, "right": 0.25, "bottom": 0.3, "top": 0.25}  # around the grid
-GAPS = (0.55, 0.55)                                                 # between panels: across, down
+PANEL, GAP = (2.4, 1.9), 0.55   # inches per task panel, and between panels
 
 
 def _tasks(tasks: dict[str, list[float]], points: dict[str, int]) -> bytes:
     rows = -(-len(tasks) // COLUMNS)
-    fig = _figure((PANEL[0] * COLUMNS, PANEL[1] * rows))
-    _fixed_layout(fig, rows, COLUMNS)
+    fig = _figure((PANEL[0] * COLUMNS, PANEL[1] * rows), (0.5, 0.25, 0.3, 0.25), rows, COLUMNS)
     for k, (step, got) in enumerate(tasks.items()):
         ax = fig.add_subplot(rows, COLUMNS, k + 1)
         top = points[step]
         ax.hist(got, bins=[top * b / BINS for b in range(BINS + 1)], color="#55a868", edgecolor="white")
-        ax.set_title(step, fontsize=9)
-        ax.set_xlim(0, top)
-        ax.set_xticks([top * q / 4 for q in range(5)])   # quarters of the task's points
+        ax.set(title=step, xlim=(0, top), xticks=[top * q / 4 for q in range(5)])   # quarters of its points
+        ax.title.set_fontsize(9)
         ax.yaxis.get_major_locator().set_params(integer=True)
     return _png(fig)
-
-
-def _fixed_layout(fig, rows: int, columns: int) -> None:
-    """The grid's subplot parameters from MARGINS and GAPS (inches), whatever the figure's size."""
-    w, h = fig.get_size_inches()
-    m = MARGINS
-    panel_w = (w - m["left"] - m["right"] - (columns - 1) * GAPS[0]) / columns
-    panel_h = (h - m["bottom"] - m["top"] - (rows - 1) * GAPS[1]) / rows
-    fig.subplots_adjust(left=m["left"] / w, right=1 - m["right"] / w, bottom=m["bottom"] / h,
-                        top=1 - m["top"] / h, wspace=GAPS[0] / panel_w, hspace=GAPS[1] / panel_h)
 
 
 # The views of a graded class (gradebook.Class): the class summary (Markdown and a short text
