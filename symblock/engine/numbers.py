@@ -172,20 +172,40 @@ def _close(tokens: list, i: int) -> int:
 
 
 def _measure(tree: tuple, depth: int) -> _Num:
-    """`_walk` of the tree `_sum` read (the same rules, the same depths)."""
-    if depth > MAX_DEPTH:
+    """`_walk` of the tree `_sum` read (the same rules; refused where a node lies deeper than
+    MAX_DEPTH). A subtree's measure depends on nothing else, so each is worked once (`_MEASURED`):
+    a stored closed form repeats its exp(17/9) and its 1/3 many times, and across variants."""
+    num, height = _measured(tree)
+    if depth + height > MAX_DEPTH:
         raise TooLarge(f"the expression is nested more than {MAX_DEPTH} deep")
+    return num
+
+
+_MEASURED: dict = {}   # subtree -> (its _Num, its height); cleared past MAX_MEASURED
+MAX_MEASURED = 1 << 16
+
+
+def _measured(tree: tuple) -> tuple[_Num, int]:
+    if tree in _MEASURED:
+        return _MEASURED[tree]
     kind = tree[0]
     if kind == "n":
-        return _whole(tree[1])
-    if kind == "c":
-        return _Num(1, CONSTANTS[tree[1]])
-    if kind == "u":
-        x = _measure(tree[2], depth + 1)
-        return _Num(x.digits, x.mag, None if x.value is None else -x.value if tree[1] == "-" else x.value)
-    if kind == "f":
-        return _function(tree[1], [_measure(tree[2], depth + 1)])
-    return _arith(tree[1], _measure(tree[2], depth + 1), _measure(tree[3], depth + 1))
+        out = _whole(tree[1]), 0
+    elif kind == "c":
+        out = _Num(1, CONSTANTS[tree[1]]), 0
+    elif kind == "u":
+        x, h = _measured(tree[2])
+        out = _Num(x.digits, x.mag, None if x.value is None else -x.value if tree[1] == "-" else x.value), h + 1
+    elif kind == "f":
+        x, h = _measured(tree[2])
+        out = _function(tree[1], [x]), h + 1
+    else:
+        (a, ha), (b, hb) = _measured(tree[2]), _measured(tree[3])
+        out = _arith(tree[1], a, b), max(ha, hb) + 1
+    if len(_MEASURED) >= MAX_MEASURED:
+        _MEASURED.clear()
+    _MEASURED[tree] = out
+    return out
 
 
 @functools.lru_cache(maxsize=4096)
