@@ -52,6 +52,8 @@ def one_line(text) -> str:
 SIZE, DPI = (6.4, 3.2), 100
 COLUMNS = 4        # task panels per row
 BINS = 10          # bins of a task's points
+PANEL, GAP = (2.4, 1.9), 0.55   # inches per task panel, and between panels
+PNGS = ("totals.png", "tasks.png")
 STYLE = {"font.family": "DejaVu Sans", "font.size": 9, "svg.hashsalt": "symblock", "path.simplify": False}
 
 
@@ -65,35 +67,37 @@ def available() -> bool:
 
 def pngs(cls) -> dict[str, bytes]:
     """{file name: PNG bytes}: totals.png and tasks.png (none when nothing was graded)."""
-    if not cls.graded:
-        return {}
+    return {name: png(cls, name) for name in PNGS} if cls.graded else {}
+
+
+def png(cls, name: str) -> bytes:
+    """One of PNGS, drawn on its own (`grade --jobs` draws each in a process of its own), on
+    matplotlib's defaults, not the user's matplotlibrc."""
     import matplotlib
-    totals = [float(g.total) for g in cls.graded]
-    tasks = {s: [float(g.scores[s]) for g in cls.graded] for s in cls.asked}
-    with matplotlib.rc_context():   # matplotlib's defaults, not the user's matplotlibrc
+    with matplotlib.rc_context():
         matplotlib.rcdefaults()
         matplotlib.rcParams.update(STYLE)
-        return {"totals.png": _totals(totals, cls.max_total), "tasks.png": _tasks(tasks, cls.points)}
+        if name == "totals.png":
+            return _totals([float(g.total) for g in cls.graded], cls.max_total)
+        return _tasks({s: [float(g.scores[s]) for g in cls.graded] for s in cls.asked}, cls.points)
 
 
 def _figure(size, inches: tuple, rows: int = 1, columns: int = 1):
-    """A figure with margins (left, right, bottom, top) and GAP between panels in inches: fixed, not
-    measured (`tight_layout` drew every panel's text once more only to measure it, a third of
-    tasks.png's time), with room for y tick labels of up to four digits."""
+    """A figure with margins (left, right, bottom, top) and GAP between panels in inches, fixed:
+    `tight_layout` drew every text once more only to measure it (a third of tasks.png's time)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     fig = Figure(figsize=size, dpi=DPI)
     FigureCanvasAgg(fig)
-    (w, h), (left, right, bottom, top) = size, inches
-    panel_w, panel_h = ((w - left - right + GAP) / columns - GAP), ((h - bottom - top + GAP) / rows - GAP)
+    (w, h), (left, right, bottom, top) = size, inches   # room for y tick labels of up to four digits
     fig.subplots_adjust(left=left / w, right=1 - right / w, bottom=bottom / h, top=1 - top / h,
-                        wspace=GAP / panel_w, hspace=GAP / panel_h)
+                        wspace=GAP / ((w - left - right + GAP) / columns - GAP),
+                        hspace=GAP / ((h - bottom - top + GAP) / rows - GAP))
     return fig
 
 
 def _png(fig) -> bytes:
-    out = io.BytesIO()
-    fig.savefig(out, format="png", dpi=DPI, metadata={"Software": None})
+    fig.savefig(out := io.BytesIO(), format="png", dpi=DPI, metadata={"Software": None})
     return out.getvalue()
 
 
@@ -106,9 +110,6 @@ def _totals(totals: list[float], max_total: int) -> bytes:
     ax.set(xlim=(0, max_total), xlabel=f"total (of {max_total})", ylabel="files")
     ax.yaxis.get_major_locator().set_params(integer=True)
     return _png(fig)
-
-
-PANEL, GAP = (2.4, 1.9), 0.55   # inches per task panel, and between panels
 
 
 def _tasks(tasks: dict[str, list[float]], points: dict[str, int]) -> bytes:
