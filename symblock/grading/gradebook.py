@@ -101,9 +101,9 @@ class Truths:
         return truth is not None and abs(given - truth) <= Decimal(1).scaleb(-places)
 
     def fitting(self, step: str, i: int, j: int, places: int, given: Decimal) -> set[str]:
-        """The variants whose entry `given` matches (`match`): a window of the sorted values,
-        each candidate then tested by `match` itself (a very long number: every variant tested).
-        Files that give the same number share the answer (a set: read, never changed)."""
+        """The variants whose entry `given` matches (`match`): the window of the sorted values
+        within one unit, its ends exact (a very long number: every variant tested). Files that
+        give the same number share the answer (a set: read, never changed)."""
         from bisect import bisect_left, bisect_right
         asked = (step, i, j, places, given)
         if asked in self.fits:
@@ -115,7 +115,7 @@ class Truths:
             self.index[key] = [t for t, _ in pairs], pairs
         keys, pairs = self.index[key]
         unit = Decimal(1).scaleb(-places)
-        if given.is_finite() and given.adjusted() + places < 20:   # the window's ends computed exactly: |given − t| <= unit
+        if given.is_finite() and given.adjusted() + places < 20:   # given ± unit exact: the window is |given − t| <= unit
             out = {v for _, v in pairs[bisect_left(keys, given - unit):bisect_right(keys, given + unit)]}
         else:
             out = {v for t, v in pairs if abs(given - t) <= unit}
