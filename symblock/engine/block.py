@@ -145,6 +145,7 @@ class _Tracer:
             m = spec.memory
             self.params["M"] = m if isinstance(m, Mat) else Mat.from_sympy(m, self.symbolic)
         self.steps: list[Step] = []
+        self.rope_same: rope.Same | None = None  # the rotation `rope.scores` may read (engine/rope.py)
         # the sequence being worked (a batch: b0., b1., …) and its padding row
         self.prefix, self.pad = "", spec.key_padding_mask[0] if spec.key_padding_mask else None
 
@@ -288,7 +289,7 @@ def head(t: _Tracer, h: int, q: Mat, k: Mat, v: Mat, qk: tuple[int, int], vcols:
     g = h // t.dims.group
     rot = "'" if t.o.rope else ""
     s = t.step(f"{name}.scores", f"S_{h} = Q{rot}_{h} " + (f"{{K'_{g}}}" if rot else f"K_{g}") + "^{\\top}",
-               lambda: q.cols(lo, hi) @ k.cols(klo, khi).T)
+               lambda: rope.scores(t, q, k, qk, (klo, khi)) if rot else q.cols(lo, hi) @ k.cols(klo, khi).T)
     tex = f"S_{h}"
     if t.o.attention_scale == "sqrt_dk":
         s = t.step(f"{name}.scaled", f"S_{h}' = S_{h} / \\sqrt{{d_k}},\\ d_k = {hi - lo}",
