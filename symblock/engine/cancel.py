@@ -58,18 +58,25 @@ def rational_dot(xs: list[Node], ys: list[Node]) -> fmpq | None:
     """Σ x·y when its structure shows it rational, else None: the terms' products of nodes
     reduce by f·f = m for f = √m and 1/m for f = 1/√m (m rational: a normalised row times
     itself, 1/r_i · 1/r_i) and by f·(1/f) = 1; a product left irrational must cancel exactly.
-    Not a test of rationality (None says nothing), so callers use it only as a proved value."""
+    Not a test of rationality (None says nothing), so callers use it only as a proved value.
+    Entries of many terms (a later layer's rows) are not expanded: None at once."""
+    ex, ey = [_terms(x) for x in xs], [_terms(y) for y in ys]
+    if sum(len(a) * len(b) for a, b in zip(ex, ey)) > FEW_PRODUCTS * len(xs):
+        return None
     c0 = fmpq(0)
     rest: dict[tuple, fmpq] = {}
-    for x, y in zip(xs, ys):
-        for cx, kx in _terms(x):
-            for cy, ky in _terms(y):
+    for tx, ty in zip(ex, ey):
+        for cx, kx in tx:
+            for cy, ky in ty:
                 q, key = _reduce(kx + ky)
                 if key:
                     rest[key] = rest.get(key, fmpq(0)) + cx * cy * q
                 else:
                     c0 += cx * cy * q
     return c0 if not any(rest.values()) else None
+
+
+FEW_PRODUCTS = 4  # products per coordinate rational_dot expands at most (x = a/r + b times y = c/r + d)
 
 
 def _terms(x: Node) -> list[tuple[fmpq, tuple]]:

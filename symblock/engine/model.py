@@ -232,7 +232,7 @@ class _Run:
             bias = f" + b^{{{p}}}" if f"b_{p}" in t.params else ""
             proj[p] = t.step(f"attn.{p.lower()}", f"{p.lower()} = {src_tex} W^{{{p}}}{bias}\\ \\text{{(new row)}}",
                              lambda p=p: t.linear(src, f"W_{p}", f"b_{p}"))
-        q, k = rope.rotate_steps(t, proj["Q"], proj["K"]) if o.rope else (proj["Q"], proj["K"])
+        q, k = rope.queries_and_keys(t, proj["Q"], proj["K"])
         (old_k, old_v), before = self.caches[i], self.cache_names[i]
         K, V = Mat([*old_k.rows, *k.rows]), Mat([*old_v.rows, *proj["V"].rows])
         self.caches[i] = (K, V)

@@ -132,10 +132,19 @@ def _theta_tex(t: Fraction) -> str:
     return str(t) if t.denominator == 1 else rf"\frac{{{t.numerator}}}{{{t.denominator}}}"
 
 
+def queries_and_keys(t: Any, q: Mat, k: Mat) -> tuple[Mat, Mat]:
+    """The q and k the heads score (`t`: a Tracer of engine/block.py, which imports this
+    module): `attn.q_rot` and `attn.k_rot` with RoPE, else the projections. `t.same` remembers
+    them and which of their rows share a position, for `scores`."""
+    if t.o.rope:
+        return rotate_steps(t, q, k)
+    t.same = Same(q, k, q, k, t.spec.position_list()) if q is not None and k is not None else None
+    return q, k
+
+
 def rotate_steps(t: Any, q: Mat, k: Mat) -> tuple[Mat, Mat]:
-    """`attn.q_rot` and `attn.k_rot` of the block being worked (`t`: a Tracer of engine/block.py,
-    which imports this module). When both are worked here (not given or kept), `t.rope_same`
-    remembers them with q, k and the positions, for `scores`."""
+    """`attn.q_rot` and `attn.k_rot`; `t.same` only when both are worked here (not given or
+    kept: only then are they the rotations of q and k)."""
     rope, dims = t.o.rope, t.dims
     rows = t.spec.position_list()
     made: dict[str, Mat] = {}
@@ -146,15 +155,16 @@ def rotate_steps(t: Any, q: Mat, k: Mat) -> tuple[Mat, Mat]:
 
     qr = t.step("attn.q_rot", latex("Q", rope), lambda: turned("q", q, dims.heads))
     kr = t.step("attn.k_rot", latex("K", rope), lambda: turned("k", k, dims.kv_heads))
-    t.rope_same = Same(q, k, made["q"], made["k"], rows) if len(made) == 2 else None
+    t.same = Same(q, k, made["q"], made["k"], rows) if len(made) == 2 else None
     return qr, kr
 
 
 @dataclass(frozen=True)
 class Same:
-    """A rotation's inputs and outputs and the rows' positions: a query and a key at the same
-    position turn by the same angles, R(φ)ᵀR(φ) = I (cos² + sin² = 1), so their score is the
-    unrotated q·k, rational when q·k is (a first layer's normalised rows: 1/r_i · 1/r_i)."""
+    """The heads' q and k (`q_rot`, `k_rot`: turned by RoPE, or q and k themselves), what they
+    were turned from and the rows' positions. A query and a key at the same position turn by
+    the same angles, R(φ)ᵀR(φ) = I (cos² + sin² = 1), so their score is the unturned q·k,
+    rational when q·k is (a first layer's normalised rows: 1/r_i · 1/r_i)."""
     q: Mat
     k: Mat
     q_rot: Mat
@@ -173,19 +183,19 @@ class Same:
 
 
 def scores(t: Any, q: Mat, k: Mat, qcols: tuple[int, int], kcols: tuple[int, int]) -> Mat:
-    """Q'_h K'_gᵀ as `Q'_h @ K'_g.T` makes it, entry for entry; a same-position score the
-    unrotated q·k proves rational is handed to the rational snap as known, which then needs no
-    certification at thousands of bits (each such score would otherwise refine its cos and sin
+    """Q_h K_gᵀ (turned or not) as `@` makes it, entry for entry; a same-position score that the
+    unturned q·k proves rational is handed to the rational snap as known, which then needs no
+    certification at thousands of bits (with RoPE each such score would refine its cos and sin
     nodes there)."""
-    same = t.rope_same
-    qh, kh = q.cols(*qcols), k.cols(*kcols)
+    same, qh, kh = t.same, q.cols(*qcols), k.cols(*kcols)
     known: dict[tuple[int, int], Any] = {}
-    for i, j, jk in same.pairs(q, k) if same is not None and not t.symbolic else []:
-        v = cancel.rational_dot(same.q.rows[i][qcols[0]:qcols[1]], same.k.rows[j][kcols[0]:kcols[1]])
-        if v is not None:
-            known[i, jk] = v
+    if same is not None and not t.symbolic and not all(e.q is not None for r in kh.rows for e in r):
+        for i, j, jk in same.pairs(q, k):
+            v = cancel.rational_dot(same.q.rows[i][qcols[0]:qcols[1]], same.k.rows[j][kcols[0]:kcols[1]])
+            if v is not None:
+                known[i, jk] = v
     if not known:
-        return qh @ kh.T
+        return qh @ kh.T  # a rational K_g: the bulk product (engine/matmul.py)
     cols = list(kh.rows)
     return Mat([[exact.dot(row, c, known.get((i, j))) for j, c in enumerate(cols)] for i, row in enumerate(qh.rows)])
 

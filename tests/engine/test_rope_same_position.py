@@ -1,6 +1,6 @@
 """A RoPE score of a query and a key at the same position is the unrotated q·k (the two rotations
-cancel): the engine hands that rational to the snap as known instead of certifying it at
-thousands of bits. Checked against Fractions worked by hand, against the path without the
+cancel), and a row's own score c/(m_i + ε) without RoPE: the engine hands that rational to the
+snap as known instead of certifying it at thousands of bits. Checked against Fractions worked by hand, against the path without the
 shortcut node for node (every step of blocks, grouped heads, repeated positions and a model
 generating with its KV cache), and by the precision the cos/sin nodes were refined to."""
 from __future__ import annotations
@@ -16,12 +16,13 @@ from symblock.engine import balls, block, cancel, exact, model, model_spec, spec
 from tests.engine.test_matmul import _structure
 
 
-def _block(seed=4, kv_heads=None, positions=None, bias=False, norm="rmsnorm", style="half", seq_len=4, where="pre"):
+def _block(seed=4, kv_heads=None, positions=None, bias=False, norm="rmsnorm", style="half", seq_len=4, where="pre",
+           rope=True):
     dims = {"seq_len": seq_len, "d_model": 8, "d_ff": 4, "heads": 2}
     if kv_heads:
         dims["kv_heads"] = kv_heads
     b = {"norm": norm, "norm_position": where, "activation": "swiglu", "causal": True, "eps": "1/100",
-         "rope": {"theta": 10000, "style": style}, "bias": bias}
+         "bias": bias, **({"rope": {"theta": 10000, "style": style}} if rope else {})}
     data = {"dims": dims, "block": b, "random": {"seed": seed}}
     if positions:
         data["inputs"] = {"positions": positions}
@@ -74,7 +75,8 @@ def test_same_position_scores_are_the_unrotated_products_as_rationals():
 
 @pytest.mark.parametrize("kw", [{}, {"kv_heads": 1}, {"style": "interleaved"}, {"positions": [3, 5, 5, 3]},
                                 {"bias": True}, {"norm": "layernorm"}, {"seed": 9, "kv_heads": 2},
-                                {"where": "post", "positions": [2, 0, 2, 1]}])
+                                {"where": "post", "positions": [2, 0, 2, 1]}, {"rope": False},
+                                {"rope": False, "kv_heads": 1, "norm": "layernorm"}])
 def test_every_step_is_the_node_the_engine_made_without_the_shortcut(monkeypatch, kw):
     new = _shapes(block.forward(_block(**kw)))
     old = _shapes(_without_shortcut(monkeypatch, lambda: block.forward(_block(**kw))))
@@ -91,8 +93,10 @@ def test_rows_at_one_position_score_rationally_when_their_projections_are():
     assert [s[i, j].q is not None for i, j in same] == [True, False, False, False, False, True]
 
 
-def test_a_model_generating_with_its_cache_is_unchanged_node_for_node(monkeypatch):
-    llama = model_spec.from_mapping(yaml.safe_load(LLAMA), "tiny-llama")
+@pytest.mark.parametrize("positions", ["rope", "learned"])
+def test_a_model_generating_with_its_cache_is_unchanged_node_for_node(monkeypatch, positions):
+    llama = model_spec.from_mapping(yaml.safe_load(LLAMA.replace("positions: rope", f"positions: {positions}")
+                                                   .replace(", rope: true", "" if positions == "learned" else ", rope: true")), "m")
     new = model.forward(llama)
     old = _without_shortcut(monkeypatch, lambda: model.forward(llama))
     assert _shapes(new) == _shapes(old)
@@ -105,6 +109,18 @@ def test_no_same_position_score_refines_its_cos_and_sin_to_thousands_of_bits(mon
         return [e for r in t["attn.q_rot"].value.rows for e in r if e._hi and balls.MAX_PREC in e._hi]
     assert not refined(block.forward(_block()))
     assert refined(_without_shortcut(monkeypatch, lambda: block.forward(_block())))   # what it saves
+
+
+def test_without_rope_a_rows_own_score_is_known_too(monkeypatch):
+    """q_i·k_i = c/(m_i + ε) of a normalised row: no snap refines to thousands of bits (seed 5:
+    no two rows' mean squares make (m_i + ε)(m_j + ε) a square, which the snap would certify)."""
+    calls = []
+    real = balls.with_prec
+    monkeypatch.setattr(balls, "with_prec", lambda prec, *a: calls.append(prec) or real(prec, *a))
+    t = block.forward(_block(rope=False, seed=5))
+    assert balls.MAX_PREC not in calls and all(t["attn.h1.scores"].value[i, i].q is not None for i in range(4))
+    _without_shortcut(monkeypatch, lambda: block.forward(_block(rope=False, seed=5)))
+    assert balls.MAX_PREC in calls                                                     # what it saves
 
 
 def test_rational_dot_proves_only_what_the_structure_shows():
