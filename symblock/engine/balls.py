@@ -119,9 +119,10 @@ def snap(r: Node, known: fmpq | None = None) -> fmpq | None:
     """The simple rational a node equals, or None (an exact 0 from LayerNorm outputs summing
     to zero, ±1 from a 2-d LayerNorm row, a softmax-weighted constant).
 
-    `known`: the node's value when algebra has proved it rational (a RoPE score of a query and
-    a key at the same position: engine/rope.py). A candidate equal to it is returned without the
-    checks at higher precision, which could only confirm it; any other outcome is as without it.
+    `known`: the node's value when algebra has proved it rational (a query's score against the
+    key at its own position, RoPE or not: engine/rope.py `scores`). A candidate equal to it is
+    returned without the checks at higher precision, which could only confirm it; any other
+    outcome is as without it.
 
     Called on every node the engine builds, so the common case (no such rational) must be cheap:
     a tight ball's float midpoint is expanded as a continued fraction in float arithmetic
