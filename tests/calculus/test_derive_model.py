@@ -22,6 +22,7 @@ def translation(pad=None, **model):
          "prompt": ["<s>", "a"], "head": "tied", **({"source_padding_mask": pad} if pad else {}), **model}
     return model_spec.from_mapping({"model": m, "dims": {"d_model": 2, "d_ff": 2, "heads": 1},
                                     "block": {"norm_position": "post", "eps": "1/10", "bias": True},
+                                    "weights": {"ln_encoder": {"gamma": [2, "1/2"], "beta": [1, -1]}},
                                     "random": {"seed": 5}}, "translate.yaml")
 
 
