@@ -42,15 +42,25 @@ def run(args) -> int:
     from symblock.engine.spec import SpecError
     from symblock.exercises.generate import load
     loaded = None if args.spec is None else load(args.spec, allow_model=True)
-    if loaded is not None and loaded.form == "model":   # a GPT, an encoder or an encoder-decoder
-        from symblock.calculus.derive_model import derive_model, title
-        chosen, heading, source = list(derive_model(loaded, only=args.step).values()), title(loaded), loaded.source
-    else:
-        s = symbolic(loaded)
-        chosen, heading, source = list(derive(s, only=args.step).values()), s.title, s.source
+    chosen, heading, source = DERIVERS["block" if loaded is None else loaded.form](loaded, args.step)
     try:
         text = render(chosen, args.format, heading, strict=bool(args.step))
     except TooLarge as e:
         raise SpecError(source, "--step" if args.step else "dims", str(e)) from None
     print(text, end="")
     return 0
+
+
+def _block(spec, step):
+    """A block (a decoder layer's too), or the tiny built-in one when spec is None."""
+    s = symbolic(spec)
+    return list(derive(s, only=step).values()), s.title, s.source
+
+
+def _model(spec, step):
+    """A GPT, an encoder or an encoder-decoder: its prompt pass (calculus/derive_model.py)."""
+    from symblock.calculus.derive_model import derive_model, title
+    return list(derive_model(spec, only=step).values()), title(spec), spec.source
+
+
+DERIVERS = {"block": _block, "model": _model}   # keyed on the spec's form
