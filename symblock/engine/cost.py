@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
+import gc
 import os
 from typing import Iterable, Iterator
 
@@ -93,3 +94,17 @@ def check_symbolic(dims: Dims, source: str, limit: int | None = None) -> None:
         raise SpecError(source, "dims", f"a symbolic forward is limited to seq_len·d_model <= "
                         f"{limit} and d_ff <= {limit} (got {n}·{d}, {f}): "
                         "general formulas grow exponentially with size")
+
+
+@contextlib.contextmanager
+def acyclic() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a forward builds its graph: a node points only to
+    older nodes, so reference counting frees whatever is dropped, and each collection would only
+    walk the growing graph again (a third of a 16 × 32 decoder layer's time)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()

@@ -18,8 +18,6 @@ expressions: the functions at the bottom (`sqrt`, `exp`, `relu`, …) accept bot
 """
 from __future__ import annotations
 
-import contextlib
-import gc
 import itertools
 from decimal import Decimal
 from fractions import Fraction
@@ -192,20 +190,6 @@ def node(op: str, args: tuple, size: int) -> Real:
     r.ball = sum_ball(args) if op == "sum" else node_ball(r, [a.ball for a in children(r)])
     q = snap(r)
     return r if q is None else Real(q=q)
-
-
-@contextlib.contextmanager
-def acyclic() -> Any:
-    """Pause the cyclic garbage collector while a forward builds its graph: a node points only to
-    older nodes, so reference counting frees whatever is dropped, and each collection would only
-    walk the growing graph again (a third of a 16 × 32 decoder layer's time)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 # ---------------------------------------------------------------- building blocks

@@ -44,7 +44,7 @@ def forward(spec: ModelSpec) -> block.Trace[ModelSpec]:
     """Run the model on its prompt, then `generate` greedy steps; record every step."""
     check_size(spec)
     run = _Run(spec)
-    with exact.acyclic():
+    with costmod.acyclic():
         if spec.kind == "encoder-decoder":  # engine/translate.py, with this run's pieces
             translate.forward(run, spec)
         else:
