@@ -219,9 +219,10 @@ def forward(spec: BlockSpec, upto: str | None = None, keep: Mapping[str, Mat] | 
     them again; each is recorded exactly as computed (not as given)."""
     check_size(spec)
     t = _Tracer(spec, upto, keep)
-    for prefix, _, pad in spec.sequences():
-        t.prefix, t.pad = prefix, pad
-        sequence(t)
+    with costmod.acyclic():
+        for prefix, _, pad in spec.sequences():
+            t.prefix, t.pad = prefix, pad
+            sequence(t)
     return Trace(t.steps, t.params, spec)
 
 

@@ -44,9 +44,16 @@ def forward(spec: ModelSpec) -> block.Trace[ModelSpec]:
     """Run the model on its prompt, then `generate` greedy steps; record every step."""
     check_size(spec)
     run = _Run(spec)
-    if spec.kind == "encoder-decoder":  # engine/translate.py, with this run's pieces
-        translate.forward(run, spec)
-        return block.Trace(run.steps, MappingProxyType(run.params), spec)
+    with costmod.acyclic():
+        if spec.kind == "encoder-decoder":  # engine/translate.py, with this run's pieces
+            translate.forward(run, spec)
+        else:
+            _generate(run, spec)
+    return block.Trace(run.steps, MappingProxyType(run.params), spec)
+
+
+def _generate(run: "_Run", spec: ModelSpec) -> None:
+    """The prompt pass, then `generate` greedy steps (each from the cache, or recomputed)."""
     tokens = list(spec.prompt)
     nxt = run.full_pass(tokens, "")
     for t in range(1, spec.generate + 1):
@@ -54,7 +61,6 @@ def forward(spec: ModelSpec) -> block.Trace[ModelSpec]:
         tokens.append(nxt)
         prefix = f"gen{t}."
         nxt = run.cached_pass(tokens, prefix) if spec.kv_cache else run.full_pass(tokens, prefix)
-    return block.Trace(run.steps, MappingProxyType(run.params), spec)
 
 
 def forward_any(spec: Spec) -> block.Trace[Spec]:
