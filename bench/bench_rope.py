@@ -2,6 +2,7 @@
 
     python bench/bench_rope.py            # print the table
     python bench/bench_rope.py --write    # also write bench/README_rope.md
+    python bench/bench_rope.py --rounds 3 # three times the runs (a loaded machine: steadier medians)
 
 For each shape the same block (same seed, same dims) is worked four ways: plain multi-head
 attention, RoPE, grouped K/V heads, and both; runs are interleaved (plain, rope, gqa, both, plain,
@@ -56,9 +57,10 @@ def timed(fn) -> float:
     return time.process_time() - t0
 
 
-def measure() -> tuple[list[tuple[str, dict[str, float]]], list[float]]:
+def measure(rounds: int = 1) -> tuple[list[tuple[str, dict[str, float]]], list[float]]:
     rows = []
     for label, dims, runs in SHAPES:
+        runs *= rounds
         specs = {k: block_spec(dims, v) for k, v in VARIANTS.items()}
         times: dict[str, list[float]] = {k: [] for k in VARIANTS}
         for _ in range(runs):
@@ -70,7 +72,7 @@ def measure() -> tuple[list[tuple[str, dict[str, float]]], list[float]]:
         rows.append((label, med))
     import yaml
     llama = model_spec.from_mapping(yaml.safe_load(LLAMA), "tiny-llama")
-    llama_times = [timed(lambda: model.forward(llama)) for _ in range(5)]
+    llama_times = [timed(lambda: model.forward(llama)) for _ in range(5 * rounds)]
     return rows, llama_times
 
 
@@ -95,20 +97,20 @@ def report(rows, llama_times) -> str:
               "RoPE adds two steps per layer (seq_len × heads·d_k and seq_len × kv_heads·d_k entries,",
               "each one node: an entry times an exact cos plus its pair's entry times an exact sin; the",
               "cos/sin nodes are made once per position and pair). Grouped heads shrink K and V by",
-              "heads/kv_heads, which is why the cost units fall. What the units do not see, and what",
-              "makes the small blocks' share larger: a score of a query and a key at the same position",
-              "is rational again (the two rotations cancel, cos² + sin² = 1), and the engine certifies",
-              "such a value as the rational it is (engine/balls.py `snap`, up to 16384 bits), once per",
-              "diagonal entry; at d_model 64 the projections and the FFN dominate and RoPE with GQA adds",
-              "about a tenth.", ""]
+              "heads/kv_heads, which is why the cost units fall. What the units do not see: a score of",
+              "a query and a key at the same position is rational again (the two rotations cancel,",
+              "cos² + sin² = 1); the engine takes that rational from the unrotated q·k (engine/rope.py",
+              "`scores`, engine/cancel.py `rational_dot`) instead of certifying it numerically at up to",
+              "16384 bits (engine/balls.py `snap`), and likewise a row's own score without RoPE.", ""]
     return "\n".join(lines)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--write", action="store_true")
+    ap.add_argument("--write", action="store_true", help="also write bench/README_rope.md")
+    ap.add_argument("--rounds", type=int, default=1, help="multiply every shape's number of runs")
     args = ap.parse_args()
-    text = report(*measure())
+    text = report(*measure(args.rounds))
     print(text)
     if args.write:
         (HERE / "README_rope.md").write_text(text, encoding="utf-8")

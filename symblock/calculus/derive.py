@@ -25,12 +25,15 @@ from dataclasses import dataclass
 from typing import Callable
 
 from symblock.calculus import derive_cross
-from symblock.calculus.fact import Fact  # noqa: F401  (derive.Fact: the facts below return it)
+from symblock.calculus.fact import Fact, is_zero, normal_expectation  # noqa: F401  (derive.Fact: the facts return it)
 
 SIMPLIFY_OPS = 150   # simplify entries up to this many operations (sympy.count_ops)
 SIMPLIFY_OPS_TRANSCENDENTAL = 40  # ... or this many when exp, erf, tanh or Max (ReLU) appear (simplify takes
                      # tens of seconds on a SwiGLU output entry of 83 operations and changes nothing)
 SHOW_OPS = 600       # refuse to print an entry larger than this
+MAX_ENTRIES = 16     # seq_len·d_model and d_ff of a derived block or model layer: each sub-layer is written
+                     # in its own input's symbols, so an entry grows with d and seq_len, not with depth
+                     # (the whole-block symbolic forward's limit is 8); a 4 × 4 layer takes some 25 s
 FORMATS = ("latex", "markdown", "text")
 
 TINY = {
@@ -59,7 +62,7 @@ class Derived:
     ops: int                     # the largest entry's operation count
 
 
-def _symbols(base: str, r: int, c: int):
+def symbols(base: str, r: int, c: int):
     import sympy
     from symblock.engine.matrix import Mat
     return Mat([[sympy.Symbol(f"{base}_{{{i + 1}{j + 1}}}", real=True) for j in range(c)] for i in range(r)])
@@ -82,7 +85,8 @@ def symbolic(spec_arg=None):
                                 "out (`derive --facts` proves the tiles equal to softmax·V)")
     sym = block.symbolic_spec(s)
     sym = derive_cross.symbolize(sym) if s.options.cross_attention else sym   # a decoder layer's own weights
-    block.check_size(sym)
+    from symblock.engine import cost
+    cost.check_symbolic(sym.dims, sym.source, MAX_ENTRIES)
     return sym
 
 
@@ -135,16 +139,22 @@ def _renamed(value, base: str):
 def derive(spec_arg=None, only: str | None = None) -> dict[str, Derived]:
     """Every step of the block, in forward order, as formulas over its sub-layer's input; with
     `only`, that one step (the others are traced, which is cheap, but not simplified)."""
-    import sympy
-    from symblock.engine import block
     s = symbolic(spec_arg)
+    steps, over = trace(s)
+    return finish(steps, over, s.source, only)
+
+
+def trace(s) -> tuple[list, dict[str, str]]:
+    """The symbolic block's steps (engine Steps, not simplified) and, per step, the symbols its
+    formula is written in (a model's stack traces each layer with it: derive_model.py)."""
+    from symblock.engine import block
     t = block._Tracer(s)
     n, d = s.dims.seq_len, s.dims.d_model
     over: dict[str, str] = {}
     local: dict[str, str] = {}   # attention steps: the direct inputs they are written in
 
     def inp(tex: str):
-        return _symbols(INPUT_SYMBOLS[tex], n, d)
+        return symbols(INPUT_SYMBOLS[tex], n, d)
 
     def stage(tex: str, run: Callable):
         before = len(t.steps)
@@ -156,10 +166,10 @@ def derive(spec_arg=None, only: str | None = None) -> dict[str, Derived]:
         over[name] = f"{a}, {b}"
         t.step(name, tex, lambda: inp(a) + inp(b))
 
-    x = t.step("x", "X", lambda: t.params["X"])
+    t.step("x", "X", lambda: t.params["X"])
     over["x"] = "X"
     if s.options.cross_attention:   # a decoder layer: calculus/derive_cross.py
-        last = derive_cross.decoder_layer(t, stage, resid, over, lambda src, known: _Local(t, local, src, known), _symbols)
+        last = derive_cross.decoder_layer(t, stage, resid, over, lambda src, known: _Local(t, local, src, known), symbols)
     elif s.options.norm_position == "pre":
         stage("X", lambda m: block.norm(t, "norm1", m, "X", "ln1", "N_1"))
         stage("N_1", lambda m: block.attention(_Local(t, local, "N_1"), m, "N_1"))
@@ -182,14 +192,19 @@ def derive(spec_arg=None, only: str | None = None) -> dict[str, Derived]:
         last = "H_2"
     t.step("output", f"Y = {last}", lambda: inp(last))
     over["output"] = last
-    del x
+    return list(t.steps), over
 
-    if only is not None and only not in {st.name for st in t.steps}:
+
+def finish(steps: list, over: dict[str, str], source: str, only: str | None = None) -> dict[str, Derived]:
+    """Traced steps as Derived formulas, each entry simplified when small; with `only`, that one
+    step (an unknown name is refused with the names there are)."""
+    import sympy
+    if only is not None and only not in {st.name for st in steps}:
         from symblock.engine.spec import SpecError
-        raise SpecError(s.source, "--step", f"no step {only!r}; expected one of "
-                        + ", ".join(st.name for st in t.steps))
+        raise SpecError(source, "--step", f"no step {only!r}; expected one of "
+                        + ", ".join(st.name for st in steps))
     out = {}
-    for st in t.steps if only is None else [st for st in t.steps if st.name == only]:
+    for st in steps if only is None else [st for st in steps if st.name == only]:
         rows, worst = [], 0
         for r in st.value.rows:
             row = []
@@ -353,7 +368,7 @@ def fact_online_softmax() -> Fact:
     l2, a2 = tiles.running_sum(S, range(2, 4), M1, M2, l1), tiles.running_acc(S, V, range(2, 4), M1, M2, a1)
     tiled = a2.rows[0][0] / l2.rows[0][0]
     softmax_v = sum(sympy.exp(x) * y for x, y in zip(s, v)) / sum(sympy.exp(x) for x in s)
-    two = _is_zero(tiled - softmax_v)
+    two = is_zero(tiled - softmax_v)
     # any number: l_j = e^(−m_j) Σ_{k so far} e^(s_k), a_j = e^(−m_j) Σ e^(s_k) v_k holds after the
     # first tile and after each next one (P, Q: the sums so far; t, w: the next block's scores, values)
     P, Q, mp, m = sympy.Symbol("P", positive=True), *sympy.symbols("Q m' m", real=True)
@@ -364,7 +379,7 @@ def fact_online_softmax() -> Fact:
     first = tiles.running_sum(T, range(2), None, Mm, None).rows[0][0]
     nxt = tiles.running_sum(T, range(2), Mp, Mm, Mat([[sympy.exp(-mp) * P]])).rows[0][0]
     acc = tiles.running_acc(T, W, range(2), Mp, Mm, Mat([[sympy.exp(-mp) * Q]])).rows[0][0]
-    keeps = all(_is_zero(a - b) for a, b in (
+    keeps = all(is_zero(a - b) for a, b in (
         (first, sympy.exp(-m) * (new_p - P)), (nxt, sympy.exp(-m) * new_p), (acc, sympy.exp(-m) * new_q)))
     return Fact("online_softmax_tiles",
                 "the online softmax over key tiles (FlashAttention's running max, rescaled sum and "
@@ -375,27 +390,6 @@ def fact_online_softmax() -> Fact:
                 two and keeps, "engine's tile functions on symbols s_1..s_4, v_1..v_4 in two tiles of 2, "
                 "any m_1, m_2; then the invariant at the first tile and kept by a next one (induction "
                 "on the tiles); the differences' numerators expanded (e^(a+b) = e^a e^b) are 0")
-
-
-def _is_zero(e) -> bool:
-    """e = 0 for a rational function of exponentials: its numerator, with e^(a+b) = e^a e^b,
-    expands to 0 (what sympy.simplify finds, some 15 times faster)."""
-    import sympy
-    n = sympy.numer(sympy.together(sympy.expand(e, power_exp=True)))
-    return sympy.expand(n, power_exp=True) == 0
-
-
-def normal_expectation(expr, variables):
-    """E[expr] for a polynomial in independent standard normal `variables`, exactly: expanded into
-    monomials, each the product of its variables' moments (what sympy.stats computes, without its
-    integrals: 5 s for d_k = 4)."""
-    import sympy
-    poly = sympy.Poly(sympy.expand(expr), *variables)
-    total = sympy.Integer(0)
-    for powers, coeff in poly.terms():
-        if all(n % 2 == 0 for n in powers):
-            total += coeff * sympy.prod([sympy.factorial2(n - 1) if n else 1 for n in powers])
-    return total
 
 
 # ---------------------------------------------------------------- rendering

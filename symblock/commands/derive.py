@@ -8,6 +8,7 @@ EXAMPLES = """\
 examples:
   symblock derive --step norm1
   symblock derive --step attn.h0.weights --format latex
+  symblock derive tiny-gpt --step layer0.attn.h0.weights
   symblock derive --facts
   symblock derive --facts --prove"""  # the --help epilog
 
@@ -16,7 +17,7 @@ from symblock.calculus.derive import FORMATS, TooLarge, derive, facts, render, r
 
 def add_arguments(p) -> None:
     from symblock.commands.arguments import add_spec_argument
-    add_spec_argument(p, None, "the block whose numbers are replaced by symbols: ",
+    add_spec_argument(p, None, "the block or model whose numbers are replaced by symbols: ",
                       "default: a tiny Post-LN block, seq_len 2, d_model 2, d_ff 2")
     p.add_argument("--step", metavar="NAME", help="only this step (e.g. norm1)")
     p.add_argument("--format", choices=FORMATS, default="text", help="latex, markdown or text (default)")
@@ -40,17 +41,26 @@ def run(args) -> int:
         return 0
     from symblock.engine.spec import SpecError
     from symblock.exercises.generate import load
-    from symblock.engine.cross import refuse
-    loaded = None if args.spec is None else load(args.spec)
-    # a block (a decoder layer's too) is derived; a model of another kind than a GPT's is refused
-    checks = {"model": refuse, "block": lambda spec, command: None}
-    if loaded is not None:
-        checks[loaded.form](loaded, "derive")
-    s = symbolic(loaded)
-    chosen = list(derive(s, only=args.step).values())
+    loaded = None if args.spec is None else load(args.spec, allow_model=True)
+    chosen, heading, source = DERIVERS["block" if loaded is None else loaded.form](loaded, args.step)
     try:
-        text = render(chosen, args.format, s.title, strict=bool(args.step))
+        text = render(chosen, args.format, heading, strict=bool(args.step))
     except TooLarge as e:
-        raise SpecError(s.source, "--step" if args.step else "dims", str(e)) from None
+        raise SpecError(source, "--step" if args.step else "dims", str(e)) from None
     print(text, end="")
     return 0
+
+
+def _block(spec, step):
+    """A block (a decoder layer's too), or the tiny built-in one when spec is None."""
+    s = symbolic(spec)
+    return list(derive(s, only=step).values()), s.title, s.source
+
+
+def _model(spec, step):
+    """A GPT, an encoder or an encoder-decoder: its prompt pass (calculus/derive_model.py)."""
+    from symblock.calculus.derive_model import derive_model, title
+    return list(derive_model(spec, only=step).values()), title(spec), spec.source
+
+
+DERIVERS = {"block": _block, "model": _model}   # keyed on the spec's form

@@ -115,9 +115,14 @@ def node_ball(r: Node, child_balls: list[arb]) -> arb:
     raise AssertionError(op)
 
 
-def snap(r: Node) -> fmpq | None:
+def snap(r: Node, known: fmpq | None = None) -> fmpq | None:
     """The simple rational a node equals, or None (an exact 0 from LayerNorm outputs summing
     to zero, ±1 from a 2-d LayerNorm row, a softmax-weighted constant).
+
+    `known`: the node's value when algebra has proved it rational (a query's score against the
+    key at its own position, RoPE or not: engine/rope.py `scores`). A candidate equal to it is
+    returned without the checks at higher precision, which could only confirm it; any other
+    outcome is as without it.
 
     Called on every node the engine builds, so the common case (no such rational) must be cheap:
     a tight ball's float midpoint is expanded as a continued fraction in float arithmetic
@@ -146,6 +151,8 @@ def snap(r: Node) -> fmpq | None:
     q = fmpq(*pq)
     if not (b - q).contains(0):
         return None
+    if known is not None and q == known:  # proved equal: the precisions below could only confirm it
+        return q
     for prec in SNAP_PREC:  # the difference at that precision too: at 128 bits it would round to 0
         if not with_prec(prec, lambda: (r.enclosure(prec) - q).contains(0)):
             return None

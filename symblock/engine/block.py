@@ -145,6 +145,7 @@ class _Tracer:
             m = spec.memory
             self.params["M"] = m if isinstance(m, Mat) else Mat.from_sympy(m, self.symbolic)
         self.steps: list[Step] = []
+        self.same: rope.Same | None = None  # the heads' q and k, for `rope.scores`
         # the sequence being worked (a batch: b0., b1., …) and its padding row
         self.prefix, self.pad = "", spec.key_padding_mask[0] if spec.key_padding_mask else None
 
@@ -218,9 +219,10 @@ def forward(spec: BlockSpec, upto: str | None = None, keep: Mapping[str, Mat] | 
     them again; each is recorded exactly as computed (not as given)."""
     check_size(spec)
     t = _Tracer(spec, upto, keep)
-    for prefix, _, pad in spec.sequences():
-        t.prefix, t.pad = prefix, pad
-        sequence(t)
+    with costmod.acyclic():
+        for prefix, _, pad in spec.sequences():
+            t.prefix, t.pad = prefix, pad
+            sequence(t)
     return Trace(t.steps, t.params, spec)
 
 
@@ -257,7 +259,7 @@ def attention(t: _Tracer, x: Mat, src: str) -> Mat:
         bias = f" + b^{{{p}}}" if f"b_{p}" in t.params else ""
         proj[p] = t.step(f"attn.{p.lower()}", f"{p} = {src} W^{{{p}}}{bias}",
                          lambda p=p: t.linear(x, f"W_{p}", f"b_{p}"))
-    q, k = rope.rotate_steps(t, proj["Q"], proj["K"]) if t.o.rope else (proj["Q"], proj["K"])
+    q, k = rope.queries_and_keys(t, proj["Q"], proj["K"])
     outs = [head(t, h, q, k, proj["V"], (h * dk, (h + 1) * dk), kv_columns(t, h, dv), kv_columns(t, h, dk))
             for h in range(heads)]
     if heads > 1:
@@ -288,7 +290,7 @@ def head(t: _Tracer, h: int, q: Mat, k: Mat, v: Mat, qk: tuple[int, int], vcols:
     g = h // t.dims.group
     rot = "'" if t.o.rope else ""
     s = t.step(f"{name}.scores", f"S_{h} = Q{rot}_{h} " + (f"{{K'_{g}}}" if rot else f"K_{g}") + "^{\\top}",
-               lambda: q.cols(lo, hi) @ k.cols(klo, khi).T)
+               lambda: rope.scores(t, q, k, qk, (klo, khi)))
     tex = f"S_{h}"
     if t.o.attention_scale == "sqrt_dk":
         s = t.step(f"{name}.scaled", f"S_{h}' = S_{h} / \\sqrt{{d_k}},\\ d_k = {hi - lo}",

@@ -1,7 +1,7 @@
 """Exact cancellations inside one sum of products (exact.sum_of_products), decided on the
 structure of the nodes, before any number is looked at: x·(1/x) = 1 within a product, and
-k·X·(1/X) = k across terms. Below exact.py like balls.py: it reads a node's `op`, `args` and
-serial `n`, and never builds one.
+k·X·(1/X) = k across terms; and a dot product whose terms reduce to rationals by (√m)² = m.
+Below exact.py like balls.py: it reads a node's `op`, `args` and serial `n`, and never builds one.
 """
 from __future__ import annotations
 
@@ -52,3 +52,68 @@ def cancel_inverses(fs: list[N]) -> list[N]:
             out.remove(f)
             out.remove(f.args[0])
     return out
+
+
+def rational_dot(xs: list[Node], ys: list[Node]) -> fmpq | None:
+    """Σ x·y when its structure shows it rational, else None: the terms' products of nodes
+    reduce by f·f = m for f = √m and 1/m for f = 1/√m (m rational: a normalised row times
+    itself, 1/r_i · 1/r_i) and by f·(1/f) = 1; a product left irrational must cancel exactly.
+    Not a test of rationality (None says nothing), so callers use it only as a proved value.
+    Entries of many terms (a later layer's rows) are not expanded: None at once."""
+    ex, ey = [_terms(x) for x in xs], [_terms(y) for y in ys]
+    if sum(len(a) * len(b) for a, b in zip(ex, ey)) > FEW_PRODUCTS * len(xs):
+        return None
+    c0 = fmpq(0)
+    rest: dict[tuple, fmpq] = {}
+    for tx, ty in zip(ex, ey):
+        for cx, kx in tx:
+            for cy, ky in ty:
+                q, key = _reduce(kx + ky)
+                if key:
+                    rest[key] = rest.get(key, fmpq(0)) + cx * cy * q
+                else:
+                    c0 += cx * cy * q
+    return c0 if not any(rest.values()) else None
+
+
+FEW_PRODUCTS = 4  # products per coordinate rational_dot expands at most (x = a/r + b times y = c/r + d)
+
+
+def _terms(x: Node) -> list[tuple[fmpq, tuple]]:
+    """x as Σ c·Π key (its rational part under the empty key)."""
+    if x.q is not None:
+        return [(x.q, ())] if x.q != 0 else []
+    if x.op == "sum":
+        c0, terms = x.args
+        return ([(c0, ())] if c0 != 0 else []) + list(terms)
+    return [(fmpq(1), (x,))]
+
+
+def _square(f: Node) -> fmpq | None:
+    """f² when rational by structure: m for √m, 1/m for 1/√m (m rational)."""
+    if f.op == "sqrt" and f.args[0].q is not None:
+        return f.args[0].q
+    if f.op == "inv" and f.args[0].op == "sqrt" and f.args[0].args[0].q is not None:
+        return 1 / f.args[0].args[0].q
+    return None
+
+
+def _reduce(fs: tuple) -> tuple[fmpq, tuple]:
+    """A product of nodes as q · Π rest, squares and inverse pairs taken out (rest by serial)."""
+    q, out = fmpq(1), sorted(fs, key=by_serial)
+    changed = True
+    while changed:
+        changed = False
+        for f in out:
+            if out.count(f) > 1 and (s := _square(f)) is not None:
+                q *= s
+                out.remove(f)
+                out.remove(f)
+            elif f.op == "inv" and f.args[0] in out:
+                out.remove(f)
+                out.remove(f.args[0])
+            else:
+                continue
+            changed = True
+            break
+    return q, tuple(out)

@@ -94,17 +94,3 @@ def _head(t: Any, h: int, q: Mat, k: Mat, v: Mat, parts: SubLayers) -> Mat:
     w = t.step(f"{name}.weights", f"P^{{c}}_{h} = \\mathrm{{softmax}}({tex})\\ \\text{{(each row)}}",
                lambda s=s: s.map_rows(parts.softmax))
     return t.step(f"{name}.out", f"O^{{c}}_{h} = P^{{c}}_{h} V^{{c}}_{h}", lambda: w @ v.cols(h * dv, (h + 1) * dv))
-
-
-def refuse(spec: Any, command: str) -> None:  # a BlockSpec or a ModelSpec
-    """A clear refusal (exit 2) where a consumer does not work a decoder layer (or an encoder
-    model) yet, instead of an internal error deep inside it."""
-    kind = getattr(spec, "kind", "decoder")
-    if kind != "decoder":
-        from symblock.errors import SpecError
-        raise SpecError(spec.source, "model.kind", f"`{command}` does not work an {kind} model yet; "
-                        "forward and verify do")
-    if getattr(getattr(spec, "options", None), "cross_attention", False):
-        from symblock.errors import SpecError
-        raise SpecError(spec.source, "block.cross_attention", f"`{command}` does not work a decoder layer "
-                        "with cross-attention yet; forward, verify, check, stress, grad, derive and params do")

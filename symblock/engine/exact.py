@@ -185,12 +185,13 @@ class Real:
         return f"Real({self.short()})"
 
 
-def node(op: str, args: tuple, size: int) -> Real:
+def node(op: str, args: tuple, size: int, known: fmpq | None = None) -> Real:
     """A new graph node with its certified ball (a rational when the ball pins one down); other
-    engine modules (powers.py) build their nodes with it too."""
+    engine modules (powers.py) build their nodes with it too. `known`: its value, when proved
+    rational by algebra (balls.snap)."""
     r = Real(op=op, args=args, size=min(size, 10**9))
     r.ball = sum_ball(args) if op == "sum" else node_ball(r, [a.ball for a in children(r)])
-    q = snap(r)
+    q = snap(r) if known is None else snap(r, known)
     return r if q is None else Real(q=q)
 
 
@@ -215,8 +216,9 @@ def lincomb(c0: fmpq, terms: Iterable[tuple[fmpq, Real]]) -> Real:
     return sum_of_products(c0, ((c, (x,)) for c, x in terms))
 
 
-def sum_of_products(c0: fmpq, terms: Iterable[tuple[fmpq, tuple[Real, ...]]]) -> Real:
-    """c0 + Σ c·Π factors: the one node type behind +, −, ·, dot products and matmul."""
+def sum_of_products(c0: fmpq, terms: Iterable[tuple[fmpq, tuple[Real, ...]]], known: fmpq | None = None) -> Real:
+    """c0 + Σ c·Π factors: the one node type behind +, −, ·, dot products and matmul (`known`:
+    its value when proved rational, see `node`)."""
     acc: dict[tuple, fmpq] = {}
     for c, fs in terms:
         if c == 0:
@@ -246,10 +248,10 @@ def sum_of_products(c0: fmpq, terms: Iterable[tuple[fmpq, tuple[Real, ...]]]) ->
         else:
             key = tuple(sorted(irr, key=by_serial))
         acc[key] = acc.get(key, 0) + c
-    return close_sum(acc, c0)
+    return close_sum(acc, c0, known)
 
 
-def close_sum(acc: dict[tuple, fmpq], c0: fmpq) -> Real:
+def close_sum(acc: dict[tuple, fmpq], c0: fmpq, known: fmpq | None = None) -> Real:
     """The node (or rational) of c0 + Σ c·Π key, from the terms as sum_of_products gathered them,
     in order of first appearance (zero coefficients still listed: the cancellations see them);
     engine/matmul.py gathers a matrix product's terms in bulk and closes each entry here."""
@@ -261,7 +263,7 @@ def close_sum(acc: dict[tuple, fmpq], c0: fmpq) -> Real:
     if c0 == 0 and len(kept) == 1 and kept[0][0] == 1 and len(kept[0][1]) == 1:
         return kept[0][1][0]
     size = 1 + len(kept) + sum([f.size for _, fs in kept for f in fs])
-    return node("sum", (fmpq(c0), kept), size)
+    return node("sum", (fmpq(c0), kept), size, known)
 
 
 def product(a: Real, b: Real) -> Real:
@@ -270,8 +272,8 @@ def product(a: Real, b: Real) -> Real:
     return sum_of_products(fmpq(0), [(fmpq(1), (a, b))])
 
 
-def dot(xs: Sequence[Any], ys: Sequence[Any]) -> Any:
-    """Σ x_i y_i as one node (or one rational): the matmul kernel."""
+def dot(xs: Sequence[Any], ys: Sequence[Any], known: fmpq | None = None) -> Any:
+    """Σ x_i y_i as one node (or one rational): the matmul kernel (`known`: see `node`)."""
     if isinstance(xs[0], Real) or isinstance(ys[0], Real):
         xs, ys = [real(x) for x in xs], [real(y) for y in ys]
         if all(x.q is not None for x in xs) and all(y.q is not None for y in ys):
@@ -279,7 +281,7 @@ def dot(xs: Sequence[Any], ys: Sequence[Any]) -> Any:
             for x, y in zip(xs, ys):
                 acc += x.q * y.q
             return Real(q=acc)
-        return sum_of_products(fmpq(0), ((fmpq(1), (x, y)) for x, y in zip(xs, ys)))
+        return sum_of_products(fmpq(0), ((fmpq(1), (x, y)) for x, y in zip(xs, ys)), known)
     import sympy
     return sympy.Add(*[x * y for x, y in zip(xs, ys)])
 

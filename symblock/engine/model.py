@@ -44,9 +44,16 @@ def forward(spec: ModelSpec) -> block.Trace[ModelSpec]:
     """Run the model on its prompt, then `generate` greedy steps; record every step."""
     check_size(spec)
     run = _Run(spec)
-    if spec.kind == "encoder-decoder":  # engine/translate.py, with this run's pieces
-        translate.forward(run, spec)
-        return block.Trace(run.steps, MappingProxyType(run.params), spec)
+    with costmod.acyclic():
+        if spec.kind == "encoder-decoder":  # engine/translate.py, with this run's pieces
+            translate.forward(run, spec)
+        else:
+            _generate(run, spec)
+    return block.Trace(run.steps, MappingProxyType(run.params), spec)
+
+
+def _generate(run: "_Run", spec: ModelSpec) -> None:
+    """The prompt pass, then `generate` greedy steps (each from the cache, or recomputed)."""
     tokens = list(spec.prompt)
     nxt = run.full_pass(tokens, "")
     for t in range(1, spec.generate + 1):
@@ -54,7 +61,6 @@ def forward(spec: ModelSpec) -> block.Trace[ModelSpec]:
         tokens.append(nxt)
         prefix = f"gen{t}."
         nxt = run.cached_pass(tokens, prefix) if spec.kv_cache else run.full_pass(tokens, prefix)
-    return block.Trace(run.steps, MappingProxyType(run.params), spec)
 
 
 def forward_any(spec: Spec) -> block.Trace[Spec]:
@@ -232,7 +238,7 @@ class _Run:
             bias = f" + b^{{{p}}}" if f"b_{p}" in t.params else ""
             proj[p] = t.step(f"attn.{p.lower()}", f"{p.lower()} = {src_tex} W^{{{p}}}{bias}\\ \\text{{(new row)}}",
                              lambda p=p: t.linear(src, f"W_{p}", f"b_{p}"))
-        q, k = rope.rotate_steps(t, proj["Q"], proj["K"]) if o.rope else (proj["Q"], proj["K"])
+        q, k = rope.queries_and_keys(t, proj["Q"], proj["K"])
         (old_k, old_v), before = self.caches[i], self.cache_names[i]
         K, V = Mat([*old_k.rows, *k.rows]), Mat([*old_v.rows, *proj["V"].rows])
         self.caches[i] = (K, V)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Sequence
 
-from symblock.engine import exact, powers
+from symblock.engine import cancel, exact, powers
 from symblock.engine.matrix import Entry, Mat
 from symblock.errors import SpecError
 
@@ -132,14 +132,72 @@ def _theta_tex(t: Fraction) -> str:
     return str(t) if t.denominator == 1 else rf"\frac{{{t.numerator}}}{{{t.denominator}}}"
 
 
+def queries_and_keys(t: Any, q: Mat, k: Mat) -> tuple[Mat, Mat]:
+    """The q and k the heads score (`t`: a Tracer of engine/block.py, which imports this
+    module): `attn.q_rot` and `attn.k_rot` with RoPE, else the projections. `t.same` remembers
+    them and which of their rows share a position, for `scores`."""
+    if t.o.rope:
+        return rotate_steps(t, q, k)
+    t.same = Same(q, k, q, k, t.spec.position_list()) if q is not None and k is not None else None
+    return q, k
+
+
 def rotate_steps(t: Any, q: Mat, k: Mat) -> tuple[Mat, Mat]:
-    """`attn.q_rot` and `attn.k_rot` of the block being worked (`t`: a Tracer of engine/block.py,
-    which imports this module)."""
+    """`attn.q_rot` and `attn.k_rot`; `t.same` only when both are worked here (not given or
+    kept: only then are they the rotations of q and k)."""
     rope, dims = t.o.rope, t.dims
     rows = t.spec.position_list()
-    qr = t.step("attn.q_rot", latex("Q", rope), lambda: rotate(q, dims.heads, dims.d_k, rows, rope))
-    kr = t.step("attn.k_rot", latex("K", rope), lambda: rotate(k, dims.kv_heads, dims.d_k, rows, rope))
+    made: dict[str, Mat] = {}
+
+    def turned(name: str, x: Mat, heads: int) -> Mat:
+        made[name] = rotate(x, heads, dims.d_k, rows, rope)
+        return made[name]
+
+    qr = t.step("attn.q_rot", latex("Q", rope), lambda: turned("q", q, dims.heads))
+    kr = t.step("attn.k_rot", latex("K", rope), lambda: turned("k", k, dims.kv_heads))
+    t.same = Same(q, k, made["q"], made["k"], rows) if len(made) == 2 else None
     return qr, kr
+
+
+@dataclass(frozen=True)
+class Same:
+    """The heads' q and k (`q_rot`, `k_rot`: turned by RoPE, or q and k themselves), what they
+    were turned from and the rows' positions. A query and a key at the same position turn by
+    the same angles, R(φ)ᵀR(φ) = I (cos² + sin² = 1), so their score is the unturned q·k,
+    rational when q·k is (a first layer's normalised rows: 1/r_i · 1/r_i)."""
+    q: Mat
+    k: Mat
+    q_rot: Mat
+    k_rot: Mat
+    rows: tuple[int, ...]
+
+    def pairs(self, q: Mat, k: Mat) -> list[tuple[int, int, int]]:
+        """(i, j, jk): query row i and key row j of this rotation at the same position, j being
+        row jk of `k`; [] unless `q` is its q_rot and `k` ends with its k_rot (a KV cache puts
+        the earlier positions' rows first)."""
+        n = len(self.k_rot.rows)
+        off = len(k.rows) - n
+        if q is not self.q_rot or off < 0 or any(a is not b for a, b in zip(k.rows[off:], self.k_rot.rows)):
+            return []
+        return [(i, j, off + j) for i in range(len(self.rows)) for j in range(n) if self.rows[i] == self.rows[j]]
+
+
+def scores(t: Any, q: Mat, k: Mat, qcols: tuple[int, int], kcols: tuple[int, int]) -> Mat:
+    """Q_h K_gᵀ (turned or not) as `@` makes it, entry for entry; a same-position score that the
+    unturned q·k proves rational is handed to the rational snap as known, which then needs no
+    certification at thousands of bits (with RoPE each such score would refine its cos and sin
+    nodes there)."""
+    same, qh, kh = getattr(t, "same", None), q.cols(*qcols), k.cols(*kcols)  # (a fact's bare tracer has none)
+    known: dict[tuple[int, int], Any] = {}
+    if same is not None and not t.symbolic and not all(e.q is not None for r in kh.rows for e in r):
+        for i, j, jk in same.pairs(q, k):
+            v = cancel.rational_dot(same.q.rows[i][qcols[0]:qcols[1]], same.k.rows[j][kcols[0]:kcols[1]])
+            if v is not None:
+                known[i, jk] = v
+    if not known:
+        return qh @ kh.T  # a rational K_g: the bulk product (engine/matmul.py)
+    cols = list(kh.rows)
+    return Mat([[exact.dot(row, c, known.get((i, j))) for j, c in enumerate(cols)] for i, row in enumerate(qh.rows)])
 
 
 def recompute(name: str, ins: tuple[str, ...], env: dict[str, Mat], spec: Any) -> Mat:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from symblock.engine import kinds, names, parameters
 from symblock.engine.tiles import SIDE_KINDS
 from symblock.sheets.lang import MATH_TEXT, TEXTS
-from symblock.sheets.numbers import (Safe, dec_tex, exact_tex, grid, is_plain, matrix_value, outcome,
+from symblock.sheets.numbers import (Safe, dec_tex, exact_tex, grid, is_plain, matrix_value, number_tex, outcome,
                                      param_symbol, shape_tex, show, step_symbol)
 from symblock.sheets.work_attention import AttentionWork
 from symblock.sheets.work_cross import CrossWork
@@ -104,8 +104,7 @@ class Builder(LinearWork, AttentionWork, CrossWork, NormWork, FfnWork, TileWork,
     # -- sections
     def conventions(self) -> list[Safe]:
         d, o = self.dims, self.o
-        import sympy
-        eps = sympy.latex(sympy.sympify(o.eps))
+        eps = number_tex(o.eps)
         scale = self.t("conv_scale", d.d_head) if o.attention_scale == "sqrt_dk" else self.t("conv_noscale")
         cols = r"1, \dots, d" if d.heads == 1 else r"h d_k + 1, \dots, (h + 1) d_k"
         if d.heads * d.d_k != d.d_model or d.d_k != d.d_v:  # issue 15: other projection widths
@@ -126,7 +125,7 @@ class Builder(LinearWork, AttentionWork, CrossWork, NormWork, FfnWork, TileWork,
         if o.attention_tiles and any(kinds.of(n).name in SIDE_KINDS for n in self.ex.ask if n in self.trace):
             out.append(self.t("conv_tiles", o.attention_tiles))
         if o.dropout and "dropout" in uses:
-            out.append(self.t("conv_dropout", sympy.latex(sympy.sympify(self.spec.dropout_p))))
+            out.append(self.t("conv_dropout", number_tex(self.spec.dropout_p)))
         if "norm" in uses:
             out.append(self.t(f"conv_{o.norm}", eps))
         if "order" in uses:

@@ -49,7 +49,7 @@ def test_a_false_fact_would_not_verify():
     assert sympy.simplify(y[0].subs({a: b + t, c: b}) - sympy.sign(t)) != 0
 
 
-def test_cli_formats_and_limits(capsys):
+def test_cli_formats_and_limits(capsys, tmp_path):
     assert main(["derive", "--step", "norm1", "--format", "markdown"]) == 0
     out = capsys.readouterr().out
     assert "### `norm1`" in out and "$$" in out and r"\operatorname{sign}" in out
@@ -58,8 +58,10 @@ def test_cli_formats_and_limits(capsys):
     assert main(["derive", "--facts"]) == 0
     assert "verified by SymPy" in capsys.readouterr().out
     assert main(["derive", "--step", "nope"]) == 2
-    assert main(["derive", "pre-ln-causal-gelu"]) == 2   # 3 × 4 symbols: over the size limit
-    assert "limited to seq_len·d_model <= 8" in capsys.readouterr().err
+    wide = tmp_path / "wide.yaml"   # 5 × 4 symbols: over the size limit
+    wide.write_text("dims: {seq_len: 5, d_model: 4, d_ff: 2, heads: 1}\nrandom: {seed: 1}\n")
+    assert main(["derive", str(wide)]) == 2
+    assert "limited to seq_len·d_model <= 16" in capsys.readouterr().err
     assert main(["derive", "seed-post-ln"]) == 2         # a given step has no general formula
 
 

@@ -208,3 +208,30 @@ def test_forward_and_check_commands_never_import_sympy(tmp_path):
             "print(codes, 'sympy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.split()[-1] == "False" and out.startswith("[0, 0, 0]"), out
+
+
+
+
+
+def test_everyday_worksheet_never_imports_sympy(tmp_path):
+    """The everyday `symblock worksheet` (the default block, LaTeX and Markdown) prints its
+    rational numbers and ε from the fmpq values themselves: importing SymPy would cost it ~0.3 s."""
+    code = ("import sys, contextlib, io\nfrom symblock.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    code = main(['worksheet', '--out', {str(tmp_path / 'a')!r}])\n"
+            "print(code, 'sympy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["0", "False"], out
+    assert r"\sigma_{1} &= \sqrt{\sigma^2_{1}} = \sqrt{0.811801} = 0.901" in (tmp_path / "a" / "key.md").read_text()
+
+
+def test_a_rational_eps_is_printed_as_sympy_prints_it(tmp_path):
+    from symblock.engine.sources import example_text
+    from symblock.sheets.numbers import number_tex
+    for q in (Fraction(1, 100000), Fraction(0), Fraction(3), Fraction(22, 7)):
+        assert number_tex(q) == sympy.latex(sympy.Rational(q.numerator, q.denominator))
+    (tmp_path / "s.yaml").write_text(example_text("seed-post-ln").replace("eps: 0", "eps: 1e-5"))
+    from symblock.cli import main
+    assert main(["worksheet", str(tmp_path / "s.yaml"), "--format", "markdown", "--out", str(tmp_path / "a")]) == 0
+    key = (tmp_path / "a" / "key.md").read_text()   # in the conventions and in each σ row
+    assert r"\varepsilon = \frac{1}{100000}" in key and r"\sqrt{\sigma^2_{1} + \frac{1}{100000}}" in key
