@@ -57,7 +57,7 @@ def run(args) -> int:
                 raise UsageError(f"--out: {out / name} already exists; use --force to overwrite, or another directory")
     cls, credit = grade(args)
     drawn = report.available()
-    write(out, documents(cls, credit, args.lang, drawn), args.force)
+    write(out, documents(cls, credit, args.lang, drawn, _jobs(getattr(args, "jobs", 1))), args.force)
     print(report.summary_text(cls), end="")
     for file, name, why in report.flagged(cls):
         print(one_line(f"flagged: {file} ({name}): {'; '.join(why)}"))
@@ -90,19 +90,57 @@ def grade(args):
                            marks=marks), credit
 
 
-def documents(cls, credit, lang: str, drawn: bool) -> dict[str, str | bytes]:
-    """The gradebook, summary (Markdown, HTML), plots (`drawn`) and feedback files, by relative name."""
+def documents(cls, credit, lang: str, drawn: bool, jobs: int = 1) -> dict[str, str | bytes]:
+    """The gradebook, summary (Markdown, HTML), plots (`drawn`) and feedback files, by relative name.
+    With `jobs` > 1 each plot is drawn in a forked process while this one writes the text files."""
     from symblock.grading import gradebook, report
     from symblock.sheets.render import environment
+    plots = _plots(cls, jobs) if drawn and cls.graded else {}
     files: dict[str, str | bytes] = {
         "gradebook.csv": gradebook.gradebook_csv(cls, lang), "summary.md": report.summary_md(cls, credit, lang, drawn),
         "summary.html": environment("html").get_template("summary.html.j2").render(
             **report.html_context(cls, credit, lang, drawn))}
-    files.update({f"{report.PLOTS}/{k}": v for k, v in (report.pngs(cls) if drawn else {}).items()})
+    feedback: dict[str, str | bytes] = {}
     taken: set[str] = set()
     for g in cls.graded:
-        files[f"feedback/{gradebook.slug(g.name, taken)}.md"] = report.feedback_md(g, cls, credit, lang)
-    return files
+        feedback[f"feedback/{gradebook.slug(g.name, taken)}.md"] = report.feedback_md(g, cls, credit, lang)
+    files.update({f"{report.PLOTS}/{k}": v if isinstance(v, bytes) else _received(v) for k, v in plots.items()})
+    return {**files, **feedback}
+
+
+def _plots(cls, jobs: int) -> dict:
+    """{plot name: its PNG bytes, or the pipe a forked process sends them on (`jobs` > 1)}."""
+    from symblock.grading import report
+    if jobs < 2 or not _can_fork():
+        return report.pngs(cls)
+    import multiprocessing
+    ctx, out = multiprocessing.get_context("fork"), {}
+    for name in report.PNGS:
+        parent, child = ctx.Pipe()
+        proc = ctx.Process(target=_draw, args=(child, cls, name), daemon=True)
+        proc.start()
+        child.close()
+        out[name] = parent, proc
+    return out
+
+
+def _draw(conn, cls, name: str) -> None:
+    from symblock.grading import report
+    try:
+        conn.send(("ok", report.png(cls, name)))
+    except BaseException as e:   # raised again by the parent
+        conn.send(("error", f"{type(e).__name__}: {e}"))
+    finally:
+        conn.close()
+
+
+def _received(pending: tuple) -> bytes:
+    conn, proc = pending
+    try:
+        return _receive(conn)
+    finally:
+        conn.close()
+        proc.join(timeout=5)
 
 
 def write(out: Path, files: dict[str, str | bytes], force: bool) -> list[Path]:

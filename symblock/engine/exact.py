@@ -152,12 +152,14 @@ class Real:
             n = (2 * abs(p) * 10**places + q) // (2 * q)  # ⌊|p/q|·10^places + ½⌋
             return Decimal(n if p >= 0 else -n).scaleb(-places, decimal_context(n.bit_length() // 3 + 1, places))
 
-        def rounded(b: arb) -> bool:
-            lo, hi = round_ends(b, places)
-            return lo == hi
+        ends: list = []   # the last ball's rounded ends (the accepted ball's: not rounded again)
 
-        b = self._refine(lambda b: b.is_finite() and rounded(b))
-        return round_ends(b, places)[0]
+        def rounded(b: arb) -> bool:
+            ends[:] = round_ends(b, places)
+            return ends[0] == ends[1]
+
+        self._refine(lambda b: b.is_finite() and rounded(b))
+        return ends[0]
 
     def digits(self, n: int = DIGITS) -> str:
         """At least `n` certified significant digits, as text."""

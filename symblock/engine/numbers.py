@@ -84,11 +84,135 @@ def check_text(text: str) -> Fraction | None:
     """Raise TooLarge or SyntaxError when the expression `text` is too large or not arithmetic;
     else its exact value when it is rational (numbers and + − · / ** of them, `Rational(a, b)`),
     None when it needs SymPy (sqrt, exp, erf, tanh, sin, cos, E, pi, oo, a division by zero)."""
+    text = text.replace("^", "**").strip()
+    fast = _fast(text)
+    if fast is not None:
+        return fast.value
     try:
-        tree = ast.parse(text.replace("^", "**").strip(), mode="eval")
+        tree = ast.parse(text, mode="eval")
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         raise SyntaxError("not an arithmetic expression") from None
-    return _walk(tree.body, text.replace("^", "**").strip(), 0).value
+    return _walk(tree.body, text, 0).value
+
+
+# The common entry (a stored closed form: whole numbers, + − · /, parentheses, sqrt(...), exp(...))
+# is measured without Python's parser, whose syntax tree costs most of the guard's time: `_fast`
+# reads that subset of Python's grammar (same precedence, left-associative) into the tree `ast`
+# would build and measures it with `_walk`'s own rules at the same depths. Anything outside the
+# subset, and anything the measure refuses, goes the full way (`ast`, `_walk`), which then accepts
+# or refuses it with its own message: the fast way only ever returns what the full way would.
+
+_FAST_TEXT = re.compile(r"[0-9A-Za-z+\-*/() ]*")
+_FAST_TOKEN = re.compile(r"[0-9]+|[A-Za-z]+|[-+*/()]")
+_FAST_PARENS = 50   # deeper nesting: left to Python's parser (its own limit is 200)
+
+
+def _fast(text: str) -> _Num | None:
+    """`_walk` of `text`'s tree when `text` is in the subset above and measures within bounds, else None."""
+    if "**" in text or not _FAST_TEXT.fullmatch(text):
+        return None
+    try:
+        tokens = _FAST_TOKEN.findall(text)
+        tree, end = _sum(tokens, 0, 0)
+        return _measure(tree, 0) if end == len(tokens) else None
+    except (_NotFast, TooLarge, IndexError, RecursionError):
+        return None
+
+
+class _NotFast(Exception):
+    """Outside the fast subset (the full way decides)."""
+
+
+def _sum(tokens: list, i: int, parens: int) -> tuple:
+    """expr := term (("+" | "-") term)*, as (tree, next index); trees: ("n", digits), ("c", name),
+    ("f", name, arg), ("u", op, arg), ("b", op, left, right)."""
+    tree, i = _product(tokens, i, parens)
+    while i < len(tokens) and tokens[i] in ("+", "-"):
+        right, j = _product(tokens, i + 1, parens)
+        tree, i = ("b", tokens[i], tree, right), j
+    return tree, i
+
+
+def _product(tokens: list, i: int, parens: int) -> tuple:
+    tree, i = _unary(tokens, i, parens)
+    while i < len(tokens) and tokens[i] in ("*", "/"):
+        right, j = _unary(tokens, i + 1, parens)
+        tree, i = ("b", tokens[i], tree, right), j
+    return tree, i
+
+
+def _unary(tokens: list, i: int, parens: int) -> tuple:
+    t = tokens[i]
+    if t in ("+", "-"):
+        arg, i = _unary(tokens, i + 1, parens)
+        return ("u", t, arg), i
+    if t == "(":
+        if parens >= _FAST_PARENS:
+            raise _NotFast
+        tree, i = _sum(tokens, i + 1, parens + 1)
+        return tree, _close(tokens, i)
+    if t.isdigit():
+        if t[0] == "0" and len(t) > 1:   # 017 is no Python literal (00 is: the full way reads both)
+            raise _NotFast
+        return ("n", t), i + 1
+    if t in CONSTANTS and not (i + 1 < len(tokens) and tokens[i + 1] == "("):
+        return ("c", t), i + 1
+    if t in FUNCTIONS and FUNCTIONS[t] == 1 and i + 1 < len(tokens) and tokens[i + 1] == "(":
+        if parens >= _FAST_PARENS:
+            raise _NotFast
+        arg, i = _sum(tokens, i + 2, parens + 1)
+        return ("f", t, arg), _close(tokens, i)
+    raise _NotFast
+
+
+def _close(tokens: list, i: int) -> int:
+    if tokens[i] != ")" or (i + 1 < len(tokens) and tokens[i + 1] == "("):   # f(x)(y): a call of a call
+        raise _NotFast
+    return i + 1
+
+
+def _measure(tree: tuple, depth: int) -> _Num:
+    """`_walk` of the tree `_sum` read (the same rules; refused where a node lies deeper than
+    MAX_DEPTH). A subtree's measure depends on nothing else, so each is worked once (`_MEASURED`):
+    a stored closed form repeats its exp(17/9) and its 1/3 many times, and across variants."""
+    num, height = _measured(tree)
+    if depth + height > MAX_DEPTH:
+        raise TooLarge(f"the expression is nested more than {MAX_DEPTH} deep")
+    return num
+
+
+_MEASURED: dict = {}   # subtree -> (its _Num, its height); cleared past MAX_MEASURED
+MAX_MEASURED = 1 << 16
+
+
+def _measured(tree: tuple) -> tuple[_Num, int]:
+    if tree in _MEASURED:
+        return _MEASURED[tree]
+    kind = tree[0]
+    if kind == "n":
+        out = _whole(tree[1]), 0
+    elif kind == "c":
+        out = _Num(1, CONSTANTS[tree[1]]), 0
+    elif kind == "u":
+        x, h = _measured(tree[2])
+        out = _Num(x.digits, x.mag, None if x.value is None else -x.value if tree[1] == "-" else x.value), h + 1
+    elif kind == "f":
+        x, h = _measured(tree[2])
+        out = _function(tree[1], [x]), h + 1
+    else:
+        (a, ha), (b, hb) = _measured(tree[2]), _measured(tree[3])
+        out = _arith(tree[1], a, b), max(ha, hb) + 1
+    if len(_MEASURED) >= MAX_MEASURED:
+        _MEASURED.clear()
+    _MEASURED[tree] = out
+    return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _whole(written: str) -> _Num:
+    """`_literal` of a whole-number literal (its _Num is never changed: shared)."""
+    _Num(len(written), 0)  # bound before converting
+    return _of(Fraction(int(written)))
 
 
 def _walk(node: ast.AST, text: str, depth: int) -> _Num:
@@ -104,24 +228,29 @@ def _walk(node: ast.AST, text: str, depth: int) -> _Num:
                                                                    else x.value))
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow):
         return _power(node, text, depth)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult, ast.Div)):
-        a, b = _walk(node.left, text, depth + 1), _walk(node.right, text, depth + 1)
-        if a.value is not None and b.value is not None:
-            if isinstance(node.op, ast.Div) and b.value == 0:
-                return _Num(1, 0)  # SymPy's zoo: refused later as not finite
-            _Num(a.digits + b.digits, 0)  # bound before computing
-            op = {ast.Add: Fraction.__add__, ast.Sub: Fraction.__sub__, ast.Mult: Fraction.__mul__,
-                  ast.Div: Fraction.__truediv__}[type(node.op)]
-            return _of(op(a.value, b.value))
-        mag = max(a.mag, b.mag) + 0.302 if isinstance(node.op, (ast.Add, ast.Sub)) else \
-            a.mag + (b.mag if isinstance(node.op, ast.Mult) else b.digits)
-        return _Num(a.digits + b.digits, mag)
+    if isinstance(node, ast.BinOp) and type(node.op) in _SYMBOLS:
+        return _arith(_SYMBOLS[type(node.op)], _walk(node.left, text, depth + 1), _walk(node.right, text, depth + 1))
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FUNCTIONS \
             and not node.keywords and 1 <= len(node.args) <= FUNCTIONS[node.func.id]:
         args = [_walk(a, text, depth + 1) for a in node.args]
         return _function(node.func.id, args)
     raise SyntaxError("not an arithmetic expression of numbers, + - * / ** and "
                       + ", ".join(FUNCTIONS))
+
+
+_SYMBOLS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
+_ARITH = {"+": Fraction.__add__, "-": Fraction.__sub__, "*": Fraction.__mul__, "/": Fraction.__truediv__}
+
+
+def _arith(op: str, a: _Num, b: _Num) -> _Num:
+    """a op b for + - * /: exact when both are rational (bounded first), else bounds only."""
+    if a.value is not None and b.value is not None:
+        if op == "/" and b.value == 0:
+            return _Num(1, 0)  # SymPy's zoo: refused later as not finite
+        _Num(a.digits + b.digits, 0)  # bound before computing
+        return _of(_ARITH[op](a.value, b.value))
+    mag = max(a.mag, b.mag) + 0.302 if op in ("+", "-") else a.mag + (b.mag if op == "*" else b.digits)
+    return _Num(a.digits + b.digits, mag)
 
 
 def _literal(node: ast.Constant, text: str) -> _Num:

@@ -109,6 +109,23 @@ def from_mapping(data: Mapping, source: str = "<spec>", allow_model: bool = True
     """A parsed spec as a BlockSpec (or, with a `model:` section, a ModelSpec), drawing a `random:`
     section's constraints until they hold (engine.spec.from_mapping does the rest: it knows no
     constraints)."""
+    return drawn(data, source, allow_model)[0]
+
+
+def drawn(data: Mapping, source: str = "<spec>", allow_model: bool = True):
+    """(`from_mapping`'s spec, its exact trace when the constraint generator worked it, else None):
+    the generator's accepted candidate is already worked through, so a caller that wants the
+    trace (a set's variants, drawn again when graded) need not work it a second time."""
+    from symblock.engine import block, model_spec
+    if model_spec.form_of(data) not in MODEL_FORMS \
+            and has_constraints(data.get("random") if isinstance(data, Mapping) else None):
+        v = variant(data, source)
+        return v.spec, block.Trace(list(v.trace), v.trace.params, v.spec)
+    return from_mapping_plain(data, source, allow_model), None
+
+
+def from_mapping_plain(data: Mapping, source: str, allow_model: bool):
+    """`from_mapping` of a spec with no constraints to draw (a model, or a plain block)."""
     from symblock.engine import model_spec, spec as specmod
     from symblock.errors import SpecError
     if model_spec.form_of(data) in MODEL_FORMS:   # a tiny GPT: loaded by the engine's model_spec
@@ -116,8 +133,6 @@ def from_mapping(data: Mapping, source: str = "<spec>", allow_model: bool = True
             raise SpecError(source, "model", "a model spec (a tiny GPT): this command works on one block; "
                             "`symblock forward` and `symblock verify` take models")
         return model_spec.from_mapping(data, source)
-    if has_constraints(data.get("random") if isinstance(data, Mapping) else None):
-        return variant(data, source).spec
     return specmod.from_mapping(data, source)
 
 

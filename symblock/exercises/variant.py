@@ -141,12 +141,12 @@ def draw(data: dict, source: str, seed: int):
     """One draw: (spec, trace) for `seed`, or None when it is unusable (e.g. a row with zero
     variance and ε = 0, or a model whose decoding step is no hand exercise)."""
     from symblock.engine.model import forward_any as forward
-    spec = variants.with_seed(data, source, seed)
+    spec, trace = variants.drawn_with_seed(data, source, seed)   # the generator's trace, when it worked one
     family = rules(spec)
     if family.unusable(spec):
         return None
     try:
-        trace = forward(spec)
+        trace = trace if trace is not None else forward(spec)
     except SpecError as e:
         if e.where.startswith(("dims", "random")):  # random.*: a constraint no draw can meet
             raise

@@ -175,11 +175,17 @@ def read(spec_arg: str, overrides: dict | None = None) -> tuple[dict, str]:
 
 def with_seed(data: dict, source: str, seed: int):
     """The spec with its `random.seed` replaced: missing weights/inputs are drawn again."""
-    from symblock.exercises.generate import from_mapping
+    return drawn_with_seed(data, source, seed)[0]
+
+
+def drawn_with_seed(data: dict, source: str, seed: int):
+    """`with_seed`'s spec and, when the constraint generator drew it, the trace it worked
+    (generate.drawn), else None."""
+    from symblock.exercises.generate import drawn
     rnd = data.get("random")
     if not isinstance(rnd, dict):
         raise SpecError(source, "random", "variants need a `random:` section (e.g. `random: {seed: 1, "
                                           "low: -2, high: 2}`) and weights or inputs left out for it to draw")
     data = copy.deepcopy(data)
     data["random"] = {**rnd, "seed": seed}
-    return from_mapping(data, source)
+    return drawn(data, source)

@@ -66,14 +66,13 @@ def best_fit(own: str, entries: list, pool, truths: "Truths") -> Flag | None:
     """The other variant that fits `entries` clearly better than `own`, if any (the best such; the
     first in the set's order among equals). Only the variants an entry fits are visited (`fitting`),
     so a class of N files costs about N × entries, not N² × entries."""
-    held, both, theirs = 0, {}, {}   # entries own fits; per other variant: fits with own, fits without
+    from collections import Counter
+    held, both, theirs = 0, Counter(), Counter()   # entries own fits; per other variant: fits with own, fits without
     for step, i, j, places, given in entries:
         fits = truths.fitting(step, i, j, places, given)
         mine = own in fits
         held += mine
-        counts = both if mine else theirs
-        for other in fits:
-            counts[other] = counts.get(other, 0) + 1
+        (both if mine else theirs).update(fits)
     best = None
     for other in pool.seeds:
         if other == own:
@@ -90,7 +89,7 @@ class Truths:
     by bisection."""
 
     def __init__(self, pool):
-        self.pool, self.cache, self.index = pool, {}, {}
+        self.pool, self.cache, self.index, self.fits = pool, {}, {}, {}
 
     def match(self, ident: str, step: str, i: int, j: int, places: int, given: Decimal) -> bool:
         """Whether `given` is the variant's entry rounded at `places`, within one unit (a slip, or
@@ -102,19 +101,26 @@ class Truths:
         return truth is not None and abs(given - truth) <= Decimal(1).scaleb(-places)
 
     def fitting(self, step: str, i: int, j: int, places: int, given: Decimal) -> set[str]:
-        """The variants whose entry `given` matches (`match`): a window of the sorted values,
-        each candidate then tested by `match` itself (a very long number: every variant tested)."""
+        """The variants whose entry `given` matches (`match`): the window of the sorted values
+        within one unit, its ends exact (a very long number: every variant tested). Files that
+        give the same number share the answer (a set: read, never changed)."""
         from bisect import bisect_left, bisect_right
+        asked = (step, i, j, places, given)
+        if asked in self.fits:
+            return self.fits[asked]
         key = (step, i, j, places)
         if key not in self.index:
             values = [(self.rounded(v, step, i, j, places), v) for v in self.pool.seeds]
             pairs = sorted(((t, v) for t, v in values if t is not None), key=lambda p: p[0])
             self.index[key] = [t for t, _ in pairs], pairs
         keys, pairs = self.index[key]
-        if given.is_finite() and given.adjusted() + places < 20:   # the window's ends computed exactly
-            unit = Decimal(2).scaleb(-places)
-            pairs = pairs[bisect_left(keys, given - unit):bisect_right(keys, given + unit)]
-        return {v for t, v in pairs if abs(given - t) <= Decimal(1).scaleb(-places)}
+        unit = Decimal(1).scaleb(-places)
+        if given.is_finite() and given.adjusted() + places < 20:   # given ± unit exact: the window is |given − t| <= unit
+            out = {v for _, v in pairs[bisect_left(keys, given - unit):bisect_right(keys, given + unit)]}
+        else:
+            out = {v for t, v in pairs if abs(given - t) <= unit}
+        self.fits[asked] = out
+        return out
 
     def rounded(self, ident, step: str, i, j, places) -> Decimal | None:
         key = (ident, step, i, j, places)

@@ -52,6 +52,8 @@ def one_line(text) -> str:
 SIZE, DPI = (6.4, 3.2), 100
 COLUMNS = 4        # task panels per row
 BINS = 10          # bins of a task's points
+PANEL, GAP = (2.4, 1.9), 0.55   # inches per task panel, and between panels
+PNGS = ("totals.png", "tasks.png")
 STYLE = {"font.family": "DejaVu Sans", "font.size": 9, "svg.hashsalt": "symblock", "path.simplify": False}
 
 
@@ -65,54 +67,61 @@ def available() -> bool:
 
 def pngs(cls) -> dict[str, bytes]:
     """{file name: PNG bytes}: totals.png and tasks.png (none when nothing was graded)."""
-    if not cls.graded:
-        return {}
+    return {name: png(cls, name) for name in PNGS} if cls.graded else {}
+
+
+def png(cls, name: str) -> bytes:
+    """One of PNGS, drawn on its own (`grade --jobs` draws each in a process of its own), on
+    matplotlib's defaults, not the user's matplotlibrc."""
     import matplotlib
-    totals = [float(g.total) for g in cls.graded]
-    tasks = {s: [float(g.scores[s]) for g in cls.graded] for s in cls.asked}
-    with matplotlib.rc_context():   # matplotlib's defaults, not the user's matplotlibrc
+    with matplotlib.rc_context():
         matplotlib.rcdefaults()
         matplotlib.rcParams.update(STYLE)
-        return {"totals.png": _totals(totals, cls.max_total), "tasks.png": _tasks(tasks, cls.points)}
+        if name == "totals.png":
+            return _totals([float(g.total) for g in cls.graded], cls.max_total)
+        return _tasks({s: [float(g.scores[s]) for g in cls.graded] for s in cls.asked}, cls.points)
 
 
-def _figure(size):
+def _figure(size, inches: tuple, rows: int = 1, columns: int = 1):
+    """A figure with margins (left, right, bottom, top) and GAP between panels in inches, fixed:
+    `tight_layout` drew every text once more only to measure it (a third of tasks.png's time)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     fig = Figure(figsize=size, dpi=DPI)
     FigureCanvasAgg(fig)
+    (w, h), (left, right, bottom, top) = size, inches   # room for y tick labels of up to four digits
+    fig.subplots_adjust(left=left / w, right=1 - right / w, bottom=bottom / h, top=1 - top / h,
+                        wspace=GAP / ((w - left - right + GAP) / columns - GAP),
+                        hspace=GAP / ((h - bottom - top + GAP) / rows - GAP))
     return fig
 
 
 def _png(fig) -> bytes:
-    out = io.BytesIO()
-    fig.savefig(out, format="png", dpi=DPI, metadata={"Software": None})
+    fig.savefig(out := io.BytesIO(), format="png", dpi=DPI, metadata={"Software": None})
     return out.getvalue()
 
 
 def _totals(totals: list[float], max_total: int) -> bytes:
-    fig = _figure(SIZE)
+    fig = _figure(SIZE, (0.75, 0.2, 0.55, 0.15))
     ax = fig.add_subplot()
     step = max(1, max_total // 20)
     edges = sorted({*range(0, max_total, step), max_total})   # the last bin holds the full marks
     ax.hist(totals, bins=edges, color="#4c72b0", edgecolor="white")
     ax.set(xlim=(0, max_total), xlabel=f"total (of {max_total})", ylabel="files")
     ax.yaxis.get_major_locator().set_params(integer=True)
-    fig.tight_layout()
     return _png(fig)
 
 
 def _tasks(tasks: dict[str, list[float]], points: dict[str, int]) -> bytes:
     rows = -(-len(tasks) // COLUMNS)
-    fig = _figure((2.4 * COLUMNS, 1.9 * rows))
+    fig = _figure((PANEL[0] * COLUMNS, PANEL[1] * rows), (0.5, 0.25, 0.3, 0.25), rows, COLUMNS)
     for k, (step, got) in enumerate(tasks.items()):
         ax = fig.add_subplot(rows, COLUMNS, k + 1)
         top = points[step]
         ax.hist(got, bins=[top * b / BINS for b in range(BINS + 1)], color="#55a868", edgecolor="white")
-        ax.set_title(step, fontsize=9)
-        ax.set_xlim(0, top)
+        ax.set(title=step, xlim=(0, top), xticks=[top * q / 4 for q in range(5)])   # quarters of its points
+        ax.title.set_fontsize(9)
         ax.yaxis.get_major_locator().set_params(integer=True)
-    fig.tight_layout()
     return _png(fig)
 
 
@@ -147,9 +156,9 @@ def _mean_line(cls, t) -> str:
 
 def task_stats(cls) -> list[dict]:
     """Per asked step: mean points, share of students wrong / missing, most frequent diagnoses."""
-    rows = []
+    rows, named = [], [{x.name: x for x in reversed(g.result.steps)} for g in cls.graded]   # the first of a name
     for s in cls.asked:
-        steps = [next(x for x in g.result.steps if x.name == s) for g in cls.graded]
+        steps = [by[s] for by in named]
         n = len(steps) or 1
         codes = Counter(c for x in steps if x.status == "wrong" for c in x.diagnosis)
         rows.append({"step": s, "points": cls.points[s],

@@ -101,3 +101,24 @@ def test_a_stored_exercise_comes_back_exactly(preset):
     assert back.exercise.data_params == v.exercise.data_params
     assert {n: m.floats() for n, m in back.answers.items()} == {n: m.floats() for n, m in v.answers.items()}
     assert (back.exercise.backward is None) == (preset is None)
+
+
+def test_a_drawn_variant_is_worked_once_and_its_trace_is_the_blocks(monkeypatch):
+    """The constraint generator works its accepted candidate exactly; `draw` keeps that trace
+    instead of working the drawn spec again (grade redraws every variant of a set)."""
+    from symblock.engine import model
+    from symblock.exercises import variants
+    data, source = variants.read("preset:medium", {"generator": 2})
+    forwards = []
+    real = model.forward_any
+    monkeypatch.setattr(model, "forward_any", lambda s: forwards.append(s) or real(s))
+    got = variant.draw(data, source, 3)
+    assert got is not None and forwards == []          # no second forward of the drawn spec
+    drawn, trace = got
+    assert trace.spec is drawn
+    again = block.forward(drawn)
+    assert trace.names() == again.names()
+    from symblock.engine import exact
+    def forms(t, n):
+        return [[exact.text(x) for x in row] for row in t[n].value.rows]
+    assert all(forms(trace, n) == forms(again, n) for n in again.names())
