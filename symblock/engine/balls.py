@@ -15,6 +15,7 @@ from fractions import Fraction
 
 from flint import arb, ctx, fmpq
 
+from symblock.engine.cancel import apart
 from symblock.engine.node import Node
 
 T = TypeVar("T")
@@ -122,7 +123,9 @@ def snap(r: Node, known: fmpq | None = None) -> fmpq | None:
     `known`: the node's value when algebra has proved it rational (a query's score against the
     key at its own position, RoPE or not: engine/rope.py `scores`). A candidate equal to it is
     returned without the checks at higher precision, which could only confirm it; any other
-    outcome is as without it.
+    outcome is as without it. Likewise a candidate that `cancel.apart` proves the node is not
+    (a softmax weight near 1, P·V near one value row) is refused without them: they could only
+    refuse it too, unless the node were within 2^-16384 of it (a false rational).
 
     Called on every node the engine builds, so the common case (no such rational) must be cheap:
     a tight ball's float midpoint is expanded as a continued fraction in float arithmetic
@@ -153,6 +156,8 @@ def snap(r: Node, known: fmpq | None = None) -> fmpq | None:
         return None
     if known is not None and q == known:  # proved equal: the precisions below could only confirm it
         return q
+    if apart(r, q):  # proved unequal (a quotient's numerator): they could only refute it
+        return None
     for prec in SNAP_PREC:  # the difference at that precision too: at 128 bits it would round to 0
         if not with_prec(prec, lambda: (r.enclosure(prec) - q).contains(0)):
             return None

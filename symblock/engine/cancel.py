@@ -1,11 +1,12 @@
 """Exact cancellations inside one sum of products (exact.sum_of_products), decided on the
 structure of the nodes, before any number is looked at: x·(1/x) = 1 within a product, and
 k·X·(1/X) = k across terms; and a dot product whose terms reduce to rationals by (√m)² = m.
+Also a proof that a quotient is not a given rational (`apart`), for the snap.
 Below exact.py like balls.py: it reads a node's `op`, `args` and serial `n`, and never builds one.
 """
 from __future__ import annotations
 
-from flint import fmpq
+from flint import arb, fmpq
 
 from symblock.engine.node import N, Node
 
@@ -117,3 +118,38 @@ def _reduce(fs: tuple) -> tuple[fmpq, tuple]:
             changed = True
             break
     return q, tuple(out)
+
+
+def apart(r: Node, q: fmpq) -> bool:
+    """True when r ≠ q is proved: r is a quotient N/S (every term carries one factor 1/S, S a sum:
+    a softmax weight e_j/S, a weighted sum Σ_j v_j e_j/S of P·V) and the numerator of r − q,
+    N + (c0 − q)·S, merged term by term and enclosed in Arb, excludes 0. The merge cancels
+    exactly what r's own ball cancels numerically: a peaked row's dominant term, whose weight is
+    within 2^-128 of 1, so that r's ball at 128 bits still holds q (the snap would refine the whole
+    subgraph to 512 bits to refute it); the terms left are tight balls. False says nothing."""
+    if r.op != "sum":
+        return False
+    c0, terms = r.args
+    inv_s = next((f for f in terms[0][1] if f.op == "inv" and f.args[0].op == "sum"), None)
+    if inv_s is None:
+        return False
+    num: dict[tuple, fmpq] = {}
+    for c, key in terms:
+        if inv_s not in key:
+            return False
+        rest = list(key)
+        rest.remove(inv_s)
+        num[tuple(rest)] = num.get(tuple(rest), fmpq(0)) + c
+    s0, s_terms = inv_s.args[0].args
+    d = c0 - q
+    if d != 0:
+        for c, key in s_terms:
+            num[key] = num.get(key, fmpq(0)) + d * c
+    ball = arb(d * s0 + num.pop((), fmpq(0)))
+    for key, c in num.items():
+        if c != 0:
+            t = key[0].ball
+            for f in key[1:]:
+                t = t * f.ball
+            ball += t * c
+    return not ball.contains(0)

@@ -92,3 +92,40 @@ def test_an_irrational_or_symbolic_right_factor_falls_back_to_dot():
     assert matmul.matmul(a, [[sympy.Symbol("w")], [exact.real(1)]]) is None
     m = Mat(a) @ Mat([[exact.sqrt(exact.real(2))], [exact.real(1)]])
     assert sympy.simplify(m[0, 0].to_sympy() - (sympy.sqrt(2) + 2)) == 0
+
+
+def _own_nodes(seed: int, n: int, d: int):
+    """Rows (at most FEW_KEYS wide) whose irrational entries are each their own node, as a
+    cross-attention query row is: exps, a short sum flattened into its own keys, rationals, zeros."""
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n):
+        row = []
+        for k in range(d):
+            q = exact.real(Fraction(rng.randint(-5, 5), rng.randint(1, 4)))
+            e = exact.exp(exact.real(Fraction(i * d + k + 1, 7)))
+            row.append(rng.choice([exact.ZERO, q, e, q * e, e + exact.sqrt(exact.real(i * d + k + 2)) + q]))
+        rows.append(row)
+    return rows
+
+
+def test_rows_of_unshared_keys_are_gathered_as_dot_makes_them(monkeypatch):
+    def no_matrix(*a):
+        raise AssertionError("a row whose keys no two entries share took the fmpq_mat path")
+    monkeypatch.setattr(matmul, "_few_keys", no_matrix)
+    for seed in range(6):
+        a, b = _own_nodes(seed, 3, matmul.FEW_KEYS - 2), _weights(seed, matmul.FEW_KEYS - 2, 4)
+        got, want = matmul.matmul(a, b), _by_dot(a, b)
+        seen_g, seen_w = {}, {}
+        for rg, rw in zip(got, want):
+            assert [_structure(x, seen_g) for x in rg] == [_structure(x, seen_w) for x in rw]
+
+
+def test_a_normalised_row_still_takes_the_matrix_path(monkeypatch):
+    def no_gather(*a):
+        raise AssertionError("a row sharing 1/r was gathered entry by entry")
+    monkeypatch.setattr(matmul, "_gather", no_gather)
+    r = exact.ONE / exact.sqrt(exact.real(3))
+    a = [[exact.real(k + 1) * r for k in range(4)]]
+    got = matmul.matmul(a, _weights(3, 4, 3))
+    assert [_structure(x, {}) for x in got[0]] == [_structure(x, {}) for x in _by_dot(a, _weights(3, 4, 3))[0]]
