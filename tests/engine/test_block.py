@@ -151,12 +151,12 @@ def test_symbolic_forward_on_a_2x2_block():
     assert values(sym, "x")[0, 0] == x11
     subs = {}
     for name, m in block.symbolic_spec(s).params.items():
-        subs.update(dict(zip(m, s.params[name])))
-    subs.update(dict(zip(block.symbolic_spec(s).X, s.X)))
+        subs.update(zip(m, map(sympy.sympify, s.params[name])))
+    subs.update(zip(block.symbolic_spec(s).X, map(sympy.sympify, s.X)))
     for step in ("attn.q", "attn.h0.scaled", "attn.h0.weights", "resid1", "norm1"):
         general = values(sym, step)
         assert general.free_symbols
-        got = general.subs(subs)
+        got = general.xreplace(subs)   # plain replacement: `subs` re-matches every subtree (~10 s here)
         for g, e in zip(got, ref[step].flatten()):
             assert abs(float(sympy.N(g, 40)) - e) < 1e-12 * max(1, abs(e)), step
     # a 2-d LayerNorm row [a, b] is (a − b)/|a − b| = ±1 whatever the numbers (seed 000, §十七)
