@@ -23,7 +23,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from symblock.engine import block, cost, model, model_spec, spec  # noqa: E402
+from symblock.engine import block, cost, model, spec  # noqa: E402
 
 SHAPES = [  # (label, dims, runs)
     ("5×8, 4 heads, d_ff 16", {"seq_len": 5, "d_model": 8, "d_ff": 16, "heads": 4}, 9),
@@ -31,13 +31,6 @@ SHAPES = [  # (label, dims, runs)
     ("16×64, 4 heads, d_ff 128", {"seq_len": 16, "d_model": 64, "d_ff": 128, "heads": 4}, 3),
 ]
 VARIANTS = {"plain": {}, "rope": {"rope": True}, "gqa": {"kv_heads": 2}, "rope+gqa": {"rope": True, "kv_heads": 2}}
-LLAMA = """\
-dims: {d_model: 4, d_ff: 6, heads: 2, kv_heads: 1}
-block: {norm: rmsnorm, norm_position: pre, activation: swiglu, eps: "1/100", rope: true}
-model: {vocab: [a, b, c, d, e], positions: rope, layers: 2, head: untied, final_norm: true,
-        prompt: [a, c, b], generate: 2, kv_cache: true}
-random: {seed: 11}
-"""
 
 
 def block_spec(dims: dict, variant: dict):
@@ -70,8 +63,8 @@ def measure(rounds: int = 1) -> tuple[list[tuple[str, dict[str, float]]], list[f
         med = {k: statistics.median(v) for k, v in times.items()}
         med.update({f"{k} units": block.cost(s) for k, s in specs.items()})
         rows.append((label, med))
-    import yaml
-    llama = model_spec.from_mapping(yaml.safe_load(LLAMA), "tiny-llama")
+    from symblock.exercises.generate import load
+    llama = load("tiny-llama", allow_model=True)   # the built-in example
     llama_times = [timed(lambda: model.forward(llama)) for _ in range(5 * rounds)]
     return rows, llama_times
 

@@ -55,6 +55,7 @@ def fact_gqa_is_repeated_mha():
         def __init__(self, kv_heads):
             from symblock.engine.steps import Dims, Options
             self.dims, self.o = Dims(2, 2, 1, 2, d_k=1, d_v=1, kv_heads=kv_heads), Options(attention_scale="none")
+            self.same = None   # no same-position scores known in advance (engine/rope.py `scores`)
 
         def step(self, name, latex, compute):
             return compute()

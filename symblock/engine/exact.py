@@ -191,7 +191,7 @@ def node(op: str, args: tuple, size: int, known: fmpq | None = None) -> Real:
     rational by algebra (balls.snap)."""
     r = Real(op=op, args=args, size=min(size, 10**9))
     r.ball = sum_ball(args) if op == "sum" else node_ball(r, [a.ball for a in children(r)])
-    q = snap(r) if known is None else snap(r, known)
+    q = snap(r, known)
     return r if q is None else Real(q=q)
 
 

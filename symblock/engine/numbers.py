@@ -25,7 +25,7 @@ import math
 import re
 from decimal import Decimal
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, Literal, Union, overload
+from typing import TYPE_CHECKING, Any, Callable, Literal, Union, overload
 
 from symblock.engine.fields import kind_of
 from symblock.errors import SpecError, excerpt
@@ -126,17 +126,19 @@ class _NotFast(Exception):
 def _sum(tokens: list, i: int, parens: int) -> tuple:
     """expr := term (("+" | "-") term)*, as (tree, next index); trees: ("n", digits), ("c", name),
     ("f", name, arg), ("u", op, arg), ("b", op, left, right)."""
-    tree, i = _product(tokens, i, parens)
-    while i < len(tokens) and tokens[i] in ("+", "-"):
-        right, j = _product(tokens, i + 1, parens)
-        tree, i = ("b", tokens[i], tree, right), j
-    return tree, i
+    return _left(tokens, i, parens, ("+", "-"), _product)
 
 
 def _product(tokens: list, i: int, parens: int) -> tuple:
-    tree, i = _unary(tokens, i, parens)
-    while i < len(tokens) and tokens[i] in ("*", "/"):
-        right, j = _unary(tokens, i + 1, parens)
+    """term := factor (("*" | "/") factor)*."""
+    return _left(tokens, i, parens, ("*", "/"), _unary)
+
+
+def _left(tokens: list, i: int, parens: int, ops: tuple[str, str], operand: Callable[[list, int, int], tuple]) -> tuple:
+    """operand (op operand)*, left-associative as Python reads it."""
+    tree, i = operand(tokens, i, parens)
+    while i < len(tokens) and tokens[i] in ops:
+        right, j = operand(tokens, i + 1, parens)
         tree, i = ("b", tokens[i], tree, right), j
     return tree, i
 

@@ -187,7 +187,7 @@ def scores(t: Any, q: Mat, k: Mat, qcols: tuple[int, int], kcols: tuple[int, int
     unturned q·k proves rational is handed to the rational snap as known, which then needs no
     certification at thousands of bits (with RoPE each such score would refine its cos and sin
     nodes there)."""
-    same, qh, kh = getattr(t, "same", None), q.cols(*qcols), k.cols(*kcols)  # (a fact's bare tracer has none)
+    same, qh, kh = t.same, q.cols(*qcols), k.cols(*kcols)
     known: dict[tuple[int, int], Any] = {}
     if same is not None and not t.symbolic and not all(e.q is not None for r in kh.rows for e in r):
         for i, j, jk in same.pairs(q, k):

@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal, ROUND_HALF_UP
 from fractions import Fraction
@@ -66,7 +67,6 @@ def best_fit(own: str, entries: list, pool, truths: "Truths") -> Flag | None:
     """The other variant that fits `entries` clearly better than `own`, if any (the best such; the
     first in the set's order among equals). Only the variants an entry fits are visited (`fitting`),
     so a class of N files costs about N × entries, not N² × entries."""
-    from collections import Counter
     held, both, theirs = 0, Counter(), Counter()   # entries own fits; per other variant: fits with own, fits without
     for step, i, j, places, given in entries:
         fits = truths.fitting(step, i, j, places, given)

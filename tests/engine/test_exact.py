@@ -164,7 +164,7 @@ def test_softmax_weighted_constant_is_rational_by_algebra_not_numerics(args, k):
     off; two different values per row stay an irrational node, at SymPy's value."""
     w = softmax_row(args)
     orig = exact.snap
-    exact.snap = lambda r: None  # no rational recognised from balls: only the algebra is left
+    exact.snap = lambda r, known=None: None  # no rational recognised from balls: only the algebra is left
     try:
         total = exact.dot(w, [real(k)] * len(w))
         mixed = exact.dot(w, [real(k + 1)] + [real(k)] * (len(w) - 1))

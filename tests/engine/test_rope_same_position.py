@@ -12,6 +12,7 @@ import yaml
 from flint import fmpq
 
 from symblock.engine import balls, block, cancel, exact, model, model_spec, spec
+from symblock.engine.sources import example_text
 
 from tests.engine.test_matmul import _structure
 
@@ -29,13 +30,6 @@ def _block(seed=4, kv_heads=None, positions=None, bias=False, norm="rmsnorm", st
     return spec.from_mapping(data, "t.yaml")
 
 
-LLAMA = """\
-dims: {d_model: 4, d_ff: 6, heads: 2, kv_heads: 1}
-block: {norm: rmsnorm, norm_position: pre, activation: swiglu, eps: "1/100", rope: true}
-model: {vocab: [a, b, c, d, e], positions: rope, layers: 2, head: untied, final_norm: true,
-        prompt: [a, c, b], generate: 2, kv_cache: true}
-random: {seed: 11}
-"""
 
 
 def _without_shortcut(monkeypatch, run):
@@ -95,8 +89,11 @@ def test_rows_at_one_position_score_rationally_when_their_projections_are():
 
 @pytest.mark.parametrize("positions", ["rope", "learned"])
 def test_a_model_generating_with_its_cache_is_unchanged_node_for_node(monkeypatch, positions):
-    llama = model_spec.from_mapping(yaml.safe_load(LLAMA.replace("positions: rope", f"positions: {positions}")
-                                                   .replace(", rope: true", "" if positions == "learned" else ", rope: true")), "m")
+    data = yaml.safe_load(example_text("tiny-llama"))   # RoPE, 2 query heads over 1 K/V head, a KV cache
+    if positions == "learned":
+        data["model"]["positions"] = "learned"
+        del data["block"]["rope"]
+    llama = model_spec.from_mapping(data, "m")
     new = model.forward(llama)
     old = _without_shortcut(monkeypatch, lambda: model.forward(llama))
     assert _shapes(new) == _shapes(old)
