@@ -124,7 +124,7 @@ def snap(r: Node, known: fmpq | None = None) -> fmpq | None:
     key at its own position, RoPE or not: engine/rope.py `scores`). A candidate equal to it is
     returned without the checks at higher precision, which could only confirm it; any other
     outcome is as without it. Likewise a candidate that `cancel.apart` proves the node is not
-    (a softmax weight near 1, P·V near one value row) is refused without them: they could only
+    (a softmax weight near 1, P·V near one value row, a GELU near 0) is refused without them: they could only
     refuse it too, unless the node were within 2^-16384 of it (a false rational).
 
     Called on every node the engine builds, so the common case (no such rational) must be cheap:

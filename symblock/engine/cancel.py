@@ -121,6 +121,37 @@ def _reduce(fs: tuple) -> tuple[fmpq, tuple]:
 
 
 def apart(r: Node, q: fmpq) -> bool:
+    """True when r ≠ q is proved, by the ranges of the functions r is made of (`outside`) or as
+    a quotient (`quotient_apart`). False says nothing."""
+    return outside(r, q) or quotient_apart(r, q)
+
+
+RANGES = 4  # nested sums and products `outside` looks through at most
+
+
+def outside(r: Node, q: fmpq, depth: int = RANGES) -> bool:
+    """True when r ≠ q follows from the open ranges of erf and tanh, (−1, 1), and of exp and an
+    inverse, never 0, through sums of one term c0 + c·Π f and products of factors proved
+    nonzero (their balls exclude 0, or recursively): 1 + erf(x/√2) of a GELU at a large negative
+    x is within 2^-500 of 0, and x/2·(1 + erf(x/√2)) too, so their balls hold the candidate 0
+    and the snap would refine the whole subgraph to thousands of bits only to refute it."""
+    op = r.op
+    if op in ("erf", "tanh"):
+        return abs(q) >= 1
+    if op == "exp":
+        return q <= 0
+    if op == "inv":
+        return q == 0
+    if op != "sum" or depth == 0 or len(r.args[1]) != 1:
+        return False
+    c0, ((c, fs),) = r.args
+    t = (q - c0) / c  # r = q exactly when Π fs = t
+    if len(fs) == 1:
+        return outside(fs[0], t, depth - 1)
+    return t == 0 and all(not f.ball.contains(0) or outside(f, fmpq(0), depth - 1) for f in fs)
+
+
+def quotient_apart(r: Node, q: fmpq) -> bool:
     """True when r ≠ q is proved: r is a quotient N/S (every term carries one factor 1/S, S a sum:
     a softmax weight e_j/S, a weighted sum Σ_j v_j e_j/S of P·V) and the numerator of r − q,
     N + (c0 − q)·S, merged term by term and enclosed in Arb, excludes 0. The merge cancels

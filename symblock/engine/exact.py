@@ -62,8 +62,11 @@ class Real:
     # ---- arithmetic
     def __add__(self, other: object) -> Real:
         other = real(other)
-        if self.q is not None and other.q is not None:
-            return Real(q=self.q + other.q)
+        if other.q is not None:
+            if self.q is not None:
+                return Real(q=self.q + other.q)
+            if other.q == 0:  # x + 0 is x: the same node, not a copy of it (a LayerNorm's β = 0)
+                return self
         return lincomb(fmpq(0), [(fmpq(1), self), (fmpq(1), other)])
 
     __radd__ = __add__
@@ -73,8 +76,11 @@ class Real:
 
     def __sub__(self, other: object) -> Real:
         other = real(other)
-        if self.q is not None and other.q is not None:
-            return Real(q=self.q - other.q)
+        if other.q is not None:
+            if self.q is not None:
+                return Real(q=self.q - other.q)
+            if other.q == 0:
+                return self
         return lincomb(fmpq(0), [(fmpq(1), self), (fmpq(-1), other)])
 
     def __rsub__(self, other: object) -> Real:
@@ -267,8 +273,13 @@ def close_sum(acc: dict[tuple, fmpq], c0: fmpq, known: fmpq | None = None) -> Re
 
 
 def product(a: Real, b: Real) -> Real:
-    if a.q is not None and b.q is not None:
-        return Real(q=a.q * b.q)
+    if b.q is not None:
+        if a.q is not None:
+            return Real(q=a.q * b.q)
+        if b.q == 1:  # x · 1 is x: the same node, not a copy of it (a LayerNorm's γ = 1)
+            return a
+    elif a.q is not None and a.q == 1:
+        return b
     return sum_of_products(fmpq(0), [(fmpq(1), (a, b))])
 
 
