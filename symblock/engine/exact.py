@@ -62,11 +62,8 @@ class Real:
     # ---- arithmetic
     def __add__(self, other: object) -> Real:
         other = real(other)
-        if other.q is not None:
-            if self.q is not None:
-                return Real(q=self.q + other.q)
-            if other.q == 0:  # x + 0 is x: the same node, not a copy of it (a LayerNorm's β = 0)
-                return self
+        if other.q is not None and (self.q is not None or other.q == 0):  # x + 0 is x itself (β = 0)
+            return self if other.q == 0 else Real(q=self.q + other.q)
         return lincomb(fmpq(0), [(fmpq(1), self), (fmpq(1), other)])
 
     __radd__ = __add__
@@ -76,11 +73,8 @@ class Real:
 
     def __sub__(self, other: object) -> Real:
         other = real(other)
-        if other.q is not None:
-            if self.q is not None:
-                return Real(q=self.q - other.q)
-            if other.q == 0:
-                return self
+        if other.q is not None and (self.q is not None or other.q == 0):
+            return self if other.q == 0 else Real(q=self.q - other.q)
         return lincomb(fmpq(0), [(fmpq(1), self), (fmpq(-1), other)])
 
     def __rsub__(self, other: object) -> Real:
@@ -273,12 +267,9 @@ def close_sum(acc: dict[tuple, fmpq], c0: fmpq, known: fmpq | None = None) -> Re
 
 
 def product(a: Real, b: Real) -> Real:
-    if b.q is not None:
-        if a.q is not None:
-            return Real(q=a.q * b.q)
-        if b.q == 1:  # x · 1 is x: the same node, not a copy of it (a LayerNorm's γ = 1)
-            return a
-    elif a.q is not None and a.q == 1:
+    if b.q is not None and (a.q is not None or b.q == 1):  # x · 1 is x itself (a LayerNorm's γ = 1)
+        return a if b.q == 1 else Real(q=a.q * b.q)
+    if a.q is not None and a.q == 1:
         return b
     return sum_of_products(fmpq(0), [(fmpq(1), (a, b))])
 
