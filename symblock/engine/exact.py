@@ -62,8 +62,10 @@ class Real:
     # ---- arithmetic
     def __add__(self, other: object) -> Real:
         other = real(other)
-        if other.q is not None and (self.q is not None or other.q == 0):  # x + 0 is x itself (β = 0)
-            return self if other.q == 0 else Real(q=self.q + other.q)
+        if other.q == 0:  # x + 0 is x itself (β = 0)
+            return self
+        if self.q is not None and other.q is not None:
+            return Real(q=self.q + other.q)
         return lincomb(fmpq(0), [(fmpq(1), self), (fmpq(1), other)])
 
     __radd__ = __add__
@@ -73,8 +75,8 @@ class Real:
 
     def __sub__(self, other: object) -> Real:
         other = real(other)
-        if other.q is not None and (self.q is not None or other.q == 0):
-            return self if other.q == 0 else Real(q=self.q - other.q)
+        if other.q is not None:
+            return self + Real(q=-other.q)
         return lincomb(fmpq(0), [(fmpq(1), self), (fmpq(-1), other)])
 
     def __rsub__(self, other: object) -> Real:
@@ -267,10 +269,10 @@ def close_sum(acc: dict[tuple, fmpq], c0: fmpq, known: fmpq | None = None) -> Re
 
 
 def product(a: Real, b: Real) -> Real:
-    if b.q is not None and (a.q is not None or b.q == 1):  # x · 1 is x itself (a LayerNorm's γ = 1)
-        return a if b.q == 1 else Real(q=a.q * b.q)
-    if a.q is not None and a.q == 1:
-        return b
+    if a.q == 1 or b.q == 1:  # x · 1 is x itself (a LayerNorm's γ = 1)
+        return a if b.q == 1 else b
+    if a.q is not None and b.q is not None:
+        return Real(q=a.q * b.q)
     return sum_of_products(fmpq(0), [(fmpq(1), (a, b))])
 
 
@@ -431,8 +433,7 @@ def like(x: Any, v: Any) -> Any:
     return v if _sym(x) else from_sympy(v)
 
 
-def is_symbolic(x: object) -> bool:
-    return _sym(x)
+is_symbolic = _sym
 
 
 def text(x: Any, max_size: int = CLOSED_FORM_SIZE, memo: dict | None = None) -> str | None:
