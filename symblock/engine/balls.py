@@ -51,7 +51,15 @@ def hi_ball(r: Node, prec: int) -> arb:
     """r's ball at `prec` bits (memoised); `enclosure` set that precision once for the subgraph."""
     hi = r._hi = r._hi if r._hi is not None else {}
     b = hi.get(prec)
-    if b is None:
+    if b is None and r.op == "sum":  # node_ball's operations in its order, each factor's ball as it comes
+        acc = arb(r.args[0])
+        for c, fs in r.args[1]:
+            t = _hi_of(fs[0], prec)
+            for f in fs[1:]:
+                t = t * _hi_of(f, prec)
+            acc += t * c if c != 1 else t
+        b = hi[prec] = acc
+    elif b is None:
         args: list[Any] = []
         for a in children(r):
             if not hasattr(a, "op") or a.op == "neginf":
@@ -63,6 +71,16 @@ def hi_ball(r: Node, prec: int) -> arb:
                 args.append(c if c is not None else hi_ball(a, prec))
         b = hi[prec] = node_ball(r, args)
     return b
+
+
+def _hi_of(a: Node, prec: int) -> arb:
+    """A factor's ball at `prec` bits: exact for a rational, memoised for a node."""
+    if a.q is not None:
+        return arb(a.q)
+    if a.op == "neginf":
+        return a.ball
+    c = a._hi.get(prec) if a._hi is not None else None
+    return c if c is not None else hi_ball(a, prec)
 
 
 def sum_ball(args: tuple) -> arb:
