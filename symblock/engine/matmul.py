@@ -6,8 +6,9 @@ Why: `dot` gathers each entry's terms one Python object at a time, converting an
 whole row and column again for every entry. Here each row of A is expanded once into the
 rational parts and irrational keys that `sum_of_products` would fold it into; B's rationals are
 read once. A row with a few irrational keys (a normalised row: its entries share 1/r) has its
-coefficients as one FLINT rational matrix product (`fmpq_mat`, in C); a row with many keys, or
-with keys no two entries share (each entry its own node), has them gathered in one tight loop per entry.
+coefficients as one FLINT rational matrix product (`fmpq_mat`, in C); a row of distinct nodes (a
+hidden row: each entry 1 · its own key) takes B's columns as its coefficients; any other row with
+many keys, or with keys no two entries share, has them gathered in one tight loop per entry.
 """
 from __future__ import annotations
 
@@ -76,7 +77,18 @@ def _row(r: Sequence[Real], bq: list[list[fmpq]], nonzero: list[list[tuple[int, 
                 keys.setdefault(key, []).append(k)
     if len(keys) <= FEW_KEYS and shares_keys(keys):
         return _few_keys(ex, keys, bq)
+    units = _units(ex, keys)
+    if units is not None:  # Σ_k b_kj · x_k over distinct nodes: the coefficients are B's column
+        return [exact.close_sum({units[k]: b for k, b in nz}, _ZERO) for nz in nonzero]
     return [_gather(ex, nz) for nz in nonzero]
+
+
+def _units(ex: list, keys: dict[tuple, list[int]]) -> list[tuple] | None:
+    """Each entry's one key when every entry is 1 · a key of its own (a hidden row of nodes), so
+    that `_gather` would only copy B's column: the terms, their order and coefficients alike."""
+    if len(keys) != len(ex) or any(e is None or e[0] != 0 or len(e[1]) != 1 or e[1][0][0] != 1 for e in ex):
+        return None
+    return [e[1][0][1] for e in ex]
 
 
 def shares_keys(keys: dict[tuple, list[int]]) -> bool:
