@@ -86,8 +86,12 @@ def grade(args):
     people = students.read(args.roster) if args.roster else None
     jobs = _jobs(getattr(args, "jobs", 1))
     marks = None if jobs < 2 else lambda read, pool, how: in_processes(read, pool, how, jobs)
-    return gradebook.grade(man, gradebook.answer_files(Path(args.answers_dir)), credit, roster=people,
-                           marks=marks), credit
+    files = gradebook.answer_files(Path(args.answers_dir))
+    if not files:   # most likely the wrong folder: an empty gradebook would look like a graded class
+        from symblock.errors import UsageError
+        raise UsageError(f"{args.answers_dir}: no answers files in it (expected the students' "
+                         f"{', '.join(gradebook.SUFFIXES)} files)")
+    return gradebook.grade(man, files, credit, roster=people, marks=marks), credit
 
 
 def documents(cls, credit, lang: str, drawn: bool, jobs: int = 1) -> dict[str, str | bytes]:

@@ -271,6 +271,17 @@ def test_never_overwrites_without_force(klass, graded, capsys):
     assert main(["grade", str(klass["set"]), str(klass["answers"]), "--force"]) == 1
 
 
+def test_a_folder_with_no_answers_files_is_refused_not_an_empty_gradebook(klass, tmp_path, capsys):
+    """The wrong folder (or answers not collected yet) must not look like a graded class."""
+    (tmp_path / "answers").mkdir()
+    (tmp_path / "answers" / "notes.txt").write_text("not an answers file\n", encoding="utf-8")
+    out = tmp_path / "graded"
+    assert main(["grade", str(klass["set"]), str(tmp_path / "answers"), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "no answers files" in err and "answers" in err and "Traceback" not in err
+    assert not out.exists()   # nothing written
+
+
 def test_a_re_commented_and_renamed_spec_keeps_its_ids(klass, tmp_path, capsys):
     """The ID hashes the parsed spec: comments, key order, quoting and the file name do not count."""
     ident = klass["manifest"]["variants"][0]["id"]
