@@ -7,6 +7,8 @@ The argparse glue over `symblock.grading`.
 """
 from __future__ import annotations
 
+import sys
+
 EXAMPLES = """\
 examples:
   symblock check seed-post-ln answers.yaml       # against a built-in block
@@ -71,6 +73,11 @@ def mark(args, data: dict | None = None, source: str = "<answers>"):
         spec_arg, answers_path = _arguments(args, example_of, difficulty_of)
         data, source = answers_mod.read(answers_path)
     ident = args.id or (str(data["id"]) if data.get("id") not in (None, "") else None)
+    if args.id and str(data.get("id") or "") != args.id:   # the report names the variant it marked
+        if data.get("id") not in (None, ""):
+            from symblock.grading.report import one_line
+            print(one_line(f"note: checked against --id {args.id}; {source} says id: {data['id']}"), file=sys.stderr)
+        data = {**data, "id": args.id}
     # a set's answers file: its manifest knows the spec, preset, loss and places
     found = _from_set(args, answers_path, ident, spec_arg)
     if found is not None:

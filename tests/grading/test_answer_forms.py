@@ -149,8 +149,9 @@ def test_check_rebuilds_the_variant_an_id_names(cli, spec_file, tmp_path, capsys
     code, data, steps = check(cli, spec_file, text, spec="pre-ln-causal-gelu")
     assert code == 0
     # the same numbers against the example's own seed (7) are wrong: the id is what decides
-    code, data, steps = check(cli, spec_file, text, "--id", "pre-ln-causal-gelu", spec="pre-ln-causal-gelu")
-    assert code == 1
+    code, out, err = cli("check", "pre-ln-causal-gelu", spec_file(text, "b.yaml"), "--json", "--id", "pre-ln-causal-gelu")
+    assert code == 1 and json.loads(out)["id"] == "pre-ln-causal-gelu"   # the report names the variant marked
+    assert "checked against --id pre-ln-causal-gelu" in err and "says id: pre-ln-causal-gelu.3" in err, err
     path = tmp_path / "a.yaml"
     assert main(["check", "seed-post-ln", str(path)]) == 2
     assert "was made from spec 'pre-ln-causal-gelu', but seed-post-ln is 'seed-post-ln'" in capsys.readouterr().err
