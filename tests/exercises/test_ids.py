@@ -1,5 +1,8 @@
 """A worksheet ID is cut into its spec token and seed by one function, `variants.split_id`, the
 inverse of `make_id` (the gradebook, the manifest and the Moodle category all read it)."""
+import re
+
+import pytest
 from hypothesis import given, strategies as st
 
 from symblock.exercises import variants
@@ -38,3 +41,30 @@ def test_a_sets_manifest_records_each_variants_seed(tmp_path):
     sets = [variant.rebuild(ident, None) for ident in ("pre-ln-causal-gelu.4", "pre-ln-causal-gelu.11")]
     manifest = yaml.safe_load(set_files(sets, "pre-ln-causal-gelu")["manifest.yaml"])
     assert [(v["id"], v["seed"]) for v in manifest["variants"]] == [("pre-ln-causal-gelu.4", 4), ("pre-ln-causal-gelu.11", 11)]
+
+
+def _built_in_sheets() -> list[str]:
+    from symblock.commands.gallery import GALLERY
+    return sorted({spec for _, spec, _, _ in GALLERY})
+
+
+@pytest.mark.parametrize("example", _built_in_sheets())
+def test_the_id_a_built_in_sheet_prints_rebuilds_it_and_checks_its_answers(example, tmp_path, capsys):
+    """`worksheet SPEC` prints its seed's ID; that ID must give the same sheet and key and be
+    checkable, even where a set would pass over that seed (a model whose softmax is no hand exercise)."""
+    from symblock.cli import main
+    from symblock.exercises import variant
+    assert main(["worksheet", example, "--format", "markdown", "--out", str(tmp_path / "own")]) == 0
+    ident = re.search(r"Worksheet ID: `([^`]+)`", (tmp_path / "own" / "sheet.md").read_text(encoding="utf-8"))[1]
+    assert main(["worksheet", "--id", ident, "--format", "markdown", "--out", str(tmp_path / "again")]) == 0
+    for doc in ("sheet.md", "key.md"):
+        assert (tmp_path / "again" / doc).read_bytes() == (tmp_path / "own" / doc).read_bytes(), doc
+    blank = tmp_path / "blank.yaml"
+    v = variant.rebuild(ident, None)
+    asked = v.exercise.ask[0]
+    rows, cols = v.answers[asked].shape
+    blank.write_text(f"id: {ident}\nsteps:\n  {asked}: {[[None] * cols] * rows}\n".replace("None", "null"),
+                     encoding="utf-8")
+    capsys.readouterr()
+    assert main(["check", str(blank)]) == 1, capsys.readouterr().err
+    assert "Nothing answered yet" in capsys.readouterr().out
