@@ -160,6 +160,20 @@ def test_a_decimal_comma_typed_in_the_page_is_saved_as_a_point(browser, download
     assert yaml.safe_load(saved.read_text())["steps"]["norm1.mean"][:3] == [["2.5"], ["-0.25"], ["1,234.5"]]
 
 
+def test_a_sheet_saved_with_nothing_typed_is_every_task_blank(browser, downloads, capsys):
+    """Not `steps: {}` (which check refuses and grade leaves ungraded) but every grid as nulls, as a
+    set's blank answers.yaml: nothing answered yet, graded 0."""
+    load(browser, GALLERY_DIR / "tiny-llama" / "sheet.html")
+    grids = [g.get_attribute("data-step") for g in browser.find_elements(By.CSS_SELECTOR, "table.grid")]
+    browser.find_element(By.ID, "save-yaml").click()
+    data = yaml.safe_load(_download(downloads, "answers-tiny-llama.11.yaml").read_text())
+    assert grids and list(data["steps"]) == grids
+    assert all(v is None for rows in data["steps"].values() for row in rows for v in row)
+    capsys.readouterr()
+    assert cli.main(["check", str(downloads / "answers-tiny-llama.11.yaml")]) == 1
+    assert "Nothing answered yet" in capsys.readouterr().out
+
+
 @pytest.mark.slow
 def test_gradient_sheet_saves_answers_that_the_command_it_shows_marks(browser, downloads, capsys, tmp_path):
     out = tmp_path / "bp"
