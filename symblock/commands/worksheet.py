@@ -103,7 +103,12 @@ def variants(args) -> list:
         if not args.allow_repeats and len(drawn) > 1:  # every student's exercise differs (exercises/stress.py)
             from symblock.exercises.stress import require_variety
             _same_on_every_sheet(drawn)
-            require_variety(drawn)
+            try:
+                require_variety(drawn)
+            except UsageError:   # a small set short of a statistic's values: drawn again, each adding one
+                drawn = variant.draw_set(spec_arg, args.variants, seed, opts, overrides, judge(args.decimals),
+                                         spread(args.variants, values=True))
+                require_variety(drawn)
         return drawn
     if args.seed is not None:
         raise UsageError("--seed goes with --variants N")

@@ -112,7 +112,7 @@ def variety(answers: list[dict]) -> dict[str, Variety]:
         for name, value in one.items():
             key = answer_key(value)
             groups.setdefault(name, Counter())[key] += 1
-            if (names.parse(name).stat or names.parse(name).kind in PER_ROW_TILES) and not names.parse(name).dropped:
+            if per_row(name):
                 entries.setdefault(name, set()).update(key)
     for name, counts in groups.items():
         out[name] = Variety(name, sum(counts.values()), len(counts), max(counts.values()),
@@ -139,25 +139,40 @@ def problems(var: dict[str, Variety]) -> list[str]:
     return [p for v in var.values() if (p := v.problem())]
 
 
-def spread(n: int):
+def spread(n: int, values: bool = False):
     """A `keep(variant)` for variant.draw_set that turns down a variant whose answer to an asked
     step is already held by as many variants as an n-variant set may share (`Variety.problem`), so
     a small class gets a set that meets the guarantee instead of a refusal. Steps read only from
     data the spec gives are left out, as `require_variety` leaves them, which still judges the
-    whole set."""
+    whole set. `values`: also turn down a variant that adds no new value to a per-row statistic
+    still short of its MIN_STAT_VALUES (the second draw of a small set that missed them)."""
     from collections import Counter
     allowed, held, first = max(1, n // REPEAT_SHARE), {}, []
+    seen: dict[str, set] = {}
+    need = min(MIN_STAT_VALUES, n)
 
     def keep(v) -> bool:
         fixed = fixed_steps([first[0], v.trace]) if first else set()
         keys = {k: answer_key(a) for k, a in v.varied.items() if k not in fixed}
         if any(held.get(k, Counter())[key] >= allowed for k, key in keys.items()):
             return False
+        stats = {k: key for k, key in keys.items() if values and per_row(k)}
+        if any(len(seen.get(k, ())) < need and set(key) <= seen.get(k, set()) for k, key in stats.items()):
+            return False
         for k, key in keys.items():
             held.setdefault(k, Counter())[key] += 1
+        for k, key in stats.items():
+            seen.setdefault(k, set()).update(key)
         first[:] = first or [v.trace]
         return True
     return keep
+
+
+def per_row(name: str) -> bool:
+    """A per-row statistic (mean, variance, σ, rms; the online softmax's running values): its
+    entries, not its matrices, must vary over a set."""
+    parsed = names.parse(name)
+    return bool(parsed.stat or parsed.kind in PER_ROW_TILES) and not parsed.dropped
 
 
 def require_variety(variants: list) -> None:

@@ -252,6 +252,27 @@ def test_worksheet_spreads_a_set_that_would_be_too_alike(tmp_path, capsys):
     assert not (tmp_path / "c").exists()  # nothing half-written
 
 
+def test_a_small_set_short_of_a_statistics_values_is_drawn_again_not_refused(tmp_path):
+    """Five medium variants: consecutive seeds give norm1.mean only 4 distinct values over the set
+    (5 wanted), so the set is drawn again, each variant adding a value while short; a set that met
+    the guarantee at once keeps its consecutive seeds."""
+    import yaml
+    from symblock.engine import names
+    assert main(["worksheet", "--difficulty", "medium", "--variants", "5", "--format", "markdown",
+                 "--out", str(tmp_path / "five")]) == 0
+    man = yaml.safe_load((tmp_path / "five" / "instructor" / "manifest.yaml").read_text())
+    stats = [s for s in man["asked"] if names.parse(s).stat]
+    assert "norm1.mean" in stats
+    specs = [variant.rebuild(v["id"], None).spec for v in man["variants"]]
+    for step in stats:   # the values in NumPy float64, rounded far below any two distinct exact values
+        values = {round(float(x), 9) for s in specs for x in numeric.forward(s)[step].ravel()}
+        assert len(values) >= 5, (step, sorted(values))
+    assert main(["worksheet", "--difficulty", "medium", "--variants", "4", "--format", "markdown",
+                 "--out", str(tmp_path / "four")]) == 0
+    man = yaml.safe_load((tmp_path / "four" / "instructor" / "manifest.yaml").read_text())
+    assert [v["id"] for v in man["variants"]] == [f"preset-medium-v2.{k}" for k in range(1, 5)]
+
+
 def test_steps_fixed_by_the_spec_are_named_not_held_against_the_set(capsys):
     """pre-ln-causal-gelu gives X: its first norm is the same for everybody by the author's choice."""
     import json
