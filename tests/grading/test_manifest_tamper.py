@@ -26,6 +26,8 @@ def set_dir(tmp_path_factory):
     assert main(["worksheet", str(root / "spec.yaml"), "--variants", "2", "--out", str(root / "set"),
                  "--format", "markdown"]) == 0
     (root / "answers").mkdir()
+    blank = next((root / "set" / "students").glob("*/answers.yaml"))   # one student's blank file
+    (root / "answers" / "s1.yaml").write_bytes(blank.read_bytes())
     return root
 
 
