@@ -44,6 +44,7 @@ EN = {
     "mask_fills": "note: {n} masked scores written as large finite values ({given}, …) are read as −∞ (as "
                   "masked_fill writes them): their softmax weights are 0 to far below any printed place",
     "ok": "OK: nothing wrong ({counts}).",
+    "ok_so_far": "Nothing wrong so far ({counts}): answer the missing steps and check again.",
     "blank": "Nothing answered yet ({counts}): fill in the answers file and check again.",
     "not_ok": "NOT OK ({counts}). The chain first breaks at {step}.",
     "count": "{n} {status}",
@@ -82,6 +83,7 @@ ZH = {
     "mask_fills": "说明：{n} 个被遮住的分数写成了很大的有限负数（{given} 等），按 −∞ 计（masked_fill 的写法）："
                   "它们在 softmax 中的权重在任何保留位数下都是 0",
     "ok": "通过：没有错误（{counts}）。",
+    "ok_so_far": "目前没有错误（{counts}）：请完成缺少的步骤，再检查。",
     "blank": "还没有作答（{counts}）：请先填写答案文件，再检查。",
     "not_ok": "未通过（{counts}）。计算链从 {step} 开始出错。",
     "count": "{status} {n}",

@@ -330,8 +330,8 @@ def text(result, trace: Trace | None=None, every_entry: bool = False, lang: str 
                            if result.count(st))
     if not result.answered:
         lines.append(w["blank"].format(counts=counts))
-    elif result.ok:
-        lines.append(w["ok"].format(counts=counts))
+    elif result.ok:   # an asked step still missing is not "OK" yet
+        lines.append(w["ok_so_far" if result.count("missing") else "ok"].format(counts=counts))
     else:
         lines.append(w["not_ok"].format(counts=counts, step=result.first_break))
     return "\n".join(lines) + "\n"

@@ -52,7 +52,9 @@ def test_seed_000_text_report(capsys):
     out = capsys.readouterr().out
     assert code == 0
     assert "✓ correct  norm1.std" in out and "· missing  norm1.var" in out
-    assert out.rstrip().endswith("OK: nothing wrong (12 correct, 3 missing).")
+    # steps still missing: not "OK" yet (the exit code stays 0: nothing is wrong)
+    assert out.rstrip().endswith("Nothing wrong so far (12 correct, 3 missing): answer the missing steps "
+                                 "and check again.") and "OK:" not in out
 
 
 SEED = SEED_ANSWERS.read_text(encoding="utf-8")
