@@ -34,6 +34,8 @@ _TEX_SPECIAL = {
     "<": r"\ensuremath{<}", ">": r"\ensuremath{>}", "|": r"\ensuremath{|}",
     # the typewriter glyphs, so that text copied from the PDF keeps `_` and straight quotes
     "_": r"{\ttfamily\char95}", '"': r"{\ttfamily\char34}",
+    # straight, as typed: TeX would make `` and '' curly double quotes (and ` and ' curly singles)
+    "`": r"\textasciigrave{}", "'": r"\textquotesingle{}",
     "[": "{[}", "]": "{]}",
 }
 # characters pdflatex (utf8 inputenc, OT1) prints; others become "?" in pdflatex documents

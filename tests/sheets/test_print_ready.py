@@ -227,10 +227,11 @@ def test_d_model_72_renders(tmp_path):
 
 def test_text_copied_from_the_pdf_keeps_underscores_and_straight_quotes(tmp_path):
     need("pdftotext")
-    docs = documents(variant.build("x", block.forward(spec.load("seed-post-ln"))), formats=["latex"], title='The "b_1" block').files
+    docs = documents(variant.build("x", block.forward(spec.load("seed-post-ln"))), formats=["latex"],
+                     title='The "b_1" block, ``a\'\' and `c\'').files
     tex = tmp_path / "sheet.tex"
     tex.write_text(docs["sheet.tex"])
     compile_tex(tex, "pdflatex")
     text = subprocess.run(["pdftotext", str(tex.with_suffix(".pdf")), "-"], capture_output=True,
                           text=True, check=True).stdout
-    assert 'The "b_1" block' in text and "norm1.mean" in text and "ffn.hidden" in text
+    assert 'The "b_1" block, ``a\'\' and `c\'' in text and "norm1.mean" in text and "ffn.hidden" in text
