@@ -124,6 +124,14 @@ examples:
   symblock verify my.yaml --json --require-torch"""
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("symblock")
+    except PackageNotFoundError:   # run from a source tree that was never installed
+        return "(not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="symblock",
@@ -134,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=HelpFormatter)
     p.add_argument("--debug", action="store_true",
                    help="show the traceback of an internal error (also SYMBLOCK_DEBUG=1)")
+    p.add_argument("--version", action="version", version=f"symblock {_version()}")
     sub = p.add_subparsers(title="commands", metavar="COMMAND")
 
     f = sub.add_parser("forward", help="work the block forward exactly and print every step",

@@ -247,3 +247,12 @@ def block_spec_with_everything_given() -> str:
 def test_a_long_step_or_example_name_is_quoted_short(cli):
     code, out, err = cli("forward", "--step", "x" * 10_000)
     assert code == 2 and "--step: no step 'xxx" in err and "10,000 characters" in err and len(err) < 2000
+
+
+def test_version_is_the_packages(capsys):
+    import re
+    from worksheet_tools import REPO
+    want = re.search(r'^version = "([^"]+)"', (REPO / "pyproject.toml").read_text(encoding="utf-8"), re.M)[1]
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out.strip() == f"symblock {want}"
