@@ -351,6 +351,10 @@ def test_check_of_a_set_answers_file_needs_no_spec_and_no_preset(tmp_path, capsy
     assert main(["check", "pre-ln-causal-gelu", str(tmp_path / "loose.yaml"), "--json"]) == 0
     loose = json.loads(capsys.readouterr().out)["steps"]
     assert any(s["status"] == "missing" and s["asked"] and s["name"].startswith("attn") for s in loose)
+    # the set's manifest given as SPEC: said so, with the way out (not "its spec token differs")
+    assert main(["check", "set/instructor/manifest.yaml", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "this is a set's manifest, not a spec" in err and "leave SPEC out" in err, err
 
 
 def test_check_with_the_sets_spec_uses_the_manifest_and_another_spec_is_refused(tmp_path, capsys, monkeypatch):
