@@ -256,3 +256,16 @@ def test_version_is_the_packages(capsys):
     with pytest.raises(SystemExit) as done:
         main(["--version"])
     assert done.value.code == 0 and capsys.readouterr().out.strip() == f"symblock {want}"
+
+
+def test_grad_says_why_every_gradient_is_zero_where_the_block_shape_makes_it(capsys):
+    """L = sum through a final LayerNorm stands still (each row sums to d·β̄, autograd agrees:
+    tests/calculus), as does every loss through a 2-wide LayerNorm (rows ±1): the output says why
+    instead of leaving a reader with a page of zeros; a block with moving gradients has no note."""
+    assert main(["grad", "seed-post-ln", "--wrt", "W_2,W_1"]) == 0
+    assert "with d_model 2 a LayerNorm maps every row to ±1" in capsys.readouterr().out
+    assert main(["grad", "pre-ln-causal-gelu", "--wrt", "W_2"]) == 0
+    out = capsys.readouterr().out
+    assert "ends in a LayerNorm" in out and "give --loss mse a --target" in out
+    assert main(["grad", "rmsnorm-swiglu", "--wrt", "W_2,W_1"]) == 0
+    assert "note:" not in capsys.readouterr().out

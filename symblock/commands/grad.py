@@ -13,10 +13,11 @@ if TYPE_CHECKING:
 
 EXAMPLES = """\
 examples:
-  symblock grad --wrt W_2,W_1                    # L = sum of the output
-  symblock grad seed-post-ln --loss mse --wrt W_2 \\
-                --target "[[1, 0], [0, 1], [1/2, -2]]"
-  symblock grad rmsnorm-swiglu --wrt W_1,ln1.gamma --json"""  # the --help epilog
+  symblock grad rmsnorm-swiglu --wrt W_2,W_1      # L = sum of the output
+  symblock grad pre-ln-causal-gelu --loss mse --wrt W_2 \\
+                --target "[[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0]]"
+  symblock grad rmsnorm-swiglu --wrt W_1,ln1.gamma --json
+(a block that ends in a LayerNorm gives 0 for L = sum and for mse against zeros: give a --target)"""  # the --help epilog
 
 LOSSES = ("sum", "mse")  # grad.LOSSES, repeated here so that --help does not load the engine
 
@@ -119,7 +120,26 @@ def _run_block(args, s) -> int:
     wrt = [w.strip() for w in args.wrt.split(",") if w.strip()]
     b = backward(s, args.loss, wrt, target=_target(args.target, s))
     print(to_json(b) if args.json else table(b, args.decimals), end="" if not args.json else "\n")
+    if not args.json and all(getattr(e, "q", None) == 0 for g in b.wrt.values() for r in g.value.rows for e in r):
+        print(_all_zero(s, args))
     return 0
+
+
+def _all_zero(s, args) -> str:
+    """Why every gradient asked for is exactly 0, when the block's shape says why: a block that
+    ends in a LayerNorm gives rows of a fixed sum, and of a fixed sum of squares when β = 0, so
+    both default losses stand still (a reader's first `symblock grad` meets exactly this)."""
+    o = s.options
+    if o.norm != "layernorm" or not (o.norm_position == "post" or o.final_norm):
+        return "note: every gradient is exactly 0: the loss does not depend on these inputs in this block"
+    if s.dims.d_model == 2:
+        why = "with d_model 2 a LayerNorm maps every row to ±1 (times γ, plus β) whatever its input"
+    else:
+        why = ("the block ends in a LayerNorm, whose rows have a fixed sum, and with β = 0 a fixed sum of "
+               "squares, so L = sum and mse against zeros do not move with anything before it")
+    hint = "" if args.target is not None or s.dims.d_model == 2 else "; give --loss mse a --target"
+    return f"note: every gradient is exactly 0: {why}{hint}"
+
 
 
 def _run_model(args, s) -> int:
