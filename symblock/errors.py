@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import re
 import reprlib
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
@@ -74,6 +75,9 @@ def excerpt(value: Any, limit: int = EXCERPT) -> str:
             return repr(value)
         digits = int(value.bit_length() * math.log10(2)) + 1
         return f"a whole number of about {digits:,} digits"
+    if isinstance(value, Decimal) and value.is_finite():   # YAML's 1.5, read exactly: shown as written
+        text = str(value)
+        return text if len(text) <= limit else f"a number of {len(text):,} characters"
     if isinstance(value, str):
         if len(value) <= limit:
             return repr(value)

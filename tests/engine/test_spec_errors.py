@@ -43,6 +43,7 @@ def test_good_spec_loads(spec_file, cli):
     (("W_Q: [[1, 0], [0, 1]]", "W_Q: [[1, 0], [0, \"foo(2)\"]]"), "weights.W_Q[1][1]", "unknown name foo"),
     (("heads: 1", "heads: 3"), "dims.heads", "divisor of d_model = 2, got 3"),
     (("heads: 1", "heads: 0"), "dims.heads", "whole number in 1.."),
+    (("heads: 1", "heads: 1.5"), "dims.heads", "expected a whole number, got 1.5"),   # as written, no repr
     (("dims:", "colour: red\ndims:"), "colour", "unknown key; expected one of title"),
     (("W_Q:", "W_Z: [[1]]\n  W_Q:"), "weights.W_Z", "unknown key"),
     (("inputs:", "block: {activation: swish}\ninputs:"), "block.activation",
