@@ -208,6 +208,8 @@ def write(args) -> tuple[list, list[str], object]:
     if args.title is not None:
         from symblock.engine.spec import check_text
         check_text(args.title, "--title", "")
+        if not args.title.strip():
+            raise UsageError("--title: expected a title, got an empty text (leave --title out for the spec's own)")
     if not 0 <= args.space <= 30:
         raise UsageError(f"--space: expected centimetres from 0 to 30, got {args.space:g}")
     args.space = round(args.space, 2)  # to 0.1 mm: a length LaTeX reads (never 1e-05)

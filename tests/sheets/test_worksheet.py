@@ -180,6 +180,13 @@ def test_user_text_is_escaped_in_latex_and_markdown():
     assert not math_fragments(title_line, "title")
 
 
+def test_an_empty_title_is_refused_not_printed_as_an_empty_heading(tmp_path, capsys):
+    for title in ("", "  "):
+        assert run("--title", title, "--format", "markdown", "--out", str(tmp_path / "t")) == 2
+        assert "--title: expected a title" in capsys.readouterr().err
+        assert not (tmp_path / "t").exists()
+
+
 def test_pdflatex_text_has_no_characters_it_cannot_typeset():
     docs = documents(variant.build("id", trace_of("seed-post-ln")), formats=["latex"], title="√2 ≈ 1.41 — café 中文").files
     line = next(l for l in docs["sheet.tex"].splitlines() if l.startswith(r"{\Large"))
