@@ -180,6 +180,13 @@ def test_user_text_is_escaped_in_latex_and_markdown():
     assert not math_fragments(title_line, "title")
 
 
+def test_the_markdown_name_line_is_a_paragraph_of_its_own():
+    """Markdown joins lines without a blank between them into one paragraph."""
+    md = documents(variant.build("id", trace_of("seed-post-ln")), formats=["markdown"]).files["sheet.md"].splitlines()
+    k = next(i for i, line in enumerate(md) if line.startswith("Name: ___"))
+    assert md[k - 1] == "" and md[k + 1] == ""
+
+
 def test_an_empty_title_is_refused_not_printed_as_an_empty_heading(tmp_path, capsys):
     for title in ("", "  "):
         assert run("--title", title, "--format", "markdown", "--out", str(tmp_path / "t")) == 2
