@@ -61,11 +61,29 @@ def run(args) -> int:
     print(report.summary_text(cls), end="")
     for file, name, why in report.flagged(cls):
         print(one_line(f"flagged: {file} ({name}): {'; '.join(why)}"))
+    if args.roster:
+        _roster_gaps(args.roster, cls)
     if not drawn:
         print("no plots: matplotlib is not installed (pip install 'symblock[plot]')")
     print(f"wrote {out / 'gradebook.csv'}, {out / 'summary.md'} (and .html) and {len(cls.graded)} feedback "
           f"files in {out / 'feedback'}")
     return 1 if cls.rejected or any(g.flags for g in cls.graded) else 0
+
+
+def _roster_gaps(path: str, cls) -> None:
+    """Say which roster rows no file matched and which files no row did (a misspelt name would
+    otherwise leave a student's LMS columns empty without a word)."""
+    from symblock.grading import students
+    from symblock.grading.report import one_line
+    everyone = [*cls.graded, *cls.rejected]
+    rows, alone = students.unmatched(students.read(path), [(g.file, g.name) for g in everyone])
+    known = {g.file for g in everyone if g.student.get("student_id") or g.student.get("email")}
+    alone = [f for f in alone if f not in known]   # a file that carries its own student_id or email is found
+    for names, one, many in ((rows, "row matches no answers file", "rows match no answers file"),
+                             (alone, "answers file has no row", "answers files have no row")):
+        if names:
+            shown = ", ".join(names[:8]) + (f" (and {len(names) - 8} more)" if len(names) > 8 else "")
+            print(one_line(f"{path}: {len(names)} {one if len(names) == 1 else many}: {shown}"))
 
 
 def _jobs(n: int) -> int:

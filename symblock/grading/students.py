@@ -91,6 +91,8 @@ def read(path: str | Path) -> dict[str, dict[str, str]]:
     """The roster as {file name or casefolded student name: {student_id, email, section}}."""
     from symblock.errors import SpecError
     source = str(path)
+    if not Path(path).is_file():
+        raise SpecError(source, "", "no such file (the roster: a CSV of file or name, student_id, email)")
     try:
         text = Path(path).read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as e:
@@ -120,3 +122,19 @@ def student(roster: dict | None, file: str, name: str, own: dict[str, str]) -> d
     """A file's student data: the roster's row (by file, then by name) over the file's own fields."""
     row = (roster or {}).get(file) or (roster or {}).get(name.casefold()) or {}
     return {**own, **row}
+
+
+def unmatched(roster: dict, people: list[tuple[str, str]]) -> tuple[list[str], list[str]]:
+    """(the roster rows no answers file matched, by their first key; the files, of (file, name),
+    with no roster row): what `grade --roster` reports, so that a misspelt name is not silent."""
+    used, alone = set(), []
+    for file, name in people:
+        row = roster.get(file) or roster.get(name.casefold())
+        if row is None:
+            alone.append(file)
+        else:
+            used.add(id(row))
+    rows = {}
+    for key, row in roster.items():   # a row listed by file and by name is one row: its first key names it
+        rows.setdefault(id(row), key)
+    return [key for i, key in rows.items() if i not in used], alone

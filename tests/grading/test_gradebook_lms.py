@@ -49,6 +49,21 @@ def graded(klass, tmp_path_factory):
     return out, list(csv.reader(io.StringIO(text)))
 
 
+def test_roster_rows_and_files_that_match_nothing_are_named(klass, tmp_path, capsys):
+    """A misspelt roster name must not leave a student's LMS columns empty without a word."""
+    root, answers, _ = klass
+    roster = tmp_path / "roster.csv"
+    roster.write_text("file,name,student_id\nbo.yaml,,s1002\n,Cyy,s1003\ndee.yaml,,s1004\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["grade", str(root / "set"), str(answers), "--roster", str(roster), "--out", str(tmp_path / "g")]) == 0
+    out = capsys.readouterr().out
+    assert f"{roster}: 2 rows match no answers file: cyy, dee.yaml" in out, out
+    assert f"{roster}: 1 answers file has no row: cy.yaml" in out    # Ada carries her own student_id
+    assert main(["grade", str(root / "set"), str(answers), "--roster", str(tmp_path / "none.csv"),
+                 "--out", str(tmp_path / "h")]) == 2
+    assert "none.csv: no such file" in capsys.readouterr().err
+
+
 def test_the_header_is_canvas_identity_then_grades_then_notes(graded):
     _, rows = graded
     assert rows[0] == CANVAS + ["total", "percent", *ASKED, "max", "worksheet", "file", "status", "flags"]
