@@ -112,8 +112,8 @@ def table(trace: Trace, steps: Iterable[Step], places: int = 4, width: int = TEX
     """Every step: name and formula, then the exact matrix beside its decimals."""
     title = trace.spec.title or "symblock"
     lines = [f"{title}  ({trace.spec.source})", describe(trace),
-             "exact values; ≈ marks an entry whose closed form is too long to show "
-             f"(`--json` or `--step` for more); decimals rounded to {places} places", ""]
+             f"exact values, then ≈ their decimals rounded to {places} places; an ≈ inside the exact "
+             "values marks an entry whose closed form is too long to show (`--json` or `--step` for more)", ""]
     for s in steps:
         tag = "   (given)" if s.given else ""
         lines += [f"■ {s.name}   {s.latex}{tag}", *matrix_lines(s.value, places, width), ""]
