@@ -374,6 +374,9 @@ def _dims(dims: Any, inputs: Mapping, weights: Mapping, layout: str, source: str
             vals[key] = int_field(dims[key], source, f"dims.{key}")
         elif key in guess:
             vals[key] = guess[key]
+        elif key == "d_ff" and W1 is not None:   # W_1 is what d_ff is read from: its fault, named
+            raise SpecError(source, "weights.W_1", f"expected a matrix (a list of rows), got {kind_of(W1)}; "
+                                                   "dims.d_ff is read from its shape")
         else:
             raise SpecError(source, f"dims.{key}", "missing; expected a whole number")
     for key in ("d_k", "d_v", "kv_heads"):

@@ -68,6 +68,14 @@ def test_each_bad_field_is_named(spec_file, cli, edit, field, expected):
     assert "Traceback" not in err and err.count("\n") == 1
 
 
+def test_a_bad_w1_is_named_when_d_ff_is_read_from_it(spec_file, cli):
+    """Without dims.d_ff, d_ff comes from W_1's shape: a W_1 that is no matrix is the field at fault."""
+    text = GOOD.replace("d_ff: 2, ", "").replace("W_1: [[1, 0], [0, 1]]", 'W_1: "not a matrix"')
+    code, err, path = run_cli(cli, spec_file, text)
+    assert code == 2 and err.startswith(f"symblock: error: {path}: weights.W_1: expected a matrix"), err
+    assert "dims.d_ff is read from its shape" in err
+
+
 @pytest.mark.parametrize("text, name, expected", [
     ("dims: {seq_len: [1, 2\n", "bad.yaml", "line 2: malformed YAML: expected ',' or ']'"),
     ('{"dims": {"seq_len": 2,}}', "bad.json", "line 1: malformed JSON"),
