@@ -110,6 +110,7 @@ examples:
   symblock forward                             # the worked example of an article's Post-LN block
   symblock forward pre-ln-causal-gelu --step attn.h0.weights
   symblock forward my.yaml --json > steps.json # exact strings and floats
+  symblock forward preset-medium-v2.7          # the variant a sheet's ID names (a built-in's or a preset's)
   symblock forward --format latex --step norm1.std   # needs only amsmath"""
 
 EXAMPLES_EXAMPLES = """\
@@ -205,7 +206,23 @@ def build_parser() -> argparse.ArgumentParser:
 def _trace(args):
     from symblock.engine.model import forward_any
     from symblock.exercises.generate import load
+    if _built_in_id(args.spec):   # a sheet's ID (preset-medium-v2.7): the variant it names, worked through
+        from symblock.exercises import variant
+        return variant.redraw(args.spec, None, "SPEC")
     return forward_any(load(args.spec, allow_model=True))
+
+
+def _built_in_id(text: str) -> bool:
+    """Whether SPEC is the ID of a variant of a built-in example or difficulty preset, and no file."""
+    from pathlib import Path
+    from symblock.engine.spec import example_names
+    from symblock.exercises import variants
+    from symblock.exercises.spec_arg import difficulty_of
+    token, seed = variants.split_id(text)
+    if seed is None or Path(text).exists():
+        return False
+    base = variants.split_version(token)[0]
+    return base in example_names() or bool(difficulty_of(base, "-"))
 
 
 def cmd_forward(args) -> int:

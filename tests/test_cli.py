@@ -269,3 +269,26 @@ def test_grad_says_why_every_gradient_is_zero_where_the_block_shape_makes_it(cap
     assert "ends in a LayerNorm" in out and "give --loss mse a --target" in out
     assert main(["grad", "rmsnorm-swiglu", "--wrt", "W_2,W_1"]) == 0
     assert "note:" not in capsys.readouterr().out
+
+
+def test_forward_of_a_sheets_id_works_the_variant_the_set_handed_out(tmp_path, capsys):
+    """`symblock forward ID`: the numbers a set's manifest stores for that variant's asked steps."""
+    import yaml
+    assert main(["worksheet", "--difficulty", "medium", "--variants", "8", "--format", "markdown",
+                 "--out", str(tmp_path / "set")]) == 0
+    man = yaml.safe_load((tmp_path / "set" / "instructor" / "manifest.yaml").read_text(encoding="utf-8"))
+    seventh = next(v for v in man["variants"] if v["id"] == "preset-medium-v2.7")
+    capsys.readouterr()
+    assert main(["forward", "preset-medium-v2.7", "--json"]) == 0
+    steps = {s["name"]: s for s in json.loads(capsys.readouterr().out)["steps"]}
+    for name, text in seventh["exercise"]["answers"].items():
+        stored = [sympy.sympify(e) for row in text.split(";") for e in row.split(",")]   # exact, or 40 digits
+        exact = [e for row in steps[name]["exact"] for e in row]     # None: a closed form too long to print
+        floats = [x for row in steps[name]["float"] for x in row]
+        for a, b, f in zip(stored, exact, floats, strict=True):
+            if b is None:
+                assert abs(float(a) - f) <= 1e-12 * (1 + abs(f)), (name, a, f)
+            else:
+                assert abs(sympy.N(a - sympy.sympify(b), 50)) <= 1e-30 * (1 + abs(f)), (name, a, b)
+    assert main(["forward", "nofile.7"]) == 2   # not an ID of a built-in: the file is what is missing
+    assert "no such file" in capsys.readouterr().err
