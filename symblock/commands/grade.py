@@ -52,9 +52,11 @@ def run(args) -> int:
     _no_links(out, ("feedback", report.PLOTS))
     if not args.force:   # refuse before the work (write_files checks every file again)
         from symblock.errors import UsageError
-        for name in ("gradebook.csv", "summary.md", "summary.html", report.PLOTS, "feedback"):
-            if (out / name).exists():
-                raise UsageError(f"--out: {out / name} already exists; use --force to overwrite, or another directory")
+        clash = [out / name for name in ("gradebook.csv", "summary.md", "summary.html", report.PLOTS, "feedback")
+                 if (out / name).exists()]
+        if clash:
+            raise UsageError(f"--out: {clash[0]} already exists" + (f" (and {len(clash) - 1} more)" if len(clash) > 1
+                             else "") + "; use --force to overwrite, or another directory")
     cls, credit = grade(args)
     drawn = report.available()
     write(out, documents(cls, credit, args.lang, drawn, _jobs(getattr(args, "jobs", 1))), args.force)

@@ -267,7 +267,8 @@ def test_carried_credit_is_a_flag(klass, graded):
 
 def test_never_overwrites_without_force(klass, graded, capsys):
     assert main(["grade", str(klass["set"]), str(klass["answers"])]) == 2
-    assert "use --force" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "use --force" in err and "gradebook.csv already exists (and 4 more)" in err, err
     assert main(["grade", str(klass["set"]), str(klass["answers"]), "--force"]) == 1
 
 
