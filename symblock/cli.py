@@ -213,16 +213,16 @@ def _trace(args):
 
 
 def _built_in_id(text: str) -> bool:
-    """Whether SPEC is the ID of a variant of a built-in example or difficulty preset, and no file."""
+    """Whether SPEC is no file but the ID of a variant of a built-in example or difficulty preset."""
     from pathlib import Path
-    from symblock.engine.spec import example_names
     from symblock.exercises import variants
-    from symblock.exercises.spec_arg import difficulty_of
-    token, seed = variants.split_id(text)
-    if seed is None or Path(text).exists():
+    if variants.split_id(text)[1] is None or Path(text).exists():
         return False
-    base = variants.split_version(token)[0]
-    return base in example_names() or bool(difficulty_of(base, "-"))
+    try:
+        variants.parse_id(text, None, "SPEC")   # the one reader of IDs: built-in tokens, generator versions
+    except UsageError:
+        return False
+    return True
 
 
 def cmd_forward(args) -> int:

@@ -141,7 +141,6 @@ def _all_zero(s, args) -> str:
     return f"note: every gradient is exactly 0: {why}{hint}"
 
 
-
 def _run_model(args, s) -> int:
     """A model (a GPT, an encoder, an encoder-decoder): dL/d each named parameter for a loss of
     the prompt pass's logits (an encoder without a head: its hidden states)."""

@@ -57,14 +57,15 @@ def run(args) -> int:
         if clash:
             raise UsageError(f"--out: {clash[0]} already exists" + (f" (and {len(clash) - 1} more)" if len(clash) > 1
                              else "") + "; use --force to overwrite, or another directory")
-    cls, credit = grade(args)
+    people = _roster(args)
+    cls, credit = grade(args, people)
     drawn = report.available()
     write(out, documents(cls, credit, args.lang, drawn, _jobs(getattr(args, "jobs", 1))), args.force)
     print(report.summary_text(cls), end="")
     for file, name, why in report.flagged(cls):
         print(one_line(f"flagged: {file} ({name}): {'; '.join(why)}"))
-    if args.roster:
-        _roster_gaps(args.roster, cls)
+    if people is not None:
+        _roster_gaps(args.roster, people, cls)
     if not drawn:
         print("no plots: matplotlib is not installed (pip install 'symblock[plot]')")
     print(f"wrote {out / 'gradebook.csv'}, {out / 'summary.md'} (and .html) and {len(cls.graded)} feedback "
@@ -72,13 +73,18 @@ def run(args) -> int:
     return 1 if cls.rejected or any(g.flags for g in cls.graded) else 0
 
 
-def _roster_gaps(path: str, cls) -> None:
+def _roster(args) -> dict | None:
+    from symblock.grading import students
+    return students.read(args.roster) if args.roster else None
+
+
+def _roster_gaps(path: str, people: dict, cls) -> None:
     """Say which roster rows no file matched and which files no row did (a misspelt name would
     otherwise leave a student's LMS columns empty without a word)."""
     from symblock.grading import students
     from symblock.grading.report import one_line
     everyone = [*cls.graded, *cls.rejected]
-    rows, alone = students.unmatched(students.read(path), [(g.file, g.name) for g in everyone])
+    rows, alone = students.unmatched(people, [(g.file, g.name) for g in everyone])
     known = {g.file for g in everyone if g.student.get("student_id") or g.student.get("email")}
     alone = [f for f in alone if f not in known]   # a file that carries its own student_id or email is found
     for names, one, many in ((rows, "row matches no answers file", "rows match no answers file"),
@@ -96,14 +102,15 @@ def _jobs(n: int) -> int:
     return n or default_jobs()
 
 
-def grade(args):
-    """(the graded class, the credit) of SET_DIR's variants and ANSWERS_DIR's files; nothing written."""
-    from symblock.grading import gradebook, manifest, students
+def grade(args, people: dict | None = None):
+    """(the graded class, the credit) of SET_DIR's variants and ANSWERS_DIR's files; nothing written.
+    `people`: the roster already read (else read from --roster)."""
+    from symblock.grading import gradebook, manifest
     from symblock.grading.points import Credit, parse_credit
     credit = Credit(parse_credit(args.carried, "--carried"), parse_credit(args.rounded, "--rounded"),
                     parse_credit(args.slip, "--slip"))
     man = manifest.read(args.set_dir)
-    people = students.read(args.roster) if args.roster else None
+    people = people if people is not None else _roster(args)
     jobs = _jobs(getattr(args, "jobs", 1))
     marks = None if jobs < 2 else lambda read, pool, how: in_processes(read, pool, how, jobs)
     files = gradebook.answer_files(Path(args.answers_dir))

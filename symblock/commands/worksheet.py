@@ -98,16 +98,16 @@ def variants(args) -> list:
         seed = 1 if args.seed is None else args.seed
         from symblock.grading.mistakes import judge
         from symblock.exercises.stress import spread
-        drawn = variant.draw_set(spec_arg, args.variants, seed, opts, overrides,
-                                 judge(args.decimals), None if args.allow_repeats else spread(args.variants))
+        def draw(keep):
+            return variant.draw_set(spec_arg, args.variants, seed, opts, overrides, judge(args.decimals), keep)
+        drawn = draw(None if args.allow_repeats else spread(args.variants))
         if not args.allow_repeats and len(drawn) > 1:  # every student's exercise differs (exercises/stress.py)
             from symblock.exercises.stress import require_variety
             _same_on_every_sheet(drawn)
             try:
                 require_variety(drawn)
             except UsageError:   # a small set short of a statistic's values: drawn again, each adding one
-                drawn = variant.draw_set(spec_arg, args.variants, seed, opts, overrides, judge(args.decimals),
-                                         spread(args.variants, values=True))
+                drawn = draw(spread(args.variants, values=True))
                 require_variety(drawn)
         return drawn
     if args.seed is not None:

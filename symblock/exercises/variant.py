@@ -171,21 +171,16 @@ def rebuild(ident: str, spec_arg: str | None, options: Options | None = None, fl
 def redraw(ident: str, spec_arg: str | None, flag: str = "--id", overrides: dict | None = None):
     """The trace of the variant a worksheet ID names (`rebuild` without the exercise, for a caller
     that reads the exercise options from the spec: `check`)."""
-    from symblock.errors import UsageError
     from symblock.engine.model import forward_any as forward
     spec_arg, seed = variants.parse_id(ident, spec_arg, flag)
     overrides = variants.id_flags(ident, spec_arg, overrides)
     if seed is None:
         from symblock.exercises.generate import from_mapping
         return forward(from_mapping(*variants.read(spec_arg, overrides)))
-    data, source = variants.read(spec_arg, overrides)
-    got = draw(data, source, seed)
-    if got is None and isinstance(data.get("random"), dict) and data["random"].get("seed") == seed:
-        from symblock.exercises.generate import from_mapping   # the spec's own sheet (`worksheet SPEC`):
-        return forward(from_mapping(data, source))               # a set's usability checks never judged it
-    if got is None:
-        raise UsageError(f"{flag} {ident}: seed {seed} does not give a usable block")
-    return got[1]
+    # an ID names its variant: a set's usability rules (`draw`) only chose which seeds to hand out,
+    # and `worksheet SPEC` prints its own seed's ID without them
+    spec, trace = variants.drawn_with_seed(*variants.read(spec_arg, overrides), seed)
+    return trace if trace is not None else forward(spec)
 
 
 MAX_TRIES = variants.MAX_TRIES

@@ -120,8 +120,12 @@ def read(path: str | Path) -> dict[str, dict[str, str]]:
 
 def student(roster: dict | None, file: str, name: str, own: dict[str, str]) -> dict[str, str]:
     """A file's student data: the roster's row (by file, then by name) over the file's own fields."""
-    row = (roster or {}).get(file) or (roster or {}).get(name.casefold()) or {}
-    return {**own, **row}
+    return {**own, **(row_of(roster, file, name) or {})}
+
+
+def row_of(roster: dict | None, file: str, name: str) -> dict[str, str] | None:
+    """A file's roster row: by file name, then by student name."""
+    return (roster or {}).get(file) or (roster or {}).get(name.casefold())
 
 
 def unmatched(roster: dict, people: list[tuple[str, str]]) -> tuple[list[str], list[str]]:
@@ -129,7 +133,7 @@ def unmatched(roster: dict, people: list[tuple[str, str]]) -> tuple[list[str], l
     with no roster row): what `grade --roster` reports, so that a misspelt name is not silent."""
     used, alone = set(), []
     for file, name in people:
-        row = roster.get(file) or roster.get(name.casefold())
+        row = row_of(roster, file, name)
         if row is None:
             alone.append(file)
         else:
