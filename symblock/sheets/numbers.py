@@ -6,6 +6,8 @@ from decimal import Context, Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
+from flint import arb, fmpq
+
 from symblock.engine import exact, parameters
 
 if TYPE_CHECKING:
@@ -84,6 +86,8 @@ SCI_HIGH, SCI_LOW = 10**6, Fraction(1, 10**4)   # outside [10⁻⁴, 10⁶): sci
 def scientific(e, places: int) -> tuple[Decimal, int] | None:
     """(mantissa rounded to `places` decimals, exponent) when |e| ≥ 10⁶ or 0 < |e| < 10⁻⁴."""
     a = exact.real(e)
+    if _positional(a):
+        return None
     if a.sign() == 0:
         return None
     a = a if a.sign() > 0 else -a
@@ -95,6 +99,23 @@ def scientific(e, places: int) -> tuple[Decimal, int] | None:
         if 1 <= abs(m) < 10:
             return m, k
     raise AssertionError(f"no exponent for {a.digits(12)}")
+
+
+_LOW, _HIGH = fmpq(SCI_LOW.numerator, SCI_LOW.denominator), fmpq(SCI_HIGH)
+_LOW_BALL, _HIGH_BALL = arb(_LOW), arb(_HIGH)
+
+
+def _positional(a) -> bool:
+    """True when 10⁻⁴ ≤ |a| < 10⁶ is certain from the rational or the node's ball alone (the
+    usual case, decided without building a difference node and its ball for each bound); False
+    says only "not decided here"."""
+    if a.q is not None:
+        q = abs(a.q)
+        return bool(q != 0 and _LOW <= q < _HIGH)
+    if a is exact.NEG_INF:
+        return False
+    b = abs(a.ball)   # an Arb comparison holds only when it holds for every point of both balls
+    return bool(b >= _LOW_BALL and b < _HIGH_BALL)
 
 
 def dec_tex(e, places: int) -> str:

@@ -235,3 +235,27 @@ def test_text_copied_from_the_pdf_keeps_underscores_and_straight_quotes(tmp_path
     text = subprocess.run(["pdftotext", str(tex.with_suffix(".pdf")), "-"], capture_output=True,
                           text=True, check=True).stdout
     assert 'The "b_1" block, ``a\'\' and `c\'' in text and "norm1.mean" in text and "ffn.hidden" in text
+
+
+def test_scientific_notation_starts_exactly_at_its_bounds():
+    """Positional for 10⁻⁴ ≤ |x| < 10⁶, scientific outside, for rationals and irrational nodes
+    whose balls sit right at a bound (the bounds are decided from the ball when it is clear of
+    them): the choice is checked against Python's decimal at 60 digits."""
+    from decimal import Decimal, localcontext
+    from fractions import Fraction
+    from symblock.engine import exact
+    from symblock.sheets.numbers import dec_tex
+    cases = []
+    for q in (Fraction(1, 10**4), Fraction(1, 10**4) - Fraction(1, 10**30), Fraction(10**6),
+              Fraction(10**6) - Fraction(1, 10**20), Fraction(-10**6), Fraction(-1, 10**4), Fraction(3, 7)):
+        cases.append((exact.real(q), Decimal(q.numerator) / Decimal(q.denominator)))
+    with localcontext() as c:
+        c.prec = 60
+        for k, scale in ((2, 10**6), (10**12 - 1, 10**10), (10**12 + 1, 10**10), (2, 10**4 * 2), (3, 10**4 * 1.732)):
+            scale = Fraction(scale)   # √k / scale: just under, at and over the bounds
+            x = exact.sqrt(exact.real(k)) * exact.real(1 / scale)
+            cases.append((x, Decimal(k).sqrt() / (Decimal(scale.numerator) / Decimal(scale.denominator))))
+            cases.append((-x, -(Decimal(k).sqrt() / (Decimal(scale.numerator) / Decimal(scale.denominator)))))
+        for x, ref in cases:
+            science = abs(ref) >= 10**6 or 0 < abs(ref) < Decimal(1) / 10**4
+            assert (r"\times 10^" in dec_tex(x, 3)) == science, (ref, dec_tex(x, 3))
