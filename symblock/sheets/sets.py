@@ -190,6 +190,11 @@ def _pdfs(stage: Stage, engine: str, folders: dict[str, Path], set_folder: Path,
         done, _ = futures.wait(pending, return_when=futures.FIRST_COMPLETED)
         for job in done:
             unit, name, k = pending.pop(job)
+            if unit in ("cut", "join"):   # a failure here is a bug, not the user's: raised as it is
+                job.result()
+                if unit == "join":
+                    bar.update(1)
+                continue
             try:
                 pdf = job.result()
             except UsageError as e:
@@ -201,31 +206,28 @@ def _pdfs(stage: Stage, engine: str, folders: dict[str, Path], set_folder: Path,
             share = idents[first:last]
             ranges = _ranges(tex[name][k], len(share)) if pdf and cut else None
             if ranges:
-                cut(pdf, ranges, [folders[i] / own[name] for i in share])
+                pending[stage.pool.submit(cut, pdf, ranges, [folders[i] / own[name] for i in share],
+                                          stage.children)] = ("cut", name, k)
             elif cut:  # the set document failed, or its page record is unusable (a user's template)
                 pending.update(alone(own[name], first, last))
             if pdf:
                 made[name][k] = pdf
-            if name not in pieces or len(made[name]) == len(tex[name]):
-                if name in pieces:
-                    join_pdfs([made[name][n] for n in range(len(tex[name]))], set_folder / Path(name).with_suffix(".pdf"))
+            if name not in pieces:
                 bar.update(1)
+            elif len(made[name]) == len(tex[name]):
+                pending[stage.pool.submit(join_pdfs, [made[name][n] for n in range(len(tex[name]))],
+                                          set_folder / Path(name).with_suffix(".pdf"),
+                                          stage.children)] = ("join", name, k)
 
 
 PART = 50   # variants compiled in one LaTeX run of a set document; a larger set is compiled in parts
 
 
-def join_pdfs(pdfs: Sequence[Path], dest: Path) -> None:
+def join_pdfs(pdfs: Sequence[Path], dest: Path, children=None) -> None:
     """The parts' pages one after the other in `dest`, with the first part's metadata (each part
-    holds whole variants of even length, so every variant still starts on an odd page)."""
-    from pypdf import PdfReader, PdfWriter
-    writer = PdfWriter()
-    readers = [PdfReader(p) for p in pdfs]
-    for reader in readers:
-        for page in reader.pages:
-            writer.add_page(page)
-    writer.add_metadata(readers[0].metadata or {})  # pdfTeX's Producer and (SOURCE_DATE_EPOCH) dates
-    writer.write(dest)
+    holds whole variants of even length, so every variant still starts on an odd page); in a
+    process of its own (pages.py)."""
+    _in_child("join", [dest, *pdfs], dest.parent, children)
 
 
 def _ranges(tex: Path, count: int) -> list[tuple[int, int]] | None:
@@ -250,16 +252,21 @@ def _cutter() -> Callable | None:
     return cut_pages
 
 
-def cut_pages(pdf: Path, ranges: Sequence[tuple[int, int]], texs: Sequence[Path]) -> None:
-    """Write the pages first..last (from 1) of `pdf` beside each .tex in `texs`, as its PDF."""
-    from pypdf import PdfReader, PdfWriter
-    reader = PdfReader(pdf)
-    for (first, last), tex in zip(ranges, texs, strict=True):
-        writer = PdfWriter()
-        for page in reader.pages[first - 1:last]:
-            writer.add_page(page)
-        writer.add_metadata(reader.metadata or {})  # pdfTeX's Producer and (SOURCE_DATE_EPOCH) dates
-        writer.write(tex.with_suffix(".pdf"))
+def cut_pages(pdf: Path, ranges: Sequence[tuple[int, int]], texs: Sequence[Path], children=None) -> None:
+    """Write the pages first..last (from 1) of `pdf` beside each .tex in `texs`, as its PDF; in a
+    process of its own (pages.py)."""
+    args = [pdf, *(x for (first, last), tex in zip(ranges, texs, strict=True)
+                   for x in (first, last, tex.with_suffix(".pdf")))]
+    _in_child("cut", args, pdf.parent, children)
+
+
+def _in_child(verb: str, args: list, cwd: Path, children=None) -> None:
+    """Run pages.py's `verb` in a Python process (stopped with the run's compilers, `children`)."""
+    from symblock.sheets import pages
+    from symblock.sheets.worksheet import _Children
+    code, output = (children or _Children()).run(pages.command(verb, args), cwd, pages.environment())
+    if code != 0:
+        raise RuntimeError(f"pypdf could not {verb} the set's PDFs: {output.decode(errors='replace')[-2000:]}")
 
 
 def _progress(total: int):

@@ -58,7 +58,7 @@ def test_parts_joined_out_of_order_are_caught(tmp_path, monkeypatch, capsys):
     """The check above sees a join that puts the parts in another order (a planted bug)."""
     monkeypatch.setattr(sets, "PART", 1)
     real = sets.join_pdfs
-    monkeypatch.setattr(sets, "join_pdfs", lambda pdfs, dest: real(list(reversed(pdfs)), dest))
+    monkeypatch.setattr(sets, "join_pdfs", lambda pdfs, dest, *rest: real(list(reversed(pdfs)), dest, *rest))
     out = tmp_path / "set"
     assert run("--variants", "3", "--pdf", "--format", "latex", "--out", str(out)) == 0
     with pytest.raises(AssertionError):
