@@ -7,6 +7,8 @@ would read may be left out. The same code runs on SymPy Symbols (`symbolic_spec`
 """
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Iterator, Mapping, Protocol, TypeVar, cast
 
@@ -391,10 +393,17 @@ def gelu(x: Entry) -> Entry:
 
 def gelu_tanh(x: Entry) -> Entry:
     """The tanh approximation: x/2 · (1 + tanh(√(2/π) (x + 0.044715 x³)))."""
-    import sympy
-    c = exact.like(x, sympy.sqrt(2 / sympy.pi))
-    k = exact.like(x, sympy.Rational(44715, 1000000))
+    c, k = _tanh_constants(exact.is_symbolic(x))
     return x / 2 * (1 + exact.tanh(c * (x + k * x * x * x)))
+
+
+@functools.cache
+def _tanh_constants(symbolic: bool) -> tuple:
+    """√(2/π) and 0.044715, made once (a node is immutable, so every entry may share one; SymPy
+    built them anew for each entry: ~3 ms an entry)."""
+    import sympy
+    c, k = sympy.sqrt(2 / sympy.pi), sympy.Rational(44715, 1000000)
+    return (c, k) if symbolic else (exact.from_sympy(c), exact.from_sympy(k))
 
 
 def silu(x: Entry) -> Entry:
