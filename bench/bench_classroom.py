@@ -1,12 +1,13 @@
 """The classroom's waits, before/after in one run: what a set costs to write and to grade, and what
 `--jobs` buys on this machine's cores.
 
-    python bench/bench_classroom.py --base a7b8402 [--rounds 5] [--write]     # no slower
+    python bench/bench_classroom.py --base a7b8402 [--rounds 5] [--pdf 300] [--write]     # no slower
     python bench/bench_classroom.py --jobs 2 [--students 300] [--write]         # --jobs
 
 `--base`: `worksheet --difficulty medium --variants 30 --format markdown` and `grade` of its 30 blank
 answers files, timed on an earlier commit (a temporary git worktree) and on this checkout, alternating
-round by round, each in a fresh process; the figure is the child's CPU time (user + sys), which a
+round by round, each in a fresh process (`--pdf N`: and a set of N variants with every PDF, `--jobs 2`,
+its files compared byte for byte); the figure is the child's CPU time (user + sys), which a
 machine shared with other work disturbs far less than wall time, with the wall time beside it.
 
 `--jobs J`: on this checkout only, `grade` of a medium set's N answers files (filled in with the key's
@@ -55,17 +56,21 @@ def blank_class(set_dir: Path, answers: Path) -> None:
         (answers / f"s{i:03d}.yaml").write_text(f.read_text(encoding="utf-8"), encoding="utf-8")
 
 
-def structure_jobs(tree: Path, work: Path) -> dict[str, tuple[float, float]]:
+def structure_jobs(tree: Path, work: Path, pdf: int = 0) -> dict[str, tuple[float, float]]:
     work.mkdir(parents=True, exist_ok=True)
     out = {"worksheet --variants 30 (medium, md)": timed(
         ["worksheet", "--difficulty", "medium", "--variants", "30", "--format", "markdown", "--out", "set",
          "--force"], tree, work)}
     blank_class(work / "set", work / "answers")
     out["grade 30 files"] = timed(["grade", "set", "answers", "--out", "graded", "--force"], tree, work)
+    if pdf:
+        out[f"worksheet --variants {pdf} --pdf --jobs 2 (medium)"] = timed(
+            ["worksheet", "--difficulty", "medium", "--variants", str(pdf), "--pdf", "--jobs", "2", "--out", "pdf",
+             "--force"], tree, work)
     return out
 
 
-def compare_base(base_rev: str, rounds: int) -> str:
+def compare_base(base_rev: str, rounds: int, pdf: int = 0) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp) / "base"
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(base), base_rev], check=True)
@@ -73,8 +78,10 @@ def compare_base(base_rev: str, rounds: int) -> str:
         try:
             for r in range(rounds):
                 for label, tree in (("before", base), ("after", ROOT)):
-                    for job, t in structure_jobs(tree, Path(tmp) / f"{label}{r}").items():
+                    for job, t in structure_jobs(tree, Path(tmp) / f"{label}{r}", pdf).items():
                         times[label].setdefault(job, []).append(t)
+            same = "" if not pdf else ("The PDF set's files are the same bytes before and after: " + (
+                "yes." if same_tree(Path(tmp) / "before0" / "pdf", Path(tmp) / "after0" / "pdf") else "NO."))
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)], check=True)
     rows = ["| job | before CPU (s) | after CPU (s) | after / before | before wall (s) | after wall (s) |",
@@ -82,9 +89,10 @@ def compare_base(base_rev: str, rounds: int) -> str:
     for job in times["before"]:
         (bc, bw), (ac, aw) = (tuple(statistics.median(x) for x in zip(*times[k][job])) for k in ("before", "after"))
         rows.append(f"| {job} | {bc:.2f} | {ac:.2f} | {ac / bc:.2f} | {bw:.2f} | {aw:.2f} |")
-    return (f"`python bench/bench_classroom.py --base {base_rev} --rounds {rounds}`: {base_rev} against "
+    return (f"`python bench/bench_classroom.py --base {base_rev} --rounds {rounds}"
+            f"{f' --pdf {pdf}' if pdf else ''}`: {base_rev} against "
             f"{_rev()}, alternating, {rounds} rounds, medians; each job a fresh process (start-up included).\n\n"
-            + "\n".join(rows) + "\n")
+            + "\n".join(rows) + "\n" + ("\n" + same + "\n" if same else ""))
 
 
 def _rev() -> str:
@@ -163,11 +171,13 @@ def main() -> None:
     p.add_argument("--base", help="an earlier commit to compare with (the no-slower table)")
     p.add_argument("--jobs", type=int, help="compare serial with --jobs J (the --jobs table)")
     p.add_argument("--students", type=int, default=300)
+    p.add_argument("--pdf", type=int, default=0, metavar="N",
+                   help="with --base: also time a set of N variants with every PDF, --jobs 2")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--write", action="store_true")
     args = p.parse_args()
     if args.base:
-        text = compare_base(args.base, args.rounds)
+        text = compare_base(args.base, args.rounds, args.pdf)
         print(text)
         if args.write:
             write("No slower: a set of 30 written and graded, before and after", text)
