@@ -223,7 +223,7 @@ def _pdfs(stage: Stage, engine: str, folders: dict[str, Path], set_folder: Path,
 PART = 50   # variants compiled in one LaTeX run of a set document; a larger set is compiled in parts
 
 
-def join_pdfs(pdfs: Sequence[Path], dest: Path, children=None) -> None:
+def join_pdfs(pdfs: Sequence[Path], dest: Path, children) -> None:
     """The parts' pages one after the other in `dest`, with the first part's metadata (each part
     holds whole variants of even length, so every variant still starts on an odd page); in a
     process of its own (pages.py)."""
@@ -252,7 +252,7 @@ def _cutter() -> Callable | None:
     return cut_pages
 
 
-def cut_pages(pdf: Path, ranges: Sequence[tuple[int, int]], texs: Sequence[Path], children=None) -> None:
+def cut_pages(pdf: Path, ranges: Sequence[tuple[int, int]], texs: Sequence[Path], children) -> None:
     """Write the pages first..last (from 1) of `pdf` beside each .tex in `texs`, as its PDF; in a
     process of its own (pages.py)."""
     args = [pdf, *(x for (first, last), tex in zip(ranges, texs, strict=True)
@@ -260,11 +260,11 @@ def cut_pages(pdf: Path, ranges: Sequence[tuple[int, int]], texs: Sequence[Path]
     _in_child("cut", args, pdf.parent, children)
 
 
-def _in_child(verb: str, args: list, cwd: Path, children=None) -> None:
-    """Run pages.py's `verb` in a Python process (stopped with the run's compilers, `children`)."""
+def _in_child(verb: str, args: list, cwd: Path, children) -> None:
+    """Run pages.py's `verb` in a Python process, one of the run's `children` (Stage.children:
+    stopped with its compilers)."""
     from symblock.sheets import pages
-    from symblock.sheets.worksheet import _Children
-    code, output = (children or _Children()).run(pages.command(verb, args), cwd, pages.environment())
+    code, output = children.run(pages.command(verb, args), cwd, pages.environment())
     if code != 0:
         raise RuntimeError(f"pypdf could not {verb} the set's PDFs: {output.decode(errors='replace')[-2000:]}")
 
