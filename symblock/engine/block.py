@@ -8,7 +8,6 @@ would read may be left out. The same code runs on SymPy Symbols (`symbolic_spec`
 from __future__ import annotations
 
 import functools
-
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Iterator, Mapping, Protocol, TypeVar, cast
 

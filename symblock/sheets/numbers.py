@@ -110,8 +110,7 @@ def _positional(a) -> bool:
     usual case, decided without building a difference node and its ball for each bound); False
     says only "not decided here"."""
     if a.q is not None:
-        q = abs(a.q)
-        return bool(q != 0 and _LOW <= q < _HIGH)
+        return bool(_LOW <= abs(a.q) < _HIGH)
     if a is exact.NEG_INF:
         return False
     b = abs(a.ball)   # an Arb comparison holds only when it holds for every point of both balls

@@ -4,11 +4,11 @@
 pypdf is pure Python: a 300-variant set is 600 cuts and two joins, about half a minute of one core.
 So each cut of a compiled part and each join runs in its own Python process, started from the
 set's compile pool like the LaTeX runs (`--jobs` of them at once), where it overlaps the other
-parts' LaTeX runs; `python -m symblock.sheets.pages cut|join ...` is that process. The bytes are
-those of the same pypdf calls made in one process.
+parts' LaTeX runs (`command`). The bytes are those of the same pypdf calls made in one process.
 """
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -39,17 +39,15 @@ def join(pdfs: Sequence[Path], dest: Path) -> None:
     writer.write(dest)
 
 
-def command(verb: str, args: Sequence[str]) -> list[str]:
+# The child imports this module from this process's own sys.path (as multiprocessing's spawn does),
+# so that it runs the same code, installed or not, whatever its working directory.
+_BOOT = "import json, sys; sys.path[:] = json.loads(sys.argv[1]); from symblock.sheets.pages import main; main(sys.argv[2:])"
+
+
+def command(verb: str, args: Sequence[object]) -> list[str]:
     """The command line of one cut (args: PDF, then FIRST LAST OUT per variant) or join (DEST, PDF...)."""
-    return [sys.executable, "-m", "symblock.sheets.pages", verb, *map(str, args)]
-
-
-def environment() -> dict[str, str]:
-    """This process's environment, with this package first on the path (so that the child imports
-    the same code, installed or not)."""
-    here = str(Path(__file__).resolve().parents[2])
-    path = os.environ.get("PYTHONPATH")
-    return dict(os.environ, PYTHONPATH=here + (os.pathsep + path if path else ""))
+    path = [p if p else os.getcwd() for p in sys.path]
+    return [sys.executable, "-c", _BOOT, json.dumps(path), verb, *map(str, args)]
 
 
 def main(argv: Sequence[str]) -> None:
@@ -62,7 +60,3 @@ def main(argv: Sequence[str]) -> None:
         join([Path(p) for p in args[1:]], Path(args[0]))
     else:
         raise SystemExit(f"unknown verb {verb!r}: expected cut or join")
-
-
-if __name__ == "__main__":
-    main(sys.argv[1:])

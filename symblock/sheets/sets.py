@@ -17,6 +17,7 @@ that lands whole; the set files land only when every variant did.
 """
 from __future__ import annotations
 
+import os
 import sys
 from concurrent import futures
 from dataclasses import dataclass, field
@@ -264,7 +265,7 @@ def _in_child(verb: str, args: list, cwd: Path, children) -> None:
     """Run pages.py's `verb` in a Python process, one of the run's `children` (Stage.children:
     stopped with its compilers)."""
     from symblock.sheets import pages
-    code, output = children.run(pages.command(verb, args), cwd, pages.environment())
+    code, output = children.run(pages.command(verb, args), cwd, dict(os.environ))
     if code != 0:
         raise RuntimeError(f"pypdf could not {verb} the set's PDFs: {output.decode(errors='replace')[-2000:]}")
 

@@ -251,11 +251,10 @@ def test_scientific_notation_starts_exactly_at_its_bounds():
         cases.append((exact.real(q), Decimal(q.numerator) / Decimal(q.denominator)))
     with localcontext() as c:
         c.prec = 60
-        for k, scale in ((2, 10**6), (10**12 - 1, 10**10), (10**12 + 1, 10**10), (2, 10**4 * 2), (3, 10**4 * 1.732)):
-            scale = Fraction(scale)   # √k / scale: just under, at and over the bounds
-            x = exact.sqrt(exact.real(k)) * exact.real(1 / scale)
-            cases.append((x, Decimal(k).sqrt() / (Decimal(scale.numerator) / Decimal(scale.denominator))))
-            cases.append((-x, -(Decimal(k).sqrt() / (Decimal(scale.numerator) / Decimal(scale.denominator)))))
+        for k, scale in ((2, 10**6), (10**12 - 1, 10**10), (10**12 + 1, 10**10), (2, 20000), (3, 17320),
+                         (10**12 - 1, 1), (10**12 + 1, 1), (2 * 10**12, 2)):
+            x = exact.sqrt(exact.real(k)) * exact.real(Fraction(1, scale))   # √k / scale: just under and over a bound
+            cases += [(x, Decimal(k).sqrt() / scale), (-x, -Decimal(k).sqrt() / scale)]
         for x, ref in cases:
             science = abs(ref) >= 10**6 or 0 < abs(ref) < Decimal(1) / 10**4
             assert (r"\times 10^" in dec_tex(x, 3)) == science, (ref, dec_tex(x, 3))
