@@ -133,6 +133,18 @@ def _version() -> str:
         return "(not installed)"
 
 
+class _Version(argparse.Action):
+    """`--version`: the installed package's version, looked up only when asked (importing
+    importlib.metadata and reading the package's metadata cost every command ~30 ms)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"symblock {_version()}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="symblock",
@@ -143,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=HelpFormatter)
     p.add_argument("--debug", action="store_true",
                    help="show the traceback of an internal error (also SYMBLOCK_DEBUG=1)")
-    p.add_argument("--version", action="version", version=f"symblock {_version()}")
+    p.add_argument("--version", action=_Version, help="show the version and exit")
     sub = p.add_subparsers(title="commands", metavar="COMMAND")
 
     f = sub.add_parser("forward", help="work the block forward exactly and print every step",
