@@ -125,7 +125,7 @@ def _from_set(args, answers_path: str, ident: str | None, spec_arg: str | None):
     from symblock.errors import UsageError
     from symblock.exercises import variants
     from symblock.grading import manifest
-    from symblock.grading.answers import Policy
+    from symblock.grading.answers import set_policy
     from symblock.grading.gradebook import Variants
     if ident is None or args.preset or args.loss or args.wrt or answers_path == "-":
         return None
@@ -141,7 +141,7 @@ def _from_set(args, answers_path: str, ident: str | None, spec_arg: str | None):
                     f"check: {answers_path} is an answers file of the set in {_shown(folder)} (made from "
                     f"{man.get('spec_source', 'its spec')}, spec {pool.token!r}), but SPEC {spec_arg} is "
                     f"spec {variants.spec_token(spec_arg)!r}; leave SPEC out to mark it against its set")
-            return pool.marker(ident), Policy(decimals=man.get("decimals"))
+            return pool.marker(ident), set_policy(man)
     return None
 
 

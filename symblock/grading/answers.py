@@ -19,6 +19,9 @@ An entry is either
   `places = max(decimals, places written)`: `0.43` with `decimals: 3` means 0.430, and `0.8118`
   with `decimals: 3` is judged at 4 places (more precision than promised is never penalised).
   Without any `decimals`, an integer must be exact and a decimal is judged at its written places.
+  In a set (`grade`, and `check` of a file in its set) the sheet's places are a floor
+  (`Policy.floor`, `set_policy`): a file's `decimals:` may raise them, not lower them; `sig_figs:`
+  is judged as decimal places; a `print:` number must also be within half a unit at them.
   `sig_figs: 3` (file or step) judges at max(3, the significant digits written) instead, and
   `print: float32` / `float64` accepts a number a program printed: within 16 units in the last
   place of that format, 16·2⁻²³ (float32) or 16·2⁻⁵² (float64) times max(1, |value|);
@@ -79,10 +82,19 @@ class Policy:
     decimals: int | None = None
     sig_figs: int | None = None
     print: str | None = None     # float32 | float64
+    floor: int | None = None     # the places a set asks for (grade): a file's own policy may raise them, not lower them
 
     @property
     def tolerance(self) -> Fraction | None:
         return PRINTS.get(self.print)
+
+    def floored(self) -> "Policy":
+        """This policy held to the set's places: decimals at least `floor`, significant digits
+        judged as decimal places (max(floor, places written)), a printed number also within half
+        a unit at `floor` places. A file cannot ask to be judged more loosely than its sheet."""
+        if self.floor is None:
+            return self
+        return Policy(max(self.decimals or 0, self.floor), None, self.print, self.floor)
 
 
 @dataclass(frozen=True)
@@ -99,6 +111,7 @@ class Entry:
     sig_figs: int | None = None
     tol: Fraction | None = None
     reason: str | None = None   # unreadable: "number", "large", "comma" or "inf"; value is None
+    cap: Fraction | None = None  # under `tol`: also at most this far from the value (Policy.floor's half unit)
 
 
 @dataclass(frozen=True)
@@ -132,6 +145,7 @@ class Answers:
     ident: str | None = None
     name: str | None = None
     student: Mapping[str, str] = field(default_factory=dict)   # e.g. {"student_id": "7", "email": ...}
+    overruled: tuple[str, ...] = ()   # the file's keys that asked for less than Policy.floor, e.g. "decimals: 1"
 
 
 def load(path: str | Path, shapes: Mapping[str, tuple[int, int]], computed: set[str] | None = None,
@@ -228,7 +242,9 @@ def from_mapping(data: Mapping, source: str, shapes: Mapping[str, tuple[int, int
                  computed: set[str] | None = None, default: Policy | None = None) -> Answers:
     from symblock.engine.spec import SpecError
     student = student_data(data, source, shapes, TOP_KEYS)
-    top = _policy(data, source, "", default or Policy())
+    default = default or Policy()
+    top = _policy(data, source, "", default)
+    overruled = _lowered(data, "", default.floor)
     raw = data.get("steps")
     if not isinstance(raw, dict) or not raw:
         raise SpecError(source, "steps", "expected a mapping of step names to answers, e.g. "
@@ -250,6 +266,7 @@ def from_mapping(data: Mapping, source: str, shapes: Mapping[str, tuple[int, int
                     raise SpecError(source, f"{where}.{key}", f"unknown key; expected one of "
                                                               f"{', '.join(STEP_KEYS)}")
             policy = _policy(value, source, f"{where}.", top)
+            overruled += _lowered(value, f"{where}.", default.floor)
         rows = _grid(value, shapes[name], source, where)
         step = names.parse(name)
         masked = step.kind in ("masked", "scaled", "cross_masked", "cross_scaled") and not step.dropped  # .scaled: masked, then scaled
@@ -257,7 +274,24 @@ def from_mapping(data: Mapping, source: str, shapes: Mapping[str, tuple[int, int
                               for v, w in row) for row in rows)
         out[name] = StepAnswer(name, entries, policy.decimals, policy)
     return Answers(source, top.decimals, out, _text_field(data, "id", source), _text_field(data, "name", source),
-                   student)
+                   student, overruled)
+
+
+def set_policy(manifest: Mapping) -> Policy:
+    """How a set's answers files are judged: at the places its sheets ask for (the manifest's
+    `decimals`), which a file's own `decimals:` may raise but not lower (Policy.floor)."""
+    d = manifest.get("decimals")
+    return Policy(decimals=d, floor=d)
+
+
+def _lowered(data: Mapping, prefix: str, floor: int | None) -> tuple[str, ...]:
+    """The policy keys of `data` that would judge more loosely than `floor` places (not used)."""
+    if floor is None:
+        return ()
+    dec = _whole(data.get("decimals"), "", prefix + "decimals", MAX_DECIMALS)   # validated by _policy
+    sig = _whole(data.get("sig_figs"), "", prefix + "sig_figs", MAX_SIG_FIGS, low=1)
+    return tuple(f"{prefix}{k}: {v}" for k, v in (("decimals", dec), ("sig_figs", sig))
+                 if v is not None and (k == "sig_figs" or v < floor))
 
 
 def _entry(value: Any, policy: Policy, source: str, where: str, masked: bool) -> Entry:
@@ -299,7 +333,7 @@ def _policy(data: Mapping, source: str, prefix: str, base: Policy) -> Policy:
         raise SpecError(source, prefix + "print", f"expected one of {', '.join(PRINTS)}, got {kind_of(printed)}")
     if dec is None and sig is None and printed is None:
         return base
-    return Policy(dec, sig, printed)   # a stated policy replaces the one it is inside
+    return Policy(dec, sig, printed, base.floor).floored()   # a stated policy replaces the one it is inside
 
 
 def _blank(v) -> bool:
@@ -395,7 +429,9 @@ def parse_entry(value: Any, policy: Policy | int | None, source: str, where: str
             sig = len(Decimal(value).as_tuple().digits)
             return Entry(exact.from_sympy(number), _text(value), None, Decimal(value),
                          written=sig, sig_figs=max(policy.sig_figs or 0, sig) if policy.sig_figs else None,
-                         tol=policy.tolerance)
+                         tol=policy.tolerance,
+                         cap=None if policy.floor is None or policy.tolerance is None
+                         else Fraction(1, 2 * 10 ** policy.floor))
         if decimals is None:
             places = written if written > 0 else None
         else:

@@ -284,9 +284,9 @@ def grade(manifest: dict, files: list[Path], credit, roster: dict | None = None,
     in doubt (`flag`); see the module docstring. `roster`: students.read's mapping. `marks(read,
     pool, how)`: how the read files are marked, (outcomes in the files' order, the rounded values
     already worked out or None); default `mark_all`, in this process (`grade --jobs`: in several)."""
-    from symblock.grading.answers import Policy
+    from symblock.grading.answers import set_policy
     pool = Variants(manifest)
-    how = How(Policy(decimals=manifest.get("decimals")), credit, roster,
+    how = How(set_policy(manifest), credit, roster,
               {s: int(manifest["points"].get(s, 1)) for s in manifest["asked"]})
     read = [read_one(path, pool, roster) for path in files]
     outcomes, truths = (marks or mark_all)(read, pool, how)

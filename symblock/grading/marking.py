@@ -79,6 +79,7 @@ class CheckResult:
     ident: str | None = None
     name: str | None = None
     student: dict = field(default_factory=dict)   # the file's student data (answers.Answers.student)
+    overruled: tuple = ()   # the file's policy keys that asked for less than the set's places (not used)
 
     @property
     def answered(self) -> bool:
@@ -106,7 +107,8 @@ def matches(entry, value) -> bool:
     if entry.value is exact.NEG_INF or value is exact.NEG_INF:
         return entry.value is value or (value is exact.NEG_INF and answers_mod.is_fill(entry))
     if entry.tol is not None:
-        return _within(entry.value, value, entry.tol * _max1(value))
+        return _within(entry.value, value, entry.tol * _max1(value)) \
+            and (entry.cap is None or _within(entry.value, value, entry.cap))
     if entry.sig_figs is not None:
         return _sig_equal(entry, value, entry.sig_figs)
     if entry.places is None:
@@ -428,6 +430,7 @@ class Marker:
         result = check(self.spec, self.trace, answers, asked=set(self.exercise.ask), items=self.items,
                        memo=self.memo, forms=forms)
         result.student = dict(answers.student)   # student_id, email, ...: for the gradebook
+        result.overruled = answers.overruled
         return result
 
     def answers(self, data: dict, source: str, default: answers_mod.Policy | None = None) -> answers_mod.Answers:

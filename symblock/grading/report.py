@@ -232,6 +232,8 @@ def feedback_md(g, cls, credit, lang: str = "en") -> str:
     for s in cls.asked:
         lines.append(f"| `{s}` | {_status(steps[s], w)} | {pts(g.scores[s])} / {cls.points[s]} |")
     lines.append("")
+    if g.result.overruled:
+        lines += [w["overruled"].format(n=cls.manifest["decimals"], keys=", ".join(f"`{k}`" for k in g.result.overruled)), ""]
     for s in cls.asked:
         st = steps[s]
         gaps = blanks(st, w)
@@ -293,6 +295,8 @@ def text(result, trace: Trace | None=None, every_entry: bool = False, lang: str 
         lines[0] += f"  ({trace.spec.title})"
     if result.decimals is not None:
         lines.append(w["decimals"].format(n=result.decimals))
+    if result.overruled:
+        lines.append(w["overruled"].format(n=result.decimals, keys=", ".join(result.overruled)))
     lines.append("")
     steps = [s for s in result.steps if s.asked or s.entries or s.status == "given"]
     width = max(len(s.name) for s in steps)

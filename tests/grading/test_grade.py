@@ -347,6 +347,15 @@ def test_check_of_a_set_answers_file_needs_no_spec_and_no_preset(tmp_path, capsy
     assert steps["norm1.mean"]["status"] == "correct"
     missing = {n for n, s in steps.items() if s["status"] == "missing" and s["asked"]}
     assert missing and all(n.startswith(("norm1", "norm2", "norm_final")) for n in missing), missing
+    # a file of the set is held to the set's places, as `grade` holds it: the row variances (1.25
+    # each, NumPy) to 1 place are "rounded", and the text says which key was not used
+    var1 = [[text3(v, 1)] for v in r(X.var(axis=1), 1)]
+    assert var1 == [["1.3"]] * 3
+    path.write_text(yaml.safe_dump({**data, "decimals": 1, "steps": {"norm1.var": var1}}))
+    assert main(["check", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "decimals: 3 " in out and "Judged at the 3 places the sheet asks for: decimals: 1 in this file" in out, out
+    assert "≈ rounded  norm1.var" in out, out
     # the same file outside its set, without --preset, counts every step of the full preset
     (tmp_path / "loose.yaml").write_text(path.read_text())
     assert main(["check", "pre-ln-causal-gelu", str(tmp_path / "loose.yaml"), "--json"]) == 0
@@ -377,6 +386,15 @@ def test_check_with_the_sets_spec_uses_the_manifest_and_another_spec_is_refused(
     assert steps["norm1.mean"]["status"] == "correct"
     missing = {n for n, s in steps.items() if s["status"] == "missing" and s["asked"]}
     assert missing and all(n.startswith(("norm1", "norm2", "norm_final")) for n in missing), missing
+    # a file of the set is held to the set's places, as `grade` holds it: the row variances (1.25
+    # each, NumPy) to 1 place are "rounded", and the text says which key was not used
+    var1 = [[text3(v, 1)] for v in r(X.var(axis=1), 1)]
+    assert var1 == [["1.3"]] * 3
+    path.write_text(yaml.safe_dump({**data, "decimals": 1, "steps": {"norm1.var": var1}}))
+    assert main(["check", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "decimals: 3 " in out and "Judged at the 3 places the sheet asks for: decimals: 1 in this file" in out, out
+    assert "≈ rounded  norm1.var" in out, out
     assert main(["check", "seed-post-ln", str(path)]) == 2
     err = capsys.readouterr().err
     assert "set in set/" in err and "'pre-ln-causal-gelu'" in err and "'seed-post-ln'" in err, err
@@ -417,3 +435,31 @@ def test_credit_flags_with_huge_exponents_are_refused_at_once(klass, tmp_path, f
     assert proc.returncode == 2 and time.monotonic() - start < 30
     assert proc.stderr.startswith(f"symblock: error: {flag}: expected a credit between 0 and 1"), proc.stderr
     assert "Traceback" not in proc.stderr and not (tmp_path / "o").exists()
+
+
+def test_a_files_own_decimals_cannot_lower_the_places_the_set_asks_for(klass, tmp_path):
+    """resid1 to 1 place on a 3-place sheet: `decimals: 1`, `sig_figs: 2` or a step's own
+    `decimals: 1` in the file change nothing. Each entry is "rounded" (9/10), or correct where
+    the truth's 3-place rounding is that 1-place number, as with no key at all; the feedback
+    says which key was not used."""
+    v = klass["manifest"]["variants"][0]
+    truth = work(params(yaml.safe_load(textwrap.dedent(SPEC)), v["seed"]), rounding=False)["resid1"]
+    one = grid(r(truth, 1), 1)
+    want = dec2(share(1 if r(t, 1) == r(t, 3) else Fraction(9, 10) for t in truth.ravel()))
+    assert want != "1.00"
+    folder = tmp_path / "answers"
+    folder.mkdir()
+    write_yaml(folder / "plain.yaml", v["id"], "Plain", {"resid1": one}, head="")
+    write_yaml(folder / "dec.yaml", v["id"], "Dec", {"resid1": one}, head="decimals: 1")
+    write_yaml(folder / "sig.yaml", v["id"], "Sig", {"resid1": one}, head="sig_figs: 2")
+    (folder / "step.yaml").write_text(f"id: {v['id']}\nname: Step\nsteps:\n  resid1: {{decimals: 1, value: "
+                                      + "[" + ", ".join("[" + ", ".join(row) + "]" for row in one) + "]}\n",
+                                      encoding="utf-8")
+    out = tmp_path / "graded"
+    main(["grade", str(klass["set"]), str(folder), "--out", str(out)])
+    book = read_gradebook(out / "gradebook.csv")
+    for name, key in (("Plain", None), ("Dec", "`decimals: 1`"), ("Sig", "`sig_figs: 2`"),
+                      ("Step", "`steps.resid1.decimals: 1`")):
+        assert book[name]["resid1"] == want, name
+        fb = (out / "feedback" / f"{name}.md").read_text(encoding="utf-8")
+        assert ("Judged at the 3 places the sheet asks for: " + key in fb) if key else "Judged at" not in fb, name

@@ -1,6 +1,8 @@
 """marking.matches, the acceptance rule for one entry, on a value that sits exactly on a rounding
 tie but is not a rational node: √2 · √2/40000 = 1/20000 = 0.00005, built as a graph node (a
 denominator over 10⁴ is not snapped to a rational)."""
+from fractions import Fraction
+
 import pytest
 
 from symblock.engine import exact
@@ -60,3 +62,38 @@ def test_exact_entries_against_the_tie(tie):
 def test_the_tie_is_shown_with_its_digits(tie, undecidable):
     assert marking.show(undecidable, 4).startswith("5.0000")
     assert marking.show(exact.real(1) / 8, 2) == "0.13"  # a rational tie is decided: half away
+
+
+@pytest.mark.parametrize("value, text, plain, in_a_set", [
+    # 16·2⁻²³·1000 ≈ 0.0019 lets 1000.0013 pass as a float32 print-out; a set asking 3 places
+    # also wants it within half a unit there (0.0005), so only 1000.0004 passes in the set
+    (1000, "1000.0013", True, False),
+    (1000, "1000.0004", True, True),
+    (Fraction(1, 3), "0.33333334", True, True),    # float32's 1/3, well inside both
+])
+def test_a_print_out_in_a_set_is_held_to_the_sets_places(value, text, plain, in_a_set):
+    truth = exact.real(value)
+    free = answers.parse_entry(text, answers.Policy(print="float32"), "<test>", "x")
+    held = answers.parse_entry(text, answers.Policy(decimals=3, print="float32", floor=3).floored(), "<test>", "x")
+    assert marking.matches(free, truth) is plain
+    assert marking.matches(held, truth) is in_a_set
+
+
+def test_a_files_own_policy_may_raise_the_sets_places_but_not_lower_them():
+    shapes = {"resid1": (1, 2)}
+    set_policy = answers.set_policy({"decimals": 3})
+
+    def read(data):
+        return answers.from_mapping({"steps": {"resid1": [["2.4", "0.6"]]}, **data}, "a.yaml", shapes,
+                                    default=set_policy)
+    for data, overruled in (({}, ()), ({"decimals": 1}, ("decimals: 1",)), ({"sig_figs": 2}, ("sig_figs: 2",)),
+                            ({"decimals": 5}, ())):
+        got = read(data)
+        e = got.steps["resid1"].entries[0][0]
+        assert got.overruled == overruled, data
+        assert e.sig_figs is None and e.places == max(3, data.get("decimals", 0)), data
+    step = answers.from_mapping({"steps": {"resid1": {"decimals": 2, "value": [["2.4", "0.6"]]}}}, "a.yaml",
+                                shapes, default=set_policy)
+    assert step.overruled == ("steps.resid1.decimals: 2",) and step.steps["resid1"].entries[0][0].places == 3
+    alone = answers.from_mapping({"decimals": 1, "steps": {"resid1": [["2.4", "0.6"]]}}, "a.yaml", shapes)
+    assert alone.overruled == () and alone.steps["resid1"].entries[0][0].places == 1   # `check` of one's own: as declared
