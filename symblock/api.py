@@ -144,7 +144,7 @@ def worksheet(spec: str | Path | None = None, out: str | Path | None = None,
     if out is not None:
         args = _arguments("worksheet", [] if spec is None else [str(spec)], out=str(out), list=True, **options)
         with _cost(args):
-            written, idents, result = command.write(args)
+            written, idents, result, _ = command.write(args)
         result = cast(Any, result)   # a set's write result (sheets/sets.py), None for one variant
         if result is not None and result.failed:
             raise result.error(Path(out), len(idents))

@@ -41,7 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jobs", type=nonneg, default=1, metavar="N",
                    help="grade in N processes at once, each building its share of the set's variants "
                         "(default 1; 0: the number of cores; at most 64); the output is the same")
-    p.add_argument("--force", action="store_true", help="overwrite existing output files")
+    p.add_argument("--force", action="store_true", help="overwrite existing output files, and remove the feedback (and plots) an earlier grading wrote there that this one does not")
     p.add_argument("--max-cost", type=int, metavar="N", help="raise the exact engine's size limit")
 
 
@@ -60,7 +60,7 @@ def run(args) -> int:
     people = _roster(args)
     cls, credit = grade(args, people)
     drawn = report.available()
-    write(out, documents(cls, credit, args.lang, drawn, _jobs(getattr(args, "jobs", 1))), args.force)
+    _, removed = write(out, documents(cls, credit, args.lang, drawn, _jobs(getattr(args, "jobs", 1))), args.force)
     print(report.summary_text(cls), end="")
     for file, name, why in report.flagged(cls):
         print(one_line(f"flagged: {file} ({name}): {'; '.join(why)}"))
@@ -70,6 +70,10 @@ def run(args) -> int:
         print("no plots: matplotlib is not installed (pip install 'symblock[plot]')")
     print(f"wrote {out / 'gradebook.csv'}, {out / 'summary.md'} (and .html) and {len(cls.graded)} feedback "
           f"files in {out / 'feedback'}")
+    if removed:
+        shown = ", ".join(p.name for p in removed[:5]) + (" …" if len(removed) > 5 else "")
+        print(f"removed {len(removed)} file{'s' * (len(removed) != 1)} an earlier grading left in {out} that this "
+              f"one does not write: {shown}")
     return 1 if cls.rejected or any(g.flags for g in cls.graded) else 0
 
 
@@ -174,13 +178,28 @@ def _received(pending: tuple) -> bytes:
         proc.join(timeout=5)
 
 
-def write(out: Path, files: dict[str, str | bytes], force: bool) -> list[Path]:
+def write(out: Path, files: dict[str, str | bytes], force: bool) -> tuple[list[Path], list[Path]]:
+    """(the files written, those of an earlier grading that `force` removed: `_left_over`)."""
     from symblock.sheets.worksheet import write_files
     try:
-        return write_files(out, files, force=force)
+        written = write_files(out, files, force=force)
+        return written, _left_over(out, written) if force else []
     except OSError as e:  # /proc/..., /sys/..., a read-only disk: the folder, not a bug
         from symblock.errors import UsageError
         raise UsageError(f"--out {out}: cannot write there: {e.strerror or e}") from None
+
+
+def _left_over(out: Path, written: list[Path]) -> list[Path]:
+    """Remove what an earlier `grade` wrote into `out` that this one did not: the feedback of a
+    student no longer in the class (mailed out with the rest, it would be out of date), a plot not
+    drawn now. Only feedback/*.md and the plots' names; nothing else in `out` is touched."""
+    import os
+    from symblock.grading import report
+    from symblock.sheets.worksheet import remove_files
+    kept = {os.path.abspath(p) for p in written}
+    feedback = out / "feedback"
+    names = sorted(feedback.glob("*.md")) + [out / report.PLOTS / n for n in report.PNGS]
+    return remove_files(out, [p for p in names if (p.is_file() or p.is_symlink()) and os.path.abspath(p) not in kept])
 
 
 def _no_links(out: Path, folders) -> None:

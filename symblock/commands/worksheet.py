@@ -17,9 +17,10 @@ examples:
   (class.yaml holding `random: {seed: 1, difficulty: medium}` draws a
   different block of the same size for every variant)"""  # the --help epilog
 
+import os
 from pathlib import Path
 
-from symblock.sheets.worksheet import ENGINES, bundle, documents, write_files
+from symblock.sheets.worksheet import ENGINES, bundle, documents, remove_files, write_files
 
 
 def add_arguments(p) -> None:
@@ -56,7 +57,9 @@ def add_arguments(p) -> None:
     p.add_argument("--id", metavar="ID", help="regenerate the variant with this worksheet ID")
     p.add_argument("--template-dir", metavar="DIR",
                    help="a directory of templates used before the built-in ones (rendered sandboxed)")
-    p.add_argument("--force", action="store_true", help="overwrite existing output files")
+    p.add_argument("--force", action="store_true",
+                   help="overwrite existing output files, and remove the files an earlier run wrote there that "
+                        "this run does not (a dropped variant's folder, a format or PDF not written now)")
     p.add_argument("--link-key", action="store_true",
                    help="--format html, one variant: the sheet page links to its key (default: no link, "
                         "for sheets handed to students)")
@@ -192,17 +195,20 @@ def parse_formats(text: str) -> list[str]:
 
 
 def run(args) -> int:
-    written, idents, result = write(args)
+    written, idents, result, removed = write(args)
     many = args.variants is not None
     for line in (map(str, written) if not many or args.list else _summary(Path(args.out), written, idents)):
         print(line)
+    if removed:
+        print(_removed(Path(args.out), removed))
     if result is not None and result.failed:
         raise result.error(Path(args.out), len(idents))
     return 0
 
 
-def write(args) -> tuple[list, list[str], object]:
-    """(the files written, the variants' IDs, a set's write result or None) of the arguments."""
+def write(args) -> tuple[list, list[str], object, list[Path]]:
+    """(the files written, the variants' IDs, a set's write result or None, the files of an
+    earlier run that --force removed: `left_over`) of the arguments."""
     from symblock.errors import UsageError
     formats = parse_formats(args.format)
     if args.title is not None:
@@ -274,7 +280,46 @@ def write(args) -> tuple[list, list[str], object]:
         where = f" ({e.filename})" if e.filename and ".symblock-" not in str(e.filename) \
             and str(e.filename) != args.out else ""
         raise UsageError(f"--out {args.out}: cannot write there: {e.strerror or e}{where}") from None
-    return written, [v.ident for v in sets], result
+    removed = remove_files(Path(args.out), left_over(Path(args.out), written, many)) if args.force else []
+    return written, [v.ident for v in sets], result, removed
+
+
+def left_over(out: Path, written: list, many: bool) -> list[Path]:
+    """The files an earlier worksheet run wrote into `out` that this run did not write again: an
+    earlier sheet.pdf beside a new sheet.tex, the folders of variants the new set does not have,
+    moodle.xml of a set now written without it. Only names a worksheet run writes, where it
+    writes them, are looked at; any other file is left alone."""
+    from symblock.grading.manifest import ANSWERS, NAME
+    from symblock.sheets import html, moodle, notebook, qti
+    from symblock.sheets.sets import INSTRUCTOR, SET_NAMES, STUDENTS
+    from symblock.sheets.worksheet import DOCS
+    variant = {d + e for d in DOCS for e in (".tex", ".pdf", ".md", ".html")} | {notebook.FILE, *ANSWERS}
+    lms = {moodle.FILE, qti.FILE}
+    katex = list(html.katex_files())   # katex/…
+    if many:
+        whole = {n for t in SET_NAMES.values() for n in (t, t[:-4] + ".pdf")} | lms | {NAME, "index.html"}
+        names = []
+        for side in (out / STUDENTS, out / INSTRUCTOR):
+            names += [side / n for n in [*whole, *katex]]
+            names += [d / n for d in (sorted(side.iterdir()) if side.is_dir() else [])
+                      if d.is_dir() and not d.is_symlink() and d.name != html.KATEX for n in variant]
+    else:
+        names = [out / n for n in [*variant, *lms, *katex]]
+    kept = {os.path.abspath(p) for p in written}
+    return [p for p in names if (p.is_file() or p.is_symlink()) and os.path.abspath(p) not in kept]
+
+
+def _removed(out: Path, files: list[Path]) -> str:
+    """One line for the files --force removed: the variants whose folders went, then the other
+    files' names (katex/ and a removed folder's files not listed one by one)."""
+    gone = sorted({p.parent.name for p in files if not p.parent.exists() and "katex" not in p.parts})
+    names = sorted({p.name for p in files if p.parent.exists() and "katex" not in p.parts})
+    parts = ([f"the folders of {len(gone)} variant{'s' * (len(gone) != 1)} this run does not have "
+              f"({', '.join(gone[:3])}{' …' if len(gone) > 3 else ''})"] if gone else []) \
+        + ([", ".join(names[:6]) + (" …" if len(names) > 6 else "")] if names else []) \
+        + (["katex/"] if any("katex" in p.parts for p in files) else [])
+    return (f"removed {len(files)} file{'s' * (len(files) != 1)} an earlier run left in {out} that this run "
+            f"does not write: {'; '.join(parts)}")
 
 
 def rendered_at_once(sets: list, document, jobs: int) -> dict:

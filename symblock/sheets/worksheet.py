@@ -14,6 +14,7 @@ temporary folder and no half-made unit behind.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -261,6 +262,19 @@ def write_files(out: Path, files: dict[str, str | bytes], force: bool = False, p
             for job in [stage.compile(folder / n, pdf_engine) for n in files if n.endswith(".tex")]:
                 job.result()
         return stage.land(folder, out, names)
+
+
+def remove_files(out: Path, files: list[Path]) -> list[Path]:
+    """Unlink `files` (an earlier run's output that --force replaces), then the folders inside
+    `out` they leave empty (a dropped variant's, katex/fonts/)."""
+    for f in files:
+        f.unlink()
+    folders = {q for p in files for q in (p.parent, p.parent.parent) if out.absolute() in q.absolute().parents}
+    for folder in sorted(folders, key=lambda p: -len(p.absolute().parts)):
+        with contextlib.suppress(OSError):   # not empty: something else is in it
+            if folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
+    return files
 
 
 def require(program: str) -> None:
