@@ -39,7 +39,8 @@ bad `decimals`) refuses the file. Other top-level keys (`student_id`, `email`, `
 student's data, kept as short text in `Answers.student` (keys lower-cased), except a near-miss
 of a key above (`decimal:`), which is refused as a typo.
 
-The CSV form (what a spreadsheet exports) has the header `step,row,col,value`, one entry per line,
+The CSV form (what a spreadsheet exports) has the header `step,row,col,value` (or `step;row;col;value`,
+as a spreadsheet of a decimal-comma locale saves it: `resid1;0;0;2,25`), one entry per line,
 and lines `id,,,ID`, `name,,,NAME`, `decimals,,,3` (likewise `sig_figs`, `print`); an empty value is a blank.
 Any other `KEY,,,VALUE` line is student data; an unquoted decimal comma (`resid1,0,0,2,25`) is read
 as one value.
@@ -208,19 +209,25 @@ except (ImportError, AttributeError):   # PyYAML without libyaml
 
 
 def read_csv(path: str | Path, text: str | None = None) -> tuple[dict, str]:
-    """`step,row,col,value` lines as {id, name, decimals, ..., steps: {STEP: {entries: {...}}}}."""
+    """`step,row,col,value` lines as {id, name, decimals, ..., steps: {STEP: {entries: {...}}}}.
+    A spreadsheet of a decimal-comma locale separates with `;` (`step;row;col;value`, `2,25`):
+    the header says which, and a value's decimal comma is then the only comma."""
     from symblock.engine.spec import SpecError
     source = str(path)
     if text is None:
         from symblock.engine.files import read_text
         text = read_text(path, "an answers file (CSV)", follow=False)
+    text = text.lstrip("\ufeff")
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    semicolons = tuple(c.strip().strip('"').lower() for c in first.split(";")[:4]) == CSV_HEADER
     try:
-        rows = list(csv.reader(io.StringIO(text.lstrip("\ufeff"))))
+        rows = list(csv.reader(io.StringIO(text), delimiter=";" if semicolons else ","))
     except csv.Error as e:   # a field over the reader's limit, a NUL: the file's fault, named
         raise SpecError(source, "", f"not a readable CSV table: {e}") from None
     rows = [r for r in rows if any(c.strip() for c in r)]
     if not rows or tuple(c.strip().lower() for c in rows[0][:4]) != CSV_HEADER:
-        raise SpecError(source, "line 1", "expected the header step,row,col,value")
+        raise SpecError(source, "line 1", "expected the header step,row,col,value (or step;row;col;value, "
+                                          "as a spreadsheet of a decimal-comma locale saves it)")
     data: dict[str, Any] = {"steps": {}}
     for n, r in enumerate(rows[1:], start=2):
         step, row, col = (list(r) + ["", "", ""])[:3]

@@ -75,6 +75,18 @@ def test_csv_answers_form(cli, spec_file):
     assert steps["norm1.var"]["blank"] == 1
 
 
+def test_csv_of_a_decimal_comma_spreadsheet_is_semicolon_separated(cli, spec_file):
+    """What Excel saves in a comma-decimal locale: `;` between fields, `2,401` for 2.401."""
+    rows = ["step;row;col;value", "name;;;Ada", "decimals;;;3"]
+    rows += [f"resid1;{i};{j};{str(v).replace('.', ',')}" for i, r in enumerate(RESID1) for j, v in enumerate(r)]
+    rows += ["norm1.var;0;0;1,624", "norm1.var;1;0;0,031", "norm1.var;2;0;"]   # n−1, one blank
+    code, data, steps = check(cli, spec_file, "\r\n".join(rows) + "\r\n", name="ada.csv")
+    assert data["name"] == "Ada" and code == 1
+    assert steps["resid1"]["status"] == "correct"
+    assert steps["norm1.var"]["status"] == "wrong" and steps["norm1.var"]["diagnosis"] == ["ln_sample_variance"]
+    assert steps["norm1.var"]["blank"] == 1
+
+
 def test_csv_needs_its_header(tmp_path, capsys):
     path = tmp_path / "a.csv"
     path.write_text("resid1,0,0,1\n", encoding="utf-8")
