@@ -12,7 +12,7 @@ examples:
   symblock worksheet --out ws --pdf                # the seed block: sheet + key
   symblock worksheet pre-ln-causal-gelu --preset attention --out ws2
   symblock worksheet class.yaml --variants 30 --out set --pdf
-  symblock worksheet --id pre-ln-causal-gelu.3 --out again   # byte for byte
+  symblock worksheet --id pre-ln-causal-gelu.3 --out again   # the same .tex and .md, byte for byte
   symblock worksheet --format html,ipynb --lang zh --out web
   (class.yaml holding `random: {seed: 1, difficulty: medium}` draws a
   different block of the same size for every variant)"""  # the --help epilog
