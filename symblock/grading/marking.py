@@ -225,6 +225,8 @@ def show(value, places: int | None, entry=None) -> str:
         return value.digits(17 if entry.tol < Fraction(1, 10 ** 10) else 9)
     if entry is not None and entry.sig_figs is not None:
         return value.digits(entry.sig_figs) if value.sign() else "0"
+    if entry is not None and entry.whole and getattr(value, "q", None) is not None and value.q.q == 1:
+        return str(int(value.q))   # a whole number written for a whole number (a 0/1 flag, a count): "1", not "1.000"
     if places is not None:
         try:
             d = value.decimal(places)
@@ -242,10 +244,12 @@ class _Style:
     """What `show` reads of an entry (hashable, for the memo)."""
     tol: Fraction | None
     sig_figs: int | None
+    whole: bool      # written as a whole number, no point
 
     def __init__(self, e):
         object.__setattr__(self, "tol", e.tol)
         object.__setattr__(self, "sig_figs", e.sig_figs)
+        object.__setattr__(self, "whole", e.decimal is not None and not e.written and e.text.lstrip("+-").isdigit())
 
 
 def closed_form(value) -> str | None:
@@ -362,8 +366,8 @@ def mark_step(it, answer, own, honest, built_on: list[str], spec, chain, truth, 
                              exact=known(closed_form, t) if forms or not right else None, mark=mark,
                              reason=getattr(e, "reason", None),
                              note=MASK_FILL if t is exact.NEG_INF and e.value is not t and right else None)
-            if o is not None and show(o, e.places, e) != er.expected:
-                er.own = show(o, e.places, e)
+            if o is not None and show(o, e.places, _Style(e)) != er.expected:
+                er.own = show(o, e.places, _Style(e))
             entries.append(er)
     marks = {er.mark for er in entries}
     rests = _rests_on(built_on, needed_own, own, entries)

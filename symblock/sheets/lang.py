@@ -326,6 +326,7 @@ MODEL_EN = {
                    "logit (greedy decoding).",
     "m.s.embed": "The new token's embedding: its row of $W_E$.",
     "m.s.pos": "Its position vector.",
+    "m.s.pos_table": "The position vectors of the prompt's positions, one row per position.",
     "m.s.x": "The layer input: $x = E + P$.",
     "m.s.cache.k": "The key cache after appending the new row $k$.",
     "m.s.cache.v": "The value cache after appending the new row $v$.",
@@ -340,9 +341,14 @@ MODEL_EN = {
     "m.w.pos": "The new token is token {0} of the sequence, so it takes row {0} of $W_P$:",
     "m.w.pos_sin": "Position $p = {0}$ (counting from 0), entry by entry:",
     "m.w.cache": "The first {0} rows come from the cache unchanged; the new row is appended as row {1}:",
-    "m.w.reused": "Rows $1, \\dots, {0}$ of $K_{{cache}}$ were computed when the prompt was run and are read from "
+    "m.w.cache_one": "The first row comes from the cache unchanged; the new row is appended as row {1}:",
+    "m.w.reused": "Rows {0} of $K_{{cache}}$ were computed when the prompt was run and are read from "
                   "the cache; only row {1} (the new token's $k$) is computed in this step. The same holds for "
                   "$V_{{cache}}$.",
+    "m.w.reused_one": "Row $1$ of $K_{{cache}}$ was computed when the prompt was run and is read from "
+                      "the cache; only row {1} (the new token's $k$) is computed in this step. The same holds for "
+                      "$V_{{cache}}$.",
+    "m.w.rows_two": "$1$ and $2$",
     "m.w.next_token": "The largest logit is entry {0}, so the next token is {1} (number {2} from 0):",
     "m.vocab": "vocabulary: {0}",
     "m.position": "the token's position",
@@ -372,6 +378,7 @@ MODEL_ZH = {
     "m.conv_head": "logits {0}；$p = \\mathrm{{softmax}}(\\ell)$；下一个 token 取 logit 最大者（贪心解码）。",
     "m.s.embed": "新 token 的嵌入：它在 $W_E$ 中的那一行。",
     "m.s.pos": "它的位置向量。",
+    "m.s.pos_table": "提示各位置的位置向量，每个位置一行。",
     "m.s.x": "该层的输入：$x = E + P$。",
     "m.s.cache.k": "追加新行 $k$ 之后的键缓存。",
     "m.s.cache.v": "追加新行 $v$ 之后的值缓存。",
@@ -385,8 +392,12 @@ MODEL_ZH = {
     "m.w.pos": "新 token 是序列中的第 {0} 个 token，所以取 $W_P$ 的第 {0} 行：",
     "m.w.pos_sin": "位置 $p = {0}$（从 0 数起），逐项计算：",
     "m.w.cache": "前 {0} 行原样来自缓存；新行追加为第 {1} 行：",
-    "m.w.reused": "$K_{{cache}}$ 的第 $1, \\dots, {0}$ 行在运行提示时已经算好，直接从缓存读取；本步只计算第 {1} 行"
+    "m.w.cache_one": "第 1 行原样来自缓存；新行追加为第 {1} 行：",
+    "m.w.reused": "$K_{{cache}}$ 的第 {0} 行在运行提示时已经算好，直接从缓存读取；本步只计算第 {1} 行"
                   "（新 token 的 $k$）。$V_{{cache}}$ 也一样。",
+    "m.w.reused_one": "$K_{{cache}}$ 的第 $1$ 行在运行提示时已经算好，直接从缓存读取；本步只计算第 {1} 行"
+                      "（新 token 的 $k$）。$V_{{cache}}$ 也一样。",
+    "m.w.rows_two": "$1$、$2$",
     "m.w.next_token": "最大的 logit 是第 {0} 项，所以下一个 token 是 {1}（从 0 数起编号 {2}）：",
     "m.vocab": "词表：{0}",
     "m.position": "该 token 的位置",

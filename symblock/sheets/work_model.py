@@ -137,11 +137,17 @@ class DecoderBuilder(Builder):
         n = value.shape[1]
         return {"n": i, "name": name, "heading": self.t("task", i), "what": self.t("m.s.reused"),
                 "points": self.points(name), "rows": 1,
-                "formula": Safe(r"K_{cache} = \left[K_{1\cdot};\ \dots;\ K_{%d\cdot}\right]" % n),
+                "formula": Safe(r"K_{cache} = \left[%s\right]" % r";\ ".join(
+                    [r"K_{%d\cdot}" % k for k in range(1, n + 1)] if n <= 3 else [r"K_{1\cdot}", r"\dots", r"K_{%d\cdot}" % n])),
                 "shape": Safe(shape_tex(1, n)), "grid": Safe(f"\\text{{reused}} = {grid(1, n, 0)}"),
-                "work": [{"text": self.t("m.w.reused", n - 1, n), "math": None}],
+                "work": [{"text": self.t("m.w.reused_one" if n == 2 else "m.w.reused", self._first_rows(n - 1), n),
+                          "math": None}],
                 "answer": Safe(r"\text{reused} " + matrix_value(value, self.places)),
                 "cells": cells(value, self.places)}
+
+    def _first_rows(self, k: int) -> str:
+        """Rows 1 … k as prose: "$1$ and $2$", "$1, 2, 3$", "$1, \\dots, k$"."""
+        return self.t("m.w.rows_two") if k == 2 else "$1, 2, 3$" if k == 3 else rf"$1, \dots, {k}$"
 
     def local(self, name: str):
         """The layer spec a layer's step is worked with (its rows: the one new row, or the prompt)."""
@@ -160,6 +166,8 @@ class DecoderBuilder(Builder):
             return super().what(replace(step, name=parsed.local))
         if parsed.norm == "norm_final" and parsed.stat:
             return super().what(replace(step, name=parsed.base))
+        if parsed.base == "pos" and step.value.shape[0] > 1:   # the positions preset's whole table
+            return self.t("m.s.pos_table")
         return self.t(f"m.s.{parsed.base}")
 
     def work(self, step) -> list:
@@ -240,7 +248,7 @@ class DecoderBuilder(Builder):
         old, new = step.inputs
         n = step.value.shape[0]
         stacked = bmatrix([[self.show(e).tex for e in r] for r in step.value.rows])
-        return [(self.t("m.w.cache", n - 1, n), None),
+        return [(self.t("m.w.cache_one" if n == 2 else "m.w.cache", n - 1, n), None),
                 (None, rf"{step_symbol(step)} = \begin{{bmatrix}} {self.cache_symbol(old)} \\ "
                        rf"{self.symbol(new)} \end{{bmatrix}} = {stacked}")]
 

@@ -127,6 +127,11 @@ def test_a_wrong_next_token_and_reused_rows_are_marked_wrong(cli, spec_file, wor
     assert steps["gen1.layer0.cache.reused"]["status"] == "wrong"
     text = answers_yaml(SPEC + ".19", {}).replace("steps:", "steps:\n  gen1.layer0.cache.reused: {rows: [1, 2]}")
     assert check(cli, spec_file, text)[2]["gen1.layer0.cache.reused"]["status"] == "correct"
+    # a 0/1 flag written as whole numbers is shown against whole numbers ("1", not "1.000")
+    text = answers_yaml(SPEC + ".19", {}).replace("steps:", "steps:\n  gen1.layer0.cache.reused: [[0, 1.0, 0]]")
+    entries = check(cli, spec_file, text)[2]["gen1.layer0.cache.reused"]["entries"]
+    assert [(e["given"], e["expected"], e["mark"]) for e in entries] == \
+        [("0", "1", "wrong"), ("1.0", "1.000", "correct"), ("0", "0", "correct")]
 
 
 def planted(T, aux):

@@ -44,7 +44,10 @@ def orphaned_headings(pdf: Path, heading: str, body_lines: int) -> list[str]:
     (the footer at the bottom, worksheet ID and page number, does not count)."""
     bad = []
     for n, lines in enumerate(page_lines(pdf), 1):
-        content = lines[:-1] if lines and re.fullmatch(r"(\S+ )?\d+", lines[-1]) else lines
+        content = list(lines)
+        for _ in range(2):   # the footer: "ID 6" on one baseline, or the ID and the page number apart
+            if content and re.fullmatch(r"(\S+ )?\d+|\S+\.\d+", content[-1]):
+                content.pop()
         for i, line in enumerate(content):
             if re.match(heading, line) and len(content) - 1 - i < body_lines:
                 bad.append(f"page {n}: {line!r} is followed by {len(content) - 1 - i} lines")
@@ -71,6 +74,7 @@ def test_sets_compile_without_overfull_boxes_and_keep_headings_with_their_grids(
         if doc == "sheet":   # the grid's symbol line follows "Write your answer in the grid."
             bad += orphaned_headings(pdf, r"Write your answer in the grid\.", 1)
         bad += orphaned_headings(pdf, r".*\(\w[\w.]* ?, \d+ × \d+", 1)   # a given matrix's label
+        bad += orphaned_headings(pdf, r"Answer:", 1)
         assert not bad, "\n".join(bad[:10])
 
 
@@ -84,6 +88,17 @@ def test_the_tasks_heading_stays_with_task_1(tmp_path):
         pages = page_lines(tex.with_suffix(".pdf"))
         where = [n for n, lines in enumerate(pages) if "Tasks" in lines]
         assert len(where) == 1 and any(line.startswith("Task 1 ") for line in pages[where[0]]), (name, where)
+
+
+def test_answer_stays_with_its_matrix(tmp_path):
+    """tiny-translate's key ended page 6 with a bare "Answer:" and put its matrix on page 7."""
+    from symblock.cli import main
+    assert main(["worksheet", "tiny-translate", "--format", "latex", "--out", str(tmp_path)]) == 0
+    tex = tmp_path / "key.tex"
+    compile_tex(tex, "pdflatex")
+    pages = page_lines(tex.with_suffix(".pdf"))
+    assert sum("Answer:" in lines for lines in pages) > 5
+    assert not orphaned_headings(tex.with_suffix(".pdf"), r"Answer:", 1)
 
 
 def test_the_page_reader_sees_an_orphaned_heading(tmp_path):

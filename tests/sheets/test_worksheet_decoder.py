@@ -63,7 +63,7 @@ def test_every_worked_line_of_decoder_keys_follows_from_its_numbers(three):
         n, errs = check_key(key, ident)
         total += n
         errors += errs
-        assert "Rows $1, \\dots, 2$ of $K_{cache}$" in key
+        assert "Rows $1$ and $2$ of $K_{cache}$ were" in key
     assert not errors, "\n".join(errors[:10])
     assert total > 60
 
@@ -164,3 +164,24 @@ def test_special_tokens_print_with_angle_brackets_never_raw_html(tmp_path, capsy
     assert main(["worksheet", "tiny-translate", "--out", str(tmp_path / "ws")]) == 0
     sheet = (tmp_path / "ws" / "sheet.md").read_text(encoding="utf-8")
     assert r"\langle\text{s}\rangle" in sheet and "<s" not in sheet and "?s?" not in sheet
+
+
+@pytest.mark.parametrize("prompt, formula, reused", [
+    (["the"], r"K_{cache} = \left[K_{1\cdot};\ K_{2\cdot}\right]", "Row $1$ of $K_{cache}$ was computed"),
+    (["the", "cat"], r"\left[K_{1\cdot};\ K_{2\cdot};\ K_{3\cdot}\right]", "Rows $1$ and $2$ of $K_{cache}$ were"),
+    (["the", "cat", "sat", "mat"], r"\left[K_{1\cdot};\ \dots;\ K_{5\cdot}\right]", r"Rows $1, \dots, 4$ of"),
+])
+def test_the_reused_rows_are_named_as_many_as_there_are(tmp_path, prompt, formula, reused):
+    """A one-token prompt read "Rows 1, …, 1 of K_cache were computed" and "[K_1; …; K_2]"."""
+    import yaml
+    from symblock.engine.spec import example_text
+    data = yaml.safe_load(example_text("tiny-decoder"))
+    data["model"]["prompt"] = prompt
+    data["model"]["generate"] = 1
+    spec = tmp_path / "m.yaml"
+    spec.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    assert main(["worksheet", str(spec), "--format", "markdown", "--out", str(tmp_path / "ws")]) == 0
+    key = (tmp_path / "ws" / "key.md").read_text(encoding="utf-8")
+    assert formula in key and reused in key, key.split("cache.reused")[1][:600]
+    assert "1, \\dots, 1" not in key and "first 1 rows" not in key
+

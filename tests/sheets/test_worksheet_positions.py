@@ -45,6 +45,7 @@ def test_the_key_is_the_base_100_table(cli, spec_file, tmp_path):
     assert key.count("### Task") == 1                       # the table alone
     assert "100^{2i/d}" in key and "10000" not in key       # the spec's base, in the conventions too
     assert "Nothing is given" in key and "KV cache" not in key
+    assert "The position vectors of the prompt's positions, one row per position." in key   # not "Its position vector."
 
 
 def test_the_working_writes_sin_and_cos_of_the_exact_angle_row_by_row(cli, spec_file, tmp_path):
