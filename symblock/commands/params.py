@@ -7,6 +7,7 @@ from __future__ import annotations
 
 EXAMPLES = """\
 examples:
+  symblock params seed-post-ln                              # a spec's own block or model
   symblock params --d-model 32 --heads 4 --d-ff 128
   symblock params --d-model 4096 --heads 32 --d-ff 11008 --no-bias \\
                   --norm rmsnorm --activation swiglu        # a LLaMA-7B layer
@@ -34,9 +35,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                               "W_K W_V W_O, FFN, norms) with the formula of each, shares, and "
                               "FLOPs per token. Embeddings belong to the model, not the block, "
                               "and are not counted.")
-    parser.add_argument("--d-model", type=whole, required=True, metavar="D",
+    parser.add_argument("spec", nargs="?", metavar="SPEC",
+                        help="a spec file or built-in example: count its block (or model) as it is; "
+                             "else give the dimensions with --d-model and --heads")
+    parser.add_argument("--d-model", type=whole, default=None, metavar="D",
                         help="model width d (rows and columns of W_Q, W_K, W_V, W_O)")
-    parser.add_argument("--heads", type=whole, required=True, metavar="H",
+    parser.add_argument("--heads", type=whole, default=None, metavar="H",
                         help="number of attention heads; must divide D unless --d-k and --d-v are "
                              "given. With the default widths D/H it does not change the counts: "
                              "the heads share the same d×d matrices")
@@ -93,7 +97,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print the table (or JSON) for parsed arguments; 0 on success, 2 on a bad value."""
     try:
-        if args.encoder_layers is not None or args.decoder_layers is not None:
+        if args.spec is not None:
+            c = _of_spec(args)
+        elif args.d_model is None or args.heads is None:
+            raise ValueError("give a SPEC, or the dimensions: --d-model D --heads H (see --help)")
+        elif args.encoder_layers is not None or args.decoder_layers is not None:
             c = _encoder_decoder(args)
         elif args.layers is not None or args.vocab is not None:
             from symblock.calculus.model_params import count_model
@@ -121,6 +129,39 @@ def run(args: argparse.Namespace) -> int:
         if args.kv_heads is not None and args.format != "latex":
             print("\n" + c.kv_cache.line())
     return 0
+
+
+# the flags a SPEC replaces: given with one, they would be ignored (or contradict it)
+_SHAPE_FLAGS = {"d_model": None, "heads": None, "d_ff": None, "d_k": None, "d_v": None, "kv_heads": None,
+                "bias": True, "norm": "layernorm", "activation": "relu", "cross_attention": False,
+                "final_norm": False, "layers": None, "vocab": None, "context": 0, "untied": False,
+                "encoder": False, "encoder_layers": None, "decoder_layers": None}
+
+
+def _of_spec(args: argparse.Namespace):
+    """The counts of a spec's own block (its seq_len for the FLOPs) or model, as it is written."""
+    from symblock.exercises.generate import load
+    given = [f"--{k.replace('_', '-')}" for k, v in _SHAPE_FLAGS.items() if getattr(args, k) != v]
+    if given:
+        raise ValueError(f"{', '.join(given)}: SPEC gives the dimensions and options; leave "
+                         f"{'it' if len(given) == 1 else 'them'} out, or leave SPEC out")
+    spec = load(args.spec, allow_model=True)
+    d, o = spec.dims, spec.options
+    shape = dict(bias=o.bias, norm=o.norm, activation=o.activation)
+    kv = d.kv_heads if d.kv_heads != d.heads else None
+    args.kv_heads = kv   # grouped K/V heads: the KV cache's line is printed as with --kv-heads
+    if spec.form == "block":
+        return count(d.d_model, d.heads, d.d_ff, final_norm=o.final_norm, seq_len=d.seq_len,
+                     d_k=d.d_k, d_v=d.d_v, kv_heads=kv, cross_attention=o.cross_attention, **shape)
+    context = spec.W_P.shape[0] if spec.W_P is not None else 0
+    if spec.kind == "encoder-decoder":
+        from symblock.calculus.transformer_params import count_transformer
+        return count_transformer(d.d_model, d.heads, d.d_ff, len(spec.encoder), len(spec.layers),
+                                 vocab=len(spec.vocab), context=context, tied=spec.head == "tied", **shape)
+    from symblock.calculus.model_params import count_model
+    return count_model(len(spec.vocab), d.d_model, d.heads, len(spec.layers), d.d_ff, context=context,
+                       tied=spec.head == "tied", final_norm=bool(spec.final_norm), kv_heads=kv,
+                       encoder=spec.kind == "encoder", **shape)
 
 
 def _encoder_decoder(args: argparse.Namespace):

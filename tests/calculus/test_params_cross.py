@@ -86,3 +86,21 @@ def test_the_params_command_counts_an_encoder_as_hugging_face_bert():
     got = json.loads(buf.getvalue())
     assert got["total"] == want and got["embed_norm"] == 2 * d and got["final_norm"] == 0 and got["head"] == 0
     assert cli.main(["params", "--d-model", "8", "--heads", "2", "--encoder"]) == 2
+
+
+def test_params_of_a_spec_counts_the_spec_as_torch_builds_it(capsys):
+    """`symblock params SPEC` reads the dimensions and options from the spec itself: the built-in
+    decoder layer (d 4, one head, d_ff 4, no biases) as nn.TransformerDecoderLayer, and
+    tiny-translate (d 4, 2 heads, d_ff 8, no biases, one layer each side) as nn.Transformer plus its
+    shared 8 × 4 embedding (sinusoidal positions and the tied head have none)."""
+    import json
+    assert cli.main(["params", "decoder-layer", "--json"]) == 0
+    layer = torch.nn.TransformerDecoderLayer(4, 1, 4, bias=False)
+    assert json.loads(capsys.readouterr().out)["total"] == numel(layer)
+    assert cli.main(["params", "tiny-translate", "--json"]) == 0
+    model = torch.nn.Transformer(4, 2, 1, 1, 8, batch_first=True, bias=False)
+    assert json.loads(capsys.readouterr().out)["total"] == numel(model) + 8 * 4
+    assert cli.main(["params", "tiny-translate", "--d-model", "8"]) == 2
+    assert "--d-model: SPEC gives the dimensions" in capsys.readouterr().err
+    assert cli.main(["params"]) == 2
+    assert "give a SPEC, or the dimensions" in capsys.readouterr().err
