@@ -300,7 +300,7 @@ assert set(EN) == set(ZH), sorted(set(EN) ^ set(ZH))
 # decoder worksheets (a model's generation step with the KV cache): read on top of TEXTS
 MODEL_EN = {
     "m.describe": "A tiny GPT: a vocabulary of {v} tokens, $d_{{\\text{{model}}}} = {d}$, {layers}, {heads}, "
-                  "{order}, {head}. The prompt {prompt} ($m = {m}$ tokens) has been run and its keys and values "
+                  "{order}, {head}. The prompt {prompt} ($m = {m}$ {tokens}) has been run and its keys and values "
                   "are cached; its next token {token} is now fed back in. Work this one new row.",
     "m.layers_1": "one layer",
     "m.layers_n": "{0} layers",

@@ -74,10 +74,10 @@ CROSS_ZH = {
 # an encoder-decoder's translation step (read on top of lang.MODEL_TEXTS)
 MODEL_CROSS_EN = {
     "m.describe_translate": "An encoder-decoder (a translation model): a vocabulary of {v} tokens, "
-                            "$d_{{\\text{{model}}}} = {d}$, {enc} encoder and {dec} decoder layer(s), {heads}, {order}, "
+                            "$d_{{\\text{{model}}}} = {d}$, {stacks}, {heads}, {order}, "
                             "{head}. The source {source} has been encoded once: its memory $M$ ({n} rows) and the "
                             "cross-attention's keys and values of it are given. The target prefix {prompt} "
-                            "($m = {m}$ tokens) has been run and its self-attention keys and values are cached; its "
+                            "($m = {m}$ {tokens}) has been run and its self-attention keys and values are cached; its "
                             "next token {token} is now fed back in. Work this one new row to the next token.",
 }
 MODEL_CROSS_ZH = {

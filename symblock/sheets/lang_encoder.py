@@ -5,7 +5,7 @@ from __future__ import annotations
 ENCODER_EN = {
     "e.describe": "A tiny BERT-like encoder: a vocabulary of {v} tokens, $d_{{\\text{{model}}}} = {d}$, {layers}, "
                   "{heads}, {order}, attending both ways (no causal mask). The sentence {prompt} ($n = {n}$ tokens) "
-                  "is worked row by row: embeddings, {norm}then the layer(s), ending in the hidden states "
+                  "is worked row by row: embeddings, {norm}then the {which}, ending in the hidden states "
                   "(no next token).",
     "e.norm": "their LayerNorm, ",
     "e.conv_rows": "Tokens are rows: $X$ is $n \\times d$ ($n = {0}$, $d = {1}$); a linear layer is "

@@ -31,7 +31,8 @@ class EncoderBuilder(DecoderBuilder):
         heads = self.t("heads_1") if d.heads == 1 else self.t("heads_n", d.heads)
         order = self.t("post") if self.o.norm_position == "post" else self.t("pre")
         return self.t("e.describe", v=len(s.vocab), d=d.d_model, layers=layers, heads=heads, order=order,
-                      prompt=self.sentence(), n=self.m, norm=self.t("e.norm") if s.embed_norm else "")
+                      prompt=self.sentence(), n=self.m, norm=self.t("e.norm") if s.embed_norm else "",
+                      which="layer" if len(s.layers) == 1 else "layers")
 
     def conventions(self) -> list[Safe]:
         """The model's rows and embeddings, the embeddings' norm, then the layer's own conventions

@@ -77,13 +77,16 @@ class DecoderBuilder(Builder):
         order = self.t("post") if self.o.norm_position == "post" else self.t("pre")
         if s.kind == "encoder-decoder":
             source = "$" + r"\ ".join(token_tex(s.vocab[t]) for t in s.source_tokens) + "$"
-            return self.t("m.describe_translate", v=len(s.vocab), d=d.d_model, enc=len(s.encoder),
-                          dec=len(s.layers), heads=heads, order=order, head=self.t(f"m.{s.head}"),
+            enc, dec = len(s.encoder), len(s.layers)
+            stacks = (f"one encoder and one decoder layer" if enc == dec == 1 else
+                      f"{enc} encoder layer{'s' * (enc != 1)} and {dec} decoder layer{'s' * (dec != 1)}")
+            return self.t("m.describe_translate", v=len(s.vocab), d=d.d_model, enc=enc, dec=dec, stacks=stacks,
+                          heads=heads, order=order, head=self.t(f"m.{s.head}"),
                           source=source, n=len(s.source_tokens), prompt=prompt, m=self.m,
-                          token=f"${token_tex(s.vocab[self.token])}$")
+                          tokens="token" if self.m == 1 else "tokens", token=f"${token_tex(s.vocab[self.token])}$")
         return self.t("m.describe", v=len(s.vocab), d=d.d_model, layers=layers, heads=heads, order=order,
                       head=self.t(f"m.{s.head}"), prompt=prompt, m=self.m,
-                      token=f"${token_tex(s.vocab[self.token])}$")
+                      tokens="token" if self.m == 1 else "tokens", token=f"${token_tex(s.vocab[self.token])}$")
 
     def conventions(self) -> list[Safe]:
         s = self.model
