@@ -88,6 +88,11 @@ def mark(args, data: dict | None = None, source: str = "<answers>"):
             flag = "--id" if args.id else f"{source}: id"
             trace = variant.redraw(ident, spec_arg, flag)
             one = variant.build(ident, trace, variant.Options.for_answers(trace.spec, data, args.loss, wrt, args.preset))
+            if answers_path != "-" and not args.json:
+                from symblock.grading.report import one_line
+                print(one_line(f"note: {answers_path} is in no set folder: marked against the variant {ident} draws, "
+                               "at the places the file states; a set's answers file is marked as `grade` marks it "
+                               "when checked inside the set (SET/students/<ID>/)"), file=sys.stderr)
         elif spec_arg is None:
             raise UsageError(f"check: give SPEC, or an `id:` in {source} (a worksheet ID)")
         else:

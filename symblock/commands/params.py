@@ -7,7 +7,7 @@ from __future__ import annotations
 
 EXAMPLES = """\
 examples:
-  symblock params seed-post-ln                              # a spec's own block or model
+  symblock params seed-post-ln                    # a spec's own block or model
   symblock params --d-model 32 --heads 4 --d-ff 128
   symblock params --d-model 4096 --heads 32 --d-ff 11008 --no-bias \\
                   --norm rmsnorm --activation swiglu        # a LLaMA-7B layer

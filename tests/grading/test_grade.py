@@ -353,7 +353,8 @@ def test_check_of_a_set_answers_file_needs_no_spec_and_no_preset(tmp_path, capsy
     assert var1 == [["1.3"]] * 3
     path.write_text(yaml.safe_dump({**data, "decimals": 1, "steps": {"norm1.var": var1}}))
     assert main(["check", str(path)]) == 0
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert "in no set folder" not in err, err
     assert "decimals: 3 " in out and "Judged at the 3 places the sheet asks for: decimals: 1 in this file" in out, out
     assert "≈ rounded  norm1.var" in out, out
     # the same file outside its set, without --preset, counts every step of the full preset
@@ -361,6 +362,9 @@ def test_check_of_a_set_answers_file_needs_no_spec_and_no_preset(tmp_path, capsy
     assert main(["check", "pre-ln-causal-gelu", str(tmp_path / "loose.yaml"), "--json"]) == 0
     loose = json.loads(capsys.readouterr().out)["steps"]
     assert any(s["status"] == "missing" and s["asked"] and s["name"].startswith("attn") for s in loose)
+    main(["check", "pre-ln-causal-gelu", str(tmp_path / "loose.yaml")])   # as text: it says how it was marked
+    err = capsys.readouterr().err
+    assert "loose.yaml is in no set folder: marked against the variant pre-ln-causal-gelu.2 draws" in err, err
     # the set's manifest given as SPEC: said so, with the way out (not "its spec token differs")
     assert main(["check", "set/instructor/manifest.yaml", str(path)]) == 2
     err = capsys.readouterr().err
