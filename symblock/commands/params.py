@@ -146,22 +146,34 @@ def _of_spec(args: argparse.Namespace):
         raise ValueError(f"{', '.join(given)}: SPEC gives the dimensions and options; leave "
                          f"{'it' if len(given) == 1 else 'them'} out, or leave SPEC out")
     spec = load(args.spec, allow_model=True)
+    args.kv_heads = spec.dims.kv_heads if spec.dims.kv_heads != spec.dims.heads else None   # GQA: the KV cache's line
+    return {"block": _of_block, "model": _of_model}[spec.form](spec, args.kv_heads)
+
+
+def _of_block(spec, kv):
+    d, o = spec.dims, spec.options
+    return count(d.d_model, d.heads, d.d_ff, bias=o.bias, norm=o.norm, activation=o.activation,
+                 final_norm=o.final_norm, seq_len=d.seq_len, d_k=d.d_k, d_v=d.d_v, kv_heads=kv,
+                 cross_attention=o.cross_attention)
+
+
+def _of_model(spec, kv):
+    from dataclasses import replace
     d, o = spec.dims, spec.options
     shape = dict(bias=o.bias, norm=o.norm, activation=o.activation)
-    kv = d.kv_heads if d.kv_heads != d.heads else None
-    args.kv_heads = kv   # grouped K/V heads: the KV cache's line is printed as with --kv-heads
-    if spec.form == "block":
-        return count(d.d_model, d.heads, d.d_ff, final_norm=o.final_norm, seq_len=d.seq_len,
-                     d_k=d.d_k, d_v=d.d_v, kv_heads=kv, cross_attention=o.cross_attention, **shape)
     context = spec.W_P.shape[0] if spec.W_P is not None else 0
     if spec.kind == "encoder-decoder":
         from symblock.calculus.transformer_params import count_transformer
         return count_transformer(d.d_model, d.heads, d.d_ff, len(spec.encoder), len(spec.layers),
                                  vocab=len(spec.vocab), context=context, tied=spec.head == "tied", **shape)
     from symblock.calculus.model_params import count_model
-    return count_model(len(spec.vocab), d.d_model, d.heads, len(spec.layers), d.d_ff, context=context,
-                       tied=spec.head == "tied", final_norm=bool(spec.final_norm), kv_heads=kv,
-                       encoder=spec.kind == "encoder", **shape)
+    c = count_model(len(spec.vocab), d.d_model, d.heads, len(spec.layers), d.d_ff, context=context,
+                    tied=spec.head == "tied", final_norm=bool(spec.final_norm), kv_heads=kv,
+                    encoder=spec.kind == "encoder", **shape)
+    if spec.kind != "encoder":
+        return c
+    per_norm = c.embed_norm   # an encoder's norms as the spec has them (--encoder: BERT's embedding norm only)
+    return replace(c, embed_norm=per_norm if spec.embed_norm else 0, final_norm=per_norm if spec.final_norm else 0)
 
 
 def _encoder_decoder(args: argparse.Namespace):

@@ -47,8 +47,6 @@ as one value.
 """
 from __future__ import annotations
 
-import csv
-import io
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -59,19 +57,18 @@ from typing import Any, Mapping
 from symblock.engine import names
 from symblock.engine.spec import kind_of
 from symblock.errors import excerpt
+from symblock.grading.answer_files import read, read_csv  # noqa: F401  (answers.read: the reader callers know)
 from symblock.grading.students import inert_excerpt, student_data
 
 
 TOP_KEYS = ("id", "name", "decimals", "sig_figs", "print", "steps", "title", "notes")
 STEP_KEYS = ("value", "decimals", "sig_figs", "print", "row", "col", "entries")
 PRINTS = {"float32": Fraction(16, 2 ** 23), "float64": Fraction(16, 2 ** 52)}
-CSV_HEADER = ("step", "row", "col", "value")
 MAX_DECIMALS = 30
 MAX_SIG_FIGS = 30
 _DECIMAL = re.compile(r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$", re.ASCII)
 _DECIMAL_COMMA = re.compile(r"\s*[+-]?[0-9]+,[0-9]+\s*", re.ASCII)   # "2,25": the only comma read
 _COMMA_NUMBER = re.compile(r"[\s0-9.,+-]*,[\s0-9.,+-]*")             # "1,234.5": a comma left ambiguous
-_WHOLE = re.compile(r"[0-9]{1,9}", re.ASCII)                           # a CSV row or col
 
 _NEG_INF = {"-inf", "-oo", "-.inf", "-∞", "-infinity"}
 _CELL = re.compile(r"^\s*(?:\[(\d+)\]\s*\[(\d+)\]|(\d+)\s*,\s*(\d+))\s*$")
@@ -157,92 +154,6 @@ def load(path: str | Path, shapes: Mapping[str, tuple[int, int]], computed: set[
     none (e.g. the set's decimals). Errors: SpecError naming file and field."""
     data, source = read(path, text)
     return from_mapping(data, source, shapes, computed, default)
-
-
-def read(path: str | Path, text: str | None = None) -> tuple[dict, str]:
-    """The raw mapping of an answers file: YAML/JSON as they are, CSV turned into the same form.
-    YAML goes through libyaml when it is there (a class's files are long); anything it does not
-    take cleanly is read again by the spec reader, whose messages name the line."""
-    from symblock.engine.files import read_text
-    from symblock.engine.spec import read_mapping
-    suffix = Path(path).suffix.lower()
-    if text is None:   # bounded, a symbolic link or a pipe refused unread (engine.files)
-        text = read_text(path, "an answers file (YAML, JSON or CSV)", follow=False)
-    if suffix == ".csv":
-        return read_csv(path, text)
-    if suffix in (".yaml", ".yml") and _FAST is not None:
-        try:
-            raw = text
-            data = _yaml.load(raw, Loader=_FAST)
-            if isinstance(data, dict):
-                return data, str(path)
-        except (OSError, UnicodeDecodeError, RecursionError, _yaml.YAMLError, _Duplicate, ValueError):
-            pass   # ValueError: a whole number past Python's 4300 digits, which the spec reader refuses
-    return read_mapping(path, text)
-
-
-try:
-    import yaml as _yaml
-
-    class _Duplicate(Exception):
-        pass
-
-    class _FAST(_yaml.CSafeLoader):
-        """libyaml with the spec reader's rules: decimals as written, no duplicate keys."""
-
-        def construct_mapping(self, node, deep=False):
-            keys = [self.construct_object(k, deep=deep) for k, _ in node.value]
-            if len(set(map(repr, keys))) != len(keys):
-                raise _Duplicate
-            return super().construct_mapping(node, deep=deep)
-
-    def _decimal(loader, node):
-        text = loader.construct_scalar(node)
-        try:
-            return Decimal(text.replace("_", ""))
-        except ArithmeticError:
-            return text
-
-    _FAST.add_constructor("tag:yaml.org,2002:float", _decimal)
-except (ImportError, AttributeError):   # PyYAML without libyaml
-    _FAST, _Duplicate = None, Exception
-
-
-def read_csv(path: str | Path, text: str | None = None) -> tuple[dict, str]:
-    """`step,row,col,value` lines as {id, name, decimals, ..., steps: {STEP: {entries: {...}}}}.
-    A spreadsheet of a decimal-comma locale separates with `;` (`step;row;col;value`, `2,25`):
-    the header says which, and a value's decimal comma is then the only comma."""
-    from symblock.engine.spec import SpecError
-    source = str(path)
-    if text is None:
-        from symblock.engine.files import read_text
-        text = read_text(path, "an answers file (CSV)", follow=False)
-    text = text.lstrip("\ufeff")
-    first = next((line for line in text.splitlines() if line.strip()), "")
-    semicolons = tuple(c.strip().strip('"').lower() for c in first.split(";")[:4]) == CSV_HEADER
-    try:
-        rows = list(csv.reader(io.StringIO(text), delimiter=";" if semicolons else ","))
-    except csv.Error as e:   # a field over the reader's limit, a NUL: the file's fault, named
-        raise SpecError(source, "", f"not a readable CSV table: {e}") from None
-    rows = [r for r in rows if any(c.strip() for c in r)]
-    if not rows or tuple(c.strip().lower() for c in rows[0][:4]) != CSV_HEADER:
-        raise SpecError(source, "line 1", "expected the header step,row,col,value (or step;row;col;value, "
-                                          "as a spreadsheet of a decimal-comma locale saves it)")
-    data: dict[str, Any] = {"steps": {}}
-    for n, r in enumerate(rows[1:], start=2):
-        step, row, col = (list(r) + ["", "", ""])[:3]
-        value = ",".join(r[3:]).strip()   # an unquoted decimal comma splits the value in two
-        step = step.strip()
-        if not row.strip() and not col.strip() and step != "steps":
-            data[step] = int(value) if step in ("decimals", "sig_figs") and _WHOLE.fullmatch(value) \
-                else (value or None)
-            continue
-        if not (_WHOLE.fullmatch(row.strip()) and _WHOLE.fullmatch(col.strip())):
-            raise SpecError(source, f"line {n}", f"expected whole-number row and col (from 0), got "
-                                                 f"{inert_excerpt(row)!r}, {inert_excerpt(col)!r}")
-        cells = data["steps"].setdefault(step, {"entries": {}})["entries"]
-        cells[f"{int(row)},{int(col)}"] = value if value else None
-    return data, source
 
 
 def from_mapping(data: Mapping, source: str, shapes: Mapping[str, tuple[int, int]],

@@ -180,3 +180,34 @@ FLAG_TEXT = {
 def describe(flag, lang: str = "en") -> str:
     return FLAG_TEXT["zh" if lang == "zh" else "en"][flag.kind].format(other=flag.other, mine=flag.mine,
                                                                    theirs=flag.theirs)
+
+
+# the class summary's, the feedback files' and the summary page's own words (grading/report.py)
+TABLE_TEXT = {
+    "en": {"title": "Class summary", "graded": "{n} graded, {r} not graded · set {token} · mean total "
+           "{mean} of {max}", "graded_none": "no file graded, {r} not graded · set {token}", "task": "task", "points": "points", "mean": "mean", "wrong": "wrong",
+           "missing": "blank", "codes": "most frequent diagnoses", "rejected": "Not graded",
+           "policy": "Scoring", "none": "—"},
+    "zh": {"title": "全班小结", "graded": "已批改 {n} 份，未批改 {r} 份 · 题组 {token} · 平均总分 {mean}/{max}",
+           "graded_none": "没有批改任何文件，未批改 {r} 份 · 题组 {token}",
+           "task": "题目", "points": "分值", "mean": "平均得分", "wrong": "错误比例", "missing": "未答比例",
+           "codes": "最常见的诊断", "rejected": "未批改的文件", "policy": "计分规则", "none": "—"},
+}
+
+FEEDBACK = {
+    "en": {"title": "Feedback for {name}", "sheet": "Worksheet {ident} · {total} of {max} points",
+           "task": "task", "status": "status", "points": "points"},
+    "zh": {"title": "{name} 的批改反馈", "sheet": "练习 {ident} · 得分 {total}/{max}",
+           "task": "题目", "status": "结果", "points": "得分"},
+}
+
+SUMMARY_TEXT = {
+    "en": {"mistakes": "Most common mistakes", "students": "{k} of {n} students", "flagged": "Flagged files",
+           "flagged_note": "graded against their own ID, but a person should look:", "none": "none",
+           "plots": "Distributions", "totals": "totals", "tasks": "points per task",
+           "no_plots": "No plots: matplotlib is not installed (pip install 'symblock[plot]')."},
+    "zh": {"mistakes": "最常见的错误", "students": "{n} 名学生中有 {k} 名", "flagged": "需要核对的文件",
+           "flagged_note": "已按各自的 ID 批改，但请人工核对：", "none": "无",
+           "plots": "分布", "totals": "总分", "tasks": "各题得分",
+           "no_plots": "没有图：未安装 matplotlib（pip install 'symblock[plot]'）。"},
+}

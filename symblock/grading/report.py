@@ -16,7 +16,7 @@ from collections import Counter
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from symblock.grading.lang import blanks, explanation, why, words
+from symblock.grading.lang import FEEDBACK, SUMMARY_TEXT, TABLE_TEXT, blanks, explanation, why, words
 
 if TYPE_CHECKING:
     from symblock.engine.block import Trace
@@ -169,18 +169,6 @@ def task_stats(cls) -> list[dict]:
     return rows
 
 
-TABLE_TEXT = {
-    "en": {"title": "Class summary", "graded": "{n} graded, {r} not graded · set {token} · mean total "
-           "{mean} of {max}", "graded_none": "no file graded, {r} not graded · set {token}", "task": "task", "points": "points", "mean": "mean", "wrong": "wrong",
-           "missing": "blank", "codes": "most frequent diagnoses", "rejected": "Not graded",
-           "policy": "Scoring", "none": "—"},
-    "zh": {"title": "全班小结", "graded": "已批改 {n} 份，未批改 {r} 份 · 题组 {token} · 平均总分 {mean}/{max}",
-           "graded_none": "没有批改任何文件，未批改 {r} 份 · 题组 {token}",
-           "task": "题目", "points": "分值", "mean": "平均得分", "wrong": "错误比例", "missing": "未答比例",
-           "codes": "最常见的诊断", "rejected": "未批改的文件", "policy": "计分规则", "none": "—"},
-}
-
-
 def task_table_md(cls, credit, lang: str = "en") -> str:
     t = TABLE_TEXT[lang]
     lines = [f"# {t['title']}", "", _mean_line(cls, t), "",
@@ -213,14 +201,6 @@ def _status(step: StepResult, w) -> str:
     """A task's status word, with "partly blank" when some (not all) of its entries are blank."""
     word = w["status"][step.status]
     return word + w["sep"] + w["partly_blank"] if blanks(step, w) else word
-
-
-FEEDBACK = {
-    "en": {"title": "Feedback for {name}", "sheet": "Worksheet {ident} · {total} of {max} points",
-           "task": "task", "status": "status", "points": "points"},
-    "zh": {"title": "{name} 的批改反馈", "sheet": "练习 {ident} · 得分 {total}/{max}",
-           "task": "题目", "status": "结果", "points": "得分"},
-}
 
 
 def feedback_md(g, cls, credit, lang: str = "en") -> str:
@@ -286,7 +266,7 @@ COUNTED = ("correct", "rounded", "slip", "wrong", "carried", "missing")
 
 
 def text(result, trace: Trace | None=None, every_entry: bool = False, lang: str = "en") -> str:
-    from symblock.grading.lang import blanks, explanation, why, words
+    from symblock.grading.lang import FEEDBACK, SUMMARY_TEXT, TABLE_TEXT, blanks, explanation, why, words
     w = words(lang)
     who = ", ".join(x for x in (result.name, result.ident) if x)
     answers = f"{result.answers_source} ({who})" if who else result.answers_source
@@ -391,16 +371,6 @@ def _missing_runs(steps, shortest: int = 3) -> dict[int, tuple | None]:
 PLOTS = "plots"   # the folder of the PNGs, beside summary.md
 SHOWN = 3         # mistakes listed per task
 
-SUMMARY_TEXT = {
-    "en": {"mistakes": "Most common mistakes", "students": "{k} of {n} students", "flagged": "Flagged files",
-           "flagged_note": "graded against their own ID, but a person should look:", "none": "none",
-           "plots": "Distributions", "totals": "totals", "tasks": "points per task",
-           "no_plots": "No plots: matplotlib is not installed (pip install 'symblock[plot]')."},
-    "zh": {"mistakes": "最常见的错误", "students": "{n} 名学生中有 {k} 名", "flagged": "需要核对的文件",
-           "flagged_note": "已按各自的 ID 批改，但请人工核对：", "none": "无",
-           "plots": "分布", "totals": "总分", "tasks": "各题得分",
-           "no_plots": "没有图：未安装 matplotlib（pip install 'symblock[plot]'）。"},
-}
 
 def mistakes(cls, lang: str = "en") -> list[dict]:
     """Per asked step with a diagnosed mistake: [{step, codes: [(code, explanation, students)]}]."""

@@ -104,3 +104,18 @@ def test_params_of_a_spec_counts_the_spec_as_torch_builds_it(capsys):
     assert "--d-model: SPEC gives the dimensions" in capsys.readouterr().err
     assert cli.main(["params"]) == 2
     assert "give a SPEC, or the dimensions" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("embed_norm, total", [(True, 184), (False, 176)])
+def test_params_of_an_encoder_spec_counts_its_embedding_norm_only_when_it_has_one(tmp_path, capsys, embed_norm, total):
+    """tiny-bert by hand: W_E 6·4 + W_P 4·4 + a layer of d 4, d_ff 4 with biases (attention 4·16 + 4·4,
+    FFN 2·16 + 4 + 4, two norms 2·8: 136) + the embedding norm's γ, β (8) when the spec has it."""
+    import json
+    import yaml
+    from symblock.engine.spec import example_text
+    data = yaml.safe_load(example_text("tiny-bert"))
+    data["model"]["embed_norm"] = embed_norm
+    spec = tmp_path / "bert.yaml"
+    spec.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    assert cli.main(["params", str(spec), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["total"] == total == 24 + 16 + 136 + 8 * embed_norm

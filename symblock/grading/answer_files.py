@@ -1,0 +1,103 @@
+"""Reading an answers file into its raw mapping (answers.py gives it meaning): YAML through libyaml
+when it takes the file cleanly, JSON and the rest through the spec reader (whose messages name the
+line), and the CSV form a spreadsheet saves (`step,row,col,value`, or `;` where the comma is the
+decimal mark) turned into the same mapping."""
+from __future__ import annotations
+
+import csv
+import io
+import re
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from symblock.grading.students import inert_excerpt
+
+CSV_HEADER = ("step", "row", "col", "value")
+_WHOLE = re.compile(r"[0-9]{1,9}", re.ASCII)   # a CSV row or col
+
+
+def read(path: str | Path, text: str | None = None) -> tuple[dict, str]:
+    """The raw mapping of an answers file: YAML/JSON as they are, CSV turned into the same form.
+    YAML goes through libyaml when it is there (a class's files are long); anything it does not
+    take cleanly is read again by the spec reader, whose messages name the line."""
+    from symblock.engine.files import read_text
+    from symblock.engine.spec import read_mapping
+    suffix = Path(path).suffix.lower()
+    if text is None:   # bounded, a symbolic link or a pipe refused unread (engine.files)
+        text = read_text(path, "an answers file (YAML, JSON or CSV)", follow=False)
+    if suffix == ".csv":
+        return read_csv(path, text)
+    if suffix in (".yaml", ".yml") and _FAST is not None:
+        try:
+            raw = text
+            data = _yaml.load(raw, Loader=_FAST)
+            if isinstance(data, dict):
+                return data, str(path)
+        except (OSError, UnicodeDecodeError, RecursionError, _yaml.YAMLError, _Duplicate, ValueError):
+            pass   # ValueError: a whole number past Python's 4300 digits, which the spec reader refuses
+    return read_mapping(path, text)
+
+
+try:
+    import yaml as _yaml
+
+    class _Duplicate(Exception):
+        pass
+
+    class _FAST(_yaml.CSafeLoader):
+        """libyaml with the spec reader's rules: decimals as written, no duplicate keys."""
+
+        def construct_mapping(self, node, deep=False):
+            keys = [self.construct_object(k, deep=deep) for k, _ in node.value]
+            if len(set(map(repr, keys))) != len(keys):
+                raise _Duplicate
+            return super().construct_mapping(node, deep=deep)
+
+    def _decimal(loader, node):
+        text = loader.construct_scalar(node)
+        try:
+            return Decimal(text.replace("_", ""))
+        except ArithmeticError:
+            return text
+
+    _FAST.add_constructor("tag:yaml.org,2002:float", _decimal)
+except (ImportError, AttributeError):   # PyYAML without libyaml
+    _FAST, _Duplicate = None, Exception
+
+
+def read_csv(path: str | Path, text: str | None = None) -> tuple[dict, str]:
+    """`step,row,col,value` lines as {id, name, decimals, ..., steps: {STEP: {entries: {...}}}}.
+    A spreadsheet of a decimal-comma locale separates with `;` (`step;row;col;value`, `2,25`):
+    the header says which, and a value's decimal comma is then the only comma."""
+    from symblock.engine.spec import SpecError
+    source = str(path)
+    if text is None:
+        from symblock.engine.files import read_text
+        text = read_text(path, "an answers file (CSV)", follow=False)
+    text = text.lstrip("\ufeff")
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    semicolons = tuple(c.strip().strip('"').lower() for c in first.split(";")[:4]) == CSV_HEADER
+    try:
+        rows = list(csv.reader(io.StringIO(text), delimiter=";" if semicolons else ","))
+    except csv.Error as e:   # a field over the reader's limit, a NUL: the file's fault, named
+        raise SpecError(source, "", f"not a readable CSV table: {e}") from None
+    rows = [r for r in rows if any(c.strip() for c in r)]
+    if not rows or tuple(c.strip().lower() for c in rows[0][:4]) != CSV_HEADER:
+        raise SpecError(source, "line 1", "expected the header step,row,col,value (or step;row;col;value, "
+                                          "as a spreadsheet of a decimal-comma locale saves it)")
+    data: dict[str, Any] = {"steps": {}}
+    for n, r in enumerate(rows[1:], start=2):
+        step, row, col = (list(r) + ["", "", ""])[:3]
+        value = ",".join(r[3:]).strip()   # an unquoted decimal comma splits the value in two
+        step = step.strip()
+        if not row.strip() and not col.strip() and step != "steps":
+            data[step] = int(value) if step in ("decimals", "sig_figs") and _WHOLE.fullmatch(value) \
+                else (value or None)
+            continue
+        if not (_WHOLE.fullmatch(row.strip()) and _WHOLE.fullmatch(col.strip())):
+            raise SpecError(source, f"line {n}", f"expected whole-number row and col (from 0), got "
+                                                 f"{inert_excerpt(row)!r}, {inert_excerpt(col)!r}")
+        cells = data["steps"].setdefault(step, {"entries": {}})["entries"]
+        cells[f"{int(row)},{int(col)}"] = value if value else None
+    return data, source
