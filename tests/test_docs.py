@@ -64,7 +64,8 @@ def test_the_api_reference_and_the_pages_for_each_audience(site):
                  "zh/get-started", "zh/tutorials/student", "performance"):
         assert (site / page / "index.html").exists(), page
     assert "学生教程" in text(site / "zh" / "tutorials" / "student" / "index.html")
-    from symblock.grading.answers import CSV_HEADER, STEP_KEYS, TOP_KEYS
+    from symblock.grading.answer_files import CSV_HEADER
+    from symblock.grading.answers import STEP_KEYS, TOP_KEYS
     answers = text(site / "reference" / "answers" / "index.html")
     for key in (*TOP_KEYS, *STEP_KEYS):          # the format's every key, from the reader's own tuples
         assert f"{key}:" in answers or f"`{key}`" in answers or f"{key}," in answers, key
