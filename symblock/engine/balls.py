@@ -240,6 +240,14 @@ def round_ends(b: arb, places: int) -> tuple[Decimal, Decimal]:
     The ends are dyadic, m·2^e, so the rounding is integer arithmetic: ⌊|m|·10^places·2^e + ½⌋."""
     m1, e1 = (int(v) for v in b.mid().man_exp())
     m2, e2 = (int(v) for v in b.rad().man_exp())
+    # A part far below the last place (exp of a huge negative: 2^-10^20) would make the shifts
+    # below astronomically wide; widening the ball by 2^floor instead keeps the rounding certified.
+    floor = -(4 * places + 64)
+    if m2 and m2.bit_length() + e2 < floor:
+        m2, e2 = 1, floor
+    if m1 and m1.bit_length() + e1 < floor:  # rad + 2^floor
+        m2, e2 = ((m2 << (e2 - floor)) + 1, floor) if e2 >= floor else (m2 + (1 << (floor - e2)), e2)
+        m1, e1 = 0, 0
     e = min(e1, e2)
     mid, rad, scale = m1 << (e1 - e), m2 << (e2 - e), 10**places
     out = []

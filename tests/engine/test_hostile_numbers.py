@@ -504,3 +504,45 @@ def test_a_json_spec_number_past_decimals_exponents_is_refused_by_field(tmp_path
     assert main(["forward", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"symblock: error: {path}: block.eps: ") and "too large" in err, err
+
+
+# ---------------------------------------------------------------- weights so large a softmax weight is e^(-10^20)
+
+def test_rounding_a_ball_far_below_the_last_place_is_certified_zero():
+    # exp(-10^20) as a ball: mid ~ 2^(-1.4e20); the integer shifts of the rounding were ~10^20 bits wide
+    from flint import arb
+    from symblock.engine.balls import round_ends
+    tiny = arb(-10**20).exp()
+    assert round_ends(tiny, 4) == (Decimal("0.0000"), Decimal("0.0000"))
+    assert round_ends(-tiny, 12) == (Decimal(0), Decimal(0))
+    # a tiny midpoint with a radius near the last place: still an enclosure, ends certified apart
+    wide = arb(mid=arb(-10**20).exp(), rad=arb(1) / 1000)
+    lo, hi = round_ends(wide, 4)
+    assert lo == Decimal("-0.0010") and hi == Decimal("0.0010")
+    # and a value that is not tiny rounds as before
+    assert round_ends(arb(2).sqrt(), 4) == (Decimal("1.4142"), Decimal("1.4142"))
+
+
+@pytest.mark.parametrize("w", ['"1e20"', f'"{10**30}"', '"10**400"'])
+def test_a_huge_weight_prints_its_softmax_weights(cli, spec_file, w):
+    # a query weight of 1e20 puts e^(-~10^20) in a softmax row; `forward` used to end in exit 3
+    path = spec_file(textwrap.dedent(f"""\
+        dims: {{seq_len: 2, d_model: 2, d_ff: 2, heads: 1}}
+        weights:
+          W_Q: [[{w}, 0], [0, 1]]
+          W_K: [[1, 0], [0, 1]]
+          W_V: [[1, 0], [0, 1]]
+          W_O: [[1, 0], [0, 1]]
+          W_1: [[1, 0], [0, 1]]
+          W_2: [[1, 0], [0, 1]]
+        inputs:
+          X: [[1, 0], [0, 1]]
+        """))
+    code, out, err = cli("forward", path, "--step", "attn.h0.weights")
+    assert code == 0, err
+    # row 0: scores (w/√2, 0) → softmax (1, e^(-w/√2)/(1+...)) → 1.0000 0.0000 to 4 places;
+    # row 1: scores (0, 1/√2) → 1/(1+e^(1/√2)) = 0.3302, 0.6698 (worked by hand)
+    rounded = re.findall(r"^    \[(\d)\]\[(\d)\] = .*≈ (\S+)$", out, re.M)
+    assert rounded == [("0", "0", "1.0000"), ("0", "1", "0.0000"), ("1", "0", "0.3302"), ("1", "1", "0.6698")]
+    code, out, err = cli("forward", path)
+    assert code == 0 and "[ 1.0000  0.0000 ]" in out, err
