@@ -38,7 +38,7 @@ class EncoderBuilder(DecoderBuilder):
         """The model's rows and embeddings, the embeddings' norm, then the layer's own conventions
         (without its rows line and its padding line, said here of the sentence's tokens)."""
         s = self.model
-        pos = self.t("e.pos_learned") if s.positions == "learned" else self.t(f"m.pos_{s.positions}")
+        pos = self.t("e.pos_learned") if s.positions == "learned" else self.t(f"m.pos_{s.positions}", self.base_tex())
         out = [self.t("e.conv_rows", self.m, s.dims.d_model), self.t("e.conv_embed", self.vocab_tex(), pos)]
         if s.embed_norm:
             out.append(self.t("e.conv_embed_norm"))
@@ -65,6 +65,8 @@ class EncoderBuilder(DecoderBuilder):
             return Builder.what(self, replace(step, name=parsed.local))
         if parsed.norm and parsed.stat:
             return Builder.what(self, step)
+        if parsed.base == "pos" and self.model.positions != "learned":
+            return self.t("m.s.pos_table")
         return self.t(f"e.s.{parsed.base}")
 
     def work(self, step) -> list:
@@ -82,8 +84,8 @@ class EncoderBuilder(DecoderBuilder):
                 (None, rf"{step_symbol(step)} = (W_E)_{{[{rows}]\cdot}} = {self.mat(step.value)}")]
 
     def work_encoder_pos(self, step) -> list:
-        if self.model.positions != "learned":
-            return [(self.t("m.w.pos_sin", rf"0, \dots, {self.m - 1}"), None), (None, f"P = {self.mat(step.value)}")]
+        if self.model.positions != "learned":   # sinusoidal: the table row by row, in closed form
+            return self.work_pe_table(step)
         return [(self.t("e.w.pos", self.m), None),
                 (None, rf"P = (W_P)_{{[1..{self.m}]\cdot}} = {self.mat(step.value)}")]
 

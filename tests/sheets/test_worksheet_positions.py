@@ -90,3 +90,31 @@ def test_refusals_exit_2_with_one_line(cli, spec_file, tmp_path):
     for args, field in cases:
         code, _, err = cli("worksheet", args[0], "--preset", "positions", "--out", tmp_path / "x", *args[1:])
         assert code == 2 and field in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_an_encoder_with_sinusoidal_positions_works_its_table(cli, spec_file, tmp_path):
+    """An encoder (BERT-like) with `positions: sinusoidal`: the sheet is written (it was an internal
+    error), the key says the formula, works each row as sin/cos of the exact angle, and its answer
+    is the table math.sin/math.cos give; X = E + P then says ≈ (the table's entries are rounded)."""
+    enc = """\
+model:
+  kind: encoder
+  vocab: [a, b, c]
+  positions: sinusoidal
+  pe_base: 100
+  layers: 1
+  prompt: [a, b, c]
+dims: {d_model: 4, d_ff: 4, heads: 1}
+block: {norm_position: post, norm: layernorm, eps: "1/100", activation: relu}
+random: {seed: 1, low: -1, high: 1}
+"""
+    out = tmp_path / "ws"
+    code, _, err = cli("worksheet", spec_file(enc), "--out", out, "--format", "markdown", "--decimals", "4")
+    assert code == 0, err
+    key = (out / "key.md").read_text(encoding="utf-8")
+    assert r"\sin(p / 100^{2i/d})" in key and "row $i$ of $W_P$" not in key
+    task = key.split("· `pos`")[1].split("### ")[0]
+    assert r"P_{1,\cdot} = \begin{bmatrix} \sin\left(1\right) & \cos\left(1\right) & \sin\left(0.1\right)" in task
+    answer = re.search(r"P \\approx \\begin\{bmatrix\}(.*?)\\end\{bmatrix\}", task).group(1)
+    assert [[float(c) for c in row.split("&")] for row in answer.split(r"\\")] == table(100, 4, rows=3)
+    assert r"X = E + P \approx \begin{bmatrix}" in key
