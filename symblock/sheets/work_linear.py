@@ -19,13 +19,21 @@ MAX_TERMS = 24       # longer sums are written with Σ (no operands printed)
 
 
 class LinearWork:
-    def substitute(self, lhs: str, parts: list[tuple[str, object]], op: str = " ") -> tuple[None, str] | None:
-        """`lhs = A B = [a] [b]`: the operands' numbers, when they are small enough to print."""
+    def substitute(self, lhs: str, parts: list[tuple[str, object]], op: str = " ",
+                   plus: tuple[str, list] | None = None) -> tuple[None, str] | None:
+        """`lhs = A B [+ b] = [a] [b] [+ [b]]`: the operands' numbers, when they are small enough
+        to print (`plus`: a bias row added to the product)."""
         if any(m.shape[0] * m.shape[1] > SUBSTITUTE_ENTRIES for _, m in parts):
             return None
-        mats = [bmatrix([[self.show(e).tex for e in r] for r in m.rows]) for _, m in parts]
+        shown = [[[self.show(e) for e in r] for r in m.rows] for _, m in parts]
+        if plus:
+            shown.append([[self.show(e) for e in plus[1]]])
+        mats = [bmatrix([[c.tex for c in r] for r in m]) for m in shown]
+        rel = "=" if all(c.exact for m in shown for r in m for c in r) else r"\approx"   # a rounded entry
         syms = op.join(s for s, _ in parts)
-        return None, f"{lhs} = {syms} = " + op.join(mats)
+        if plus:
+            return None, f"{lhs} = {syms} + {plus[0]} {rel} " + op.join(mats[:-1]) + " + " + mats[-1]
+        return None, f"{lhs} = {syms} {rel} " + op.join(mats)
 
     def dot_line(self, lhs: str, xs, ys, bias, true) -> str:
         """`(lhs) &= x₁·y₁ + … [+ b] ≈ r`, continued over lines when long."""
@@ -65,10 +73,8 @@ class LinearWork:
         lhs = step_symbol(step)
         parts = [(self.symbol(src), x), (self.symbol(w), W)]
         out = []
-        sub = self.substitute(lhs, parts)
+        sub = self.substitute(lhs, parts, plus=None if bias is None else (self.symbol(b), bias))
         if sub:
-            if bias is not None:
-                sub = (None, sub[1] + " + " + bmatrix([[self.show(e).tex for e in bias]]))
             out.append(sub)
         pos = self.positions(*step.value.shape, x.shape[1])
         out.append((self.t("first_entries" if len(pos) > 1 else "first_entry"), None))

@@ -400,3 +400,44 @@ def test_a_norm_row_with_gamma_and_beta_is_split_not_shrunk(tmp_path):
     assert r"\left. \frac{3 - 0.75}{2.25} \cdot 2 + 0, \frac{1.5 - 0.75}{2.25} \cdot 1 + (-1)\right)" in row1[1]
     # (1.5 − 0.75)/2.25·2 + 1 = 5/3, (−3 − 0.75)/2.25 − 1 = −8/3, 2.25/2.25·2 = 2, 0.75/2.25 − 1 = −2/3
     assert row1[2].strip() == r"& \approx \left(1.667, -2.667, 2, -0.667\right)", row1[2]
+
+
+def test_a_projection_with_a_bias_names_it_before_its_numbers(cli, spec_file, tmp_path):
+    """Q = X W^Q + b^Q = [X] [W^Q] + [b^Q]: the substituted line says the bias it adds (it read
+    `Q = X W^{Q} = [X][W][+ b]`), for a bias given with block.bias left false too (the forward adds it)."""
+    path = spec_file("""\
+dims: {seq_len: 2, d_model: 2, d_ff: 2, heads: 1}
+weights:
+  W_Q: [[1, 0], [0, 1]]
+  b_Q: [5, 7]
+  W_K: [[1, 0], [0, 1]]
+  W_V: [[1, 0], [0, 1]]
+  W_O: [[1, 0], [0, 1]]
+  W_1: [[1, 0], [0, 1]]
+  W_2: [[1, 0], [0, 1]]
+inputs:
+  X: [[2, 0], [0, 1]]
+""")
+    code, _, err = cli("worksheet", path, "--out", tmp_path / "ws", "--format", "markdown")
+    assert code == 0, err
+    key = (tmp_path / "ws" / "key.md").read_text(encoding="utf-8")
+    assert (r"Q = X W^{Q} + b^{Q} = \begin{bmatrix} 2 & 0 \\ 0 & 1 \end{bmatrix} "
+            r"\begin{bmatrix} 1 & 0 \\ 0 & 1 \end{bmatrix} + \begin{bmatrix} 5 & 7 \end{bmatrix}") in key
+    assert r"Q = X W^{Q} = " not in key
+    # and its answer is X W + b, worked by hand: [[2+5, 0+7], [0+5, 1+7]]
+    assert r"Q = \begin{bmatrix} 7 & 7 \\ 5 & 8 \end{bmatrix}" in key
+
+
+@pytest.mark.parametrize("example, en, zh", [("tiny-gpt", "Tiny GPT", "微型 GPT 手算练习"),
+                                              ("tiny-bert", "Tiny encoder", "微型编码器手算练习"),
+                                              ("seed-post-ln", "Transformer block", "Transformer block 手算练习")])
+def test_an_untitled_spec_is_titled_by_what_it_is(cli, tmp_path, example, en, zh):
+    text = spec.example_text(example)
+    body = "\n".join(line for line in text.splitlines() if not line.startswith("title:"))
+    path = tmp_path / "s.yaml"
+    path.write_text(body, encoding="utf-8")
+    for lang, want in (("en", en), ("zh", zh)):
+        out = tmp_path / lang
+        code, _, err = cli("worksheet", path, "--out", out, "--format", "markdown", "--lang", lang)
+        assert code == 0, err
+        assert (out / "sheet.md").read_text(encoding="utf-8").startswith(f"# {want}\n")
