@@ -292,3 +292,31 @@ def test_forward_of_a_sheets_id_works_the_variant_the_set_handed_out(tmp_path, c
                 assert abs(sympy.N(a - sympy.sympify(b), 50)) <= 1e-30 * (1 + abs(f)), (name, a, b)
     assert main(["forward", "nofile.7"]) == 2   # not an ID of a built-in: the file is what is missing
     assert "no such file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("example, want, absent", [
+    ("tiny-bert", "· 1 layer (Post-LN) · LayerNorm · gelu · positions learned · head none · 4 tokens",
+     ["generated:", "1 layers", "generate 0"]),
+    ("tiny-translate", "· 1 encoder + 1 decoder layer (Post-LN) · LayerNorm · relu · positions sinusoidal · head tied"
+     " · source 3 tokens · prompt 1 token · generate 2 with KV cache", ["1 layers", "1 tokens"]),
+    ("tiny-gpt", "· 2 layers (Pre-LN) · LayerNorm · relu · positions learned · head tied · prompt 2 tokens",
+     ["pre-LN"]),
+])
+def test_a_models_heading_says_what_it_is_in_words(cli, example, want, absent):
+    """The second line of `forward`: singular where one, an encoder-decoder's two stacks and source,
+    an encoder without a generation count or a `generated:` line (it generates nothing)."""
+    code, out, err = cli("forward", example)
+    assert code == 0, err
+    assert want in out.splitlines()[1]
+    assert not any(a in out for a in absent)
+    if example == "tiny-translate":   # worked by the trace: its greedy tokens, after the prompt
+        assert out.rstrip().splitlines()[-1].startswith("generated: <s> | ")
+
+
+def test_an_untitled_spec_is_headed_by_its_file(cli, tmp_path):
+    path = tmp_path / "mine.yaml"
+    path.write_text(spec.example_text("seed-post-ln").replace('title: {en: "Post-LN block, worked by hand", '
+                                                              'zh: "Post-LN 块：手算演示"}\n', ""), encoding="utf-8")
+    code, out, err = cli("forward", path)
+    assert code == 0, err
+    assert out.splitlines()[0] == str(path) and "symblock" not in out.splitlines()[0]

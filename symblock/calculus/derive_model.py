@@ -109,7 +109,7 @@ def embeddings(spec: Any, prefix: str, n: int, tokens: Any, add: Callable) -> No
         b = block.number_latex(spec.pe_base)
         b = b if spec.pe_base.denominator == 1 else rf"\left({b}\right)"
         rows = Mat([[exact.to_sympy(v) for v in model.sinusoidal_row(p, d, spec.pe_base)] for p in range(n)])
-        add(f"{prefix}pos", r"P_{p,2i} = \sin(p / %s^{2i/d}),\ P_{p,2i+1} = \cos(p / %s^{2i/d})" % (b, b), rows,
+        add(f"{prefix}pos", r"P = \bigl[P_{p,2i},\ P_{p,2i+1}\bigr] = \bigl[\sin(p / %s^{2i/d}),\ \cos(p / %s^{2i/d})\bigr]" % (b, b), rows,
             f"p = 0, …, {n - 1}")
     add(f"{prefix}x", "X = E + P", e + derivemod.symbols("p", n, d), "E, P")
 

@@ -39,11 +39,11 @@ def to_json(b) -> str:
 
 
 def table(b, places: int = 4) -> str:
-    from symblock.engine.report import describe, fmt_decimal, fmt_exact, matrix_lines
+    from symblock.engine.report import describe, fmt_decimal, fmt_exact, heading, matrix_lines
     spec = b.trace.spec
     closed = fmt_exact(b.loss_value, 60)  # "≈" alone when the closed form is too long
     value = (f"= {closed}  " if closed != "≈" else "") + f"≈ {fmt_decimal(b.loss_value, places)}"
-    lines = [f"{spec.title or 'symblock'}  ({spec.source})", describe(b.trace),
+    lines = [heading(spec), describe(b.trace),
              f"loss: {b.loss}   {b.loss_latex}   {value}",
              "backwards from the output: dL/d each step that depends on "
              + ", ".join(b.wrt) + "; ≈ marks an entry too long to show exactly", ""]
@@ -146,7 +146,7 @@ def _run_model(args, s) -> int:
     the prompt pass's logits (an encoder without a head: its hidden states)."""
     import json
     from symblock.calculus import model_grad
-    from symblock.engine.report import describe, exact_str, float_or_none, fmt_decimal, matrix_lines
+    from symblock.engine.report import describe, exact_str, float_or_none, fmt_decimal, heading, matrix_lines
     from symblock.errors import SpecError
     if args.target is not None:
         raise SpecError(s.source, "--target", "a model's mse loss is against zeros (no --target yet)")
@@ -167,7 +167,7 @@ def _run_model(args, s) -> int:
                                   for w in wrt]}, ensure_ascii=False, indent=1))
         return 0
     from symblock.engine.block import Trace
-    lines = [f"{s.title or 'symblock'}  ({s.source})", describe(Trace([], {}, s)),
+    lines = [heading(s), describe(Trace([], {}, s)),
              f"loss: {b.loss} of the prompt pass's {'hidden states' if s.head == 'none' else 'logits'} "
              f"≈ {fmt_decimal(b.loss_value, args.decimals)}", ""]
     for w in wrt:

@@ -80,9 +80,21 @@ def _opaque(r: Node, memo: dict[int, Form]) -> Form:
         b = _rational(r.args[0].q)
         f = f"({b if r.args[0].q.q == 1 else f'({b})'}**({_rational(r.args[1])}))"
     else:
-        arg = text(r.args[0], memo)
+        arg = _unwrap(text(r.args[0], memo))
         f = "E" if r.op == "exp" and arg == "1" else f"{r.op}({arg})"
     return fmpq(0), {(1, (f,), ()): fmpq(1)}
+
+
+def _unwrap(t: str) -> str:
+    """`(10**(-4/3))` as a call's argument: `sin(10**(-4/3))`, not `sin((10**(-4/3)))`."""
+    if not (t.startswith("(") and t.endswith(")")):
+        return t
+    depth = 0
+    for i, ch in enumerate(t):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0 and i < len(t) - 1:
+            return t   # (a)*(b): the first parenthesis closes before the end
+    return t[1:-1]
 
 
 def _is_monomial(x: Form) -> bool:

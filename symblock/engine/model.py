@@ -112,7 +112,7 @@ class _Run:
             pos = Mat([sinusoidal_row(r, s.dims.d_model, s.pe_base) for r in rows])
             n = block.number_latex(s.pe_base)
             n = n if s.pe_base.denominator == 1 else rf"\left({n}\right)"
-            latex = r"P_{p,2i} = \sin(p / %s^{2i/d}),\ P_{p,2i+1} = \cos(p / %s^{2i/d})" % (n, n)
+            latex = r"P = \bigl[P_{p,2i},\ P_{p,2i+1}\bigr] = \bigl[\sin(p / %s^{2i/d}),\ \cos(p / %s^{2i/d})\bigr]" % (n, n)
             ins = ()
         self.record(f"{prefix}pos", latex, ins, pos)
         return self.record_x(prefix, "X = E + P", (f"{prefix}embed", f"{prefix}pos"), emb + pos)

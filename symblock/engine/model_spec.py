@@ -22,6 +22,7 @@ from typing import Any, Callable, Mapping, NoReturn, Union
 from symblock.engine import model_cost, source_embedding, spec as specmod
 from symblock.engine.model_cost import with_length  # noqa: F401  (model_spec.with_length stays public)
 from symblock.engine.spec import BlockSpec, Matrix
+from symblock.engine.numbers import unknown_names
 from symblock.engine.steps import Dims, Options
 from symblock.errors import SpecError, excerpt
 
@@ -95,13 +96,25 @@ class ModelSpec:
 
     def describe(self) -> str:
         d, o = self.dims, self.options
-        places = sorted({s.options.norm_position for s in self.layers})
+
+        def count(n: int, word: str) -> str:
+            return f"{n} {word}{'' if n == 1 else 's'}"
+        places = sorted({s.options.norm_position for s in self.layers + tuple(self.encoder)})
+        order = "/".join(("Pre-LN" if p == "pre" else "Post-LN") for p in places)
+        if self.kind == "encoder-decoder":
+            stack = f"{len(self.encoder)} encoder + {count(len(self.layers), 'decoder layer')} ({order})"
+        else:
+            stack = f"{count(len(self.layers), 'layer')} ({order})"
         what = {"decoder": "tiny GPT", "encoder": "tiny encoder"}.get(self.kind, "tiny encoder-decoder")
-        return (f"{what} · vocab {len(self.vocab)} · d_model {d.d_model} · d_ff {d.d_ff} · "
-                f"{d.heads} head{'s' if d.heads > 1 else ''} · {len(self.layers)} layers "
-                f"({'/'.join(p + '-LN' for p in places)}) · {o.norm} · {o.activation} · positions "
-                f"{self.positions} · head {self.head} · prompt {len(self.prompt)} tokens · generate "
-                f"{self.generate}{' with KV cache' if self.kv_cache else ''}")
+        bits = [what, f"vocab {len(self.vocab)}", f"d_model {d.d_model}", f"d_ff {d.d_ff}", count(d.heads, "head"),
+                stack, {"layernorm": "LayerNorm", "rmsnorm": "RMSNorm"}.get(o.norm, o.norm), o.activation,
+                f"positions {self.positions}", f"head {self.head}"]
+        if self.kind == "encoder":
+            return " · ".join(bits + [count(len(self.prompt), "token")])
+        if self.kind == "encoder-decoder":
+            bits.append(f"source {count(len(self.source_tokens), 'token')}")
+        return " · ".join(bits + [f"prompt {count(len(self.prompt), 'token')}", f"generate {self.generate}"
+                                  + (" with KV cache" if self.kv_cache else "")])
 
 
 def form_of(data: Any) -> str:
@@ -363,10 +376,13 @@ def _pe_base(m: Mapping, positions: str, d: int, source: str) -> Fraction:
     if positions == "sinusoidal" and d % 2:
         raise SpecError(source, "dims.d_model", f"sinusoidal positions pair a sine and a cosine column: "
                         f"expected an even d_model, got {d}")
-    base = specmod.parse_exact(m.get("pe_base", 10000), source, "model.pe_base")
+    want = "expected a positive rational number such as 10000 or 100"
+    raw = m.get("pe_base", 10000)
+    if isinstance(raw, str) and (bad := unknown_names(raw)):   # not the generic "such as sqrt(2)"
+        raise SpecError(source, "model.pe_base", f"{want}, got {excerpt(raw)} (unknown name {', '.join(bad)})")
+    base = specmod.parse_exact(raw, source, "model.pe_base")
     if not isinstance(base, Fraction) or base <= 0:
-        raise SpecError(source, "model.pe_base", f"expected a positive rational number such as 10000 or 100, "
-                        f"got {excerpt(m.get('pe_base'))}")
+        raise SpecError(source, "model.pe_base", f"{want}, got {excerpt(raw)}")
     return base
 
 

@@ -363,6 +363,12 @@ def parse_exact(value: Any, source: str, where: str, allow_inf: bool = False) ->
     return _parse_with_sympy(value, text, source, where, allow_inf)
 
 
+def unknown_names(text: str) -> list[str]:
+    """The words of an exact entry that are no number or function it may use (sqrt, sin, pi, ...)."""
+    words = set(re.findall(r"[A-Za-z_]+", text)) - {"e"}
+    return sorted(w for w in words if w not in _NAMES and not re.fullmatch(r"[eE]", w))
+
+
 def guard(value: str, source: str, where: str) -> tuple[str, Fraction | None]:
     """The checks of a text entry before SymPy sees it (names, length, size, syntax): its stripped
     text and its value when rational (None: an irrational form, or -oo, for SymPy to read)."""
@@ -372,8 +378,7 @@ def guard(value: str, source: str, where: str) -> tuple[str, Fraction | None]:
             return text, Fraction(text)
         except ZeroDivisionError:
             pass  # "1/0": refused below, as SymPy's zoo
-    words = set(re.findall(r"[A-Za-z_]+", text)) - {"e"}
-    bad = sorted(w for w in words if w not in _NAMES and not re.fullmatch(r"[eE]", w))
+    bad = unknown_names(text)
     if not text or bad or len(text) > 500:
         extra = f" (unknown name {', '.join(bad)})" if bad else ""
         raise SpecError(source, where, f"expected a number or exact expression such as 3, 1.25, "

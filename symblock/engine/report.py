@@ -83,12 +83,14 @@ def _block_line(spec: BlockSpec) -> str:
 
 def generated_text(trace: Trace) -> str:
     """A model's prompt and the tokens it generated greedily, e.g. `the cat | sat on mat`; "" for a
-    block, which generates nothing."""
+    block or an encoder, which generate nothing."""
     return _GENERATED[trace.form](trace)
 
 
 def _model_text(trace: Trace) -> str:
     spec = cast(ModelSpec, trace.spec)   # _GENERATED calls it for a model's trace only
+    if spec.kind == "encoder":           # it ends in hidden states and generates nothing
+        return ""
     names = ["next_token"] + [f"gen{t}.next_token" for t in range(1, spec.generate + 1)]
     new = [spec.vocab[_token(trace[n])] for n in names if n in trace]
     return "generated: " + " ".join(spec.vocab[t] for t in spec.prompt) + " | " + " ".join(new)
@@ -108,10 +110,14 @@ def _grid(cells: list[list[str]]) -> list[str]:
     return ["[ " + "  ".join(c.rjust(w) for c, w in zip(r, widths)) + " ]" for r in cells]
 
 
+def heading(spec) -> str:
+    """`Title  (file)`, or the file alone for an untitled spec (the next line says what it is)."""
+    return f"{spec.title}  ({spec.source})" if spec.title else str(spec.source)
+
+
 def table(trace: Trace, steps: Iterable[Step], places: int = 4, width: int = TEXT_WIDTH) -> str:
     """Every step: name and formula, then the exact matrix beside its decimals."""
-    title = trace.spec.title or "symblock"
-    lines = [f"{title}  ({trace.spec.source})", describe(trace),
+    lines = [heading(trace.spec), describe(trace),
              f"exact values, then ≈ their decimals rounded to {places} places; an ≈ inside the exact "
              "values marks an entry whose closed form is too long to show (`--json` or `--step` for more)", ""]
     for s in steps:
@@ -135,7 +141,7 @@ def matrix_lines(value: Mat, places: int = 4, width: int = TEXT_WIDTH) -> list[s
 
 # ---------------------------------------------------------------- LaTeX snippets for notes
 
-LATEX_EXACT = 40   # longer closed forms are left to the decimal matrix
+LATEX_EXACT = 60   # longer closed forms are left to the decimal matrix
 LATEX_MATRIX_COLS = 10   # amsmath's MaxMatrixCols: wider matrices are arrays
 
 

@@ -2,13 +2,17 @@
 here and the tables articles print; the exact powers behind their frequencies."""
 from __future__ import annotations
 
+import contextlib
+import io
 from fractions import Fraction
 
 import mpmath
 import numpy as np
 import pytest
 import sympy
+import yaml
 
+from symblock.cli import main
 from symblock.engine import exact, model, powers
 from symblock.engine.model import sinusoidal_row
 from symblock.engine.model_spec import from_mapping
@@ -99,9 +103,35 @@ def test_a_model_with_base_100_and_d_6_verifies_against_numpy_and_torch():
     ({"pe_base": 0}, "model.pe_base", "expected a positive rational"),
     ({"pe_base": "sqrt(2)"}, "model.pe_base", "expected a positive rational"),
     ({"pe_base": "ten"}, "model.pe_base", "unknown name ten"),
+    ({"pe_base": "abc"}, "model.pe_base", "expected a positive rational number such as 10000 or 100, got 'abc'"),
     ({"positions": "learned", "pe_base": 100}, "model.pe_base", "a base is for sinusoidal positions"),
 ])
 def test_a_bad_base_is_refused_naming_the_field(keys, where, what):
     with pytest.raises(SpecError) as e:
         spec(**keys)
     assert e.value.where == where and what in e.value.message and e.value.source == "pe.yaml"
+    assert "such as 3, 1.25" not in e.value.message   # never suggest forms (sqrt(2)) the base refuses
+
+
+def test_a_d_6_table_prints_its_closed_forms_in_text_and_latex(tmp_path):
+    """`forward --step pos`: the step is named P (not its entry P_{p,2i}) in LaTeX, the text's
+    closed forms read sin(10**(-4/3)) (SymPy-parsable, one pair of parentheses) and the LaTeX
+    keeps the exact entries, next to the decimals."""
+    path = tmp_path / "pe.yaml"
+    data = {"model": {"vocab": ["a", "b"], "positions": "sinusoidal", "layers": 1, "head": "tied",
+                      "prompt": ["a", "b"]}, "dims": {"d_model": 6, "d_ff": 4, "heads": 2},
+            "random": {"seed": 1}}
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    text, tex = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(text):
+        assert main(["forward", str(path), "--step", "pos"]) == 0
+    with contextlib.redirect_stdout(tex):
+        assert main(["forward", str(path), "--step", "pos", "--format", "latex"]) == 0
+    row = text.getvalue().splitlines()[-1]
+    assert "sin(10**(-4/3))" in row and "((" not in row
+    # the printed form means sin(10000^(-1/3)) (p = 1, 2i/d = 2/6), as NumPy has it
+    assert float(sympy.sympify("sin(10**(-4/3))")) == pytest.approx(np.sin(10000 ** (-1 / 3)), abs=1e-15)
+    tex = tex.getvalue()
+    assert "\nP = \\begin{bmatrix}" in tex and "P_{p,2i} =" not in tex.split("\\end{equation*}")[1]
+    exact_part = tex.split("\nP = \\begin{bmatrix}")[1].split(r"\approx")[0]
+    assert exact_part.count(r"\sin") == 3 and exact_part.count(r"\cos") == 3   # p = 1's three pairs
