@@ -14,6 +14,9 @@ LANGS = ("en", "zh")
 EN = {
     "sheet": "Worksheet",
     "default_title": "Transformer block",
+    "default_title_decoder": "Tiny GPT",
+    "default_title_encoder": "Tiny encoder",
+    "default_title_encoder-decoder": "Tiny encoder–decoder",
     "key": "Answer key",
     "id": "Worksheet ID",
     "name_line": "Name",
@@ -149,6 +152,9 @@ EN = {
 ZH = {
     "sheet": "练习题",
     "default_title": "Transformer block 手算练习",
+    "default_title_decoder": "微型 GPT 手算练习",
+    "default_title_encoder": "微型编码器手算练习",
+    "default_title_encoder-decoder": "微型编码器–解码器手算练习",
     "key": "参考答案",
     "id": "练习编号",
     "name_line": "姓名",
@@ -304,8 +310,8 @@ MODEL_EN = {
                   "are cached; its next token {token} is now fed back in. Work this one new row.",
     "m.layers_1": "one layer",
     "m.layers_n": "{0} layers",
-    "m.tied": "a tied head ($\\ell = H W_E^{{\\top}}$)",
-    "m.untied": "an untied head ($\\ell = H W_U$)",
+    "m.tied": "a tied head $(\\ell = H W_E^{{\\top}})$",
+    "m.untied": "an untied head $(\\ell = H W_U)$",
     "m.conv_rows": "Tokens are rows: the new token's vectors are $1 \\times d$ ($d = {0}$); a linear layer is "
                    "$y = xW + b$ with $W$ of shape (in, out). Rows and columns are numbered from 1.",
     "m.conv_embed": "Input: $x = E + P$, with $E$ the token's row of $W_E$ (rows in vocabulary order: {0}) and "

@@ -40,7 +40,7 @@ def build(variant, *, lang: str = "en", places: int = 3, title: str | None = Non
         task["worth"] = exercise.points.get(task["name"], 1)
     return {
         "lang": lang,
-        "title": title if title is not None else (spec.titles.get(lang) or spec.title or TEXTS[lang]["default_title"]),
+        "title": title if title is not None else (spec.titles.get(lang) or spec.title or default_title(spec, lang)),
         "ident": ident,
         "describe": b.describe(),
         "loss": b.loss() if backprop else None,
@@ -58,3 +58,9 @@ def build(variant, *, lang: str = "en", places: int = 3, title: str | None = Non
         "marking": {"ask": list(exercise.ask), "loss": exercise.backward.loss if backprop else None,
                     "wrt": list(exercise.backward.wrt) if backprop else None},
     }
+
+
+def default_title(spec, lang: str) -> str:
+    """An untitled spec's title: what it is (a block, a tiny GPT, an encoder, ...), in `lang`."""
+    kind = getattr(spec, "kind", None) if spec.form == "model" else None
+    return TEXTS[lang][f"default_title_{kind}" if kind else "default_title"]
