@@ -1,0 +1,95 @@
+"""`symblock params SPEC` counts what the spec's forward computes, against torch modules built to
+compute the same (their parameters counted by torch, not by us): biases a `block.bias: false` spec
+gives anyway."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from torch import nn
+
+import symblock.examples
+
+
+def numel(*modules) -> int:
+    return sum(p.numel() for m in modules for p in m.parameters())
+
+
+def total(cli, path) -> dict:
+    ran = cli("params", path, "--json")
+    assert ran.code == 0, ran.err
+    return json.loads(ran.out)
+
+
+def block_modules(d: int, f: int, given: set[str]) -> nn.ModuleDict:
+    """A Pre-LN block of separate torch modules, bias=False except where the spec gives one."""
+    return nn.ModuleDict({
+        **{p: nn.Linear(d, d, bias=f"b_{p}" in given) for p in "QKVO"},
+        "1": nn.Linear(d, f, bias="b_1" in given), "2": nn.Linear(f, d, bias="b_2" in given),
+        **{ln: nn.LayerNorm(d, bias=f"{ln}.beta" in given) for ln in ("ln1", "ln2")}})
+
+
+BLOCK = """\
+dims: {seq_len: 2, d_model: 4, d_ff: 8, heads: 2}
+block: {norm_position: pre, norm: layernorm, eps: 0, activation: relu, bias: false}
+inputs:
+  X: [[1, 0, -1, 0], [0, 1, 0, -1]]
+random: {seed: 5, low: -1, high: 1}
+"""
+GIVEN = """\
+weights:
+  b_Q: [1, 1, 1, 1]
+  b_1: [1, 2, 3, 4, 5, 6, 7, 8]
+  ln2: {beta: [1, 0, 0, 0]}
+"""
+
+
+def test_biases_given_with_bias_false_are_added_by_the_forward_and_counted(cli, spec_file, tmp_path):
+    bare, biased = spec_file(BLOCK, "bare.yaml"), spec_file(BLOCK + GIVEN, "biased.yaml")
+
+    def q_row(path) -> list[float]:
+        ran = cli("forward", path, "--json")
+        assert ran.code == 0, ran.err
+        return next(s for s in json.loads(ran.out)["steps"] if s["name"] == "attn.q")["float"][0]
+    # the forward adds the given b_Q although block.bias is false (the other weights are the same draws)
+    assert [b - a for a, b in zip(q_row(bare), q_row(biased))] == pytest.approx([1, 1, 1, 1])
+    got = total(cli, biased)
+    want = numel(block_modules(4, 8, {"b_Q", "b_1", "ln2.beta"}))
+    assert got["total"] == want == 152
+    assert got["params"]["b_Q"] == 4 and got["params"]["b_1"] == 8 and got["params"]["ln2.beta"] == 4
+    assert total(cli, bare)["total"] == numel(block_modules(4, 8, set())) == 136
+    assert "no biases but the given b_Q, b_1, ln2.beta" in cli("params", biased).out
+
+
+def test_a_decoder_layer_counts_its_given_cross_attention_bias(cli, spec_file):
+    text = (Path(symblock.examples.__file__).parent / "decoder-layer.yaml").read_text(encoding="utf-8")
+    path = spec_file(text + "weights: {cross: {b_O: [1, 0, 0, 1]}}\n")
+    layer = nn.TransformerDecoderLayer(4, 1, 4, bias=False)
+    layer.multihead_attn.out_proj = nn.Linear(4, 4, bias=True)   # cross.b_O, the one bias given
+    assert total(cli, path)["total"] == numel(layer) == 172 + 4
+
+
+def gpt_spec(weights: dict) -> str:
+    return yaml.safe_dump({
+        "model": {"vocab": ["a", "b", "c", "d", "e"], "positions": "learned", "layers": 2, "head": "tied",
+                  "prompt": ["a", "b"]},
+        "dims": {"d_model": 4, "d_ff": 8, "heads": 2},
+        "block": {"norm_position": "pre", "norm": "layernorm", "activation": "relu", "bias": False},
+        "random": {"seed": 3, "low": -1, "high": 1}, "weights": weights})
+
+
+def test_a_model_counts_the_biases_its_layers_are_given(cli, spec_file):
+    """Both layers are given b_1 (counted in the block), layer 1 alone b_Q, and the final norm its β."""
+    b1 = list(range(8))
+    path = spec_file(gpt_spec({"layers": [{"b_1": b1}, {"b_1": b1, "b_Q": [1, 1, 1, 1]}],
+                               "ln_final": {"beta": [1, 0, 0, 0]}}))
+    wte, wpe = nn.Embedding(5, 4), nn.Embedding(2, 4)   # positions: the prompt's 2 rows; the head is tied
+    layers = [block_modules(4, 8, {"b_1"}), block_modules(4, 8, {"b_1", "b_Q"})]
+    got = total(cli, path)
+    assert got["total"] == numel(wte, wpe, *layers, nn.LayerNorm(4)) == 20 + 8 + 2 * 144 + 4 + 8
+    assert got["per_block"] == numel(layers[0]) and got["extra"] == 4 and got["final_norm"] == 8
+    bare = total(cli, spec_file(gpt_spec({}), "bare.yaml"))
+    assert bare["total"] == numel(wte, wpe, *[block_modules(4, 8, set())] * 2, nn.LayerNorm(4, bias=False))
