@@ -1,6 +1,6 @@
 """`symblock params SPEC` counts what the spec's forward computes, against torch modules built to
 compute the same (their parameters counted by torch, not by us): biases a `block.bias: false` spec
-gives anyway."""
+gives anyway, and an encoder-decoder's separate source embedding."""
 from __future__ import annotations
 
 import json
@@ -93,3 +93,23 @@ def test_a_model_counts_the_biases_its_layers_are_given(cli, spec_file):
     assert got["per_block"] == numel(layers[0]) and got["extra"] == 4 and got["final_norm"] == 8
     bare = total(cli, spec_file(gpt_spec({}), "bare.yaml"))
     assert bare["total"] == numel(wte, wpe, *[block_modules(4, 8, set())] * 2, nn.LayerNorm(4, bias=False))
+
+
+def translate_spec(**model) -> str:
+    data = yaml.safe_load((Path(symblock.examples.__file__).parent / "tiny-translate.yaml").read_text(encoding="utf-8"))
+    data["model"].update(model)
+    return yaml.safe_dump(data, allow_unicode=True)
+
+
+def test_separate_embeddings_count_the_source_table_too(cli, spec_file):
+    """tiny-translate (nn.Transformer(4, 2, 1, 1, 8), no biases, vocab 8, sinusoidal positions) with
+    `model.embeddings: separate`: the source reads its own 8 × 4 W_E_src, the target and a tied head W_E."""
+    net = nn.Transformer(4, 2, 1, 1, 8, batch_first=True, bias=False)
+    src, tgt, head = nn.Embedding(8, 4), nn.Embedding(8, 4), nn.Linear(4, 8, bias=False)
+    assert total(cli, spec_file(translate_spec(), "shared.yaml"))["total"] == numel(net, tgt) == 380
+    got = total(cli, spec_file(translate_spec(embeddings="separate"), "separate.yaml"))
+    assert got["total"] == numel(net, src, tgt) == 412 and got["embedding"] == 2 * 8 * 4 and got["separate"]
+    untied = total(cli, spec_file(translate_spec(embeddings="separate", head="untied"), "untied.yaml"))
+    assert untied["total"] == numel(net, src, tgt, head) == 444
+    out = cli("params", spec_file(translate_spec(embeddings="separate"), "separate.yaml")).out
+    assert "source embedding W_E_src" in out and "target embedding W_E" in out
