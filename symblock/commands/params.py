@@ -140,12 +140,15 @@ _SHAPE_FLAGS = {"d_model": None, "heads": None, "d_ff": None, "d_k": None, "d_v"
 
 def _of_spec(args: argparse.Namespace):
     """The counts of a spec's own block (its seq_len for the FLOPs) or model, as it is written."""
+    import math
+    from symblock.engine.cost import limit
     from symblock.exercises.generate import load
     given = [f"--{k.replace('_', '-')}" for k, v in _SHAPE_FLAGS.items() if getattr(args, k) != v]
     if given:
         raise ValueError(f"{', '.join(given)}: SPEC gives the dimensions and options; leave "
                          f"{'it' if len(given) == 1 else 'them'} out, or leave SPEC out")
-    spec = load(args.spec, allow_model=True)
+    with limit(math.inf):  # counting does no exact arithmetic: the exact engine's size limit is not for it
+        spec = load(args.spec, allow_model=True)
     args.kv_heads = spec.dims.kv_heads if spec.dims.kv_heads != spec.dims.heads else None   # GQA: the KV cache's line
     return {"block": _of_block, "model": _of_model}[spec.form](spec, args.kv_heads)
 

@@ -1,6 +1,7 @@
 """`symblock params SPEC` counts what the spec's forward computes, against torch modules built to
 compute the same (their parameters counted by torch, not by us): biases a `block.bias: false` spec
-gives anyway, and an encoder-decoder's separate source embedding."""
+gives anyway, an encoder-decoder's separate source embedding, and a spec too large for the exact
+engine (counting does no exact arithmetic)."""
 from __future__ import annotations
 
 import json
@@ -12,6 +13,7 @@ import yaml
 from torch import nn
 
 import symblock.examples
+from symblock.engine import cost
 
 
 def numel(*modules) -> int:
@@ -113,3 +115,19 @@ def test_separate_embeddings_count_the_source_table_too(cli, spec_file):
     assert untied["total"] == numel(net, src, tgt, head) == 444
     out = cli("params", spec_file(translate_spec(embeddings="separate"), "separate.yaml")).out
     assert "source embedding W_E_src" in out and "target embedding W_E" in out
+
+
+BIG = """\
+dims: {seq_len: 64, d_model: 128, d_ff: 512, heads: 4}
+block: {norm_position: pre, norm: layernorm, eps: 0, activation: relu, bias: true}
+random: {seed: 5, low: -1, high: 1}
+"""
+
+
+def test_a_spec_over_the_exact_engines_limit_is_counted(cli, spec_file):
+    path = spec_file(BIG)
+    forward = cli("forward", path)
+    assert forward.code == 2 and "over the exact engine's limit" in forward.err   # the forward is still refused
+    assert total(cli, path)["total"] == numel(nn.TransformerEncoderLayer(128, 4, 512)) == 198_272
+    assert cost.current_limit() == cost.MAX_COST   # lifted for the count only
+    assert cli("forward", path).code == 2
