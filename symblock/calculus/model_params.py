@@ -7,6 +7,7 @@ stacked blocks (calculus/params.py counts one), the final norm and the head (tie
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterable
 
 from symblock.calculus.params import Counts, count
 
@@ -21,6 +22,7 @@ class ModelCounts:
     final_norm: int         # the final norm's parameters
     embed_norm: int = 0     # an encoder's (BERT's) norm after the embeddings
     head_kind: str = "tied"  # tied | untied | none (an encoder's hidden states)
+    extra: int = 0          # bias vectors and β given in some layers only, with block.bias false
 
     @property
     def kv_cache(self):
@@ -47,7 +49,8 @@ class ModelCounts:
 
     @property
     def total(self) -> int:
-        return self.embedding + self.positions + self.embed_norm + self.stack + self.final_norm + self.head
+        return (self.embedding + self.positions + self.embed_norm + self.stack + self.extra + self.final_norm
+                + self.head)
 
     def rows(self) -> list[tuple[str, str, int]]:
         d, v, n, L = self.block.d_model, self.vocab, self.context, self.layers
@@ -57,6 +60,8 @@ class ModelCounts:
         if self.embed_norm:
             out.append(("embedding norm", "2·d (γ, β)" if self.embed_norm == 2 * d else "d (γ)", self.embed_norm))
         out.append((f"{L} blocks", f"{L} · {self.block.total:,} (symblock params --d-model {d})", self.stack))
+        if self.extra:
+            out.append(("biases given", "in some layers only (block.bias: false)", self.extra))
         if self.final_norm:
             out.append(("final norm", "2·d (γ, β)" if self.final_norm == 2 * d else "d (γ)", self.final_norm))
         head = {"none": "none: the hidden states (an encoder)", "tied": "tied to W_E (no parameters)"}
@@ -84,7 +89,7 @@ class ModelCounts:
 
     def to_dict(self) -> dict:
         return {"total": self.total, "embedding": self.embedding, "positions": self.positions,
-                "blocks": self.stack, "per_block": self.block.total, "final_norm": self.final_norm,
+                "blocks": self.stack, "per_block": self.block.total, "extra": self.extra, "final_norm": self.final_norm,
                 "embed_norm": self.embed_norm, "head": self.head, "layers": self.layers, "vocab": self.vocab, "context": self.context,
                 "tied": self.tied, "kv_cache": self.kv_cache.to_dict()}
 
@@ -92,16 +97,18 @@ class ModelCounts:
 def count_model(vocab: int, d_model: int, heads: int, layers: int, d_ff: int | None = None,
                 context: int = 0, tied: bool = True, bias: bool = True, norm: str = "layernorm",
                 activation: str = "relu", final_norm: bool = True, kv_heads: int | None = None,
-                encoder: bool = False) -> ModelCounts:
+                encoder: bool = False, extra: Iterable[str] = ()) -> ModelCounts:
     """Count a model exactly; ValueError (one line) for a non-positive size. `encoder`: a
     BERT-like encoder (model.kind encoder, embed_norm): a norm after the embeddings, no final
-    norm, and no head of its own (its hidden states; a tied MLM head adds no parameters)."""
+    norm, and no head of its own (its hidden states; a tied MLM head adds no parameters). `extra`:
+    the bias vectors and β every layer has although `bias` is False (`count`'s)."""
     for name, value in (("vocab", vocab), ("layers", layers)):
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     if isinstance(context, bool) or not isinstance(context, int) or context < 0:
         raise ValueError(f"context must be a whole number >= 0, got {context!r}")
-    block = count(d_model, heads, d_ff, bias=bias, norm=norm, activation=activation, kv_heads=kv_heads)
+    block = count(d_model, heads, d_ff, bias=bias, norm=norm, activation=activation, kv_heads=kv_heads,
+                  extra=extra)
     per_norm = 2 * d_model if norm == "layernorm" and bias else d_model
     if encoder:
         return ModelCounts(block, layers, vocab, context, True, 0, per_norm, "none")

@@ -30,6 +30,7 @@ expression).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Iterable
 
 from symblock.calculus.formula import Formula, sum_of
 from symblock.calculus.kv_cache import grouped_heads
@@ -102,6 +103,10 @@ class Counts:
     @property
     def d_head(self) -> int:
         return self.d_k if self.d_k is not None else self.d_model // self.heads
+
+    def given_biases(self) -> list[str]:
+        """The bias vectors and β counted although `bias` is False (`count`'s `extra`)."""
+        return [] if self.bias else [p.name for p in self.params if parameters.parse(p.name).kind in ("bias", "beta")]
 
     def of(self, component: str) -> tuple[Param, ...]:
         if component not in COMPONENTS:
@@ -214,7 +219,8 @@ class Counts:
                 f"({widths}), f = d_ff = {self.d_ff}",
                 f"{kind} ×{norms}, {self.activation} FFN"
                 f"{' (gated)' if self.activation in GATED else ''}, "
-                f"{'with' if self.bias else 'no'} biases", ""]
+                f"{'with' if self.bias else 'no'} biases"
+                + (f" but the given {', '.join(given)}" if (given := self.given_biases()) else ""), ""]
         rows = []
         for comp in COMPONENTS:
             form = self.formula(comp)
@@ -295,11 +301,14 @@ def _flops(gated: bool, widths: bool, grouped: bool, cross_attention: bool = Fal
 def count(d_model: int, heads: int, d_ff: int | None = None, bias: bool = True,
           norm: str = "layernorm", activation: str = "relu", final_norm: bool = False,
           seq_len: int = DEFAULT_SEQ_LEN, d_k: int | None = None, d_v: int | None = None,
-          kv_heads: int | None = None, cross_attention: bool = False) -> Counts:
+          kv_heads: int | None = None, cross_attention: bool = False,
+          extra: Iterable[str] = ()) -> Counts:
     """Count the parameters of one Transformer block exactly, and its FLOPs per token.
 
     `d_ff=None` means 4·d_model. Raises ValueError with a one-line message for a non-positive
-    dimension, heads not dividing d_model, or an unknown norm/activation.
+    dimension, heads not dividing d_model, or an unknown norm/activation. `extra` names bias
+    vectors and β counted although `bias` is False: those a spec with `block.bias: false` gives,
+    which its forward adds (`b_Q`, `cross.b_O`, `ln1.beta`).
 
     FLOPs convention (per token, forward pass): matrix multiplications only, 2 FLOPs per
     multiply-add (the convention of Kaplan et al. 2020 and torch's FlopCounterMode):
@@ -312,6 +321,7 @@ def count(d_model: int, heads: int, d_ff: int | None = None, bias: bool = True,
     scaling, softmax, activation, gating product, norms and residual additions — element-wise
     work of order d + n·h per token. So the total is 2·(weight-matrix parameters) + 4·n·d.
     """
+    extra = frozenset(extra)
     d_model = _positive_int("d_model", d_model)
     heads = _positive_int("heads", heads)
     d_ff = 4 * d_model if d_ff is None else _positive_int("d_ff", d_ff)
@@ -352,18 +362,18 @@ def count(d_model: int, heads: int, d_ff: int | None = None, bias: bool = True,
     for pre, p, shape in ((pre, p, shape) for pre, k_w, v_w in attentions
                           for p, shape in (("Q", ("d", qk)), ("K", ("d", k_w)), ("V", ("d", v_w)), ("O", (v, "d")))):
         add(f"{pre}W_{p}", "attention", shape)
-        if bias:
+        if bias or f"{pre}b_{p}" in extra:
             add(f"{pre}b_{p}", "attention", ("1", shape[1]))
     for w, b, shape in (("W_1", "b_1", ("d", "f")), ("W_3", "b_3", ("d", "f")),
                         ("W_2", "b_2", ("f", "d"))):
         if w == "W_3" and not gated:
             continue
         add(w, "ffn", shape)
-        if bias:
+        if bias or b in extra:
             add(b, "ffn", ("1", shape[1]))
     for ln in ("ln1", "ln2") + (("ln3",) if cross_attention else ()) + (("ln_final",) if final_norm else ()):
         add(f"{ln}.gamma", "norm", ("1", "d"))
-        if norm == "layernorm" and bias:
+        if norm == "layernorm" and (bias or f"{ln}.beta" in extra):
             add(f"{ln}.beta", "norm", ("1", "d"))
 
     flops = _flops(gated, widths, kv_heads is not None, cross_attention)

@@ -2,8 +2,9 @@
 builds it: an encoder stack of blocks with its final norm, a decoder stack of decoder layers
 (self-attention, cross-attention, FFN; three norms each) with its final norm. nn.Transformer has
 no embeddings and no head; with `vocab` they are counted as a translation model around it has
-them: one embedding table shared by source and target, learned positions (`context` rows), and
-the head tied to it (no parameters) or its own d × vocab matrix.
+them: one embedding table shared by source and target (with `separate`, the source's own second
+table, as `model.embeddings: separate`), learned positions (`context` rows), and the head tied to
+the target's table (no parameters) or its own d × vocab matrix.
 
     >>> count_transformer().total   # nn.Transformer() with its defaults
     44140544
@@ -11,6 +12,7 @@ the head tied to it (no parameters) or its own d × vocab matrix.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Iterable
 
 from symblock.calculus.params import Counts, count
 
@@ -27,10 +29,12 @@ class TransformerCounts:
     vocab: int = 0          # 0: nn.Transformer alone (no embeddings, no head)
     context: int = 0        # rows of a learned position table
     tied: bool = True
+    separate: bool = False  # model.embeddings: separate: the source has its own vocab × d table W_E_src
+    extra: int = 0          # bias vectors and β given in some layers only, with block.bias false
 
     @property
     def embedding(self) -> int:
-        return (self.vocab + self.context) * self.encoder.d_model
+        return (self.vocab * (1 + self.separate) + self.context) * self.encoder.d_model
 
     @property
     def head(self) -> int:
@@ -39,18 +43,23 @@ class TransformerCounts:
     @property
     def total(self) -> int:
         return (self.encoder_layers * self.encoder.total + self.decoder_layers * self.decoder.total
-                + self.final_norms + self.embedding + self.head)
+                + self.extra + self.final_norms + self.embedding + self.head)
 
     def rows(self) -> list[tuple[str, str, int]]:
         d, le, ld = self.encoder.d_model, self.encoder_layers, self.decoder_layers
         out = []
-        if self.vocab:
+        if self.vocab and self.separate:
+            out += [("source embedding W_E_src", f"vocab·d = {self.vocab}·{d}", self.vocab * d),
+                    ("target embedding W_E", f"vocab·d = {self.vocab}·{d}", self.vocab * d)]
+        elif self.vocab:
             out.append(("token embedding W_E", f"vocab·d = {self.vocab}·{d} (source and target)", self.vocab * d))
         if self.context:
             out.append(("positions W_P", f"context·d = {self.context}·{d}", self.context * d))
         out += [(f"{le} encoder layer{'s' * (le != 1)}", f"{le} · ({self.encoder.formula()})", le * self.encoder.total),
-                (f"{ld} decoder layer{'s' * (ld != 1)}", f"{ld} · ({self.decoder.formula()})", ld * self.decoder.total),
-                ("2 final norms", f"{self.final_norms // d}·d (encoder, decoder)", self.final_norms)]
+                (f"{ld} decoder layer{'s' * (ld != 1)}", f"{ld} · ({self.decoder.formula()})", ld * self.decoder.total)]
+        if self.extra:
+            out.append(("biases given", "in some layers only (block.bias: false)", self.extra))
+        out.append(("2 final norms", f"{self.final_norms // d}·d (encoder, decoder)", self.final_norms))
         if self.vocab:
             out.append(("head", "tied to W_E (no parameters)" if self.tied else f"d·vocab = {d}·{self.vocab}",
                         self.head))
@@ -67,7 +76,7 @@ class TransformerCounts:
         def n(x: int) -> str:
             return f"{x:,}".replace(",", "{,}")
         def label(a: str) -> str:   # the symbols in math mode
-            return a.replace("W_E", "$W_E$").replace("W_P", "$W_P$")
+            return a.replace("W_E_src", "$W_{E,src}$").replace("W_E", "$W_E$").replace("W_P", "$W_P$")
         lines = [rf"\text{{{label(a)}}} &= {n(c)}" for a, _, c in self.rows()] + [rf"\text{{total}} &= {n(self.total)}"]
         return "\\begin{align*}\n" + " \\\\\n".join(lines) + "\n\\end{align*}"
 
@@ -75,27 +84,32 @@ class TransformerCounts:
         return {"total": self.total, "encoder_layers": self.encoder_layers, "decoder_layers": self.decoder_layers,
                 "per_encoder_layer": self.encoder.total, "per_decoder_layer": self.decoder.total,
                 "final_norms": self.final_norms, "embedding": self.embedding, "head": self.head,
-                "vocab": self.vocab, "context": self.context, "tied": self.tied}
+                "vocab": self.vocab, "context": self.context, "tied": self.tied, "separate": self.separate,
+                "extra": self.extra}
 
     def formula(self) -> str:
         """The total as text: `6·(…) + 6·(…) + 4·d`."""
-        per = 2 if self.encoder.norm_type == "layernorm" and self.encoder.bias else 1
         return (f"{self.encoder_layers}·({self.encoder.formula()}) + "
-                f"{self.decoder_layers}·({self.decoder.formula()}) + {2 * per}·d")
+                f"{self.decoder_layers}·({self.decoder.formula()}) + {self.final_norms // self.encoder.d_model}·d")
 
 
 def count_transformer(d_model: int = 512, heads: int = 8, d_ff: int = 2048, encoder_layers: int = 6,
                       decoder_layers: int = 6, bias: bool = True, norm: str = "layernorm",
                       activation: str = "relu", vocab: int = 0, context: int = 0,
-                      tied: bool = True) -> TransformerCounts:
+                      tied: bool = True, separate: bool = False, extra_encoder: Iterable[str] = (),
+                      extra_decoder: Iterable[str] = ()) -> TransformerCounts:
     """nn.Transformer's parameters (its defaults are the article's: d 512, 8 heads, d_ff 2048,
     6 + 6 layers), with `vocab` its embeddings and head too; ValueError with a one-line message
-    for a bad dimension or layer count."""
+    for a bad dimension or layer count. `separate`: the source has its own embedding table (a
+    second vocab × d); `extra_encoder`, `extra_decoder`: the bias vectors and β every layer of that
+    stack has although `bias` is False (`count`'s `extra`)."""
     for name, n in (("encoder_layers", encoder_layers), ("decoder_layers", decoder_layers),
                     ("vocab", vocab), ("context", context)):
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
             raise ValueError(f"{name} must be a whole number >= 0, got {n!r}")
-    enc = count(d_model, heads, d_ff, bias=bias, norm=norm, activation=activation)
-    dec = count(d_model, heads, d_ff, bias=bias, norm=norm, activation=activation, cross_attention=True)
+    enc = count(d_model, heads, d_ff, bias=bias, norm=norm, activation=activation, extra=extra_encoder)
+    dec = count(d_model, heads, d_ff, bias=bias, norm=norm, activation=activation, cross_attention=True,
+                extra=extra_decoder)
     per_norm = d_model * (2 if norm == "layernorm" and bias else 1)
-    return TransformerCounts(enc, dec, encoder_layers, decoder_layers, 2 * per_norm, vocab, context, tied)
+    return TransformerCounts(enc, dec, encoder_layers, decoder_layers, 2 * per_norm, vocab, context, tied,
+                             separate and vocab > 0)

@@ -140,21 +140,54 @@ _SHAPE_FLAGS = {"d_model": None, "heads": None, "d_ff": None, "d_k": None, "d_v"
 
 def _of_spec(args: argparse.Namespace):
     """The counts of a spec's own block (its seq_len for the FLOPs) or model, as it is written."""
+    import math
+    from symblock.engine.cost import limit
     from symblock.exercises.generate import load
     given = [f"--{k.replace('_', '-')}" for k, v in _SHAPE_FLAGS.items() if getattr(args, k) != v]
     if given:
         raise ValueError(f"{', '.join(given)}: SPEC gives the dimensions and options; leave "
                          f"{'it' if len(given) == 1 else 'them'} out, or leave SPEC out")
-    spec = load(args.spec, allow_model=True)
+    with limit(math.inf):  # counting does no exact arithmetic: the exact engine's size limit is not for it
+        spec = load(args.spec, allow_model=True)
     args.kv_heads = spec.dims.kv_heads if spec.dims.kv_heads != spec.dims.heads else None   # GQA: the KV cache's line
     return {"block": _of_block, "model": _of_model}[spec.form](spec, args.kv_heads)
+
+
+def _given_biases(layer) -> frozenset:
+    """The bias vectors and β a layer with `block.bias: false` is given: its forward adds them,
+    so they are counted (with `block.bias: true` every one is counted anyway)."""
+    from symblock.engine import parameters
+    if layer.options.bias:
+        return frozenset()
+    return frozenset(n for n in layer.supplied if parameters.parse(n).kind in ("bias", "beta"))
+
+
+def _stack_biases(layers) -> tuple[frozenset, int]:
+    """The given biases every layer of a stack has (counted in its block) and the parameters of
+    those only some layers have (counted apart)."""
+    sets = [_given_biases(layer) for layer in layers]
+    common = frozenset.intersection(*sets)
+    rest = sum(_size(layer.params[n]) for layer, s in zip(layers, sets) for n in s - common)
+    return common, rest
+
+
+def _size(m) -> int:
+    rows, cols = m.shape
+    return rows * cols
+
+
+def _norm_count(norm, name: str, spec, bias: bool) -> int:
+    """A model's own norm (`ln_final`, `ln_embed`, `ln_encoder`) as the spec has it: γ, and β with
+    biases or when given; 0 without the norm."""
+    return sum(_size(m) for k, m in norm.items()
+               if k != "beta" or bias or f"{name}.beta" in spec.supplied)
 
 
 def _of_block(spec, kv):
     d, o = spec.dims, spec.options
     return count(d.d_model, d.heads, d.d_ff, bias=o.bias, norm=o.norm, activation=o.activation,
                  final_norm=o.final_norm, seq_len=d.seq_len, d_k=d.d_k, d_v=d.d_v, kv_heads=kv,
-                 cross_attention=o.cross_attention)
+                 cross_attention=o.cross_attention, extra=_given_biases(spec))
 
 
 def _of_model(spec, kv):
@@ -162,18 +195,23 @@ def _of_model(spec, kv):
     d, o = spec.dims, spec.options
     shape = dict(bias=o.bias, norm=o.norm, activation=o.activation)
     context = spec.W_P.shape[0] if spec.W_P is not None else 0
+    common, rest = _stack_biases(spec.layers)
+    final = _norm_count(spec.final_norm, "ln_final", spec, o.bias)
     if spec.kind == "encoder-decoder":
         from symblock.calculus.transformer_params import count_transformer
-        return count_transformer(d.d_model, d.heads, d.d_ff, len(spec.encoder), len(spec.layers),
-                                 vocab=len(spec.vocab), context=context, tied=spec.head == "tied", **shape)
+        enc_common, enc_rest = _stack_biases(spec.encoder)
+        c = count_transformer(d.d_model, d.heads, d.d_ff, len(spec.encoder), len(spec.layers),
+                              vocab=len(spec.vocab), context=context, tied=spec.head == "tied",
+                              separate=spec.W_E_src is not None, extra_encoder=enc_common,
+                              extra_decoder=common, **shape)
+        return replace(c, extra=rest + enc_rest,
+                       final_norms=_norm_count(spec.encoder_norm, "ln_encoder", spec, o.bias) + final)
     from symblock.calculus.model_params import count_model
     c = count_model(len(spec.vocab), d.d_model, d.heads, len(spec.layers), d.d_ff, context=context,
                     tied=spec.head == "tied", final_norm=bool(spec.final_norm), kv_heads=kv,
-                    encoder=spec.kind == "encoder", **shape)
-    if spec.kind != "encoder":
-        return c
-    per_norm = c.embed_norm   # an encoder's norms as the spec has them (--encoder: BERT's embedding norm only)
-    return replace(c, embed_norm=per_norm if spec.embed_norm else 0, final_norm=per_norm if spec.final_norm else 0)
+                    encoder=spec.kind == "encoder", extra=common, **shape)
+    # the model's own norms as the spec has them (--encoder: BERT's embedding norm only)
+    return replace(c, extra=rest, final_norm=final, embed_norm=_norm_count(spec.embed_norm, "ln_embed", spec, o.bias))
 
 
 def _encoder_decoder(args: argparse.Namespace):

@@ -71,6 +71,8 @@ class ModelSpec:
     W_E_src: Matrix | None = None      # an encoder-decoder's own source embedding (None: W_E is shared)
     source_padding_mask: tuple = ()    # an encoder-decoder's padded source positions (torch semantics)
     exercise: Mapping[str, Any] = field(default_factory=dict)  # a model spec has no exercise section
+    supplied: frozenset = frozenset()  # the model's own norm parameters read from `weights:` ("ln_final.beta"),
+                                       #   not defaulted: a β given although block.bias is false is counted
 
     @property
     def form(self) -> str:
@@ -274,7 +276,10 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> ModelSpec:
                      title=title, source=source, seed=seed, titles=titles, pe_base=pe_base, kind=kind,
                      embed_norm=embed_norm, key_padding_mask=layers[0].key_padding_mask[0]
                      if layers[0].key_padding_mask else (), source_tokens=src, encoder=tuple(encoder),
-                     encoder_norm=enc_norm, W_E_src=w_src, source_padding_mask=src_pad, **tensors)
+                     encoder_norm=enc_norm, W_E_src=w_src, source_padding_mask=src_pad, **tensors,
+                     supplied=frozenset(f"{ln}.{k}" for ln, norm in (("ln_final", final), ("ln_embed", embed_norm),
+                                                                     ("ln_encoder", enc_norm))
+                                        for k in norm if (weights.get(ln) or {}).get(k) is not None))
 
 
 

@@ -71,6 +71,8 @@ class BlockSpec:
     memory: Matrix | Mat | None = None  # a decoder layer's memory, mem_len × d_model (engine/memory.py)
     memory_padding_mask: tuple = ()  # its padding row (True = a padded memory row), or ()
     positions: tuple = ()          # RoPE's position of each row (inputs.positions); () = 0 … seq_len − 1
+    supplied: frozenset = frozenset()  # parameters read from `weights:` (not defaulted, drawn or unread):
+                                       #   a bias or β given although block.bias is false is one (params counts it)
 
     def position_list(self) -> tuple[int, ...]:
         """The position of each row, as RoPE turns it."""
@@ -178,7 +180,7 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> BlockSpec:
                      key_padding_mask=padding, dropout_p=dropout_p,
                      dropout_masks=MappingProxyType(masks), titles=MappingProxyType(titles), memory=mem,
                      memory_padding_mask=memory_mod.padding(inputs.get("memory_padding_mask"), dims, source),
-                     positions=positions)
+                     positions=positions, supplied=frozenset(n for n in params if _lookup(weights, n) is not None))
 
 
 def _memory(raw: Any, dims: Dims, given: Mapping, rnd: tuple, source: str) -> Matrix | None:

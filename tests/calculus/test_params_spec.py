@@ -1,0 +1,133 @@
+"""`symblock params SPEC` counts what the spec's forward computes, against torch modules built to
+compute the same (their parameters counted by torch, not by us): biases a `block.bias: false` spec
+gives anyway, an encoder-decoder's separate source embedding, and a spec too large for the exact
+engine (counting does no exact arithmetic)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from torch import nn
+
+import symblock.examples
+from symblock.engine import cost
+
+
+def numel(*modules) -> int:
+    return sum(p.numel() for m in modules for p in m.parameters())
+
+
+def total(cli, path) -> dict:
+    ran = cli("params", path, "--json")
+    assert ran.code == 0, ran.err
+    return json.loads(ran.out)
+
+
+def block_modules(d: int, f: int, given: set[str]) -> nn.ModuleDict:
+    """A Pre-LN block of separate torch modules, bias=False except where the spec gives one."""
+    return nn.ModuleDict({
+        **{p: nn.Linear(d, d, bias=f"b_{p}" in given) for p in "QKVO"},
+        "1": nn.Linear(d, f, bias="b_1" in given), "2": nn.Linear(f, d, bias="b_2" in given),
+        **{ln: nn.LayerNorm(d, bias=f"{ln}.beta" in given) for ln in ("ln1", "ln2")}})
+
+
+BLOCK = """\
+dims: {seq_len: 2, d_model: 4, d_ff: 8, heads: 2}
+block: {norm_position: pre, norm: layernorm, eps: 0, activation: relu, bias: false}
+inputs:
+  X: [[1, 0, -1, 0], [0, 1, 0, -1]]
+random: {seed: 5, low: -1, high: 1}
+"""
+GIVEN = """\
+weights:
+  b_Q: [1, 1, 1, 1]
+  b_1: [1, 2, 3, 4, 5, 6, 7, 8]
+  ln2: {beta: [1, 0, 0, 0]}
+"""
+
+
+def test_biases_given_with_bias_false_are_added_by_the_forward_and_counted(cli, spec_file, tmp_path):
+    bare, biased = spec_file(BLOCK, "bare.yaml"), spec_file(BLOCK + GIVEN, "biased.yaml")
+
+    def q_row(path) -> list[float]:
+        ran = cli("forward", path, "--json")
+        assert ran.code == 0, ran.err
+        return next(s for s in json.loads(ran.out)["steps"] if s["name"] == "attn.q")["float"][0]
+    # the forward adds the given b_Q although block.bias is false (the other weights are the same draws)
+    assert [b - a for a, b in zip(q_row(bare), q_row(biased))] == pytest.approx([1, 1, 1, 1])
+    got = total(cli, biased)
+    want = numel(block_modules(4, 8, {"b_Q", "b_1", "ln2.beta"}))
+    assert got["total"] == want == 152
+    assert got["params"]["b_Q"] == 4 and got["params"]["b_1"] == 8 and got["params"]["ln2.beta"] == 4
+    assert total(cli, bare)["total"] == numel(block_modules(4, 8, set())) == 136
+    assert "no biases but the given b_Q, b_1, ln2.beta" in cli("params", biased).out
+
+
+def test_a_decoder_layer_counts_its_given_cross_attention_bias(cli, spec_file):
+    text = (Path(symblock.examples.__file__).parent / "decoder-layer.yaml").read_text(encoding="utf-8")
+    path = spec_file(text + "weights: {cross: {b_O: [1, 0, 0, 1]}}\n")
+    layer = nn.TransformerDecoderLayer(4, 1, 4, bias=False)
+    layer.multihead_attn.out_proj = nn.Linear(4, 4, bias=True)   # cross.b_O, the one bias given
+    assert total(cli, path)["total"] == numel(layer) == 172 + 4
+
+
+def gpt_spec(weights: dict) -> str:
+    return yaml.safe_dump({
+        "model": {"vocab": ["a", "b", "c", "d", "e"], "positions": "learned", "layers": 2, "head": "tied",
+                  "prompt": ["a", "b"]},
+        "dims": {"d_model": 4, "d_ff": 8, "heads": 2},
+        "block": {"norm_position": "pre", "norm": "layernorm", "activation": "relu", "bias": False},
+        "random": {"seed": 3, "low": -1, "high": 1}, "weights": weights})
+
+
+def test_a_model_counts_the_biases_its_layers_are_given(cli, spec_file):
+    """Both layers are given b_1 (counted in the block), layer 1 alone b_Q, and the final norm its β."""
+    b1 = list(range(8))
+    path = spec_file(gpt_spec({"layers": [{"b_1": b1}, {"b_1": b1, "b_Q": [1, 1, 1, 1]}],
+                               "ln_final": {"beta": [1, 0, 0, 0]}}))
+    wte, wpe = nn.Embedding(5, 4), nn.Embedding(2, 4)   # positions: the prompt's 2 rows; the head is tied
+    layers = [block_modules(4, 8, {"b_1"}), block_modules(4, 8, {"b_1", "b_Q"})]
+    got = total(cli, path)
+    assert got["total"] == numel(wte, wpe, *layers, nn.LayerNorm(4)) == 20 + 8 + 2 * 144 + 4 + 8
+    assert got["per_block"] == numel(layers[0]) and got["extra"] == 4 and got["final_norm"] == 8
+    bare = total(cli, spec_file(gpt_spec({}), "bare.yaml"))
+    assert bare["total"] == numel(wte, wpe, *[block_modules(4, 8, set())] * 2, nn.LayerNorm(4, bias=False))
+
+
+def translate_spec(**model) -> str:
+    data = yaml.safe_load((Path(symblock.examples.__file__).parent / "tiny-translate.yaml").read_text(encoding="utf-8"))
+    data["model"].update(model)
+    return yaml.safe_dump(data, allow_unicode=True)
+
+
+def test_separate_embeddings_count_the_source_table_too(cli, spec_file):
+    """tiny-translate (nn.Transformer(4, 2, 1, 1, 8), no biases, vocab 8, sinusoidal positions) with
+    `model.embeddings: separate`: the source reads its own 8 × 4 W_E_src, the target and a tied head W_E."""
+    net = nn.Transformer(4, 2, 1, 1, 8, batch_first=True, bias=False)
+    src, tgt, head = nn.Embedding(8, 4), nn.Embedding(8, 4), nn.Linear(4, 8, bias=False)
+    assert total(cli, spec_file(translate_spec(), "shared.yaml"))["total"] == numel(net, tgt) == 380
+    got = total(cli, spec_file(translate_spec(embeddings="separate"), "separate.yaml"))
+    assert got["total"] == numel(net, src, tgt) == 412 and got["embedding"] == 2 * 8 * 4 and got["separate"]
+    untied = total(cli, spec_file(translate_spec(embeddings="separate", head="untied"), "untied.yaml"))
+    assert untied["total"] == numel(net, src, tgt, head) == 444
+    out = cli("params", spec_file(translate_spec(embeddings="separate"), "separate.yaml")).out
+    assert "source embedding W_E_src" in out and "target embedding W_E" in out
+
+
+BIG = """\
+dims: {seq_len: 64, d_model: 128, d_ff: 512, heads: 4}
+block: {norm_position: pre, norm: layernorm, eps: 0, activation: relu, bias: true}
+random: {seed: 5, low: -1, high: 1}
+"""
+
+
+def test_a_spec_over_the_exact_engines_limit_is_counted(cli, spec_file):
+    path = spec_file(BIG)
+    forward = cli("forward", path)
+    assert forward.code == 2 and "over the exact engine's limit" in forward.err   # the forward is still refused
+    assert total(cli, path)["total"] == numel(nn.TransformerEncoderLayer(128, 4, 512)) == 198_272
+    assert cost.current_limit() == cost.MAX_COST   # lifted for the count only
+    assert cli("forward", path).code == 2
