@@ -165,3 +165,24 @@ def test_verify_reports_a_disagreeing_backend(monkeypatch):
     assert not result.ok
     assert any("numpy differs at ffn.out" in p for p in result.problems)
     assert result.backends["numpy"].steps["ffn.out"] > 9e-7
+
+
+def test_the_tolerance_is_relative_above_1():
+    """1e10 in float64 is good to ~1e-6 absolute: a block whose FFN output is ~1e10 verifies (it
+    failed with an absolute 1e-9), while a relative error of 1e-8 at 1e10 and an absolute 2e-9 at
+    0.5 still fail."""
+    problems: list[str] = []
+    verify.compare({"s": np.array([[1e10, 0.5]])}, {"s": np.array([[1e10 + 5e-1, 0.5]])}, "x", TOL, problems)
+    assert problems == []        # 5e-11 relative
+    verify.compare({"s": np.array([[1e10]])}, {"s": np.array([[1e10 * (1 + 1e-8)]])}, "x", TOL, problems)
+    verify.compare({"s": np.array([[0.5]])}, {"s": np.array([[0.5 + 2e-9]])}, "y", TOL, problems)
+    verify.compare({"s": np.array([[-np.inf]])}, {"s": np.array([[-1e9]])}, "z", TOL, problems)
+    assert [p.split(" ")[0] for p in problems] == ["x", "y", "z"]
+    big = {"dims": {"seq_len": 2, "d_model": 2, "d_ff": 2, "heads": 1},
+           "block": {"norm_position": "pre", "final_norm": False},
+           "weights": {"W_Q": [[1, 0], [0, 1]], "W_K": [[1, 0], [0, 1]], "W_V": [[1, 0], [0, 1]],
+                       "W_O": [[1, 0], [0, 1]], "W_1": [[3, 0], [0, 1]], "W_2": [["1e10", 0], [0, "7e9"]]},
+           "inputs": {"X": [[1, 0], [0, 1]]}}
+    result = verify.run(spec.from_mapping(big), require_torch=True)
+    assert result.ok, result.problems
+    assert np.abs(verify.exact_floats(block.forward(spec.from_mapping(big)))["output"]).max() > 1e10
