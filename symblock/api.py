@@ -28,14 +28,16 @@ if TYPE_CHECKING:
 
 
 def load(name_or_path: str | Path) -> "Spec":
-    """A built-in example name (`"seed-post-ln"`) or a YAML/JSON spec file, validated, with any
-    `random:` draws made under their guarantees. A bad spec raises `SpecError` naming the file,
-    the field and what was expected.
+    """A built-in example name (`"seed-post-ln"`), a YAML/JSON spec file or the worksheet ID of a
+    built-in's variant (`"preset-easy-v2.1"`), validated, with any `random:` draws made under
+    their guarantees. A bad spec raises `SpecError` naming the file, the field and what was expected.
 
         >>> symblock.load("tiny-gpt").vocab
         ('the', 'cat', 'sat', 'on', 'mat')
     """
-    from symblock.exercises import generate
+    from symblock.exercises import generate, variant
+    if isinstance(name_or_path, str) and variant.is_built_in_id(name_or_path):
+        return variant.spec_of_id(name_or_path)
     return generate.load(name_or_path, allow_model=True)
 
 
@@ -50,27 +52,32 @@ def from_mapping(data: Mapping[str, Any], source: str = "<spec>") -> "Spec":
     return generate.from_mapping(data, source, allow_model=True)
 
 
-def forward(spec: "Spec") -> "Trace[Spec]":
+def forward(spec: "Spec | str | Path") -> "Trace[Spec]":
     """Work the block (or tiny GPT) forward exactly: a Trace of named steps in forward order, each
-    with its formula and exact value.
+    with its formula and exact value. A name, path or ID is loaded first (`load`).
 
         >>> trace = symblock.forward(symblock.load("seed-post-ln"))
         >>> [s.name for s in trace][:3]
         ['x', 'attn.out', 'resid1']
     """
     from symblock.engine.model import forward_any
-    return forward_any(spec)
+    return forward_any(_spec(spec))
 
 
-def verify(spec: "Spec", tol: float = 1e-9, use_torch: bool = True) -> "VerifyResult":
+def verify(spec: "Spec | str | Path", tol: float = 1e-9, use_torch: bool = True) -> "VerifyResult":
     """Every step again through independent NumPy float64 code and real torch.nn modules (when torch is
-    installed and `use_torch`), compared with the exact values; `.ok` says whether all agree.
+    installed and `use_torch`), compared with the exact values (to `tol`, relative above 1); `.ok`
+    says whether all agree. A name, path or ID is loaded first (`load`).
 
         >>> symblock.verify(symblock.load("seed-post-ln"), use_torch=False).ok
         True
     """
     from symblock.reference import verify as v
-    return v.run(spec, tol=tol, use_torch=use_torch)
+    return v.run(_spec(spec), tol=tol, use_torch=use_torch)
+
+
+def _spec(spec: "Spec | str | Path") -> "Spec":
+    return load(spec) if isinstance(spec, (str, Path)) else spec
 
 
 def spec_from(obj: Any, *inputs: Any, **options: Any) -> dict[str, Any]:

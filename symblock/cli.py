@@ -17,6 +17,8 @@ from symblock.errors import SpecError, UndecidableError, UsageError, excerpt, pr
 from symblock.commands.arguments import HelpFormatter, add_spec_argument, decimals, nonneg, tolerance
 from symblock.options import DEFAULT_EXAMPLE, MAX_DECIMALS  # noqa: F401  (DEFAULT_EXAMPLE re-exported)
 
+ID_NOTE = f"default: {DEFAULT_EXAMPLE}; or the worksheet ID of a built-in's variant, e.g. preset-medium-v2.7"
+
 
 
 # Commands that live in their own module: (command, module, one-line help). Each module exposes
@@ -162,7 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Work the block forward exactly and print every step in forward "
                                    "order: name, formula, exact value and a decimal.",
                        epilog=FORWARD_EXAMPLES, formatter_class=HelpFormatter)
-    add_spec_argument(f)
+    add_spec_argument(f, note=ID_NOTE)
     f.add_argument("--json", action="store_true", help="print every step as JSON: name, shape, LaTeX, exact string, float")
     f.add_argument("--format", choices=("text", "latex"), default="text",
                    help="latex: a snippet for notes (each step's formula and value; amsmath only)")
@@ -186,7 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "only, without torch's 2-3 s import). Exit 1 if any differs "
                                    "by more than the tolerance.",
                        epilog=VERIFY_EXAMPLES, formatter_class=HelpFormatter)
-    add_spec_argument(v)
+    add_spec_argument(v, note=ID_NOTE)
     v.add_argument("--json", action="store_true", help="print {ok, backends: {numpy, torch}} as JSON")
     v.add_argument("--tol", type=tolerance, default=1e-9, help="tolerance, a finite number >= 0 (default 1e-9)")
     which = v.add_mutually_exclusive_group()
@@ -218,23 +220,10 @@ def build_parser() -> argparse.ArgumentParser:
 def _trace(args):
     from symblock.engine.model import forward_any
     from symblock.exercises.generate import load
-    if _built_in_id(args.spec):   # a sheet's ID (preset-medium-v2.7): the variant it names, worked through
-        from symblock.exercises import variant
+    from symblock.exercises import variant
+    if variant.is_built_in_id(args.spec):   # a sheet's ID (preset-medium-v2.7): the variant it names, worked through
         return variant.redraw(args.spec, None, "SPEC")
     return forward_any(load(args.spec, allow_model=True))
-
-
-def _built_in_id(text: str) -> bool:
-    """Whether SPEC is no file but the ID of a variant of a built-in example or difficulty preset."""
-    from pathlib import Path
-    from symblock.exercises import variants
-    if variants.split_id(text)[1] is None or Path(text).exists():
-        return False
-    try:
-        variants.parse_id(text, None, "SPEC")   # the one reader of IDs: built-in tokens, generator versions
-    except UsageError:
-        return False
-    return True
 
 
 def cmd_forward(args) -> int:
@@ -276,9 +265,11 @@ def cmd_examples(args) -> int:
 def cmd_verify(args) -> int:
     if not args.no_torch:
         _import_in_background("torch")  # ~2 s, mostly reading files: it overlaps loading and the exact forward
-    from symblock.reference import verify
+    from symblock.exercises import variant
     from symblock.exercises.generate import load
-    spec = load(args.spec, allow_model=True)
+    from symblock.reference import verify
+    spec = (variant.spec_of_id(args.spec) if variant.is_built_in_id(args.spec)   # a sheet's ID
+            else load(args.spec, allow_model=True))
     result = verify.run(spec, tol=args.tol, require_torch=args.require_torch,
                         use_torch=not args.no_torch)
     print(verify.to_json(result) if args.json else verify.table(result))

@@ -3,6 +3,7 @@ real), `import symblock` stays light, and the names it exposes are the documente
 from __future__ import annotations
 
 import doctest
+import json
 import subprocess
 import sys
 from fractions import Fraction
@@ -14,7 +15,8 @@ import yaml
 import symblock
 from symblock import api
 from symblock.cli import main
-from symblock.errors import UsageError
+from symblock.engine.spec import example_text
+from symblock.errors import SpecError, UsageError
 
 
 def test_the_api_docstring_examples_run():
@@ -125,3 +127,26 @@ def _round3(x: Fraction) -> str:
     """Half away from zero at 3 places, as a person rounds (the answers file's `decimals: 3`)."""
     from decimal import ROUND_HALF_UP, Decimal
     return str((Decimal(x.numerator) / Decimal(x.denominator)).quantize(Decimal("0.001"), ROUND_HALF_UP))
+
+
+def test_forward_and_verify_take_a_name_a_path_or_an_id(tmp_path, capsys):
+    """symblock.forward("seed-post-ln") raised AttributeError, and symblock.load refused the IDs the
+    command line takes; an ID's variant is the one `symblock forward ID` works (its --json floats)."""
+    t = symblock.forward("seed-post-ln")
+    # the article's Post-LN block, worked by hand: R_1 = X + A, row 1 = [1 + 1.401, 0 + 0.599]
+    assert [float(e) for e in t["resid1"].value.rows[0]] == [2.401, 0.599]
+    path = tmp_path / "s.yaml"
+    path.write_text(example_text("seed-post-ln"), encoding="utf-8")
+    assert [float(e) for e in symblock.forward(path)["resid1"].value.rows[0]] == [2.401, 0.599]
+    assert symblock.verify(str(path), use_torch=False).ok
+    ident = "preset-easy-v2.1"
+    spec = symblock.load(ident)
+    assert spec.dims.seq_len == 2 and spec.dims.d_model == 3
+    assert main(["forward", ident, "--json"]) == 0
+    steps = {s["name"]: s["float"] for s in json.loads(capsys.readouterr().out)["steps"]}
+    for trace in (symblock.forward(ident), symblock.forward(spec)):
+        assert np.allclose(trace["output"].value.floats(), steps["output"], atol=1e-15)
+    assert symblock.verify(ident, use_torch=False).ok
+    assert main(["verify", ident, "--no-torch"]) == 0
+    with pytest.raises(SpecError):
+        symblock.load("preset-easy-v9.1x")

@@ -31,14 +31,15 @@ def test_engine_and_public_api_pass_mypy(cache, monkeypatch):
 
 @pytest.mark.slow
 def test_the_hints_catch_a_wrong_argument(cache, tmp_path, monkeypatch):
-    """The hints are not Any: a trace read as a spec, and a spec name given to forward, are errors."""
+    """The hints are not Any: a trace read as a spec, a spec name given to the engine's forward, and a
+    number given to the API's forward (which takes a spec, a name or a path) are errors."""
     monkeypatch.chdir(ROOT)
     bad = tmp_path / "misuse.py"
     bad.write_text("import symblock\n"
                    "from symblock.engine import block, spec\n"
                    "block.forward('seed-post-ln')\n"
                    "block.cost(block.forward(spec.load('seed-post-ln')))\n"
-                   "symblock.forward('seed-post-ln')\n"
+                   "symblock.forward(3)\n"
                    "symblock.forward(symblock.load('seed-post-ln'))['resid2'].value.rows\n"
                    "symblock.forward(symblock.load('seed-post-ln'))['resid2'].value.row\n")
     status, said = mypy(cache, str(bad))
@@ -47,6 +48,6 @@ def test_the_hints_catch_a_wrong_argument(cache, tmp_path, monkeypatch):
     assert errors == ["3", "4", "5", "7"], said  # line 6 is right: a trace's step's value has rows
     assert 'misuse.py:3: error: Argument 1 to "forward" has incompatible type "str"' in said, said
     assert 'misuse.py:4: error: Argument 1 to "cost" has incompatible type "Trace[BlockSpec]"' in said, said
-    assert ('misuse.py:5: error: Argument 1 to "forward" has incompatible type "str"; '
-            'expected "BlockSpec | ModelSpec"') in said, said
+    assert ('misuse.py:5: error: Argument 1 to "forward" has incompatible type "int"; '
+            'expected "BlockSpec | ModelSpec | str | Path"') in said, said
     assert 'misuse.py:7: error: "Mat" has no attribute "row"' in said, said

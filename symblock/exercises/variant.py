@@ -168,6 +168,30 @@ def rebuild(ident: str, spec_arg: str | None, options: Options | None = None, fl
     return build(ident, redraw(ident, spec_arg, flag, overrides), options)
 
 
+def is_built_in_id(text: str) -> bool:
+    """Whether SPEC is no file but the ID of a variant of a built-in example or difficulty preset
+    (preset-medium-v2.7): `forward`, `verify` and `symblock.load` take one as they take a spec."""
+    from pathlib import Path
+    from symblock.errors import UsageError
+    if variants.split_id(text)[1] is None or Path(text).exists():
+        return False
+    try:
+        variants.parse_id(text, None, "SPEC")   # the one reader of IDs: built-in tokens, generator versions
+    except UsageError:
+        return False
+    return True
+
+
+def spec_of_id(ident: str):
+    """The spec of the variant a built-in ID names, its draws made (`redraw` without the forward)."""
+    spec_arg, seed = variants.parse_id(ident, None, "SPEC")
+    data, source = variants.read(spec_arg, variants.id_flags(ident, spec_arg, None))
+    if seed is None:
+        from symblock.exercises.generate import from_mapping
+        return from_mapping(data, source)
+    return variants.drawn_with_seed(data, source, seed)[0]
+
+
 def redraw(ident: str, spec_arg: str | None, flag: str = "--id", overrides: dict | None = None):
     """The trace of the variant a worksheet ID names (`rebuild` without the exercise, for a caller
     that reads the exercise options from the spec: `check`)."""
