@@ -19,6 +19,7 @@ from typing import Any, Callable
 from symblock.calculus import derive as derivemod
 from symblock.calculus.derive import Derived
 from symblock.errors import SpecError
+from symblock.engine.report import model_line
 
 
 def derive_model(spec: Any, only: str | None = None) -> dict[str, Derived]:
@@ -59,7 +60,7 @@ def title(spec: Any) -> str:
     layers = "each stack's layer0 stands for every layer (own weights)" if len(spec.layers) > 1 or \
         len(spec.encoder) > 1 else "one layer per stack"
     gen = "; a generation step works the same formulas on its new row" if spec.generate else ""
-    return f"{spec.title or spec.describe()} in symbols: the prompt pass, {layers}{gen}"
+    return f"{spec.title or model_line(spec)} in symbols: the prompt pass, {layers}{gen}"
 
 
 def layer_steps(spec: Any, layer: Any, where: str) -> tuple[list, dict[str, str]]:

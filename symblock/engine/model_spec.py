@@ -96,28 +96,6 @@ class ModelSpec:
     def max_len(self) -> int:
         return len(self.prompt) + self.generate
 
-    def describe(self) -> str:
-        d, o = self.dims, self.options
-
-        def count(n: int, word: str) -> str:
-            return f"{n} {word}{'' if n == 1 else 's'}"
-        places = sorted({s.options.norm_position for s in self.layers + tuple(self.encoder)})
-        order = "/".join(("Pre-LN" if p == "pre" else "Post-LN") for p in places)
-        if self.kind == "encoder-decoder":
-            stack = f"{len(self.encoder)} encoder + {count(len(self.layers), 'decoder layer')} ({order})"
-        else:
-            stack = f"{count(len(self.layers), 'layer')} ({order})"
-        what = {"decoder": "tiny GPT", "encoder": "tiny encoder"}.get(self.kind, "tiny encoder-decoder")
-        bits = [what, f"vocab {len(self.vocab)}", f"d_model {d.d_model}", f"d_ff {d.d_ff}", count(d.heads, "head"),
-                stack, {"layernorm": "LayerNorm", "rmsnorm": "RMSNorm"}.get(o.norm, o.norm), o.activation,
-                f"positions {self.positions}", f"head {self.head}"]
-        if self.kind == "encoder":
-            return " · ".join(bits + [count(len(self.prompt), "token")])
-        if self.kind == "encoder-decoder":
-            bits.append(f"source {count(len(self.source_tokens), 'token')}")
-        return " · ".join(bits + [f"prompt {count(len(self.prompt), 'token')}", f"generate {self.generate}"
-                                  + (" with KV cache" if self.kv_cache else "")])
-
 
 def form_of(data: Any) -> str:
     """The form a parsed spec mapping will load as (BlockSpec.form, ModelSpec.form): a `model:`
@@ -199,6 +177,17 @@ def _norm_positions(m: Mapping, block: Mapping, layers: int, source: str) -> lis
     return list(given)
 
 
+def _check_block(block: Mapping, source: str) -> None:
+    """The block options a model sets itself (causal, its final norm) or does not work (tiles)."""
+    if block.get("causal") is False:
+        raise SpecError(source, "block.causal", "a GPT's layers are always causal; leave causal out")
+    if "final_norm" in block:
+        raise SpecError(source, "block.final_norm", "a model's final norm is model.final_norm")
+    if "attention_tiles" in block:
+        raise SpecError(source, "block.attention_tiles", "the online-softmax tiles are worked for a "
+                        "single block; leave attention_tiles out of a model")
+
+
 def from_mapping(data: Mapping, source: str = "<spec>") -> ModelSpec:
     """Validate a parsed model spec."""
     specmod.check_keys(data, TOP_KEYS, source, "")
@@ -213,13 +202,7 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> ModelSpec:
     prompt = _tokens(m.get("prompt"), vocab, source, "model.prompt")
     block = _section(data, "block", source)
     _check_kind(kind, m, block, head, generate, source)
-    if block.get("causal") is False:
-        raise SpecError(source, "block.causal", "a GPT's layers are always causal; leave causal out")
-    if "final_norm" in block:
-        raise SpecError(source, "block.final_norm", "a model's final norm is model.final_norm")
-    if "attention_tiles" in block:
-        raise SpecError(source, "block.attention_tiles", "the online-softmax tiles are worked for a "
-                        "single block; leave attention_tiles out of a model")
+    _check_block(block, source)
     places = _norm_positions(m, block, n_layers, source)
     block = _rope_block(block, positions, source)
     dims = _section(data, "dims", source)

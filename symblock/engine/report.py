@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Iterable, cast
+from typing import Any, Callable, Iterable, cast
 
 from symblock.engine import exact
 from symblock.engine.block import Step, Trace
@@ -63,7 +63,7 @@ def describe(trace: Trace) -> str:
 
 
 def _block_line(spec: BlockSpec) -> str:
-    """One line of a block's options (a model's line is its own: ModelSpec.describe)."""
+    """One line of a block's options (a model's: model_line)."""
     d, o = spec.dims, spec.options
     heads = f"{d.heads} head" + ("s" if d.heads > 1 else "")
     norm = "LayerNorm" if o.norm == "layernorm" else "RMSNorm"
@@ -102,7 +102,31 @@ def _token(step: Step) -> int:
     assert q is not None, step.name
     return int(q.p)
 _GENERATED = {"block": lambda trace: "", "model": _model_text}
-_DESCRIBE = {"block": _block_line, "model": lambda spec: spec.describe()}
+def model_line(spec: ModelSpec) -> str:
+    """One line of a model's kind, sizes, stacks and prompt (a block's is _block_line)."""
+    d, o = spec.dims, spec.options
+
+    def count(n: int, word: str) -> str:
+        return f"{n} {word}{'' if n == 1 else 's'}"
+    places = sorted({s.options.norm_position for s in spec.layers + tuple(spec.encoder)})
+    order = "/".join(("Pre-LN" if p == "pre" else "Post-LN") for p in places)
+    if spec.kind == "encoder-decoder":
+        stack = f"{len(spec.encoder)} encoder + {count(len(spec.layers), 'decoder layer')} ({order})"
+    else:
+        stack = f"{count(len(spec.layers), 'layer')} ({order})"
+    what = {"decoder": "tiny GPT", "encoder": "tiny encoder"}.get(spec.kind, "tiny encoder-decoder")
+    bits = [what, f"vocab {len(spec.vocab)}", f"d_model {d.d_model}", f"d_ff {d.d_ff}", count(d.heads, "head"),
+            stack, {"layernorm": "LayerNorm", "rmsnorm": "RMSNorm"}.get(o.norm, o.norm), o.activation,
+            f"positions {spec.positions}", f"head {spec.head}"]
+    if spec.kind == "encoder":
+        return " · ".join(bits + [count(len(spec.prompt), "token")])
+    if spec.kind == "encoder-decoder":
+        bits.append(f"source {count(len(spec.source_tokens), 'token')}")
+    return " · ".join(bits + [f"prompt {count(len(spec.prompt), 'token')}", f"generate {spec.generate}"
+                              + (" with KV cache" if spec.kv_cache else "")])
+
+
+_DESCRIBE: dict[str, Callable[[Any], str]] = {"block": _block_line, "model": model_line}
 
 
 def _grid(cells: list[list[str]]) -> list[str]:
@@ -110,7 +134,7 @@ def _grid(cells: list[list[str]]) -> list[str]:
     return ["[ " + "  ".join(c.rjust(w) for c, w in zip(r, widths)) + " ]" for r in cells]
 
 
-def heading(spec) -> str:
+def heading(spec: BlockSpec | ModelSpec) -> str:
     """`Title  (file)`, or the file alone for an untitled spec (the next line says what it is)."""
     return f"{spec.title}  ({spec.source})" if spec.title else str(spec.source)
 
