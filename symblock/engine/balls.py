@@ -242,7 +242,9 @@ def round_ends(b: arb, places: int) -> tuple[Decimal, Decimal]:
     m2, e2 = (int(v) for v in b.rad().man_exp())
     # A part far below the last place (exp of a huge negative: 2^-10^20) would make the shifts
     # below astronomically wide; widening the ball by 2^floor instead keeps the rounding certified.
-    floor = -(4 * places + 64)
+    # The floor lies far below any precision the certification climbs to (2^15 bits), so a value
+    # within 2^-(2^15) of a rounding tie is still told from the tie.
+    floor = -(4 * places + 2**17)
     if m2 and m2.bit_length() + e2 < floor:
         m2, e2 = 1, floor
     if m1 and m1.bit_length() + e1 < floor:  # rad + 2^floor
