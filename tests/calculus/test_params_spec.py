@@ -103,10 +103,23 @@ def translate_spec(**model) -> str:
     return yaml.safe_dump(data, allow_unicode=True)
 
 
+def transformer(decoder_norm: bool = True) -> nn.Transformer:
+    """tiny-translate's nn.Transformer(4, 2, 1, 1, 8, bias=False), its encoder built with
+    enable_nested_tensor=False (nn.Transformer's own warns that bias=False rules nested tensors
+    out); `decoder_norm=False`: the decoder stack has no final norm."""
+    def layer_norm():
+        return nn.LayerNorm(4, bias=False)
+    encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(4, 2, 8, batch_first=True, bias=False), 1,
+                                    layer_norm(), enable_nested_tensor=False)
+    decoder = nn.TransformerDecoder(nn.TransformerDecoderLayer(4, 2, 8, batch_first=True, bias=False), 1,
+                                    layer_norm() if decoder_norm else None)
+    return nn.Transformer(4, 2, 1, 1, 8, batch_first=True, bias=False, custom_encoder=encoder, custom_decoder=decoder)
+
+
 def test_separate_embeddings_count_the_source_table_too(cli, spec_file):
     """tiny-translate (nn.Transformer(4, 2, 1, 1, 8), no biases, vocab 8, sinusoidal positions) with
     `model.embeddings: separate`: the source reads its own 8 × 4 W_E_src, the target and a tied head W_E."""
-    net = nn.Transformer(4, 2, 1, 1, 8, batch_first=True, bias=False)
+    net = transformer()
     src, tgt, head = nn.Embedding(8, 4), nn.Embedding(8, 4), nn.Linear(4, 8, bias=False)
     assert total(cli, spec_file(translate_spec(), "shared.yaml"))["total"] == numel(net, tgt) == 380
     got = total(cli, spec_file(translate_spec(embeddings="separate"), "separate.yaml"))
