@@ -203,7 +203,7 @@ def _of_model(spec, kv):
         c = count_transformer(d.d_model, d.heads, d.d_ff, len(spec.encoder), len(spec.layers),
                               vocab=len(spec.vocab), context=context, tied=spec.head == "tied",
                               separate=spec.W_E_src is not None, extra_encoder=enc_common,
-                              extra_decoder=common, **shape)
+                              extra_decoder=common, decoder_norm=bool(spec.final_norm), **shape)
         return replace(c, extra=rest + enc_rest,
                        final_norms=_norm_count(spec.encoder_norm, "ln_encoder", spec, o.bias) + final)
     from symblock.calculus.model_params import count_model

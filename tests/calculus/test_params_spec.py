@@ -1,7 +1,8 @@
 """`symblock params SPEC` counts what the spec's forward computes, against torch modules built to
 compute the same (their parameters counted by torch, not by us): biases a `block.bias: false` spec
 gives anyway, an encoder-decoder's separate source embedding, `block.out_proj: false` (no W_O, b_O),
-and a spec too large for the exact engine (counting does no exact arithmetic)."""
+an encoder-decoder's `model.final_norm: false` (no decoder final norm), and a spec too large for the
+exact engine (counting does no exact arithmetic)."""
 from __future__ import annotations
 
 import json
@@ -223,3 +224,16 @@ def test_an_encoder_decoder_without_output_projections_counts_no_w_o(cli, spec_f
     out = cli("params", path).out
     assert "1 encoder layer, no W_O" in out and "1 decoder layer, no W_O" in out
 
+
+def test_an_encoder_decoder_without_final_norm_names_the_encoders_alone(cli, spec_file):
+    """tiny-translate with `model.final_norm: false`: the decoder stack has no final norm (the
+    forward's norm_final is the encoder's alone), so the row counts and names the encoder's."""
+    path = spec_file(translate_spec(final_norm=False))
+    names = steps(cli, path)
+    assert "enc.norm_final" in names and not [n for n in names if "norm_final" in n and not n.startswith("enc.")]
+    got = total(cli, path)
+    assert got["total"] == numel(transformer(decoder_norm=False), nn.Embedding(8, 4)) == 376
+    assert got["final_norms"] == 4 and got["decoder_norm"] is False
+    out = cli("params", path).out
+    assert "encoder final norm" in out and "2 final norms" not in out and "decoder)" not in out
+    assert "2 final norms" in cli("params", spec_file(translate_spec(), "both.yaml")).out
