@@ -59,7 +59,8 @@ class ModelCounts:
             out.append(("positions W_P", f"context·d = {n}·{d}", self.positions))
         if self.embed_norm:
             out.append(("embedding norm", "2·d (γ, β)" if self.embed_norm == 2 * d else "d (γ)", self.embed_norm))
-        out.append((f"{L} blocks", f"{L} · {self.block.total:,} (symblock params --d-model {d})", self.stack))
+        no_o = "" if self.block.out_proj else ", no W_O"   # block.out_proj: false
+        out.append((f"{L} blocks{no_o}", f"{L} · {self.block.total:,} (symblock params --d-model {d})", self.stack))
         if self.extra:
             out.append(("biases given", "in some layers only (block.bias: false)", self.extra))
         if self.final_norm:
@@ -91,24 +92,25 @@ class ModelCounts:
         return {"total": self.total, "embedding": self.embedding, "positions": self.positions,
                 "blocks": self.stack, "per_block": self.block.total, "extra": self.extra, "final_norm": self.final_norm,
                 "embed_norm": self.embed_norm, "head": self.head, "layers": self.layers, "vocab": self.vocab, "context": self.context,
-                "tied": self.tied, "kv_cache": self.kv_cache.to_dict()}
+                "tied": self.tied, "out_proj": self.block.out_proj, "kv_cache": self.kv_cache.to_dict()}
 
 
 def count_model(vocab: int, d_model: int, heads: int, layers: int, d_ff: int | None = None,
                 context: int = 0, tied: bool = True, bias: bool = True, norm: str = "layernorm",
                 activation: str = "relu", final_norm: bool = True, kv_heads: int | None = None,
-                encoder: bool = False, extra: Iterable[str] = ()) -> ModelCounts:
+                encoder: bool = False, extra: Iterable[str] = (), out_proj: bool = True) -> ModelCounts:
     """Count a model exactly; ValueError (one line) for a non-positive size. `encoder`: a
     BERT-like encoder (model.kind encoder, embed_norm): a norm after the embeddings, no final
     norm, and no head of its own (its hidden states; a tied MLM head adds no parameters). `extra`:
-    the bias vectors and β every layer has although `bias` is False (`count`'s)."""
+    the bias vectors and β every layer has although `bias` is False (`count`'s). `out_proj=False`:
+    the blocks have no output projection W_O, b_O (`block.out_proj: false`)."""
     for name, value in (("vocab", vocab), ("layers", layers)):
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     if isinstance(context, bool) or not isinstance(context, int) or context < 0:
         raise ValueError(f"context must be a whole number >= 0, got {context!r}")
     block = count(d_model, heads, d_ff, bias=bias, norm=norm, activation=activation, kv_heads=kv_heads,
-                  extra=extra)
+                  extra=extra, out_proj=out_proj)
     per_norm = 2 * d_model if norm == "layernorm" and bias else d_model
     if encoder:
         return ModelCounts(block, layers, vocab, context, True, 0, per_norm, "none")

@@ -10,6 +10,8 @@
 What is counted (the conventions of DESIGN.md; d = d_model, f = d_ff):
 
 - attention: W_Q, W_K, W_V, W_O (d × d each) and, with biases, b_Q, b_K, b_V, b_O (d each).
+  `out_proj=False` (a spec's `block.out_proj: false`) has no output projection: the heads'
+  concatenation is the attention's output, so W_O and b_O (and cross.W_O, cross.b_O) are not there.
   The number of heads changes nothing here: the h heads are column blocks of the same d × d
   matrices (d_head = d / h), so `heads` is only checked to divide d_model.
 - ffn: W_1 (d × f), b_1 (f), W_2 (f × d), b_2 (d); gated activations (swiglu, geglu) add the gate
@@ -82,6 +84,7 @@ class Counts:
     d_v: int | None = None
     kv_heads: int | None = None  # grouped K/V heads when fewer than heads (the formulas use g)
     cross_attention: bool = False  # a decoder layer: self-attention, cross-attention, FFN
+    out_proj: bool = True   # False: no W_O, b_O (the heads' concatenation is the attention's output)
 
     @property
     def kv_cache(self):
@@ -181,7 +184,7 @@ class Counts:
             "config": {"d_model": self.d_model, "heads": self.heads, "d_head": self.d_head,
                        "d_ff": self.d_ff, "bias": self.bias, "norm": self.norm_type,
                        "activation": self.activation, "final_norm": self.final_norm,
-                       "seq_len": self.seq_len,
+                       "seq_len": self.seq_len, "out_proj": self.out_proj,
                        **({"d_k": self.d_k, "d_v": self.d_v} if self.d_k is not None else {}),
                        **({"kv_heads": self.kv_heads} if self.kv_heads is not None else {})},
         }
@@ -220,7 +223,8 @@ class Counts:
                 f"{kind} ×{norms}, {self.activation} FFN"
                 f"{' (gated)' if self.activation in GATED else ''}, "
                 f"{'with' if self.bias else 'no'} biases"
-                + (f" but the given {', '.join(given)}" if (given := self.given_biases()) else ""), ""]
+                + (f" but the given {', '.join(given)}" if (given := self.given_biases()) else "")
+                + ("" if self.out_proj else ", no output projection W_O (A = concat of the heads)"), ""]
         rows = []
         for comp in COMPONENTS:
             form = self.formula(comp)
@@ -280,16 +284,19 @@ def _positive_int(name: str, value) -> int:
     return value
 
 
-def _flops(gated: bool, widths: bool, grouped: bool, cross_attention: bool = False) -> list[tuple[str, Formula]]:
+def _flops(gated: bool, widths: bool, grouped: bool, cross_attention: bool = False,
+           out_proj: bool = True) -> list[tuple[str, Formula]]:
     """The matmuls' FLOPs per token, as `count` documents them."""
-    flops = [("attention_proj", Formula.of("d", "d", coef=8)),
+    flops = [("attention_proj", Formula.of("d", "d", coef=8 if out_proj else 6)),
              ("attention_scores", Formula.of("n", "d", coef=2)),
              ("attention_values", Formula.of("n", "d", coef=2)),
              ("ffn", Formula.of("d", "f", coef=6 if gated else 4))]
     if widths:  # x W_Q, x W_K: 2·2·d·h·k; x W_V and concat W_O: 2·2·d·h·v (K, V: g heads when grouped)
         g = "g" if grouped else "h"
         proj = (Formula.of("d", "h", "k", coef=2) + Formula.of("d", g, "k", coef=2)
-                + Formula.of("d", g, "v", coef=2) + Formula.of("d", "h", "v", coef=2))
+                + Formula.of("d", g, "v", coef=2))
+        if out_proj:
+            proj = proj + Formula.of("d", "h", "v", coef=2)
         flops[:3] = [("attention_proj", proj),
                      ("attention_scores", Formula.of("n", "h", "k", coef=2)),
                      ("attention_values", Formula.of("n", "h", "v", coef=2))]
@@ -302,17 +309,19 @@ def count(d_model: int, heads: int, d_ff: int | None = None, bias: bool = True,
           norm: str = "layernorm", activation: str = "relu", final_norm: bool = False,
           seq_len: int = DEFAULT_SEQ_LEN, d_k: int | None = None, d_v: int | None = None,
           kv_heads: int | None = None, cross_attention: bool = False,
-          extra: Iterable[str] = ()) -> Counts:
+          extra: Iterable[str] = (), out_proj: bool = True) -> Counts:
     """Count the parameters of one Transformer block exactly, and its FLOPs per token.
 
     `d_ff=None` means 4·d_model. Raises ValueError with a one-line message for a non-positive
     dimension, heads not dividing d_model, or an unknown norm/activation. `extra` names bias
     vectors and β counted although `bias` is False: those a spec with `block.bias: false` gives,
-    which its forward adds (`b_Q`, `cross.b_O`, `ln1.beta`).
+    which its forward adds (`b_Q`, `cross.b_O`, `ln1.beta`). `out_proj=False`: no output
+    projection (no W_O, b_O, cross.W_O, cross.b_O; the attention's FLOPs lose concat W_O's).
 
     FLOPs convention (per token, forward pass): matrix multiplications only, 2 FLOPs per
     multiply-add (the convention of Kaplan et al. 2020 and torch's FlopCounterMode):
       attention_proj    x W_Q, x W_K, x W_V and concat(heads) W_O: 4 · 2·d² = 8·d²
+                        (6·d² without the output projection)
       attention_scores  q_h · k_h over n = seq_len positions, all heads: 2·n·d
       attention_values  weights_h · V_h over n positions, all heads: 2·n·d
       ffn               x W_1 and h W_2 (and x W_3 when gated): 2·2·d·f (3·2·d·f gated)
@@ -360,7 +369,8 @@ def count(d_model: int, heads: int, d_ff: int | None = None, bias: bool = True,
     kk, kv = ("g·k", "g·v") if kv_heads is not None else (qk, v)   # grouped: W_K, W_V are d × g·k
     attentions = [("", kk, kv)] + ([("cross.", qk, v)] if cross_attention else [])  # cross K/V: never grouped
     for pre, p, shape in ((pre, p, shape) for pre, k_w, v_w in attentions
-                          for p, shape in (("Q", ("d", qk)), ("K", ("d", k_w)), ("V", ("d", v_w)), ("O", (v, "d")))):
+                          for p, shape in (("Q", ("d", qk)), ("K", ("d", k_w)), ("V", ("d", v_w)), ("O", (v, "d")))
+                          if p != "O" or out_proj):
         add(f"{pre}W_{p}", "attention", shape)
         if bias or f"{pre}b_{p}" in extra:
             add(f"{pre}b_{p}", "attention", ("1", shape[1]))
@@ -376,9 +386,9 @@ def count(d_model: int, heads: int, d_ff: int | None = None, bias: bool = True,
         if norm == "layernorm" and (bias or f"{ln}.beta" in extra):
             add(f"{ln}.beta", "norm", ("1", "d"))
 
-    flops = _flops(gated, widths, kv_heads is not None, cross_attention)
+    flops = _flops(gated, widths, kv_heads is not None, cross_attention, bool(out_proj))
     return Counts(d_model, heads, d_ff, bias, norm, activation, final_norm, seq_len,
                   params=tuple(params),
                   flops=tuple(Flop(name, form, form.value(env)) for name, form in flops),
                   d_k=d_k if widths else None, d_v=d_v if widths else None, kv_heads=kv_heads,
-                  cross_attention=bool(cross_attention))
+                  cross_attention=bool(cross_attention), out_proj=bool(out_proj))

@@ -20,7 +20,8 @@ from symblock.calculus.params import Counts, count
 @dataclass(frozen=True)
 class TransformerCounts:
     """The counts of one encoder layer and one decoder layer, the stacks' depths and their final
-    norms: total = L_e·encoder + L_d·decoder + 2 final norms."""
+    norms: total = L_e·encoder + L_d·decoder + 2 final norms (the encoder's alone with
+    `decoder_norm` False: a spec's `model.final_norm: false` drops the decoder's)."""
     encoder: Counts
     decoder: Counts
     encoder_layers: int
@@ -31,6 +32,7 @@ class TransformerCounts:
     tied: bool = True
     separate: bool = False  # model.embeddings: separate: the source has its own vocab × d table W_E_src
     extra: int = 0          # bias vectors and β given in some layers only, with block.bias false
+    decoder_norm: bool = True  # False: the decoder stack has no final norm (model.final_norm: false)
 
     @property
     def embedding(self) -> int:
@@ -55,11 +57,18 @@ class TransformerCounts:
             out.append(("token embedding W_E", f"vocab·d = {self.vocab}·{d} (source and target)", self.vocab * d))
         if self.context:
             out.append(("positions W_P", f"context·d = {self.context}·{d}", self.context * d))
-        out += [(f"{le} encoder layer{'s' * (le != 1)}", f"{le} · ({self.encoder.formula()})", le * self.encoder.total),
-                (f"{ld} decoder layer{'s' * (ld != 1)}", f"{ld} · ({self.decoder.formula()})", ld * self.decoder.total)]
+        no_o = "" if self.encoder.out_proj else ", no W_O"   # block.out_proj: false
+        out += [(f"{le} encoder layer{'s' * (le != 1)}{no_o}", f"{le} · ({self.encoder.formula()})",
+                 le * self.encoder.total),
+                (f"{ld} decoder layer{'s' * (ld != 1)}{no_o}", f"{ld} · ({self.decoder.formula()})",
+                 ld * self.decoder.total)]
         if self.extra:
             out.append(("biases given", "in some layers only (block.bias: false)", self.extra))
-        out.append(("2 final norms", f"{self.final_norms // d}·d (encoder, decoder)", self.final_norms))
+        if self.decoder_norm:
+            out.append(("2 final norms", f"{self.final_norms // d}·d (encoder, decoder)", self.final_norms))
+        else:   # the encoder's alone: the decoder's is dropped
+            out.append(("encoder final norm", "2·d (γ, β)" if self.final_norms == 2 * d else "d (γ)",
+                        self.final_norms))
         if self.vocab:
             out.append(("head", "tied to W_E (no parameters)" if self.tied else f"d·vocab = {d}·{self.vocab}",
                         self.head))
@@ -76,7 +85,8 @@ class TransformerCounts:
         def n(x: int) -> str:
             return f"{x:,}".replace(",", "{,}")
         def label(a: str) -> str:   # the symbols in math mode
-            return a.replace("W_E_src", "$W_{E,src}$").replace("W_E", "$W_E$").replace("W_P", "$W_P$")
+            return (a.replace("W_E_src", "$W_{E,src}$").replace("W_E", "$W_E$").replace("W_P", "$W_P$")
+                    .replace("W_O", "$W_O$"))
         lines = [rf"\text{{{label(a)}}} &= {n(c)}" for a, _, c in self.rows()] + [rf"\text{{total}} &= {n(self.total)}"]
         return "\\begin{align*}\n" + " \\\\\n".join(lines) + "\n\\end{align*}"
 
@@ -85,10 +95,10 @@ class TransformerCounts:
                 "per_encoder_layer": self.encoder.total, "per_decoder_layer": self.decoder.total,
                 "final_norms": self.final_norms, "embedding": self.embedding, "head": self.head,
                 "vocab": self.vocab, "context": self.context, "tied": self.tied, "separate": self.separate,
-                "extra": self.extra}
+                "extra": self.extra, "decoder_norm": self.decoder_norm, "out_proj": self.encoder.out_proj}
 
     def formula(self) -> str:
-        """The total as text: `6·(…) + 6·(…) + 4·d`."""
+        """The total as text: `6·(…) + 6·(…) + 4·d` (the final norms' d's)."""
         return (f"{self.encoder_layers}·({self.encoder.formula()}) + "
                 f"{self.decoder_layers}·({self.decoder.formula()}) + {self.final_norms // self.encoder.d_model}·d")
 
@@ -97,19 +107,22 @@ def count_transformer(d_model: int = 512, heads: int = 8, d_ff: int = 2048, enco
                       decoder_layers: int = 6, bias: bool = True, norm: str = "layernorm",
                       activation: str = "relu", vocab: int = 0, context: int = 0,
                       tied: bool = True, separate: bool = False, extra_encoder: Iterable[str] = (),
-                      extra_decoder: Iterable[str] = ()) -> TransformerCounts:
+                      extra_decoder: Iterable[str] = (), decoder_norm: bool = True,
+                      out_proj: bool = True) -> TransformerCounts:
     """nn.Transformer's parameters (its defaults are the article's: d 512, 8 heads, d_ff 2048,
     6 + 6 layers), with `vocab` its embeddings and head too; ValueError with a one-line message
     for a bad dimension or layer count. `separate`: the source has its own embedding table (a
     second vocab × d); `extra_encoder`, `extra_decoder`: the bias vectors and β every layer of that
-    stack has although `bias` is False (`count`'s `extra`)."""
+    stack has although `bias` is False (`count`'s `extra`). `decoder_norm=False`: no decoder final
+    norm (the encoder's is kept); `out_proj=False`: no W_O, b_O, cross.W_O, cross.b_O in any layer."""
     for name, n in (("encoder_layers", encoder_layers), ("decoder_layers", decoder_layers),
                     ("vocab", vocab), ("context", context)):
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
             raise ValueError(f"{name} must be a whole number >= 0, got {n!r}")
-    enc = count(d_model, heads, d_ff, bias=bias, norm=norm, activation=activation, extra=extra_encoder)
+    enc = count(d_model, heads, d_ff, bias=bias, norm=norm, activation=activation, extra=extra_encoder,
+                out_proj=out_proj)
     dec = count(d_model, heads, d_ff, bias=bias, norm=norm, activation=activation, cross_attention=True,
-                extra=extra_decoder)
+                extra=extra_decoder, out_proj=out_proj)
     per_norm = d_model * (2 if norm == "layernorm" and bias else 1)
-    return TransformerCounts(enc, dec, encoder_layers, decoder_layers, 2 * per_norm, vocab, context, tied,
-                             separate and vocab > 0)
+    return TransformerCounts(enc, dec, encoder_layers, decoder_layers, (1 + bool(decoder_norm)) * per_norm, vocab,
+                             context, tied, separate and vocab > 0, decoder_norm=bool(decoder_norm))

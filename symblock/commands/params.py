@@ -187,13 +187,13 @@ def _of_block(spec, kv):
     d, o = spec.dims, spec.options
     return count(d.d_model, d.heads, d.d_ff, bias=o.bias, norm=o.norm, activation=o.activation,
                  final_norm=o.final_norm, seq_len=d.seq_len, d_k=d.d_k, d_v=d.d_v, kv_heads=kv,
-                 cross_attention=o.cross_attention, extra=_given_biases(spec))
+                 cross_attention=o.cross_attention, extra=_given_biases(spec), out_proj=o.out_proj)
 
 
 def _of_model(spec, kv):
     from dataclasses import replace
     d, o = spec.dims, spec.options
-    shape = dict(bias=o.bias, norm=o.norm, activation=o.activation)
+    shape = dict(bias=o.bias, norm=o.norm, activation=o.activation, out_proj=o.out_proj)
     context = spec.W_P.shape[0] if spec.W_P is not None else 0
     common, rest = _stack_biases(spec.layers)
     final = _norm_count(spec.final_norm, "ln_final", spec, o.bias)
@@ -203,7 +203,7 @@ def _of_model(spec, kv):
         c = count_transformer(d.d_model, d.heads, d.d_ff, len(spec.encoder), len(spec.layers),
                               vocab=len(spec.vocab), context=context, tied=spec.head == "tied",
                               separate=spec.W_E_src is not None, extra_encoder=enc_common,
-                              extra_decoder=common, **shape)
+                              extra_decoder=common, decoder_norm=bool(spec.final_norm), **shape)
         return replace(c, extra=rest + enc_rest,
                        final_norms=_norm_count(spec.encoder_norm, "ln_encoder", spec, o.bias) + final)
     from symblock.calculus.model_params import count_model

@@ -1,7 +1,8 @@
 """`symblock params SPEC` counts what the spec's forward computes, against torch modules built to
 compute the same (their parameters counted by torch, not by us): biases a `block.bias: false` spec
-gives anyway, an encoder-decoder's separate source embedding, and a spec too large for the exact
-engine (counting does no exact arithmetic)."""
+gives anyway, an encoder-decoder's separate source embedding, `block.out_proj: false` (no W_O, b_O),
+an encoder-decoder's `model.final_norm: false` (no decoder final norm), and a spec too large for the
+exact engine (counting does no exact arithmetic)."""
 from __future__ import annotations
 
 import json
@@ -26,10 +27,11 @@ def total(cli, path) -> dict:
     return json.loads(ran.out)
 
 
-def block_modules(d: int, f: int, given: set[str]) -> nn.ModuleDict:
-    """A Pre-LN block of separate torch modules, bias=False except where the spec gives one."""
+def block_modules(d: int, f: int, given: set[str], projections: str = "QKVO") -> nn.ModuleDict:
+    """A Pre-LN block of separate torch modules, bias=False except where the spec gives one
+    (`projections="QKV"`: no output projection W_O)."""
     return nn.ModuleDict({
-        **{p: nn.Linear(d, d, bias=f"b_{p}" in given) for p in "QKVO"},
+        **{p: nn.Linear(d, d, bias=f"b_{p}" in given) for p in projections},
         "1": nn.Linear(d, f, bias="b_1" in given), "2": nn.Linear(f, d, bias="b_2" in given),
         **{ln: nn.LayerNorm(d, bias=f"{ln}.beta" in given) for ln in ("ln1", "ln2")}})
 
@@ -74,12 +76,12 @@ def test_a_decoder_layer_counts_its_given_cross_attention_bias(cli, spec_file):
     assert total(cli, path)["total"] == numel(layer) == 172 + 4
 
 
-def gpt_spec(weights: dict) -> str:
+def gpt_spec(weights: dict, **block) -> str:
     return yaml.safe_dump({
         "model": {"vocab": ["a", "b", "c", "d", "e"], "positions": "learned", "layers": 2, "head": "tied",
                   "prompt": ["a", "b"]},
         "dims": {"d_model": 4, "d_ff": 8, "heads": 2},
-        "block": {"norm_position": "pre", "norm": "layernorm", "activation": "relu", "bias": False},
+        "block": {"norm_position": "pre", "norm": "layernorm", "activation": "relu", "bias": False, **block},
         "random": {"seed": 3, "low": -1, "high": 1}, "weights": weights})
 
 
@@ -103,10 +105,23 @@ def translate_spec(**model) -> str:
     return yaml.safe_dump(data, allow_unicode=True)
 
 
+def transformer(decoder_norm: bool = True) -> nn.Transformer:
+    """tiny-translate's nn.Transformer(4, 2, 1, 1, 8, bias=False), its encoder built with
+    enable_nested_tensor=False (nn.Transformer's own warns that bias=False rules nested tensors
+    out); `decoder_norm=False`: the decoder stack has no final norm."""
+    def layer_norm():
+        return nn.LayerNorm(4, bias=False)
+    encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(4, 2, 8, batch_first=True, bias=False), 1,
+                                    layer_norm(), enable_nested_tensor=False)
+    decoder = nn.TransformerDecoder(nn.TransformerDecoderLayer(4, 2, 8, batch_first=True, bias=False), 1,
+                                    layer_norm() if decoder_norm else None)
+    return nn.Transformer(4, 2, 1, 1, 8, batch_first=True, bias=False, custom_encoder=encoder, custom_decoder=decoder)
+
+
 def test_separate_embeddings_count_the_source_table_too(cli, spec_file):
     """tiny-translate (nn.Transformer(4, 2, 1, 1, 8), no biases, vocab 8, sinusoidal positions) with
     `model.embeddings: separate`: the source reads its own 8 × 4 W_E_src, the target and a tied head W_E."""
-    net = nn.Transformer(4, 2, 1, 1, 8, batch_first=True, bias=False)
+    net = transformer()
     src, tgt, head = nn.Embedding(8, 4), nn.Embedding(8, 4), nn.Linear(4, 8, bias=False)
     assert total(cli, spec_file(translate_spec(), "shared.yaml"))["total"] == numel(net, tgt) == 380
     got = total(cli, spec_file(translate_spec(embeddings="separate"), "separate.yaml"))
@@ -131,3 +146,94 @@ def test_a_spec_over_the_exact_engines_limit_is_counted(cli, spec_file):
     assert total(cli, path)["total"] == numel(nn.TransformerEncoderLayer(128, 4, 512)) == 198_272
     assert cost.current_limit() == cost.MAX_COST   # lifted for the count only
     assert cli("forward", path).code == 2
+
+
+def steps(cli, path) -> dict[str, list]:
+    ran = cli("forward", path, "--json")
+    assert ran.code == 0, ran.err
+    return {s["name"]: s["float"] for s in json.loads(ran.out)["steps"]}
+
+
+def test_a_block_without_output_projection_counts_no_w_o(cli, spec_file):
+    """`block.out_proj: false`: attn.out is the heads' concatenation (no W_O, no b_O), so the count is
+    that of the torch pieces without the output projection: 136 - 16 = 120 (without biases), 152 with."""
+    bare = spec_file(BLOCK.replace("bias: false}", "bias: false, out_proj: false}"), "bare.yaml")
+    ran = steps(cli, bare)
+    assert ran["attn.out"] == ran["attn.concat"]   # the forward adds no projection
+    got = total(cli, bare)
+    assert got["total"] == numel(block_modules(4, 8, set(), "QKV")) == 120
+    assert "W_O" not in got["params"] and got["config"]["out_proj"] is False
+    assert got["flops_per_token"]["attention_proj"] == 2 * 3 * 4 * 4   # x W_Q, x W_K, x W_V only
+    out = cli("params", bare).out
+    assert "no output projection W_O" in out and "  W_O" not in out
+    biased = spec_file(BLOCK.replace("bias: false}", "bias: true, out_proj: false}"), "biased.yaml")
+    given = {"b_Q", "b_K", "b_V", "b_1", "b_2", "ln1.beta", "ln2.beta"}
+    got = total(cli, biased)
+    assert got["total"] == numel(block_modules(4, 8, given, "QKV")) == 152 and "b_O" not in got["params"]
+
+
+def test_a_decoder_layer_without_output_projections_counts_neither_w_o(cli, spec_file):
+    """decoder-layer.yaml (nn.TransformerDecoderLayer(4, 1, 4, bias=False)) with `block.out_proj: false`:
+    neither the self-attention's W_O nor the cross-attention's cross.W_O, as torch pieces without them."""
+    data = yaml.safe_load((Path(symblock.examples.__file__).parent / "decoder-layer.yaml").read_text(encoding="utf-8"))
+    data["block"]["out_proj"] = False
+    path = spec_file(yaml.safe_dump(data, allow_unicode=True))
+    ran = steps(cli, path)
+    assert ran["attn.out"] == ran["attn.h0.out"] and ran["cross.out"] == ran["cross.h0.out"]   # one head
+    pieces = nn.ModuleList([nn.Linear(4, 4, bias=False) for _ in range(6)]        # W_Q, W_K, W_V, cross.W_Q/K/V
+                           + [nn.Linear(4, 4, bias=False), nn.Linear(4, 4, bias=False)]   # W_1 (d_ff 4), W_2
+                           + [nn.LayerNorm(4, bias=False) for _ in range(3)])
+    layer = nn.TransformerDecoderLayer(4, 1, 4, bias=False)
+    got = total(cli, path)
+    assert got["total"] == numel(pieces) == numel(layer) - 2 * 16 == 140
+    assert not {"W_O", "cross.W_O"} & set(got["params"])
+
+
+def test_a_model_without_output_projection_counts_no_w_o(cli, spec_file):
+    path = spec_file(gpt_spec({}, out_proj=False))
+    ran = steps(cli, path)
+    assert ran["layer0.attn.out"] == ran["layer0.attn.concat"]
+    wte, wpe = nn.Embedding(5, 4), nn.Embedding(2, 4)
+    got = total(cli, path)
+    assert got["total"] == numel(wte, wpe, *[block_modules(4, 8, set(), "QKV")] * 2, nn.LayerNorm(4, bias=False)) \
+        == 20 + 8 + 2 * 120 + 4
+    assert got["per_block"] == 120 and got["out_proj"] is False
+    assert "2 blocks, no W_O" in cli("params", path).out
+
+
+def test_an_encoder_decoder_without_output_projections_counts_no_w_o(cli, spec_file):
+    """tiny-translate with `block.out_proj: false`: its encoder and decoder layers as torch pieces
+    (nn.MultiheadAttention always has its out_proj): 32 + 120 + 172 + 8 = 332, not 380."""
+    data = yaml.safe_load(translate_spec())
+    data["block"]["out_proj"] = False
+    path = spec_file(yaml.safe_dump(data, allow_unicode=True))
+    ran = steps(cli, path)
+    assert ran["layer0.attn.out"] == ran["layer0.attn.concat"]
+    assert ran["layer0.cross.out"] == ran["layer0.cross.concat"]
+
+    def layer(attentions: int, norms: int) -> nn.ModuleList:
+        return nn.ModuleList([nn.Linear(4, 4, bias=False) for _ in range(3 * attentions)]
+                             + [nn.Linear(4, 8, bias=False), nn.Linear(8, 4, bias=False)]
+                             + [nn.LayerNorm(4, bias=False) for _ in range(norms)])
+    encoder, decoder = layer(1, 2), layer(2, 3)
+    assert numel(encoder) == numel(transformer().encoder.layers) - 16    # the self-attention's W_O
+    final_norms, tgt = [nn.LayerNorm(4, bias=False) for _ in range(2)], nn.Embedding(8, 4)
+    got = total(cli, path)
+    assert got["total"] == numel(encoder, decoder, *final_norms, tgt) == 332
+    assert got["per_encoder_layer"] == numel(encoder) and got["per_decoder_layer"] == numel(decoder)
+    out = cli("params", path).out
+    assert "1 encoder layer, no W_O" in out and "1 decoder layer, no W_O" in out
+
+
+def test_an_encoder_decoder_without_final_norm_names_the_encoders_alone(cli, spec_file):
+    """tiny-translate with `model.final_norm: false`: the decoder stack has no final norm (the
+    forward's norm_final is the encoder's alone), so the row counts and names the encoder's."""
+    path = spec_file(translate_spec(final_norm=False))
+    names = steps(cli, path)
+    assert "enc.norm_final" in names and not [n for n in names if "norm_final" in n and not n.startswith("enc.")]
+    got = total(cli, path)
+    assert got["total"] == numel(transformer(decoder_norm=False), nn.Embedding(8, 4)) == 376
+    assert got["final_norms"] == 4 and got["decoder_norm"] is False
+    out = cli("params", path).out
+    assert "encoder final norm" in out and "2 final norms" not in out and "decoder)" not in out
+    assert "2 final norms" in cli("params", spec_file(translate_spec(), "both.yaml")).out
