@@ -67,7 +67,8 @@ def _hugging_face(folder: Path, tokens: list[int], generate: int) -> dict:
         return llama(config, spec_from.arrays(state), tokens, generate)
     if not any(k.startswith("transformer.") for k in state):   # saved from the bare GPT2Model
         state = {"transformer." + k: v for k, v in state.items()}
-    return spec_from.gpt(config, spec_from.arrays(state), tokens, generate, flavour=HF_TYPES[kind])
+    source = spec_from.Source(str(cfg_file), str(weights), prompt="--tokens")
+    return spec_from.gpt(config, spec_from.arrays(state), tokens, generate, flavour=HF_TYPES[kind], source=source)
 
 
 def refuse_generate(cfg_file: Path, generate: int) -> None:
@@ -86,4 +87,6 @@ def _nanogpt(file: Path, tokens: list[int], generate: int) -> dict:
         raise SpecError(str(file), "", f"not a checkpoint torch loads as plain data ({type(e).__name__})") from None
     if not isinstance(ckpt, dict) or not isinstance(ckpt.get("model"), dict) or not isinstance(ckpt.get("model_args"), dict):
         raise SpecError(str(file), "", "expected nanoGPT's checkpoint: a mapping with `model` and `model_args`")
-    return spec_from.gpt(ckpt["model_args"], spec_from.arrays(ckpt["model"]), tokens, generate, flavour="nanogpt")
+    source = spec_from.Source(str(file), str(file), "model_args.", "model.", prompt="--tokens")
+    return spec_from.gpt(ckpt["model_args"], spec_from.arrays(ckpt["model"]), tokens, generate, flavour="nanogpt",
+                         source=source)
