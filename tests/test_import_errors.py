@@ -74,7 +74,28 @@ def test_a_good_folder_and_checkpoint_still_import(gpt2_folder, tmp_path, cli):
     assert cli("forward", tmp_path / "b.yaml").code == 0
 
 
+def test_a_truncated_safetensors_file(gpt2_folder, tmp_path, cli):
+    folder = gpt2_folder()
+    weights = folder / "model.safetensors"
+    data = weights.read_bytes()
+    weights.write_bytes(data[:len(data) // 2])
+    err = refused(cli("import", folder, "--tokens", "1", "--out", tmp_path / "x.yaml"), tmp_path,
+                  str(weights), "safetensors")
+    assert "SafetensorError" not in err
 
+
+def test_a_safetensors_file_that_is_not_one(gpt2_folder, tmp_path, cli):
+    folder = gpt2_folder()
+    (folder / "model.safetensors").write_bytes(b"not a safetensors file at all")
+    refused(cli("import", folder, "--tokens", "1", "--out", tmp_path / "x.yaml"), tmp_path,
+            str(folder / "model.safetensors"))
+
+
+def test_a_config_json_that_is_not_a_mapping(gpt2_folder, tmp_path, cli):
+    folder = gpt2_folder()
+    (folder / "config.json").write_text("[1, 2]")
+    refused(cli("import", folder, "--tokens", "1", "--out", tmp_path / "x.yaml"), tmp_path,
+            str(folder / "config.json"), "expected a JSON object")
 
 
 def test_a_nanogpt_checkpoint_with_empty_model_args(tmp_path, cli):
@@ -89,6 +110,11 @@ def test_a_nanogpt_checkpoint_with_a_bad_n_embd(tmp_path, cli, value):
     refused(cli("import", ckpt, "--tokens", "1", "--out", tmp_path / "x.yaml"), tmp_path,
             str(ckpt), "model_args.n_embd", "whole number")
 
+
+def test_a_nanogpt_checkpoint_whose_weights_are_not_tensors(tmp_path, cli):
+    ckpt = nanogpt_checkpoint(tmp_path / "ckpt.pt", NANO_ARGS, transformer__ln_f__weight="ones")
+    refused(cli("import", ckpt, "--tokens", "1", "--out", tmp_path / "x.yaml"), tmp_path,
+            str(ckpt), "model.transformer.ln_f.weight", "expected a tensor")
 
 
 def test_a_c_attn_weight_of_the_wrong_shape(gpt2_folder, tmp_path, cli):
@@ -158,3 +184,4 @@ def test_a_token_outside_the_vocabulary(gpt2_folder, tmp_path, cli, kind):
     err = refused(cli("import", model, "--tokens", "1,12", "--out", tmp_path / "x.yaml"), tmp_path,
                   str(file), "--tokens", "12", "11 tokens")
     assert "gpt2:" not in err and "nanogpt:" not in err
+
