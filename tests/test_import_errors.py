@@ -185,3 +185,18 @@ def test_a_token_outside_the_vocabulary(gpt2_folder, tmp_path, cli, kind):
                   str(file), "--tokens", "12", "11 tokens")
     assert "gpt2:" not in err and "nanogpt:" not in err
 
+
+def test_a_spec_that_would_not_load_is_never_written(gpt2_folder, tmp_path, cli, monkeypatch):
+    """A reader that lets a malformed model through is symblock's bug (exit 3), and writes nothing."""
+    from symblock.reference import checkpoint
+    folder = gpt2_folder()
+    real = checkpoint.read
+
+    def unloadable(*a, **k):
+        spec = real(*a, **k)
+        spec["weights"]["layers"][0]["W_Q"] = [["1"]]
+        return spec
+    monkeypatch.setattr(checkpoint, "read", unloadable)
+    ran = cli("import", folder, "--tokens", "1", "--out", tmp_path / "x.yaml")
+    assert ran.code == 3 and "does not load" in ran.err and "W_Q" in ran.err
+    assert not list(tmp_path.glob("*.yaml")) and not list(tmp_path.glob(".symblock-*"))
