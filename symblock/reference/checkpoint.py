@@ -48,16 +48,23 @@ def _hugging_face(folder: Path, tokens: list[int], generate: int) -> dict:
         config: dict[str, Any] = json.loads(_size_ok(cfg_file).read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise SpecError(str(cfg_file), "", f"expected JSON ({e})") from None
+    if not isinstance(config, dict):
+        raise SpecError(str(cfg_file), "", f"expected a JSON object of the model's settings, got a "
+                                           f"{type(config).__name__}")
     kind = config.get("model_type")
     if kind not in HF_TYPES:
         raise spec_from.Unsupported(str(cfg_file), f"model_type {excerpt(kind)}: symblock imports "
                                                    f"{', '.join(HF_TYPES)} folders")
     try:
+        from safetensors import SafetensorError
         from safetensors.numpy import load_file
     except ImportError:
         raise UsageError("reading model.safetensors needs the safetensors package: "
                          "pip install 'symblock[import]'") from None
-    state = load_file(str(_size_ok(weights)))
+    try:
+        state = load_file(str(_size_ok(weights)))
+    except SafetensorError as e:   # a truncated or damaged file: the safetensors reader says which part
+        raise SpecError(str(weights), "", f"not a complete safetensors file ({e})") from None
     if kind == "bert":        # BertModel (or a task model's `bert.` body): the encoder's hidden states
         from symblock.reference.spec_from_bert import bert
         refuse_generate(cfg_file, generate)
@@ -67,7 +74,8 @@ def _hugging_face(folder: Path, tokens: list[int], generate: int) -> dict:
         return llama(config, spec_from.arrays(state), tokens, generate)
     if not any(k.startswith("transformer.") for k in state):   # saved from the bare GPT2Model
         state = {"transformer." + k: v for k, v in state.items()}
-    return spec_from.gpt(config, spec_from.arrays(state), tokens, generate, flavour=HF_TYPES[kind])
+    source = spec_from.Source(str(cfg_file), str(weights), prompt="--tokens")
+    return spec_from.gpt(config, spec_from.arrays(state), tokens, generate, flavour=HF_TYPES[kind], source=source)
 
 
 def refuse_generate(cfg_file: Path, generate: int) -> None:
@@ -86,4 +94,12 @@ def _nanogpt(file: Path, tokens: list[int], generate: int) -> dict:
         raise SpecError(str(file), "", f"not a checkpoint torch loads as plain data ({type(e).__name__})") from None
     if not isinstance(ckpt, dict) or not isinstance(ckpt.get("model"), dict) or not isinstance(ckpt.get("model_args"), dict):
         raise SpecError(str(file), "", "expected nanoGPT's checkpoint: a mapping with `model` and `model_args`")
-    return spec_from.gpt(ckpt["model_args"], spec_from.arrays(ckpt["model"]), tokens, generate, flavour="nanogpt")
+    for key, value in ckpt["model"].items():
+        if not isinstance(key, str):
+            raise SpecError(str(file), "model", f"expected weights named by strings, got the key {excerpt(key)}")
+        if not isinstance(value, torch.Tensor) or value.is_complex() or value.is_quantized:
+            got = value.dtype if isinstance(value, torch.Tensor) else excerpt(value)
+            raise SpecError(str(file), f"model.{key}", f"expected a tensor of real numbers, got {got}")
+    source = spec_from.Source(str(file), str(file), "model_args.", "model.", prompt="--tokens")
+    return spec_from.gpt(ckpt["model_args"], spec_from.arrays(ckpt["model"]), tokens, generate, flavour="nanogpt",
+                         source=source)

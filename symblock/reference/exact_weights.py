@@ -4,7 +4,7 @@ express. The readers of spec_from.py and spec_from_llama.py share them."""
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 import numpy as np
 
@@ -12,10 +12,27 @@ from symblock.errors import SpecError
 
 
 class Unsupported(SpecError):
-    """The object has an option the exact block cannot express."""
+    """The object has an option the exact block cannot express (`where`: the config field that says so)."""
 
-    def __init__(self, what: str, why: str):
-        super().__init__(what, "", why)
+    def __init__(self, what: str, why: str, where: str = ""):
+        super().__init__(what, where, why)
+
+
+class Source(NamedTuple):
+    """Where a reader's config and weights came from, as its messages name them: a live object by
+    its kind ("gpt2"), a saved model by its files and the fields inside them (a nanoGPT ckpt.pt
+    holds both, as `model_args.` and `model.`); `prompt` is what the token ids are called."""
+    config: str
+    weights: str
+    config_field: str = ""
+    weights_field: str = ""
+    prompt: str = "the prompt"
+
+    def bad_config(self, key: str, message: str) -> SpecError:
+        return SpecError(self.config, self.config_field + key, message)
+
+    def bad_weight(self, key: str, message: str) -> SpecError:
+        return SpecError(self.weights, self.weights_field + key, message)
 
 
 def exact(x: float) -> str:

@@ -11,12 +11,15 @@ The readers work on plain mappings (a config and a state dict of arrays), so a s
 """
 from __future__ import annotations
 
+import math
+import re
 from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from symblock.errors import excerpt
 from symblock.reference.exact_weights import (  # noqa: F401  (spec_from.exact, .Unsupported, ... too)
-    Unsupported, arrays, as_array, block_weights, exact, host, inputs_of, matrix, refuse, vector)
+    Source, Unsupported, arrays, as_array, block_weights, exact, host, inputs_of, matrix, refuse, vector)
 
 
 # ---------------------------------------------------------------- torch.nn.TransformerEncoderLayer
@@ -109,71 +112,206 @@ GPT2_ACTIVATIONS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "
 
 
 def gpt(config: Mapping[str, Any], state: Mapping[str, np.ndarray], tokens, generate: int = 0,
-        flavour: str = "gpt2", kv_cache: bool = True) -> dict:
+        flavour: str = "gpt2", kv_cache: bool = True, source: Source | None = None) -> dict:
     """A Pre-LN GPT as a `model:` spec, from its config and state dict. `flavour` names the weight
     names and layouts: "gpt2" (Hugging Face: Conv1D weights stored in × out, `transformer.` prefix)
-    or "nanogpt" (nn.Linear weights out × in)."""
+    or "nanogpt" (nn.Linear weights out × in). `source` is where the config and weights came from,
+    as a refusal names them (a saved model's files; by default the flavour).
+
+    A config or a state dict that disagrees with itself (a missing or misshapen weight, n_layer or
+    n_embd other than the weights hold) is refused as a SpecError naming the file and the field."""
     names = _GPT_NAMES[flavour]
-    c = {k: config[v] for k, v in names["config"].items() if v in config}
-    s = {k.removeprefix("_orig_mod."): v for k, v in state.items()}
-    d, heads, n_layers = int(c["d"]), int(c["heads"]), int(c["layers"])
+    src = source or Source(flavour, flavour)
+    keys = names["config"]
     tokens = [int(t) for t in np.asarray(as_array(tokens)).reshape(-1)]
-    act = GPT2_ACTIVATIONS.get(c.get("activation", "gelu"))
-    refuse(flavour, [(act is None, f"activation {c.get('activation')!r}"),
-                     (bool(config.get("scale_attn_by_inverse_layer_idx")), "scale_attn_by_inverse_layer_idx"),
-                     (config.get("scale_attn_weights") is False, "unscaled attention weights"),
-                     (len(tokens) + generate > int(c["positions"]),
-                      f"{len(tokens)} prompt tokens + {generate} generated exceed the {c['positions']} positions")])
-    vocab = int(s[names["prefix"] + "wte.weight"].shape[0])
-    bad = [t for t in tokens if not 0 <= t < vocab]
-    refuse(flavour, [(bool(bad), f"token ids {bad} are outside the vocabulary 0..{vocab - 1}"),
-                     (not tokens, "the prompt has no tokens")])
-    lin = names["linear"]
-    layers = [_gpt_layer(s, names["layer"].format(i=i), d, lin) for i in range(n_layers)]
+    c, act, eps = _gpt_config(config, keys, src, len(tokens), generate)
+    s = {k.removeprefix("_orig_mod."): v for k, v in state.items()}
+    d, heads, n_layers = c["d"], c["heads"], c["layers"]
     p = names["prefix"]
-    weights = {"W_E": matrix(s[p + "wte.weight"]), "W_P": matrix(s[p + "wpe.weight"][:len(tokens) + generate]),
-               "ln_final": _norm(s, p + "ln_f"), "layers": layers}
-    tied = "lm_head.weight" not in s or np.array_equal(s["lm_head.weight"], s[p + "wte.weight"])
-    if not tied:
-        weights["W_U"] = matrix(s["lm_head.weight"].T)
+    wte = s.get(p + "wte.weight")
+    if wte is None or wte.ndim != 2 or len(wte) == 0:
+        raise src.bad_weight(p + "wte.weight", ("missing" if wte is None else f"shape {_dims(wte.shape)}")
+                             + f"; expected vocab × {d} (n_embd {d})")
+    vocab = len(wte)
+    if wte.shape[1] != d:
+        raise src.bad_config(keys["d"], f"{d} does not match the weights: {src.weights_field}{p}wte.weight in "
+                                        f"{src.weights} is {_dims(wte.shape)}, so n_embd {wte.shape[1]}")
+    declared = config.get("vocab_size")
+    if isinstance(declared, int) and not isinstance(declared, bool) and declared != vocab:
+        raise src.bad_config("vocab_size", f"{declared} does not match the weights: {src.weights_field}{p}wte.weight "
+                                           f"in {src.weights} is {_dims(wte.shape)}, so {vocab} tokens")
+    if d % heads:
+        raise src.bad_config(keys["heads"], f"{heads} heads do not divide n_embd {d} evenly")
+    _check_layer_count(s, names, n_layers, src)
+    check_tokens(tokens, vocab, src)
+    w = _Checked(s, src, names["out_in"], f" (n_embd {d})")
     first = names["layer"].format(i=0)
-    bias, d_ff = first + "attn.c_attn.bias" in s, int(lin(s[first + "mlp.c_fc.weight"]).shape[1])
+    d_ff = w.d_ff(first + "mlp.c_fc.weight", d)
+    bias = first + "attn.c_attn.bias" in s
+    layers = [_gpt_layer(w, names["layer"].format(i=i), d, d_ff, bias, first, names["linear"])
+              for i in range(n_layers)]
+    weights = {"W_E": matrix(w.need(p + "wte.weight", (vocab, d))),
+               "W_P": matrix(w.need(p + "wpe.weight", (c["positions"], d))[:len(tokens) + generate]),
+               "ln_final": _norm(w, p + "ln_f", d), "layers": layers}
+    head = w.maybe("lm_head.weight", (vocab, d))
+    tied = head is None or np.array_equal(head, wte)
+    if not tied:
+        weights["W_U"] = matrix(head.T)
     return {"title": f"{flavour} GPT ({n_layers} layers, d_model {d}, {heads} heads, vocab {vocab})",
             "model": {"vocab": [f"t{i}" for i in range(vocab)], "positions": "learned", "layers": n_layers,
                       "head": "tied" if tied else "untied", "final_norm": True, "prompt": tokens,
                       "generate": int(generate), "kv_cache": bool(kv_cache and generate)},
             "dims": {"d_model": d, "d_ff": d_ff, "heads": heads},
-            "block": {"norm_position": "pre", "norm": "layernorm", "eps": exact(c.get("eps", 1e-5)),
+            "block": {"norm_position": "pre", "norm": "layernorm", "eps": exact(eps),
                       "activation": act, "attention_scale": "sqrt_dk", "bias": bias},
             "weights": weights}
 
 
-def _gpt_layer(s: Mapping[str, np.ndarray], p: str, d: int, lin: Callable) -> dict:
-    qkv = lin(s[p + "attn.c_attn.weight"])            # d × 3d, math layout
-    q, k, v = np.split(qkv, 3, axis=1)
-    b = s.get(p + "attn.c_attn.bias")
-    bq, bk, bv = np.split(b, 3) if b is not None else (None, None, None)
-    return block_weights(q, k, v, lin(s[p + "attn.c_proj.weight"]), lin(s[p + "mlp.c_fc.weight"]),
-                         lin(s[p + "mlp.c_proj.weight"]),
-                         {"b_Q": bq, "b_K": bk, "b_V": bv, "b_O": s.get(p + "attn.c_proj.bias"),
-                          "b_1": s.get(p + "mlp.c_fc.bias"), "b_2": s.get(p + "mlp.c_proj.bias")},
-                         {"ln1": _norm_pair(s, p + "ln_1"), "ln2": _norm_pair(s, p + "ln_2")})
+def _gpt_config(config: Mapping[str, Any], keys: Mapping[str, str], src: Source, n_tokens: int,
+                generate: int) -> tuple:
+    """The GPT config's sizes (whole numbers >= 1), the block's activation and ε; an option the block
+    cannot express is refused by its field."""
+    c = {k: _whole(config, keys[k], src) for k in ("d", "heads", "layers", "positions")}
+    act_name = config.get(keys["activation"], "gelu") if "activation" in keys else "gelu"
+    act = GPT2_ACTIVATIONS.get(act_name) if isinstance(act_name, str) else None
+    if act is None:
+        raise Unsupported(src.config, f"{excerpt(act_name)} is not an activation the block has; expected one of "
+                                      f"{', '.join(GPT2_ACTIVATIONS)}", src.config_field + keys["activation"])
+    for key, bad, why in (
+            ("scale_attn_by_inverse_layer_idx", bool(config.get("scale_attn_by_inverse_layer_idx")),
+             "true is not supported: it also divides layer i's attention scores by i + 1, and the block "
+             "scales them by 1/sqrt(d_k) alone"),
+            ("scale_attn_weights", config.get("scale_attn_weights") is False,
+             "false (unscaled attention scores) is not supported: the block scales them by 1/sqrt(d_k)"),
+            ("add_cross_attention", bool(config.get("add_cross_attention")),
+             "true is not supported: a GPT read here has self-attention only")):
+        if bad:
+            raise Unsupported(src.config, why, src.config_field + key)
+    if n_tokens + generate > c["positions"]:
+        raise Unsupported(src.config, f"{n_tokens} prompt tokens + {generate} generated exceed the "
+                                      f"{c['positions']} positions", src.config_field + keys["positions"])
+    eps = config.get(keys["eps"], 1e-5) if "eps" in keys else 1e-5
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not math.isfinite(eps) or eps < 0:
+        raise src.bad_config(keys["eps"], f"expected a number ε >= 0, got {excerpt(eps)}")
+    return c, act, eps
 
 
-def _norm_pair(s, p: str) -> tuple:
-    return s[p + ".weight"], s.get(p + ".bias")
+def check_tokens(tokens: list[int], vocab: int, src: Source) -> None:
+    """The prompt's ids, each in the model's vocabulary 0..vocab-1, refused naming the weights they index."""
+    if not tokens:
+        raise Unsupported(src.weights, f"{src.prompt} has no tokens")
+    bad = [t for t in tokens if not 0 <= t < vocab]
+    if bad:
+        ids = ", ".join(map(str, bad[:8])) + (", …" if len(bad) > 8 else "")
+        raise Unsupported(src.weights, f"token id{'s' if len(bad) > 1 else ''} {ids} of {src.prompt} "
+                                       f"{'are' if len(bad) > 1 else 'is'} outside the vocabulary: the model has "
+                                       f"{vocab} tokens, ids 0..{vocab - 1}")
 
 
-def _norm(s, p: str) -> dict:
-    gamma, beta = _norm_pair(s, p)
+def _whole(config: Mapping[str, Any], key: str, src: Source) -> int:
+    if key not in config:
+        raise src.bad_config(key, "missing; expected a whole number >= 1")
+    v = config[key]
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+        raise src.bad_config(key, f"expected a whole number >= 1, got {excerpt(v)}")
+    return int(v)
+
+
+def _dims(shape) -> str:
+    return "×".join(str(n) for n in shape) if len(shape) else "a single number"
+
+
+def _check_layer_count(s: Mapping[str, np.ndarray], names: dict, n_layers: int, src: Source) -> None:
+    """n_layer must be the number of layers the weights hold, numbered 0..n_layer-1."""
+    head = names["layer"].split("{i}")[0]
+    held = {int(m.group(1)) for k in s if (m := re.match(re.escape(head) + r"(\d+)\.", k))}
+    if held == set(range(n_layers)):
+        return
+    if not held:
+        holds = f"no layer (no {head}0. weights)"
+    elif held == set(range(len(held))):
+        holds = (f"{len(held)} layer{'s' if len(held) > 1 else ''}, {head}0"
+                 + (f" to {head}{len(held) - 1}" if len(held) > 1 else ""))
+    else:
+        holds = f"layers numbered {excerpt(sorted(held))}"
+    raise src.bad_config(names["config"]["layers"], f"{n_layers}, but the weights in {src.weights} hold {holds}")
+
+
+class _Checked:
+    """A state dict as a reader takes weights from it: each by name with the shape the config implies,
+    present, of that shape and finite. A `linear` map's shape is in math layout (in × out), stored
+    so by GPT-2's Conv1D and as out × in by nn.Linear (`out_in`)."""
+
+    def __init__(self, s: Mapping[str, np.ndarray], src: Source, out_in: bool, why: str):
+        self.s, self.src, self.out_in, self.why = s, src, out_in, why
+
+    def stored(self, shape: tuple) -> tuple:
+        return tuple(reversed(shape)) if self.out_in and len(shape) == 2 else tuple(shape)
+
+    def maybe(self, key: str, shape: tuple, linear: bool = False) -> np.ndarray | None:
+        a = self.s.get(key)
+        if a is None:
+            return None
+        want = self.stored(shape) if linear else tuple(shape)
+        if a.shape != want:
+            raise self.src.bad_weight(key, f"shape {_dims(a.shape)}; expected {_dims(want)}{self.why}")
+        if not np.isfinite(a).all():
+            raise self.src.bad_weight(key, "holds NaN or infinite values; expected finite numbers")
+        return a
+
+    def need(self, key: str, shape: tuple, linear: bool = False) -> np.ndarray:
+        a = self.maybe(key, shape, linear)
+        if a is None:
+            want = self.stored(shape) if linear else tuple(shape)
+            raise self.src.bad_weight(key, f"missing; expected a {_dims(want)} array{self.why}")
+        return a
+
+    def none(self, key: str, first: str) -> None:
+        if key in self.s:
+            raise self.src.bad_weight(key, f"a bias, but {first}attn.c_attn has none; expected biases on every "
+                                           "linear map or on none")
+
+    def d_ff(self, key: str, d: int) -> int:
+        """The MLP's width, from its first weight (d × d_ff in math layout)."""
+        a = self.s.get(key)
+        ok = a is not None and a.ndim == 2 and self.stored(a.shape)[0] == d and a.size > 0
+        if not ok:
+            raise self.src.bad_weight(key, ("missing" if a is None else f"shape {_dims(a.shape)}")
+                                      + f"; expected {_dims(self.stored((d, 'd_ff')))}{self.why}")
+        return int(self.stored(a.shape)[1])
+
+
+def _gpt_layer(w: _Checked, p: str, d: int, d_ff: int, bias: bool, first: str, lin: Callable) -> dict:
+    shapes = {"attn.c_attn": (d, 3 * d), "attn.c_proj": (d, d), "mlp.c_fc": (d, d_ff), "mlp.c_proj": (d_ff, d)}
+    mats = {name: lin(w.need(p + name + ".weight", shape, linear=True)) for name, shape in shapes.items()}
+    if bias:
+        b = {name: w.need(p + name + ".bias", (shape[1],)) for name, shape in shapes.items()}
+    else:
+        for name in shapes:
+            w.none(p + name + ".bias", first)
+        b = dict.fromkeys(shapes)
+    q, k, v = np.split(mats["attn.c_attn"], 3, axis=1)
+    bq, bk, bv = np.split(b["attn.c_attn"], 3) if bias else (None, None, None)
+    return block_weights(q, k, v, mats["attn.c_proj"], mats["mlp.c_fc"], mats["mlp.c_proj"],
+                         {"b_Q": bq, "b_K": bk, "b_V": bv, "b_O": b["attn.c_proj"],
+                          "b_1": b["mlp.c_fc"], "b_2": b["mlp.c_proj"]},
+                         {"ln1": _norm_pair(w, p + "ln_1", d), "ln2": _norm_pair(w, p + "ln_2", d)})
+
+
+def _norm_pair(w: _Checked, p: str, d: int) -> tuple:
+    return w.need(p + ".weight", (d,)), w.maybe(p + ".bias", (d,))
+
+
+def _norm(w: _Checked, p: str, d: int) -> dict:
+    gamma, beta = _norm_pair(w, p, d)
     return {"gamma": vector(gamma), **({"beta": vector(beta)} if beta is not None else {})}
 
 
 _GPT_NAMES = {
-    "gpt2": {"prefix": "transformer.", "layer": "transformer.h.{i}.", "linear": lambda w: w,
+    "gpt2": {"prefix": "transformer.", "layer": "transformer.h.{i}.", "linear": lambda w: w, "out_in": False,
              "config": {"d": "n_embd", "heads": "n_head", "layers": "n_layer", "positions": "n_positions",
                         "eps": "layer_norm_epsilon", "activation": "activation_function"}},
-    "nanogpt": {"prefix": "transformer.", "layer": "transformer.h.{i}.", "linear": lambda w: w.T,
+    "nanogpt": {"prefix": "transformer.", "layer": "transformer.h.{i}.", "linear": lambda w: w.T, "out_in": True,
                 "config": {"d": "n_embd", "heads": "n_head", "layers": "n_layer", "positions": "block_size"}},
 }
 

@@ -1,0 +1,202 @@
+"""`symblock import` of a malformed model file: one line naming the file and the field or what was
+expected, exit 2, no traceback, and nothing written (no half-written or unloadable spec). Each model
+is built from a config (nothing downloaded), saved, then damaged in one way."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+safetensors_torch = pytest.importorskip("safetensors.torch")
+
+CONFIG = dict(n_layer=1, n_embd=8, n_head=2, vocab_size=11, n_positions=16)
+
+
+@pytest.fixture
+def gpt2_folder(tmp_path, capsys):
+    """`gpt2_folder(**config)`: a GPT-2 save_pretrained folder of the tiny CONFIG (overridden)."""
+    def save(name: str = "gpt2", **overrides):
+        cfg = transformers.GPT2Config(**{**CONFIG, **overrides})
+        torch.manual_seed(0)
+        folder = tmp_path / name
+        transformers.GPT2LMHeadModel(cfg).save_pretrained(folder)
+        capsys.readouterr()   # the save's progress bar is not the command's output
+        return folder
+    return save
+
+
+def edit_config(folder, **changes):
+    cfg = json.loads((folder / "config.json").read_text())
+    cfg.update(changes)
+    (folder / "config.json").write_text(json.dumps(cfg))
+
+
+def edit_weights(folder, **changes):
+    file = folder / "model.safetensors"
+    state = safetensors_torch.load_file(str(file))
+    state.update({k.replace("__", "."): v for k, v in changes.items()})
+    safetensors_torch.save_file(state, str(file), metadata={"format": "pt"})
+
+
+def nanogpt_checkpoint(path, model_args: dict, **state_changes):
+    """A nanoGPT ckpt.pt: the tiny GPT-2's weights in nanoGPT's layout (nn.Linear, out × in)."""
+    torch.manual_seed(0)
+    state = transformers.GPT2LMHeadModel(transformers.GPT2Config(**CONFIG)).state_dict()
+    conv1d = ("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight")
+    state = {k: (v.T.contiguous() if k.endswith(conv1d) else v) for k, v in state.items()
+             if not k.endswith((".attn.bias", ".attn.masked_bias"))}
+    state.update({k.replace("__", "."): v for k, v in state_changes.items()})
+    torch.save({"model": state, "model_args": model_args, "iter_num": 0}, path)
+    return path
+
+
+NANO_ARGS = {"n_layer": 1, "n_head": 2, "n_embd": 8, "block_size": 16, "bias": True, "vocab_size": 11}
+
+
+def refused(ran, tmp_path, *words):
+    """Exit 2 with one line naming each of `words`, no traceback, and no spec (or temporary) written."""
+    err = ran.err.strip()
+    assert ran.code == 2, ran.err
+    assert "Traceback" not in err and "internal error" not in err
+    assert err.count("\n") == 0, err
+    for w in words:
+        assert w in err, (w, err)
+    assert not list(tmp_path.glob("*.yaml")) and not list(tmp_path.glob(".symblock-*"))
+    return err
+
+
+def test_a_good_folder_and_checkpoint_still_import(gpt2_folder, tmp_path, cli):
+    assert cli("import", gpt2_folder(), "--tokens", "1,5", "--out", tmp_path / "a.yaml").code == 0
+    nanogpt_checkpoint(tmp_path / "ckpt.pt", NANO_ARGS)
+    assert cli("import", tmp_path / "ckpt.pt", "--tokens", "1,5", "--out", tmp_path / "b.yaml").code == 0
+    assert cli("forward", tmp_path / "b.yaml").code == 0
+
+
+def test_a_truncated_safetensors_file(gpt2_folder, tmp_path, cli):
+    folder = gpt2_folder()
+    weights = folder / "model.safetensors"
+    data = weights.read_bytes()
+    weights.write_bytes(data[:len(data) // 2])
+    err = refused(cli("import", folder, "--tokens", "1", "--out", tmp_path / "x.yaml"), tmp_path,
+                  str(weights), "safetensors")
+    assert "SafetensorError" not in err
+
+
+def test_a_safetensors_file_that_is_not_one(gpt2_folder, tmp_path, cli):
+    folder = gpt2_folder()
+    (folder / "model.safetensors").write_bytes(b"not a safetensors file at all")
+    refused(cli("import", folder, "--tokens", "1", "--out", tmp_path / "x.yaml"), tmp_path,
+            str(folder / "model.safetensors"))
+
+
+def test_a_config_json_that_is_not_a_mapping(gpt2_folder, tmp_path, cli):
+    folder = gpt2_folder()
+    (folder / "config.json").write_text("[1, 2]")
+    refused(cli("import", folder, "--tokens", "1", "--out", tmp_path / "x.yaml"), tmp_path,
+            str(folder / "config.json"), "expected a JSON object")
+
+
+def test_a_nanogpt_checkpoint_with_empty_model_args(tmp_path, cli):
+    ckpt = nanogpt_checkpoint(tmp_path / "ckpt.pt", {})
+    refused(cli("import", ckpt, "--tokens", "1", "--out", tmp_path / "x.yaml"), tmp_path,
+            str(ckpt), "model_args.n_embd", "missing")
+
+
+@pytest.mark.parametrize("value", ["8", 8.5, True, 0, -8, None])
+def test_a_nanogpt_checkpoint_with_a_bad_n_embd(tmp_path, cli, value):
+    ckpt = nanogpt_checkpoint(tmp_path / "ckpt.pt", {**NANO_ARGS, "n_embd": value})
+    refused(cli("import", ckpt, "--tokens", "1", "--out", tmp_path / "x.yaml"), tmp_path,
+            str(ckpt), "model_args.n_embd", "whole number")
+
+
+def test_a_nanogpt_checkpoint_whose_weights_are_not_tensors(tmp_path, cli):
+    ckpt = nanogpt_checkpoint(tmp_path / "ckpt.pt", NANO_ARGS, transformer__ln_f__weight="ones")
+    refused(cli("import", ckpt, "--tokens", "1", "--out", tmp_path / "x.yaml"), tmp_path,
+            str(ckpt), "model.transformer.ln_f.weight", "expected a tensor")
+
+
+def test_a_c_attn_weight_of_the_wrong_shape(gpt2_folder, tmp_path, cli):
+    folder = gpt2_folder()
+    edit_weights(folder, transformer__h__0__attn__c_attn__weight=torch.zeros(8, 20))
+    refused(cli("import", folder, "--tokens", "1", "--out", tmp_path / "x.yaml"), tmp_path,
+            str(folder / "model.safetensors"), "transformer.h.0.attn.c_attn.weight", "8×20", "8×24")
+
+
+def test_a_nanogpt_c_attn_weight_of_the_wrong_shape(tmp_path, cli):
+    ckpt = nanogpt_checkpoint(tmp_path / "ckpt.pt", NANO_ARGS,
+                              transformer__h__0__attn__c_attn__weight=torch.zeros(8, 8))
+    refused(cli("import", ckpt, "--tokens", "1", "--out", tmp_path / "x.yaml"), tmp_path,
+            str(ckpt), "model.transformer.h.0.attn.c_attn.weight", "24×8")
+
+
+def test_a_missing_weight(gpt2_folder, tmp_path, cli):
+    folder = gpt2_folder()
+    file = folder / "model.safetensors"
+    state = safetensors_torch.load_file(str(file))
+    del state["transformer.h.0.mlp.c_fc.weight"]
+    safetensors_torch.save_file(state, str(file), metadata={"format": "pt"})
+    refused(cli("import", folder, "--tokens", "1", "--out", tmp_path / "x.yaml"), tmp_path,
+            str(file), "transformer.h.0.mlp.c_fc.weight", "missing")
+
+
+def test_a_weight_that_is_not_finite(gpt2_folder, tmp_path, cli):
+    folder = gpt2_folder()
+    edit_weights(folder, transformer__ln_f__bias=torch.full((8,), float("nan")))
+    refused(cli("import", folder, "--tokens", "1", "--out", tmp_path / "x.yaml"), tmp_path,
+            str(folder / "model.safetensors"), "transformer.ln_f.bias", "finite")
+
+
+def test_n_layer_beyond_the_layers_in_the_weights(gpt2_folder, tmp_path, cli):
+    folder = gpt2_folder()
+    edit_config(folder, n_layer=3)
+    refused(cli("import", folder, "--tokens", "1", "--out", tmp_path / "x.yaml"), tmp_path,
+            str(folder / "config.json"), "n_layer", "3", "1 layer")
+
+
+def test_n_embd_that_does_not_match_the_weights(gpt2_folder, tmp_path, cli):
+    folder = gpt2_folder()
+    edit_config(folder, n_embd=4)
+    refused(cli("import", folder, "--tokens", "1", "--out", tmp_path / "x.yaml"), tmp_path,
+            str(folder / "config.json"), "n_embd", "4", "11×8")
+
+
+def test_n_head_that_does_not_divide_n_embd(gpt2_folder, tmp_path, cli):
+    folder = gpt2_folder()
+    edit_config(folder, n_head=3)
+    refused(cli("import", folder, "--tokens", "1", "--out", tmp_path / "x.yaml"), tmp_path,
+            str(folder / "config.json"), "n_head", "divide")
+
+
+def test_scale_attn_by_inverse_layer_idx_is_refused_naming_the_file(gpt2_folder, tmp_path, cli):
+    folder = gpt2_folder(scale_attn_by_inverse_layer_idx=True)
+    refused(cli("import", folder, "--tokens", "1", "--out", tmp_path / "x.yaml"), tmp_path,
+            str(folder / "config.json"), "scale_attn_by_inverse_layer_idx", "layer")
+
+
+@pytest.mark.parametrize("kind", ["folder", "ckpt"])
+def test_a_token_outside_the_vocabulary(gpt2_folder, tmp_path, cli, kind):
+    if kind == "folder":
+        model, file = gpt2_folder(), "model.safetensors"
+    else:
+        model = file = nanogpt_checkpoint(tmp_path / "ckpt.pt", NANO_ARGS)
+    err = refused(cli("import", model, "--tokens", "1,12", "--out", tmp_path / "x.yaml"), tmp_path,
+                  str(file), "--tokens", "12", "11 tokens")
+    assert "gpt2:" not in err and "nanogpt:" not in err
+
+
+def test_a_spec_that_would_not_load_is_never_written(gpt2_folder, tmp_path, cli, monkeypatch):
+    """A reader that lets a malformed model through is symblock's bug (exit 3), and writes nothing."""
+    from symblock.reference import checkpoint
+    folder = gpt2_folder()
+    real = checkpoint.read
+
+    def unloadable(*a, **k):
+        spec = real(*a, **k)
+        spec["weights"]["layers"][0]["W_Q"] = [["1"]]
+        return spec
+    monkeypatch.setattr(checkpoint, "read", unloadable)
+    ran = cli("import", folder, "--tokens", "1", "--out", tmp_path / "x.yaml")
+    assert ran.code == 3 and "does not load" in ran.err and "W_Q" in ran.err
+    assert not list(tmp_path.glob("*.yaml")) and not list(tmp_path.glob(".symblock-*"))
