@@ -305,6 +305,28 @@ def _flops(gated: bool, widths: bool, grouped: bool, cross_attention: bool = Fal
     return flops
 
 
+def _checked(d_model, heads, d_ff, seq_len, d_k, d_v, kv_heads, norm, activation):
+    """count's arguments checked, with d_ff, d_k, d_v filled in: a one-line ValueError for each fault."""
+    d_model = _positive_int("d_model", d_model)
+    heads = _positive_int("heads", heads)
+    d_ff = 4 * d_model if d_ff is None else _positive_int("d_ff", d_ff)
+    seq_len = _positive_int("seq_len", seq_len)
+    kv_heads = grouped_heads(_positive_int("kv_heads", kv_heads) if kv_heads is not None else None, heads)
+    widths = d_k is not None or d_v is not None or kv_heads is not None  # W_Q is d × h·d_k, W_O h·d_v × d
+    if widths and (d_k is None or d_v is None) and d_model % heads:
+        raise ValueError(f"d_model = {d_model} is not divisible by heads = {heads}: give both d_k and d_v")
+    if widths:
+        d_k, d_v = (_positive_int(n, w if w is not None else d_model // heads) for n, w in (("d_k", d_k), ("d_v", d_v)))
+    elif d_model % heads:
+        raise ValueError(f"d_model = {d_model} is not divisible by heads = {heads} "
+                         f"(each head gets d_model / heads columns)")
+    if norm not in NORMS:
+        raise ValueError(f"norm must be one of {', '.join(NORMS)}, got {norm!r}")
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {', '.join(ACTIVATIONS)}, got {activation!r}")
+    return d_model, heads, d_ff, seq_len, d_k, d_v, kv_heads, widths
+
+
 def count(d_model: int, heads: int, d_ff: int | None = None, bias: bool = True,
           norm: str = "layernorm", activation: str = "relu", final_norm: bool = False,
           seq_len: int = DEFAULT_SEQ_LEN, d_k: int | None = None, d_v: int | None = None,
@@ -331,23 +353,8 @@ def count(d_model: int, heads: int, d_ff: int | None = None, bias: bool = True,
     work of order d + n·h per token. So the total is 2·(weight-matrix parameters) + 4·n·d.
     """
     extra = frozenset(extra)
-    d_model = _positive_int("d_model", d_model)
-    heads = _positive_int("heads", heads)
-    d_ff = 4 * d_model if d_ff is None else _positive_int("d_ff", d_ff)
-    seq_len = _positive_int("seq_len", seq_len)
-    kv_heads = grouped_heads(_positive_int("kv_heads", kv_heads) if kv_heads is not None else None, heads)
-    widths = d_k is not None or d_v is not None or kv_heads is not None  # W_Q is d × h·d_k, W_O h·d_v × d
-    if widths and (d_k is None or d_v is None) and d_model % heads:
-        raise ValueError(f"d_model = {d_model} is not divisible by heads = {heads}: give both d_k and d_v")
-    if widths:
-        d_k, d_v = (_positive_int(n, w if w is not None else d_model // heads) for n, w in (("d_k", d_k), ("d_v", d_v)))
-    elif d_model % heads:
-        raise ValueError(f"d_model = {d_model} is not divisible by heads = {heads} "
-                         f"(each head gets d_model / heads columns)")
-    if norm not in NORMS:
-        raise ValueError(f"norm must be one of {', '.join(NORMS)}, got {norm!r}")
-    if activation not in ACTIVATIONS:
-        raise ValueError(f"activation must be one of {', '.join(ACTIVATIONS)}, got {activation!r}")
+    d_model, heads, d_ff, seq_len, d_k, d_v, kv_heads, widths = _checked(
+        d_model, heads, d_ff, seq_len, d_k, d_v, kv_heads, norm, activation)
     bias, final_norm = bool(bias), bool(final_norm)
     gated = activation in GATED
     env = {"n": seq_len, "d": d_model, "f": d_ff}

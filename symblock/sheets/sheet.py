@@ -60,7 +60,9 @@ def build(variant, *, lang: str = "en", places: int = 3, title: str | None = Non
     }
 
 
+_TITLE_KEY = {"block": lambda spec: "default_title", "model": lambda spec: f"default_title_{spec.kind}"}
+
+
 def default_title(spec, lang: str) -> str:
     """An untitled spec's title: what it is (a block, a tiny GPT, an encoder, ...), in `lang`."""
-    kind = getattr(spec, "kind", None) if spec.form == "model" else None
-    return TEXTS[lang][f"default_title_{kind}" if kind else "default_title"]
+    return TEXTS[lang][_TITLE_KEY[spec.form](spec)]
