@@ -130,6 +130,21 @@ def test_help_does_not_import_heavy_modules():
     assert out.strip() == "[]"
 
 
+def test_a_command_imports_no_other_commands_module(tmp_path):
+    """`forward` builds its parser without importing the other commands' modules (and what their
+    options pull in: the sheets, the grader), yet the top-level help still names every command."""
+    code = ("import sys, symblock.cli as c; c.main(['--debug', 'forward', '--step', 'output']); "
+            "print(sorted(m for m in sys.modules if m.startswith(('symblock.commands.', 'symblock.sheets.worksheet', "
+            "'symblock.grading.'))))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert r.stdout.strip().splitlines()[-1] == "['symblock.commands.arguments', 'symblock.commands.flags']"
+    r = subprocess.run([sys.executable, "-m", "symblock", "--help"], capture_output=True, text=True, cwd=tmp_path)
+    assert all(f"    {name}" in r.stdout for name in ("worksheet", "grade", "import", "params"))
+    r = subprocess.run([sys.executable, "-m", "symblock", "--debug", "grade", "--help"],
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 0 and "--roster" in r.stdout   # the command run gets its own options
+
+
 def test_python_dash_m(tmp_path):
     r = subprocess.run([sys.executable, "-m", "symblock", "forward", "--step", "output"],
                        capture_output=True, text=True, cwd=tmp_path)
