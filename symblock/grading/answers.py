@@ -54,7 +54,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Mapping
 
-from symblock.engine import names
+from symblock.engine import exact, names
 from symblock.engine.spec import kind_of
 from symblock.errors import excerpt
 from symblock.grading.answer_files import read, read_csv  # noqa: F401  (answers.read: the reader callers know)
@@ -95,6 +95,18 @@ class Policy:
         return Policy(max(self.decimals or 0, self.floor), None, self.print, self.floor)
 
 
+def simplest_between(lo: Fraction, hi: Fraction) -> Fraction:
+    """The rational of smallest denominator in [lo, hi] (Stern–Brocot, by continued fractions)."""
+    if lo <= 0 <= hi:
+        return Fraction(0)
+    if hi < 0:
+        return -simplest_between(-hi, -lo)
+    whole = lo.numerator // lo.denominator
+    if whole == lo or whole + 1 <= hi:
+        return Fraction(whole) if whole == lo else Fraction(whole + 1)
+    return whole + 1 / simplest_between(1 / (hi - whole), 1 / (lo - whole))
+
+
 @dataclass(frozen=True)
 class Entry:
     """One answered number: its exact value, the text as written and, for a decimal entry, the
@@ -110,6 +122,16 @@ class Entry:
     tol: Fraction | None = None
     reason: str | None = None   # unreadable: "number", "large", "comma" or "inf"; value is None
     cap: Fraction | None = None  # under `tol`: also at most this far from the value (Policy.floor's half unit)
+
+    def unrounded(self):
+        """What a wrong entry may stand for, unrounded: the simplest rational its digits allow (−5/3
+        for −1.667), so a person who worked on with their exact wrong number is followed too."""
+        if self.reason is not None:   # unreadable: the chain's own value stands in, as values() has it
+            return None
+        if self.decimal is None or not self.decimal.is_finite():
+            return self.value
+        half = Fraction(1, 2 * 10 ** max(0, -self.decimal.as_tuple().exponent))
+        return exact.real(simplest_between(Fraction(self.decimal) - half, Fraction(self.decimal) + half))
 
 
 @dataclass(frozen=True)

@@ -1,14 +1,15 @@
 """The words of the checker's and grader's reports, in English and Chinese (`--lang zh`).
 
 One table per language; `words(lang)` returns it. Mistake explanations in English live with the
-catalogue (mistakes.EXPLANATIONS); the Chinese ones are here, keyed by the same stable codes.
+catalogue (mistakes.EXPLANATIONS); the Chinese ones are here, keyed by the same stable codes. At the end, how a report prints a value (`show`: at an
+entry's places, its significant digits or as a whole number; `closed_form`).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from fractions import Fraction
 
-if TYPE_CHECKING:
-    from symblock.grading.marking import StepResult
+from symblock.engine import exact
 
 LANGS = ("en", "zh")
 
@@ -138,7 +139,7 @@ EXPLANATIONS_ZH = {
 }
 
 
-def blanks(step: StepResult, w: dict, shown: int = 8) -> str | None:
+def blanks(step, w: dict, shown: int = 8) -> str | None:
     """The line naming a partly blank step's blank entries (rows and columns from 1), or None."""
     cells = [w["cell"].format(row=e.row + 1, col=e.col + 1) for e in step.entries if e.mark == "blank"]
     if not cells or len(cells) == len(step.entries):
@@ -211,3 +212,45 @@ SUMMARY_TEXT = {
            "plots": "分布", "totals": "总分", "tasks": "各题得分",
            "no_plots": "没有图：未安装 matplotlib（pip install 'symblock[plot]'）。"},
 }
+
+
+# ---------------------------------------------------------------- values as a report prints them
+
+def show(value, places: int | None, entry=None) -> str:
+    if value is exact.NEG_INF:
+        return "-inf"
+    if entry is not None and entry.tol is not None:
+        return value.digits(17 if entry.tol < Fraction(1, 10 ** 10) else 9)
+    if entry is not None and entry.sig_figs is not None:
+        return value.digits(entry.sig_figs) if value.sign() else "0"
+    if entry is not None and entry.whole and getattr(value, "q", None) is not None and value.q.q == 1:
+        return str(int(value.q))   # a whole number written for a whole number (a 0/1 flag, a count): "1", not "1.000"
+    if places is not None:
+        try:
+            d = value.decimal(places)
+        except exact.UndecidableError:  # a rounding tie: show more digits
+            return value.digits(places + 3)
+        return f"{d:.{places}f}" if d != 0 else f"{0:.{places}f}"
+    form = exact.text(value, 40)  # written from the graph: no SymPy expression per entry
+    if form is not None and len(form) <= 40:
+        return form
+    return "≈" + value.digits(10)
+
+
+@dataclass(frozen=True)
+class EntryStyle:
+    """What `show` reads of an entry (hashable, for the memo)."""
+    tol: Fraction | None
+    sig_figs: int | None
+    whole: bool      # written as a whole number, no point
+
+    def __init__(self, e):
+        object.__setattr__(self, "tol", e.tol)
+        object.__setattr__(self, "sig_figs", e.sig_figs)
+        object.__setattr__(self, "whole", e.decimal is not None and not e.written and e.text.lstrip("+-").isdigit())
+
+
+def closed_form(value) -> str | None:
+    if value is exact.NEG_INF:
+        return "-oo"
+    return exact.text(value, 40)

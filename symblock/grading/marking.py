@@ -8,7 +8,10 @@ truth. Each answered entry is
 
 * `correct`: it matches the truth (rounding rule: answers.py), or what the item gives from a chain
   built only on right answers (honest rounding carried forward is never wrong);
-* `carried`: it matches what the item gives from the person's chain, which rests on a wrong answer;
+* `carried`: it matches what the item gives from the person's chain, which rests on a wrong answer:
+  the chain as written, or as they may have kept it unrounded (each right entry its exact value, a
+  wrong one the simplest rational its digits allow: −1.667 as −5/3), so a person who works on
+  with full precision after a mistake is charged once, as one who rounds every step is;
 * `rounded`: written with fewer places (or significant digits) than asked, at least 1, and right
   at the places written ("correct, rounded to 2 places");
 * `slip`: off by at most one unit in the last place written: a rounding slip;
@@ -32,6 +35,7 @@ from fractions import Fraction
 
 from symblock.engine import exact
 from symblock.grading import answers as answers_mod, plan
+from symblock.grading.lang import EntryStyle, closed_form, show
 from symblock.grading.mistakes import diagnose
 from symblock.grading.recompute import equivalents
 
@@ -202,60 +206,21 @@ def is_slip(entry, value) -> bool:
     return _within(entry.value, value, unit)
 
 
-def judge(entry, truth, honest, own) -> tuple[str, bool]:
-    """(mark, whether it needed the person's own chain with its wrong answers): tried against the
-    truth, then `honest` (the item from their chain with each wrong entry put right: their honest
-    rounding), then `own` (from their chain as it is); carried is decided by the step."""
+def judge(entry, truth, honest, own, kept=None) -> tuple[str, bool, object]:
+    """(mark, whether it needed the person's own chain with its wrong answers, the value it
+    matched): tried against the truth, then `honest` (the item from their chain with each wrong
+    entry put right: their honest rounding), then `kept` (from their chain as they may have kept
+    it, unrounded) and `own` (from their chain as written); carried is decided by the step."""
     for mark, test in ((CORRECT, matches), (ROUNDED, fewer_places), (SLIP, is_slip)):
-        for value, via_own in ((truth, False), (honest, False), (own, True)):
+        for value, via_own in ((truth, False), (honest, False), (kept, True), (own, True)):
             if value is not None and test(entry, value):
-                return mark, via_own
-    return WRONG, False
+                return mark, via_own, value
+    return WRONG, False, None
 
 
 def lenient(entry, value) -> bool:
     """What reproduces a number for the mistake catalogue: a match, or one at fewer places."""
     return matches(entry, value) or fewer_places(entry, value)
-
-
-def show(value, places: int | None, entry=None) -> str:
-    if value is exact.NEG_INF:
-        return "-inf"
-    if entry is not None and entry.tol is not None:
-        return value.digits(17 if entry.tol < Fraction(1, 10 ** 10) else 9)
-    if entry is not None and entry.sig_figs is not None:
-        return value.digits(entry.sig_figs) if value.sign() else "0"
-    if entry is not None and entry.whole and getattr(value, "q", None) is not None and value.q.q == 1:
-        return str(int(value.q))   # a whole number written for a whole number (a 0/1 flag, a count): "1", not "1.000"
-    if places is not None:
-        try:
-            d = value.decimal(places)
-        except exact.UndecidableError:  # a rounding tie: show more digits
-            return value.digits(places + 3)
-        return f"{d:.{places}f}" if d != 0 else f"{0:.{places}f}"
-    form = exact.text(value, 40)  # written from the graph: no SymPy expression per entry
-    if form is not None and len(form) <= 40:
-        return form
-    return "≈" + value.digits(10)
-
-
-@dataclass(frozen=True)
-class _Style:
-    """What `show` reads of an entry (hashable, for the memo)."""
-    tol: Fraction | None
-    sig_figs: int | None
-    whole: bool      # written as a whole number, no point
-
-    def __init__(self, e):
-        object.__setattr__(self, "tol", e.tol)
-        object.__setattr__(self, "sig_figs", e.sig_figs)
-        object.__setattr__(self, "whole", e.decimal is not None and not e.written and e.text.lstrip("+-").isdigit())
-
-
-def closed_form(value) -> str | None:
-    if value is exact.NEG_INF:
-        return "-oo"
-    return exact.text(value, 40)
 
 
 def _equivalent(answer, name, chain, spec) -> bool:
@@ -283,6 +248,7 @@ def check(spec, trace, answers, asked=None, backward=None, items=None, memo: dic
     truth.update({it.name: it.value for it in items})
     chain = dict(trace.params)       # the person's chain: name -> Mat
     fixed = dict(trace.params)       # the chain with each wrong or carried entry put right
+    kept = dict(trace.params)        # the chain as they may have kept it: unrounded (kept_value)
     bad: dict[str, list[str]] = {}   # name -> the wrong/carried answers its chain value rests on
     results = []
     for it in items:
@@ -291,16 +257,18 @@ def check(spec, trace, answers, asked=None, backward=None, items=None, memo: dic
         built_on = sorted({b for i in deps for b in bad.get(i, [])})
         own = _recompute(it, chain, deps, truth)
         honest = own if all(fixed[i] is chain[i] for i in deps) else _recompute(it, fixed, deps, truth)
+        unrounded = own if all(kept[i] is chain[i] for i in deps) else _recompute(it, kept, deps, truth)
         answer = answers.steps.get(name)
         is_asked = asked is None or name in asked
         if answer is None or not answer.answered:
             results.append(StepResult(name, GIVEN if it.given else MISSING, built_on=built_on, asked=is_asked))
             chain[name] = own if own is not None else it.value
             fixed[name] = chain[name] if honest is own else (honest if honest is not None else it.value)
+            kept[name] = unrounded if unrounded is not None else it.value
             bad[name] = built_on
             continue
-        result = mark_step(it, answer, own, honest, built_on, spec, chain, truth,
-                           {} if memo is None else memo, forms)
+        result, kept[name] = mark_step(it, answer, own, honest, built_on, spec, chain, truth,
+                                       {} if memo is None else memo, forms, unrounded)
         result.asked = is_asked
         results.append(result)
         chain[name] = _read_fills(answer.values(own if own is not None else it.value), result)
@@ -342,8 +310,28 @@ def _put_right(mine, result, right):
 
 
 def mark_step(it, answer, own, honest, built_on: list[str], spec, chain, truth, memo: dict,
-              forms: bool = True) -> StepResult:
-    entries, needed_own = [], False
+              forms: bool = True, unrounded=None):
+    """(the step's StepResult, its value in the kept chain: each entry's matched value, a wrong
+    one's kept_value, a blank from `unrounded` or the truth; the truth itself when all match it)."""
+    result, matched = _mark_step(it, answer, own, honest, built_on, spec, chain, truth, memo, forms, unrounded)
+    fill = unrounded if unrounded is not None else it.value
+    rows = [[fill.rows[i][j] for j in range(len(row))] for i, row in enumerate(it.value.rows)]
+    for er in result.entries:
+        e = answer.entries[er.row][er.col]
+        if er.mark == WRONG:
+            v = e.unrounded()
+            rows[er.row][er.col] = v if v is not None else rows[er.row][er.col]
+        elif er.mark != BLANK:   # right: the value it matched (the truth when marked right as an equivalent order)
+            v = matched.get((er.row, er.col))
+            rows[er.row][er.col] = v if v is not None else it.value.rows[er.row][er.col]
+    from symblock.engine.matrix import Mat
+    if all(v is t for row, trow in zip(rows, it.value.rows) for v, t in zip(row, trow)):
+        return result, it.value
+    return result, Mat(rows)
+
+
+def _mark_step(it, answer, own, honest, built_on, spec, chain, truth, memo, forms, unrounded):
+    entries, needed_own, matched = [], False, {}
 
     def known(fn, t, *key):   # the truth's printed forms, once per trace
         k = (fn.__name__, id(t), *key)
@@ -357,17 +345,20 @@ def mark_step(it, answer, own, honest, built_on: list[str], spec, chain, truth, 
             if e is None:
                 entries.append(EntryResult(i, j, None, known(show, t, answer.decimals), False, mark=BLANK))
                 continue
-            mark, via_own = judge(e, t, honest.rows[i][j] if honest is not None else None, o)
+            k = unrounded.rows[i][j] if unrounded is not None and unrounded is not own else None
+            mark, via_own, matched[i, j] = judge(e, t, honest.rows[i][j] if honest is not None else None, o, k)
             needed_own = needed_own or via_own
+            if via_own and matched[i, j] is k:
+                o = k   # what their own answers give, unrounded
             if via_own and mark == CORRECT and built_on:
                 mark = CARRIED
             right = mark in (CORRECT, CARRIED, ROUNDED)
-            er = EntryResult(i, j, e.text, known(show, t, e.places, _Style(e)), right,
+            er = EntryResult(i, j, e.text, known(show, t, e.places, EntryStyle(e)), right,
                              exact=known(closed_form, t) if forms or not right else None, mark=mark,
                              reason=getattr(e, "reason", None),
                              note=MASK_FILL if t is exact.NEG_INF and e.value is not t and right else None)
-            if o is not None and show(o, e.places, _Style(e)) != er.expected:
-                er.own = show(o, e.places, _Style(e))
+            if o is not None and show(o, e.places, EntryStyle(e)) != er.expected:
+                er.own = show(o, e.places, EntryStyle(e))
             entries.append(er)
     marks = {er.mark for er in entries}
     rests = _rests_on(built_on, needed_own, own, entries)
@@ -386,11 +377,11 @@ def mark_step(it, answer, own, honest, built_on: list[str], spec, chain, truth, 
             for er in entries:
                 if er.mark == SLIP and diagnosis:
                     er.mark = WRONG
-            return StepResult(it.name, WRONG, entries, diagnosis, built_on=rests)
-        return StepResult(it.name, SLIP, entries, [ROUNDING_CODE], built_on=rests)
+            return StepResult(it.name, WRONG, entries, diagnosis, built_on=rests), matched
+        return StepResult(it.name, SLIP, entries, [ROUNDING_CODE], built_on=rests), matched
     if needed_own and built_on:
-        return StepResult(it.name, CARRIED, entries, built_on=built_on)
-    return StepResult(it.name, ROUNDED if ROUNDED in marks else CORRECT, entries, built_on=rests)
+        return StepResult(it.name, CARRIED, entries, built_on=built_on), matched
+    return StepResult(it.name, ROUNDED if ROUNDED in marks else CORRECT, entries, built_on=rests), matched
 
 
 def _rests_on(built_on: list[str], needed_own: bool, own, entries) -> list[str]:

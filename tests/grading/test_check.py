@@ -480,10 +480,12 @@ def test_variance_around_the_persons_own_rounded_mean(cli, spec_file, resid1, st
     assert e["ok"] and e["own"] == str(var[0])
     if resid1 is None:
         assert code == 0 and e["expected"] == "1.555556"
-    # the same variance around the exact mean is not what this person's numbers give
-    wrong = text.replace(str(var[0]), str(exact_var[0]))
-    code, data, steps = run_json(cli, spec_file, wrong, write_spec(spec_file, OWN_MEAN_SPEC))
-    if resid1 is None:  # ...but it is the truth, so it is right too
-        assert steps["norm1.var"]["status"] == "correct"
-    else:
-        assert steps["norm1.var"]["status"] == "wrong"
+    # the variance around the person's mean kept unrounded (7/3 or 8/3, not 2.33 or 2.67) is right
+    # too: the truth without a wrong answer, the error carried forward with one, as it is when rounded
+    unrounded = text.replace(str(var[0]), str(exact_var[0]))
+    code, data, steps = run_json(cli, spec_file, unrounded, write_spec(spec_file, OWN_MEAN_SPEC))
+    assert steps["norm1.var"]["status"] == status
+    # a variance around neither mean is wrong
+    other = text.replace(str(var[0]), str(exact_var[0] + Decimal("0.01")))
+    code, data, steps = run_json(cli, spec_file, other, write_spec(spec_file, OWN_MEAN_SPEC))
+    assert steps["norm1.var"]["status"] == "wrong"

