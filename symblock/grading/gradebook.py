@@ -69,6 +69,8 @@ def best_fit(own: str, entries: list, pool, truths: "Truths") -> Flag | None:
     so a class of N files costs about N × entries, not N² × entries."""
     held, both, theirs = 0, Counter(), Counter()   # entries own fits; per other variant: fits with own, fits without
     for step, i, j, places, given in entries:
+        if places is None:   # unreadable or −∞: no number to fit
+            continue
         fits = truths.fitting(step, i, j, places, given)
         mine = own in fits
         held += mine
@@ -139,13 +141,18 @@ class Truths:
 
 
 def _entries(answers) -> list[tuple]:
-    """(step, row, col, places, the entry as a Decimal at those places) of every answered finite entry."""
+    """(step, row, col, places, the entry as a Decimal at those places) of every answered finite entry;
+    an unreadable or −∞ entry as (step, row, col, None, its text as written), which only the
+    same-answers check reads (two files differing there are not the same answers)."""
     from symblock.engine import exact
     out = []
     for name, step in answers.steps.items():
         for i, row in enumerate(step.entries):
             for j, e in enumerate(row):
-                if e is None or e.value is None or exact.real(e.value) is exact.NEG_INF:   # blank, unreadable, −∞
+                if e is None:
+                    continue
+                if e.value is None or exact.real(e.value) is exact.NEG_INF:   # unreadable, −∞
+                    out.append((name, i, j, None, e.text))
                     continue
                 places = e.places if e.places is not None else PLACES
                 given = e.decimal if e.decimal is not None and e.places is not None else exact.real(e.value).decimal(places)

@@ -90,3 +90,21 @@ def test_a_flagged_name_stays_text_in_the_summaries(three, tmp_path):
     assert "<img src=x" not in html and "a.yaml (&lt;img src=x onerror=alert(1)&gt; *A*): same name as b.yaml" in html
     md = (answers / "graded" / "summary.md").read_text(encoding="utf-8")
     assert r"- a.yaml (\<img src=x onerror=alert(1)\> \*A\*): same name as b.yaml" in md
+
+
+def test_files_differing_only_in_an_unreadable_entry_are_not_the_same_answers(three, tmp_path):
+    """An entry that is no number ("abc", "x") is still part of what a file answers: two files that
+    differ there are not copies, and two that agree there are."""
+    root, ids, steps = three
+    answers = tmp_path / "answers"
+    answers.mkdir()
+    first = next(iter(steps[ids[0]]))
+    for name, text in (("a", '"abc"'), ("b", '"x"'), ("c", '"x"')):
+        mine = dict(steps[ids[0]])
+        mine[first] = [[text, *row[1:]] for row in mine[first][:1]] + mine[first][1:]
+        write_yaml(answers / f"{name}.yaml", ids[0], name.upper(), mine)
+    assert main(["grade", str(root / "set"), str(answers)]) == 1
+    book = gradebook(answers / "graded" / "gradebook.csv")
+    assert "same answers" not in book["a.yaml"]["flags"]
+    assert book["b.yaml"]["flags"].endswith("same answers as c.yaml")
+    assert book["c.yaml"]["flags"].endswith("same answers as b.yaml")
