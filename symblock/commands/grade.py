@@ -49,6 +49,10 @@ def run(args) -> int:
     from symblock.grading import report
     from symblock.grading.report import one_line
     out = Path(args.out) if args.out else Path(args.answers_dir) / "graded"
+    if out.resolve() == Path(args.answers_dir).resolve():   # its gradebook would be read as an answers file next time
+        from symblock.errors import UsageError
+        raise UsageError(f"--out: {out} is the answers folder itself; write elsewhere (the default is "
+                         f"{Path(args.answers_dir) / 'graded'})")
     _no_links(out, ("feedback", report.PLOTS))
     if not args.force:   # refuse before the work (write_files checks every file again)
         from symblock.errors import UsageError

@@ -134,6 +134,16 @@ def test_a_planted_graded_link_is_never_written_through(set_dir, answers, tmp_pa
     assert "symbolic link" in capsys.readouterr().err
 
 
+def test_out_the_answers_folder_itself_is_refused(set_dir, answers, capsys):
+    """Its gradebook.csv would be read as a student's file at the next grading."""
+    before = sorted(p.name for p in answers.iterdir())
+    for extra in ([], ["--force"]):
+        assert main(["grade", str(set_dir), str(answers), "--out", str(answers / "."), *extra]) == 2
+        err = capsys.readouterr().err
+        assert "--out:" in err and "is the answers folder itself" in err and "Traceback" not in err
+    assert sorted(p.name for p in answers.iterdir()) == before   # nothing written
+
+
 @pytest.mark.parametrize("where", ["/proc", "/sys"])
 def test_out_in_a_pseudo_file_system_is_a_clear_error(set_dir, answers, where, capsys):
     assert main(["grade", str(set_dir), str(answers), "--out", f"{where}/graded"]) == 2
