@@ -10,6 +10,8 @@ are marked `Safe`. Everything else (titles, file names) is user text that the wr
 """
 from __future__ import annotations
 
+import re
+
 from symblock.sheets.builder import Builder
 from symblock.sheets.lang import TEXTS
 from symblock.sheets.numbers import Safe, cells  # noqa: F401  (re-exported for the writers)
@@ -40,7 +42,9 @@ def build(variant, *, lang: str = "en", places: int = 3, title: str | None = Non
         task["worth"] = exercise.points.get(task["name"], 1)
     return {
         "lang": lang,
-        "title": title if title is not None else (spec.titles.get(lang) or spec.title or default_title(spec, lang)),
+        # one line in every format (a line break inside a Moodle category or a QTI title attribute splits it)
+        "title": re.sub(r"[ \t\r\n]+", " ", title if title is not None else (
+            spec.titles.get(lang) or spec.title or default_title(spec, lang))).strip(),
         "ident": ident,
         "describe": b.describe(),
         "loss": b.loss() if backprop else None,

@@ -255,3 +255,9 @@ def test_moodle_marks_equal_grade_for_the_key_the_printed_chain_and_a_wrong_answ
 def test_control_characters_in_the_title_are_left_out_of_the_xml(tmp_path):
     root = write(tmp_path, "--title", "A\x01\x0b\ufffe\uffffB")   # lxml raises on a forbidden character
     assert root.findall("question")[1].find("name/text").text == "AB · seed-post-ln"
+
+
+def test_a_title_with_line_breaks_is_one_line_in_the_category_and_names(tmp_path):
+    root = write(tmp_path, "--title", "Week 3\nquiz\r\n  B")
+    assert root.findall("question")[0].find("category/text").text == "$course$/top/symblock/Week 3 quiz B (seed-post-ln)"
+    assert root.findall("question")[1].find("name/text").text == "Week 3 quiz B · seed-post-ln"
