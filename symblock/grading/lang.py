@@ -9,8 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from symblock.engine import exact
-
 LANGS = ("en", "zh")
 
 EN = {
@@ -217,6 +215,7 @@ SUMMARY_TEXT = {
 # ---------------------------------------------------------------- values as a report prints them
 
 def show(value, places: int | None, entry=None) -> str:
+    from symblock.engine import exact   # here, not at the top: `symblock --help` reads this module's words
     if value is exact.NEG_INF:
         return "-inf"
     if entry is not None and entry.tol is not None:
@@ -251,6 +250,7 @@ class EntryStyle:
 
 
 def closed_form(value) -> str | None:
+    from symblock.engine import exact
     if value is exact.NEG_INF:
         return "-oo"
     return exact.text(value, 40)
