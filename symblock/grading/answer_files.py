@@ -78,16 +78,17 @@ def read_csv(path: str | Path, text: str | None = None) -> tuple[dict, str]:
     text = text.lstrip("\ufeff")
     first = next((line for line in text.splitlines() if line.strip()), "")
     semicolons = tuple(c.strip().strip('"').lower() for c in first.split(";")[:4]) == CSV_HEADER
-    try:
-        rows = list(csv.reader(io.StringIO(text), delimiter=";" if semicolons else ","))
+    try:   # (line number, fields) of each line that is not blank: messages name the file's own lines
+        reader = csv.reader(io.StringIO(text), delimiter=";" if semicolons else ",")
+        numbered = [(reader.line_num, r) for r in reader if any(c.strip() for c in r)]
     except csv.Error as e:   # a field over the reader's limit, a NUL: the file's fault, named
         raise SpecError(source, "", f"not a readable CSV table: {e}") from None
-    rows = [r for r in rows if any(c.strip() for c in r)]
+    rows = [r for _, r in numbered]
     if not rows or tuple(c.strip().lower() for c in rows[0][:4]) != CSV_HEADER:
         raise SpecError(source, "line 1", "expected the header step,row,col,value (or step;row;col;value, "
                                           "as a spreadsheet of a decimal-comma locale saves it)")
     data: dict[str, Any] = {"steps": {}}
-    for n, r in enumerate(rows[1:], start=2):
+    for n, r in numbered[1:]:
         step, row, col = (list(r) + ["", "", ""])[:3]
         value = ",".join(r[3:]).strip()   # an unquoted decimal comma splits the value in two
         step = step.strip()
@@ -99,5 +100,18 @@ def read_csv(path: str | Path, text: str | None = None) -> tuple[dict, str]:
             raise SpecError(source, f"line {n}", f"expected whole-number row and col (from 0), got "
                                                  f"{inert_excerpt(row)!r}, {inert_excerpt(col)!r}")
         cells = data["steps"].setdefault(step, {"entries": {}})["entries"]
-        cells[f"{int(row)},{int(col)}"] = value if value else None
+        cells[CsvCell(f"{int(row)},{int(col)}", n)] = value if value else None
     return data, source
+
+
+class CsvCell(str):
+    """A cell key "i,j" read from a CSV line, which keeps its line number for the messages."""
+    line: int
+
+    def __new__(cls, text: str, line: int):
+        cell = super().__new__(cls, text)
+        cell.line = line
+        return cell
+
+    def __reduce__(self):   # grade --jobs hands read files to other processes
+        return CsvCell, (str(self), self.line)

@@ -299,10 +299,14 @@ def _grid(value: Any, shape: tuple[int, int], source: str, where: str) -> list[l
         for key, v in cells.items():
             m = _CELL.match(str(key))
             i, j = (int(m.group(1) or m.group(3)), int(m.group(2) or m.group(4))) if m else (-1, -1)
+            line = getattr(key, "line", None)   # a CSV line's cell (answer_files.CsvCell)
+            if not (0 <= i < r and 0 <= j < c) and line is not None:
+                raise SpecError(source, f"line {line}", f"row {i}, col {j} is outside {where.split('.', 1)[-1]}'s "
+                                f"{r} × {c} grid (row 0..{r - 1}, col 0..{c - 1}, from 0)")
             if not (0 <= i < r and 0 <= j < c):
                 raise SpecError(source, f"{where}.entries.{key}", f"expected a cell \"[i][j]\" or \"i,j\" "
                                 f"with i in 0..{r - 1} and j in 0..{c - 1}")
-            grid[i][j] = (v, f"{where}.entries[{i}][{j}]")
+            grid[i][j] = (v, f"line {line}" if line is not None else f"{where}.entries[{i}][{j}]")
         return grid
     if "value" not in value:
         raise SpecError(source, f"{where}.value", "missing; expected the step's matrix")
@@ -390,7 +394,13 @@ def parse_entry(value: Any, policy: Policy | int | None, source: str, where: str
 
 
 def _text(value) -> str:
-    return str(value) if isinstance(value, int) else format(value, "f")
+    """The entry as a report shows it: positional (1.50 stays 1.50), scientific when that would run
+    past 24 characters (1e999 is 1E+999, not a thousand digits); a long whole number by its first
+    digits and its length."""
+    text = str(value) if isinstance(value, int) else format(value, "f")
+    if len(text) <= 24:
+        return text
+    return f"{text[:16]}…({len(text.lstrip('-'))} digits)" if isinstance(value, int) else str(value)
 
 
 def _rows(value: Any, shape: tuple[int, int], source: str, where: str) -> list:

@@ -94,6 +94,24 @@ def test_csv_needs_its_header(tmp_path, capsys):
     assert "a.csv: line 1: expected the header step,row,col,value" in capsys.readouterr().err
 
 
+def test_a_csv_cell_outside_its_grid_is_named_by_its_line(tmp_path, capsys):
+    """resid1 of the seed block is 3 × 2: a row 5 on the file's fourth line is named there, in
+    the CSV's own terms (rows and columns from 0), not by an internal field."""
+    path = tmp_path / "a.csv"
+    path.write_text("step,row,col,value\nresid1,0,0,2.401\n\nresid1,5,0,1\n", encoding="utf-8")
+    assert main(["check", "seed-post-ln", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == (f"symblock: error: {path}: line 4: row 5, col 0 is outside resid1's 3 × 2 grid "
+                           "(row 0..2, col 0..1, from 0)")
+
+
+def test_a_huge_entry_is_shown_short_as_given(cli, spec_file):
+    code, data, steps = check(cli, spec_file, "decimals: 3\nsteps:\n  resid1: [['1e999', 0.599], [%s, 1.752]]\n"
+                              % ("9" * 40))
+    given = {(e["row"], e["col"]): e.get("given") for e in steps["resid1"]["entries"]}
+    assert given[0, 0] == "1E+999" and given[1, 0] == "9999999999999999…(40 digits)"
+
+
 # ---------------------------------------------------------------- numbers as written
 
 @pytest.mark.parametrize("policy, var, status", [
