@@ -301,7 +301,7 @@ def _grid(value: Any, shape: tuple[int, int], source: str, where: str) -> list[l
             i, j = (int(m.group(1) or m.group(3)), int(m.group(2) or m.group(4))) if m else (-1, -1)
             line = getattr(key, "line", None)   # a CSV line's cell (answer_files.CsvCell)
             if not (0 <= i < r and 0 <= j < c) and line is not None:
-                raise SpecError(source, f"line {line}", f"row {i}, col {j} is outside {where.split('.', 1)[-1]}'s "
+                raise SpecError(source, f"line {line}", f"row {i}, col {j} is outside {where.removeprefix('steps.')}'s "
                                 f"{r} × {c} grid (row 0..{r - 1}, col 0..{c - 1}, from 0)")
             if not (0 <= i < r and 0 <= j < c):
                 raise SpecError(source, f"{where}.entries.{key}", f"expected a cell \"[i][j]\" or \"i,j\" "
