@@ -58,7 +58,7 @@ from symblock.engine import exact, names
 from symblock.engine.spec import kind_of
 from symblock.errors import excerpt
 from symblock.grading.answer_files import read, read_csv  # noqa: F401  (answers.read: the reader callers know)
-from symblock.grading.students import inert_excerpt, student_data
+from symblock.grading.students import EXCERPT, inert_excerpt, one_line, student_data
 
 
 TOP_KEYS = ("id", "name", "decimals", "sig_figs", "print", "steps", "title", "notes")
@@ -251,7 +251,7 @@ def _entry(value: Any, policy: Policy, source: str, where: str, masked: bool) ->
             reason = "comma"
         else:
             reason = "large" if "too large" in e.message else "number"
-        return Entry(None, inert_excerpt(value), policy.decimals, reason=reason)
+        return Entry(None, one_line(inert_excerpt(value, inert=False), EXCERPT), policy.decimals, reason=reason)
 
 
 def _text_field(data: Mapping, key: str, source: str) -> str | None:

@@ -235,9 +235,9 @@ def feedback_md(g, cls, credit, lang: str = "en") -> str:
         shown = [e for e in st.entries if e.mark in ("wrong", "slip")][:SHOWN_ENTRIES]
         for e in shown:
             own = w["own"].format(own=e.own) if e.own else ""
-            lines.append("- " + w["entry"].format(row=e.row + 1, col=e.col + 1, given=e.given, expected=e.expected,
-                                                  own=own, mark=w["mark"][e.mark]).replace("  ", " ")
-                         + why(e, lang).replace("  ", " "))
+            lines.append("- " + w["entry"].format(row=e.row + 1, col=e.col + 1, given=md_text(e.given),
+                                                  expected=e.expected, own=own, mark=w["mark"][e.mark]).replace("  ", " ")
+                         + md_text(why(e, lang)).replace("  ", " "))
         lines.append("")
     lines += [credit.statement(lang), ""]
     return "\n".join(lines)

@@ -370,12 +370,13 @@ def test_bad_answers_files(cli, spec_file, text, name, field, message):
     ("true", "True", "not a number: 'True'"),
     ("-inf", "-inf", "-inf only in a masked step: '-inf'"),
     ('"1,234.5"', "1,234.5", "ambiguous comma: '1,234.5'"),
-    ('"<b>x</b>"', "?b?x?/b?", "not a number: '?b?x?/b?'"),
+    ('"<b>x</b>"', "<b>x</b>", "not a number: '<b>x</b>'"),
+    ('"2*_2"', "2*_2", "not a number: '2*_2'"),
     ('"' + "x" * 5000 + '"', "x" * 23 + "…", "not a number: '" + "x" * 23 + "…'"),
 ])
 def test_an_unreadable_entry_is_that_entry_wrong_and_the_rest_is_marked(cli, spec_file, value, given, reason):
     """resid1[1][1] unreadable, the seed article's other resid1 entries right (2.401 0.599 / 1.504 . /
-    2.576 1.716): that one entry wrong with the reason quoted short and inert, the other five
+    2.576 1.716): that one entry wrong with the reason quoted short and as written, the other five
     correct, and norm1.mean, worked from the true resid1[1][1] (1.628 = (1.504 + 1.752)/2), correct."""
     text = (f"decimals: 3\nsteps:\n  resid1: [[2.401, 0.599], [1.504, {value}], [2.576, 1.716]]\n"
             "  norm1.mean: [[1.5], [1.628], [2.146]]\n")

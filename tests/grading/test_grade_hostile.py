@@ -80,6 +80,23 @@ def test_names_never_become_formulas_rows_or_markup(set_dir, answers, capsys):
     assert "\x1b" not in said and "@SUM(1+1)  [2J# x): id -2+3" in said
 
 
+def test_an_unreadable_entry_is_quoted_as_written_and_never_markup(set_dir, answers, capsys):
+    """An entry that is no number is quoted back as written (`2*_2` stays `2*_2`, not `2??2`, which is what the
+    student typed); in the Markdown feedback the same text is escaped, so a tag in it is never HTML."""
+    text = template(set_dir, "Eve").replace("norm1.mean: [[null], [null], [null]]",
+                                            "norm1.mean: [['<img src=x>'], ['2*_2'], [null]]")
+    (answers / "eve.yaml").write_text(text, encoding="utf-8")
+    assert main(["grade", str(set_dir), str(answers)]) == 1
+    md = next(p for p in (answers / "graded" / "feedback").iterdir() if "Eve" in p.read_text(encoding="utf-8"))
+    md = md.read_text(encoding="utf-8")
+    assert not RAW_TAG.search(md) and "not a number: '\\<img src=x\\>'" in md and "given 2\\*\\_2 " in md
+    capsys.readouterr()
+    assert main(["check", str(answers / "eve.yaml"), "--json"]) == 1
+    import json
+    entries = next(s for s in json.loads(capsys.readouterr().out)["steps"] if s["name"] == "norm1.mean")["entries"]
+    assert [e["given"] for e in entries[:2]] == ["<img src=x>", "2*_2"]
+
+
 def test_links_and_pipes_among_answers_are_refused_unread(set_dir, answers, tmp_path, capsys):
     (answers / "pw.yaml").symlink_to(tmp_path / "secret.txt")
     (answers / "dir.json").symlink_to(tmp_path)
