@@ -6,10 +6,9 @@ from __future__ import annotations
 import json
 
 import pytest
-
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
-safetensors_torch = pytest.importorskip("safetensors.torch")
+import safetensors.torch as safetensors_torch
+import torch
+import transformers
 
 CONFIG = dict(n_layer=1, n_embd=8, n_head=2, vocab_size=11, n_positions=16)
 
@@ -200,3 +199,84 @@ def test_a_spec_that_would_not_load_is_never_written(gpt2_folder, tmp_path, cli,
     ran = cli("import", folder, "--tokens", "1", "--out", tmp_path / "x.yaml")
     assert ran.code == 3 and "does not load" in ran.err and "W_Q" in ran.err
     assert not list(tmp_path.glob("*.yaml")) and not list(tmp_path.glob(".symblock-*"))
+
+
+# ---------------------------------------------------------------- Llama and BERT folders
+
+@pytest.fixture
+def hf_folder(tmp_path, capsys):
+    """`hf_folder("llama" | "bert")`: a tiny save_pretrained folder of that kind (d 4, 2 heads, vocab 8)."""
+    def save(kind: str):
+        torch.manual_seed(0)
+        sizes = dict(vocab_size=8, hidden_size=4, intermediate_size=6, num_hidden_layers=1, num_attention_heads=2,
+                     max_position_embeddings=16)
+        if kind == "llama":
+            model = transformers.LlamaForCausalLM(transformers.LlamaConfig(num_key_value_heads=1, **sizes))
+        else:
+            model = transformers.BertModel(transformers.BertConfig(**sizes))
+        folder = tmp_path / kind
+        model.eval().save_pretrained(folder)
+        capsys.readouterr()
+        return folder
+    return save
+
+
+@pytest.mark.parametrize("kind, change, words", [
+    ("llama", {"num_hidden_layers": 2}, ["num_hidden_layers", "2", "1 layer, model.layers.0"]),
+    ("llama", {"hidden_size": 6}, ["hidden_size", "6 does not match", "8×4"]),
+    ("llama", {"hidden_size": "x"}, ["hidden_size", "whole number", "'x'"]),
+    ("llama", {"num_key_value_heads": 3}, ["num_key_value_heads", "do not divide the 2 query heads"]),
+    ("llama", {"rms_norm_eps": "a"}, ["rms_norm_eps", "a number >= 0"]),
+    ("llama", {"rope_parameters": {"rope_theta": 0, "rope_type": "default"}}, ["rope_parameters.rope_theta", "> 0"]),
+    ("llama", {"intermediate_size": 5}, ["intermediate_size", "5 does not match", "6 wide"]),
+    ("llama", {"vocab_size": 9}, ["vocab_size", "8 tokens"]),
+    ("bert", {"num_hidden_layers": 2}, ["num_hidden_layers", "2", "1 layer, encoder.layer.0"]),
+    ("bert", {"hidden_size": 6}, ["hidden_size", "6 does not match", "8×4"]),
+    ("bert", {"num_attention_heads": 3}, ["num_attention_heads", "divide hidden_size 4"]),
+    ("bert", {"layer_norm_eps": None, "hidden_act": "tanh"}, ["hidden_act", "'tanh'"]),
+    ("bert", {"intermediate_size": 5}, ["intermediate_size", "6 wide"]),
+    ("bert", {"max_position_embeddings": 1}, ["max_position_embeddings", "16 positions"]),
+])
+def test_a_llama_or_bert_config_that_disagrees_with_its_weights(hf_folder, tmp_path, cli, kind, change, words):
+    """Each is refused by config.json and the field (it was an internal error, exit 3, before)."""
+    folder = hf_folder(kind)
+    edit_config(folder, **change)
+    refused(cli("import", folder, "--tokens", "1,2", "--out", tmp_path / "x.yaml"), tmp_path,
+            str(folder / "config.json"), *words)
+
+
+def test_llama_heads_that_the_weights_do_not_have_name_the_weight(hf_folder, tmp_path, cli):
+    """3 heads of head_dim 2 need a 4 × 6 W_Q (stored 6×4); the weights hold 4×4."""
+    folder = hf_folder("llama")
+    edit_config(folder, num_attention_heads=3, head_dim=2, num_key_value_heads=1)
+    refused(cli("import", folder, "--tokens", "1,2", "--out", tmp_path / "x.yaml"), tmp_path,
+            str(folder / "model.safetensors"), "model.layers.0.self_attn.q_proj.weight", "shape 4×4", "6×4",
+            "3 heads over 1 K/V heads of 2")
+
+
+@pytest.mark.parametrize("kind, key, value, words", [
+    ("llama", "model.layers.0.mlp.up_proj.weight", None, ["missing", "6×4"]),
+    ("llama", "model.layers.0.self_attn.k_proj.weight", torch.zeros(4, 4), ["shape 4×4", "2×4"]),
+    ("llama", "model.norm.weight", torch.full((4,), float("inf")), ["finite"]),
+    ("bert", "encoder.layer.0.output.LayerNorm.bias", None, ["missing", "a 4 array"]),
+    ("bert", "encoder.layer.0.attention.self.value.weight", torch.zeros(4, 3), ["shape 4×3", "4×4"]),
+])
+def test_a_llama_or_bert_weight_missing_misshapen_or_not_finite(hf_folder, tmp_path, cli, kind, key, value, words):
+    folder = hf_folder(kind)
+    file = folder / "model.safetensors"
+    state = safetensors_torch.load_file(str(file))
+    if value is None:
+        del state[key]
+    else:
+        state[key] = value
+    safetensors_torch.save_file(state, str(file), metadata={"format": "pt"})
+    refused(cli("import", folder, "--tokens", "1,2", "--out", tmp_path / "x.yaml"), tmp_path, str(file), key, *words)
+
+
+@pytest.mark.parametrize("kind", ["llama", "bert"])
+def test_a_llama_or_bert_token_outside_the_vocabulary_names_the_weights(hf_folder, tmp_path, cli, kind):
+    folder = hf_folder(kind)
+    refused(cli("import", folder, "--tokens", "1,9", "--out", tmp_path / "x.yaml"), tmp_path,
+            str(folder / "model.safetensors"), "--tokens", "9", "8 tokens")
+    ran = cli("import", folder, "--tokens", "1,2", "--out", tmp_path / "ok.yaml")
+    assert ran.code == 0 and "(1 layer," in ran.out

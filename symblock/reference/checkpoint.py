@@ -65,16 +65,16 @@ def _hugging_face(folder: Path, tokens: list[int], generate: int) -> dict:
         state = load_file(str(_size_ok(weights)))
     except SafetensorError as e:   # a truncated or damaged file: the safetensors reader says which part
         raise SpecError(str(weights), "", f"not a complete safetensors file ({e})") from None
+    source = spec_from.Source(str(cfg_file), str(weights), prompt="--tokens")
     if kind == "bert":        # BertModel (or a task model's `bert.` body): the encoder's hidden states
         from symblock.reference.spec_from_bert import bert
         refuse_generate(cfg_file, generate)
-        return bert(config, spec_from.arrays(state), tokens)
+        return bert(config, spec_from.arrays(state), tokens, source=source)
     if kind == "llama":
         from symblock.reference.spec_from_llama import llama
-        return llama(config, spec_from.arrays(state), tokens, generate)
+        return llama(config, spec_from.arrays(state), tokens, generate, source=source)
     if not any(k.startswith("transformer.") for k in state):   # saved from the bare GPT2Model
         state = {"transformer." + k: v for k, v in state.items()}
-    source = spec_from.Source(str(cfg_file), str(weights), prompt="--tokens")
     return spec_from.gpt(config, spec_from.arrays(state), tokens, generate, flavour=HF_TYPES[kind], source=source)
 
 

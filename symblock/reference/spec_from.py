@@ -12,12 +12,13 @@ The readers work on plain mappings (a config and a state dict of arrays), so a s
 from __future__ import annotations
 
 import math
-import re
 from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from symblock.errors import excerpt
+from symblock.reference.checked import Checked, check_layer_count, check_tokens, dims, whole
+from symblock.reference.checked import layers as layers_text
 from symblock.reference.exact_weights import (  # noqa: F401  (spec_from.exact, .Unsupported, ... too)
     Source, Unsupported, arrays, as_array, block_weights, exact, host, inputs_of, matrix, refuse, vector)
 
@@ -130,23 +131,23 @@ def gpt(config: Mapping[str, Any], state: Mapping[str, np.ndarray], tokens, gene
     p = names["prefix"]
     wte = s.get(p + "wte.weight")
     if wte is None or wte.ndim != 2 or len(wte) == 0:
-        raise src.bad_weight(p + "wte.weight", ("missing" if wte is None else f"shape {_dims(wte.shape)}")
+        raise src.bad_weight(p + "wte.weight", ("missing" if wte is None else f"shape {dims(wte.shape)}")
                              + f"; expected vocab × {d} (n_embd {d})")
     vocab = len(wte)
     if wte.shape[1] != d:
         raise src.bad_config(keys["d"], f"{d} does not match the weights: {src.weights_field}{p}wte.weight in "
-                                        f"{src.weights} is {_dims(wte.shape)}, so n_embd {wte.shape[1]}")
+                                        f"{src.weights} is {dims(wte.shape)}, so n_embd {wte.shape[1]}")
     declared = config.get("vocab_size")
     if isinstance(declared, int) and not isinstance(declared, bool) and declared != vocab:
         raise src.bad_config("vocab_size", f"{declared} does not match the weights: {src.weights_field}{p}wte.weight "
-                                           f"in {src.weights} is {_dims(wte.shape)}, so {vocab} tokens")
+                                           f"in {src.weights} is {dims(wte.shape)}, so {vocab} tokens")
     if d % heads:
         raise src.bad_config(keys["heads"], f"{heads} heads do not divide n_embd {d} evenly")
-    _check_layer_count(s, names, n_layers, src)
+    check_layer_count(s, names["layer"].split("{i}")[0], keys["layers"], n_layers, src)
     check_tokens(tokens, vocab, src)
-    w = _Checked(s, src, names["out_in"], f" (n_embd {d})")
+    w = Checked(s, src, names["out_in"], f" (n_embd {d})")
     first = names["layer"].format(i=0)
-    d_ff = w.d_ff(first + "mlp.c_fc.weight", d)
+    d_ff = w.width(first + "mlp.c_fc.weight", d)
     bias = first + "attn.c_attn.bias" in s
     layers = [_gpt_layer(w, names["layer"].format(i=i), d, d_ff, bias, first, names["linear"])
               for i in range(n_layers)]
@@ -157,7 +158,7 @@ def gpt(config: Mapping[str, Any], state: Mapping[str, np.ndarray], tokens, gene
     tied = head is None or np.array_equal(head, wte)
     if not tied:
         weights["W_U"] = matrix(head.T)
-    return {"title": f"{flavour} GPT ({n_layers} layers, d_model {d}, {heads} heads, vocab {vocab})",
+    return {"title": f"{flavour} GPT ({layers_text(n_layers)}, d_model {d}, {heads} heads, vocab {vocab})",
             "model": {"vocab": [f"t{i}" for i in range(vocab)], "positions": "learned", "layers": n_layers,
                       "head": "tied" if tied else "untied", "final_norm": True, "prompt": tokens,
                       "generate": int(generate), "kv_cache": bool(kv_cache and generate)},
@@ -171,7 +172,7 @@ def _gpt_config(config: Mapping[str, Any], keys: Mapping[str, str], src: Source,
                 generate: int) -> tuple:
     """The GPT config's sizes (whole numbers >= 1), the block's activation and ε; an option the block
     cannot express is refused by its field."""
-    c = {k: _whole(config, keys[k], src) for k in ("d", "heads", "layers", "positions")}
+    c = {k: whole(config, keys[k], src) for k in ("d", "heads", "layers", "positions")}
     act_name = config.get(keys["activation"], "gelu") if "activation" in keys else "gelu"
     act = GPT2_ACTIVATIONS.get(act_name) if isinstance(act_name, str) else None
     if act is None:
@@ -196,99 +197,14 @@ def _gpt_config(config: Mapping[str, Any], keys: Mapping[str, str], src: Source,
     return c, act, eps
 
 
-def check_tokens(tokens: list[int], vocab: int, src: Source) -> None:
-    """The prompt's ids, each in the model's vocabulary 0..vocab-1, refused naming the weights they index."""
-    if not tokens:
-        raise Unsupported(src.weights, f"{src.prompt} has no tokens")
-    bad = [t for t in tokens if not 0 <= t < vocab]
-    if bad:
-        ids = ", ".join(map(str, bad[:8])) + (", …" if len(bad) > 8 else "")
-        raise Unsupported(src.weights, f"token id{'s' if len(bad) > 1 else ''} {ids} of {src.prompt} "
-                                       f"{'are' if len(bad) > 1 else 'is'} outside the vocabulary: the model has "
-                                       f"{vocab} tokens, ids 0..{vocab - 1}")
-
-
-def _whole(config: Mapping[str, Any], key: str, src: Source) -> int:
-    if key not in config:
-        raise src.bad_config(key, "missing; expected a whole number >= 1")
-    v = config[key]
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-        raise src.bad_config(key, f"expected a whole number >= 1, got {excerpt(v)}")
-    return int(v)
-
-
-def _dims(shape) -> str:
-    return "×".join(str(n) for n in shape) if len(shape) else "a single number"
-
-
-def _check_layer_count(s: Mapping[str, np.ndarray], names: dict, n_layers: int, src: Source) -> None:
-    """n_layer must be the number of layers the weights hold, numbered 0..n_layer-1."""
-    head = names["layer"].split("{i}")[0]
-    held = {int(m.group(1)) for k in s if (m := re.match(re.escape(head) + r"(\d+)\.", k))}
-    if held == set(range(n_layers)):
-        return
-    if not held:
-        holds = f"no layer (no {head}0. weights)"
-    elif held == set(range(len(held))):
-        holds = (f"{len(held)} layer{'s' if len(held) > 1 else ''}, {head}0"
-                 + (f" to {head}{len(held) - 1}" if len(held) > 1 else ""))
-    else:
-        holds = f"layers numbered {excerpt(sorted(held))}"
-    raise src.bad_config(names["config"]["layers"], f"{n_layers}, but the weights in {src.weights} hold {holds}")
-
-
-class _Checked:
-    """A state dict as a reader takes weights from it: each by name with the shape the config implies,
-    present, of that shape and finite. A `linear` map's shape is in math layout (in × out), stored
-    so by GPT-2's Conv1D and as out × in by nn.Linear (`out_in`)."""
-
-    def __init__(self, s: Mapping[str, np.ndarray], src: Source, out_in: bool, why: str):
-        self.s, self.src, self.out_in, self.why = s, src, out_in, why
-
-    def stored(self, shape: tuple) -> tuple:
-        return tuple(reversed(shape)) if self.out_in and len(shape) == 2 else tuple(shape)
-
-    def maybe(self, key: str, shape: tuple, linear: bool = False) -> np.ndarray | None:
-        a = self.s.get(key)
-        if a is None:
-            return None
-        want = self.stored(shape) if linear else tuple(shape)
-        if a.shape != want:
-            raise self.src.bad_weight(key, f"shape {_dims(a.shape)}; expected {_dims(want)}{self.why}")
-        if not np.isfinite(a).all():
-            raise self.src.bad_weight(key, "holds NaN or infinite values; expected finite numbers")
-        return a
-
-    def need(self, key: str, shape: tuple, linear: bool = False) -> np.ndarray:
-        a = self.maybe(key, shape, linear)
-        if a is None:
-            want = self.stored(shape) if linear else tuple(shape)
-            raise self.src.bad_weight(key, f"missing; expected a {_dims(want)} array{self.why}")
-        return a
-
-    def none(self, key: str, first: str) -> None:
-        if key in self.s:
-            raise self.src.bad_weight(key, f"a bias, but {first}attn.c_attn has none; expected biases on every "
-                                           "linear map or on none")
-
-    def d_ff(self, key: str, d: int) -> int:
-        """The MLP's width, from its first weight (d × d_ff in math layout)."""
-        a = self.s.get(key)
-        ok = a is not None and a.ndim == 2 and self.stored(a.shape)[0] == d and a.size > 0
-        if not ok:
-            raise self.src.bad_weight(key, ("missing" if a is None else f"shape {_dims(a.shape)}")
-                                      + f"; expected {_dims(self.stored((d, 'd_ff')))}{self.why}")
-        return int(self.stored(a.shape)[1])
-
-
-def _gpt_layer(w: _Checked, p: str, d: int, d_ff: int, bias: bool, first: str, lin: Callable) -> dict:
+def _gpt_layer(w: Checked, p: str, d: int, d_ff: int, bias: bool, first: str, lin: Callable) -> dict:
     shapes = {"attn.c_attn": (d, 3 * d), "attn.c_proj": (d, d), "mlp.c_fc": (d, d_ff), "mlp.c_proj": (d_ff, d)}
     mats = {name: lin(w.need(p + name + ".weight", shape, linear=True)) for name, shape in shapes.items()}
     if bias:
         b = {name: w.need(p + name + ".bias", (shape[1],)) for name, shape in shapes.items()}
     else:
         for name in shapes:
-            w.none(p + name + ".bias", first)
+            w.none(p + name + ".bias", f"{first}attn.c_attn has none")
         b = dict.fromkeys(shapes)
     q, k, v = np.split(mats["attn.c_attn"], 3, axis=1)
     bq, bk, bv = np.split(b["attn.c_attn"], 3) if bias else (None, None, None)
@@ -298,11 +214,11 @@ def _gpt_layer(w: _Checked, p: str, d: int, d_ff: int, bias: bool, first: str, l
                          {"ln1": _norm_pair(w, p + "ln_1", d), "ln2": _norm_pair(w, p + "ln_2", d)})
 
 
-def _norm_pair(w: _Checked, p: str, d: int) -> tuple:
+def _norm_pair(w: Checked, p: str, d: int) -> tuple:
     return w.need(p + ".weight", (d,)), w.maybe(p + ".bias", (d,))
 
 
-def _norm(w: _Checked, p: str, d: int) -> dict:
+def _norm(w: Checked, p: str, d: int) -> dict:
     gamma, beta = _norm_pair(w, p, d)
     return {"gamma": vector(gamma), **({"beta": vector(beta)} if beta is not None else {})}
 
