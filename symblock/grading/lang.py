@@ -45,6 +45,10 @@ EN = {
                   "masked_fill writes them): their softmax weights are 0 to far below any printed place",
     "ok": "OK: nothing wrong ({counts}).",
     "ok_so_far": "Nothing wrong so far ({counts}): answer the missing steps and check again.",
+    "ok_blanks": "Nothing wrong so far ({counts}), but {n} entries of answered steps are blank: fill them in and "
+                 "check again.",
+    "ok_blank": "Nothing wrong so far ({counts}), but 1 entry of an answered step is blank: fill it in and check "
+                "again.",
     "blank": "Nothing answered yet ({counts}): fill in the answers file and check again.",
     "not_ok": "NOT OK ({counts}). The chain first breaks at {step}.",
     "count": "{n} {status}",
@@ -85,6 +89,8 @@ ZH = {
                   "它们在 softmax 中的权重在任何保留位数下都是 0",
     "ok": "通过：没有错误（{counts}）。",
     "ok_so_far": "目前没有错误（{counts}）：请完成缺少的步骤，再检查。",
+    "ok_blanks": "目前没有错误（{counts}），但已答步骤中还有 {n} 个数未填：请填上，再检查。",
+    "ok_blank": "目前没有错误（{counts}），但已答步骤中还有 1 个数未填：请填上，再检查。",
     "blank": "还没有作答（{counts}）：请先填写答案文件，再检查。",
     "not_ok": "未通过（{counts}）。计算链从 {step} 开始出错。",
     "count": "{status} {n}",

@@ -314,8 +314,10 @@ def text(result, trace: Trace | None=None, every_entry: bool = False, lang: str 
                            if result.count(st))
     if not result.answered:
         lines.append(w["blank"].format(counts=counts))
-    elif result.ok:   # an asked step still missing is not "OK" yet
-        lines.append(w["ok_so_far" if result.count("missing") else "ok"].format(counts=counts))
+    elif result.ok:   # an asked step still missing, or an answered one with blank entries, is not "OK" yet
+        gaps = sum(s.blank for s in steps if s.status != "missing")
+        key = "ok_so_far" if result.count("missing") else "ok_blank" if gaps == 1 else "ok_blanks" if gaps else "ok"
+        lines.append(w[key].format(counts=counts, n=gaps))
     else:
         lines.append(w["not_ok"].format(counts=counts, step=result.first_break))
     return "\n".join(lines) + "\n"

@@ -57,6 +57,29 @@ def test_seed_000_text_report(capsys):
                                  "and check again.") and "OK:" not in out
 
 
+def test_a_step_with_blank_entries_is_not_ok_yet(tmp_path, capsys):
+    """The decoder layer worked by hand (every step, numbers from NumPy) is OK; with one or two of
+    its entries left null the answered entries are still right, but the file is not "OK" yet."""
+    full = json.loads((DATA / "decoder_layer_answers.json").read_text(encoding="utf-8"))
+    ok = tmp_path / "ok.json"
+    ok.write_text(json.dumps(full), encoding="utf-8")
+    assert main(["check", "example:decoder-layer", str(ok)]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("OK: nothing wrong (36 correct).")
+    full["steps"]["attn.q"][0][0] = None
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps(full), encoding="utf-8")
+    assert main(["check", "example:decoder-layer", str(one)]) == 0
+    out = capsys.readouterr().out
+    assert "1 blank: row 1 col 1" in out and "OK:" not in out
+    assert out.rstrip().endswith("Nothing wrong so far (36 correct), but 1 entry of an answered step is blank: "
+                                 "fill it in and check again.")
+    full["steps"]["norm3"][1][2] = None
+    two = tmp_path / "two.json"
+    two.write_text(json.dumps(full), encoding="utf-8")
+    main(["check", "example:decoder-layer", str(two), "--lang", "zh"])
+    assert capsys.readouterr().out.rstrip().endswith("但已答步骤中还有 2 个数未填：请填上，再检查。")
+
+
 SEED = SEED_ANSWERS.read_text(encoding="utf-8")
 
 
