@@ -1,7 +1,8 @@
 """Reading an answers file into its raw mapping (answers.py gives it meaning): YAML through libyaml
 when it takes the file cleanly, JSON and the rest through the spec reader (whose messages name the
 line), and the CSV form a spreadsheet saves (`step,row,col,value`, or `;` where the comma is the
-decimal mark) turned into the same mapping."""
+decimal mark) turned into the same mapping; and a step's written matrix as rows (`grid_rows`), or as
+the other shape it was written in (`written_shape`)."""
 from __future__ import annotations
 
 import csv
@@ -11,6 +12,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from symblock.engine.fields import kind_of
 from symblock.grading.students import inert_excerpt
 
 CSV_HEADER = ("step", "row", "col", "value")
@@ -115,3 +117,50 @@ class CsvCell(str):
 
     def __reduce__(self):   # grade --jobs hands read files to other processes
         return CsvCell, (str(self), self.line)
+
+
+# ---------------------------------------------------------------- a step's written matrix
+
+def blank(v) -> bool:
+    return v is None or isinstance(v, str) and not v.strip()
+
+
+def grid_rows(value: Any, shape: tuple[int, int], source: str, where: str) -> list:
+    """A full or partial matrix: a list of at most r rows (missing rows and `null` rows are blank)."""
+    from symblock.engine.spec import SpecError
+    r, c = shape
+    if isinstance(value, list) and value and all(not isinstance(v, (list, dict)) for v in value):
+        if c == 1 and len(value) == r:       # a 1-column step written as a flat list
+            value = [[v] for v in value]
+        elif r == 1:                         # a 1-row step written as a flat list
+            value = [value]
+        elif len(value) == c and not all(blank(v) for v in value):
+            raise SpecError(source, where, f"one row of {c} for a {r}×{c} step: say which, e.g. "
+                                           f"{{row: 0, value: [...]}}")
+    if not isinstance(value, list) or not value or not all(row is None or isinstance(row, list) for row in value):
+        raise SpecError(source, where, f"expected a {r}×{c} matrix: a list of rows, e.g. "
+                                       f"[[1, 2], [3, 4]], got {kind_of(value)}")
+    if len(value) > r:
+        raise SpecError(source, where, f"expected shape {r}×{c}, got {len(value)} rows")
+    for i, row in enumerate(value):
+        if row is not None and len(row) != c:
+            hint = " (a 1-column step is a list of one-entry rows: [[a], [b], ...])" if c == 1 else ""
+            raise SpecError(source, f"{where}[{i}]", f"expected shape {r}×{c}, got a row of {len(row)}{hint}")
+    return value
+
+
+def written_shape(value: Any, shape: tuple[int, int]) -> tuple[int, int] | None:
+    """The shape of a whole matrix written in another shape than the step's r×c (more rows, or
+    other rows of one width; fewer full rows too), else None: rows of one width, every entry a
+    number or a text, none blank."""
+    if not (isinstance(value, list) and value and all(isinstance(row, list) and row for row in value)):
+        return None
+    width = len(value[0])
+    if any(len(row) != width or any(isinstance(v, (list, dict)) or blank(v) for v in row) for row in value):
+        return None
+    if (len(value), width) == tuple(shape) or len(value) > MAX_WRITTEN_ROWS or width > MAX_WRITTEN_ROWS:
+        return None
+    return (len(value), width)
+
+
+MAX_WRITTEN_ROWS = 4096   # a matrix written in another shape is read to this size; past it, refused as before

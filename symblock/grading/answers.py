@@ -33,9 +33,12 @@ An entry is either
 A decimal comma is a decimal point when it can be nothing else: one comma between digits, with no
 point (`"2,25"` and `"1,234"` are 2.25 and 1.234; thousands separators are never read). An entry
 that cannot be read as a number (`abc`, `²`, `"1,234.5"`, `1e99999999999999999999`, `true`) is that
-entry marked wrong with the reason (`Entry.reason`), not a refused file; only the file's structure
-(not a mapping, an unknown step, a shape, a row or col out of range, a list where an entry goes, a
-bad `decimals`) refuses the file. Other top-level keys (`student_id`, `email`, `section`) are the
+entry marked wrong with the reason (`Entry.reason`), not a refused file. A whole matrix of another
+shape than the step's (a slip that changes it: K and V of the decoder's 2 rows where the memory has 3)
+is that step wrong, every entry, and kept as written (`StepAnswer.written`) so that the slip can be
+named; fewer full rows are read as those rows, the rest blank, and kept as written too. Only the
+file's structure (not a mapping, an unknown step, rows of different widths, a row or col out of range,
+a list where an entry goes, a bad `decimals`) refuses the file. Other top-level keys (`student_id`, `email`, `section`) are the
 student's data, kept as short text in `Answers.student` (keys lower-cased), except a near-miss
 of a key above (`decimal:`), which is refused as a typo.
 
@@ -57,6 +60,7 @@ from typing import Any, Mapping
 from symblock.engine import exact, names
 from symblock.engine.spec import kind_of
 from symblock.errors import excerpt
+from symblock.grading.answer_files import blank, grid_rows, written_shape
 from symblock.grading.answer_files import read, read_csv  # noqa: F401  (answers.read: the reader callers know)
 from symblock.grading.students import EXCERPT, inert_excerpt, one_line, student_data
 
@@ -140,6 +144,7 @@ class StepAnswer:
     entries: tuple[tuple[Entry | None, ...], ...]   # None: a blank entry
     decimals: int | None   # declared places for this step (file default or override)
     policy: Policy = Policy()
+    written: StepAnswer | None = None   # as written, when its shape is not the step's (what a diagnosis reads)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -207,14 +212,31 @@ def from_mapping(data: Mapping, source: str, shapes: Mapping[str, tuple[int, int
                                                               f"{', '.join(STEP_KEYS)}")
             policy = _policy(value, source, f"{where}.", top)
             overruled += _lowered(value, f"{where}.", default.floor)
-        rows = _grid(value, shapes[name], source, where)
         step = names.parse(name)
         masked = step.kind in ("masked", "scaled", "cross_masked", "cross_scaled") and not step.dropped  # .scaled: masked, then scaled
-        entries = tuple(tuple(None if _blank(v) else _entry(v, policy, source, w, masked)
-                              for v, w in row) for row in rows)
-        out[name] = StepAnswer(name, entries, policy.decimals, policy)
+        out[name] = _step(name, value, shapes[name], policy, source, where, masked)
     return Answers(source, top.decimals, out, _text_field(data, "id", source), _text_field(data, "name", source),
                    student, overruled)
+
+
+def _step(name: str, value: Any, shape: tuple[int, int], policy: Policy, source: str, where: str,
+          masked: bool) -> StepAnswer:
+    """One step's answer. A whole matrix of another shape (K/V of the decoder's 2 rows where the
+    memory has 3) is that step wrong, every entry, and kept as written for the diagnosis; a matrix
+    with fewer full rows is read as its rows (the others blank) and kept as written too."""
+    def entries(rows):
+        return tuple(tuple(None if blank(v) else _entry(v, policy, source, w, masked) for v, w in row)
+                     for row in rows)
+    other = written_shape(value, shape)
+    written = None
+    if other is not None:
+        written = StepAnswer(name, entries([(v, f"{where}[{i}][{j}]") for j, v in enumerate(row)]
+                                           for i, row in enumerate(value)), policy.decimals, policy)
+        if other[0] > shape[0] or other[1] != shape[1]:
+            wrong = Entry(None, f"{other[0]}×{other[1]}", policy.decimals, reason="shape")
+            grid = tuple(tuple(wrong for _ in range(shape[1])) for _ in range(shape[0]))
+            return StepAnswer(name, grid, policy.decimals, policy, written)
+    return StepAnswer(name, entries(_grid(value, shape, source, where)), policy.decimals, policy, written)
 
 
 def set_policy(manifest: Mapping) -> Policy:
@@ -276,17 +298,13 @@ def _policy(data: Mapping, source: str, prefix: str, base: Policy) -> Policy:
     return Policy(dec, sig, printed, base.floor).floored()   # a stated policy replaces the one it is inside
 
 
-def _blank(v) -> bool:
-    return v is None or isinstance(v, str) and not v.strip()
-
-
 def _grid(value: Any, shape: tuple[int, int], source: str, where: str) -> list[list[tuple[Any, str]]]:
     """The step's r×c grid of (raw entry, field) pairs, blanks (None) where nothing was given."""
     from symblock.engine.spec import SpecError
     r, c = shape
     grid: list[list[tuple[Any, str]]] = [[(None, f"{where}[{i}][{j}]") for j in range(c)] for i in range(r)]
     if not isinstance(value, dict):
-        for i, row in enumerate(_rows(value, shape, source, where)):
+        for i, row in enumerate(grid_rows(value, shape, source, where)):
             for j, v in enumerate(row or [None] * c):
                 grid[i][j] = (v, f"{where}[{i}][{j}]")
         return grid
@@ -401,30 +419,6 @@ def _text(value) -> str:
     if len(text) <= 24:
         return text
     return f"{text[:16]}…({len(text.lstrip('-'))} digits)" if isinstance(value, int) else str(value)
-
-
-def _rows(value: Any, shape: tuple[int, int], source: str, where: str) -> list:
-    """A full or partial matrix: a list of at most r rows (missing rows and `null` rows are blank)."""
-    from symblock.engine.spec import SpecError
-    r, c = shape
-    if isinstance(value, list) and value and all(not isinstance(v, (list, dict)) for v in value):
-        if c == 1 and len(value) == r:       # a 1-column step written as a flat list
-            value = [[v] for v in value]
-        elif r == 1:                         # a 1-row step written as a flat list
-            value = [value]
-        elif len(value) == c and not all(_blank(v) for v in value):
-            raise SpecError(source, where, f"one row of {c} for a {r}×{c} step: say which, e.g. "
-                                           f"{{row: 0, value: [...]}}")
-    if not isinstance(value, list) or not value or not all(row is None or isinstance(row, list) for row in value):
-        raise SpecError(source, where, f"expected a {r}×{c} matrix: a list of rows, e.g. "
-                                       f"[[1, 2], [3, 4]], got {kind_of(value)}")
-    if len(value) > r:
-        raise SpecError(source, where, f"expected shape {r}×{c}, got {len(value)} rows")
-    for i, row in enumerate(value):
-        if row is not None and len(row) != c:
-            hint = " (a 1-column step is a list of one-entry rows: [[a], [b], ...])" if c == 1 else ""
-            raise SpecError(source, f"{where}[{i}]", f"expected shape {r}×{c}, got a row of {len(row)}{hint}")
-    return value
 
 
 def _whole(value: Any, source: str, where: str, high: int, low: int = 0) -> int | None:

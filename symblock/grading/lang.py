@@ -36,7 +36,8 @@ EN = {
     "why": "  ({reason})",
     "reason": {"number": "not a number: '{text}'", "large": "too large to read: '{text}'",
                "comma": "ambiguous comma: '{text}' (write the decimal with a point: 1234.5)",
-               "inf": "-inf only in a masked step: '{text}'"},
+               "inf": "-inf only in a masked step: '{text}'",
+               "shape": "written as a {text} matrix, not in this step's shape: each of its entries counts wrong"},
     "diagnosis": "diagnosis: {code} — {explanation}",
     "no_diagnosis": "diagnosis: none of the catalogued mistakes reproduces these numbers",
     "mask_fill": "note: the masked score written {given} is read as −∞ (as masked_fill writes it): its "
@@ -80,7 +81,8 @@ ZH = {
     "why": "（{reason}）",
     "reason": {"number": "不是数：'{text}'", "large": "数太大，无法读取：'{text}'",
                "comma": "逗号有歧义：'{text}'（小数请用小数点，如 1234.5）",
-               "inf": "只有被遮住的分数可以是 -inf：'{text}'"},
+               "inf": "只有被遮住的分数可以是 -inf：'{text}'",
+               "shape": "写成了 {text} 矩阵，与该步的形状不同：其中每个数都算错"},
     "diagnosis": "诊断：{code} — {explanation}",
     "no_diagnosis": "诊断：已知的常见错误都不能得到这些数",
     "mask_fill": "说明：被遮住的分数写成了 {given}，按 −∞ 计（masked_fill 的写法）：它在 softmax 中的权重"

@@ -370,7 +370,7 @@ def _mark_step(it, answer, own, honest, built_on, spec, chain, truth, memo, form
     if marks & {WRONG, SLIP}:
         diagnosis = []
         if it.diagnosable:
-            envs = [chain] if own is None else [chain, truth]
+            envs = [chain, truth]   # a slip reads steps its answer does not (K/V from the decoder's rows)
             diagnosis = it.diagnoser(answer, envs, lenient) if it.diagnoser else \
                 diagnose(it.name, spec, answer, envs, lenient)
         if diagnosis or WRONG in marks:

@@ -350,10 +350,10 @@ def diagnose(name: str, spec, answer, envs: Sequence[dict], matches, catalogue=C
     value) -> bool` is the checker's acceptance rule, so rounding is judged the same way;
     `catalogue`: MODEL_CATALOGUE for a model's own step names."""
     found = []
+    forms = [a for a in (answer, getattr(answer, "written", None)) if a is not None]  # as written, if reshaped
     for m in catalogue:
-        if not m.applies(name, spec):
-            continue
-        if any(_reproduces(answer, value, matches) for env in envs for value in _candidates(m, name, env, spec)):
+        if m.applies(name, spec) and any(_reproduces(a, v, matches) for env in envs
+                                         for v in _candidates(m, name, env, spec) for a in forms):
             found.append(m.code)
     return found
 

@@ -232,7 +232,10 @@ def feedback_md(g, cls, credit, lang: str = "en") -> str:
             lines.append(f"- {w['no_diagnosis']}")
         if st.status == "rounded":
             lines.append(f"- {w['rounded']}")
-        shown = [e for e in st.entries if e.mark in ("wrong", "slip")][:SHOWN_ENTRIES]
+        reshaped = _reshaped(st)
+        if reshaped is not None:
+            lines.append("- " + md_text(w["reason"]["shape"].format(text=reshaped.given)))
+        shown = [] if reshaped is not None else [e for e in st.entries if e.mark in ("wrong", "slip")][:SHOWN_ENTRIES]
         for e in shown:
             own = w["own"].format(own=e.own) if e.own else ""
             lines.append("- " + w["entry"].format(row=e.row + 1, col=e.col + 1, given=md_text(e.given),
@@ -291,8 +294,11 @@ def text(result, trace: Trace | None=None, every_entry: bool = False, lang: str 
             continue
         note = _note(s, result, w)
         lines.append(f"  {MARK[s.status]} {status:<{label + 1}} {s.name:<{width}}  {note}".rstrip())
+        reshaped = _reshaped(s)
+        if reshaped is not None:
+            lines.append("      " + w["reason"]["shape"].format(text=reshaped.given))
         for e in s.entries:
-            if e.mark == "blank":
+            if e.mark == "blank" or reshaped is not None:
                 continue
             if every_entry or e.mark not in ("correct", "carried"):
                 exp = e.expected + (f" (= {e.exact})" if _worth_showing(e) else "")
@@ -335,6 +341,13 @@ def _note(s, result, w) -> str:
         part = w["partial"].format(n=len(s.entries) - s.blank, total=len(s.entries))
         note = f"{note}  ({part})" if note else part
     return note
+
+
+def _reshaped(step):
+    """The first entry of a step written as a matrix of another shape (every entry is wrong for it,
+    and one line says so), else None."""
+    first = step.entries[0] if step.entries else None
+    return first if first is not None and getattr(first, "reason", None) == "shape" else None
 
 
 def _worth_showing(e) -> bool:

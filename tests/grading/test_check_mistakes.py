@@ -81,7 +81,10 @@ SPEC_E = """\
       memory_padding_mask: [false, false, true]
     random: {seed: 11, low: -1, high: 1}
     """
-SPECS = {"A": SPEC_A, "B": SPEC_B, "C": SPEC_C, "D": SPEC_D, "E": SPEC_E, "R": SPEC_R}
+# E with two decoder rows over the three memory rows: K and V taken from the decoder are 2 × 4,
+# not the memory's 3 × 4, so the slip is written as a matrix of another shape.
+SPEC_F = SPEC_E.replace("seq_len: 3", "seq_len: 2").replace(", [2, -1, 0, 1]]\n      memory", "]\n      memory")
+SPECS = {"A": SPEC_A, "B": SPEC_B, "C": SPEC_C, "D": SPEC_D, "E": SPEC_E, "F": SPEC_F, "R": SPEC_R}
 
 
 @pytest.fixture(scope="module")
@@ -450,3 +453,34 @@ def test_every_catalogued_mistake_is_explained_in_chinese_too():
     from symblock.grading.mistakes import EXPLANATIONS
     for code in EXPLANATIONS:
         assert re.search(r"[\u4e00-\u9fff]", explanation(code, "zh")), code
+
+
+@pytest.mark.parametrize("step, planted", [
+    ("cross.k", lambda T, P: cross_proj(T, P, "K", T["norm1"])),
+    ("cross.v", lambda T, P: cross_proj(T, P, "V", T["norm1"])),
+    ("cross.h1.scores", lambda T, P: T["cross.q"][:, 2:] @ cross_proj(T, P, "K", T["norm1"])[:, 2:].T),
+])
+def test_a_slip_that_changes_the_shape_is_marked_and_diagnosed(cli, spec_file, worlds, step, planted):
+    """Two decoder rows, three memory rows: K/V (or scores) worked from the decoder's rows are 2 × 4
+    (2 × 2), not 3 × 4 (2 × 3). The step is wrong, the slip named, and the file marked, not refused."""
+    spec_path, T, P, _ = worlds["F"]
+    value = planted(T, P)
+    assert value.shape != T[step].shape and T["memory"].shape[0] == 3 and T["x"].shape[0] == 2
+    rc, data, steps = check(cli, spec_file, spec_path, {step: value})
+    assert rc == 1 and data["first_break"] == step
+    assert steps[step]["status"] == "wrong" and steps[step]["diagnosis"] == ["cross_kv_from_decoder"]
+    assert all(e["mark"] == "wrong" for e in steps[step]["entries"]) or step != "cross.h1.scores"
+    code, out, err = cli("check", spec_path, spec_file(answers_yaml({step: value}), "answers.yaml"))
+    assert code == 1 and err == ""
+    if value.shape[1] != T[step].shape[1]:
+        assert f"written as a {value.shape[0]}×{value.shape[1]} matrix, not in this step's shape" in out
+
+
+def test_a_matrix_of_more_rows_than_the_step_is_that_step_wrong(cli, spec_file, worlds):
+    """resid1 of spec A written with an extra row: wrong, said once, and the other steps still marked."""
+    spec_path, T, P, _ = worlds["A"]
+    extra = np.vstack([T["resid1"], T["resid1"][:1]])
+    rc, data, steps = check(cli, spec_file, spec_path, {"resid1": extra, "attn.out": T["attn.out"]})
+    assert rc == 1 and steps["resid1"]["status"] == "wrong" and steps["attn.out"]["status"] == "correct"
+    code, out, _ = cli("check", spec_path, spec_file(answers_yaml({"resid1": extra}), "answers.yaml"))
+    assert out.count(f"written as a {extra.shape[0]}×{extra.shape[1]} matrix") == 1

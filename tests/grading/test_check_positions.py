@@ -109,7 +109,12 @@ def test_base_10000_is_no_diagnosis_when_the_table_is_base_10000(cli, spec_file)
     assert step["status"] == "wrong" and "pe_base_10000" not in step["diagnosis"]
 
 
-def test_a_row_of_the_wrong_width_is_refused(cli, spec_file):
+def test_a_table_of_the_wrong_width_is_that_step_wrong_and_a_ragged_one_refused(cli, spec_file):
+    """Rows of 3 for the 4 columns of the table: the step is marked wrong, said once; rows of
+    different widths are the file's structure, refused naming the row."""
     answers = spec_file(json.dumps({"decimals": 4, "steps": {"pos": [[0.0, 1.0, 0.0]] * 4}}), "answers.json")
     code, out, err = cli("check", spec_file(SPEC), answers)
-    assert code == 2 and "pos" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert code == 1 and err == "" and out.count("written as a 4×3 matrix, not in this step's shape") == 1
+    ragged = spec_file(json.dumps({"decimals": 4, "steps": {"pos": [[0.0, 1.0, 0.0, 1.0], [0.0]]}}), "ragged.json")
+    code, out, err = cli("check", spec_file(SPEC), ragged)
+    assert code == 2 and "pos[1]" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1

@@ -185,7 +185,7 @@ def klass(tmp_path_factory):
     # files that must not be graded: an ID of no variant, an ID of another spec, a malformed entry
     write_yaml(answers / "stray.yaml", manifest["spec_token"] + ".999", "Stray", {"resid1": [["1", "2", "3", "4"]]})
     write_yaml(answers / "other.yaml", "seed-post-ln.3", "Other", {"resid1": [["1", "2", "3", "4"]]})
-    write_yaml(answers / "broken.yaml", manifest["variants"][0]["id"], "Broken", {"resid1": [["1", "2", "3", "4", "5"]]})
+    write_yaml(answers / "broken.yaml", manifest["variants"][0]["id"], "Broken", {"resid1": [["1", "2", "3", "4", "5"], ["1"]]})
     return {"set": set_dir, "answers": answers, "expected": expected, "manifest": manifest, "root": root}
 
 

@@ -19,9 +19,8 @@ if TYPE_CHECKING:
 # it has no causal mask (engine/cross.py). The slips: K and V taken from the decoder's rows, Q taken
 # from the memory, the causal mask laid on it as on the self-attention, and in a Post-LN layer its
 # norm placed as in Pre-LN (the decoder rows normalised by N2 before the cross-attention, and no
-# norm after its residual). A slip that changes a step's shape (decoder rows for memory rows) can
-# be seen only where the decoder has as many rows as the memory; elsewhere its candidate has the
-# wrong shape and matches nothing.
+# norm after its residual). A slip that changes a step's shape (decoder rows for memory rows) is
+# compared with the answer as written (answers.StepAnswer.written), which has that shape.
 
 def crossing(spec: BlockSpec) -> bool:
     return bool(spec.options.cross_attention)
