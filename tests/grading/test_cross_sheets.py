@@ -214,3 +214,18 @@ def test_a_padded_source_is_stated_on_the_sheet_and_numpy_answers_get_full_marks
                                                           plain["gen1.layer0.cross.h0.weights"]}), "b.yaml"), "--json")
     got = {s["name"]: s["status"] for s in json.loads(out)["steps"]}
     assert code == 1 and got["gen1.layer0.cross.h0.weights"] == "wrong"
+
+
+def test_a_generated_rows_causal_cross_mask_is_named_at_its_own_position(cli, spec_file):
+    """The first generated token is decoder row 1 (row 0 is in the cache): the causal mask on its
+    cross-attention keeps memory rows 0 and 1 — weights softmax of its first two scaled scores, then 0.
+    Named cross_causal_mask (never cache_not_appended: the memory is no cache that grows); the
+    mask at 0, as if it were the first row, (1, 0, 0), is named so too."""
+    T = translation()
+    s = T["gen1.layer0.cross.h0.scaled"][0]
+    e = np.exp(s[:2] - s[:2].max())
+    for weights in ([*(e / e.sum()), 0.0], [1.0, 0.0, 0.0]):
+        code, out, err = cli("check", "tiny-translate", spec_file(answers(
+            {"gen1.layer0.cross.h0.weights": [weights]}), "a.yaml"), "--json")
+        steps = {x["name"]: x for x in json.loads(out)["steps"]}
+        assert code == 1 and steps["gen1.layer0.cross.h0.weights"]["diagnosis"] == ["cross_causal_mask"], weights

@@ -144,7 +144,7 @@ def dropout_no_rescale(name, env, spec: BlockSpec):
 def not_appended_applies(name: str, spec) -> bool:
     step = names.parse(name)
     return step.layer is not None and recompute.cached(spec, step.gen) and step.head is not None \
-        and step.part in ("scores", "scaled", "weights", "out")
+        and step.sublayer == "attn" and step.part in ("scores", "scaled", "weights", "out")   # not cross.*: no cache grows
 
 
 def _pad(m: Mat, fill) -> Mat:

@@ -63,14 +63,19 @@ def queries_from_memory(name, env, spec: BlockSpec):
 
 def causal_on_cross(name, env, spec: BlockSpec):
     """The causal mask (memory column j > decoder row i) laid on the cross-attention's scores,
-    beside its memory padding."""
+    beside its memory padding. A cached step's new row is decoder row `offset` (the earlier rows
+    are in the cache): masked at its own position, or at 0 as if it were the first row."""
     p = names.parse(name)
     scaled = p.head_step("scaled")
     s = env[scaled] if scaled in env else env[p.head_step("scores")]
     pad = list(spec.memory_padding_mask) or [False] * s.shape[1]
-    masked = [[j > i or pad[j] for j in range(s.shape[1])] for i in range(s.shape[0])]
-    m = apply_mask(s, masked, exact.NEG_INF)
-    return [m] if kind(name) == "cross_masked" else [softmax_rows(m)]
+    own = env.get(p.sibling("attn.h0.scores"))   # the self-attention's scores: a key per decoder row so far
+    offset = own.shape[1] - own.shape[0] if own is not None else 0
+    out = []
+    for at in sorted({0, offset}):
+        m = apply_mask(s, [[j > i + at or pad[j] for j in range(s.shape[1])] for i in range(s.shape[0])], exact.NEG_INF)
+        out.append(m if kind(name) == "cross_masked" else softmax_rows(m))
+    return out
 
 
 def causal_applies(name, spec: BlockSpec) -> bool:
