@@ -141,6 +141,8 @@ def planted(T, aux):
     L = "gen1.layer0."
     yield L + "attn.h0.weights", "cache_not_appended", np.hstack([w_old, [[0.0]]])
     yield L + "attn.h0.out", "cache_not_appended", w_old @ V0
+    for fill in (-np.inf, 0.0):   # the new key's score, missing: written as masked (unreadable here) or 0
+        yield L + "attn.h0.scores", "cache_not_appended", np.hstack([q @ K0.T, [[fill]]])
     for j in range(m):   # the first prompt position and the last one
         pos = aux["WP"][[j]]
         yield "gen1.pos", "position_reused", pos

@@ -130,8 +130,8 @@ def dropout_no_rescale(name, env, spec: BlockSpec):
 #
 # * cache_not_appended: the new row's scores and weights taken against the cache *before* its own
 #   key and value were appended (m − 1 keys). Its last column then does not exist: the candidate
-#   has −∞ there for scores (a person who writes it as masked) and 0 for weights, and a blank is
-#   not held against it; the head's output mixes the old value rows only.
+#   has −∞ or 0 there for scores (a person who writes it as masked, or as nothing) and 0 for
+#   weights, and a blank is not held against it; the head's output mixes the old value rows only.
 # * position_reused: the new token given the position of an earlier one (rows 1 … p of W_P, or
 #   those sinusoids, instead of row p + 1): shows in gen*.pos, gen*.x and the first layer's steps
 #   that read x.
@@ -166,10 +166,8 @@ def not_appended(name: str, env: dict, spec) -> list[Mat]:
     scores = env[q].cols(lo, hi) @ k_old.cols(klo, khi).T
     scale = o.attention_scale == "sqrt_dk"
     scaled = scores.scale(1 / exact.sqrt(exact.real(dims.d_k))) if scale else scores
-    if kind == "scores":
-        return [_pad(scores, exact.NEG_INF)]
-    if kind == "scaled":
-        return [_pad(scaled, exact.NEG_INF)]
+    if kind in ("scores", "scaled"):   # the missing key's entry written as masked, or as 0
+        return [_pad(scores if kind == "scores" else scaled, fill) for fill in (exact.NEG_INF, exact.ZERO)]
     src = env.get(step.head_step("scaled" if scale else "scores"))
     weights = [softmax_rows(scaled)] + ([softmax_rows(_drop_last(src))] if src is not None else [])
     if kind == "weights":
