@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping
 
 # seq_len, d_model, d_ff (and, with other widths, heads, d_k, d_v): the order symbols print in
-_SYMBOL_ORDER = ("n", "d", "f", "h", "g", "k", "v")  # g: K/V heads (grouped)
+_SYMBOL_ORDER = ("n", "m", "d", "f", "h", "g", "k", "v")  # g: K/V heads (grouped); m: memory rows
 _SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
@@ -35,6 +35,10 @@ class Formula:
         # stable sort: terms of equal degree keep the order they were first seen in
         ordered = sorted(coefs.items(), key=lambda kv: -len(kv[0]))
         return Formula(tuple((c, mono) for mono, c in ordered if c))
+
+    def over(self, symbol: str) -> "Formula":
+        """The same polynomial with n (the positions attended) read as `symbol` (a memory's m rows)."""
+        return Formula(tuple((c, tuple(symbol if s == "n" else s for s in mono)) for c, mono in self.terms))
 
     def value(self, env: Mapping[str, int]) -> int:
         total = 0

@@ -85,6 +85,7 @@ class Counts:
     kv_heads: int | None = None  # grouped K/V heads when fewer than heads (the formulas use g)
     cross_attention: bool = False  # a decoder layer: self-attention, cross-attention, FFN
     out_proj: bool = True   # False: no W_O, b_O (the heads' concatenation is the attention's output)
+    mem_len: int | None = None   # a decoder layer's memory rows, which its cross-attention attends (m)
 
     @property
     def kv_cache(self):
@@ -97,6 +98,8 @@ class Counts:
         """The values of the formulas' symbols: n = seq_len, d = d_model, f = d_ff (and h =
         heads, k = d_k, v = d_v with other projection widths)."""
         env = {"n": self.seq_len, "d": self.d_model, "f": self.d_ff}
+        if self.cross_attention:
+            env["m"] = self.mem_len or self.seq_len
         if self.d_k is not None:
             env |= {"h": self.heads, "k": self.d_k, "v": self.d_v}
         if self.kv_heads is not None:
@@ -178,8 +181,9 @@ class Counts:
                 "formula": str(self.flops_formula),
                 "substituted": self.flops_formula.substituted(env),
                 "seq_len": self.seq_len,
-                "convention": "forward pass, matmuls only, 2 FLOPs per multiply-add; "
-                              "each token attends to seq_len positions",
+                **({"mem_len": self.env["m"]} if self.cross_attention else {}),
+                "convention": "forward pass, matmuls only, 2 FLOPs per multiply-add; each token attends to "
+                              "seq_len positions" + (" and the memory's mem_len rows" if self.cross_attention else ""),
             },
             "config": {"d_model": self.d_model, "heads": self.heads, "d_head": self.d_head,
                        "d_ff": self.d_ff, "bias": self.bias, "norm": self.norm_type,
@@ -237,7 +241,8 @@ class Counts:
         rows.append(("total", str(total), total.substituted(env), self.total, 1.0))
         out = head + _aligned(("parameters", "formula", "with numbers", "count", "share"), rows)
         out += ["", f"FLOPs per token, forward pass (matmuls only, 2 per multiply-add; "
-                    f"n = seq_len = {self.seq_len} positions attended):"]
+                    f"n = seq_len = {self.seq_len} positions attended"
+                + (f"; m = {self.env['m']} memory rows by the cross-attention" if self.cross_attention else "") + "):"]
         ftotal = self.flops_per_token
         frows = [(f.name, str(f.formula), f.formula.substituted(env), f.count, f.count / ftotal)
                  for f in self.flops]
@@ -300,8 +305,9 @@ def _flops(gated: bool, widths: bool, grouped: bool, cross_attention: bool = Fal
         flops[:3] = [("attention_proj", proj),
                      ("attention_scores", Formula.of("n", "h", "k", coef=2)),
                      ("attention_values", Formula.of("n", "h", "v", coef=2))]
-    if cross_attention:  # the cross-attention's, the memory taken as long as the sequence (n rows)
-        flops += [(f"cross_{name[len('attention_'):]}", form) for name, form in flops[:3]]
+    if cross_attention:  # the cross-attention's: each token attends the memory's m rows
+        flops += [(f"cross_{name[len('attention_'):]}", form if name == "attention_proj" else form.over("m"))
+                  for name, form in flops[:3]]
     return flops
 
 
@@ -331,7 +337,7 @@ def count(d_model: int, heads: int, d_ff: int | None = None, bias: bool = True,
           norm: str = "layernorm", activation: str = "relu", final_norm: bool = False,
           seq_len: int = DEFAULT_SEQ_LEN, d_k: int | None = None, d_v: int | None = None,
           kv_heads: int | None = None, cross_attention: bool = False,
-          extra: Iterable[str] = (), out_proj: bool = True) -> Counts:
+          extra: Iterable[str] = (), out_proj: bool = True, mem_len: int | None = None) -> Counts:
     """Count the parameters of one Transformer block exactly, and its FLOPs per token.
 
     `d_ff=None` means 4·d_model. Raises ValueError with a one-line message for a non-positive
@@ -339,6 +345,7 @@ def count(d_model: int, heads: int, d_ff: int | None = None, bias: bool = True,
     vectors and β counted although `bias` is False: those a spec with `block.bias: false` gives,
     which its forward adds (`b_Q`, `cross.b_O`, `ln1.beta`). `out_proj=False`: no output
     projection (no W_O, b_O, cross.W_O, cross.b_O; the attention's FLOPs lose concat W_O's).
+    `mem_len`: the memory rows a decoder layer's cross-attention attends (m; default n = seq_len).
 
     FLOPs convention (per token, forward pass): matrix multiplications only, 2 FLOPs per
     multiply-add (the convention of Kaplan et al. 2020 and torch's FlopCounterMode):
@@ -358,6 +365,8 @@ def count(d_model: int, heads: int, d_ff: int | None = None, bias: bool = True,
     bias, final_norm = bool(bias), bool(final_norm)
     gated = activation in GATED
     env = {"n": seq_len, "d": d_model, "f": d_ff}
+    if cross_attention:
+        env["m"] = _positive_int("mem_len", mem_len) if mem_len is not None else seq_len
     if widths:
         env |= {"h": heads, "k": d_k, "v": d_v}
     if kv_heads is not None:
@@ -398,4 +407,5 @@ def count(d_model: int, heads: int, d_ff: int | None = None, bias: bool = True,
                   params=tuple(params),
                   flops=tuple(Flop(name, form, form.value(env)) for name, form in flops),
                   d_k=d_k if widths else None, d_v=d_v if widths else None, kv_heads=kv_heads,
-                  cross_attention=bool(cross_attention), out_proj=bool(out_proj))
+                  cross_attention=bool(cross_attention), out_proj=bool(out_proj),
+                  mem_len=env.get("m") if cross_attention else None)

@@ -187,7 +187,8 @@ def _of_block(spec, kv):
     d, o = spec.dims, spec.options
     return count(d.d_model, d.heads, d.d_ff, bias=o.bias, norm=o.norm, activation=o.activation,
                  final_norm=o.final_norm, seq_len=d.seq_len, d_k=d.d_k, d_v=d.d_v, kv_heads=kv,
-                 cross_attention=o.cross_attention, extra=_given_biases(spec), out_proj=o.out_proj)
+                 cross_attention=o.cross_attention, extra=_given_biases(spec), out_proj=o.out_proj,
+                 mem_len=d.mem_len if o.cross_attention else None)
 
 
 def _of_model(spec, kv):

@@ -122,3 +122,17 @@ def test_params_of_an_encoder_spec_counts_its_embedding_norm_only_when_it_has_on
     spec.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
     assert cli.main(["params", str(spec), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["total"] == total == 24 + 16 + 136 + 8 * embed_norm
+
+
+def test_the_cross_attentions_flops_attend_the_memorys_rows(capsys):
+    """The decoder-layer example: 2 decoder rows, 3 memory rows, one head of d_k 4. Each token's
+    cross scores are 3 dot products of 4 (2·3·4 = 24 FLOPs), its values 3 rows of 4 mixed (24);
+    its self-attention attends the 2 decoder rows (2·2·4 = 16 each)."""
+    assert cli.main(["params", "example:decoder-layer", "--json"]) == 0
+    import json
+    flops = json.loads(capsys.readouterr().out)["flops_per_token"]
+    assert (flops["cross_scores"], flops["cross_values"], flops["attention_scores"]) == (24, 24, 16)
+    assert flops["mem_len"] == 3 and flops["seq_len"] == 2
+    c = count(4, 1, 4, cross_attention=True, seq_len=2, mem_len=5)
+    assert [f.count for f in c.flops if f.name.startswith("cross_") and f.name != "cross_proj"] == [40, 40]
+    assert str(next(f.formula for f in c.flops if f.name == "cross_scores")) == "2·m·d"
