@@ -250,7 +250,7 @@ class Builder(LinearWork, AttentionWork, CrossWork, NormWork, FfnWork, TileWork,
         if parsed.kind in ("hidden", "gate"):
             src, w, b = step.inputs   # the step graph's input, weight and bias
             return self.t(f"s.{name}", src=self.symbol(src), w=w,
-                          b=f" + {b}" if b in self.trace.params else "")
+                          b=f" + {param_symbol(b)}" if b in self.trace.params else "")   # layer0.b_1: b_1
         if name == "attn.out" and not self.o.out_proj:
             return self.t("s.attn.out_noproj")
         return self.t(f"s.{name}")

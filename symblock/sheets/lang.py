@@ -331,8 +331,9 @@ MODEL_EN = {
     "m.conv_head": "Logits {0}; $p = \\mathrm{{softmax}}(\\ell)$; the next token is the one with the largest "
                    "logit (greedy decoding).",
     "m.s.embed": "The new token's embedding: its row of $W_E$.",
-    "m.s.pos": "Its position vector.",
+    "m.s.pos": "The new token's position vector.",
     "m.s.pos_table": "The position vectors of the prompt's positions, one row per position.",
+    "m.s.pos_table_src": "The position vectors of the source's positions, one row per position.",
     "m.s.x": "The layer input: $x = E + P$.",
     "m.s.cache.k": "The key cache after appending the new row $k$.",
     "m.s.cache.v": "The value cache after appending the new row $v$.",
@@ -355,7 +356,7 @@ MODEL_EN = {
                       "the cache; only row {1} (the new token's $k$) is computed in this step. The same holds for "
                       "$V_{{cache}}$.",
     "m.w.rows_two": "$1$ and $2$",
-    "m.w.next_token": "The largest logit is entry {0}, so the next token is {1} (number {2} from 0):",
+    "m.w.next_token": "The largest logit is entry {0} (counting from 0), so the next token is {1}:",
     "m.vocab": "vocabulary: {0}",
     "m.position": "the token's position",
 }
@@ -383,8 +384,9 @@ MODEL_ZH = {
                     "把 $k$、$v$ 追加到缓存末尾，再对缓存的每一行做注意力（没有更晚的 token，所以无需掩码）。",
     "m.conv_head": "logits {0}；$p = \\mathrm{{softmax}}(\\ell)$；下一个 token 取 logit 最大者（贪心解码）。",
     "m.s.embed": "新 token 的嵌入：它在 $W_E$ 中的那一行。",
-    "m.s.pos": "它的位置向量。",
+    "m.s.pos": "新 token 的位置向量。",
     "m.s.pos_table": "提示各位置的位置向量，每个位置一行。",
+    "m.s.pos_table_src": "源序列各位置的位置向量，每个位置一行。",
     "m.s.x": "该层的输入：$x = E + P$。",
     "m.s.cache.k": "追加新行 $k$ 之后的键缓存。",
     "m.s.cache.v": "追加新行 $v$ 之后的值缓存。",
@@ -404,7 +406,7 @@ MODEL_ZH = {
     "m.w.reused_one": "$K_{{cache}}$ 的第 $1$ 行在运行提示时已经算好，直接从缓存读取；本步只计算第 {1} 行"
                       "（新 token 的 $k$）。$V_{{cache}}$ 也一样。",
     "m.w.rows_two": "$1$、$2$",
-    "m.w.next_token": "最大的 logit 是第 {0} 项，所以下一个 token 是 {1}（从 0 数起编号 {2}）：",
+    "m.w.next_token": "最大的 logit 是第 {0} 项（从 0 数起），所以下一个 token 是 {1}：",
     "m.vocab": "词表：{0}",
     "m.position": "该 token 的位置",
 }

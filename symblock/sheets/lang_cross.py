@@ -75,15 +75,15 @@ CROSS_ZH = {
 MODEL_CROSS_EN = {
     "m.describe_translate": "An encoder-decoder (a translation model): a vocabulary of {v} tokens, "
                             "$d_{{\\text{{model}}}} = {d}$, {stacks}, {heads}, {order}, "
-                            "{head}. The source {source} has been encoded once: its memory $M$ ({n} rows) and the "
-                            "cross-attention's keys and values of it are given. The target prefix {prompt} "
+                            "{head}. The source {source} has been encoded once into its memory $M$ ({n} rows), and the "
+                            "cross-attention's keys and values of $M$ are given. The target prefix {prompt} "
                             "($m = {m}$ {tokens}) has been run and its self-attention keys and values are cached; its "
                             "next token {token} is now fed back in. Work this one new row to the next token.",
 }
 MODEL_CROSS_ZH = {
     "m.describe_translate": "一个编码器-解码器（翻译模型）：词表 {v} 个 token，$d_{{\\text{{model}}}} = {d}$，"
                             "{enc} 层编码器、{dec} 层解码器，{heads}，{order}，{head}。源句 {source} 已编码一次："
-                            "它的记忆 $M$（{n} 行）以及交叉注意力由它算出的键和值都已给出。目标前缀 {prompt}"
+                            "得到记忆 $M$（{n} 行），交叉注意力由 $M$ 算出的键和值已给出。目标前缀 {prompt}"
                             "（$m = {m}$ 个 token）已经算过，自注意力的键和值已缓存；它预测的下一个 token {token} "
                             "现在作为输入送回模型。请把这新的一行一直算到下一个 token。",
 }

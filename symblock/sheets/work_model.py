@@ -69,7 +69,8 @@ class DecoderBuilder(Builder):
     def describe(self) -> Safe:
         s, d = self.model, self.model.dims
         if self.positions_only:
-            last = self.trace[self.ex.ask[-1]].value.shape[0] - 1
+            last = max(self.trace[n].value.shape[0] - 1 if self.trace[n].value.shape[0] > 1
+                       else self.position(self.trace[n]) for n in self.ex.ask)
             return self.t("m.describe_pe", last=last, d=d.d_model, n=self.base_tex())
         prompt = "$" + r"\ ".join(token_tex(s.vocab[t]) for t in s.prompt) + "$"
         layers = self.t("m.layers_1") if len(s.layers) == 1 else self.t("m.layers_n", len(s.layers))
@@ -169,8 +170,8 @@ class DecoderBuilder(Builder):
             return super().what(replace(step, name=parsed.local))
         if parsed.norm == "norm_final" and parsed.stat:
             return super().what(replace(step, name=parsed.base))
-        if parsed.base == "pos" and step.value.shape[0] > 1:   # the positions preset's whole table
-            return self.t("m.s.pos_table")
+        if parsed.base == "pos" and not parsed.gen:   # the prompt's (or the source's) rows: the positions preset
+            return self.t("m.s.pos_table_src" if parsed.encoder else "m.s.pos_table")
         return self.t(f"m.s.{parsed.base}")
 
     def work(self, step) -> list:
@@ -214,26 +215,29 @@ class DecoderBuilder(Builder):
         if self.model.positions == "learned":
             return [(self.t("m.w.pos", p + 1), None), (None, rf"P = (W_P)_{{{p + 1}\cdot}} = {row}")]
         if step.value.shape[0] == 1:
-            return [(self.t("m.w.pos_sin", p), None), (None, f"P = {row}")]
+            return [(self.t("m.w.pos_sin", p), None), (None, self.pe_row(p, step.value.rows[0], "P"))]
         return self.work_pe_table(step)
 
     def work_pe_table(self, step) -> list:
-        """A table of sinusoidal positions (rows 0, 1, …), row by row: each entry's exact closed form
-        (sin and cos of a rational angle), then the row rounded."""
+        """A table of sinusoidal positions (rows 0, 1, …), row by row."""
+        return [line for p, cells in enumerate(step.value.rows)
+                for line in ((self.t("m.w.pos_sin", p), None), (None, self.pe_row(p, cells, rf"P_{{{p},\cdot}}")))]
+
+    def pe_row(self, p: int, cells, lhs: str) -> str:
+        """Position p's sinusoids: each entry's exact closed form (sin and cos of a rational angle,
+        never a decimal after `=`), then the row rounded."""
         from fractions import Fraction
 
         from symblock.engine import exact, powers
-        d, out = self.model.dims.d_model, []
+        d = self.model.dims.d_model
         freqs = [powers.power(self.model.pe_base, -Fraction(j - j % 2, d)) for j in range(d)]
-        for p, cells in enumerate(step.value.rows):
-            closed = [self.show(e).tex if p == 0 else r"\%s\left(%s\right)" % (
-                ("sin", "cos")[j % 2], self.angle_tex(p, exact.real(p) * f, Fraction(j - j % 2, d)))
-                for j, (e, f) in enumerate(zip(cells, freqs))]
-            line = rf"P_{{{p},\cdot}} = " + bmatrix([closed])
-            if not all(is_plain(e) for e in cells):
-                line += r" \approx " + bmatrix([[dec_tex(e, self.places) for e in cells]])
-            out += [(self.t("m.w.pos_sin", p), None), (None, line)]
-        return out
+        closed = [self.show(e).tex if p == 0 else r"\%s\left(%s\right)" % (
+            ("sin", "cos")[j % 2], self.angle_tex(p, exact.real(p) * f, Fraction(j - j % 2, d)))
+            for j, (e, f) in enumerate(zip(cells, freqs))]
+        line = f"{lhs} = " + bmatrix([closed])
+        if not all(is_plain(e) for e in cells):
+            line += r" \approx " + bmatrix([[dec_tex(e, self.places) for e in cells]])
+        return line
 
     def angle_tex(self, p: int, angle, e) -> str:
         """p / n^(2i/d): its short exact form, else written as that quotient (never a decimal)."""
@@ -272,6 +276,6 @@ class DecoderBuilder(Builder):
         row = self.value(step.inputs[0]).rows[-1]
         j = token_index(step.value)
         shown = ", ".join(self.show(e).tex for e in row)
-        return [(self.t("m.w.next_token", j + 1, f"${token_tex(self.model.vocab[j])}$", j), None),
-                (None, rf"\ell = \left({shown}\right),\quad \arg\max_j \ell_j = {j + 1}")]
+        return [(self.t("m.w.next_token", j, f"${token_tex(self.model.vocab[j])}$"), None),
+                (None, rf"\ell = \left({shown}\right),\quad \arg\max_j \ell_j = {j}")]
 
