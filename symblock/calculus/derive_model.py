@@ -4,7 +4,7 @@ derive` on a spec with a `model:` section.
 Each stack's first layer is derived as derive.py derives a block (every layer works the same
 formulas, each with weights of its own; `X` is the layer's input), and the model's own steps
 are worked by the engine's code on symbols: the embedding rows (`w^{E}_{ij}`, row = token + 1),
-the positions (learned `w^{P}_{ij}`, or the exact sinusoidal numbers), X = E + P, BERT's norm of
+the positions (learned `w^{P}_{ij}`, or the exact sinusoidal numbers), X = E + PE, BERT's norm of
 the embeddings, the final norms (an encoder–decoder's encoder norm `enc.norm_final` is the
 memory M its decoder's cross-attention reads, `cross.k` and `cross.v` written in m_{ij}), the
 logits and the probabilities. The prompt pass only: a generation step works the same formulas
@@ -92,7 +92,7 @@ def _table(base: str, rows: Any, d: int) -> Any:
 
 def embeddings(spec: Any, prefix: str, n: int, tokens: Any, add: Callable) -> None:
     """embed, pos and x (as engine/model.py's inputs) in symbols: E's rows of W_E by token, P's
-    rows of W_P (learned) or the exact sinusoidal numbers, X = E + P."""
+    rows of W_P (learned) or the exact sinusoidal numbers, X = E + PE."""
     from symblock.engine import block, exact, model
     from symblock.engine.matrix import Mat
     d = spec.dims.d_model
@@ -105,14 +105,14 @@ def embeddings(spec: Any, prefix: str, n: int, tokens: Any, add: Callable) -> No
         add(f"{prefix}x", "X = E", e, "E")
         return
     if spec.positions == "learned":
-        add(f"{prefix}pos", r"P = W_P[0{:}%d]" % n, _table("w^{P}", range(n), d), "W_P")
+        add(f"{prefix}pos", r"\mathrm{PE} = W_P[0{:}%d]" % n, _table("w^{P}", range(n), d), "W_P")
     else:
         b = block.number_latex(spec.pe_base)
         b = b if spec.pe_base.denominator == 1 else rf"\left({b}\right)"
         rows = Mat([[exact.to_sympy(v) for v in model.sinusoidal_row(p, d, spec.pe_base)] for p in range(n)])
-        add(f"{prefix}pos", r"P = \bigl[P_{p,2i},\ P_{p,2i+1}\bigr] = \bigl[\sin(p / %s^{2i/d}),\ \cos(p / %s^{2i/d})\bigr]" % (b, b), rows,
+        add(f"{prefix}pos", r"\mathrm{PE} = \bigl[\mathrm{PE}_{p,2i},\ \mathrm{PE}_{p,2i+1}\bigr] = \bigl[\sin(p / %s^{2i/d}),\ \cos(p / %s^{2i/d})\bigr]" % (b, b), rows,
             f"p = 0, …, {n - 1}")
-    add(f"{prefix}x", "X = E + P", e + derivemod.symbols("p", n, d), "E, P")
+    add(f"{prefix}x", r"X = E + \mathrm{PE}", e + derivemod.symbols("p", n, d), "E, PE")
 
 
 def norm_steps(layer: Any, table: Any, n: int, src: str, out: str, step: str = "norm_final") \

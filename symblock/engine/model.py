@@ -106,16 +106,16 @@ class _Run:
             return self.record_x(prefix, "X = E", (f"{prefix}embed",), emb)
         if s.positions == "learned":
             pos = Mat([self.params["W_P"].rows[r] for r in rows])
-            latex = r"P = W_P[%d{:}%d]" % (rows.start, rows.stop)
+            latex = r"\mathrm{PE} = W_P[%d{:}%d]" % (rows.start, rows.stop)
             ins: tuple[str, ...] = ("W_P",)
         else:
             pos = Mat([sinusoidal_row(r, s.dims.d_model, s.pe_base) for r in rows])
             n = block.number_latex(s.pe_base)
             n = n if s.pe_base.denominator == 1 else rf"\left({n}\right)"
-            latex = r"P = \bigl[P_{p,2i},\ P_{p,2i+1}\bigr] = \bigl[\sin(p / %s^{2i/d}),\ \cos(p / %s^{2i/d})\bigr]" % (n, n)
+            latex = r"\mathrm{PE} = \bigl[\mathrm{PE}_{p,2i},\ \mathrm{PE}_{p,2i+1}\bigr] = \bigl[\sin(p / %s^{2i/d}),\ \cos(p / %s^{2i/d})\bigr]" % (n, n)
             ins = ()
         self.record(f"{prefix}pos", latex, ins, pos)
-        return self.record_x(prefix, "X = E + P", (f"{prefix}embed", f"{prefix}pos"), emb + pos)
+        return self.record_x(prefix, r"X = E + \mathrm{PE}", (f"{prefix}embed", f"{prefix}pos"), emb + pos)
 
     def record_x(self, prefix: str, latex: str, inputs: tuple[str, ...], value: Mat) -> str:
         self.record(f"{prefix}x", latex, inputs, value)

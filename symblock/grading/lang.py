@@ -103,7 +103,7 @@ EXPLANATIONS_ZH = {
     "tile_sum_not_rescaled": "在线 softmax：行的最大值变了，之前的运行和却没有乘以 e^(m_旧 − m_新) 重新缩放",
     "tile_acc_not_rescaled": "在线 softmax：行的最大值变了，之前的累加器却没有乘以 e^(m_旧 − m_新) 重新缩放",
     "cache_not_appended": "新 token 的分数和权重是对未追加它自己的键和值的缓存算的（只关注了前面的行）",
-    "position_reused": "新 token 用了前面某个 token 的位置（W_P 中更早的一行，例如第一个或最后一个提示位置），而不是它自己的位置",
+    "position_reused": "新 token 用了前面某个 token 的位置（位置表中更早的一行，例如第一个或最后一个提示位置），而不是它自己的位置",
     "logits_untied_transpose": "输出头用反了：共享头写成 H W_E（应为 H W_Eᵀ），或独立头写成 H W_Uᵀ（应为 H W_U）",
     "ln_sample_variance": "LayerNorm 的方差除以了 n−1（样本方差），应除以 n",
     "rope_other_style": "RoPE 用了另一种配对方式：要求 (i, i + d_k/2) 却用了 (2i, 2i+1)，或者反过来",

@@ -328,7 +328,7 @@ MODEL_CATALOGUE: tuple[Mistake, ...] = (
             "gen*.layer*.attn.h*.scores / .scaled / .weights / .out (KV cache)",
             slips.not_appended_applies, slips.not_appended),
     Mistake("position_reused", "the new token given the position of an earlier token (an earlier row of "
-            "W_P, e.g. the first or the last prompt position) instead of its own",
+            "the position table, e.g. the first or the last prompt position) instead of its own",
             "gen*.pos, gen*.x, the first layer's steps that read x", slips.position_applies,
             slips.position_reused),
     Mistake("logits_untied_transpose", "the head used the wrong way round: H W_E instead of H W_Eᵀ (tied), "

@@ -10,7 +10,7 @@ ENCODER_EN = {
     "e.norm": "their LayerNorm, ",
     "e.conv_rows": "Tokens are rows: $X$ is $n \\times d$ ($n = {0}$, $d = {1}$); a linear layer is "
                    "$y = xW + b$ with $W$ of shape (in, out). Rows and columns are numbered from 1.",
-    "e.conv_embed": "Input: $X = E + P$, with row $i$ of $E$ the row of $W_E$ of token $i$ (rows in vocabulary "
+    "e.conv_embed": "Input: $X = E + \\mathrm{{PE}}$, with row $i$ of $E$ the row of $W_E$ of token $i$ (rows in vocabulary "
                     "order: {0}) and {1}.",
     "e.pos_learned": "row $i$ of $P$ the row $i$ of $W_P$ (the token's position, from 1)",
     "e.conv_embed_norm": "The embeddings are normalised before the first layer: $N_e = \\mathrm{{LayerNorm}}(X)$ "
@@ -19,7 +19,7 @@ ENCODER_EN = {
                       "softmax, so no token attends to them. Their own rows are still computed.",
     "e.s.embed": "The token embeddings: row $i$ is the row of $W_E$ of token $i$.",
     "e.s.pos": "The position vectors: row $i$ is row $i$ of $W_P$.",
-    "e.s.x": "The embedding sum: $X = E + P$.",
+    "e.s.x": "The embedding sum: $X = E + \\mathrm{{PE}}$.",
     "e.s.norm_embed": "The embeddings' LayerNorm: each row normalised, then $\\gamma$, $\\beta$.",
     "e.w.embed": "Look each token up in the vocabulary: {0}. Its row of $W_E$ is row $i$ of $E$:",
     "e.w.pos": "Rows $1, \\dots, {0}$ of $W_P$, one per position:",
@@ -31,7 +31,7 @@ ENCODER_ZH = {
     "e.norm": "嵌入的 LayerNorm、",
     "e.conv_rows": "token 是行向量：$X$ 为 $n \\times d$（$n = {0}$，$d = {1}$）；线性层为 $y = xW + b$，"
                    "$W$ 的形状为（输入，输出）。行和列都从 1 开始编号。",
-    "e.conv_embed": "输入：$X = E + P$，$E$ 的第 $i$ 行是第 $i$ 个 token 在 $W_E$ 中的行（按词表顺序：{0}），{1}。",
+    "e.conv_embed": "输入：$X = E + \\mathrm{{PE}}$，$E$ 的第 $i$ 行是第 $i$ 个 token 在 $W_E$ 中的行（按词表顺序：{0}），{1}。",
     "e.pos_learned": "$P$ 的第 $i$ 行是 $W_P$ 的第 $i$ 行（token 的位置，从 1 数起）",
     "e.conv_embed_norm": "进入第一层之前先对嵌入做归一化：$N_e = \\mathrm{{LayerNorm}}(X)$（它自己的 $\\gamma$、"
                          "$\\beta$）；第一层读取 $N_e$。",
@@ -39,7 +39,7 @@ ENCODER_ZH = {
                       "任何 token 都不关注它们。它们自己的行照样计算。",
     "e.s.embed": "token 嵌入：第 $i$ 行是第 $i$ 个 token 在 $W_E$ 中的行。",
     "e.s.pos": "位置向量：第 $i$ 行是 $W_P$ 的第 $i$ 行。",
-    "e.s.x": "嵌入之和：$X = E + P$。",
+    "e.s.x": "嵌入之和：$X = E + \\mathrm{{PE}}$。",
     "e.s.norm_embed": "嵌入的 LayerNorm：每一行归一化，再乘 $\\gamma$ 加 $\\beta$。",
     "e.w.embed": "在词表中查出每个 token：{0}。它在 $W_E$ 中的行就是 $E$ 的第 $i$ 行：",
     "e.w.pos": "$W_P$ 的第 $1, \\dots, {0}$ 行，每个位置一行：",

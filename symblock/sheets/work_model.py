@@ -126,10 +126,10 @@ class DecoderBuilder(Builder):
         out = super().task(i, name)
         step = names.parse(name)
         if step.kind == "pos" and step.gen and self.model.positions == "learned":  # the row is the task
-            out["formula"] = Safe(r"P = W_P[\text{%s}]" % self.t("m.position"))
+            out["formula"] = Safe(r"\mathrm{PE} = W_P[\text{%s}]" % self.t("m.position"))
         if step.kind == "pos" and self.model.positions == "sinusoidal":   # the answer is P, not its entry
             lhs = step_symbol(self.trace[name])
-            out["answer"], out["grid"] = (Safe("P" + out[k][len(lhs):]) for k in ("answer", "grid"))
+            out["answer"], out["grid"] = (Safe(r"\mathrm{PE}" + out[k][len(lhs):]) for k in ("answer", "grid"))
         if step.kind == "next_token":   # the engine's formula names the token: not on a sheet
             out["formula"] = Safe(r"\hat t = \arg\max_j \ell_j")
             tok = self.model.vocab[token_index(self.trace[name].value)]
@@ -213,15 +213,15 @@ class DecoderBuilder(Builder):
         p = self.position(step)
         row = bmatrix([[self.show(e).tex for e in step.value.rows[0]]])
         if self.model.positions == "learned":
-            return [(self.t("m.w.pos", p + 1), None), (None, rf"P = (W_P)_{{{p + 1}\cdot}} = {row}")]
+            return [(self.t("m.w.pos", p + 1), None), (None, rf"\mathrm{{PE}} = (W_P)_{{{p + 1}\cdot}} = {row}")]
         if step.value.shape[0] == 1:
-            return [(self.t("m.w.pos_sin", p), None), (None, self.pe_row(p, step.value.rows[0], "P"))]
+            return [(self.t("m.w.pos_sin", p), None), (None, self.pe_row(p, step.value.rows[0], r"\mathrm{PE}"))]
         return self.work_pe_table(step)
 
     def work_pe_table(self, step) -> list:
         """A table of sinusoidal positions (rows 0, 1, …), row by row."""
         return [line for p, cells in enumerate(step.value.rows)
-                for line in ((self.t("m.w.pos_sin", p), None), (None, self.pe_row(p, cells, rf"P_{{{p},\cdot}}")))]
+                for line in ((self.t("m.w.pos_sin", p), None), (None, self.pe_row(p, cells, rf"\mathrm{{PE}}_{{{p},\cdot}}")))]
 
     def pe_row(self, p: int, cells, lhs: str) -> str:
         """Position p's sinusoids: each entry's exact closed form (sin and cos of a rational angle,

@@ -114,7 +114,7 @@ def test_a_bad_base_is_refused_naming_the_field(keys, where, what):
 
 
 def test_a_d_6_table_prints_its_closed_forms_in_text_and_latex(tmp_path):
-    """`forward --step pos`: the step is named P (not its entry P_{p,2i}) in LaTeX, the text's
+    """`forward --step pos`: the step is named PE (not its entry PE_{p,2i}) in LaTeX, the text's
     closed forms read sin(10**(-4/3)) (SymPy-parsable, one pair of parentheses) and the LaTeX
     keeps the exact entries, next to the decimals."""
     path = tmp_path / "pe.yaml"
@@ -132,6 +132,6 @@ def test_a_d_6_table_prints_its_closed_forms_in_text_and_latex(tmp_path):
     # the printed form means sin(10000^(-1/3)) (p = 1, 2i/d = 2/6), as NumPy has it
     assert float(sympy.sympify("sin(10**(-4/3))")) == pytest.approx(np.sin(10000 ** (-1 / 3)), abs=1e-15)
     tex = tex.getvalue()
-    assert "\nP = \\begin{bmatrix}" in tex and "P_{p,2i} =" not in tex.split("\\end{equation*}")[1]
-    exact_part = tex.split("\nP = \\begin{bmatrix}")[1].split(r"\approx")[0]
+    assert "\n\\mathrm{PE} = \\begin{bmatrix}" in tex and "\\mathrm{PE}_{p,2i} =" not in tex.split("\\end{equation*}")[1]
+    exact_part = tex.split("\n\\mathrm{PE} = \\begin{bmatrix}")[1].split(r"\approx")[0]
     assert exact_part.count(r"\sin") == 3 and exact_part.count(r"\cos") == 3   # p = 1's three pairs

@@ -35,7 +35,7 @@ def sheet(cli, spec_file, tmp_path, base=100, d=4, *flags):
 
 
 def answer_matrix(key: str) -> list[list[float]]:
-    body = re.search(r"P \\approx \\begin\{bmatrix\}(.*?)\\end\{bmatrix\}", key.split("### ")[-1].split("P_{3,")[1]).group(1)
+    body = re.search(r"\\mathrm\{PE\} \\approx \\begin\{bmatrix\}(.*?)\\end\{bmatrix\}", key.split("### ")[-1].split(r"\mathrm{PE}_{3,")[1]).group(1)
     return [[float(c) for c in row.split("&")] for row in body.split(r"\\")]
 
 
@@ -50,8 +50,8 @@ def test_the_key_is_the_base_100_table(cli, spec_file, tmp_path):
 
 def test_the_working_writes_sin_and_cos_of_the_exact_angle_row_by_row(cli, spec_file, tmp_path):
     _, key = sheet(cli, spec_file, tmp_path)
-    assert r"P_{0,\cdot} = \begin{bmatrix} 0 & 1 & 0 & 1 \end{bmatrix}" in key
-    row2 = next(line for line in key.splitlines() if line.startswith(r"P_{2,\cdot}"))
+    assert r"\mathrm{PE}_{0,\cdot} = \begin{bmatrix} 0 & 1 & 0 & 1 \end{bmatrix}" in key
+    row2 = next(line for line in key.splitlines() if line.startswith(r"\mathrm{PE}_{2,\cdot}"))
     assert r"\sin\left(2\right) & \cos\left(2\right) & \sin\left(0.2\right)" in row2   # 2 / 10, exact
     assert row2.endswith(r"\approx \begin{bmatrix} 0.9093 & -0.4161 & 0.1987 & 0.9801 \end{bmatrix}")
 
@@ -95,7 +95,7 @@ def test_refusals_exit_2_with_one_line(cli, spec_file, tmp_path):
 def test_an_encoder_with_sinusoidal_positions_works_its_table(cli, spec_file, tmp_path):
     """An encoder (BERT-like) with `positions: sinusoidal`: the sheet is written (it was an internal
     error), the key says the formula, works each row as sin/cos of the exact angle, and its answer
-    is the table math.sin/math.cos give; X = E + P then says ≈ (the table's entries are rounded)."""
+    is the table math.sin/math.cos give; X = E + PE then says ≈ (the table's entries are rounded)."""
     enc = """\
 model:
   kind: encoder
@@ -114,7 +114,7 @@ random: {seed: 1, low: -1, high: 1}
     key = (out / "key.md").read_text(encoding="utf-8")
     assert r"\sin(p / 100^{2i/d})" in key and "row $i$ of $W_P$" not in key
     task = key.split("· `pos`")[1].split("### ")[0]
-    assert r"P_{1,\cdot} = \begin{bmatrix} \sin\left(1\right) & \cos\left(1\right) & \sin\left(0.1\right)" in task
-    answer = re.search(r"P \\approx \\begin\{bmatrix\}(.*?)\\end\{bmatrix\}", task).group(1)
+    assert r"\mathrm{PE}_{1,\cdot} = \begin{bmatrix} \sin\left(1\right) & \cos\left(1\right) & \sin\left(0.1\right)" in task
+    answer = re.search(r"\\mathrm\{PE\} \\approx \\begin\{bmatrix\}(.*?)\\end\{bmatrix\}", task).group(1)
     assert [[float(c) for c in row.split("&")] for row in answer.split(r"\\")] == table(100, 4, rows=3)
-    assert r"X = E + P \approx \begin{bmatrix}" in key
+    assert r"X = E + \mathrm{PE} \approx \begin{bmatrix}" in key
