@@ -314,7 +314,7 @@ MODEL_EN = {
     "m.untied": "an untied head $(\\ell = H W_U)$",
     "m.conv_rows": "Tokens are rows: the new token's vectors are $1 \\times d$ ($d = {0}$); a linear layer is "
                    "$y = xW + b$ with $W$ of shape (in, out). Rows and columns are numbered from 1.",
-    "m.conv_embed": "Input: $X = E + \\mathrm{{PE}}$, with $E$ the token's row of $W_E$ (rows in vocabulary order: {0}) and "
+    "m.conv_embed": "Input: ${2}$, with $E$ the token's row of $W_E$ (rows in vocabulary order: {0}) and "
                     "{1}.",
     "m.pos_learned": "$\\mathrm{{PE}}$ the row of $W_P$ for the token's position (row 1 for the first token)",
     "m.pos_sinusoidal": "$\\mathrm{{PE}}_{{p,2i}} = \\sin(p / {0}^{{2i/d}})$, $\\mathrm{{PE}}_{{p,2i+1}} = \\cos(p / {0}^{{2i/d}})$ "
@@ -324,7 +324,7 @@ MODEL_EN = {
                      "sine or cosine of a rational angle, then rounded.",
     "m.conv_pe": "Rows are positions (from 0) and columns $0, \\dots, d - 1$: $\\mathrm{{PE}}_{{p,2i}} = \\sin(p / {0}^{{2i/d}})$, "
                  "$\\mathrm{{PE}}_{{p,2i+1}} = \\cos(p / {0}^{{2i/d}})$, angles in radians.",
-    "m.pos_none": "no position vector ($\\mathrm{{PE}} = 0$)",
+    "m.pos_none": "no position vector",
     "m.conv_cache": "KV cache: the prompt's rows of $K$ and $V$ are kept from its pass; a new token computes only "
                     "its own $q$, $k$, $v$ rows, appends $k$ and $v$ to the cache, and attends to every row of "
                     "the cache (no later token exists, so nothing is masked).",
@@ -371,7 +371,7 @@ MODEL_ZH = {
     "m.untied": "独立输出头（$\\ell = H W_U$）",
     "m.conv_rows": "token 是行向量：新 token 的向量为 $1 \\times d$（$d = {0}$）；线性层为 $y = xW + b$，$W$ 的形状为"
                    "（输入，输出）。行和列从 1 开始编号。",
-    "m.conv_embed": "输入：$X = E + \\mathrm{{PE}}$，$E$ 是该 token 在 $W_E$ 中的行（按词表顺序：{0}），{1}。",
+    "m.conv_embed": "输入：${2}$，$E$ 是该 token 在 $W_E$ 中的行（按词表顺序：{0}），{1}。",
     "m.pos_learned": "$\\mathrm{{PE}}$ 是该位置在 $W_P$ 中的行（第一个 token 用第 1 行）",
     "m.pos_sinusoidal": "$\\mathrm{{PE}}_{{p,2i}} = \\sin(p / {0}^{{2i/d}})$，$\\mathrm{{PE}}_{{p,2i+1}} = \\cos(p / {0}^{{2i/d}})$，"
                         "位置 $p$ 从 0 开始",
@@ -379,7 +379,7 @@ MODEL_ZH = {
                      "底数 $n = {n}$。逐项计算：先写出有理数角的正弦或余弦的精确值，再四舍五入。",
     "m.conv_pe": "行是位置（从 0 数起），列为 $0, \\dots, d - 1$：$\\mathrm{{PE}}_{{p,2i}} = \\sin(p / {0}^{{2i/d}})$，"
                  "$\\mathrm{{PE}}_{{p,2i+1}} = \\cos(p / {0}^{{2i/d}})$，角用弧度。",
-    "m.pos_none": "没有位置向量（$\\mathrm{{PE}} = 0$）",
+    "m.pos_none": "没有位置向量",
     "m.conv_cache": "KV 缓存：提示的 $K$、$V$ 各行在它那一轮里已算好并保存；新 token 只计算自己的 $q$、$k$、$v$ 行，"
                     "把 $k$、$v$ 追加到缓存末尾，再对缓存的每一行做注意力（没有更晚的 token，所以无需掩码）。",
     "m.conv_head": "logits {0}；$p = \\mathrm{{softmax}}(\\ell)$；下一个 token 取 logit 最大者（贪心解码）。",

@@ -12,7 +12,7 @@ ENCODER_EN = {
                    "$y = xW + b$ with $W$ of shape (in, out). Rows and columns are numbered from 1.",
     "e.conv_embed": "Input: $X = E + \\mathrm{{PE}}$, with row $i$ of $E$ the row of $W_E$ of token $i$ (rows in vocabulary "
                     "order: {0}) and {1}.",
-    "e.pos_learned": "row $i$ of $P$ the row $i$ of $W_P$ (the token's position, from 1)",
+    "e.pos_learned": "row $i$ of $\\mathrm{{PE}}$ the row $i$ of $W_P$ (the token's position, from 1)",
     "e.conv_embed_norm": "The embeddings are normalised before the first layer: $N_e = \\mathrm{{LayerNorm}}(X)$ "
                          "(its own $\\gamma$, $\\beta$); the layer reads $N_e$.",
     "e.conv_padding": "Padding: token(s) {0} are padding; their key columns are set to $-\\infty$ before the "
@@ -32,7 +32,7 @@ ENCODER_ZH = {
     "e.conv_rows": "token 是行向量：$X$ 为 $n \\times d$（$n = {0}$，$d = {1}$）；线性层为 $y = xW + b$，"
                    "$W$ 的形状为（输入，输出）。行和列都从 1 开始编号。",
     "e.conv_embed": "输入：$X = E + \\mathrm{{PE}}$，$E$ 的第 $i$ 行是第 $i$ 个 token 在 $W_E$ 中的行（按词表顺序：{0}），{1}。",
-    "e.pos_learned": "$P$ 的第 $i$ 行是 $W_P$ 的第 $i$ 行（token 的位置，从 1 数起）",
+    "e.pos_learned": "$\\mathrm{{PE}}$ 的第 $i$ 行是 $W_P$ 的第 $i$ 行（token 的位置，从 1 数起）",
     "e.conv_embed_norm": "进入第一层之前先对嵌入做归一化：$N_e = \\mathrm{{LayerNorm}}(X)$（它自己的 $\\gamma$、"
                          "$\\beta$）；第一层读取 $N_e$。",
     "e.conv_padding": "填充：第 {0} 个 token 是填充；softmax 之前把它们的键所在的列设为 $-\\infty$，"

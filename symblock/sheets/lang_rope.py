@@ -37,11 +37,11 @@ ZH = {
 
 MODEL_EN = {
     "copy_embed": "No position vector is added: $x$ is the token's embedding $E$.",
-    "m.pos_rope": "no position vector ($x = E$): RoPE turns each layer's $q$ and $k$ by the token's "
+    "m.pos_rope": "no position vector: RoPE turns each layer's $q$ and $k$ by the token's "
                   "position instead (counted from 0)",
 }
 
 MODEL_ZH = {
     "copy_embed": "不加位置向量：$x$ 就是该 token 的嵌入 $E$。",
-    "m.pos_rope": "没有位置向量（$x = E$）：改由 RoPE 按 token 的位置（从 0 数起）旋转每一层的 $q$ 和 $k$",
+    "m.pos_rope": "没有位置向量：改由 RoPE 按 token 的位置（从 0 数起）旋转每一层的 $q$ 和 $k$",
 }

@@ -96,7 +96,8 @@ class DecoderBuilder(Builder):
         block = super().conventions()[1:]          # the block's, after its rows line
         head = r"$\ell = H W_E^{\top}$" if s.head == "tied" else r"$\ell = H W_U$"
         return [self.t("m.conv_rows", s.dims.d_model),
-                self.t("m.conv_embed", self.vocab_tex(), self.t(f"m.pos_{s.positions}", self.base_tex())),
+                self.t("m.conv_embed", self.vocab_tex(), self.t(f"m.pos_{s.positions}", self.base_tex()),
+                       "X = E" if s.positions in ("rope", "none") else r"X = E + \mathrm{PE}"),
                 self.t("m.conv_cache"), *block, self.t("m.conv_head", head)]
 
     def data(self) -> list[dict]:
