@@ -335,3 +335,17 @@ def test_an_untitled_spec_is_headed_by_its_file(cli, tmp_path):
     code, out, err = cli("forward", path)
     assert code == 0, err
     assert out.splitlines()[0] == str(path) and "symblock" not in out.splitlines()[0]
+
+
+def test_a_folder_named_as_an_example_says_how_to_name_the_example(cli, tmp_path, monkeypatch):
+    """After `worksheet tiny-bert --out tiny-bert`, `tiny-bert` here is that folder: every command and
+    the API say so and name example:tiny-bert, which still works."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tiny-bert").mkdir()
+    for args in (["forward", "tiny-bert"], ["worksheet", "tiny-bert", "--out", "ws2"]):
+        ran = cli(*args)
+        assert ran.code == 2 and "write example:tiny-bert" in ran.err and "Traceback" not in ran.err, args
+    import symblock
+    with pytest.raises(symblock.SpecError, match="write example:tiny-bert"):
+        symblock.load("tiny-bert")
+    assert cli("forward", "example:tiny-bert", "--step", "x").code == 0

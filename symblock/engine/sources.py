@@ -48,4 +48,12 @@ def read_spec(name_or_path: str | Path) -> tuple[dict, str]:
     if text in example_names() and not Path(text).exists():
         data, _ = read_mapping(f"{text}.yaml", example_text(text))
         return data, f"example:{text}"
+    not_a_folder(text)
     return read_mapping(name_or_path)
+
+
+def not_a_folder(text: str) -> None:
+    """A folder here named as a built-in example (a worksheet's --out) is refused, saying how to name the example."""
+    if text in example_names() and Path(text).is_dir():
+        raise SpecError(text, "", f"is a directory here, not a spec file; for the built-in example of that name "
+                                  f"write example:{text}")

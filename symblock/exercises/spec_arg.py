@@ -51,6 +51,7 @@ def example_of(spec_arg: str) -> str | None:
 def read(spec_arg: str | Path) -> tuple[dict, str]:
     """The raw mapping of a SPEC and its source name (as messages name it)."""
     from symblock.engine import files
+    from symblock.engine.sources import not_a_folder
     from symblock.engine.spec import example_names, example_text, read_mapping
     text = str(spec_arg)
     if difficulty_of(text):
@@ -66,4 +67,5 @@ def read(spec_arg: str | Path) -> tuple[dict, str]:
                         + ", ".join(DIFFICULTY_TITLES))
     if not files.exists(Path(text)):
         raise SpecError(text, "", f"no such file; SPEC is {FORMS}")
+    not_a_folder(text)
     return read_mapping(spec_arg)
