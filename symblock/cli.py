@@ -237,14 +237,23 @@ def _trace(args):
     return forward_any(load(args.spec, allow_model=True))
 
 
+def _one_of(known: list[str], asked: str, shown: int = 24) -> str:
+    """"expected one of …": every name when there are few, else the closest ones and where the rest are."""
+    if len(known) <= shown:
+        return "expected one of " + ", ".join(known)
+    import difflib
+    close = difflib.get_close_matches(asked, known, n=5, cutoff=0.6)
+    near = f"did you mean {', '.join(close)}? " if close else ""
+    return f"{near}{len(known)} steps; `symblock forward SPEC` prints them all (e.g. {', '.join(known[:3])}, …)"
+
+
 def cmd_forward(args) -> int:
     from symblock.engine import report
     trace = _trace(args)
     steps = list(trace)
     if args.step:
         if args.step not in trace:
-            raise UsageError(f"--step: no step {excerpt(args.step)} in this block; expected one of "
-                             + ", ".join(trace.names()))
+            raise UsageError(f"--step: no step {excerpt(args.step)} in this block; " + _one_of(list(trace.names()), args.step))
         steps = [trace[args.step]]
     if args.json:
         print(report.to_json(steps))

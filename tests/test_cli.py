@@ -349,3 +349,11 @@ def test_a_folder_named_as_an_example_says_how_to_name_the_example(cli, tmp_path
     with pytest.raises(symblock.SpecError, match="write example:tiny-bert"):
         symblock.load("tiny-bert")
     assert cli("forward", "example:tiny-bert", "--step", "x").code == 0
+
+
+def test_an_unknown_step_of_a_big_model_names_the_closest_steps_not_two_hundred(cli):
+    ran = cli("forward", "tiny-translate", "--step", "gen1.layer0.cache.kk")
+    assert ran.code == 2 and "did you mean gen1.layer0.cache.k" in ran.err and "205 steps" in ran.err
+    assert len(ran.err) < 400 and "gen2.layer0.norm3.std" not in ran.err
+    small = cli("forward", "--step", "zzz")   # the seed block's 16 steps: all of them
+    assert small.code == 2 and "expected one of x, attn.out, resid1" in small.err
