@@ -76,3 +76,11 @@ def test_every_picture_a_page_shows_exists():
     for md in (ROOT / "docs").rglob("*.md"):
         for img in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", md.read_text(encoding="utf-8")):
             assert (md.parent / img).resolve().is_file(), (md, img)
+
+
+def test_the_student_tutorial_lists_every_mistake_code():
+    """The tutorial's table of diagnosis codes is the student's first stop: no code the checker can say is left out."""
+    from symblock.grading.mistakes import CATALOGUE, MODEL_CATALOGUE
+    text = (ROOT / "docs" / "tutorials" / "student.md").read_text(encoding="utf-8")
+    table = {m.group(1) for m in re.finditer(r"^\| `(\w+)` \|", text, re.M)}
+    assert {m.code for m in CATALOGUE + MODEL_CATALOGUE} | {"rounding"} <= table
