@@ -113,3 +113,12 @@ def test_a_tiled_set_goes_from_worksheet_to_check(cli, tmp_path):
     steps = {x["name"]: x for x in json.loads(out)["steps"]}
     assert code == 1 and steps["attn.h0.tile1.sum"]["diagnosis"] == ["tile_sum_not_rescaled"]
     assert steps["attn.h0.tiled"]["status"] == "carried"
+
+
+def test_the_tiled_example_asks_the_online_softmax_by_default(cli, tmp_path):
+    """Its point is the tiles: with no --preset its sheet asks them; --preset full asks the block."""
+    assert cli("worksheet", "tiled-attention", "--format", "markdown", "--out", tmp_path / "a").code == 0
+    key = (tmp_path / "a" / "key.md").read_text(encoding="utf-8")
+    assert "### Task 1 · `attn.h0.tile0.max`" in key and "`attn.h0.tile1.acc`" in key
+    assert cli("worksheet", "tiled-attention", "--preset", "full", "--format", "markdown", "--out", tmp_path / "b").code == 0
+    assert "tile0.max`" not in (tmp_path / "b" / "key.md").read_text(encoding="utf-8").split("## Tasks")[1]
