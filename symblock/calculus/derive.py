@@ -46,7 +46,7 @@ TINY = {
 # the symbol base for each sub-layer input, by its name in the step formulas
 INPUT_SYMBOLS = {"X": "x", "A": "a", "F": "f", "R_1": "r^{(1)}", "R_2": "r^{(2)}",
                  "H_1": "h^{(1)}", "H_2": "h^{(2)}", "N_1": "n^{(1)}", "N_2": "n^{(2)}", "N_f": "n^{(f)}",
-                 "C": "c", "R_3": "r^{(3)}", "H_3": "h^{(3)}", "N_3": "n^{(3)}"}   # C …: a decoder layer's
+                 "C": "c", "R_3": "r^{(3)}", "H_3": "h^{(3)}", "N_3": "n^{(3)}", "Y": "y"}   # C …: a decoder layer's
 
 
 class TooLarge(ValueError):

@@ -42,14 +42,14 @@ def derive_model(spec: Any, only: str | None = None) -> dict[str, Derived]:
         n_src = len(spec.source_tokens)
         embeddings(spec, "enc.", n_src, spec.source_tokens, add)
         take(layer_steps(spec, spec.encoder[0], "model.source"), "enc.layer0.")
-        take(norm_steps(spec.encoder[-1], spec.encoder_norm, n_src, "H", "N_f"), "enc.")
+        take(norm_steps(spec.encoder[-1], spec.encoder_norm, n_src, "Y", "N_f"), "enc.")
     n = len(spec.prompt)
     embeddings(spec, "", n, spec.prompt, add)
     if spec.embed_norm:   # BERT: LayerNorm(E + P) before the first layer
         take(norm_steps(spec.layers[0], spec.embed_norm, n, "X", "N_e", "norm_embed"), "")
     take(layer_steps(spec, spec.layers[0], "model.prompt"), "layer0.")
     if spec.final_norm:
-        take(norm_steps(spec.layers[-1], spec.final_norm, n, "H", "N_f"), "")
+        take(norm_steps(spec.layers[-1], spec.final_norm, n, "Y", "N_f"), "")
     if spec.head != "none":
         head(spec, n, add)
     return derivemod.finish(steps, over, spec.source, only)
@@ -133,14 +133,14 @@ def norm_steps(layer: Any, table: Any, n: int, src: str, out: str, step: str = "
 
 
 def head(spec: Any, n: int, add: Callable) -> None:
-    """logits (tied: H W_Eᵀ, else H W_U) and probs (the engine's softmax of each row)."""
+    """logits (tied: N_f W_Eᵀ, else N_f W_U; Y without a final norm) and probs (the engine's softmax of each row)."""
     from symblock.engine import block
     d, vocab = spec.dims.d_model, len(spec.vocab)
-    src = "N_f" if spec.final_norm else "H"
+    src = "N_f" if spec.final_norm else "Y"
     h = derivemod.symbols(derivemod.INPUT_SYMBOLS.get(src, "h"), n, d)
     if spec.head == "tied":
-        add("logits", r"\ell = H W_E^{\top}", h @ _table("w^{E}", range(vocab), d).T, src)
+        add("logits", rf"\ell = {src} W_E^{{\top}}", h @ _table("w^{E}", range(vocab), d).T, src)
     else:
-        add("logits", r"\ell = H W_U", h @ _table("w^{U}", range(d), vocab), src)
+        add("logits", rf"\ell = {src} W_U", h @ _table("w^{U}", range(d), vocab), src)
     add("probs", r"p = \mathrm{softmax}(\ell)\ \text{(each row)}",
         derivemod.symbols(r"\ell", n, vocab).map_rows(block.softmax), r"\ell")

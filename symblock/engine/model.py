@@ -91,6 +91,11 @@ class _Run:
         self.caches: list[tuple[Mat, Mat]] = []
         self.cache_names: list[dict[str, str]] = []
 
+    def symbol(self, name: str) -> str:
+        """The symbol a recorded step's formula gives it (`Y` of `Y = N_2(…)`), for the formulas that read it."""
+        step = next((st for st in reversed(self.steps) if st.name == name), None)
+        return step.latex.split(" = ")[0].strip() if step is not None else "H"
+
     def record(self, name: str, latex: str, inputs: tuple, value: Mat, given: bool = False) -> Mat:
         self.steps.append(block.Step(name, latex, tuple(inputs), value, given))
         return value
@@ -141,10 +146,11 @@ class _Run:
             h, h_name = self.final_norm(h, h_name, prefix), f"{prefix}norm_final"
         if s.head == "none":
             return None
+        src = self.symbol(h_name)   # the rows the head reads, by their own symbol (N_f, or the last layer's)
         if s.head == "tied":
-            logits, latex, w = h @ self.params["W_E"].T, r"\ell = H W_E^{\top}", "W_E"
+            logits, latex, w = h @ self.params["W_E"].T, rf"\ell = {src} W_E^{{\top}}", "W_E"
         else:
-            logits, latex, w = h @ self.params["W_U"], r"\ell = H W_U", "W_U"
+            logits, latex, w = h @ self.params["W_U"], rf"\ell = {src} W_U", "W_U"
         self.record(f"{prefix}logits", latex, (h_name, w), logits)
         self.record(f"{prefix}probs", r"p = \mathrm{softmax}(\ell)\ \text{(each row)}", (f"{prefix}logits",),
                     logits.map_rows(block.softmax))
@@ -161,7 +167,8 @@ class _Run:
         under `step`."""
         layer = self.spec.layers[-1]
         opts = replace(layer.options, norm_position="pre", final_norm=True)
-        ln0, tex, src = ("ln_final", "N_f", "H") if step == "norm_final" else ("ln_embed", "N_e", "X")
+        ln0, tex = ("ln_final", "N_f") if step == "norm_final" else ("ln_embed", "N_e")
+        src = self.symbol(h_name)
         ln = ln or ln0
         if table is None:
             table = self.spec.final_norm if ln == "ln_final" else self.spec.embed_norm

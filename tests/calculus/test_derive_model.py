@@ -107,7 +107,7 @@ def test_the_encoder_norm_is_the_memory_and_the_head_is_tied(derived):
     spec, d = derived
     h = RNG.normal(size=(2, 2))
     g, b = floats(spec.encoder_norm["gamma"]), floats(spec.encoder_norm["beta"])
-    assert np.allclose(value(d["enc.norm_final"].entries, named("h", h)), layernorm(h, g, b, 0.1), atol=1e-12)
+    assert np.allclose(value(d["enc.norm_final"].entries, named("y", h)), layernorm(h, g, b, 0.1), atol=1e-12)
     n = RNG.normal(size=(2, 2))
     w_e = floats(spec.W_E)
     got = value(d["logits"].entries, {**named("n^{(f)}", n), **named("w^{E}", w_e)})
