@@ -52,6 +52,18 @@ class ModelCounts:
         return (self.embedding + self.positions + self.embed_norm + self.stack + self.extra + self.final_norm
                 + self.head)
 
+    def block_command(self) -> str:
+        """The `symblock params` command that counts one of these blocks alone (the same total)."""
+        b = self.block
+        flags = [f"--d-model {b.d_model}", f"--heads {b.heads}", f"--d-ff {b.d_ff}"]
+        if b.d_k is not None:
+            flags += [f"--d-k {b.d_k}", f"--d-v {b.d_v}"]
+        if b.kv_heads is not None:
+            flags.append(f"--kv-heads {b.kv_heads}")
+        flags += (["--no-bias"] if not b.bias else []) + ([f"--norm {b.norm_type}"] if b.norm_type != "layernorm" else [])
+        flags += [f"--activation {b.activation}"] if b.activation != "relu" else []
+        return "symblock params " + " ".join(flags)
+
     def rows(self) -> list[tuple[str, str, int]]:
         d, v, n, L = self.block.d_model, self.vocab, self.context, self.layers
         out = [("token embedding W_E", f"vocab·d = {v}·{d}", self.embedding)]
@@ -60,7 +72,8 @@ class ModelCounts:
         if self.embed_norm:
             out.append(("embedding norm", "2·d (γ, β)" if self.embed_norm == 2 * d else "d (γ)", self.embed_norm))
         no_o = "" if self.block.out_proj else ", no W_O"   # block.out_proj: false
-        out.append((f"{L} blocks{no_o}", f"{L} · {self.block.total:,} (symblock params --d-model {d})", self.stack))
+        out.append((f"{L} block{'' if L == 1 else 's'}{no_o}", f"{L} · {self.block.total:,} ({self.block_command()})",
+                    self.stack))
         if self.extra:
             out.append(("biases given", "in some layers only (block.bias: false)", self.extra))
         if self.final_norm:

@@ -237,3 +237,18 @@ def test_an_encoder_decoder_without_final_norm_names_the_encoders_alone(cli, spe
     out = cli("params", path).out
     assert "encoder final norm" in out and "2 final norms" not in out and "decoder)" not in out
     assert "2 final norms" in cli("params", spec_file(translate_spec(), "both.yaml")).out
+
+
+@pytest.mark.parametrize("example", ["tiny-bert", "tiny-gpt", "tiny-llama"])
+def test_a_models_block_row_names_the_command_that_counts_that_block(example, capsys):
+    """`1 · 136 (symblock params …)`: the command in the row, run, counts the same block (it said only
+    --d-model 4, which counts 244 for tiny-bert's 136)."""
+    import re
+    from symblock.cli import main
+    assert main(["params", example]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if re.match(r"\d+ blocks? ", line))
+    per_block, command = re.search(r"· ([\d,]+) \(symblock params ([^)]*)\)", row).groups()
+    assert main(["params", *command.split(), "--json"]) == 0
+    import json
+    assert json.loads(capsys.readouterr().out)["total"] == int(per_block.replace(",", ""))
+    assert not row.startswith("1 blocks")
