@@ -339,7 +339,7 @@ MODEL_EN = {
     "m.s.cache.v": "The value cache after appending the new row $v$.",
     "m.s.reused": "Which rows of $K_{{cache}}$ were reused from the prompt's pass? Write $1$ under each reused row "
                   "and $0$ under the row computed in this step.",
-    "m.s.scores": "Scores of head {h}: the new query against every row of the key cache (one row).",
+    "m.s.scores": "Scores of head {h}: the new query (one row) against every row of the key cache.",
     "m.s.logits": "Logits of the new token: one per token of the vocabulary.",
     "m.s.probs": "Probabilities: softmax of the logits.",
     "m.s.next_token": "The next token (greedy): write it, or its number in the vocabulary (from 0).",
@@ -391,7 +391,7 @@ MODEL_ZH = {
     "m.s.cache.k": "追加新行 $k$ 之后的键缓存。",
     "m.s.cache.v": "追加新行 $v$ 之后的值缓存。",
     "m.s.reused": "$K_{{cache}}$ 的哪些行是从提示那一轮直接复用的？复用的行下写 $1$，本步新算的行下写 $0$。",
-    "m.s.scores": "第 {h} 个头的分数：新的查询与键缓存的每一行做点积（一行）。",
+    "m.s.scores": "第 {h} 个头的分数：新的查询（一行）与键缓存的每一行做点积。",
     "m.s.logits": "新 token 的 logits：词表中每个 token 一个。",
     "m.s.probs": "概率：对 logits 做 softmax。",
     "m.s.next_token": "下一个 token（贪心）：写出该 token，或它在词表中的编号（从 0 开始）。",

@@ -78,5 +78,6 @@ class CrossWork:
             out.append(sub)
         m = self.memory_rows()   # each row mixes every memory row (none is masked causally)
         pos = self.positions(*step.value.shape, m, row=step.value.shape[0] - 1)
-        out.append((self.t("cross_rows", m), None))
+        padded = sum(map(bool, getattr(self.spec, "memory_padding_mask", ()) or getattr(self.spec, "source_padding_mask", ())))
+        out.append((self.t("cross_rows_padded", m, padded) if padded else self.t("cross_rows", m), None))
         return out + self.dot_entries(step, p.rows, v.T.rows, pos)

@@ -185,3 +185,10 @@ def test_the_reused_rows_are_named_as_many_as_there_are(tmp_path, prompt, formul
     assert formula in key and reused in key, key.split("cache.reused")[1][:600]
     assert "1, \\dots, 1" not in key and "first 1 rows" not in key
 
+
+
+def test_the_cross_attention_output_says_the_padded_memory_row_is_weighed_0(cli, tmp_path):
+    """decoder-layer's third memory row is padding: its weight is 0, so 'mixes all 3 rows' would mislead."""
+    assert cli("worksheet", "decoder-layer", "--format", "markdown", "--out", tmp_path).code == 0
+    key = (tmp_path / "key.md").read_text(encoding="utf-8")
+    assert "mixes the 3 value rows of the memory (1 of them padding, weighed 0)" in key and "mixes all 3" not in key
