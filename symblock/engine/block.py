@@ -28,6 +28,11 @@ class Step:
     value: Mat
     given: bool = False        # pinned by the spec, not computed
 
+    @property
+    def symbol(self) -> str:
+        """The symbol its formula gives it (`Q` of `Q = X W^{Q}`), as the formulas that read it name it."""
+        return self.latex.split(" = ")[0].strip()
+
     # ---- Jupyter display: name, formula, exact value and decimal
     def _repr_latex_(self) -> str:
         return rf"$\text{{{self.name}}}:\quad {self.latex} \quad {self.value.latex()}$"

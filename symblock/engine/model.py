@@ -92,9 +92,8 @@ class _Run:
         self.cache_names: list[dict[str, str]] = []
 
     def symbol(self, name: str) -> str:
-        """The symbol a recorded step's formula gives it (`Y` of `Y = N_2(…)`), for the formulas that read it."""
-        step = next((st for st in reversed(self.steps) if st.name == name), None)
-        return step.latex.split(" = ")[0].strip() if step is not None else "H"
+        """The symbol of the step last recorded as `name` (`Y` of the last layer's output)."""
+        return next(st for st in reversed(self.steps) if st.name == name).symbol
 
     def record(self, name: str, latex: str, inputs: tuple, value: Mat, given: bool = False) -> Mat:
         self.steps.append(block.Step(name, latex, tuple(inputs), value, given))

@@ -149,6 +149,9 @@ def grid_rows(value: Any, shape: tuple[int, int], source: str, where: str) -> li
     return value
 
 
+MAX_WRITTEN_ROWS = 4096   # a matrix written in another shape is read to this size; past it, refused as before
+
+
 def written_shape(value: Any, shape: tuple[int, int]) -> tuple[int, int] | None:
     """The shape of a whole matrix written in another shape than the step's r×c (more rows, or
     other rows of one width; fewer full rows too), else None: rows of one width, every entry a
@@ -162,5 +165,3 @@ def written_shape(value: Any, shape: tuple[int, int]) -> tuple[int, int] | None:
         return None
     return (len(value), width)
 
-
-MAX_WRITTEN_ROWS = 4096   # a matrix written in another shape is read to this size; past it, refused as before

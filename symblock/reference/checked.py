@@ -39,9 +39,7 @@ def number(config: Mapping[str, Any], key: str, src: Source, default: float, pos
            within: str = "") -> float:
     """config[key], a finite number >= 0 (> 0 when `positive`), `default` when absent; `within` is the
     field that holds `config` inside the file ("rope_parameters.")."""
-    v = config.get(key, default)
-    if v is None:
-        v = default
+    v = default if config.get(key) is None else config[key]
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 or positive and v == 0:
         want = "a number > 0" if positive else "a number >= 0"
         raise src.bad_config(within + key, f"expected {want}, got {excerpt(v)}")

@@ -11,13 +11,12 @@ The readers work on plain mappings (a config and a state dict of arrays), so a s
 """
 from __future__ import annotations
 
-import math
 from typing import Any, Callable, Mapping
 
 import numpy as np
 
 from symblock.errors import excerpt
-from symblock.reference.checked import Checked, check_layer_count, check_tokens, dims, whole
+from symblock.reference.checked import Checked, check_layer_count, check_tokens, declared, dims, number, whole
 from symblock.reference.checked import layers as layers_text
 from symblock.reference.exact_weights import (  # noqa: F401  (spec_from.exact, .Unsupported, ... too)
     Source, Unsupported, arrays, as_array, block_weights, exact, host, inputs_of, matrix, refuse, vector)
@@ -129,29 +128,21 @@ def gpt(config: Mapping[str, Any], state: Mapping[str, np.ndarray], tokens, gene
     s = {k.removeprefix("_orig_mod."): v for k, v in state.items()}
     d, heads, n_layers = c["d"], c["heads"], c["layers"]
     p = names["prefix"]
-    wte = s.get(p + "wte.weight")
-    if wte is None or wte.ndim != 2 or len(wte) == 0:
-        raise src.bad_weight(p + "wte.weight", ("missing" if wte is None else f"shape {dims(wte.shape)}")
-                             + f"; expected vocab × {d} (n_embd {d})")
+    w = Checked(s, src, names["out_in"], f" (n_embd {d})")
+    wte = w.rows(p + "wte.weight", d, keys["d"])
     vocab = len(wte)
-    if wte.shape[1] != d:
-        raise src.bad_config(keys["d"], f"{d} does not match the weights: {src.weights_field}{p}wte.weight in "
-                                        f"{src.weights} is {dims(wte.shape)}, so n_embd {wte.shape[1]}")
-    declared = config.get("vocab_size")
-    if isinstance(declared, int) and not isinstance(declared, bool) and declared != vocab:
-        raise src.bad_config("vocab_size", f"{declared} does not match the weights: {src.weights_field}{p}wte.weight "
-                                           f"in {src.weights} is {dims(wte.shape)}, so {vocab} tokens")
+    declared(config, "vocab_size", vocab, src, f"{src.weights_field}{p}wte.weight is {dims(wte.shape)}, "
+                                               f"so {vocab} tokens")
     if d % heads:
         raise src.bad_config(keys["heads"], f"{heads} heads do not divide n_embd {d} evenly")
     check_layer_count(s, names["layer"].split("{i}")[0], keys["layers"], n_layers, src)
     check_tokens(tokens, vocab, src)
-    w = Checked(s, src, names["out_in"], f" (n_embd {d})")
     first = names["layer"].format(i=0)
     d_ff = w.width(first + "mlp.c_fc.weight", d)
     bias = first + "attn.c_attn.bias" in s
     layers = [_gpt_layer(w, names["layer"].format(i=i), d, d_ff, bias, first, names["linear"])
               for i in range(n_layers)]
-    weights = {"W_E": matrix(w.need(p + "wte.weight", (vocab, d))),
+    weights = {"W_E": matrix(wte),
                "W_P": matrix(w.need(p + "wpe.weight", (c["positions"], d))[:len(tokens) + generate]),
                "ln_final": _norm(w, p + "ln_f", d), "layers": layers}
     head = w.maybe("lm_head.weight", (vocab, d))
@@ -191,10 +182,7 @@ def _gpt_config(config: Mapping[str, Any], keys: Mapping[str, str], src: Source,
     if n_tokens + generate > c["positions"]:
         raise Unsupported(src.config, f"{n_tokens} prompt tokens + {generate} generated exceed the "
                                       f"{c['positions']} positions", src.config_field + keys["positions"])
-    eps = config.get(keys["eps"], 1e-5) if "eps" in keys else 1e-5
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not math.isfinite(eps) or eps < 0:
-        raise src.bad_config(keys["eps"], f"expected a number ε >= 0, got {excerpt(eps)}")
-    return c, act, eps
+    return c, act, number(config, keys["eps"], src, 1e-5) if "eps" in keys else 1e-5
 
 
 def _gpt_layer(w: Checked, p: str, d: int, d_ff: int, bias: bool, first: str, lin: Callable) -> dict:

@@ -310,8 +310,8 @@ MODEL_EN = {
                   "are cached; its next token {token} is now fed back in. Work this one new row.",
     "m.layers_1": "one layer",
     "m.layers_n": "{0} layers",
-    "m.tied": "a tied head $(\\ell = H W_E^{{\\top}})$",
-    "m.untied": "an untied head $(\\ell = H W_U)$",
+    "m.tied": "a tied head $({0})$",
+    "m.untied": "an untied head $({0})$",
     "m.conv_rows": "Tokens are rows: the new token's vectors are $1 \\times d$ ($d = {0}$); a linear layer is "
                    "$y = xW + b$ with $W$ of shape (in, out). Rows and columns are numbered from 1.",
     "m.conv_embed": "Input: ${2}$, with $E$ the token's row of $W_E$ (rows in vocabulary order: {0}) and "
@@ -367,8 +367,8 @@ MODEL_ZH = {
                   "现在作为输入送回模型。请计算这新的一行。",
     "m.layers_1": "一层",
     "m.layers_n": "{0} 层",
-    "m.tied": "共享输出头（$\\ell = H W_E^{{\\top}}$）",
-    "m.untied": "独立输出头（$\\ell = H W_U$）",
+    "m.tied": "共享输出头（${0}$）",
+    "m.untied": "独立输出头（${0}$）",
     "m.conv_rows": "token 是行向量：新 token 的向量为 $1 \\times d$（$d = {0}$）；线性层为 $y = xW + b$，$W$ 的形状为"
                    "（输入，输出）。行和列从 1 开始编号。",
     "m.conv_embed": "输入：${2}$，$E$ 是该 token 在 $W_E$ 中的行（按词表顺序：{0}），{1}。",

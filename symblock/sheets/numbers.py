@@ -283,7 +283,7 @@ def param_symbol(name: str) -> str:
 
 
 def step_symbol(step: Step) -> str:
-    return step.latex.split(" = ")[0].strip()
+    return step.symbol
 
 
 def shape_tex(r: int, c: int) -> str:

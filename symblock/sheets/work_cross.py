@@ -41,9 +41,12 @@ class CrossWork:
         d = self.dims
         scale = self.t("conv_scale", d.d_head) if self.o.attention_scale == "sqrt_dk" else self.t("conv_noscale")
         # a decoder layer's memory padding, or an encoder-decoder's padded source (its memory's rows)
-        pad = getattr(self.spec, "memory_padding_mask", ()) or getattr(self.spec, "source_padding_mask", ())
-        rows = ", ".join(str(j + 1) for j, p in enumerate(pad) if p)
+        rows = ", ".join(str(j + 1) for j, p in enumerate(self.memory_padding()) if p)
         return [self.t("conv_cross", scale, self.memory_rows(), self.t("conv_cross_pad", rows) if rows else "")]
+
+    def memory_padding(self) -> tuple:
+        """The memory's padding flags: a decoder layer's memory_padding_mask, an encoder-decoder's source's."""
+        return getattr(self.spec, "memory_padding_mask", ()) or getattr(self.spec, "source_padding_mask", ())
 
     def memory_rows(self) -> int:
         """The memory's rows: a decoder layer's mem_len, an encoder-decoder's source length."""
@@ -78,6 +81,6 @@ class CrossWork:
             out.append(sub)
         m = self.memory_rows()   # each row mixes every memory row (none is masked causally)
         pos = self.positions(*step.value.shape, m, row=step.value.shape[0] - 1)
-        padded = sum(map(bool, getattr(self.spec, "memory_padding_mask", ()) or getattr(self.spec, "source_padding_mask", ())))
+        padded = sum(map(bool, self.memory_padding()))
         out.append((self.t("cross_rows_padded", m, padded) if padded else self.t("cross_rows", m), None))
         return out + self.dot_entries(step, p.rows, v.T.rows, pos)

@@ -87,7 +87,7 @@ class EncoderBuilder(DecoderBuilder):
         if self.model.positions != "learned":   # sinusoidal: the table row by row, in closed form
             return self.work_pe_table(step)
         return [(self.t("e.w.pos", self.m), None),
-                (None, rf"\mathrm{{PE}} = (W_P)_{{[1..{self.m}]\cdot}} = {self.mat(step.value)}")]
+                (None, rf"{step_symbol(step)} = (W_P)_{{[1..{self.m}]\cdot}} = {self.mat(step.value)}")]
 
     def work_encoder_x(self, step) -> list:
         return self.work_add(step)

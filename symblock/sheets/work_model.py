@@ -82,11 +82,11 @@ class DecoderBuilder(Builder):
             stacks = (f"one encoder and one decoder layer" if enc == dec == 1 else
                       f"{enc} encoder layer{'s' * (enc != 1)} and {dec} decoder layer{'s' * (dec != 1)}")
             return self.t("m.describe_translate", v=len(s.vocab), d=d.d_model, enc=enc, dec=dec, stacks=stacks,
-                          heads=heads, order=order, head=self.t(f"m.{s.head}"),
+                          heads=heads, order=order, head=self.t(f"m.{s.head}", self.trace["logits"].latex),
                           source=source, n=len(s.source_tokens), prompt=prompt, m=self.m,
                           tokens="token" if self.m == 1 else "tokens", token=f"${token_tex(s.vocab[self.token])}$")
         return self.t("m.describe", v=len(s.vocab), d=d.d_model, layers=layers, heads=heads, order=order,
-                      head=self.t(f"m.{s.head}"), prompt=prompt, m=self.m,
+                      head=self.t(f"m.{s.head}", self.trace["logits"].latex), prompt=prompt, m=self.m,
                       tokens="token" if self.m == 1 else "tokens", token=f"${token_tex(s.vocab[self.token])}$")
 
     def conventions(self) -> list[Safe]:
@@ -94,11 +94,10 @@ class DecoderBuilder(Builder):
         if self.positions_only:
             return [self.t("m.conv_pe", self.base_tex()), self.t("conv_round", self.places)]
         block = super().conventions()[1:]          # the block's, after its rows line
-        head = r"$\ell = H W_E^{\top}$" if s.head == "tied" else r"$\ell = H W_U$"
         return [self.t("m.conv_rows", s.dims.d_model),
                 self.t("m.conv_embed", self.vocab_tex(), self.t(f"m.pos_{s.positions}", self.base_tex()),
-                       "X = E" if s.positions in ("rope", "none") else r"X = E + \mathrm{PE}"),
-                self.t("m.conv_cache"), *block, self.t("m.conv_head", head)]
+                       self.trace["x"].latex),
+                self.t("m.conv_cache"), *block, self.t("m.conv_head", f"${self.trace['logits'].latex}$")]
 
     def data(self) -> list[dict]:
         """W_E (with its vocabulary), W_P, the layers' weights, then the prompt's cached K and V."""
@@ -127,10 +126,7 @@ class DecoderBuilder(Builder):
         out = super().task(i, name)
         step = names.parse(name)
         if step.kind == "pos" and step.gen and self.model.positions == "learned":  # the row is the task
-            out["formula"] = Safe(r"\mathrm{PE} = W_P[\text{%s}]" % self.t("m.position"))
-        if step.kind == "pos" and self.model.positions == "sinusoidal":   # the answer is P, not its entry
-            lhs = step_symbol(self.trace[name])
-            out["answer"], out["grid"] = (Safe(r"\mathrm{PE}" + out[k][len(lhs):]) for k in ("answer", "grid"))
+            out["formula"] = Safe(r"%s = W_P[\text{%s}]" % (step_symbol(self.trace[name]), self.t("m.position")))
         if step.kind == "next_token":   # the engine's formula names the token: not on a sheet
             out["formula"] = Safe(r"\hat t = \arg\max_j \ell_j")
             tok = self.model.vocab[token_index(self.trace[name].value)]
@@ -214,15 +210,15 @@ class DecoderBuilder(Builder):
         p = self.position(step)
         row = bmatrix([[self.show(e).tex for e in step.value.rows[0]]])
         if self.model.positions == "learned":
-            return [(self.t("m.w.pos", p + 1), None), (None, rf"\mathrm{{PE}} = (W_P)_{{{p + 1}\cdot}} = {row}")]
+            return [(self.t("m.w.pos", p + 1), None), (None, rf"{step_symbol(step)} = (W_P)_{{{p + 1}\cdot}} = {row}")]
         if step.value.shape[0] == 1:
-            return [(self.t("m.w.pos_sin", p), None), (None, self.pe_row(p, step.value.rows[0], r"\mathrm{PE}"))]
+            return [(self.t("m.w.pos_sin", p), None), (None, self.pe_row(p, step.value.rows[0], step_symbol(step)))]
         return self.work_pe_table(step)
 
     def work_pe_table(self, step) -> list:
         """A table of sinusoidal positions (rows 0, 1, …), row by row."""
         return [line for p, cells in enumerate(step.value.rows)
-                for line in ((self.t("m.w.pos_sin", p), None), (None, self.pe_row(p, cells, rf"\mathrm{{PE}}_{{{p},\cdot}}")))]
+                for line in ((self.t("m.w.pos_sin", p), None), (None, self.pe_row(p, cells, rf"{step_symbol(step)}_{{{p},\cdot}}")))]
 
     def pe_row(self, p: int, cells, lhs: str) -> str:
         """Position p's sinusoids: each entry's exact closed form (sin and cos of a rational angle,
