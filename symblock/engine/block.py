@@ -236,19 +236,19 @@ def sequence(t: _Tracer) -> None:
     """One sequence through the block (a batch works each in turn, with its step prefix)."""
     if t.o.cross_attention:  # a decoder layer: engine/cross.py, with this module's sub-layers
         return cross.decoder_layer(t, cross.SubLayers(norm, attention, ffn, softmax, apply_mask))
-    x = t.step("x", "X", lambda: t.params[f"{t.prefix}X"])
+    x = t.step("x", xs := t.spec.x_symbol, lambda: t.params[f"{t.prefix}X"])   # X, or N_e (model.py)
     if t.o.norm_position == "pre":
-        n1 = norm(t, "norm1", x, "X", "ln1", "N_1")
+        n1 = norm(t, "norm1", x, xs, "ln1", "N_1")
         a = attention(t, n1, "N_1")
-        r1 = t.step("resid1", f"R_1 = X + {t.read('attn.out', 'A')}", lambda: x + a)
+        r1 = t.step("resid1", f"R_1 = {xs} + {t.read('attn.out', 'A')}", lambda: x + a)
         n2 = norm(t, "norm2", r1, "R_1", "ln2", "N_2")
         f = ffn(t, n2, "N_2")
         r2 = t.step("resid2", f"R_2 = R_1 + {t.read('ffn.out', 'F')}", lambda: r1 + f)
         y, y_tex = (norm(t, "norm_final", r2, "R_2", "ln_final", "N_f"), "N_f") if t.o.final_norm \
             else (r2, "R_2")
     else:
-        a = attention(t, x, "X")
-        r1 = t.step("resid1", f"R_1 = X + {t.read('attn.out', 'A')}", lambda: x + a)
+        a = attention(t, x, xs)
+        r1 = t.step("resid1", f"R_1 = {xs} + {t.read('attn.out', 'A')}", lambda: x + a)
         h1 = norm(t, "norm1", r1, "R_1", "ln1", "H_1")
         f = ffn(t, h1, "H_1")
         r2 = t.step("resid2", f"R_2 = H_1 + {t.read('ffn.out', 'F')}", lambda: h1 + f)

@@ -28,12 +28,13 @@ class SubLayers(NamedTuple):
 
 def decoder_layer(t: Any, parts: SubLayers) -> None:  # t: a block.Tracer (block imports this module)
     """One sequence through the decoder layer, recording every step on the tracer `t`."""
-    x = t.step("x", "X", lambda: t.params["X"])
+    xs = t.spec.x_symbol
+    x = t.step("x", xs, lambda: t.params["X"])
     m = t.step("memory", "M", lambda: t.params["M"])
     norm = parts.norm
     if t.o.norm_position == "pre":
-        a = parts.attention(t, norm(t, "norm1", x, "X", "ln1", "N_1"), "N_1")
-        r1 = t.step("resid1", f"R_1 = X + {t.read('attn.out', 'A')}", lambda: x + a)
+        a = parts.attention(t, norm(t, "norm1", x, xs, "ln1", "N_1"), "N_1")
+        r1 = t.step("resid1", f"R_1 = {xs} + {t.read('attn.out', 'A')}", lambda: x + a)
         c = cross_attention(t, norm(t, "norm2", r1, "R_1", "ln2", "N_2"), "N_2", m, parts)
         r2 = t.step("resid2", "R_2 = R_1 + C", lambda: r1 + c)
         f = parts.ffn(t, norm(t, "norm3", r2, "R_2", "ln3", "N_3"), "N_3")
@@ -41,8 +42,8 @@ def decoder_layer(t: Any, parts: SubLayers) -> None:  # t: a block.Tracer (block
         y, y_tex = (norm(t, "norm_final", r3, "R_3", "ln_final", "N_f"), "N_f") if t.o.final_norm \
             else (r3, "R_3")
     else:
-        a = parts.attention(t, x, "X")
-        r1 = t.step("resid1", f"R_1 = X + {t.read('attn.out', 'A')}", lambda: x + a)
+        a = parts.attention(t, x, xs)
+        r1 = t.step("resid1", f"R_1 = {xs} + {t.read('attn.out', 'A')}", lambda: x + a)
         h1 = norm(t, "norm1", r1, "R_1", "ln1", "H_1")
         c = cross_attention(t, h1, "H_1", m, parts)
         r2 = t.step("resid2", "R_2 = H_1 + C", lambda: h1 + c)

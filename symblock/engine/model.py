@@ -209,7 +209,9 @@ class _Run:
         self.caches, self.cache_names = [], []
         for i, layer in enumerate(self.spec.layers):
             with _in_layer(self.spec, f"{prefix}layer{i}."), costmod.limit(math.inf):  # sized as a whole
-                tr = block.forward(replace(with_length(layer, m), X=h))
+                # the first layer's formulas name what it reads (N_e after BERT's embedding norm);
+                # a later layer's input is its X, as every layer's is by convention
+                tr = block.forward(replace(with_length(layer, m), X=h, x_symbol=self.symbol(x_name) if i == 0 else "X"))
             self.take(tr, i, prefix, x_name)
             k = "attn.k_rot" if layer.options.rope else "attn.k"   # the cache holds rotated keys
             self.caches.append((tr[k].value, tr["attn.v"].value))

@@ -73,6 +73,8 @@ class BlockSpec:
     positions: tuple = ()          # RoPE's position of each row (inputs.positions); () = 0 … seq_len − 1
     supplied: frozenset = frozenset()  # parameters read from `weights:` (not defaulted, drawn or unread):
                                        #   a bias or β given although block.bias is false is one (params counts it)
+    x_symbol: str = "X"            # what the formulas call the rows the block reads (a model's first
+                                   #   layer after BERT's embedding norm reads N_e)
 
     def position_list(self) -> tuple[int, ...]:
         """The position of each row, as RoPE turns it."""

@@ -101,6 +101,21 @@ def test_encoder_key_numbers_are_numpys(cli, tmp_path, numpy_steps):
     assert r"\text{“[PAD]”}" in key and "GELU}(x W_1 + b_1) W_2 + b_2" in key
 
 
+def test_encoder_first_layer_formulas_read_the_embeddings_norm(cli, tmp_path):
+    """The sheet defines X = E + PE, then N_e = LN(X): the layer's formulas must say they read N_e
+    (a student following "Q = X W^Q" would multiply the unnormalised sum)."""
+    code, out, err = cli("worksheet", "tiny-bert", "--out", tmp_path, "--format", "markdown")
+    assert code == 0, err
+    sheet = (tmp_path / "sheet.md").read_text(encoding="utf-8")
+    for formula in ("Q = N_e W^{Q} + b^{Q}", "K = N_e W^{K} + b^{K}", "V = N_e W^{V} + b^{V}", "R_1 = N_e + A"):
+        assert formula in sheet, formula
+    assert "Q = X W" not in sheet and "R_1 = X +" not in sheet
+    trace = {s.name: s.latex for s in api.forward(api.load("tiny-bert"))}
+    assert trace["layer0.attn.q"] == "Q = N_e W^{Q} + b^{Q}" and trace["layer0.resid1"] == "R_1 = N_e + A"
+    gpt = {s.name: s.latex for s in api.forward(api.load("tiny-gpt"))}   # no embedding norm: X = E + PE
+    assert gpt["layer0.resid1"] == "R_1 = X + A"
+
+
 def test_encoder_sheet_in_chinese(cli, tmp_path):
     code, out, err = cli("worksheet", "tiny-bert", "--out", tmp_path, "--format", "markdown", "--lang", "zh")
     assert code == 0, err
