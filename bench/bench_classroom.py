@@ -1,13 +1,14 @@
 """The classroom's waits, before/after in one run: what a set costs to write and to grade, and what
 `--jobs` buys on this machine's cores.
 
-    python bench/bench_classroom.py --base a7b8402 [--rounds 5] [--pdf 300] [--write]     # no slower
+    python bench/bench_classroom.py --base a7b8402 [--rounds 5] [--pdf 300] [--filled 300] [--write]  # no slower
     python bench/bench_classroom.py --jobs 2 [--students 300] [--write]         # --jobs
 
 `--base`: `worksheet --difficulty medium --variants 30 --format markdown` and `grade` of its 30 blank
 answers files, timed on an earlier commit (a temporary git worktree) and on this checkout, alternating
 round by round, each in a fresh process (`--pdf N`: and a set of N variants with every PDF, `--jobs 2`,
-its files compared byte for byte); the figure is the child's CPU time (user + sys), which a
+its files compared byte for byte; `--filled N`: and `grade` of a medium set of N variants, its answers
+filled in as for `--jobs`, the gradebooks compared); the figure is the child's CPU time (user + sys), which a
 machine shared with other work disturbs far less than wall time, with the wall time beside it.
 
 `--jobs J`: on this checkout only, `grade` of a medium set's N answers files (filled in with the key's
@@ -56,13 +57,19 @@ def blank_class(set_dir: Path, answers: Path) -> None:
         (answers / f"s{i:03d}.yaml").write_text(f.read_text(encoding="utf-8"), encoding="utf-8")
 
 
-def structure_jobs(tree: Path, work: Path, pdf: int = 0) -> dict[str, tuple[float, float]]:
+def structure_jobs(tree: Path, work: Path, pdf: int = 0, filled: Path | None = None) -> dict[str, tuple[float, float]]:
+    """The jobs of the no-slower table on `tree`; `filled`: a folder holding a set and its filled-in
+    answers (`filled_class`), graded too."""
     work.mkdir(parents=True, exist_ok=True)
     out = {"worksheet --variants 30 (medium, md)": timed(
         ["worksheet", "--difficulty", "medium", "--variants", "30", "--format", "markdown", "--out", "set",
          "--force"], tree, work)}
     blank_class(work / "set", work / "answers")
     out["grade 30 files"] = timed(["grade", "set", "answers", "--out", "graded", "--force"], tree, work)
+    if filled is not None:
+        n = len(list((filled / "answers").glob("*.yaml")))
+        out[f"grade {n} filled-in files"] = timed(["grade", str(filled / "set"), str(filled / "answers"), "--out",
+                                                    str(work / "graded-filled"), "--force"], tree, work)
     if pdf:
         out[f"worksheet --variants {pdf} --pdf --jobs 2 (medium)"] = timed(
             ["worksheet", "--difficulty", "medium", "--variants", str(pdf), "--pdf", "--jobs", "2", "--out", "pdf",
@@ -70,17 +77,30 @@ def structure_jobs(tree: Path, work: Path, pdf: int = 0) -> dict[str, tuple[floa
     return out
 
 
-def compare_base(base_rev: str, rounds: int, pdf: int = 0) -> str:
+def filled_class(work: Path, students: int) -> Path:
+    """A medium set of `students` variants (written by this checkout) and its filled-in answers."""
+    work.mkdir(parents=True)
+    timed(["worksheet", "--difficulty", "medium", "--variants", str(students), "--format", "markdown", "--jobs", "2",
+           "--out", "set"], ROOT, work)
+    fill(work / "set", work / "answers", students)
+    return work
+
+
+def compare_base(base_rev: str, rounds: int, pdf: int = 0, students: int = 0) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp) / "base"
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(base), base_rev], check=True)
         times: dict[str, dict[str, list]] = {"before": {}, "after": {}}
+        filled = filled_class(Path(tmp) / "filled", students) if students else None
         try:
             for r in range(rounds):
                 for label, tree in (("before", base), ("after", ROOT)):
-                    for job, t in structure_jobs(tree, Path(tmp) / f"{label}{r}", pdf).items():
+                    for job, t in structure_jobs(tree, Path(tmp) / f"{label}{r}", pdf, filled).items():
                         times[label].setdefault(job, []).append(t)
-            same = "" if not pdf else ("The PDF set's files are the same bytes before and after: " + (
+            same = "" if not filled else ("The graded filled-in files are the same bytes before and after: " + (
+                "yes." if same_tree(Path(tmp) / "before0" / "graded-filled", Path(tmp) / "after0" / "graded-filled")
+                else "NO.") + "\n")
+            same += "" if not pdf else ("The PDF set's files are the same bytes before and after: " + (
                 "yes." if same_tree(Path(tmp) / "before0" / "pdf", Path(tmp) / "after0" / "pdf") else "NO."))
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base)], check=True)
@@ -90,7 +110,7 @@ def compare_base(base_rev: str, rounds: int, pdf: int = 0) -> str:
         (bc, bw), (ac, aw) = (tuple(statistics.median(x) for x in zip(*times[k][job])) for k in ("before", "after"))
         rows.append(f"| {job} | {bc:.2f} | {ac:.2f} | {ac / bc:.2f} | {bw:.2f} | {aw:.2f} |")
     return (f"`python bench/bench_classroom.py --base {base_rev} --rounds {rounds}"
-            f"{f' --pdf {pdf}' if pdf else ''}`: {base_rev} against "
+            f"{f' --pdf {pdf}' if pdf else ''}{f' --students {students}' if students else ''}`: {base_rev} against "
             f"{_rev()}, alternating, {rounds} rounds, medians; each job a fresh process (start-up included).\n\n"
             + "\n".join(rows) + "\n" + ("\n" + same + "\n" if same else ""))
 
@@ -173,14 +193,17 @@ def main() -> None:
     p.add_argument("--students", type=int, default=300)
     p.add_argument("--pdf", type=int, default=0, metavar="N",
                    help="with --base: also time a set of N variants with every PDF, --jobs 2")
+    p.add_argument("--filled", type=int, default=0, metavar="N",
+                   help="with --base: also grade a medium set of N variants, its answers filled in")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--write", action="store_true")
     args = p.parse_args()
     if args.base:
-        text = compare_base(args.base, args.rounds, args.pdf)
+        text = compare_base(args.base, args.rounds, args.pdf, args.filled)
         print(text)
         if args.write:
-            write("No slower: a set of 30 written and graded, before and after", text)
+            write("No slower: a set of 30 written and graded, before and after" + (
+                f"; a class of {args.filled} filled in" if args.filled else ""), text)
     if args.jobs:
         text = jobs_run(args.jobs, args.students, args.rounds)
         print(text)

@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         try:
             from symblock.engine import cost
-            with cost.limit(getattr(args, "max_cost", None)):
+            with cost.limit(getattr(args, "max_cost", None)), cost.kept():
                 return args.func(args)
         except (SpecError, UsageError, UndecidableError) as e:
             print(f"symblock: error: {e}", file=sys.stderr)

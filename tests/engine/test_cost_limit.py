@@ -65,3 +65,34 @@ def test_the_generator_buys_as_many_forwards_as_the_limit_in_force_pays_for():
         assert generate.draw_limits(c, dims, opts, ["W_Q", "W_K"], True, set())[1] == 3
     with cost.limit(per_forward // 2):  # never fewer than one
         assert generate.draw_limits(c, dims, opts, ["W_Q", "W_K"], True, set())[1] == 1
+
+
+def test_a_graph_built_within_kept_leaves_the_collectors_sight_until_the_block_ends():
+    import gc
+    s = spec.from_mapping(*spec.read_spec("pre-ln-causal-gelu"))
+    assert gc.get_freeze_count() == 0
+    block.forward(s)
+    assert gc.get_freeze_count() == 0          # a library call freezes nothing
+    with cost.kept():
+        trace = block.forward(s)
+        assert gc.get_freeze_count() > 0       # the graph just built (and all before it) is frozen
+        assert gc.isenabled()                  # the collector runs again for whatever comes next
+        del trace
+    assert gc.get_freeze_count() == 0          # given back: nothing left uncollectable
+
+
+def test_the_command_line_runs_a_command_within_kept(monkeypatch, capsys):
+    import contextlib
+    import gc
+    from symblock import cli
+    seen, real = [], cost.acyclic
+
+    @contextlib.contextmanager
+    def watched():
+        with real():
+            yield
+        seen.append(gc.get_freeze_count())   # after the forward's graph was built
+
+    monkeypatch.setattr(cost, "acyclic", watched)
+    assert cli.main(["forward", "pre-ln-causal-gelu"]) == 0
+    assert seen and min(seen) > 0 and gc.get_freeze_count() == 0
