@@ -110,7 +110,7 @@ def compare_base(base_rev: str, rounds: int, pdf: int = 0, students: int = 0) ->
         (bc, bw), (ac, aw) = (tuple(statistics.median(x) for x in zip(*times[k][job])) for k in ("before", "after"))
         rows.append(f"| {job} | {bc:.2f} | {ac:.2f} | {ac / bc:.2f} | {bw:.2f} | {aw:.2f} |")
     return (f"`python bench/bench_classroom.py --base {base_rev} --rounds {rounds}"
-            f"{f' --pdf {pdf}' if pdf else ''}{f' --students {students}' if students else ''}`: {base_rev} against "
+            f"{f' --pdf {pdf}' if pdf else ''}{f' --filled {students}' if students else ''}`: {base_rev} against "
             f"{_rev()}, alternating, {rounds} rounds, medians; each job a fresh process (start-up included).\n\n"
             + "\n".join(rows) + "\n" + ("\n" + same + "\n" if same else ""))
 
