@@ -126,6 +126,24 @@ def test_every_heading_and_given_label_asks_for_room(tmp_path):
 
 # ---------------------------------------------------------------- Chinese
 
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_section_headings_start_at_the_left_margin(tmp_path, lang):
+    """ctexart centres \\section; a Chinese sheet's headings sit at the margin as the English ones do."""
+    from symblock.sheets.lang import TEXTS
+    t = TEXTS[lang]
+    tex = tmp_path / "sheet.tex"
+    tex.write_text(documents(variant.build("t", block.forward(spec.load("seed-post-ln"))), formats=["latex"],
+                             lang=lang).files["sheet.tex"])
+    compile_tex(tex, "xelatex" if lang == "zh" else "pdflatex")
+    need("pdftotext")
+    html = subprocess.run(["pdftotext", "-bbox", str(tex.with_suffix(".pdf")), "-"], capture_output=True,
+                          text=True, check=True).stdout
+    left = {w: float(x) for x, w in re.findall(r'<word xMin="([\d.]+)"[^>]*>(.*?)</word>', html)[::-1]}
+    margin = 2 / 2.54 * 72   # geometry's 2 cm, in points
+    for heading in (t["data"], t["tasks"]):
+        assert abs(left[heading] - margin) < 3, (heading, left[heading])
+
+
 def test_chinese_sheets_have_no_english_prose():
     from symblock.commands.gallery import GALLERY
     sources = [(s, o) for _, s, o, _ in GALLERY if o.get("lang") == "zh"]
