@@ -16,7 +16,7 @@ from collections import Counter
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from symblock.grading.lang import FEEDBACK, SUMMARY_TEXT, TABLE_TEXT, blanks, explanation, why, words
+from symblock.grading.lang import FEEDBACK, SUMMARY_TEXT, TABLE_TEXT, blanks, counted_from, explanation, why, words
 
 if TYPE_CHECKING:
     from symblock.engine.block import Trace
@@ -214,6 +214,7 @@ def feedback_md(g, cls, credit, lang: str = "en") -> str:
     lines.append("")
     if g.result.overruled:
         lines += [w["overruled"].format(n=cls.manifest["decimals"], keys=", ".join(f"`{k}`" for k in g.result.overruled)), ""]
+    cited = False   # whether a line names an entry by its row and column
     for s in cls.asked:
         st = steps[s]
         gaps = blanks(st, w)
@@ -236,13 +237,14 @@ def feedback_md(g, cls, credit, lang: str = "en") -> str:
         if reshaped is not None:
             lines.append("- " + md_text(w["reason"]["shape"].format(text=reshaped.given)))
         shown = [] if reshaped is not None else [e for e in st.entries if e.mark in ("wrong", "slip")][:SHOWN_ENTRIES]
+        cited = cited or bool(shown or gaps)
         for e in shown:
             own = w["own"].format(own=e.own) if e.own else ""
             lines.append("- " + w["entry"].format(row=e.row + 1, col=e.col + 1, given=md_text(e.given),
                                                   expected=e.expected, own=own, mark=w["mark"][e.mark]).replace("  ", " ")
                          + md_text(why(e, lang)).replace("  ", " "))
         lines.append("")
-    lines += [credit.statement(lang), ""]
+    lines += [*counted_from(g.file, cited, w, ""), credit.statement(lang), ""]
     return "\n".join(lines)
 
 
@@ -269,7 +271,7 @@ COUNTED = ("correct", "rounded", "slip", "wrong", "carried", "missing")
 
 
 def text(result, trace: Trace | None=None, every_entry: bool = False, lang: str = "en") -> str:
-    from symblock.grading.lang import FEEDBACK, SUMMARY_TEXT, TABLE_TEXT, blanks, explanation, why, words
+    from symblock.grading.lang import FEEDBACK, SUMMARY_TEXT, TABLE_TEXT, blanks, counted_from, explanation, why, words
     w = words(lang)
     who = ", ".join(x for x in (result.name, result.ident) if x)
     answers = f"{result.answers_source} ({who})" if who else result.answers_source
@@ -285,6 +287,7 @@ def text(result, trace: Trace | None=None, every_entry: bool = False, lang: str 
     width = max(len(s.name) for s in steps)
     label = max(len(v) for v in w["status"].values())
     runs = _missing_runs(steps)
+    cited = False   # whether a line names an entry by its row and column
     for k, s in enumerate(steps):
         status = w["status"][s.status]
         if k in runs:
@@ -305,9 +308,11 @@ def text(result, trace: Trace | None=None, every_entry: bool = False, lang: str 
                 own = w["own"].format(own=e.own) if e.own else ""
                 lines.append("      " + w["entry"].format(row=e.row + 1, col=e.col + 1, given=e.given, expected=exp,
                                                           own=own, mark=w["mark"][e.mark]) + why(e, lang))
+                cited = True
         gaps = blanks(s, w)
         if gaps:
             lines.append("      " + gaps)
+            cited = True
         fills = [e.given for e in s.entries if e.note == "mask_fill"]
         if fills:
             lines.append("      " + w["mask_fill" if len(fills) == 1 else "mask_fills"].format(given=fills[0], n=len(fills)))
@@ -315,7 +320,7 @@ def text(result, trace: Trace | None=None, every_entry: bool = False, lang: str 
             lines.append("      " + w["diagnosis"].format(code=code, explanation=explanation(code, lang)))
         if s.status == "wrong" and not s.diagnosis:
             lines.append("      " + w["no_diagnosis"])
-    lines.append("")
+    lines += [*counted_from(result.answers_source, cited, w), ""]
     counts = w["sep"].join(w["count"].format(n=result.count(st), status=w["status"][st]) for st in COUNTED
                            if result.count(st))
     if not result.answered:
