@@ -171,6 +171,7 @@ class Answers:
     name: str | None = None
     student: Mapping[str, str] = field(default_factory=dict)   # e.g. {"student_id": "7", "email": ...}
     overruled: tuple[str, ...] = ()   # the file's keys that asked for less than Policy.floor, e.g. "decimals: 1"
+    indexed: bool = False   # some step places its entries by row and col (row:, entries:, the CSV form): from 0
 
 
 def load(path: str | Path, shapes: Mapping[str, tuple[int, int]], computed: set[str] | None = None,
@@ -215,8 +216,9 @@ def from_mapping(data: Mapping, source: str, shapes: Mapping[str, tuple[int, int
         step = names.parse(name)
         masked = step.kind in ("masked", "scaled", "cross_masked", "cross_scaled") and not step.dropped  # .scaled: masked, then scaled
         out[name] = _step(name, value, shapes[name], policy, source, where, masked)
+    indexed = any(isinstance(v, dict) and ("row" in v or "entries" in v) for v in raw.values())
     return Answers(source, top.decimals, out, _text_field(data, "id", source), _text_field(data, "name", source),
-                   student, overruled)
+                   student, overruled, indexed)
 
 
 def _step(name: str, value: Any, shape: tuple[int, int], policy: Policy, source: str, where: str,

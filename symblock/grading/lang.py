@@ -29,8 +29,8 @@ EN = {
     "partial": "{n} of {total} entries answered",
     "blanks": "{n} blank: {cells}",
     "cell": "row {row} col {col}",
-    "counted": "Rows and columns are counted from 1 here, as on the sheet; an answers CSV file counts them "
-               "from 0 (row 1, col 1 here is its row 0, col 0).",
+    "counted": "Rows and columns are counted from 1 here, as on the sheet; your file's row and col (its "
+               "row:, entries: or CSV lines) count them from 0 (row 1, col 1 here is its row 0, col 0).",
     "partly_blank": "partly blank",
     "run": "{first} … {last}  ({n} steps not answered)",
     "entry": "row {row}, col {col}  given {given:<10} expected {expected}{own}  {mark}",
@@ -76,7 +76,7 @@ ZH = {
     "partial": "答了 {n}/{total} 个数",
     "blanks": "{n} 个数未答：{cells}",
     "cell": "第 {row} 行第 {col} 列",
-    "counted": "这里的行、列从 1 开始数（与练习题一致）；答案 CSV 文件从 0 开始数（这里的第 1 行第 1 列即文件中的 row 0、col 0）。",
+    "counted": "这里的行、列从 1 开始数（与练习题一致）；你的文件中的 row、col（row:、entries: 或 CSV 的行）从 0 开始数（这里的第 1 行第 1 列即文件中的 row 0、col 0）。",
     "partly_blank": "部分未答",
     "run": "{first} … {last}（{n} 步未作答）",
     "entry": "第 {row} 行第 {col} 列  你的答案 {given:<10} 应为 {expected}{own}  {mark}",
@@ -148,11 +148,12 @@ EXPLANATIONS_ZH = {
 }
 
 
-def counted_from(source: str, cited: bool, w: dict, after: str | None = None) -> list[str]:
+def counted_from(indexed: bool, cited: bool, w: dict, after: str | None = None) -> list[str]:
     """The line saying that rows and columns are counted from 1 here, when some line named an entry
-    so (`cited`) and the answers file is a CSV, whose row and col count from 0: a student would
-    otherwise look up another entry of the file. `after`: a line to follow it (Markdown's blank)."""
-    if not (cited and str(source).lower().endswith(".csv")):
+    so (`cited`) and the file placed entries by row and col (`indexed`: row:, entries:, the CSV
+    form), which count from 0: a student would otherwise look up another entry of the file.
+    `after`: a line to follow it (Markdown's blank)."""
+    if not (cited and indexed):
         return []
     return [w["counted"]] + ([after] if after is not None else [])
 

@@ -84,6 +84,7 @@ class CheckResult:
     name: str | None = None
     student: dict = field(default_factory=dict)   # the file's student data (answers.Answers.student)
     overruled: tuple = ()   # the file's policy keys that asked for less than the set's places (not used)
+    indexed: bool = False   # the file placed entries by row and col, counted from 0 (answers.Answers.indexed)
 
     @property
     def answered(self) -> bool:
@@ -275,7 +276,7 @@ def check(spec, trace, answers, asked=None, backward=None, items=None, memo: dic
         fixed[name] = _put_right(chain[name], result, honest if honest is not None else it.value)
         bad[name] = sorted({name, *result.built_on}) if result.status == WRONG else result.built_on
     return CheckResult(results, spec.source, answers.source, answers.decimals,
-                       getattr(answers, "ident", None), getattr(answers, "name", None))
+                       getattr(answers, "ident", None), getattr(answers, "name", None), indexed=answers.indexed)
 
 
 def _recompute(it, chain, deps, truth):

@@ -244,7 +244,7 @@ def feedback_md(g, cls, credit, lang: str = "en") -> str:
                                                   expected=e.expected, own=own, mark=w["mark"][e.mark]).replace("  ", " ")
                          + md_text(why(e, lang)).replace("  ", " "))
         lines.append("")
-    lines += [*counted_from(g.file, cited, w, ""), credit.statement(lang), ""]
+    lines += [*counted_from(g.result.indexed, cited, w, ""), credit.statement(lang), ""]
     return "\n".join(lines)
 
 
@@ -320,7 +320,7 @@ def text(result, trace: Trace | None=None, every_entry: bool = False, lang: str 
             lines.append("      " + w["diagnosis"].format(code=code, explanation=explanation(code, lang)))
         if s.status == "wrong" and not s.diagnosis:
             lines.append("      " + w["no_diagnosis"])
-    lines += [*counted_from(result.answers_source, cited, w), ""]
+    lines += [*counted_from(result.indexed, cited, w), ""]
     counts = w["sep"].join(w["count"].format(n=result.count(st), status=w["status"][st]) for st in COUNTED
                            if result.count(st))
     if not result.answered:

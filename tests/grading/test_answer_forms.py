@@ -76,22 +76,24 @@ def test_csv_answers_form(cli, spec_file):
 
 
 @pytest.mark.parametrize("lang, said", [("en", "row 3, col 2"), ("zh", "第 3 行第 2 列")])
-def test_a_report_on_a_csv_file_says_its_rows_count_from_0_there(cli, spec_file, lang, said):
-    """The report names entries from 1, as the sheet does; the CSV form counts from 0, so a report
-    on a CSV file says so, and the entry it names is the file's row 2, col 1 (9.999, not 1.716)."""
+def test_a_report_on_entries_placed_by_row_and_col_says_they_count_from_0_there(cli, spec_file, lang, said):
+    """The report names entries from 1, as the sheet does; row:, entries: and the CSV form count
+    from 0, so a report on such a file says so: the entry it names is the file's row 2, col 1
+    (9.999 there, not 1.716). A file of plain lists, or nothing named, says nothing."""
     rows = ["step,row,col,value", "decimals,,,3"]
     rows += [f"resid1,{i},{j},{9.999 if (i, j) == (2, 1) else v}" for i, r in enumerate(RESID1) for j, v in enumerate(r)]
-    csv_file = spec_file("\n".join(rows) + "\n", name="ada.csv")
-    code, out, err = cli("check", "seed-post-ln", csv_file, "--lang", lang)
-    assert code == 1 and err == ""
-    entry = next(line for line in out.splitlines() if said in line)
-    assert "9.999" in entry and "1.716" in entry
-    note = "counts them from 0" if lang == "en" else "答案 CSV 文件从 0 开始数"
-    assert out.count(note) == 1
-    yaml_file = spec_file("decimals: 3\nsteps:\n  resid1: " + str([[9.999 if (i, j) == (2, 1) else v for j, v in enumerate(r)]
-                                                                   for i, r in enumerate(RESID1)]) + "\n", name="ada.yaml")
-    code, out, _ = cli("check", "seed-post-ln", yaml_file, "--lang", lang)
-    assert code == 1 and said in out and note not in out   # a YAML file's rows are the sheet's
+    note = "count them from 0" if lang == "en" else "从 0 开始数"
+    mine = [[9.999 if (i, j) == (2, 1) else v for j, v in enumerate(r)] for i, r in enumerate(RESID1)]
+    for name, text in (("ada.csv", "\n".join(rows) + "\n"),
+                       ("row.yaml", f"decimals: 3\nsteps:\n  resid1: {{row: 2, value: {mine[2]}}}\n")):
+        code, out, err = cli("check", "seed-post-ln", spec_file(text, name), "--lang", lang)
+        assert code == 1 and err == ""
+        entry = next(line for line in out.splitlines() if said in line)
+        assert "9.999" in entry and "1.716" in entry
+        assert out.count(note) == 1, name
+    code, out, _ = cli("check", "seed-post-ln", spec_file(f"decimals: 3\nsteps:\n  resid1: {mine}\n", "a.yaml"),
+                       "--lang", lang)
+    assert code == 1 and said in out and note not in out   # a list's rows are the sheet's
     right = spec_file("\n".join(rows).replace("9.999", "1.716") + "\n", name="right.csv")
     assert note not in cli("check", "seed-post-ln", right, "--lang", lang).out   # nothing named, nothing to say
 

@@ -255,7 +255,7 @@ def test_feedback_on_a_csv_file_says_its_rows_count_from_0_there(klass, graded, 
     """student06 hands in the CSV form; with one entry changed, the feedback names it from 1 (as the
     sheet does) and says the file counts from 0; the all-right CSV's feedback has nothing to say."""
     right = (klass["answers"] / "student06.csv").read_text(encoding="utf-8")
-    assert "counts them from 0" not in (klass["answers"] / "graded" / "feedback" / "student06.md").read_text(encoding="utf-8")
+    assert "count them from 0" not in (klass["answers"] / "graded" / "feedback" / "student06.md").read_text(encoding="utf-8")
     lines = right.splitlines()
     k = next(i for i, line in enumerate(lines) if line.startswith("resid1,1,0,"))
     lines[k] = "resid1,1,0,9.999"
@@ -266,7 +266,7 @@ def test_feedback_on_a_csv_file_says_its_rows_count_from_0_there(klass, graded, 
     text = (answers / "graded" / "feedback" / "student06.md").read_text(encoding="utf-8")
     entry = next(line for line in text.splitlines() if "given 9.999" in line)
     assert entry.startswith("- row 2, col 1 ")
-    assert text.count("an answers CSV file counts them from 0") == 1
+    assert text.count("(its row:, entries: or CSV lines) count them from 0") == 1
 
 
 def test_carried_credit_is_a_flag(klass, graded):
