@@ -8,7 +8,7 @@
 answers files, timed on an earlier commit (a temporary git worktree) and on this checkout, alternating
 round by round, each in a fresh process (`--pdf N`: and a set of N variants with every PDF, `--jobs 2`,
 its files compared byte for byte; `--filled N`: and `grade` of a medium set of N variants, its answers
-filled in as for `--jobs`, the gradebooks compared); the figure is the child's CPU time (user + sys), which a
+filled in as for `--jobs`, in one process and with `--jobs 2`, the gradebooks compared); the figure is the child's CPU time (user + sys), which a
 machine shared with other work disturbs far less than wall time, with the wall time beside it.
 
 `--jobs J`: on this checkout only, `grade` of a medium set's N answers files (filled in with the key's
@@ -70,6 +70,9 @@ def structure_jobs(tree: Path, work: Path, pdf: int = 0, filled: Path | None = N
         n = len(list((filled / "answers").glob("*.yaml")))
         out[f"grade {n} filled-in files"] = timed(["grade", str(filled / "set"), str(filled / "answers"), "--out",
                                                     str(work / "graded-filled"), "--force"], tree, work)
+        out[f"grade {n} filled-in files --jobs 2 (wall counts)"] = timed(
+            ["grade", str(filled / "set"), str(filled / "answers"), "--out", str(work / "graded-jobs"), "--force",
+             "--jobs", "2"], tree, work)
     if pdf:
         out[f"worksheet --variants {pdf} --pdf --jobs 2 (medium)"] = timed(
             ["worksheet", "--difficulty", "medium", "--variants", str(pdf), "--pdf", "--jobs", "2", "--out", "pdf",

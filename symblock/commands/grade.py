@@ -61,10 +61,14 @@ def run(args) -> int:
         if clash:
             raise UsageError(f"--out: {clash[0]} already exists" + (f" (and {len(clash) - 1} more)" if len(clash) > 1
                              else "") + "; use --force to overwrite, or another directory")
-    people = _roster(args)
-    cls, credit = grade(args, people)
+    people, jobs, plots = _roster(args), _jobs(getattr(args, "jobs", 1)), {}
+
+    def marked(cls) -> None:   # with --jobs, the plots are drawn while the files are flagged and written
+        if jobs > 1 and cls.graded and report.available():
+            plots.update(_plots(cls, jobs))
+    cls, credit = grade(args, people, marked)
     drawn = report.available()
-    _, removed = write(out, documents(cls, credit, args.lang, drawn, _jobs(getattr(args, "jobs", 1))), args.force)
+    _, removed = write(out, documents(cls, credit, args.lang, drawn, jobs, plots if jobs > 1 else None), args.force)
     print(report.summary_text(cls), end="")
     for file, name, why in report.flagged(cls):
         print(one_line(f"flagged: {file} ({name}): {'; '.join(why)}"))
@@ -110,9 +114,9 @@ def _jobs(n: int) -> int:
     return n or default_jobs()
 
 
-def grade(args, people: dict | None = None):
+def grade(args, people: dict | None = None, marked=None):
     """(the graded class, the credit) of SET_DIR's variants and ANSWERS_DIR's files; nothing written.
-    `people`: the roster already read (else read from --roster)."""
+    `people`: the roster already read (else read from --roster); `marked`: gradebook.grade's."""
     from symblock.grading import gradebook, manifest
     from symblock.grading.points import Credit, parse_credit
     credit = Credit(parse_credit(args.carried, "--carried"), parse_credit(args.rounded, "--rounded"),
@@ -126,15 +130,17 @@ def grade(args, people: dict | None = None):
         from symblock.errors import UsageError
         raise UsageError(f"{args.answers_dir}: no answers files in it (expected the students' "
                          f"{', '.join(gradebook.SUFFIXES)} files)")
-    return gradebook.grade(man, files, credit, roster=people, marks=marks), credit
+    return gradebook.grade(man, files, credit, roster=people, marks=marks, marked=marked), credit
 
 
-def documents(cls, credit, lang: str, drawn: bool, jobs: int = 1) -> dict[str, str | bytes]:
+def documents(cls, credit, lang: str, drawn: bool, jobs: int = 1, plots: dict | None = None) -> dict[str, str | bytes]:
     """The gradebook, summary (Markdown, HTML), plots (`drawn`) and feedback files, by relative name.
-    With `jobs` > 1 each plot is drawn in a forked process while this one writes the text files."""
+    With `jobs` > 1 each plot is drawn in a forked process while this one writes the text files;
+    `plots`: those already started (`_plots`)."""
     from symblock.grading import gradebook, report
     from symblock.sheets.render import environment
-    plots = _plots(cls, jobs) if drawn and cls.graded else {}
+    if plots is None:
+        plots = _plots(cls, jobs) if drawn and cls.graded else {}
     files: dict[str, str | bytes] = {
         "gradebook.csv": gradebook.gradebook_csv(cls, lang), "summary.md": report.summary_md(cls, credit, lang, drawn),
         "summary.html": environment("html").get_template("summary.html.j2").render(
@@ -232,6 +238,7 @@ def in_processes(read: list, pool, how, jobs: int) -> tuple[list, object]:
     """gradebook.grade's `marks` in `jobs` processes (see above); in this one where it cannot fork."""
     import multiprocessing
     from symblock.grading import gradebook
+    from symblock.grading.students import Truths
     if not _can_fork() or len(pool.seeds) < 2:
         return gradebook.mark_all(read, pool, how)
     ids = list(pool.seeds)
@@ -259,7 +266,7 @@ def in_processes(read: list, pool, how, jobs: int) -> tuple[list, object]:
             for n, outcome in _receive(conn):
                 outcomes[n] = outcome
         keys = sorted({(e[0], e[1], e[2], e[3]) for g, es in outcomes if isinstance(g, gradebook.Graded) for e in es})
-        truths = gradebook.Truths(pool)
+        truths = Truths(pool)
         for conn in pipes:
             conn.send(keys)
         for conn in pipes:
@@ -276,10 +283,11 @@ def _worker(conn, files: list, part: list, pool, how) -> None:
     """One process of `in_processes`: mark `files` ((index, read) pairs), then answer the keys."""
     from symblock.errors import SpecError, UsageError
     from symblock.grading import gradebook
+    from symblock.grading.students import Truths
     try:
         conn.send(("ok", [(n, gradebook.mark_one(r, pool, how)) for n, r in files]))
         keys = conn.recv()
-        truths = gradebook.Truths(pool)
+        truths = Truths(pool)
         conn.send(("ok", {(i, *k): truths.rounded(i, *k) for i in part for k in keys}))
     except BaseException as e:   # raised again by the parent, as one process would raise it
         conn.send(("error", e if isinstance(e, (SpecError, UsageError)) else f"{type(e).__name__}: {e}"))

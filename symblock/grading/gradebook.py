@@ -14,166 +14,13 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal, ROUND_HALF_UP
 from fractions import Fraction
 from pathlib import Path
 
 from symblock.errors import SpecError, UsageError
-
-
-# Does each answers file belong where its `id:` and `name:` put it?
-#
-# A worksheet ID is only a label the student copies from the sheet. A typo that gives another valid ID
-# (`.10` written `.11`) would grade a file against a classmate's numbers, and two files with one ID,
-# one name or one set of answers (a copy, a file handed in twice) would pass unseen. So every graded
-# file is also compared, cheaply, with every variant of the set: its entries against each variant's
-# exact asked answers, rounded at the places each entry is written to (no marking, no recomputing from
-# the student's own numbers). Only the entries where two variants differ say which one the file fits
-# (a ReLU zero or a shared mean fits them all). A file is flagged when another variant fits clearly
-# better: at least RATIO times as many of those entries, and at least MARGIN more. A flagged file is
-# still graded against its own ID's variant; the flag is shown in the summary, on the terminal and in
-# the gradebook's `flags` column, so that a person decides.
-
-
-RATIO = 2    # another variant fits "clearly better": this many times the entries ...
-MARGIN = 3   # ... and at least this many more (and at least this many answered to call answers the same)
-PLACES = 3   # the places an exact entry (a fraction, sqrt(2)/2) is compared at
-
-
-@dataclass(frozen=True)
-class Flag:
-    kind: str          # fits | same_id | same_name | same_answers
-    other: str         # the variant that fits better, or the other file
-    mine: int = 0      # fits: distinguishing entries matching the file's own variant ...
-    theirs: int = 0    # ... and matching the other variant
-
-
-def flag(graded: list, entries: dict, pool, truths: "Truths | None" = None) -> None:
-    """Set `g.flags` of every graded file. `entries`: file -> its answered entries (`_entries` of
-    its answers as read for its own variant), `pool`: the set's Variants, `truths` (optional) their
-    rounded values, some or all already worked out (`grade --jobs`)."""
-    truths = truths or Truths(pool)
-    for g in graded:
-        fit = best_fit(g.ident, entries[g.file], pool, truths)
-        g.flags += [fit] if fit else []
-    for kind, key in (("same_id", lambda g: g.ident), ("same_name", lambda g: g.name.casefold()),
-                      ("same_answers", lambda g: _answer_key(entries[g.file]))):
-        _duplicates(graded, kind, key)
-
-
-def best_fit(own: str, entries: list, pool, truths: "Truths") -> Flag | None:
-    """The other variant that fits `entries` clearly better than `own`, if any (the best such; the
-    first in the set's order among equals). Only the variants an entry fits are visited (`fitting`),
-    so a class of N files costs about N × entries, not N² × entries."""
-    held, both, theirs = 0, Counter(), Counter()   # entries own fits; per other variant: fits with own, fits without
-    for step, i, j, places, given in entries:
-        if places is None:   # unreadable or −∞: no number to fit
-            continue
-        fits = truths.fitting(step, i, j, places, given)
-        mine = own in fits
-        held += mine
-        (both if mine else theirs).update(fits)
-    best = None
-    for other in pool.seeds:
-        if other == own:
-            continue
-        m, t = held - both.get(other, 0), theirs.get(other, 0)   # entries only own fits, only other fits
-        if t >= RATIO * m and t - m >= MARGIN and (best is None or t - m > best.theirs - best.mine):
-            best = Flag("fits", other, m, t)
-    return best
-
-
-class Truths:
-    """Each variant's asked answers rounded at the places asked for, computed once per entry, and
-    for each entry the variants' values in order, so that the variants a given number fits are found
-    by bisection."""
-
-    def __init__(self, pool):
-        self.pool, self.cache, self.index, self.fits = pool, {}, {}, {}
-
-    def match(self, ident: str, step: str, i: int, j: int, places: int, given: Decimal) -> bool:
-        """Whether `given` is the variant's entry rounded at `places`, within one unit (a slip, or
-        an exact tie rounded the other way)."""
-        key = (ident, step, i, j, places)
-        if key not in self.cache:
-            self.cache[key] = self.rounded(ident, step, i, j, places)
-        truth = self.cache[key]
-        return truth is not None and abs(given - truth) <= Decimal(1).scaleb(-places)
-
-    def fitting(self, step: str, i: int, j: int, places: int, given: Decimal) -> set[str]:
-        """The variants whose entry `given` matches (`match`): the window of the sorted values
-        within one unit, its ends exact (a very long number: every variant tested). Files that
-        give the same number share the answer (a set: read, never changed)."""
-        from bisect import bisect_left, bisect_right
-        asked = (step, i, j, places, given)
-        if asked in self.fits:
-            return self.fits[asked]
-        key = (step, i, j, places)
-        if key not in self.index:
-            values = [(self.rounded(v, step, i, j, places), v) for v in self.pool.seeds]
-            pairs = sorted(((t, v) for t, v in values if t is not None), key=lambda p: p[0])
-            self.index[key] = [t for t, _ in pairs], pairs
-        keys, pairs = self.index[key]
-        unit = Decimal(1).scaleb(-places)
-        if given.is_finite() and given.adjusted() + places < 20:   # given ± unit exact: the window is |given − t| <= unit
-            out = {v for _, v in pairs[bisect_left(keys, given - unit):bisect_right(keys, given + unit)]}
-        else:
-            out = {v for t, v in pairs if abs(given - t) <= unit}
-        self.fits[asked] = out
-        return out
-
-    def rounded(self, ident, step: str, i, j, places) -> Decimal | None:
-        key = (ident, step, i, j, places)
-        if key in self.cache:
-            return self.cache[key]
-        from symblock.engine import exact
-        v = self.pool.variant(ident)
-        value = v.answers[step] if step in v.answers else v.trace[step].value if step in v.trace else None
-        if value is None or i >= value.shape[0] or j >= value.shape[1]:
-            out = None
-        else:
-            x = exact.real(value.rows[i][j])
-            out = None if x is exact.NEG_INF else x.decimal(places)
-        self.cache[key] = out
-        return out
-
-
-def _entries(answers) -> list[tuple]:
-    """(step, row, col, places, the entry as a Decimal at those places) of every answered finite entry;
-    an unreadable or −∞ entry as (step, row, col, None, its text as written), which only the
-    same-answers check reads (two files differing there are not the same answers)."""
-    from symblock.engine import exact
-    out = []
-    for name, step in answers.steps.items():
-        for i, row in enumerate(step.entries):
-            for j, e in enumerate(row):
-                if e is None:
-                    continue
-                if e.value is None or exact.real(e.value) is exact.NEG_INF:   # unreadable, −∞
-                    out.append((name, i, j, None, e.text))
-                    continue
-                places = e.places if e.places is not None else PLACES
-                given = e.decimal if e.decimal is not None and e.places is not None else exact.real(e.value).decimal(places)
-                out.append((name, i, j, places, given))
-    return out
-
-
-def _answer_key(entries: list):
-    """The answers as a comparable value; None when too few are answered to call two files the same."""
-    return frozenset(entries) if len(entries) >= MARGIN else None
-
-
-def _duplicates(graded: list, kind: str, key) -> None:
-    groups: dict = {}
-    for g in graded:
-        k = key(g)
-        if k is not None:
-            groups.setdefault(k, []).append(g)
-    for group in groups.values():
-        for g in group:
-            g.flags += [Flag(kind, o.file) for o in group if o is not g]
+from symblock.grading.students import answered_entries, flag
 
 
 SUFFIXES = (".yaml", ".yml", ".json", ".csv")
@@ -286,11 +133,12 @@ class Variants:
         return self._markers[ident]
 
 
-def grade(manifest: dict, files: list[Path], credit, roster: dict | None = None, marks=None) -> Class:
+def grade(manifest: dict, files: list[Path], credit, roster: dict | None = None, marks=None, marked=None) -> Class:
     """Mark every file against its own variant and score it, then flag the files whose identity is
     in doubt (`flag`); see the module docstring. `roster`: students.read's mapping. `marks(read,
     pool, how)`: how the read files are marked, (outcomes in the files' order, the rounded values
-    already worked out or None); default `mark_all`, in this process (`grade --jobs`: in several)."""
+    already worked out or None); default `mark_all`, in this process (`grade --jobs`: in several).
+    `marked(cls)`: called once the scores are in, before the flags (`grade --jobs` starts the plots)."""
     from symblock.grading.answers import set_policy
     pool = Variants(manifest)
     how = How(set_policy(manifest), credit, roster,
@@ -298,8 +146,11 @@ def grade(manifest: dict, files: list[Path], credit, roster: dict | None = None,
     read = [read_one(path, pool, roster) for path in files]
     outcomes, truths = (marks or mark_all)(read, pool, how)
     graded = [g for g, _ in outcomes if isinstance(g, Graded)]
+    cls = Class(manifest, graded, [r for r, _ in outcomes if isinstance(r, Rejected)])
+    if marked:
+        marked(cls)
     flag(graded, {g.file: e for g, e in outcomes if isinstance(g, Graded)}, pool, truths)
-    return Class(manifest, graded, [r for r, _ in outcomes if isinstance(r, Rejected)])
+    return cls
 
 
 def mark_all(read: list, pool: "Variants", how: "How") -> tuple[list, None]:
@@ -346,7 +197,7 @@ def mark_one(read, pool: "Variants", how: How) -> tuple:
         marker = pool.marker(ident)
         answers = marker.answers(data, file, how.default)
         result = marker.mark_answers(answers, forms=False)
-        entries = _entries(answers)
+        entries = answered_entries(answers)
     except Exception as e:   # this file's failure, named; the others are still graded
         return Rejected(file, name, ident, _why(e), who), None
     by_name = {s.name: s for s in result.steps}

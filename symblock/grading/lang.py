@@ -184,7 +184,7 @@ def explanation(code: str, lang: str = "en") -> str:
     return EXPLANATIONS_ZH[code] if lang == "zh" else EXPLANATIONS[code]
 
 
-# What a gradebook flag says (an identity flag: gradebook.Flag), in each language.
+# What a gradebook flag says (an identity flag: students.Flag), in each language.
 FLAG_TEXT = {
     "en": {"fits": "fits {other} better than its own id ({theirs} entries match {other}, {mine} its own, "
                    "among those where the two differ)",

@@ -382,7 +382,7 @@ def _missing_runs(steps, shortest: int = 3) -> dict[int, tuple | None]:
 # The class summary as an instructor reads it after `grade`: summary.md and summary.html.
 #
 # Both show the same things: the task table of task_table_md, the most common diagnosed
-# mistakes of each task with how many students made them, the flagged files (gradebook.flag: an ID
+# mistakes of each task with how many students made them, the flagged files (students.flag: an ID
 # another variant fits better, a repeated ID, name or set of answers), and the distributions of the
 # totals and of each task's points as PNG plots (above) when matplotlib is installed. User text
 # (names, file names) goes through `md_text` in Markdown and Jinja's autoescape in HTML.

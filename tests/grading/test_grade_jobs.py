@@ -66,3 +66,29 @@ def test_jobs_past_the_limit_are_refused(klass, tmp_path, cli):
     root, _ = klass
     code, _, err = cli("grade", root / "set", root / "answers", "--out", tmp_path / "g", "--jobs", "65")
     assert code == 2 and "--jobs: expected at most 64" in err
+
+
+@pytest.mark.parametrize("damage", ["field", "edited"])
+def test_a_bad_manifest_is_named_as_one_process_names_it_and_no_process_is_left(klass, tmp_path, cli, damage):
+    """A manifest that fails its checks is the same error with --jobs 2 as without, and no
+    process is left behind."""
+    import multiprocessing
+    import shutil
+    root, _ = klass
+    shutil.copytree(root / "set", tmp_path / "set")
+    path = tmp_path / "set" / "instructor" / "manifest.yaml"
+    text = path.read_text(encoding="utf-8")
+    if damage == "field":   # a variant's seed no longer a number: named by its field, before the hash
+        text = text.replace("\n  seed: 2\n", "\n  seed: two\n", 1)
+    else:                   # another seed: a valid manifest whose hash no longer holds
+        text = text.replace("\n  seed: 2\n", "\n  seed: 3\n", 1)
+    assert text != path.read_text(encoding="utf-8")
+    path.write_text(text, encoding="utf-8")
+    runs = {}
+    for jobs in ("1", "2"):
+        runs[jobs] = cli("grade", tmp_path / "set", root / "answers", "--out", tmp_path / jobs, "--jobs", jobs)
+        assert not multiprocessing.active_children()
+    assert runs["1"].code == 2 and "Traceback" not in runs["1"].err
+    assert ("variants[1].seed: expected a whole number" if damage == "field" else "content_sha256") in runs["1"].err
+    assert runs["2"] == runs["1"]
+    assert not (tmp_path / "2").exists()
