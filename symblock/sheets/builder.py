@@ -102,6 +102,10 @@ class Builder(LinearWork, AttentionWork, CrossWork, NormWork, FfnWork, TileWork,
         return param_symbol(name)
 
     # -- sections
+    def linear_tex(self) -> Safe:
+        """A linear layer as the conventions write it: with its bias, or without where the block has none."""
+        return self.t("conv_linear" if self.o.bias else "conv_linear_nobias")
+
     def conventions(self) -> list[Safe]:
         d, o = self.dims, self.o
         eps = number_tex(o.eps)
@@ -110,7 +114,7 @@ class Builder(LinearWork, AttentionWork, CrossWork, NormWork, FfnWork, TileWork,
         if d.heads * d.d_k != d.d_model or d.d_k != d.d_v:  # issue 15: other projection widths
             cols = rf"h d_k + 1, \dots, (h + 1) d_k\ (d_k = {d.d_k};\ V\!: d_v = {d.d_v})"
         uses = self.uses()
-        out = [self.t("conv_rows", d.seq_len, d.d_model)]
+        out = [self.t("conv_rows", d.seq_len, d.d_model, lin=self.linear_tex())]
         if "attn" in uses:
             out.append(self.t("conv_attn", scale, cols))
             if o.causal:

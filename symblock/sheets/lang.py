@@ -61,7 +61,9 @@ EN = {
     "gated": "Then multiply entry by entry by the gate $G$.",
     "approx_note": "$\\approx$ marks a value rounded to {0} decimal places; $=$ is exact.",
     # conventions box
-    "conv_rows": "Tokens are rows: $X$ is $n \\times d$ ($n = {0}$, $d = {1}$); a linear layer is $y = xW + b$ with $W$ of shape (in, out).",
+    "conv_rows": "Tokens are rows: $X$ is $n \\times d$ ($n = {0}$, $d = {1}$); a linear layer is {lin} with $W$ of shape (in, out).",
+    "conv_linear": "$y = xW + b$",
+    "conv_linear_nobias": "$y = xW$ (no bias)",
     "conv_attn": "Attention per head $h$: $S_h = Q_h K_h^{{\\top}}${0}, softmax along each row (subtracting the row's maximum first changes nothing and keeps every $e^x \\le 1$), $O_h = P_h V_h$; head $h$ uses columns ${1}$ of $Q$, $K$, $V$.",
     "conv_scale": " scaled by $1/\\sqrt{{d_k}}$, $d_k = {0}$",
     "conv_noscale": " (not scaled)",
@@ -198,7 +200,9 @@ ZH = {
     "act_silu": "$\\mathrm{{SiLU}}(z) = z / (1 + e^{{-z}})$，逐元素。",
     "gated": "再与门控 $G$ 逐元素相乘。",
     "approx_note": "$\\approx$ 表示四舍五入到 {0} 位小数的值；$=$ 表示精确值。",
-    "conv_rows": "每个 token 是一行：$X$ 的形状是 $n \\times d$（$n = {0}$，$d = {1}$）；线性层是 $y = xW + b$，$W$ 的形状为（输入，输出）。",
+    "conv_rows": "每个 token 是一行：$X$ 的形状是 $n \\times d$（$n = {0}$，$d = {1}$）；线性层是 {lin}，$W$ 的形状为（输入，输出）。",
+    "conv_linear": "$y = xW + b$",
+    "conv_linear_nobias": "$y = xW$（无偏置）",
     "conv_attn": "每个头 $h$：$S_h = Q_h K_h^{{\\top}}${0}，按行做 softmax（先减去该行最大值，结果不变，且每个 $e^x \\le 1$），$O_h = P_h V_h$；头 $h$ 使用 $Q$、$K$、$V$ 的第 ${1}$ 列。",
     "conv_scale": "，再乘以 $1/\\sqrt{{d_k}}$，$d_k = {0}$",
     "conv_noscale": "（不缩放）",
@@ -313,7 +317,7 @@ MODEL_EN = {
     "m.tied": "a tied head $({0})$",
     "m.untied": "an untied head $({0})$",
     "m.conv_rows": "Tokens are rows: the new token's vectors are $1 \\times d$ ($d = {0}$); a linear layer is "
-                   "$y = xW + b$ with $W$ of shape (in, out). Rows and columns are numbered from 1.",
+                   "{lin} with $W$ of shape (in, out). Rows and columns are numbered from 1.",
     "m.conv_embed": "Input: ${2}$, with $E$ the token's row of $W_E$ (rows in vocabulary order: {0}) and "
                     "{1}.",
     "m.pos_learned": "$\\mathrm{{PE}}$ the row of $W_P$ for the token's position (row 1 for the first token)",
@@ -369,7 +373,7 @@ MODEL_ZH = {
     "m.layers_n": "{0} 层",
     "m.tied": "共享输出头（${0}$）",
     "m.untied": "独立输出头（${0}$）",
-    "m.conv_rows": "token 是行向量：新 token 的向量为 $1 \\times d$（$d = {0}$）；线性层为 $y = xW + b$，$W$ 的形状为"
+    "m.conv_rows": "token 是行向量：新 token 的向量为 $1 \\times d$（$d = {0}$）；线性层为 {lin}，$W$ 的形状为"
                    "（输入，输出）。行和列从 1 开始编号。",
     "m.conv_embed": "输入：${2}$，$E$ 是该 token 在 $W_E$ 中的行（按词表顺序：{0}），{1}。",
     "m.pos_learned": "$\\mathrm{{PE}}$ 是该位置在 $W_P$ 中的行（第一个 token 用第 1 行）",

@@ -9,7 +9,7 @@ ENCODER_EN = {
                   "(no next token).",
     "e.norm": "their LayerNorm, ",
     "e.conv_rows": "Tokens are rows: $X$ is $n \\times d$ ($n = {0}$, $d = {1}$); a linear layer is "
-                   "$y = xW + b$ with $W$ of shape (in, out). Rows and columns are numbered from 1.",
+                   "{lin} with $W$ of shape (in, out). Rows and columns are numbered from 1.",
     "e.conv_embed": "Input: $X = E + \\mathrm{{PE}}$, with row $i$ of $E$ the row of $W_E$ of token $i$ (rows in vocabulary "
                     "order: {0}) and {1}.",
     "e.pos_learned": "row $i$ of $\\mathrm{{PE}}$ the row $i$ of $W_P$ (the token's position, from 1)",
@@ -29,7 +29,7 @@ ENCODER_ZH = {
                   "{order}，双向注意（没有因果掩码）。句子 {prompt}（$n = {n}$ 个 token）逐行计算：嵌入、{norm}"
                   "然后是各层，最后得到隐藏状态（不预测下一个 token）。",
     "e.norm": "嵌入的 LayerNorm、",
-    "e.conv_rows": "token 是行向量：$X$ 为 $n \\times d$（$n = {0}$，$d = {1}$）；线性层为 $y = xW + b$，"
+    "e.conv_rows": "token 是行向量：$X$ 为 $n \\times d$（$n = {0}$，$d = {1}$）；线性层为 {lin}，"
                    "$W$ 的形状为（输入，输出）。行和列都从 1 开始编号。",
     "e.conv_embed": "输入：$X = E + \\mathrm{{PE}}$，$E$ 的第 $i$ 行是第 $i$ 个 token 在 $W_E$ 中的行（按词表顺序：{0}），{1}。",
     "e.pos_learned": "$\\mathrm{{PE}}$ 的第 $i$ 行是 $W_P$ 的第 $i$ 行（token 的位置，从 1 数起）",

@@ -39,7 +39,7 @@ class EncoderBuilder(DecoderBuilder):
         (without its rows line and its padding line, said here of the sentence's tokens)."""
         s = self.model
         pos = self.t("e.pos_learned") if s.positions == "learned" else self.t(f"m.pos_{s.positions}", self.base_tex())
-        out = [self.t("e.conv_rows", self.m, s.dims.d_model), self.t("e.conv_embed", self.vocab_tex(), pos)]
+        out = [self.t("e.conv_rows", self.m, s.dims.d_model, lin=self.linear_tex()), self.t("e.conv_embed", self.vocab_tex(), pos)]
         if s.embed_norm:
             out.append(self.t("e.conv_embed_norm"))
         padded = [str(i + 1) for i, p in enumerate(s.key_padding_mask) if p]

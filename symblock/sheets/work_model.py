@@ -94,7 +94,7 @@ class DecoderBuilder(Builder):
         if self.positions_only:
             return [self.t("m.conv_pe", self.base_tex()), self.t("conv_round", self.places)]
         block = super().conventions()[1:]          # the block's, after its rows line
-        return [self.t("m.conv_rows", s.dims.d_model),
+        return [self.t("m.conv_rows", s.dims.d_model, lin=self.linear_tex()),
                 self.t("m.conv_embed", self.vocab_tex(), self.t(f"m.pos_{s.positions}", self.base_tex()),
                        self.trace["x"].latex),
                 self.t("m.conv_cache"), *block, self.t("m.conv_head", f"${self.trace['logits'].latex}$")]

@@ -342,6 +342,22 @@ def test_conventions_box_states_only_what_the_asked_tasks_use(tmp_path, preset, 
         assert "Tokens are rows" in box and "Round answers to 3 decimal places" in box
 
 
+@pytest.mark.parametrize("example, lang, linear", [
+    ("seed-post-ln", "en", "$y = xW$ (no bias)"), ("padding-batch", "en", "$y = xW + b$"),
+    ("tiny-gpt", "en", "$y = xW$ (no bias)"), ("tiny-bert", "en", "$y = xW + b$"),
+    ("seed-post-ln", "zh", "$y = xW$（无偏置）"), ("tiny-bert", "zh", "$y = xW + b$"),
+])
+def test_the_conventions_write_a_linear_layer_with_a_bias_only_where_the_block_has_one(tmp_path, example, lang,
+                                                                                      linear):
+    """A block without biases (block.bias false: no b_Q, b_1, ... given or drawn) is not told
+    y = xW + b; one with them is. Blocks, a tiny GPT's and a BERT encoder's sheets alike."""
+    assert run(example, "--lang", lang, "--format", "markdown", "--out", str(tmp_path)) == 0
+    for doc in ("sheet.md", "key.md"):
+        text = (tmp_path / doc).read_text(encoding="utf-8")
+        assert linear in text, (doc, linear)
+        assert ("+ b$" in text) == ("+ b" in linear), doc
+
+
 def test_backprop_conventions_state_the_parts_the_gradients_go_through(tmp_path):
     """∂L/∂W₂, ∂L/∂W₁ (the default) go back through resid2 and the FFN only: no attention box line,
     no RMSNorm line; the order (where R₂ comes from) and the gradient convention stay."""
