@@ -421,7 +421,7 @@ def render(steps: list[Derived], fmt: str, title: str = "", strict: bool = False
             lines = [f"■ {d.name}   {d.latex}   ({over})"]
             for i, r in enumerate(d.entries):
                 for j, e in enumerate(r):
-                    lines.append(f"    [{i}][{j}] = {sympy.sstr(e)}")
+                    lines.append(f"    ({i + 1},{j + 1}) = {sympy.sstr(e)}")   # row, column from 1, as the subscripts
             out.append("\n".join(lines))
     head = {"latex": f"% {title}\n" if title else "", "markdown": f"## {title}\n\n" if title else "",
             "text": f"{title}\n\n" if title else ""}[fmt]

@@ -154,7 +154,7 @@ def matrix_lines(value: Mat, places: int = 4, width: int = TEXT_WIDTH) -> list[s
     """A matrix as its exact entries beside their decimals; one entry a line when a wide view
     (`width` > TEXT_WIDTH) has closed forms too long for a grid."""
     if width > TEXT_WIDTH and any(len(fmt_exact(e, width)) > TEXT_WIDTH for r in value.rows for e in r):
-        return [f"    [{i}][{j}] = {fmt_exact(e, width)}  ≈ {fmt_decimal(e, places)}"
+        return [f"    ({i + 1},{j + 1}) = {fmt_exact(e, width)}  ≈ {fmt_decimal(e, places)}"   # from 1, as the sheets
                 for i, row in enumerate(value.rows) for j, e in enumerate(row)]
     ex = _grid([[fmt_exact(e, width) for e in row] for row in value.rows])
     dec = _grid([[fmt_decimal(e, places) for e in row] for row in value.rows])

@@ -63,8 +63,26 @@ def test_derive_answers_from_the_store_without_sympy_and_prove_gives_the_same(ca
 def test_the_stored_layernorm_of_a_2d_row_is_the_sign_derived_by_hand():
     """LN([a, b]) = (a − b)/|a − b| by hand: the stored text of norm1 prints the sign form."""
     text = proved.tiny("norm1", "text")
-    assert "[0][0] = sign(r^{(1)}_{11} - r^{(1)}_{12})" in text
+    assert "(1,1) = sign(r^{(1)}_{11} - r^{(1)}_{12})" in text
     assert proved.tiny("nope", "text") is None
+
+
+def test_text_entries_are_labelled_from_1_as_their_subscripts():
+    """derive's text names entry (i,j) by row and column from 1, as the sheets and the symbols'
+    own subscripts do: X's entry (2,1) is x_21, not [1][0]."""
+    import re
+    text = proved.tiny("x", "text")
+    entries = re.findall(r"^    \((\d),(\d)\) = x_\{(\d)(\d)\}$", text, flags=re.M)
+    assert len(entries) == 4 and all((i, j) == (a, b) for i, j, a, b in entries), text
+    assert "[0]" not in proved.tiny("", "text")
+
+
+def test_forward_of_one_step_labels_its_entries_from_1(cli):
+    """The one-entry-a-line view of `forward --step`: a causal head's first row attends to itself
+    only (weights 1, 0, 0, worked by hand), labelled (1,1), (1,2), (1,3); the last entry is (3,3)."""
+    out = cli("forward", "pre-ln-causal-gelu", "--step", "attn.h0.weights").out
+    assert "(1,1) = 1  ≈ 1.0000" in out and "(1,2) = 0  ≈ 0.0000" in out and "(1,3) = 0  ≈ 0.0000" in out
+    assert "(3,3) = " in out and "(0," not in out and "[0][" not in out
 
 
 def test_rope_as_a_formula_keeps_cos_and_sin_exact(cli, spec_file):
@@ -75,10 +93,10 @@ def test_rope_as_a_formula_keeps_cos_and_sin_exact(cli, spec_file):
     code, out, err = cli("derive", path, "--step", "attn.q_rot")
     assert code == 0, err
     q21, q22 = sympy.symbols("q21 q22", real=True)
-    rows = dict(line.strip().split(" = ", 1) for line in out.splitlines() if line.strip().startswith("["))
+    rows = dict(line.strip().split(" = ", 1) for line in out.splitlines() if line.strip().startswith("("))
 
     def read(text):
         return sympy.sympify(text.replace("q_{21}", "q21").replace("q_{22}", "q22"), locals={"q21": q21, "q22": q22})
-    assert sympy.simplify(read(rows["[1][0]"]) - (q21 * sympy.cos(1) - q22 * sympy.sin(1))) == 0
-    assert sympy.simplify(read(rows["[1][1]"]) - (q21 * sympy.sin(1) + q22 * sympy.cos(1))) == 0
-    assert rows["[0][0]"] == "q_{11}" and not any("." in v for v in rows.values())
+    assert sympy.simplify(read(rows["(2,1)"]) - (q21 * sympy.cos(1) - q22 * sympy.sin(1))) == 0
+    assert sympy.simplify(read(rows["(2,2)"]) - (q21 * sympy.sin(1) + q22 * sympy.cos(1))) == 0
+    assert rows["(1,1)"] == "q_{11}" and not any("." in v for v in rows.values())

@@ -542,7 +542,7 @@ def test_a_huge_weight_prints_its_softmax_weights(cli, spec_file, w):
     assert code == 0, err
     # row 0: scores (w/√2, 0) → softmax (1, e^(-w/√2)/(1+...)) → 1.0000 0.0000 to 4 places;
     # row 1: scores (0, 1/√2) → 1/(1+e^(1/√2)) = 0.3302, 0.6698 (worked by hand)
-    rounded = re.findall(r"^    \[(\d)\]\[(\d)\] = .*≈ (\S+)$", out, re.M)
-    assert rounded == [("0", "0", "1.0000"), ("0", "1", "0.0000"), ("1", "0", "0.3302"), ("1", "1", "0.6698")]
+    rounded = re.findall(r"^    \((\d),(\d)\) = .*≈ (\S+)$", out, re.M)
+    assert rounded == [("1", "1", "1.0000"), ("1", "2", "0.0000"), ("2", "1", "0.3302"), ("2", "2", "0.6698")]
     code, out, err = cli("forward", path)
     assert code == 0 and "[ 1.0000  0.0000 ]" in out, err
