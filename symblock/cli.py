@@ -173,7 +173,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
                                    "order: name, formula, exact value and a decimal.",
                        epilog=FORWARD_EXAMPLES, formatter_class=HelpFormatter)
     add_spec_argument(f, note=ID_NOTE)
-    f.add_argument("--json", action="store_true", help="print every step as JSON: name, shape, LaTeX, exact string, float")
+    f.add_argument("--json", action="store_true", help="print every step as JSON: name, shape, LaTeX, exact string, float "
+                                                          "(and a model's generated tokens)")
     f.add_argument("--format", choices=("text", "latex"), default="text",
                    help="latex: a snippet for notes (each step's formula and value; amsmath only)")
     f.add_argument("--step", metavar="NAME", help="print only this step (e.g. norm1.std)")
@@ -256,7 +257,7 @@ def cmd_forward(args) -> int:
             raise UsageError(f"--step: no step {excerpt(args.step)} in this block; " + _one_of(list(trace.names()), args.step))
         steps = [trace[args.step]]
     if args.json:
-        print(report.to_json(steps))
+        print(report.to_json(steps, None if args.step else report.generated(trace)))
     elif args.format == "latex":
         print(report.latex(steps, args.decimals), end="")
     else:

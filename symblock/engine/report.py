@@ -30,14 +30,16 @@ def float_or_none(e: Entry) -> float | None:
     return v if math.isfinite(v) else None
 
 
-def to_json(steps: Iterable[Step]) -> str:
+def to_json(steps: Iterable[Step], generated: dict | None = None) -> str:
+    """{"steps": [...]} and, for a model that generates, {"generated": `generated(trace)`}."""
     memo: dict = {}  # steps share nodes (a softmax row's sum): write each once
     out = [{"name": s.name, "shape": list(s.value.shape), "latex": s.latex, "given": s.given,
             "exact": [[exact_str(e, memo=memo) for e in row] for row in s.value.rows],
             "float": [[float_or_none(e) for e in row] for row in s.value.rows]}
            for s in steps]
     body = ",\n ".join(json.dumps(s, ensure_ascii=False) for s in out)
-    return '{"steps": [\n ' + body + "\n]}" if out else '{"steps": []}'
+    tail = f',\n "generated": {json.dumps(generated, ensure_ascii=False)}' if generated else ""
+    return ('{"steps": [\n ' + body + "\n]" if out else '{"steps": []') + tail + "}"
 
 
 
@@ -84,16 +86,23 @@ def _block_line(spec: BlockSpec) -> str:
 def generated_text(trace: Trace) -> str:
     """A model's prompt and the tokens it generated greedily, e.g. `the cat | sat on mat`; "" for a
     block or an encoder, which generate nothing."""
+    g = generated(trace)
+    return "generated: " + " ".join(g["prompt"]) + " | " + " ".join(g["tokens"]) if g else ""
+
+
+def generated(trace: Trace) -> dict | None:
+    """{"prompt": words, "tokens": the words generated greedily, "ids": theirs} of a model that
+    generates (its `next_token` steps, in order); None for a block or an encoder."""
     return _GENERATED[trace.form](trace)
 
 
-def _model_text(trace: Trace) -> str:
+def _model_tokens(trace: Trace) -> dict | None:
     spec = cast(ModelSpec, trace.spec)   # _GENERATED calls it for a model's trace only
     if spec.kind == "encoder":           # it ends in hidden states and generates nothing
-        return ""
+        return None
     names = ["next_token"] + [f"gen{t}.next_token" for t in range(1, spec.generate + 1)]
-    new = [spec.vocab[_token(trace[n])] for n in names if n in trace]
-    return "generated: " + " ".join(spec.vocab[t] for t in spec.prompt) + " | " + " ".join(new)
+    ids = [_token(trace[n]) for n in names if n in trace]
+    return {"prompt": [spec.vocab[t] for t in spec.prompt], "tokens": [spec.vocab[t] for t in ids], "ids": ids}
 
 
 def _token(step: Step) -> int:
@@ -101,7 +110,7 @@ def _token(step: Step) -> int:
     q = exact.real(step.value[0, 0]).q
     assert q is not None, step.name
     return int(q.p)
-_GENERATED = {"block": lambda trace: "", "model": _model_text}
+_GENERATED = {"block": lambda trace: None, "model": _model_tokens}
 def model_line(spec: ModelSpec) -> str:
     """One line of a model's kind, sizes, stacks and prompt (a block's is _block_line)."""
     d, o = spec.dims, spec.options

@@ -89,3 +89,20 @@ def test_verify_reports_the_cache_proof(capsys):
     assert cli.main(["verify", "tiny-gpt"]) == 0
     out = capsys.readouterr().out
     assert "KV cache: 136 cached steps" in out and "136 equal exactly" in out
+
+
+def test_forward_json_names_the_tokens_the_numpy_greedy_loop_generates(cli):
+    """`forward --json` of a model carries its prompt and generated tokens (the text view's
+    `generated:` line): the same ids as a plain NumPy greedy loop over the full recompute; a block,
+    an encoder and one --step carry none."""
+    import json
+
+    import symblock
+    spec = symblock.load("tiny-gpt")
+    steps = numeric_model.forward(spec)
+    ids = [int(steps[n][0, 0]) for n in ("next_token", "gen1.next_token", "gen2.next_token")]
+    got = json.loads(cli("forward", "tiny-gpt", "--json").out)["generated"]
+    assert got == {"prompt": [spec.vocab[t] for t in spec.prompt], "tokens": [spec.vocab[t] for t in ids], "ids": ids}
+    assert got["tokens"] == ["sat", "on", "mat"]                  # the README's tour
+    for argv in (("tiny-bert",), ("seed-post-ln",), ("tiny-gpt", "--step", "next_token")):
+        assert "generated" not in json.loads(cli("forward", *argv, "--json").out), argv
