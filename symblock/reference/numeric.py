@@ -139,11 +139,11 @@ def _affine(x: np.ndarray, gamma: np.ndarray | None, beta: np.ndarray | None) ->
 def _divide(name: str, num: np.ndarray, den: np.ndarray, stat: str, what: str) -> np.ndarray:
     """num / den per row, refusing a zero denominator with the step and row named (the exact
     engine reports the same row as a spec error; a NaN here would only hide it)."""
-    rows = np.flatnonzero(den[:, 0] == 0)
+    rows = np.flatnonzero(den[:, 0] == 0) + 1  # counted from 1, as the engine's labels
     if rows.size:
         which = f"row {rows[0]} has" if rows.size == 1 else f"rows {', '.join(map(str, rows))} have"
-        raise ValueError(f"{name}: {which} zero {what} and eps = 0 "
-                         f"({stat} = 0): cannot normalise")
+        raise ZeroDivisionError(f"{name}: {which} zero {what} in float64 and eps = 0 "
+                                f"({stat} = 0): cannot normalise")
     return num / den
 
 

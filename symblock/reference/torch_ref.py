@@ -56,7 +56,7 @@ class TorchNotInstalled(ImportError):
     """torch is an optional extra: `pip install symblock[torch]`."""
 
 
-class ZeroVarianceError(ValueError):
+class ZeroVarianceError(ZeroDivisionError):
     """A norm divides by a zero standard deviation / RMS (a constant row with ε = 0)."""
 
 
@@ -233,7 +233,7 @@ class _Run:
             zero = (self[denom] == 0).flatten().nonzero().flatten().tolist()
             if zero:
                 what = "standard deviation" if self.opts.norm == "layernorm" else "RMS"
-                raise ZeroVarianceError(f"{name}: row {zero[0]} has {what} 0 (ε = {self.opts.eps}); "
+                raise ZeroVarianceError(f"{name}: row {zero[0] + 1} has {what} 0 in float64 (ε = {self.opts.eps}); "
                                         "the norm would divide by zero")
             return composed() if any(self.prefix + s in self.given for s in stats) else module()
 

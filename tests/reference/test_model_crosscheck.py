@@ -53,6 +53,9 @@ def test_random_models_agree_with_numpy_and_torch_on_every_step(data):
         # a zero-variance row with ε = 0, or a tie for the next token: rejected as inputs, by name
         assume(not (re.search(r"(layer\d+\.norm\d|norm_final)\.(var|ms)\[\d+\]$", e.field) or e.field.endswith("next_token")))
         raise
+    # a LayerNorm row at ε = 0 flatter than a double resolves (verify's float_limits): no float
+    # path can check it, which tests/reference/test_float_limits.py covers
+    assume(not result.limits)
     # float64 keeps ~16 digits of each value: a Pre-LN stream that grows through the layers is
     # compared relative to its size (an absolute 1e-9 fails on honest rounding at |x| ~ 10⁶)
     trace = model.forward(spec)

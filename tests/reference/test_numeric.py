@@ -212,14 +212,14 @@ def test_rmsnorm_by_hand():
 
 
 @pytest.mark.parametrize("X, norm, row", [
-    ([[1, 2], [2, 2]], "layernorm", 1),
-    ([[0, 0], [1, 2]], "rmsnorm", 0),
+    ([[1, 2], [2, 2]], "layernorm", 2),
+    ([[0, 0], [1, 2]], "rmsnorm", 1),
 ])
 def test_zero_variance_row_with_eps_0_raises(X, norm, row):
-    with pytest.raises(ValueError, match=rf"^norm1: row {row}\b"):
+    with pytest.raises(ZeroDivisionError, match=rf"^norm1: row {row}\b"):  # counted from 1
         run(quiet(X, norm=norm))
     out = run(quiet(X, norm=norm, eps="1/100000"))  # eps > 0: a zero row normalises to 0
-    close(out["norm1"][row], [0, 0])
+    close(out["norm1"][row - 1], [0, 0])
 
 
 def test_constant_row_that_does_not_average_exactly_still_raises():
@@ -227,7 +227,7 @@ def test_constant_row_that_does_not_average_exactly_still_raises():
     data = quiet([[0.1, 0.1, 0.1]])
     data["weights"] = {"W_Q": [[0] * 3] * 3, "W_K": [[0] * 3] * 3, "W_V": [[0] * 3] * 3,
                        "W_O": [[0] * 3] * 3, "W_1": [[0]] * 3, "W_2": [[0, 0, 0]]}
-    with pytest.raises(ValueError, match=r"^norm1: row 0\b"):
+    with pytest.raises(ZeroDivisionError, match=r"^norm1: row 1\b"):
         run(data)
 
 
@@ -267,7 +267,7 @@ def test_pre_ln_without_final_norm_outputs_resid2():
 def test_pre_ln_final_norm_zero_variance_names_the_step():
     data = {**PRE, "block": {**PRE["block"], "final_norm": True},
             "weights": {**PRE["weights"], "W_2": [[1, 2], [3, 4]]}}  # resid2 row 1 = [5, 5]
-    with pytest.raises(ValueError, match=r"^norm_final: row 1\b"):
+    with pytest.raises(ZeroDivisionError, match=r"^norm_final: row 2\b"):
         run(data)
 
 

@@ -1,0 +1,82 @@
+"""verify where float64 itself cannot follow: a LayerNorm row at ε = 0 whose entries agree with
+their mean to more digits than a double holds. The exact trace is right there; the float paths
+are not, so their differences from that norm on are reported as float64's, not as failures, and
+a float path that finds the row's variance 0 is reported as not run (never an internal error)."""
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+import numpy as np
+
+from symblock.engine import spec
+from symblock.reference import numeric, verify
+
+TINY = Fraction(1, 10**12)
+
+
+def pre_ln(row, eps=0):
+    """A Pre-LN block whose norm1 reads the row given (d_model 3), weights drawn."""
+    return spec.from_mapping({"dims": {"seq_len": 2, "d_model": 3, "d_ff": 2, "heads": 1},
+                              "block": {"norm_position": "pre", "eps": eps},
+                              "inputs": {"X": [[str(x) for x in row], ["1", "2", "4"]]},
+                              "random": {"seed": 3, "low": -2, "high": 2}}, "test")
+
+
+def test_a_row_flat_to_13_digits_is_beyond_float64_and_said_so():
+    # row 1 = 5 + (0, 1, 3)·10^-12: deviations (−4, −1, 5)/3 · 10^-12, σ² = 42/27 · 10^-24 by hand,
+    # so μ/σ = (5 + 4/3·10^-12) / (√(14/9)·10^-12) ≈ 4.0·10^12: about 13 of a double's 16 digits go
+    s = pre_ln([5, 5 + TINY, 5 + 3 * TINY])
+    sigma = np.sqrt(42 / 27) * 1e-12
+    got = numeric.forward(s)["norm1"][0]
+    want = (np.array([-4, -1, 5]) / 3e12) / sigma
+    assert np.max(np.abs(got - want)) > 1e-6   # float64's own error here: no tolerance of 1e-9 holds
+    result = verify.run(s, use_torch=False)
+    assert result.ok and not result.problems
+    first = next(iter(result.limits))
+    assert first == "norm1.var" and "output" in result.limits and "x" not in result.limits
+    why = result.limits["norm1"]
+    assert "norm1 row 1" in why and "about 13 digits" in why and "σ ≈ 1.25e-12" in why
+    text = verify.table(result)
+    assert "Beyond float64 from norm1.var on" in text and "OK: every step agrees where float64 can tell" in text
+    data = json.loads(verify.to_json(result))
+    assert data["ok"] is True and data["beyond_float64"]["from"] == "norm1.var"
+
+
+def test_a_planted_error_before_the_flat_row_still_fails(monkeypatch):
+    s = pre_ln([5, 5 + TINY, 5 + 3 * TINY])
+    orig = numeric.forward
+
+    def wrong(s):
+        out = orig(s)
+        out["x"] = out["x"] + 1e-6        # the input itself: before any norm, float64 can tell
+        return out
+    monkeypatch.setattr(numeric, "forward", wrong)
+    result = verify.run(s, use_torch=False)
+    assert not result.ok and result.problems == ["numpy differs at x by 1e-06"]
+
+
+def test_well_conditioned_rows_have_no_limit():
+    for row, eps in (([5, 6, 8], 0), ([5, 5 + TINY, 5 + 3 * TINY], "1e-5")):   # ε keeps σ ≥ √ε
+        result = verify.run(pre_ln(row, eps), use_torch=False)
+        assert result.ok and result.limits == {} and "Beyond" not in verify.table(result)
+
+
+def test_a_row_flat_beyond_a_double_is_not_run_not_an_internal_error(tmp_path, cli):
+    # 5 + 10^-17 rounds to 5.0: float64 sees a constant row and cannot normalise it; exactly, σ ≠ 0:
+    # deviations (−1, 0, 1)·10^-17, σ = √(2/3)·10^-17 ≈ 8.16e-18, μ/σ ≈ 6·10^17 (18 digits)
+    tiny = Fraction(1, 10**17)
+    row = [5, 5 + tiny, 5 + 2 * tiny]
+    result = verify.run(pre_ln(row), require_torch=True)
+    assert not result.ok and {b.available for b in result.backends.values()} == {False}
+    assert "norm1: row 1 has zero variance in float64" in result.backends["numpy"].reason
+    assert "norm1: row 1 has standard deviation 0 in float64" in result.backends["torch"].reason
+    path = tmp_path / "flat.yaml"
+    path.write_text("dims: {seq_len: 2, d_model: 3, d_ff: 2, heads: 1}\n"
+                    "block: {norm_position: pre, eps: 0}\n"
+                    f"inputs: {{X: [['5', '{5 + tiny}', '{5 + 2 * tiny}'], ['1', '2', '4']]}}\n"
+                    "random: {seed: 3, low: -2, high: 2}\n", encoding="utf-8")
+    code, out, err = cli("verify", str(path), "--no-torch")
+    assert code == 1 and err == "" and "NOT CHECKED: no float path could run this example" in out
+    assert "numpy: not run (norm1: row 1 has zero variance in float64" in out and "about 18 digits" in out
+    assert "σ ≈ 8.16e-18" in out
