@@ -20,8 +20,11 @@ from symblock.engine.node import Node
 
 T = TypeVar("T")
 
-PREC = 128          # bits carried at construction (~38 digits)
-MAX_PREC = 1 << 14  # refinement gives up here (~4900 digits)
+PREC = 192          # bits carried at construction (~57 digits): enough that 30 certified digits
+                    # survive a deep graph's rounding (a 3-layer model) without refining it, at a
+                    # construction cost no higher than 128 bits' (Python's overhead per node dominates)
+REFINE = (512, 2048, 8192, 32768)  # a ball too wide for what is asked is recomputed at these, in turn
+MAX_PREC = 1 << 14  # the snap's last certification (~4900 digits)
 SNAP_DENOMINATOR = 10**4  # rationals this simple are recognised when a node equals one
 SNAP_PREC = (512, 2048, MAX_PREC)
 
@@ -150,7 +153,7 @@ def snap(r: Node, known: fmpq | None = None) -> fmpq | None:
     (`_candidate`, a handful of float operations), which rules out every rational with
     denominator <= SNAP_DENOMINATOR unless its last convergent lands within float precision.
     The candidate is only a guess; what makes it the value is certified in Arb: the ball minus
-    the candidate contains 0 at 128 bits and again at every precision of SNAP_PREC, up to
+    the candidate contains 0 at PREC bits and again at every precision of SNAP_PREC, up to
     MAX_PREC bits (~4900 digits). The guess cannot lose a true rational p/q with q <= 10^4
     and |p/q| <= 10^7: the float midpoint is then within |p/q|·2^-52 < 1/(2q²) of it, so p/q is a
     convergent of the midpoint's expansion (Legendre's theorem), and the next one's denominator
@@ -176,7 +179,7 @@ def snap(r: Node, known: fmpq | None = None) -> fmpq | None:
         return q
     if apart(r, q):  # proved unequal (a quotient's numerator): they could only refute it
         return None
-    for prec in SNAP_PREC:  # the difference at that precision too: at 128 bits it would round to 0
+    for prec in SNAP_PREC:  # the difference at that precision too: at PREC bits it would round to 0
         if not with_prec(prec, lambda: (r.enclosure(prec) - q).contains(0)):
             return None
     return q

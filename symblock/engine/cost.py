@@ -4,9 +4,10 @@ too large for exact arithmetic is refused before any matrix is parsed or drawn.
 The unit is one exact multiply-add; every entry a step makes costs NODE more (a new graph node
 with its certified ball: an exp, a division, a square root), so the n² softmax entries of
 seq_len 512 count, not only the multiply-adds of the projections. Measured (bench/README_scaling.md,
-bench/README_cost.md): about 3–4 µs of CPU a unit at d_model 32–64 on this 2-core machine since
-matrix products are made in bulk (5 µs before), within a factor of 4 across shapes, so the default
-limit of 3,000,000 is some 10 s of work. Only the steps the engine computes count
+bench/README_cost.md): about 1.4–1.8 µs of CPU a unit at d_model 32–64 on this 2-core machine, the
+forward with every entry certified to 30 digits, since balls carry 192 bits (3–4 µs before, 5 µs
+before matrix products were made in bulk), within a factor of 4 across shapes, so the default
+limit of 3,000,000 is 5–10 s of work. Only the steps the engine computes count
 (a given step cuts off what fed it).
 """
 from __future__ import annotations

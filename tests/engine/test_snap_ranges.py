@@ -1,7 +1,7 @@
 """Candidates the snap refuses by the ranges of the functions a node is made of (cancel.outside):
 |erf| < 1, |tanh| < 1, exp > 0, 1/x ≠ 0, through one-term sums and products of nonzero factors.
 A GELU at a large negative x is x/2·(1 + erf(x/√2)) with 1 + erf within 2^-300 of 0: its ball at
-128 bits holds 0, and without the proof the snap refined the whole subgraph to 512 bits and more
+the construction precision (balls.PREC, 192 bits) holds 0, and without the proof the snap refined the whole subgraph to 512 bits and more
 only to refute it. The node must be the one the engine made without the proof, ball to the bit."""
 from __future__ import annotations
 
@@ -26,14 +26,14 @@ def _refinements(monkeypatch, run, proofs=True):
 
 
 def test_a_gelu_near_zero_is_refused_zero_without_refining(monkeypatch):
-    x = exact.real(-25) / exact.sqrt(exact.real(3))      # irrational, ≈ −14.43
+    x = exact.real(-40) / exact.sqrt(exact.real(3))      # irrational, ≈ −23.09: 1 + erf ≈ 1e-117 ≈ 2^-388
     g, calls = _refinements(monkeypatch, lambda: block.gelu(x))
     g_old, old_calls = _refinements(monkeypatch, lambda: block.gelu(x), proofs=False)
     assert 512 in old_calls and not calls
     assert g.q is None and _structure(g, {}) == _structure(g_old, {})
     assert g.ball.mid() == g_old.ball.mid() and g.ball.rad() == g_old.ball.rad()
-    v = -25 / math.sqrt(3)
-    assert math.isclose(float(g), v / 2 * math.erfc(-v / math.sqrt(2)), rel_tol=1e-12)  # ≈ −2.2e-46
+    v = -40 / math.sqrt(3)
+    assert math.isclose(float(g), v / 2 * math.erfc(-v / math.sqrt(2)), rel_tol=1e-12)  # ≈ −1.2e-116
 
 
 def test_ranges_prove_only_inequality():

@@ -283,7 +283,7 @@ def test_steps_fixed_by_the_spec_are_named_not_held_against_the_set(capsys):
 
 
 def test_at_least_and_equal_decide_near_ties_exactly():
-    """The ball fast path decides clear cases; a bound within 1e-50 of √2 (inside the 128-bit
+    """The ball fast path decides clear cases; a bound within 1e-70 of √2 (inside the 192-bit
     construction ball) still gets the right answer from refinement, on either side."""
     from decimal import Decimal, getcontext
     from fractions import Fraction
@@ -291,8 +291,8 @@ def test_at_least_and_equal_decide_near_ties_exactly():
     from symblock.exercises.checks import at_least, at_most, equal
     getcontext().prec = 80
     root2 = Decimal(2).sqrt()                                   # 80 digits, independent of the engine
-    below = Fraction(root2 - Decimal("1e-50"))
-    above = Fraction(root2 + Decimal("1e-50"))
+    below = Fraction(root2 - Decimal("1e-70"))
+    above = Fraction(root2 + Decimal("1e-70"))
     s = exact.sqrt(exact.real(2))
     assert at_least(s, Fraction(1)) and not at_least(s, Fraction(3, 2))
     assert at_least(s, below) and not at_least(s, above)
@@ -305,7 +305,7 @@ def test_at_least_and_equal_decide_near_ties_exactly():
 
 def test_degenerate_rows_are_found_exactly_beside_near_misses():
     """A row whose deviations from the mean all have one square is degenerate (zero variance, or
-    ±1 after the norm); a row 1e-50 away from that, inside the 128-bit balls, is not."""
+    ±1 after the norm); a row 1e-70 away from that, inside the 192-bit balls, is not."""
     from decimal import Decimal, getcontext
     from fractions import Fraction
     from symblock.engine import exact
@@ -316,7 +316,7 @@ def test_degenerate_rows_are_found_exactly_beside_near_misses():
     assert degenerate([s, -s, s, -s], r(0))                       # every (x − 0)² = 2
     assert degenerate([r(3), r(3), r(3)], r(3))                   # constant: zero variance
     assert degenerate([s + 1, 1 - s], r(1))                       # ±√2 about the mean 1
-    near = r(Fraction(Decimal(2).sqrt() + Decimal("1e-50")))      # within the balls of √2
+    near = r(Fraction(Decimal(2).sqrt() + Decimal("1e-70")))      # within the balls of √2
     assert not degenerate([s, -near, s, -s], r(0))
     assert not degenerate([r(1), r(-1), r(2)], None)              # RMSNorm: x² itself, 1, 1, 4
     assert degenerate([r(1), r(-1), r(1)], None)
