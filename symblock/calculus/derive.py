@@ -114,13 +114,14 @@ class _Local:
 
 
 def _base(lhs: str, heads: int, cross: bool = False) -> str:
-    """A step's symbol base: `S_0'` -> `s'` (`s'^{(0)}` with several heads; cross: `p^{c}`, `p^{c,(0)}`)."""
+    """A step's symbol base: `S_0'` -> `s'` (`s'^{(0)}` with several heads; cross: `p^{c}`, `p^{c,(0)}`,
+    `S^{c\\prime}_0` -> `s'^{c}`)."""
     import re
-    m = re.fullmatch(r"([A-Za-z])(?:\^\{c\})?(?:_\{?(\w+)\}?)?('?)", lhs)
+    m = re.fullmatch(r"([A-Za-z])(?:\^\{c(\\prime)?\})?(?:_\{?(\w+)\}?)?('?)", lhs)
     if m is None:
         raise AssertionError(f"no symbol base for {lhs!r}")
-    base = m.group(1).lower() + m.group(3)
-    sup = (["c"] if cross else []) + ([f"({m.group(2)})"] if m.group(2) and heads > 1 else [])
+    base = m.group(1).lower() + ("'" if m.group(2) else m.group(4))
+    sup = (["c"] if cross else []) + ([f"({m.group(3)})"] if m.group(3) and heads > 1 else [])
     return base + (f"^{{{','.join(sup)}}}" if sup else "")
 
 

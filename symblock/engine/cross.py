@@ -79,13 +79,14 @@ def cross_attention(t: Any, x: Mat, src: str, m: Mat, parts: SubLayers) -> Mat:
 def _head(t: Any, h: int, q: Mat, k: Mat, v: Mat, parts: SubLayers) -> Mat:
     dk, dv, name = t.dims.d_k, t.dims.d_v, f"cross.h{h}"
     lo, hi = h * dk, (h + 1) * dk
-    s = t.step(f"{name}.scores", f"C_{h} = Q^{{c}}_{h} (K^{{c}}_{h})^{{\\top}}",
+    # S^c_h as the self-attention's S_h: C is the cross-attention's output, and C_h would read as its part h
+    s = t.step(f"{name}.scores", f"S^{{c}}_{h} = Q^{{c}}_{h} (K^{{c}}_{h})^{{\\top}}",
                lambda: q.cols(lo, hi) @ k.cols(lo, hi).T)
-    tex = f"C_{h}"
+    tex = f"S^{{c}}_{h}"
     if t.o.attention_scale == "sqrt_dk":
-        s = t.step(f"{name}.scaled", f"C_{h}' = C_{h} / \\sqrt{{d_k}},\\ d_k = {dk}",
+        s = t.step(f"{name}.scaled", f"S^{{c\\prime}}_{h} = S^{{c}}_{h} / \\sqrt{{d_k}},\\ d_k = {dk}",
                    lambda s=s: s.scale(1 / exact.sqrt(t.num(dk))))
-        tex = f"C_{h}'"
+        tex = f"S^{{c\\prime}}_{h}"
     if t.o.memory_padding:
         pad = t.spec.memory_padding_mask
         s = t.step(f"{name}.masked", f"M^{{c}}_{h} = {tex} + \\mathrm{{mask}}\\ (-\\infty \\text{{ where memory row }} "

@@ -25,7 +25,7 @@ CROSS_EN = {
                        "every decoder row may read every real memory row).",
     "cross_rows": "The row mixes all {0} value rows of the memory:",
     "cross_rows_padded": "The row mixes the {0} value rows of the memory ({1} of them padding, weighed 0):",
-    "conv_cross": "Cross-attention per head $h$: $C_h = Q^{{c}}_h (K^{{c}}_h)^{{\\top}}${0}, softmax along each "
+    "conv_cross": "Cross-attention per head $h$: $S^{{c}}_h = Q^{{c}}_h (K^{{c}}_h)^{{\\top}}${0}, softmax along each "
                   "row, $O^{{c}}_h = P^{{c}}_h V^{{c}}_h$; the queries come from the decoder's rows, the keys and "
                   "values from the memory $M$ ({1} rows, the encoder's output), and no causal mask applies{2}.",
     "conv_cross_pad": "; memory row(s) {0} are padding: their columns are set to $-\\infty$ before the softmax",
@@ -59,7 +59,7 @@ CROSS_ZH = {
     "cross_mask_text": "填充的记忆行所在的列变为 $-\\infty$，其余照抄（没有因果掩码：解码器的每一行都可以读所有真实的记忆行）。",
     "cross_rows": "这一行对记忆的全部 {0} 个值向量行加权求和：",
     "cross_rows_padded": "这一行对记忆的 {0} 个值向量行加权求和（其中 {1} 行是填充，权重为 0）：",
-    "conv_cross": "交叉注意力，每个头 $h$：$C_h = Q^{{c}}_h (K^{{c}}_h)^{{\\top}}${0}，按行做 softmax，"
+    "conv_cross": "交叉注意力，每个头 $h$：$S^{{c}}_h = Q^{{c}}_h (K^{{c}}_h)^{{\\top}}${0}，按行做 softmax，"
                   "$O^{{c}}_h = P^{{c}}_h V^{{c}}_h$；查询来自解码器的行，键和值来自记忆 $M$（{1} 行，编码器的输出），"
                   "没有因果掩码{2}。",
     "conv_cross_pad": "；第 {0} 个记忆行是填充：softmax 之前把它们所在的列设为 $-\\infty$",

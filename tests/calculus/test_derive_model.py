@@ -97,7 +97,7 @@ def test_the_cross_attention_reads_the_memory_with_its_own_weights(derived):
     assert np.allclose(value(d["layer0.cross.k"].entries, vals), m @ params["cross.W_K"] + params["cross.b_K"],
                        atol=1e-12)
     s = RNG.normal(size=(2, 2))   # scaled scores: softmax over every memory row, no causal mask
-    assert np.allclose(value(d["layer0.cross.h0.weights"].entries, named("c'^{c}", s)), softmax(s), atol=1e-12)
+    assert np.allclose(value(d["layer0.cross.h0.weights"].entries, named("s'^{c}", s)), softmax(s), atol=1e-12)
     self_w = d["layer0.attn.h0.weights"].entries   # the decoder's self-attention is causal
     assert self_w[0][1] == 0 and self_w[0][0] == 1
     assert d["enc.layer0.attn.h0.weights"].entries[0][1] != 0   # the encoder's is not
