@@ -4,10 +4,18 @@ certified float64 of every step (what `verify` reads). The memory is as long as 
 
     python bench/bench_cross.py            # print the table
     python bench/bench_cross.py --write    # also write it into bench/README_cross.md
+
+CPU seconds drift by some 20 % from run to run on a shared machine; the table's last columns are
+instruction counts (valgrind's cachegrind, a fresh process per case, minus one that stops before
+the forward), which do not drift: the ratio to read against the 1.6× target.
 """
 from __future__ import annotations
 
 import argparse
+import re
+import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -36,6 +44,24 @@ def once(s) -> float:
     return time.process_time() - t0
 
 
+CHILD = """import sys
+sys.path.insert(0, {here!r})
+from bench_cross import once, spec_of
+shape, cross, pos = {shape!r}, {cross!r}, {pos!r}
+s = spec_of(shape, cross, pos)
+if {run!r}:
+    once(s)
+"""
+
+
+def instructions(shape, cross: bool, norm_position: str, run: bool = True) -> int:
+    """Instructions a fresh process executes (cachegrind's I refs) for the forward of one case."""
+    code = CHILD.format(here=str(Path(__file__).parent), shape=shape, cross=cross, pos=norm_position, run=run)
+    out = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null",
+                          sys.executable, "-c", code], capture_output=True, text=True, check=True).stderr
+    return int(re.search(r"I\s+refs:\s+([\d,]+)", out).group(1).replace(",", ""))
+
+
 def best_of(a, b) -> tuple[float, float]:
     """Best of REPEATS each, the two runs alternating (a load that comes and goes hits both)."""
     ta = tb = float("inf")
@@ -51,14 +77,22 @@ def table() -> str:
              "seconds of the process: the exact forward and every step's certified float64. The block is causal with biases (ε = 1e-5), integer weights "
              "drawn in [−2, 2]; the decoder layer adds the cross-attention over a memory as long as the "
              "sequence, and a third norm.",
-             "", "| norms | seq_len, d_model, d_ff, heads | block | decoder layer | ratio | cost units (block → layer) |",
-             "|---|---|---|---|---|---|"]
+             "", "| norms | seq_len, d_model, d_ff, heads | block | decoder layer | ratio | cost units (block → layer) "
+             "| instructions (block → layer) | ratio |", "|---|---|---|---|---|---|---|---|"]
+    counted = shutil.which("valgrind") is not None
     for norm_position in ("post", "pre"):
         for shape in SHAPES:
             plain, cross = spec_of(shape, False, norm_position), spec_of(shape, True, norm_position)
             a, b = best_of(plain, cross)
-            lines.append(f"| {norm_position.capitalize()}-LN | {', '.join(map(str, shape))} | {a:.3f} s | {b:.3f} s | "
-                         f"{b / a:.2f}× | {block.cost(plain):,} → {block.cost(cross):,} |")
+            row = (f"| {norm_position.capitalize()}-LN | {', '.join(map(str, shape))} | {a:.3f} s | {b:.3f} s | "
+                   f"{b / a:.2f}× | {block.cost(plain):,} → {block.cost(cross):,} |")
+            if counted:
+                start = instructions(shape, False, norm_position, run=False)
+                ia, ib = (instructions(shape, c, norm_position) - start for c in (False, True))
+                row += f" {ia / 1e6:,.0f} M → {ib / 1e6:,.0f} M | {ib / ia:.2f}× |"
+            else:
+                row += " (no valgrind) | |"
+            lines.append(row)
     import os
     from symblock.engine import model
     from symblock.exercises.generate import load
@@ -71,13 +105,16 @@ def table() -> str:
         best = min(best, time.process_time() - t0)
     lines += ["", f"The built-in `tiny-translate` (one encoder and one decoder layer, a 3-token source, two greedy "
               f"steps with the KV cache), exact with every step's float64: {best:.3f} s of CPU (best of {REPEATS})."]
-    lines += ["", f"Load average {os.getloadavg()[0]:.1f} on 2 cores while it ran (other work on the machine): "
-              "even CPU times vary by some 20 % from run to run. The cost units (engine/cost.py, the "
-              "size guard's count of exact work) grow 1.48–1.54×: the cross-attention adds projections, "
-              "scores over every memory row (no causal mask halves them) and a third norm. Post-LN's "
-              "block is cheaper than its units say because its attention reads X itself (rational), "
-              "while the cross-attention's queries are normalised rows (square roots); the smallest shape "
-              "is dominated by the per-step overhead of its 49 steps against 30."]
+    lines += ["", f"Load average {os.getloadavg()[0]:.1f} on 2 cores while it ran: CPU times vary by some "
+              "20 % from run to run, so the seconds' ratio wanders by as much; the instruction counts "
+              "(valgrind's cachegrind, a fresh process per case, minus one that stops before the forward) "
+              "do not, and are the ratio to read. The cost units (engine/cost.py, the size guard's count "
+              "of exact work) grow 1.48–1.54×: the cross-attention adds projections, scores over every "
+              "memory row (no causal mask halves them) and a third norm. Pre-LN layers cost what their "
+              "units say; Post-LN's block is cheaper than its units say, because its self-attention reads X "
+              "itself (rational: its scores are rational, only the softmax is not), while the "
+              "cross-attention's queries are normalised rows (square roots), so every score, weight and "
+              "output of the cross-attention is a graph node of several irrational terms."]
     return "\n".join(lines) + "\n"
 
 
