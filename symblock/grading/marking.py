@@ -250,15 +250,17 @@ def check(spec, trace, answers, asked=None, backward=None, items=None, memo: dic
     chain = dict(trace.params)       # the person's chain: name -> Mat
     fixed = dict(trace.params)       # the chain with each wrong or carried entry put right
     kept = dict(trace.params)        # the chain as they may have kept it: unrounded (kept_value)
+    shaped = dict(trace.params)      # the chain with an answer of another shape as written (below)
     bad: dict[str, list[str]] = {}   # name -> the wrong/carried answers its chain value rests on
     results = []
     for it in items:
         name = it.name
         deps = [i for i in it.inputs if i in truth and i not in trace.params]
         built_on = sorted({b for i in deps for b in bad.get(i, [])})
-        own = _recompute(it, chain, deps, truth)
-        honest = own if all(fixed[i] is chain[i] for i in deps) else _recompute(it, fixed, deps, truth)
-        unrounded = own if all(kept[i] is chain[i] for i in deps) else _recompute(it, kept, deps, truth)
+        own = it.from_chain(chain, deps, truth)
+        honest = own if all(fixed[i] is chain[i] for i in deps) else it.from_chain(fixed, deps, truth)
+        unrounded = own if all(kept[i] is chain[i] for i in deps) else it.from_chain(kept, deps, truth)
+        as_shaped = own if all(shaped[i] is chain[i] for i in deps) else it.from_chain(shaped, deps, truth)
         answer = answers.steps.get(name)
         is_asked = asked is None or name in asked
         if answer is None or not answer.answered:
@@ -266,27 +268,40 @@ def check(spec, trace, answers, asked=None, backward=None, items=None, memo: dic
             chain[name] = own if own is not None else it.value
             fixed[name] = chain[name] if honest is own else (honest if honest is not None else it.value)
             kept[name] = unrounded if unrounded is not None else it.value
-            bad[name] = built_on
+            shaped[name], bad[name] = chain[name] if as_shaped is own or as_shaped is None else as_shaped, built_on
             continue
-        result, kept[name] = mark_step(it, answer, own, honest, built_on, spec, chain, truth,
-                                       {} if memo is None else memo, forms, unrounded)
+        result = _carried_as_written(it, answer.written, as_shaped, built_on) if as_shaped is not own else None
+        result, kept[name] = (result, unrounded if unrounded is not None else it.value) if result is not None else \
+            mark_step(it, answer, own, honest, built_on, spec, chain, truth, {} if memo is None else memo, forms, unrounded)
+        if result.status in (WRONG, SLIP) and as_shaped is not own and answer.written is None:
+            result = _carried_as_written(it, answer, as_shaped, built_on) or result   # P·V of those weights
         result.asked = is_asked
         results.append(result)
         chain[name] = _read_fills(answer.values(own if own is not None else it.value), result)
         fixed[name] = _put_right(chain[name], result, honest if honest is not None else it.value)
+        w = answer.written   # as written where each entry reads (a K of the decoder's 2 rows)
+        shaped[name] = w.values() if w is not None and all(e.reason is None for r in w.entries for e in r) \
+            else chain[name]
         bad[name] = sorted({name, *result.built_on}) if result.status == WRONG else result.built_on
     return CheckResult(results, spec.source, answers.source, answers.decimals,
                        getattr(answers, "ident", None), getattr(answers, "name", None), indexed=answers.indexed)
 
 
-def _recompute(it, chain, deps, truth):
-    """The item from `chain`, or None when the chain is the truth there (or cannot give it)."""
-    if it.given or all(chain[i] is truth[i] for i in deps):
+def _carried_as_written(it, w, as_shaped, built_on: list[str]):
+    """Answer `w`, right from an earlier answer of another shape as written (scores from the decoder's 2 key
+    rows where the memory has 3, their softmax, P·V): carried, not charged again; else None."""
+    if w is None or as_shaped is None or not built_on or as_shaped.shape != w.shape or w.answered < w.shape[0] * w.shape[1]:
         return None
-    try:
-        return it.recompute(chain)
-    except (ArithmeticError, ValueError, KeyError):
-        return None  # e.g. the person's σ is 0: nothing to recompute from
+    entries = []
+    for i, row in enumerate(w.entries):
+        for j, e in enumerate(row):
+            v = as_shaped.rows[i][j]
+            mark = CARRIED if matches(e, v) or fewer_places(e, v) else SLIP if is_slip(e, v) else None
+            if mark is None:
+                return None
+            entries.append(EntryResult(i, j, e.text, show(v, e.places, EntryStyle(e)), mark == CARRIED, mark=mark))
+    slips = any(er.mark == SLIP for er in entries)   # their own numbers rounded one unit off: a rounding slip
+    return StepResult(it.name, SLIP if slips else CARRIED, entries, [ROUNDING_CODE] if slips else [], built_on=built_on)
 
 
 def _read_fills(mine, result):

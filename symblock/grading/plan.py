@@ -32,6 +32,16 @@ class Item:
     diagnosable: bool                 # the mistake catalogue knows this item's slips
     diagnoser: Callable | None = None # (answer, envs, matches) -> codes; None: mistakes.diagnose
 
+    def from_chain(self, chain: dict, deps: list[str], truth: dict) -> Mat | None:
+        """The item recomputed from a person's `chain`, or None when the chain is the truth on
+        `deps` (the item's own inputs) or cannot give it (their σ is 0; a matrix of another shape)."""
+        if self.given or all(chain[i] is truth[i] for i in deps):
+            return None
+        try:
+            return self.recompute(chain)
+        except (ArithmeticError, ValueError, KeyError, IndexError):
+            return None
+
 
 @dataclass(frozen=True)
 class Form:

@@ -479,6 +479,36 @@ def test_a_slip_that_changes_the_shape_is_marked_and_diagnosed(cli, spec_file, w
         assert marks.count("blank") == T[step].shape[1] and "blank" not in marks[:-T[step].shape[1]]
 
 
+def test_steps_worked_on_from_a_slip_of_another_shape_are_carried_not_charged_again(cli, spec_file, worlds):
+    """K and V from the decoder's 2 rows (2 × 4, the memory has 3): the scores are 2 × 2, not 2 × 3,
+    and so are their scaling, mask and softmax, each right from the person's own answers as written.
+    The slip is charged where it is made (K and V, each named); what follows is carried. NumPy works
+    the person's chain, each step from the last one as written (8 places); a weight 0.1 off is wrong."""
+    spec_path, T, P, _ = worlds["F"]
+    r = lambda m: np.round(m, 8)   # noqa: E731  (as written: each step from the one before, rounded)
+    k, v = (r(cross_proj(T, P, w, T["norm1"])) for w in ("K", "V"))       # the decoder's rows: 2 × 4
+    scores = r(T["cross.q"][:, :2] @ k[:, :2].T)                           # head 0: 2 × 2
+    scaled = r(scores / math.sqrt(2))
+    weights = r(softmax_rows(scaled))                                      # no padded column to mask
+    chain = {"cross.k": k, "cross.v": v, "cross.h0.scores": scores, "cross.h0.scaled": scaled,
+             "cross.h0.masked": scaled, "cross.h0.weights": weights, "cross.h0.out": r(weights @ v[:, :2])}
+    assert scores.shape == (2, 2) and T["cross.h0.scores"].shape == (2, 3)
+    rc, data, steps = check(cli, spec_file, spec_path, chain)
+    assert rc == 1 and data["first_break"] == "cross.k"
+    assert [steps[n]["status"] for n in ("cross.k", "cross.v")] == ["wrong"] * 2
+    assert steps["cross.k"]["diagnosis"] == steps["cross.v"]["diagnosis"] == ["cross_kv_from_decoder"]
+    for name in ("cross.h0.scores", "cross.h0.scaled", "cross.h0.masked", "cross.h0.weights", "cross.h0.out"):
+        assert steps[name]["status"] == "carried", (name, steps[name])
+        assert "cross.k" in steps[name]["built_on"]
+    assert {e["mark"] for e in steps["cross.h0.weights"]["entries"]} == {"carried"}
+    off = weights.copy()
+    off[1, 0] += 0.1
+    rc, data, steps = check(cli, spec_file, spec_path, {**chain, "cross.h0.weights": off})
+    assert steps["cross.h0.weights"]["status"] == "wrong" and steps["cross.h0.scaled"]["status"] == "carried"
+    code, out, err = cli("check", spec_path, spec_file(answers_yaml(chain), "answers.yaml"))
+    assert "carried  cross.h0.weights  right from your own cross.k" in out
+
+
 def test_a_matrix_of_more_rows_than_the_step_is_that_step_wrong(cli, spec_file, worlds):
     """resid1 of spec A written with an extra row: wrong, said once, and the other steps still marked."""
     spec_path, T, P, _ = worlds["A"]
