@@ -59,6 +59,9 @@ def test_random_models_agree_with_numpy_and_torch_on_every_step(data):
     # float64 keeps ~16 digits of each value: a Pre-LN stream that grows through the layers is
     # compared relative to its size (an absolute 1e-9 fails on honest rounding at |x| ~ 10⁶)
     trace = model.forward(spec)
+    # a norm divides its input's rounding by σ: rows flat to 7 digits under ε = 1e-5 (σ ≈ 0.003),
+    # two layers running, make float64 drift past 1e-9 by itself (as tests/reference/test_torch_ref.py)
+    assume(all(float(e) > 1e-2 for s in trace if s.name.endswith((".std", ".rms")) for row in s.value.rows for e in row))
     size = {s.name: max([1.0] + [abs(float(e)) for row in s.value.rows for e in row if e is not exact.NEG_INF])
             for s in trace}
     for b in ("numpy", "torch"):
