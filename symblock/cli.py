@@ -181,7 +181,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     f.add_argument("--decimals", type=decimals, default=4, metavar="N",
                    help=f"decimal places in the table (default 4, at most {MAX_DECIMALS})")
     f.add_argument("--max-cost", type=nonneg, metavar="N",
-                   help="raise the exact engine's size limit (multiply-adds; default 3,000,000, about 10 s of work)")
+                   help="raise the exact engine's size limit (multiply-adds; default 6,000,000, about 10 s of work)")
     f.set_defaults(func=cmd_forward)
 
     e = sub.add_parser("examples", help="list the built-in example specs",

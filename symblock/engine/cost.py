@@ -7,7 +7,7 @@ seq_len 512 count, not only the multiply-adds of the projections. Measured (benc
 bench/README_cost.md): about 1.4–1.8 µs of CPU a unit at d_model 32–64 on this 2-core machine, the
 forward with every entry certified to 30 digits, since balls carry 192 bits (3–4 µs before, 5 µs
 before matrix products were made in bulk), within a factor of 4 across shapes, so the default
-limit of 3,000,000 is 5–10 s of work. Only the steps the engine computes count
+limit of 6,000,000 is about 10 s of work (bench/README_cost.md: 1.6 µs a unit at the median shape). Only the steps the engine computes count
 (a given step cuts off what fed it).
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ from symblock.engine.kinds import NODE  # noqa: F401  (the unit's definition, re
 from symblock.engine.steps import Dims, Options, computed_steps
 from symblock.errors import SpecError, UsageError
 
-MAX_COST = 3_000_000     # default limit (--max-cost N or SYMBLOCK_MAX_COST=N raise it)
+MAX_COST = 6_000_000     # default limit (--max-cost N or SYMBLOCK_MAX_COST=N raise it)
 MAX_SYMBOLIC_ENTRIES = 8  # seq_len·d_model and d_ff of a symbolic forward
 _limit: contextvars.ContextVar[int | float | None] = contextvars.ContextVar("max_cost", default=None)
 _kept: contextvars.ContextVar[bool] = contextvars.ContextVar("kept", default=False)

@@ -68,12 +68,12 @@ HANGS = {  # case: (files to write, argv, parts of the one-line error) -- exit 2
                          ["forward", "s.yaml"], ["block.eps", "too large"]),
     "--target 10**10**10": ({}, ["grad", "--loss", "mse", "--target", "[[10**10**10, 0], [0, 0], [0, 0]]"],
                             ["--target", "target[0][0]", "too large"]),
-    "512³ spec": ({"s.yaml": BIG % ""}, ["forward", "s.yaml"], ["s.yaml: dims:", "limit of 3,000,000"]),
+    "512³ spec": ({"s.yaml": BIG % ""}, ["forward", "s.yaml"], ["s.yaml: dims:", "limit of 6,000,000"]),
     "512³ with integer_scores": ({"s.yaml": BIG % ", integer_scores: true"}, ["forward", "s.yaml"],
-                                 ["s.yaml: dims:", "limit of 3,000,000"]),
+                                 ["s.yaml: dims:", "limit of 6,000,000"]),
     "seq_len 512, d_model 1": ({"s.yaml": "dims: {seq_len: 512, d_model: 1, d_ff: 1, heads: 1}\n"
                                           "block: {eps: \"1/10\"}\nrandom: {seed: 1}\n"},
-                               ["forward", "s.yaml"], ["s.yaml: dims:", "limit of 3,000,000"]),
+                               ["forward", "s.yaml"], ["s.yaml: dims:", "limit of 6,000,000"]),
     "max_draws 1000000 unsatisfiable": ({"s.yaml": "dims: {seq_len: 3, d_model: 4, d_ff: 4, heads: 1}\n"
                                                    "random: {seed: 1, max_draws: 1000000, score_range: [100, 101]}\n"},
                                         ["forward", "s.yaml"], ["random.max_draws", "1..20000"]),
@@ -395,8 +395,8 @@ def test_generation_budgets_draws_and_forwards_by_the_block_size():
     draws_small, fwd_small = generate.draw_limits(c, small, opts, ["W_Q", "W_K"], True, set())
     draws_large, fwd_large = generate.draw_limits(c, large, opts, ["W_Q", "W_K"], True, set())
     assert draws_small >= 10_000 and fwd_small == generate.MAX_FORWARDS   # tiny blocks: as asked
-    assert draws_large * 10 < draws_small and fwd_large < 10                # large: bounded first
-    assert fwd_large * cost.cost(large, opts) <= cost.MAX_COST
+    assert draws_large * 10 < draws_small and fwd_large < generate.MAX_FORWARDS  # large: bounded first
+    assert fwd_large * cost.cost(large, opts) <= cost.MAX_COST < (fwd_large + 1) * cost.cost(large, opts)
 
 
 @pytest.mark.parametrize("argv, flag", [

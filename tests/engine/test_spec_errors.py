@@ -180,10 +180,10 @@ def test_cli_bad_input_no_traceback_subprocess(tmp_path):
 
 def test_size_limit_refuses_up_front(capsys, tmp_path):
     big = tmp_path / "big.yaml"
-    big.write_text("dims: {seq_len: 64, d_model: 64, d_ff: 256, heads: 4}\nrandom: {seed: 1}\n")
+    big.write_text("dims: {seq_len: 64, d_model: 128, d_ff: 256, heads: 4}\nrandom: {seed: 1}\n")  # ~10.9 M units
     assert main(["forward", str(big)]) == 2
     err = capsys.readouterr().err
-    assert "dims: this block needs about" in err and "limit of 3,000,000 (about 10 s of work)" in err and "--max-cost" in err
+    assert "dims: this block needs about" in err and "limit of 6,000,000 (about 10 s of work)" in err and "--max-cost" in err
 
 
 def test_torch_layout_one_row_weight_is_a_matrix_not_a_vector():
