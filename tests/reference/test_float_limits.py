@@ -38,7 +38,12 @@ def test_a_row_flat_to_13_digits_is_beyond_float64_and_said_so():
     why = result.limits["norm1"]
     assert "norm1 row 1" in why and "about 13 digits" in why and "σ ≈ 1.25e-12" in why
     text = verify.table(result)
-    assert "Beyond float64 from norm1.var on" in text and "OK: every step agrees where float64 can tell" in text
+    checked = len(result.steps) - len(result.limits)
+    assert "Beyond float64 from norm1.var on" in text and checked == 2   # x and norm1.mean
+    assert f"OK: the {checked} steps float64 can check agree; the exact values of the other {len(result.limits)}" in text
+    rows = {line.split()[0]: line for line in text.splitlines() if line and line.split()[0] in result.steps}
+    assert rows["norm1"].rstrip().endswith("beyond: not counted") and rows["x"].rstrip().endswith("checked")
+    assert f"over {checked} steps checked, {len(result.limits)} more beyond float64" in text
     data = json.loads(verify.to_json(result))
     assert data["ok"] is True and data["beyond_float64"]["from"] == "norm1.var"
 
