@@ -34,8 +34,9 @@ class AttentionWork:
             return [(self.t("pad_text" if not self.o.causal else "mask_pad_text"), None)]
         return [(self.t("mask_text"), None)]
 
-    def softmax_row(self, i: int, row, true_row) -> list[str]:
-        """Four aligned lines: the row maximum, the exponentials, their sum, the weights."""
+    def softmax_row(self, i: int, row, true_row, label: str) -> list[str]:
+        """Four aligned lines: the row maximum, the exponentials, their sum, the weights (`label`:
+        the row's name, (P_0)_{1·}: P_1 alone would read as head 1's weights)."""
         shown = self.shows(list(row))
         finite = [s.value for s in shown if s.value is not exact.NEG_INF]
         top = max(finite, key=lambda v: float(v))
@@ -59,13 +60,13 @@ class AttentionWork:
                 r"& \left(" + ", ".join(f"e^{{{a}}}" for a in args) + rf"\right) {rel} \left(" + ", ".join(ex_tex)
                 + r"\right)",
                 r"& \textstyle\sum = " + " + ".join("0" if e is None else e.op for e in exps) + f" {sum_rel} {tot.tex}",
-                rf"& P_{{{n}\cdot}} = \left(" + ", ".join(r"\frac{" + t + "}{" + tot.tex + "}" for t in ex_tex)
+                rf"& {label} = \left(" + ", ".join(r"\frac{" + t + "}{" + tot.tex + "}" for t in ex_tex)
                 + r"\right) " + self.tuple_outcome(weights, list(true_row), exact_in, aligned=True)]
 
     def work_weights(self, step: Step, h: int) -> list:
         s = self.value(step.inputs[0])
         lines = []
         for i, row in enumerate(s.rows[:MAX_ROWS]):
-            lines += self.softmax_row(i, row, step.value.rows[i])
+            lines += self.softmax_row(i, row, step.value.rows[i], rf"({step_symbol(step)})_{{{i + 1}\cdot}}")
         return [(self.t("softmax_max"), None),
                 (None, r"\begin{aligned} " + r" \\ ".join(lines) + r" \end{aligned}")]

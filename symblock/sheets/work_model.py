@@ -265,7 +265,7 @@ class DecoderBuilder(Builder):
 
     def work_model_probs(self, step) -> list:
         s = self.value(step.inputs[0])
-        lines = self.softmax_row(0, s.rows[0], step.value.rows[0])
+        lines = self.softmax_row(0, s.rows[0], step.value.rows[0], step_symbol(step))
         return [(self.t("softmax_max"), None),
                 (None, r"\begin{aligned} " + r" \\ ".join(lines) + r" \end{aligned}")]
 
