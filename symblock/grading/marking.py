@@ -270,11 +270,10 @@ def check(spec, trace, answers, asked=None, backward=None, items=None, memo: dic
             kept[name] = unrounded if unrounded is not None else it.value
             shaped[name], bad[name] = chain[name] if as_shaped is own or as_shaped is None else as_shaped, built_on
             continue
-        result = _carried_as_written(it, answer.written, as_shaped, built_on) if as_shaped is not own else None
-        result, kept[name] = (result, unrounded if unrounded is not None else it.value) if result is not None else \
-            mark_step(it, answer, own, honest, built_on, spec, chain, truth, {} if memo is None else memo, forms, unrounded)
-        if result.status in (WRONG, SLIP) and as_shaped is not own and answer.written is None:
-            result = _carried_as_written(it, answer, as_shaped, built_on) or result   # P·V of those weights
+        result, kept[name] = mark_step(it, answer, own, honest, built_on, spec, chain, truth,
+                                       {} if memo is None else memo, forms, unrounded)
+        if result.status in (WRONG, SLIP) and as_shaped is not own:   # it rests on an answer of another shape
+            result = _carried_as_written(it, answer.written or answer, as_shaped, built_on) or result
         result.asked = is_asked
         results.append(result)
         chain[name] = _read_fills(answer.values(own if own is not None else it.value), result)
@@ -290,7 +289,7 @@ def check(spec, trace, answers, asked=None, backward=None, items=None, memo: dic
 def _carried_as_written(it, w, as_shaped, built_on: list[str]):
     """Answer `w`, right from an earlier answer of another shape as written (scores from the decoder's 2 key
     rows where the memory has 3, their softmax, P·V): carried, not charged again; else None."""
-    if w is None or as_shaped is None or not built_on or as_shaped.shape != w.shape or w.answered < w.shape[0] * w.shape[1]:
+    if as_shaped is None or not built_on or as_shaped.shape != w.shape or w.answered < w.shape[0] * w.shape[1]:
         return None
     entries = []
     for i, row in enumerate(w.entries):
