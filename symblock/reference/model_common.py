@@ -9,10 +9,11 @@ import numpy as np
 
 from symblock.engine import names
 from symblock.engine.model_spec import ModelSpec, with_length
+from symblock.reference.numeric import nudge
 
 
 def floats(m) -> np.ndarray:
-    return np.array(m.tolist(), dtype=np.float64)
+    return nudge(np.array(m.tolist(), dtype=np.float64))
 
 
 def layer_norm(x: np.ndarray, table, eps: float, name: str) -> dict[str, np.ndarray]:

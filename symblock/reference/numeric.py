@@ -9,6 +9,8 @@ which exist): every computed step, and every given step (as given).
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 from typing import TYPE_CHECKING, Callable
 
@@ -84,6 +86,30 @@ class _Trace:
         return self.params.get(name)
 
 
+_NUDGED = contextvars.ContextVar("nudged", default=False)
+NUDGE = 2.0**-50   # four units in the last place of a double
+
+
+@contextlib.contextmanager
+def nudged():
+    """Within it, every value the float paths read from a spec moves by ±4 units in its last place
+    (a fixed pattern of signs): run again so, a path shows how far float64's own rounding can move
+    each step (verify.float_noise)."""
+    token = _NUDGED.set(True)
+    try:
+        yield
+    finally:
+        _NUDGED.reset(token)
+
+
+def nudge(a: np.ndarray) -> np.ndarray:
+    """`a` as read from a spec: itself, or within `nudged` moved by ±NUDGE relatively."""
+    if not _NUDGED.get():
+        return a
+    signs = np.random.default_rng(a.size).choice((-1.0, 1.0), size=a.shape)
+    return a * (1.0 + NUDGE * signs)
+
+
 Trace = _Trace  # public: numeric_cross.py records a decoder layer's steps with it
 
 
@@ -91,7 +117,7 @@ def _floats(m) -> np.ndarray:
     """An exact SymPy matrix as float64 (-oo, allowed in a given mask, becomes -inf). An entry
     beyond float64's range is a refusal (exit 2): the exact engine holds it, this check cannot."""
     try:
-        return np.array([[float(v) for v in row] for row in m.tolist()], dtype=np.float64)
+        return nudge(np.array([[float(v) for v in row] for row in m.tolist()], dtype=np.float64))
     except OverflowError:
         big = next(v for row in m.tolist() for v in row if not _fits(v))
         raise UsageError(f"an entry ({excerpt(big)}) is beyond float64's range (about ±1.8e308), so the "

@@ -39,7 +39,7 @@ def test_a_row_flat_to_13_digits_is_beyond_float64_and_said_so():
     assert "norm1 row 1" in why and "about 13 digits" in why and "σ ≈ 1.25e-12" in why
     text = verify.table(result)
     checked = len(result.steps) - len(result.limits)
-    assert "Beyond float64 from norm1.var on" in text and checked == 2   # x and norm1.mean
+    assert "Beyond float64 at 21 of 23 steps, the first norm1.var" in text and checked == 2   # x and norm1.mean
     assert f"OK: the {checked} steps float64 can check agree; the exact values of the other {len(result.limits)}" in text
     rows = {line.split()[0]: line for line in text.splitlines() if line and line.split()[0] in result.steps}
     assert rows["norm1"].rstrip().endswith("beyond: not counted") and rows["x"].rstrip().endswith("checked")
@@ -85,3 +85,64 @@ def test_a_row_flat_beyond_a_double_is_not_run_not_an_internal_error(tmp_path, c
     assert code == 1 and err == "" and "NOT CHECKED: no float path could run this example" in out
     assert "numpy: not run (norm1: row 1 has zero variance in float64" in out and "about 18 digits" in out
     assert "σ ≈ 8.16e-18" in out
+
+
+CHAINED = {  # three layers at d_model 2 under ε = 1e-5: rows whose two entries (nearly) agree
+    "model": {"vocab": ["a", "b", "c", "d"], "layers": 3, "norm_positions": ["pre", "post", "pre"],
+              "prompt": [0, 1, 2], "positions": "learned", "head": "tied", "final_norm": True,
+              "generate": 1, "kv_cache": False},
+    "dims": {"d_model": 2, "d_ff": 2, "heads": 1},
+    "block": {"norm": "layernorm", "eps": "1e-5", "activation": "relu", "attention_scale": "sqrt_dk",
+              "bias": True, "out_proj": True},
+    "random": {"seed": 69, "low": -2, "high": 2}}
+
+
+def chained():
+    import warnings
+    from symblock.engine import model_spec
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # a mixed Pre-/Post-LN stack warns by design
+        return model_spec.from_mapping(CHAINED, "test")
+
+
+def test_norms_chained_under_a_small_sigma_are_beyond_float64_where_float64_drifts():
+    # layer1.norm2's rows have mean 7 and variance ~0, so σ = √(var + 1e-5) ≈ 0.00316: a double's
+    # rounding of 7 (~8e-16) comes out ≈ 2.5e-13; layer2's norms divide by σ ≈ 0.0032 and ≈ 0.006
+    # again, so float64 drifts past 1e-9 by itself. No single norm's μ/σ is large (7 / 0.00316 ≈
+    # 2200), so the κ rule alone called this FAILED.
+    from symblock.engine import model
+    from symblock.reference import numeric_model
+    s = chained()
+    trace = model.forward(s)
+    assert max(float(e) for row in trace["layer1.norm2.std"].value.rows for e in row) < 0.0033
+    want, got = verify.exact_floats(trace), numeric_model.forward(s)
+    assert verify.max_abs_diff(want["layer2.norm2"], got["layer2.norm2"]) > 1e-9
+    result = verify.run(s, use_torch=False)
+    assert result.ok and not result.problems
+    assert "layer2.norm2" in result.limits and "layer2.output" in result.limits
+    assert "moves by" in result.limits["layer2.norm2"] and "smallest σ before it is 0.00316" in result.limits["layer2.norm2"]
+    assert not any(n.startswith(("layer0.", "layer1.attn")) for n in result.limits)   # those are checked
+    assert "gen1.probs" not in result.limits   # the final norm brings float64 back within 1e-9
+    text = verify.table(result)
+    assert f"OK: the {len(result.steps) - len(result.limits)} steps float64 can check agree" in text
+    assert f"Beyond float64 at {len(result.limits)} of {len(result.steps)} steps, the first layer2." in text
+
+
+def test_a_planted_error_where_float64_holds_still_fails_in_the_chained_model(monkeypatch):
+    from symblock.reference import numeric_model
+    orig = numeric_model.forward
+
+    def wrong(s):
+        out = orig(s)
+        out["layer1.attn.q"] = out["layer1.attn.q"] + 1e-7
+        return out
+    monkeypatch.setattr(numeric_model, "forward", wrong)
+    result = verify.run(chained(), use_torch=False)
+    assert not result.ok and "numpy differs at layer1.attn.q by 1e-07" in result.problems
+
+
+def test_the_built_in_examples_leave_nothing_beyond_float64():
+    from symblock.exercises.generate import load
+    for name in ("tiny-gpt", "tiny-llama", "tiny-bert", "tiny-translate", "decoder-layer", "seed-post-ln"):
+        result = verify.run(load(name, allow_model=True), use_torch=False)
+        assert result.ok and result.limits == {}, name

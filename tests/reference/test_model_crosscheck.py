@@ -53,19 +53,19 @@ def test_random_models_agree_with_numpy_and_torch_on_every_step(data):
         # a zero-variance row with ε = 0, or a tie for the next token: rejected as inputs, by name
         assume(not (re.search(r"(layer\d+\.norm\d|norm_final)\.(var|ms)\[\d+\]$", e.field) or e.field.endswith("next_token")))
         raise
-    # a LayerNorm row at ε = 0 flatter than a double resolves (verify's float_limits): no float
-    # path can check it, which tests/reference/test_float_limits.py covers
-    assume(not result.limits)
+    # a LayerNorm row at ε = 0 flatter than a double resolves (verify's float_limits), or rows near
+    # their mean under ε = 1e-5 (σ ≈ 0.003) chained through layers (float_noise): float64 drifts
+    # past 1e-9 by itself there, which verify names as beyond float64 (tests/reference/
+    # test_float_limits.py); every other step must agree
+    assert result.ok, result.problems
+    assume(len(result.limits) < len(result.steps) // 2)   # enough left to check
     # float64 keeps ~16 digits of each value: a Pre-LN stream that grows through the layers is
     # compared relative to its size (an absolute 1e-9 fails on honest rounding at |x| ~ 10⁶)
     trace = model.forward(spec)
-    # a norm divides its input's rounding by σ: rows flat to 7 digits under ε = 1e-5 (σ ≈ 0.003),
-    # two layers running, make float64 drift past 1e-9 by itself (as tests/reference/test_torch_ref.py)
-    assume(all(float(e) > 1e-2 for s in trace if s.name.endswith((".std", ".rms")) for row in s.value.rows for e in row))
     size = {s.name: max([1.0] + [abs(float(e)) for row in s.value.rows for e in row if e is not exact.NEG_INF])
             for s in trace}
     for b in ("numpy", "torch"):
-        bad = {n: d for n, d in result.backends[b].steps.items() if not d <= 1e-9 * size[n]}
+        bad = {n: d for n, d in result.backends[b].steps.items() if not d <= 1e-9 * size[n] and n not in result.limits}
         assert not bad, (b, bad)
     assert not [p for p in result.problems if "differ at" not in p and "differs at" not in p], result.problems
     assert set(result.backends) == {"numpy", "torch"} and all(b.available for b in result.backends.values())
