@@ -383,7 +383,7 @@ def _root(t: _Tracer, name: str, stat: str, m: Mat, eps: Entry) -> Mat:
         if not exact.is_symbolic(v) and not exact.is_symbolic(eps) and exact.sign(v + eps) == 0:
             what = "variance" if stat == "var" else "mean square"
             raise SpecError(t.spec.source, f"{t.prefix}{name}.{stat}[{i}]",
-                            f"row {i} of the {name} input has zero {what} and ε = 0, so the norm would "
+                            f"row {i + 1} of the {name} input has zero {what} and ε = 0, so the norm would "
                             "divide by zero; set block.eps > 0 (e.g. \"1e-5\") or change the inputs")
     return m.map(lambda v: exact.sqrt(v + eps))
 

@@ -55,7 +55,7 @@ def test_good_spec_loads(spec_file, cli):
     (("inputs:", "given: {attn.nope: [[1, 2], [3, 4]]}\ninputs:"), "given.attn.nope", "no such step"),
     (("inputs:", "given: {attn.out: [[1, 2]]}\ninputs:"), "given.attn.out", "expected shape 2×2, got 1×2"),
     (("  W_1: [[1, 0], [0, 1]]\n", ""), "weights.W_1", "missing; expected a 2×2 matrix"),
-    (("X: [[1, 0], [0, 2]]", "X: [[1, 1], [2, 2]]"), "norm1.var[0]", "zero variance and ε = 0"),
+    (("X: [[1, 0], [0, 2]]", "X: [[1, 1], [2, 2]]"), "norm1.var[0]", "row 1 of the norm1 input has zero variance and ε = 0"),
     (("inputs:", "layout: sideways\ninputs:"), "layout", "expected math or torch"),
 ])
 def test_each_bad_field_is_named(spec_file, cli, edit, field, expected):
