@@ -22,12 +22,16 @@ class LinearWork:
     def substitute(self, lhs: str, parts: list[tuple[str, object]], op: str = " ",
                    plus: tuple[str, list] | None = None) -> tuple[None, str] | None:
         """`lhs = A B [+ b] = [a] [b] [+ [b]]`: the operands' numbers, when they are small enough
-        to print (`plus`: a bias row added to the product)."""
+        to print (`plus`: a bias row added to the product); as the lines below print them (shows):
+        every entry exact, or every one that is not plain as its decimal."""
         if any(m.shape[0] * m.shape[1] > SUBSTITUTE_ENTRIES for _, m in parts):
             return None
-        shown = [[[self.show(e) for e in r] for r in m.rows] for _, m in parts]
-        if plus:
-            shown.append([[self.show(e) for e in plus[1]]])
+        mats = [m.rows for _, m in parts] + ([[list(plus[1])]] if plus else [])
+        flat = self.shows([e for m in mats for r in m for e in r])   # all exact, or decimals: no mix
+        shown, k = [], 0
+        for m in mats:
+            shown.append([flat[k + j * len(m[0]):k + (j + 1) * len(m[0])] for j in range(len(m))])
+            k += len(m) * len(m[0])
         mats = [bmatrix([[c.tex for c in r] for r in m]) for m in shown]
         rel = "=" if all(c.exact for m in shown for r in m for c in r) else r"\approx"   # a rounded entry
         syms = op.join(s for s, _ in parts)

@@ -114,3 +114,20 @@ def test_norm_working_shows_sigma_and_the_normalised_rows(case):
             numbers = shown_numbers(secs[step][0])
             for j, v in enumerate(ref[step][0]):
                 assert is_shown(v, numbers), (name, fmt, step, j, v, numbers)
+
+
+@pytest.mark.parametrize("name", ["decoder-layer", "rmsnorm-swiglu", "rope-gqa", "pre-ln-causal-gelu"])
+def test_operands_printed_with_a_rounded_entry_are_all_decimals(cli, tmp_path, name):
+    """`Q^c_0 (K^c_0)^T ≈ [0.338 1.352 √35/7 0] …` once printed √35/7 among decimals, and the lines
+    under it worked with 0.845: the operands of a product are exact throughout or, once one of them is
+    rounded, every entry that is not a short decimal is its rounded decimal, as the lines use them."""
+    assert cli("worksheet", name, "--format", "markdown", "--out", tmp_path).code == 0
+    key = (tmp_path / "key.md").read_text(encoding="utf-8")
+    products = [line for line in key.splitlines() if r"\approx \begin{bmatrix}" in line and "aligned" not in line]
+    assert products
+    for line in products:
+        operands = line.split(r"\approx \begin{bmatrix}", 1)[1]
+        assert r"\frac" not in operands and r"\sqrt" not in operands, line
+    if name == "decoder-layer":   # head 0's queries: the third is √35/7 = 0.8452 (by hand)
+        row = next(line for line in products if line.startswith(r"S^{c}_0 = Q^{c}_0"))
+        assert f"{np.sqrt(35) / 7:.3f}" in row.split(r"\end{bmatrix}")[0].split(r"\\")[0]
