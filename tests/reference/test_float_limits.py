@@ -48,15 +48,15 @@ def test_a_row_flat_to_13_digits_is_beyond_float64_and_said_so():
     assert data["ok"] is True and data["beyond_float64"]["from"] == "norm1.var"
 
 
+def plant(monkeypatch, module, step: str, delta: float) -> None:
+    """`module.forward` (a float path) with `delta` added to its `step`: an error verify must catch."""
+    orig = module.forward
+    monkeypatch.setattr(module, "forward", lambda s: {**orig(s), step: orig(s)[step] + delta})
+
+
 def test_a_planted_error_before_the_flat_row_still_fails(monkeypatch):
     s = pre_ln([5, 5 + TINY, 5 + 3 * TINY])
-    orig = numeric.forward
-
-    def wrong(s):
-        out = orig(s)
-        out["x"] = out["x"] + 1e-6        # the input itself: before any norm, float64 can tell
-        return out
-    monkeypatch.setattr(numeric, "forward", wrong)
+    plant(monkeypatch, numeric, "x", 1e-6)   # the input itself: before any norm, float64 can tell
     result = verify.run(s, use_torch=False)
     assert not result.ok and result.problems == ["numpy differs at x by 1e-06"]
 
@@ -130,13 +130,7 @@ def test_norms_chained_under_a_small_sigma_are_beyond_float64_where_float64_drif
 
 def test_a_planted_error_where_float64_holds_still_fails_in_the_chained_model(monkeypatch):
     from symblock.reference import numeric_model
-    orig = numeric_model.forward
-
-    def wrong(s):
-        out = orig(s)
-        out["layer1.attn.q"] = out["layer1.attn.q"] + 1e-7
-        return out
-    monkeypatch.setattr(numeric_model, "forward", wrong)
+    plant(monkeypatch, numeric_model, "layer1.attn.q", 1e-7)
     result = verify.run(chained(), use_torch=False)
     assert not result.ok and "numpy differs at layer1.attn.q by 1e-07" in result.problems
 
