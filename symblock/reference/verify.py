@@ -165,9 +165,7 @@ def float_path(name: str, run, want: dict, tol: float, problems: list[str], limi
     except ZeroDivisionError as e:
         return not_run(e, limits)
     if noise:
-        found = {**float_noise(run, got, want, tol), **limits}
-        limits.clear()
-        limits.update({n: found[n] for n in want if n in found})   # in trace order
+        limits.update({n: why for n, why in float_noise(run, got, want, tol).items() if n not in limits})
     return compare(want, got, name, tol, problems, limits)
 
 
@@ -413,6 +411,7 @@ def to_json(result: VerifyResult) -> str:
         extra["tiles"] = dict(result.tiles)
     if result.limits:
         first = next(n for n in result.steps if n in result.limits)
-        extra["beyond_float64"] = {"from": first, "why": result.limits[first], "steps": list(result.limits)}
+        extra["beyond_float64"] = {"from": first, "why": result.limits[first],
+                                   "steps": [n for n in result.steps if n in result.limits]}
     return json.dumps({"ok": result.ok, "tol": result.tol, "backends": backends,
                        "problems": result.problems, **extra}, indent=1)

@@ -26,12 +26,9 @@ class LinearWork:
         every entry exact, or every one that is not plain as its decimal."""
         if any(m.shape[0] * m.shape[1] > SUBSTITUTE_ENTRIES for _, m in parts):
             return None
-        mats = [m.rows for _, m in parts] + ([[list(plus[1])]] if plus else [])
-        flat = self.shows([e for m in mats for r in m for e in r])   # all exact, or decimals: no mix
-        shown, k = [], 0
-        for m in mats:
-            shown.append([flat[k + j * len(m[0]):k + (j + 1) * len(m[0])] for j in range(len(m))])
-            k += len(m) * len(m[0])
+        rows = [m.rows for _, m in parts] + ([[list(plus[1])]] if plus else [])
+        each = iter(self.shows([e for m in rows for r in m for e in r]))   # all exact, or decimals: no mix
+        shown = [[[next(each) for _ in r] for r in m] for m in rows]
         mats = [bmatrix([[c.tex for c in r] for r in m]) for m in shown]
         rel = "=" if all(c.exact for m in shown for r in m for c in r) else r"\approx"   # a rounded entry
         syms = op.join(s for s, _ in parts)

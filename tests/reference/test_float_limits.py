@@ -51,7 +51,11 @@ def test_a_row_flat_to_13_digits_is_beyond_float64_and_said_so():
 def plant(monkeypatch, module, step: str, delta: float) -> None:
     """`module.forward` (a float path) with `delta` added to its `step`: an error verify must catch."""
     orig = module.forward
-    monkeypatch.setattr(module, "forward", lambda s: {**orig(s), step: orig(s)[step] + delta})
+
+    def wrong(s):
+        out = orig(s)
+        return {**out, step: out[step] + delta}
+    monkeypatch.setattr(module, "forward", wrong)
 
 
 def test_a_planted_error_before_the_flat_row_still_fails(monkeypatch):
