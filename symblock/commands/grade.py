@@ -61,14 +61,18 @@ def run(args) -> int:
         if clash:
             raise UsageError(f"--out: {clash[0]} already exists" + (f" (and {len(clash) - 1} more)" if len(clash) > 1
                              else "") + "; use --force to overwrite, or another directory")
-    people, jobs, plots = _roster(args), _jobs(getattr(args, "jobs", 1)), {}
-
-    def marked(cls) -> None:   # with --jobs, the plots are drawn while the files are flagged and written
-        if jobs > 1 and cls.graded and report.available():
-            plots.update(_plots(cls, jobs))
-    cls, credit = grade(args, people, marked)
-    drawn = report.available()
-    _, removed = write(out, documents(cls, credit, args.lang, drawn, jobs, plots if jobs > 1 else None), args.force)
+    people, jobs, drawn = _roster(args), _jobs(getattr(args, "jobs", 1)), report.available()
+    plotter = Plotter.start() if jobs > 1 and drawn and _can_fork() else None
+    try:
+        def marked(cls) -> None:   # with --jobs, the plots are drawn while the files are flagged and written
+            if plotter and cls.graded:
+                plotter.draw(report.plot_data(cls))
+        cls, credit = grade(args, people, marked)
+        files = documents(cls, credit, args.lang, drawn, plotter if cls.graded else None)
+    finally:
+        if plotter:
+            plotter.close()
+    _, removed = write(out, files, args.force)
     print(report.summary_text(cls), end="")
     for file, name, why in report.flagged(cls):
         print(one_line(f"flagged: {file} ({name}): {'; '.join(why)}"))
@@ -133,14 +137,11 @@ def grade(args, people: dict | None = None, marked=None):
     return gradebook.grade(man, files, credit, roster=people, marks=marks, marked=marked), credit
 
 
-def documents(cls, credit, lang: str, drawn: bool, jobs: int = 1, plots: dict | None = None) -> dict[str, str | bytes]:
+def documents(cls, credit, lang: str, drawn: bool, plotter: "Plotter | None" = None) -> dict[str, str | bytes]:
     """The gradebook, summary (Markdown, HTML), plots (`drawn`) and feedback files, by relative name.
-    With `jobs` > 1 each plot is drawn in a forked process while this one writes the text files;
-    `plots`: those already started (`_plots`)."""
+    `plotter`: the process drawing the plots meanwhile (`Plotter`), else they are drawn here."""
     from symblock.grading import gradebook, report
     from symblock.sheets.render import environment
-    if plots is None:
-        plots = _plots(cls, jobs) if drawn and cls.graded else {}
     files: dict[str, str | bytes] = {
         "gradebook.csv": gradebook.gradebook_csv(cls, lang), "summary.md": report.summary_md(cls, credit, lang, drawn),
         "summary.html": environment("html").get_template("summary.html.j2").render(
@@ -149,43 +150,55 @@ def documents(cls, credit, lang: str, drawn: bool, jobs: int = 1, plots: dict | 
     taken: set[str] = set()
     for g in cls.graded:
         feedback[f"feedback/{gradebook.slug(g.name, taken)}.md"] = report.feedback_md(g, cls, credit, lang)
-    files.update({f"{report.PLOTS}/{k}": v if isinstance(v, bytes) else _received(v) for k, v in plots.items()})
+    plots = plotter.pngs() if plotter else report.pngs(cls) if drawn and cls.graded else {}
+    files.update({f"{report.PLOTS}/{k}": v for k, v in plots.items()})
     return {**files, **feedback}
 
 
-def _plots(cls, jobs: int) -> dict:
-    """{plot name: its PNG bytes, or the pipe a forked process sends them on (`jobs` > 1)}."""
-    from symblock.grading import report
-    if jobs < 2 or not _can_fork():
-        return report.pngs(cls)
-    import multiprocessing
-    ctx, out = multiprocessing.get_context("fork"), {}
-    for name in report.PNGS:
+class Plotter:
+    """`grade --jobs`: the plots drawn in a forked process that imports matplotlib at once, on the
+    core that idles while this one reads the manifest, and draws as soon as the scores are in,
+    while this one flags the files and writes the text."""
+
+    def __init__(self, conn, proc):
+        self.conn, self.proc = conn, proc
+
+    @classmethod
+    def start(cls) -> "Plotter":
+        import multiprocessing
+        ctx = multiprocessing.get_context("fork")
         parent, child = ctx.Pipe()
-        proc = ctx.Process(target=_draw, args=(child, cls, name), daemon=True)
+        proc = ctx.Process(target=_plot, args=(child, parent), daemon=True)
         proc.start()
         child.close()
-        out[name] = parent, proc
-    return out
+        return cls(parent, proc)
+
+    def draw(self, data: tuple) -> None:
+        self.conn.send(data)
+
+    def pngs(self) -> dict[str, bytes]:
+        return _receive(self.conn)
+
+    def close(self) -> None:
+        self.conn.close()   # a plotter still waiting for data reads the end and stops
+        self.proc.join(timeout=5)
+        if self.proc.is_alive():
+            self.proc.terminate()
 
 
-def _draw(conn, cls, name: str) -> None:
+def _plot(conn, other) -> None:
     from symblock.grading import report
+    other.close()   # this process's copy of the parent's end: else closing that end ends nothing
     try:
-        conn.send(("ok", report.png(cls, name)))
+        report.warm()
+        data = conn.recv()
+        conn.send(("ok", {name: report.png(data, name) for name in report.PNGS}))
+    except EOFError:   # nothing to draw: the grading stopped first
+        pass
     except BaseException as e:   # raised again by the parent
         conn.send(("error", f"{type(e).__name__}: {e}"))
     finally:
         conn.close()
-
-
-def _received(pending: tuple) -> bytes:
-    conn, proc = pending
-    try:
-        return _receive(conn)
-    finally:
-        conn.close()
-        proc.join(timeout=5)
 
 
 def write(out: Path, files: dict[str, str | bytes], force: bool) -> tuple[list[Path], list[Path]]:

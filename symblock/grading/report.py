@@ -58,28 +58,34 @@ STYLE = {"font.family": "DejaVu Sans", "font.size": 9, "svg.hashsalt": "symblock
 
 
 def available() -> bool:
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    """Whether matplotlib is installed: found, not imported (`grade --jobs` draws in another process)."""
+    from importlib.util import find_spec
+    return find_spec("matplotlib") is not None
 
 
 def pngs(cls) -> dict[str, bytes]:
     """{file name: PNG bytes}: totals.png and tasks.png (none when nothing was graded)."""
-    return {name: png(cls, name) for name in PNGS} if cls.graded else {}
+    return {name: png(plot_data(cls), name) for name in PNGS} if cls.graded else {}
 
 
-def png(cls, name: str) -> bytes:
-    """One of PNGS, drawn on its own (`grade --jobs` draws each in a process of its own), on
-    matplotlib's defaults, not the user's matplotlibrc."""
+def plot_data(cls) -> tuple:
+    """What the plots show, small enough to send to the process that draws (`grade --jobs`)."""
+    return ([float(g.total) for g in cls.graded], cls.max_total,
+            {s: [float(g.scores[s]) for g in cls.graded] for s in cls.asked}, cls.points)
+
+
+def warm() -> None:
+    """Import what drawing takes (a third of a second), ahead of the data (`grade --jobs`)."""
+    import matplotlib.backends.backend_agg, matplotlib.figure  # noqa: F401, E401
+
+
+def png(data: tuple, name: str) -> bytes:
+    """One of PNGS of `plot_data`, on matplotlib's defaults, not the user's matplotlibrc."""
     import matplotlib
-    with matplotlib.rc_context():
+    with matplotlib.rc_context():   # data: (totals, most points, each task's scores, its points)
         matplotlib.rcdefaults()
         matplotlib.rcParams.update(STYLE)
-        if name == "totals.png":
-            return _totals([float(g.total) for g in cls.graded], cls.max_total)
-        return _tasks({s: [float(g.scores[s]) for g in cls.graded] for s in cls.asked}, cls.points)
+        return _totals(*data[:2]) if name == "totals.png" else _tasks(*data[2:])
 
 
 def _figure(size, inches: tuple, rows: int = 1, columns: int = 1):
