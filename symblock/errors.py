@@ -35,6 +35,9 @@ class SpecError(ValueError):
     def field(self) -> str:
         return self.where
 
+    def __reduce__(self):   # pickled from a `--jobs` process, raised again by its parent as it was
+        return type(self), (self.source, self.where, self.message)
+
 
 class UsageError(Exception):
     """Bad input found by a command itself, not in a spec (exit 2)."""

@@ -125,10 +125,12 @@ def grade(args, people: dict | None = None, marked=None):
     from symblock.grading.points import Credit, parse_credit
     credit = Credit(parse_credit(args.carried, "--carried"), parse_credit(args.rounded, "--rounded"),
                     parse_credit(args.slip, "--slip"))
-    man = manifest.read(args.set_dir)
-    people = people if people is not None else _roster(args)
     jobs = _jobs(getattr(args, "jobs", 1))
-    marks = None if jobs < 2 else lambda read, pool, how: in_processes(read, pool, how, jobs)
+    man = manifest.read(args.set_dir, entries=jobs < 2)   # --jobs: each process checks its variants' entries
+    source = str(manifest.find(Path(args.set_dir)))
+    people = people if people is not None else _roster(args)
+    marks = None if jobs < 2 else lambda read, pool, how: in_processes(
+        read, pool, how, jobs, lambda ids: manifest.check_entries(man, source, ids))
     files = gradebook.answer_files(Path(args.answers_dir))
     if not files:   # most likely the wrong folder: an empty gradebook would look like a graded class
         from symblock.errors import UsageError
@@ -247,12 +249,14 @@ def _can_fork() -> bool:
     return "fork" in multiprocessing.get_all_start_methods()
 
 
-def in_processes(read: list, pool, how, jobs: int) -> tuple[list, object]:
-    """gradebook.grade's `marks` in `jobs` processes (see above); in this one where it cannot fork."""
+def in_processes(read: list, pool, how, jobs: int, entries) -> tuple[list, object]:
+    """gradebook.grade's `marks` in `jobs` processes (see above); in this one where it cannot fork.
+    `entries(ids)`: checks the stored entries of those variants (None: all), before they are marked."""
     import multiprocessing
     from symblock.grading import gradebook
     from symblock.grading.students import Truths
     if not _can_fork() or len(pool.seeds) < 2:
+        entries(None)
         return gradebook.mark_all(read, pool, how)
     ids = list(pool.seeds)
     jobs = min(jobs, len(ids))
@@ -269,7 +273,8 @@ def in_processes(read: list, pool, how, jobs: int) -> tuple[list, object]:
     pipes, procs = [], []
     for k, part in enumerate(share):
         parent, child = ctx.Pipe()
-        proc = ctx.Process(target=_worker, args=(child, [(n, read[n]) for n in todo[k]], part, pool, how), daemon=True)
+        proc = ctx.Process(target=_worker, args=(child, [(n, read[n]) for n in todo[k]], part, pool, how, entries),
+                           daemon=True)
         proc.start()
         child.close()
         pipes.append(parent)
@@ -292,12 +297,14 @@ def in_processes(read: list, pool, how, jobs: int) -> tuple[list, object]:
     return outcomes, truths
 
 
-def _worker(conn, files: list, part: list, pool, how) -> None:
-    """One process of `in_processes`: mark `files` ((index, read) pairs), then answer the keys."""
+def _worker(conn, files: list, part: list, pool, how, entries) -> None:
+    """One process of `in_processes`: check the entries of the variants `part`, mark `files`
+    ((index, read) pairs), then answer the keys."""
     from symblock.errors import SpecError, UsageError
     from symblock.grading import gradebook
     from symblock.grading.students import Truths
     try:
+        entries(set(part))
         conn.send(("ok", [(n, gradebook.mark_one(r, pool, how)) for n, r in files]))
         keys = conn.recv()
         truths = Truths(pool)

@@ -177,9 +177,10 @@ def find(folder):
     return None
 
 
-def read(set_dir) -> dict:
+def read(set_dir, entries: bool = True) -> dict:
     """The manifest of a set directory, validated (every field `grade` and `check` use) and
-    unedited (its content hash holds)."""
+    unedited (its content hash holds). `entries=False`: the stored answers' entries are left to
+    `check_entries` (`grade --jobs`: each process checks its share of the variants)."""
     from pathlib import Path
     from symblock.engine.spec import read_mapping
     from symblock.errors import UsageError
@@ -190,7 +191,27 @@ def read(set_dir) -> dict:
     data, source = read_mapping(path)
     _validate(data, source)
     _check_digest(data, source)
+    if entries:
+        check_entries(data, source)
     return data
+
+
+def check_entries(data: dict, source: str, ids=None) -> None:
+    """Every entry of the stored answers (of the variants `ids`, default all) passes the bounded
+    parser's guard (one that passes it and still does not read is named when graded); their
+    shapes were checked by `read`."""
+    from symblock.exercises.variant import check_entry, matrix_entries
+    for k, v in enumerate(data["variants"]):
+        if ids is not None and v["id"] not in ids:
+            continue
+        ex, where = v["exercise"], f"variants[{k}].exercise"
+        named = [(f"answers.{n}", t) for n, t in ex["answers"].items()]
+        if ex["backward"] is not None and ex["backward"]["target"] is not None:
+            named.append(("backward.target", ex["backward"]["target"]))
+        for field, text in named:
+            for i, row in enumerate(matrix_entries(text)):
+                for j, e in enumerate(row):
+                    check_entry(e, source, f"{where}.{field}[{i}][{j}]")
 
 
 def _check_digest(data: dict, source: str) -> None:
@@ -300,10 +321,9 @@ def _validate_exercise(ex, source: str, where: str, asked: list, points: dict) -
 
 def _matrix(text, shape, source: str, where: str) -> None:
     """A stored matrix (exercises/variant.matrix_text: entries joined by ", ", rows by "; "), of
-    `shape` when given, each entry passing the bounded parser's guard (one that passes it and
-    still does not read is named when graded)."""
+    `shape` when given (its entries: `check_entries`)."""
     from symblock.errors import SpecError
-    from symblock.exercises.variant import check_entry, matrix_entries
+    from symblock.exercises.variant import matrix_entries
     _expect(isinstance(text, str), source, where, 'rows of entries as text ("1/2, -3; 0, 1")', text)
     rows = matrix_entries(text)
     if any(len(r) != len(rows[0]) for r in rows):
@@ -311,9 +331,6 @@ def _matrix(text, shape, source: str, where: str) -> None:
     if shape is not None and (len(rows), len(rows[0])) != shape:
         raise SpecError(source, where, f"expected {shape[0]} × {shape[1]} entries (its shape), got "
                         f"{len(rows)} × {len(rows[0])}")
-    for i, row in enumerate(rows):
-        for j, e in enumerate(row):
-            check_entry(e, source, f"{where}[{i}][{j}]")
 
 
 def _expect(ok: bool, source: str, where: str, what: str, value) -> None:

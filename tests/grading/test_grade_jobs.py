@@ -48,7 +48,7 @@ def test_jobs_write_the_same_bytes_as_one_process(klass, tmp_path, cli, monkeypa
     root, ids = klass
     calls = []
     real = command.in_processes
-    monkeypatch.setattr(command, "in_processes", lambda *a: calls.append(a[-1]) or real(*a))
+    monkeypatch.setattr(command, "in_processes", lambda *a: calls.append(a[3]) or real(*a))
     runs = {}
     for jobs in ("1", "2", "3"):
         runs[jobs] = cli("grade", root / "set", root / "answers", "--out", tmp_path / jobs, "--jobs", jobs)

@@ -31,11 +31,12 @@ def set_dir(tmp_path_factory):
     return root
 
 
-def _grade_edited(root, tmp_path, capsys, edit, rehash="new") -> str:
+def _grade_edited(root, tmp_path, capsys, edit, rehash="new", jobs="1") -> str:
     """grade against a copy of the set whose manifest `edit` changed; returns stderr (exit 2).
     rehash: "new" (recomputed), "old" (the hash as written) or "none" (left out)."""
     import shutil
     copy = tmp_path / "set"
+    shutil.rmtree(copy, ignore_errors=True)
     shutil.copytree(root / "set", copy)
     data = yaml.safe_load((copy / "instructor" / manifest.NAME).read_text(encoding="utf-8"))
     old = data.pop("content_sha256")
@@ -46,7 +47,7 @@ def _grade_edited(root, tmp_path, capsys, edit, rehash="new") -> str:
         data["content_sha256"] = old
     (copy / "instructor" / manifest.NAME).write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     capsys.readouterr()
-    assert main(["grade", str(copy), str(root / "answers"), "--out", str(tmp_path / "out")]) == 2
+    assert main(["grade", str(copy), str(root / "answers"), "--out", str(tmp_path / "out"), "--jobs", jobs]) == 2
     err = capsys.readouterr().err
     assert "internal error" not in err and "Traceback" not in err
     return err
@@ -193,3 +194,16 @@ def test_grade_marks_from_the_stored_exercise_whatever_the_generator_draws_today
     assert len(book) == 2 and {row["total"] for row in book.values()} == {"3.00"}, book   # 1 + 2 points each
     monkeypatch.undo()   # a check of the same file draws the variant as handed out: the same marks
     assert main(["check", str(set_dir / "spec.yaml"), str(answers / f"{data['variants'][0]['seed']}.yaml"), "--json"]) == 0
+
+
+@pytest.mark.parametrize("text, said", [
+    ("1, __import__('os').getcwd(); 0, 1", "variants[1].exercise.answers.resid1[0][1]: expected a number or exact expression"),
+    ("9^9^9, 1; 0, 1", "variants[1].exercise.answers.resid1[0][0]: the number is too large")])
+def test_a_hostile_entry_is_named_the_same_when_the_processes_check_their_variants(set_dir, tmp_path, capsys, text, said):
+    """With --jobs each process checks the entries of its own variants (the second variant's are
+    the second process's): the refusal is the one process's, word for word, and none is left."""
+    import multiprocessing
+    edit = lambda d: _exercise(d, 1)["answers"].__setitem__("resid1", text)   # noqa: E731
+    errs = [_grade_edited(set_dir, tmp_path, capsys, edit, jobs=jobs) for jobs in ("1", "2")]
+    assert said in errs[0] and errs[1] == errs[0]
+    assert not multiprocessing.active_children() and not (tmp_path / "out").exists()
