@@ -283,7 +283,8 @@ def in_processes(read: list, pool, how, jobs: int, entries) -> tuple[list, objec
         for conn in pipes:
             for n, outcome in _receive(conn):
                 outcomes[n] = outcome
-        keys = sorted({(e[0], e[1], e[2], e[3]) for g, es in outcomes if isinstance(g, gradebook.Graded) for e in es})
+        keys = sorted({(e[0], e[1], e[2], e[3]) for g, es in outcomes if isinstance(g, gradebook.Graded)
+                       for e in es if e[3] is not None})   # no places: unreadable or −∞, nothing to fit
         truths = Truths(pool)
         for conn in pipes:
             conn.send(keys)

@@ -33,6 +33,10 @@ def klass(tmp_path_factory):
     write_yaml(answers / "twin.yaml", ids[2], "Student 1", steps[ids[2]])
     (answers / "broken.yaml").write_text("id: [unclosed\n", encoding="utf-8")
     write_yaml(answers / "stray.yaml", ids[0].rsplit(".", 1)[0] + ".999", "Stray", steps[ids[0]])
+    huge = {s: [list(row) for row in m] for s, m in steps[ids[1]].items()}   # an entry too long to read
+    first = next(iter(huge))
+    huge[first][0][0] = "9" * 2000   # a bare YAML integer of 2000 digits
+    write_yaml(answers / "huge.yaml", ids[1], "Huge", huge)
     return root, ids
 
 
