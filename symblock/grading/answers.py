@@ -371,6 +371,8 @@ def parse_entry(value: Any, policy: Policy | int | None, source: str, where: str
     if not isinstance(policy, Policy):
         policy = Policy(decimals=policy)
     decimals = policy.decimals
+    if isinstance(value, str):   # the minus sign a PDF or web page copies (U+2212) is a minus
+        value = value.replace("\u2212", "-")
     if isinstance(value, str) and value.strip().lower() in _NEG_INF:
         if not masked:
             raise SpecError(source, where, "−∞ only appears in a `.masked` step; expected a finite number")

@@ -97,3 +97,16 @@ def test_a_files_own_policy_may_raise_the_sets_places_but_not_lower_them():
     assert step.overruled == ("steps.resid1.decimals: 2",) and step.steps["resid1"].entries[0][0].places == 3
     alone = answers.from_mapping({"decimals": 1, "steps": {"resid1": [["2.4", "0.6"]]}}, "a.yaml", shapes)
     assert alone.overruled == () and alone.steps["resid1"].entries[0][0].places == 1   # `check` of one's own: as declared
+
+
+@pytest.mark.parametrize("text, value, places", [("\u22121.5", Fraction(-3, 2), 1), ("\u22122/3", Fraction(-2, 3), None)])
+def test_the_minus_sign_a_pdf_copies_reads_as_a_minus(text, value, places):
+    """Text copied from a key's PDF or HTML carries U+2212 (−1.5), which looks like the
+    expected -1.5 and must read as it."""
+    e = entry(text)
+    assert str(e.value.q) == str(value) and e.places == places
+
+
+def test_minus_infinity_copied_with_its_minus_sign_reads_as_minus_infinity():
+    assert answers.parse_entry("\u2212\u221e", 3, "<test>", "x", masked=True).value is exact.NEG_INF
+    assert answers.parse_entry("\u2212inf", 3, "<test>", "x", masked=True).value is exact.NEG_INF
