@@ -205,6 +205,8 @@ def from_mapping(data: Mapping, source: str, shapes: Mapping[str, tuple[int, int
         if computed is not None and name not in computed:
             raise SpecError(source, where, "this step is not worked in this spec (it only feeds a step "
                                            "the spec gives), so there is nothing to check it against")
+        if value is None or value == []:   # `step: null`: not answered, as a step left out is
+            continue
         policy = top
         if isinstance(value, dict):
             for key in value:

@@ -110,3 +110,13 @@ def test_the_minus_sign_a_pdf_copies_reads_as_a_minus(text, value, places):
 def test_minus_infinity_copied_with_its_minus_sign_reads_as_minus_infinity():
     assert answers.parse_entry("\u2212\u221e", 3, "<test>", "x", masked=True).value is exact.NEG_INF
     assert answers.parse_entry("\u2212inf", 3, "<test>", "x", masked=True).value is exact.NEG_INF
+
+
+@pytest.mark.parametrize("blank", [None, []])
+def test_a_step_written_null_is_not_answered_as_a_step_left_out_is(blank):
+    """The answers template says to leave null what was not answered: `ffn.hidden: null` (or
+    `[]`) is that step blank, not the whole file refused."""
+    shapes = {"resid1": (1, 2), "ffn.hidden": (1, 2)}
+    got = answers.from_mapping({"id": "x", "steps": {"resid1": [[1, 2]], "ffn.hidden": blank}}, "<test>", shapes)
+    assert list(got.steps) == ["resid1"]
+    assert [str(e.value.q) for e in got.steps["resid1"].entries[0]] == ["1", "2"]
