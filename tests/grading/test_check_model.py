@@ -257,3 +257,15 @@ def test_a_two_layer_two_head_pre_ln_model_with_a_final_norm_checks_too(tmp_path
     assert main(["check", "tiny-gpt", str(path), "--json"]) == 1
     step = {s["name"]: s for s in json.loads(capsys.readouterr().out)["steps"]}["gen1.layer1.norm2.var"]
     assert step["diagnosis"] == ["ln_sample_variance"]
+
+
+def test_an_encoder_decoders_carried_step_is_worked_with_the_decoders_weights(cli, spec_file):
+    """A decoder layer's step recomputed from the person's own wrong input uses that layer's
+    weights (layer0.W_Q), not the encoder layer's of the same index (enc.layer0.W_Q)."""
+    data, source = variants.read("tiny-translate")
+    spec = variants.with_seed(data, source, 381)
+    x = np.array([[1.0, 0.0, 1.0, 0.0]])   # a wrong gen1.x
+    q = x @ arr(spec.layers[0].params["W_Q"])
+    assert not np.allclose(q, x @ arr(spec.encoder[0].params["W_Q"]))   # the two weights tell apart
+    _, _, steps = check(cli, spec_file, answers_yaml("tiny-translate.381", {"gen1.x": x, "gen1.layer0.attn.q": q}))
+    assert steps["gen1.x"]["status"] == "wrong" and steps["gen1.layer0.attn.q"]["status"] == "carried"
