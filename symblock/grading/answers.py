@@ -74,7 +74,8 @@ _DECIMAL = re.compile(r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$", re.ASCII
 _DECIMAL_COMMA = re.compile(r"\s*[+-]?[0-9]+,[0-9]+\s*", re.ASCII)   # "2,25": the only comma read
 _COMMA_NUMBER = re.compile(r"[\s0-9.,+-]*,[\s0-9.,+-]*")             # "1,234.5": a comma left ambiguous
 
-_NEG_INF = {"-inf", "-oo", "-.inf", "-∞", "-infinity"}
+NEG_INF = ("-inf", "-oo", "-∞", "-infinity", "-.inf")   # how −∞ may be written (any case); a PDF's − reads as -
+_NEG_INF = set(NEG_INF)
 _CELL = re.compile(r"^\s*(?:\[(\d+)\]\s*\[(\d+)\]|(\d+)\s*,\s*(\d+))\s*$")
 
 

@@ -20,7 +20,7 @@ from fractions import Fraction
 from urllib.parse import quote
 
 from symblock.sheets import render
-from symblock.sheets.moodle import xml_chars
+from symblock.sheets.moodle import neg_inf_texts, xml_chars
 
 FILE = "qti.zip"
 MANIFEST, ASSESSMENT, META = "qti-manifest.xml.j2", "qti-assessment.xml.j2", "qti-meta.xml.j2"
@@ -97,7 +97,7 @@ def files(models: list[dict], *, many: bool, template_dir=None) -> dict[str, byt
                                        template=template, filters=FILTERS))
     parts = {"imsmanifest.xml": xml(MANIFEST, quizzes=quizzes, package=ident("package", *[q["id"] for q in quizzes]))}
     for q in quizzes:
-        parts[f"{q['id']}/{q['id']}.xml"] = xml(ASSESSMENT, quiz=q, ident=ident)
+        parts[f"{q['id']}/{q['id']}.xml"] = xml(ASSESSMENT, quiz=q, ident=ident, neg_inf=neg_inf_texts())
         parts[f"{q['id']}/assessment_meta.xml"] = xml(META, quiz=q)
     stream = io.BytesIO()
     with zipfile.ZipFile(stream, "w", compression=zipfile.ZIP_DEFLATED) as zf:

@@ -261,3 +261,15 @@ def test_a_title_with_line_breaks_is_one_line_in_the_category_and_names(tmp_path
     root = write(tmp_path, "--title", "Week 3\nquiz\r\n  B")
     assert root.findall("question")[0].find("category/text").text == "$course$/top/symblock/Week 3 quiz B (seed-post-ln)"
     assert root.findall("question")[1].find("name/text").text == "Week 3 quiz B · seed-post-ln"
+
+
+def test_a_masked_score_accepts_every_spelling_grade_reads(tmp_path):
+    """The SHORTANSWER of a masked score lists the spellings of −∞ `grade` accepts: the same file
+    marked in Moodle and by `grade` gets the same marks."""
+    from test_qti import minus_infinity_everywhere
+    html = write(tmp_path, "pre-ln-causal-gelu").findall("question")[1].find("questiontext/text").text
+    shorts = [inner for _, kind, inner in SUB.findall(html) if kind == "SHORTANSWER"]
+    assert shorts
+    for inner in shorts:
+        spellings = [unescape(re.split(r"(?<!\\)#", a)[0]).removeprefix("%100%") for a in re.split(r"(?<!\\)~", inner)]
+        assert minus_infinity_everywhere(spellings), spellings
