@@ -14,3 +14,7 @@ MAX_STRESS = 10_000      # stress -n: variants drawn
 MAX_VARIANTS = 1_000     # worksheet --variants: document sets written
 MAX_SEED = 2**63 - 1     # --seed
 MAX_SIZE = 10**9         # params --d-model/--heads/--d-ff/--seq-len
+
+# How a masked score's −∞ may be written in an answers file (any case; the minus sign a PDF copies,
+# U+2212, reads as "-"): `grade` reads these, and the LMS exports accept the same.
+NEG_INF = ("-inf", "-oo", "-∞", "-infinity", "-.inf")

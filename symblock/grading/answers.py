@@ -60,6 +60,7 @@ from typing import Any, Mapping
 from symblock.engine import exact, names
 from symblock.engine.spec import kind_of
 from symblock.errors import excerpt
+from symblock.options import NEG_INF
 from symblock.grading.answer_files import blank, grid_rows, written_shape
 from symblock.grading.answer_files import read, read_csv  # noqa: F401  (answers.read: the reader callers know)
 from symblock.grading.students import EXCERPT, inert_excerpt, one_line, student_data
@@ -74,7 +75,6 @@ _DECIMAL = re.compile(r"^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$", re.ASCII
 _DECIMAL_COMMA = re.compile(r"\s*[+-]?[0-9]+,[0-9]+\s*", re.ASCII)   # "2,25": the only comma read
 _COMMA_NUMBER = re.compile(r"[\s0-9.,+-]*,[\s0-9.,+-]*")             # "1,234.5": a comma left ambiguous
 
-NEG_INF = ("-inf", "-oo", "-∞", "-infinity", "-.inf")   # how −∞ may be written (any case); a PDF's − reads as -
 _NEG_INF = set(NEG_INF)
 _CELL = re.compile(r"^\s*(?:\[(\d+)\]\s*\[(\d+)\]|(\d+)\s*,\s*(\d+))\s*$")
 

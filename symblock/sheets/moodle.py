@@ -66,7 +66,7 @@ def prose(text) -> str:
 
 def neg_inf_texts() -> list[str]:
     """Every spelling of −∞ that `grade` accepts, with the ASCII minus and with the one a PDF copies."""
-    from symblock.grading.answers import NEG_INF
+    from symblock.options import NEG_INF
     return [*NEG_INF, *(t.replace("-", "\u2212", 1) for t in NEG_INF)]
 
 
