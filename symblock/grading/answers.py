@@ -60,10 +60,10 @@ from typing import Any, Mapping
 from symblock.engine import exact, names
 from symblock.engine.spec import kind_of
 from symblock.errors import excerpt
-from symblock.options import NEG_INF
 from symblock.grading.answer_files import blank, grid_rows, written_shape
 from symblock.grading.answer_files import read, read_csv  # noqa: F401  (answers.read: the reader callers know)
 from symblock.grading.students import EXCERPT, inert_excerpt, one_line, student_data
+from symblock.options import NEG_INF
 
 
 TOP_KEYS = ("id", "name", "decimals", "sig_figs", "print", "steps", "title", "notes")
@@ -76,6 +76,11 @@ _DECIMAL_COMMA = re.compile(r"\s*[+-]?[0-9]+,[0-9]+\s*", re.ASCII)   # "2,25": t
 _COMMA_NUMBER = re.compile(r"[\s0-9.,+-]*,[\s0-9.,+-]*")             # "1,234.5": a comma left ambiguous
 
 _NEG_INF = set(NEG_INF)
+
+
+def _minus(value: Any) -> Any:
+    """The minus sign a PDF or web page copies (U+2212) as a minus, in a text entry."""
+    return value.replace("\u2212", "-") if isinstance(value, str) else value
 _CELL = re.compile(r"^\s*(?:\[(\d+)\]\s*\[(\d+)\]|(\d+)\s*,\s*(\d+))\s*$")
 
 
@@ -272,7 +277,7 @@ def _entry(value: Any, policy: Policy, source: str, where: str, masked: bool) ->
     try:
         return parse_entry(value, policy, source, where, masked)
     except SpecError as e:
-        if isinstance(value, str) and value.strip().lower() in _NEG_INF:
+        if isinstance(value, str) and _minus(value).strip().lower() in _NEG_INF:
             reason = "inf"
         elif isinstance(value, str) and _COMMA_NUMBER.fullmatch(value):
             reason = "comma"
@@ -374,8 +379,7 @@ def parse_entry(value: Any, policy: Policy | int | None, source: str, where: str
     if not isinstance(policy, Policy):
         policy = Policy(decimals=policy)
     decimals = policy.decimals
-    if isinstance(value, str):   # the minus sign a PDF or web page copies (U+2212) is a minus
-        value = value.replace("\u2212", "-")
+    value = _minus(value)
     if isinstance(value, str) and value.strip().lower() in _NEG_INF:
         if not masked:
             raise SpecError(source, where, "−∞ only appears in a `.masked` step; expected a finite number")

@@ -308,7 +308,7 @@ def layer_spec(spec, layer: int, t: int):
 def local_env(env: dict, t: int, layer: int, spec) -> dict:
     """The model's values under the block's names for layer `layer` of pass t: the layer's
     weights (and the prompt pass's steps), then this pass's own steps over them."""
-    named = [(p, v) for p, v in ((names.parse(k), v) for k, v in env.items()) if not p.encoder]   # enc.layer0.W_Q is not layer0's
+    named = [(p, v) for k, v in env.items() if not (p := names.parse(k)).encoder]   # enc.layer0.W_Q is not layer0's
     out = {p.local: v for p, v in named if p.layer == layer and p.gen == 0 and not p.grad}
     if t:
         out.update({p.local: v for p, v in named if p.layer == layer and p.gen == t and not p.grad})

@@ -120,3 +120,9 @@ def test_a_step_written_null_is_not_answered_as_a_step_left_out_is(blank):
     got = answers.from_mapping({"id": "x", "steps": {"resid1": [[1, 2]], "ffn.hidden": blank}}, "<test>", shapes)
     assert list(got.steps) == ["resid1"]
     assert [str(e.value.q) for e in got.steps["resid1"].entries[0]] == ["1", "2"]
+
+
+def test_minus_infinity_copied_outside_a_masked_step_is_named_as_minus_infinity():
+    """−inf with the PDF's minus in a step that has no −∞ is the −∞ slip, as -inf is, not 'not a number'."""
+    got = answers.from_mapping({"id": "x", "steps": {"resid1": [["\u2212inf", "-inf"]]}}, "<test>", {"resid1": (1, 2)})
+    assert [e.reason for e in got.steps["resid1"].entries[0]] == ["inf", "inf"]
