@@ -116,7 +116,8 @@ def variants(args) -> list:
     if args.seed is not None:
         raise UsageError("--seed goes with --variants N")
     spec = from_mapping(*variants.read(spec_arg, overrides)) if overrides else _load(spec_arg)
-    ident = variants.make_id(variants.set_token(spec_arg, overrides), spec.seed)
+    ident = variants.make_id(variants.set_token(spec_arg, overrides),
+                             variants.id_seed(spec_arg, overrides, spec.seed))
     return [variant.build(ident, forward(spec), opts)]
 
 

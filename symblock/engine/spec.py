@@ -8,8 +8,6 @@ Every error names the file, the field and what was expected. Weights are stored 
 """
 from __future__ import annotations
 
-import hashlib
-import random as _random
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
@@ -23,6 +21,8 @@ from symblock.engine.numbers import ExactNumber, SpecScalar
 from symblock.engine.sources import (  # noqa: F401  (spec.read_spec, spec.example_names, ... stay public)
     block_example_names, example_names, example_text, read_mapping, read_spec)
 from symblock.engine.fields import check_keys, check_text, int_field, kind_of, title_field  # noqa: F401
+from symblock.engine.random_section import (  # noqa: F401  (spec.draw, spec.RANDOM_KEYS, ... stay public)
+    PLAIN_RANDOM, RANDOM_KEYS, draw, has_constraints, random_section)
 from symblock.errors import SpecError  # noqa: F401  (re-exported: spec.SpecError is public)
 from symblock.engine import inputs as inputs_mod
 from symblock.engine.steps import (Dims, Options, batch_prefixes, needed_params, norm_names, param_names,
@@ -40,12 +40,6 @@ CHOICES = {
     "attention_scale": ("sqrt_dk", "none"),
 }
 FLAGS = ("final_norm", "causal", "bias", "out_proj", "cross_attention")
-RANDOM_KEYS = ("seed", "low", "high", "difficulty", "ranges", "sparsity", "integer_scores", "exact_scale",
-               "exact_norm", "no_degenerate_rows", "relu_mixed", "softmax_distinct", "score_range",
-               "staged", "max_draws",  # all but the first three: constraints (exercises/constraints.py)
-               "scaled_range", "softmax_weights", "norm_min", "x_step", "norm_params", "distinct_mistakes",
-               "dims", "padding", "dropout",  # a variant's shape: exercises/shapes.py
-               "generator")  # how a variant is drawn (1 or 2): exercises/constraints.py
 
 
 Matrix = ExactMatrix  # exact entries, read like a SymPy ImmutableMatrix (engine/matrix.py)
@@ -227,7 +221,7 @@ def _exact(m: Iterable[Iterable[int | Fraction]]) -> Matrix:
 
 def _no_constraints(rnd: Any, source: str) -> None:
     if has_constraints(rnd):  # drawn until the constraints hold: exercises.generate
-        key = next(k for k in rnd if k not in ("seed", "low", "high"))
+        key = next(k for k in rnd if k not in PLAIN_RANDOM)
         raise SpecError(source, f"random.{key}", "a generation constraint: load this spec with "
                         "symblock.load (symblock.exercises.generate.load), which draws until it holds")
 
@@ -413,30 +407,3 @@ def _inputs_X(inputs: Mapping, dims: Dims, given: Mapping, seed: int | None, low
                             + (f" for each of the {dims.batch} sequences" if dims.batch else "")
                             + " (or a `random` section)")
     return (None, tuple(out)) if dims.batch else (out[0], ())
-
-
-def has_constraints(rnd: Any) -> bool:
-    """Whether a `random:` section holds generation constraints (more than seed, low, high)."""
-    return isinstance(rnd, dict) and any(k not in ("seed", "low", "high") for k in rnd)
-
-
-def random_section(rnd: Any, source: str) -> tuple[int | None, int, int]:
-    if rnd is None:
-        return None, -2, 2
-    check_keys(rnd, RANDOM_KEYS, source, "random")
-    seed = int_field(rnd.get("seed", 0), source, "random.seed", lo=0, hi=None)
-    low = int_field(rnd.get("low", -2), source, "random.low", lo=-1000, hi=1000)
-    high = int_field(rnd.get("high", 2), source, "random.high", lo=-1000, hi=1000)
-    if low > high:
-        raise SpecError(source, "random.high", f"expected high >= low = {low}, got {high}")
-    return seed, low, high
-
-
-def draw(seed: int, name: str, shape: tuple[int, int], low: int, high: int) -> Matrix:
-    """Integers in [low, high] for one tensor. Each tensor has its own stream (seeded from the
-    seed and its name), so giving one weight does not change the others' draws. Only
-    `random.random()` is used: its sequence is guaranteed across Python versions."""
-    digest = hashlib.sha256(f"symblock:{seed}:{name}".encode()).digest()
-    rng = _random.Random(int.from_bytes(digest[:8], "big"))
-    span = high - low + 1
-    return Matrix([[Fraction(low + int(rng.random() * span)) for _ in range(shape[1])] for _ in range(shape[0])])

@@ -100,10 +100,11 @@ def _pair(v: Any, source: str, where: str, exact: bool = False) -> tuple:
 def parse_random(rnd: Any, source: str) -> Constraints:
     """Validate a `random:` section (keys of spec.RANDOM_KEYS); errors name `random.KEY`. A
     constraint set to false (or null) is off, also when a difficulty turns it on."""
-    from symblock.engine.spec import RANDOM_KEYS, check_keys, int_field
+    from symblock.engine.random_section import RANDOM_KEYS, secret_seed
+    from symblock.engine.spec import check_keys, int_field
     check_keys(rnd, RANDOM_KEYS, source, "random")
     kw: dict[str, Any] = {
-        "seed": int_field(rnd.get("seed", 0), source, "random.seed", lo=0, hi=None),
+        "seed": secret_seed(int_field(rnd.get("seed", 0), source, "random.seed", lo=0, hi=None), rnd, source),
         "low": int_field(rnd.get("low", -2), source, "random.low", lo=-1000, hi=1000),
         "high": int_field(rnd.get("high", 2), source, "random.high", lo=-1000, hi=1000)}
     if kw["low"] > kw["high"]:

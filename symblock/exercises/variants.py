@@ -77,6 +77,15 @@ def set_token(spec_arg: str, overrides: dict | None) -> str:
     return versioned(spec_token(spec_arg), None if rnd is None else rnd.get("generator", 1))
 
 
+def id_seed(spec_arg: str, overrides: dict | None, seed: int | None) -> int | None:
+    """The `<seed>` of the ID of a spec drawn with `seed`: that seed, or, when `random.secret` made
+    the draws' seed from it (engine/random_section.py), the `random.seed` the spec gives."""
+    rnd = read(spec_arg, overrides)[0].get("random")
+    if isinstance(rnd, dict) and rnd.get("secret") is not None:
+        return rnd.get("seed", 0)
+    return seed
+
+
 def id_flags(ident: str, spec_arg: str, overrides: dict | None) -> dict:
     """The flags that rebuild `ident`: `overrides` with the generator version the ID names (none:
     version 1), when the generator draws the spec."""
