@@ -18,3 +18,14 @@ MAX_SIZE = 10**9         # params --d-model/--heads/--d-ff/--seq-len
 # How a masked score's −∞ may be written in an answers file (any case; the minus sign a PDF copies,
 # U+2212, reads as "-"): `grade` reads these, and the LMS exports accept the same.
 NEG_INF = ("-inf", "-oo", "-∞", "-infinity", "-.inf")
+
+# A masked score written as a large finite value, as tutorials' `masked_fill` writes −∞, is read as −∞
+# by `grade` when it is at most FILL_LIMIT (grading/answers.is_fill: any such number). The LMS exports
+# match text and cannot take a range there (the entry must also take "-inf"): they accept the
+# spellings of MASK_FILLS (−1e4, −1e9 as Python, NumPy and PyTorch print them, and torch.finfo's
+# minimum), with either minus sign; any other number <= FILL_LIMIT is marked wrong there.
+FILL_LIMIT = -10 ** 4
+MASK_FILLS = (
+    "-1e4", "-1e+4", "-1e+04", "-1.0e4", "-1.0e+4", "-1.0e+04", "-1.e+04", "-1.0000e+04", "-10000", "-10000.0",
+    "-1e9", "-1e+9", "-1e+09", "-1.0e9", "-1.0e+9", "-1.0e+09", "-1.e+09", "-1.0000e+09", "-1000000000",
+    "-1000000000.0", "-3.4028e+38", "-3.4028235e+38", "-3.4028234663852886e+38", "-1.7976931348623157e+308")

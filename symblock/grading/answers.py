@@ -63,7 +63,7 @@ from symblock.errors import excerpt
 from symblock.grading.answer_files import blank, grid_rows, written_shape
 from symblock.grading.answer_files import read, read_csv  # noqa: F401  (answers.read: the reader callers know)
 from symblock.grading.students import EXCERPT, inert_excerpt, one_line, student_data
-from symblock.options import NEG_INF
+from symblock.options import FILL_LIMIT, NEG_INF
 
 
 TOP_KEYS = ("id", "name", "decimals", "sig_figs", "print", "steps", "title", "notes")
@@ -360,9 +360,6 @@ def _index(v: Any, n: int, source: str, where: str) -> int:
             kind_of(inert_excerpt(v) if isinstance(v, str) else v)
         raise SpecError(source, where, f"expected a whole number 0..{n - 1} (counted from 0), got {got}")
     return v
-
-
-FILL_LIMIT = -10 ** 4  # a masked score written at most this (masked_fill(−1e4), −1e9) reads as −∞
 
 
 def is_fill(entry) -> bool:

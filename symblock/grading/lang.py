@@ -134,6 +134,7 @@ EXPLANATIONS_ZH = {
     "pe_base_10000": "正弦位置编码用了原论文的底数 n = 10000，应使用本表给出的底数（model.pe_base）",
     "cross_kv_from_decoder": "交叉注意力的键和值由解码器的行投影得到，应由记忆（编码器的输出）投影",
     "cross_causal_mask": "交叉注意力加了因果掩码，它只应屏蔽填充的记忆行",
+    "cross_padding_mask_missing": "交叉注意力没有加记忆填充掩码（关注了填充的记忆行）",
     "cross_queries_from_memory": "交叉注意力的查询由记忆投影得到，应由解码器的行投影",
     "cross_norm_as_pre_ln": "Post-LN 解码器层中，交叉注意力的归一化按 Pre-LN 放置（先用 N2 归一化输入，残差之后没有归一化）",
     "dropout_no_rescale": "用了 dropout 掩码，但保留的数没有乘以 1/(1 − p)",

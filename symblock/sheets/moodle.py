@@ -5,7 +5,9 @@ full credit for the exact value v and for what the key's printed chain gives c (
 with t = ½·10⁻ᵈ: a d-place answer that is the value rounded, either rounding of an exact tie), the
 checker's slip credit one unit off (grading.accepted). Weights w make a task's entries share its points
 and the question's grade is the sheet's total, as `symblock grade` counts. The feedback names the
-exact value. A masked −∞ is a SHORTANSWER (`-inf`, `-oo`, `-∞`, ... as `grade` reads them). Math is `\\(...\\)` / `\\[...\\]` for Moodle's
+exact value. A masked −∞ is a SHORTANSWER (`-inf`, `-oo`, `-∞`, ... as `grade` reads them, and
+the usual spellings of a `masked_fill` value, −1e9, −10000, ...: a SHORTANSWER matches text, so a
+fill `grade` reads as −∞ but spelled otherwise is wrong here). Math is `\\(...\\)` / `\\[...\\]` for Moodle's
 MathJax filter. Reads the sheet model only (`task.cells`).
 """
 from __future__ import annotations
@@ -64,19 +66,22 @@ def prose(text) -> str:
     return _markup("".join(out) + str(escape(text[pos:])))
 
 
-def neg_inf_texts() -> list[str]:
-    """Every spelling of −∞ that `grade` accepts, with the ASCII minus and with the one a PDF copies."""
-    from symblock.options import NEG_INF
-    return [*NEG_INF, *(t.replace("-", "\u2212", 1) for t in NEG_INF)]
+def masked_texts() -> list[str]:
+    """What a masked score's text answer accepts: every spelling of −∞ that `grade` reads, then the
+    common spellings of a `masked_fill` value that it reads as −∞ (options.MASK_FILLS), each with the
+    ASCII minus and with the one a PDF copies."""
+    from symblock.options import MASK_FILLS, NEG_INF
+    texts = [*NEG_INF, *MASK_FILLS]
+    return [*texts, *(t.replace("-", "\u2212", 1) for t in texts)]
 
 
 def cloze(cell: dict, places: int, weight: int = 1) -> str:
     """The sub-question of one entry (escaped for HTML; the Cloze syntax is plain text): each
     answer the checker accepts without the student's own chain (grading.accepted), with its credit."""
     from markupsafe import escape
-    if cell["precise"] is None:  # a masked score, in every spelling `grade` reads
+    if cell["precise"] is None:  # a masked score: −∞ in every spelling `grade` reads, and masked_fill's
         return _markup(f"{{{weight}:SHORTANSWER:" + "~".join(f"%100%{cloze_escape(t)}#{cloze_escape('= −∞')}"
-                                                           for t in neg_inf_texts()) + "}")
+                                                           for t in masked_texts()) + "}")
     if cell["plain"]:           # an integer or a short terminating decimal: exact as written
         note = f"= {cell['exact']}"
     elif cell["exact"] is not None:

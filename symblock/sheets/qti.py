@@ -1,7 +1,8 @@
 """Canvas / QTI 1.2 writer: `qti.zip`, a content package with one quiz (assessment) per variant and
 one numerical question per asked entry worth its share of the task's points, accepting the exact
 value and the key's printed chain (each ±½·10⁻ᵈ) and a rounding slip at partial credit
-(grading.accepted), its feedback the exact value. A masked −∞ is a short-answer question.
+(grading.accepted), its feedback the exact value. A masked −∞ is a short-answer question: Canvas
+matches its text (trimmed, any case) against moodle.masked_texts(), −∞'s spellings and masked_fill's.
 
 Written from templates rather than with text2qti: text2qti prints numerical bounds with 4 decimal
 places (a wrong tolerance from `--decimals 4` on), stamps the manifest with today's date (output
@@ -20,7 +21,7 @@ from fractions import Fraction
 from urllib.parse import quote
 
 from symblock.sheets import render
-from symblock.sheets.moodle import neg_inf_texts, xml_chars
+from symblock.sheets.moodle import masked_texts, xml_chars
 
 FILE = "qti.zip"
 MANIFEST, ASSESSMENT, META = "qti-manifest.xml.j2", "qti-assessment.xml.j2", "qti-meta.xml.j2"
@@ -97,7 +98,7 @@ def files(models: list[dict], *, many: bool, template_dir=None) -> dict[str, byt
                                        template=template, filters=FILTERS))
     parts = {"imsmanifest.xml": xml(MANIFEST, quizzes=quizzes, package=ident("package", *[q["id"] for q in quizzes]))}
     for q in quizzes:
-        parts[f"{q['id']}/{q['id']}.xml"] = xml(ASSESSMENT, quiz=q, ident=ident, neg_inf=neg_inf_texts())
+        parts[f"{q['id']}/{q['id']}.xml"] = xml(ASSESSMENT, quiz=q, ident=ident, masked=masked_texts())
         parts[f"{q['id']}/assessment_meta.xml"] = xml(META, quiz=q)
     stream = io.BytesIO()
     with zipfile.ZipFile(stream, "w", compression=zipfile.ZIP_DEFLATED) as zf:

@@ -110,6 +110,33 @@ def test_decoder_layer_causal_mask_on_the_cross_attention_is_named(cli, spec_fil
     assert code == 1 and step["status"] == "wrong" and step["diagnosis"] == ["cross_causal_mask"]
 
 
+@pytest.mark.parametrize("step", ["cross.h0.masked", "cross.h0.weights", "cross.h0.out"])
+def test_decoder_layer_memory_padding_forgotten_is_named(cli, spec_file, layer, step):
+    """The padded third memory row left unmasked: its scaled score kept (0 here, as its K row is 0)
+    and weighed by the softmax, so the head output mixes less of the real rows. Written at the step
+    where it was made (the head's earlier steps blank: they come from the chain), it is named there."""
+    s = layer["cross.h0.scaled"]
+    w = softmax(s)
+    unpadded = {"cross.h0.masked": s, "cross.h0.weights": w, "cross.h0.out": w @ layer["cross.v"]}
+    assert w[:, 2].min() > 0.05                        # the padded row really takes weight
+    code, out, err = cli("check", "decoder-layer", spec_file(answers({step: unpadded[step]}), "a.yaml"), "--json")
+    got = {x["name"]: x for x in json.loads(out)["steps"]}[step]
+    assert code == 1 and got["status"] == "wrong" and got["diagnosis"] == ["cross_padding_mask_missing"]
+
+
+def test_decoder_layer_memory_padding_slip_is_not_named_on_right_answers(cli, spec_file, layer):
+    """The right masked scores, weights and head output, each written alone, are right: no diagnosis;
+    a wrong head output that is not the unmasked one is not named as the padding slip."""
+    for step in ("cross.h0.masked", "cross.h0.weights", "cross.h0.out"):
+        code, out, err = cli("check", "decoder-layer", spec_file(answers({step: layer[step]}), "a.yaml"), "--json")
+        got = {x["name"]: x for x in json.loads(out)["steps"]}[step]
+        assert code == 0 and got["status"] == "correct" and not got.get("diagnosis"), step
+    other = layer["cross.h0.out"] + 0.5
+    code, out, err = cli("check", "decoder-layer", spec_file(answers({"cross.h0.out": other}), "a.yaml"), "--json")
+    got = {x["name"]: x for x in json.loads(out)["steps"]}["cross.h0.out"]
+    assert code == 1 and "cross_padding_mask_missing" not in got["diagnosis"]
+
+
 def translation():
     T = numeric_model.forward(api.load("tiny-translate"))
     return {k: v for k, v in T.items()}

@@ -177,29 +177,52 @@ def options(inner: str) -> list[tuple[Fraction, Fraction, Fraction]]:
     return out
 
 
-def cloze_rules(question) -> tuple[Fraction, dict[str, list[list[tuple[int, list]]]]]:
-    """The question's grade and {step: rows of (weight, [(credit, centre, tolerance)])}, read from
-    the Moodle XML: what Moodle applies to a response."""
+def short_answers(inner: str) -> list[tuple[Fraction, str]]:
+    """[(credit, pattern)] of one SHORTANSWER sub-question, in Moodle's order."""
+    out = []
+    for answer in re.split(r"(?<!\\)~", inner):
+        m = re.match(r"%(\d+(?:\.\d+)?)%((?:\\.|[^\\#])*)#", answer)
+        out.append((Fraction(Decimal(m.group(1))) / 100, unescape(m.group(2))))
+    return out
+
+
+def moodle_short_answer_matches(response: str, pattern: str) -> bool:
+    """Moodle's short-answer rule (qtype_shortanswer_question::compare_string_with_wildcard, a
+    SHORTANSWER sub-question is not case-sensitive): both NFC-normalised, `*` in the pattern any
+    run of characters, the rest literal, the whole trimmed response matched, any case."""
+    import unicodedata
+    bits = re.split(r"(?<!\\)\*+", unicodedata.normalize("NFC", pattern))
+    regexp = ".*".join(re.escape(b.replace("\\*", "*")) for b in bits)
+    return re.fullmatch(regexp, unicodedata.normalize("NFC", response).strip(" \t\n\r\0\x0b"), re.I) is not None
+
+
+def cloze_rules(question) -> tuple[Fraction, dict[str, list[list[tuple[int, str, list]]]]]:
+    """The question's grade and {step: rows of (weight, type, answers)}, read from the Moodle XML
+    (answers: [(credit, centre, tolerance)] of a NUMERICAL, [(credit, pattern)] of a SHORTANSWER):
+    what Moodle applies to a response."""
     html = question.find("questiontext/text").text
     out = {}
     for step, body in GRID.findall(html):
-        out[step] = [[(int(w), options(inner) if kind == "NUMERICAL" else None) for w, kind, inner in SUB.findall(tr)] for tr in re.findall(r"<tr>(.*?)</tr>", body, re.S)]
+        out[step] = [[(int(w), kind, options(inner) if kind == "NUMERICAL" else short_answers(inner))
+                      for w, kind, inner in SUB.findall(tr)] for tr in re.findall(r"<tr>(.*?)</tr>", body, re.S)]
     return Fraction(question.findtext("defaultgrade")), out
 
 
 def moodle_points(question, answers: dict[str, list[list[str]]]) -> Fraction:
-    """Points Moodle gives `answers`: per entry, the first answer whose range holds the response,
-    its credit times the entry's share of the question's grade (weight / Σ weights)."""
+    """Points Moodle gives `answers`: per entry, the first answer that takes the response (a
+    NUMERICAL's range holds it, a SHORTANSWER's pattern matches it), its credit times the entry's
+    share of the question's grade (weight / Σ weights)."""
     grade, rules = cloze_rules(question)
-    total_weight = sum(w for rows in rules.values() for row in rows for w, _ in row)
+    total_weight = sum(w for rows in rules.values() for row in rows for w, _, _ in row)
     points = Fraction(0)
     for step, rows in rules.items():
         for i, row in enumerate(rows):
-            for j, (w, options) in enumerate(row):
-                if options is None:   # a masked score: a short answer, -inf
-                    credit = Fraction(answers[step][i][j] in ("-inf", "-oo"))
+            for j, (w, kind, options) in enumerate(row):
+                response = answers[step][i][j]
+                if kind == "SHORTANSWER":
+                    credit = next((c for c, p in options if moodle_short_answer_matches(response, p)), Fraction(0))
                 else:
-                    a = Fraction(Decimal(answers[step][i][j]))
+                    a = Fraction(Decimal(response))
                     credit = next((c for c, v, t in options if abs(a - v) <= t), Fraction(0))
                 points += grade * w / total_weight * credit
     return points

@@ -145,18 +145,33 @@ def test_qti_marks_equal_grade_for_the_key_the_printed_chain_and_a_wrong_answer(
         assert abs(qti_points(doc, answers) - grade_points(trace, exercise, answers)) < Fraction(1, 10 ** 5)
 
 
+def canvas_short_answer_matches(response: str, text: str) -> bool:
+    """Canvas's rule for a short-answer (fill-in-the-blank) question: the response equals an
+    answer's text, both HTML-escaped, stripped of surrounding space and lower-cased."""
+    import html
+    space = " \t\n\v\f\r\0"    # Ruby's String#strip
+    return html.escape(response).strip(space).lower() == html.escape(text.strip(space).lower())
+
+
 def qti_points(doc, answers) -> Fraction:
+    """Points Canvas gives `answers`: per item, the first respcondition that takes the response (a
+    numerical's range holds it, a short answer's text equals it), its SCORE times the item's points."""
     points = Fraction(0)
     for item in doc.iterfind(".//q:item", namespaces=NS):
         meta = {f.findtext("q:fieldlabel", namespaces=NS): f.findtext("q:fieldentry", namespaces=NS)
                 for f in item.iterfind(".//q:qtimetadatafield", namespaces=NS)}
-        if meta["question_type"] != "numerical_question":
+        if meta["question_type"] == "text_only_question":
             continue
         i, j = map(int, meta["symblock_entry"].split(","))
-        a = Fraction(Decimal(answers[meta["symblock_step"]][i][j]))
+        response = answers[meta["symblock_step"]][i][j]
         for cond in item.findall(".//q:respcondition", NS)[1:]:
-            low, high = (Fraction(Decimal(cond.findtext(".//q:" + t, namespaces=NS))) for t in ("vargte", "varlte"))
-            if low <= a <= high:
+            if meta["question_type"] == "short_answer_question":
+                took = any(canvas_short_answer_matches(response, v.text) for v in cond.iterfind(".//q:varequal", NS))
+            else:
+                a = Fraction(Decimal(response))
+                low, high = (Fraction(Decimal(cond.findtext(".//q:" + t, namespaces=NS))) for t in ("vargte", "varlte"))
+                took = low <= a <= high
+            if took:
                 points += Fraction(Decimal(meta["points_possible"])) * Fraction(Decimal(cond.findtext("q:setvar", namespaces=NS))) / 100
                 break
     return points
@@ -172,8 +187,43 @@ def test_control_characters_in_the_title_are_left_out_of_the_xml(tmp_path):
 
 
 def minus_infinity_everywhere(spellings) -> bool:
-    """An LMS answer list for a masked score: each reads as −∞ to `grade`, and the spellings a
-    student meets (a PDF's −∞ among them) are all there, so the LMS and `grade` agree."""
+    """An LMS answer list for a masked score: each is accepted by `grade` where −∞ is due (−∞, or a
+    masked_fill value it reads as −∞), and the spellings a student meets (a PDF's −∞ among them) are
+    all there, so the LMS and `grade` agree."""
     from symblock.grading import answers
-    assert all(answers.parse_entry(t, 3, "<lms>", "x", masked=True).value is exact.NEG_INF for t in spellings)
-    return {"-inf", "-oo", "-∞", "-infinity", "\u2212\u221e", "\u2212inf"} <= set(spellings)
+    assert all(matches(answers.parse_entry(t, 3, "<lms>", "x", masked=True), exact.NEG_INF) for t in spellings)
+    return {"-inf", "-oo", "-∞", "-infinity", "\u2212\u221e", "\u2212inf", "-1e9", "-1e+09", "-10000"} <= set(spellings)
+
+
+# One masked score written each way, and whether it is right (−∞ is due there): −∞'s spellings, and
+# masked_fill's large finite values, which `grade` reads as −∞ when at most −10⁴ (and not above it).
+MASKED_SCORES = [("-inf", True), (" -INF ", True), ("\u2212\u221e", True), ("-oo", True), ("-Infinity", True),
+                 ("-.inf", True), ("-1e9", True), ("-1E9", True), ("\u22121e9", True), ("-1e+09", True),
+                 ("-1000000000", True), ("-1.0e9", True), ("-1e4", True), ("-10000", True), ("-1e+04", True),
+                 ("\u221210000", True), ("-9999.99", False), ("-9999", False), ("-1e3", False), ("0", False),
+                 ("1e9", False), ("inf", False)]
+
+
+def test_moodle_and_canvas_mark_a_masked_score_as_grade_does(tmp_path):
+    """A masked score written as −∞ or as masked_fill writes it (−1e9, −1e4), or as a number above
+    the −10⁴ that `grade` takes for −∞: the exported Moodle Cloze (its short-answer rule) and Canvas
+    QTI (its fill-in-the-blank rule) give the same points as `grade`, full marks exactly when right."""
+    from test_moodle import grade_points, moodle_points, write as write_moodle
+    from symblock.exercises import presets
+    trace = block.forward(load("pre-ln-causal-gelu"))
+    exercise = presets.choose(trace, "attention")
+    question = write_moodle(tmp_path / "m", "pre-ln-causal-gelu", "--preset", "attention").findall("question")[1]
+    [doc] = assessments(write(tmp_path / "q", "pre-ln-causal-gelu", "--preset", "attention"))
+    key = {n: [["-inf" if e is exact.NEG_INF else str(Decimal(repr(float(e))).quantize(Decimal("0.001")))
+                for e in row] for row in trace[n].value.rows] for n in exercise.ask}
+    masked = next(n for n in exercise.ask if n.endswith(".masked"))
+    i, j = next((i, j) for i, row in enumerate(key[masked]) for j, t in enumerate(row) if t == "-inf")
+    total = sum(exercise.points.values())
+    rounding = Fraction(len(doc.findall(".//q:item", NS)), 2 * 10 ** 6)  # each item's points printed to 6 places
+    for text, right in MASKED_SCORES:
+        answers = dict(key, **{masked: [row[:] for row in key[masked]]})
+        answers[masked][i][j] = text
+        got = grade_points(trace, exercise, answers)
+        assert (got == total) == right, text
+        assert moodle_points(question, answers) == got, ("moodle", text)
+        assert abs(qti_points(doc, answers) - got) <= rounding, ("canvas", text)

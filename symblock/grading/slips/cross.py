@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from symblock.engine import exact, names
-from symblock.engine.steps import head_columns
+from symblock.engine.steps import head_columns, head_index
 from symblock.grading.recompute import apply_mask, full_norm, inputs_of, kind, linear, ln_of, softmax_rows
 
 if TYPE_CHECKING:
@@ -17,8 +17,8 @@ if TYPE_CHECKING:
 #
 # The cross-attention's queries come from the decoder, its keys and values from the memory M, and
 # it has no causal mask (engine/cross.py). The slips: K and V taken from the decoder's rows, Q taken
-# from the memory, the causal mask laid on it as on the self-attention, and in a Post-LN layer its
-# norm placed as in Pre-LN (the decoder rows normalised by N2 before the cross-attention, and no
+# from the memory, the causal mask laid on it as on the self-attention, the memory padding mask left
+# out (the padded memory rows weighed), and in a Post-LN layer its norm placed as in Pre-LN (the decoder rows normalised by N2 before the cross-attention, and no
 # norm after its residual). A slip that changes a step's shape (decoder rows for memory rows) is
 # compared with the answer as written (answers.StepAnswer.written), which has that shape.
 
@@ -61,13 +61,19 @@ def queries_from_memory(name, env, spec: BlockSpec):
     return [_scores(name, q, env[names.parse(name).sibling("cross.k")], spec)]
 
 
+def _unmasked(name: str, env):
+    """The head's scores as the mask reads them: scaled, or raw when there is no scale step."""
+    p = names.parse(name)
+    scaled = p.head_step("scaled")
+    return env[scaled] if scaled in env else env[p.head_step("scores")]
+
+
 def causal_on_cross(name, env, spec: BlockSpec):
     """The causal mask (memory column j > decoder row i) laid on the cross-attention's scores,
     beside its memory padding. A cached step's new row is decoder row `offset` (the earlier rows
     are in the cache): masked at its own position, or at 0 as if it were the first row."""
     p = names.parse(name)
-    scaled = p.head_step("scaled")
-    s = env[scaled] if scaled in env else env[p.head_step("scores")]
+    s = _unmasked(name, env)
     pad = list(spec.memory_padding_mask) or [False] * s.shape[1]
     own = env.get(p.sibling("attn.h0.scores"))   # the self-attention's scores: a key per decoder row so far
     offset = own.shape[1] - own.shape[0] if own is not None else 0
@@ -80,6 +86,24 @@ def causal_on_cross(name, env, spec: BlockSpec):
 
 def causal_applies(name, spec: BlockSpec) -> bool:
     return crossing(spec) and kind(name) in ("cross_masked", "cross_weights")
+
+
+def padding_missing(name, env, spec: BlockSpec):
+    """The memory padding mask left out: the padded memory rows' scores kept, weighed by the
+    softmax, and their values mixed into the head's output."""
+    s = _unmasked(name, env)
+    if kind(name) == "cross_masked":
+        return [s]
+    w = softmax_rows(s)
+    if kind(name) == "cross_weights":
+        return [w]
+    h, dv = head_index(name), spec.dims.d_v
+    return [w @ env[names.parse(name).sibling("cross.v")].cols(h * dv, (h + 1) * dv)]
+
+
+def padding_applies(name, spec: BlockSpec) -> bool:
+    return (crossing(spec) and spec.options.memory_padding
+            and kind(name) in ("cross_masked", "cross_weights", "cross_head_out"))
 
 
 def norm_as_pre(name, env, spec: BlockSpec):
@@ -110,6 +134,8 @@ CROSS = (
      _kinds("cross_k", "cross_v", "cross_scores"), kv_from_decoder),
     ("cross_causal_mask", "causal mask applied to the cross-attention, which masks only padded memory rows",
      "cross.h*.masked / .weights", causal_applies, causal_on_cross),
+    ("cross_padding_mask_missing", "memory padding mask not applied in the cross-attention (padded memory "
+     "rows attended to)", "cross.h*.masked / .weights / .out", padding_applies, padding_missing),
     ("cross_queries_from_memory", "cross-attention queries projected from the memory instead of the "
      "decoder's rows", "cross.q, cross.h*.scores", _kinds("cross_q", "cross_scores"), queries_from_memory),
     ("cross_norm_as_pre_ln", "in a Post-LN decoder layer the cross-attention's norm placed as in Pre-LN "
