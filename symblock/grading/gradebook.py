@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal, ROUND_HALF_UP
 from fractions import Fraction
@@ -67,6 +68,28 @@ class Class:
     @property
     def max_total(self) -> int:
         return sum(self.points.values())
+
+    def task_stats(self) -> list[dict]:
+        """Per asked step: mean points, the share of students wrong, the share of the class's entries
+        left blank (`blank_share`: a step not answered counts all its entries), the most frequent diagnoses."""
+        rows, named = [], [{x.name: x for x in reversed(g.result.steps)} for g in self.graded]   # the first of a name
+        for s in self.asked:
+            steps = [by[s] for by in named]
+            n = len(steps) or 1
+            codes = Counter(c for x in steps if x.status == "wrong" for c in x.diagnosis)
+            rows.append({"step": s, "points": self.points[s],
+                         "mean": sum((g.scores[s] for g in self.graded), Fraction(0)) / n,
+                         "wrong": sum(x.status == "wrong" for x in steps) / n,
+                         "missing": float(sum((blank_share(x) for x in steps), Fraction(0)) / n),
+                         "codes": codes.most_common(3)})
+        return rows
+
+
+def blank_share(step) -> Fraction:
+    """The share of a step's entries (a marking.StepResult) left blank: all of them when it is not answered."""
+    if step.status == "missing" or not step.entries:
+        return Fraction(int(step.status == "missing"))
+    return Fraction(sum(e.mark == "blank" for e in step.entries), len(step.entries))
 
 
 def answer_files(folder: Path, skip: Path | None = None) -> list[Path]:

@@ -26,7 +26,7 @@ EN = {
     "first_break": "← the chain first breaks here",
     "rounded": "correct, rounded to fewer places than asked",
     "slip": "a rounding slip (one unit in the last place)",
-    "partial": "{n} of {total} entries answered",
+    "partial": "partly blank: {n} of {total} entries answered",
     "blanks": "{n} blank: {cells}",
     "cell": "row {row} col {col}",
     "counted": "Rows and columns are counted from 1 here, as on the sheet; your file's row and col (its "
@@ -73,7 +73,7 @@ ZH = {
     "first_break": "← 计算链从这里开始出错",
     "rounded": "正确，但保留的小数位数少于要求",
     "slip": "舍入失误（末位差一个单位）",
-    "partial": "答了 {n}/{total} 个数",
+    "partial": "部分未答：答了 {n}/{total} 个数",
     "blanks": "{n} 个数未答：{cells}",
     "cell": "第 {row} 行第 {col} 列",
     "counted": "这里的行、列从 1 开始数（与练习题一致）；你的文件中的 row、col（row:、entries: 或 CSV 的行）从 0 开始数（这里的第 1 行第 1 列即文件中的 row 0、col 0）。",
@@ -158,11 +158,18 @@ def counted_from(indexed: bool, cited: bool, w: dict, after: str | None = None) 
     return [w["counted"]] + ([after] if after is not None else [])
 
 
+def partly_blank(step) -> bool:
+    """Whether a step (a marking.StepResult) is answered with some, not all, of its entries blank:
+    shown as partly blank (◐ in `check`, "partly blank" in feedback), never as fully right."""
+    n = sum(e.mark == "blank" for e in step.entries)
+    return 0 < n < len(step.entries)
+
+
 def blanks(step, w: dict, shown: int = 8) -> str | None:
     """The line naming a partly blank step's blank entries (rows and columns from 1), or None."""
-    cells = [w["cell"].format(row=e.row + 1, col=e.col + 1) for e in step.entries if e.mark == "blank"]
-    if not cells or len(cells) == len(step.entries):
+    if not partly_blank(step):
         return None
+    cells = [w["cell"].format(row=e.row + 1, col=e.col + 1) for e in step.entries if e.mark == "blank"]
     more = ", …" if len(cells) > shown else ""
     return w["blanks"].format(n=len(cells), cells=w["sep"].join(cells[:shown]) + more)
 
@@ -206,11 +213,11 @@ def describe(flag, lang: str = "en") -> str:
 TABLE_TEXT = {
     "en": {"title": "Class summary", "graded": "{n} graded, {r} not graded · set {token} · mean total "
            "{mean} of {max}", "graded_none": "no file graded, {r} not graded · set {token}", "task": "task", "points": "points", "mean": "mean", "wrong": "wrong",
-           "missing": "blank", "codes": "most frequent diagnoses", "rejected": "Not graded",
+           "missing": "blank entries", "codes": "most frequent diagnoses", "rejected": "Not graded",
            "policy": "Scoring", "none": "—"},
     "zh": {"title": "全班小结", "graded": "已批改 {n} 份，未批改 {r} 份 · 题组 {token} · 平均总分 {mean}/{max}",
            "graded_none": "没有批改任何文件，未批改 {r} 份 · 题组 {token}",
-           "task": "题目", "points": "分值", "mean": "平均得分", "wrong": "错误比例", "missing": "未答比例",
+           "task": "题目", "points": "分值", "mean": "平均得分", "wrong": "错误比例", "missing": "未答数占比",
            "codes": "最常见的诊断", "rejected": "未批改的文件", "policy": "计分规则", "none": "—"},
 }
 
