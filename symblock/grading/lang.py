@@ -54,6 +54,8 @@ EN = {
                 "again.",
     "blank": "Nothing answered yet ({counts}): fill in the answers file and check again.",
     "not_ok": "NOT OK ({counts}). The chain first breaks at {step}.",
+    "wrong_id": "warning: {answers} {why}: check that its id: is the worksheet ID printed on your sheet (it was "
+                "marked against {ident}; `grade` flags such a file)",
     "count": "{n} {status}",
     "sep": ", ",
 }
@@ -98,6 +100,8 @@ ZH = {
     "ok_blank": "目前没有错误（{counts}），但已答步骤中还有 1 个数未填：请填上，再检查。",
     "blank": "还没有作答（{counts}）：请先填写答案文件，再检查。",
     "not_ok": "未通过（{counts}）。计算链从 {step} 开始出错。",
+    "wrong_id": "警告：{answers} {why}：请核对它的 id: 是否为练习上印的 ID（已按 {ident} 批改；"
+                "`grade` 会标出这样的文件）",
     "count": "{status} {n}",
     "sep": "，",
 }

@@ -192,6 +192,8 @@ def best_fit(own: str, entries: list, pool, truths: "Truths") -> Flag | None:
     """The other variant that fits `entries` clearly better than `own`, if any (the best such; the
     first in the set's order among equals). Only the variants an entry fits are visited (`fitting`),
     so a class of N files costs about N × entries, not N² × entries."""
+    if sum(e[3] is not None and not truths.match(own, *e) for e in entries) < MARGIN:
+        return None   # another variant fits only entries own does not: fewer than MARGIN, none fits clearly better
     held, both, theirs = 0, Counter(), Counter()   # entries own fits; per other variant: fits with own, fits without
     for step, i, j, places, given in entries:
         if places is None:   # unreadable or −∞: no number to fit
@@ -208,6 +210,19 @@ def best_fit(own: str, entries: list, pool, truths: "Truths") -> Flag | None:
         if t >= RATIO * m and t - m >= MARGIN and (best is None or t - m > best.theirs - best.mine):
             best = Flag("fits", other, m, t)
     return best
+
+
+def neighbours(ident: str) -> list[str]:
+    """The IDs a slip of the pen makes of a variant's ID when no set lists the variants (`check`
+    of a copy): its number with one digit changed, two neighbours swapped or one dropped."""
+    from symblock.exercises.variants import make_id, split_id
+    token, seed = split_id(ident)
+    if seed is None or seed >= 10 ** 6:   # a set's variants are numbered from 1; a long seed is typed from no set
+        return []
+    d = str(seed)
+    near = {d[:k] + c + d[k + 1:] for k in range(len(d)) for c in "0123456789"}
+    near |= {d[:k] + d[k + 1] + d[k] + d[k + 2:] for k in range(len(d) - 1)} | {d[:k] + d[k + 1:] for k in range(len(d))}
+    return [make_id(token, int(n)) for n in sorted(near, key=lambda n: (len(n), n)) if n[:1] not in ("", "0") and n != d]
 
 
 class Truths:
