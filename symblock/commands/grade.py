@@ -148,10 +148,8 @@ def documents(cls, credit, lang: str, drawn: bool, plotter: "Plotter | None" = N
         "gradebook.csv": gradebook.gradebook_csv(cls, lang), "summary.md": report.summary_md(cls, credit, lang, drawn),
         "summary.html": environment("html").get_template("summary.html.j2").render(
             **report.html_context(cls, credit, lang, drawn))}
-    feedback: dict[str, str | bytes] = {}
-    taken: set[str] = set()
-    for g in cls.graded:
-        feedback[f"feedback/{gradebook.slug(g.name, taken)}.md"] = report.feedback_md(g, cls, credit, lang)
+    names = gradebook.feedback_files(cls)   # the names the gradebook's feedback column gives
+    feedback: dict[str, str | bytes] = {names[g.file]: report.feedback_md(g, cls, credit, lang) for g in cls.graded}
     plots = plotter.pngs() if plotter else report.pngs(cls) if drawn and cls.graded else {}
     files.update({f"{report.PLOTS}/{k}": v for k, v in plots.items()})
     return {**files, **feedback}

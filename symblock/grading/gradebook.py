@@ -249,6 +249,13 @@ def _name(v) -> str | None:
     return shown(str(v)).strip() or None if v is not None and not isinstance(v, (dict, list)) else None
 
 
+def feedback_files(cls) -> dict[str, str]:
+    """{answers file: its feedback file, relative to the output folder (`feedback/<name>.md`)} of
+    every graded file, in the class's order: one naming for the files written and the gradebook."""
+    taken: set[str] = set()
+    return {g.file: f"feedback/{slug(g.name, taken)}.md" for g in cls.graded}
+
+
 def slug(name: str, taken: set[str]) -> str:
     """A file name for `name`'s feedback: letters, digits (any script), - and _; unique in `taken`."""
     base = re.sub(r"[^\w-]+", "-", name, flags=re.UNICODE).strip("-_")[:60] or "student"
@@ -267,7 +274,8 @@ def slug(name: str, taken: set[str]) -> str:
 # grade items, ignoring the rest. So the identifying columns come first in Canvas's names and order
 # (`ID`, Canvas's own user number, is left empty; `SIS User ID` holds the student ID, `SIS Login ID` the
 # email), then the grade columns (`total`, `percent`, each task), then what only a person reads
-# (`max`, `worksheet`, `file`, `status`, `flags`).
+# (`max`, `worksheet`, `file`, `status`, `flags`, and `feedback`: the feedback file, relative to the
+# gradebook's folder, to send each student).
 #
 # A total is the sum of the task cells as printed (2 decimals), so the columns add up in a spreadsheet;
 # the percentage is worked from that printed total. Every text cell goes through `text_cell`.
@@ -275,7 +283,7 @@ def slug(name: str, taken: set[str]) -> str:
 
 IDENTITY = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 GRADES = ["total", "percent"]
-NOTES = ["max", "worksheet", "file", "status", "flags"]
+NOTES = ["max", "worksheet", "file", "status", "flags", "feedback"]
 _FORMULA = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -298,14 +306,16 @@ def gradebook_csv(cls, lang: str = "en") -> str:
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\r\n")
     w.writerow(header(cls.asked))
+    feedback = feedback_files(cls)
     for g in cls.graded:
         cells = [pts(g.scores[s]) for s in cls.asked]
         total = Decimal(shown_total(g, cls))
         w.writerow(_who(g.name, g.student) + [str(total), percent(total, cls.max_total), *cells]
-                   + _notes(cls.max_total, g.ident, g.file, "graded", "; ".join(describe(f, lang) for f in g.flags)))
+                   + _notes(cls.max_total, g.ident, g.file, "graded", "; ".join(describe(f, lang) for f in g.flags))
+                   + [text_cell(feedback[g.file])])
     for r in cls.rejected:
         w.writerow(_who(r.name, r.student) + ["", "", *([""] * len(cls.asked))]
-                   + _notes(cls.max_total, r.ident, r.file, "not graded: " + r.reason, ""))
+                   + _notes(cls.max_total, r.ident, r.file, "not graded: " + r.reason, "") + [""])
     return out.getvalue()
 
 
