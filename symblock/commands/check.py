@@ -23,7 +23,7 @@ examples:
 
 import argparse
 
-from symblock.grading.report import text, to_json
+from symblock.grading.report import one_line, text, to_json
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -56,7 +56,6 @@ def run(args) -> int:
           end="")
     if fit is not None:   # grade's flag, in its words: the file was marked against its own id all the same
         from symblock.grading.lang import describe, words
-        from symblock.grading.report import one_line
         print(one_line(words(args.lang)["wrong_id"].format(answers=result.answers_source, ident=result.ident,
                                                            why=describe(fit, args.lang))), file=sys.stderr)
     return 0 if result.ok else 1
@@ -81,7 +80,6 @@ def mark(args, data: dict | None = None, source: str = "<answers>"):
     ident = args.id or (str(data["id"]) if data.get("id") not in (None, "") else None)
     if args.id and str(data.get("id") or "") != args.id:   # the report names the variant it marked
         if data.get("id") not in (None, ""):
-            from symblock.grading.report import one_line
             print(one_line(f"note: checked against --id {args.id}; {source} says id: {data['id']}"), file=sys.stderr)
         data = {**data, "id": args.id}
     # a set's answers file: its manifest knows the spec, preset, loss and places
@@ -96,7 +94,6 @@ def mark(args, data: dict | None = None, source: str = "<answers>"):
             one = variant.build(ident, trace, variant.Options.for_answers(trace.spec, data, args.loss, wrt, args.preset))
             pool = Nearby(one, spec_arg, flag)
             if answers_path != "-" and not args.json:
-                from symblock.grading.report import one_line
                 print(one_line(f"note: {answers_path} is in no set folder: marked against the variant {ident} draws, "
                                "at the places the file states; a set's answers file is marked as `grade` marks it "
                                "when checked inside the set (SET/students/<ID>/)"), file=sys.stderr)
@@ -107,7 +104,10 @@ def mark(args, data: dict | None = None, source: str = "<answers>"):
             trace = forward(spec)
             one, pool = variant.build("", trace, variant.Options.for_answers(trace.spec, data, args.loss, wrt, args.preset)), None
         marker, default = Marker.of(one), None
-    answers = marker.answers(data, source, default)
+    answers = marker.answers(data, source, default)   # a near miss of a format key is refused here
+    from symblock.grading.students import unknown_keys
+    for note in unknown_keys(data, source, answers_mod.TOP_KEYS):   # what is kept as student data, said
+        print(one_line(note), file=sys.stderr)
     return marker.mark_answers(answers), marker, better_fit(ident, answers, pool)
 
 

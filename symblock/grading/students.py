@@ -32,7 +32,7 @@ def student_data(data: Mapping, source: str, shapes: Mapping, top_keys: tuple) -
         if key in top_keys:
             continue
         text = one_line(str(key), MAX_STUDENT_TEXT)
-        near = difflib.get_close_matches(text.lower(), top_keys, n=1, cutoff=0.8)
+        near = near_miss(text, top_keys)
         if near or key in shapes:
             hint = f"did you mean {near[0]}?" if near else "a step goes under steps: (in CSV, with its row and col)"
             raise SpecError(source, text, f"unknown key ({hint}); expected one of {', '.join(top_keys)}, "
@@ -43,6 +43,29 @@ def student_data(data: Mapping, source: str, shapes: Mapping, top_keys: tuple) -
             out[text.lower()] = one_line(inert_excerpt(value, MAX_STUDENT_TEXT, inert=False), MAX_STUDENT_TEXT)
     if len(out) > MAX_STUDENT_KEYS:
         raise SpecError(source, "", f"{len(out)} keys of student data; expected at most {MAX_STUDENT_KEYS}")
+    return out
+
+
+def near_miss(key: str, top_keys: tuple) -> list[str]:
+    """[the format key `key` is a typo of] or []: close by difflib (`decimal`, `stpes`), or the same
+    letters in another order (`nmae`, `naem`: a swap difflib scores below its cutoff)."""
+    low = key.lower()
+    return difflib.get_close_matches(low, top_keys, n=1, cutoff=0.8) or [k for k in top_keys if sorted(k) == sorted(low)][:1]
+
+
+def unknown_keys(data: Mapping, source: str, top_keys: tuple) -> list[str]:
+    """A note per top-level key that is neither the format's nor student data a roster column takes
+    (student_id, email, section): kept as the student's own data, but perhaps a typo (`check` says so)."""
+    known = {*top_keys, *COLUMNS}
+    out = []
+    for key in data:
+        text = one_line(str(key), MAX_STUDENT_TEXT)
+        if key in known or text.lower() in known or near_miss(text, top_keys):   # a near miss is refused
+            continue
+        near = difflib.get_close_matches(text.lower(), sorted(known), n=1, cutoff=0.6)
+        hint = f" (did you mean {near[0]}?)" if near else ""
+        out.append(f"warning: {source}: {text}: not a key of the answers format, kept as the student's own data{hint}; "
+                   f"the format's keys are {', '.join(top_keys)}, and student data such as {', '.join(COLUMNS)}")
     return out
 
 

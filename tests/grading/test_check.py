@@ -368,6 +368,9 @@ def test_masked_scores_with_minus_infinity(cli, spec_file):
     ("decimals: 2.5\nsteps:\n  output: [[1, 1], [1, 1], [1, 1]]\n", "a.yaml", "decimals", "expected a whole number"),
     ("decimal: 3\nsteps:\n  output: [[1, 1], [1, 1], [1, 1]]\n", "a.yaml", "decimal", "unknown key"),
     ("Steps: {}\nsteps:\n  output: [[1, 1], [1, 1], [1, 1]]\n", "a.yaml", "Steps", "did you mean steps?"),
+    ("nmae: Ada\nsteps:\n  output: [[1, 1], [1, 1], [1, 1]]\n", "a.yaml", "nmae",
+     "unknown key (did you mean name?); expected one of id, name, decimals"),   # a swap difflib scores low
+    ("stpes: {}\nsteps:\n  output: [[1, 1], [1, 1], [1, 1]]\n", "a.yaml", "stpes", "did you mean steps?"),
     ("resid1: [[1, 2]]\nsteps:\n  output: [[1, 1], [1, 1], [1, 1]]\n", "a.yaml", "resid1", "a step goes under steps:"),
     ("email: [a, b]\nsteps:\n  output: [[1, 1], [1, 1], [1, 1]]\n", "a.yaml", "email", "student data: expected text"),
     ("steps:\n  resid1: [[1, 2], [3, [4]], [5, 6]]\n", "a.yaml", "steps.resid1[1][1]", "got a list"),
@@ -384,6 +387,22 @@ def test_bad_answers_files(cli, spec_file, text, name, field, message):
     prefix = f"symblock: error: {path}: " + (f"{field}: " if field else "")
     assert err.startswith(prefix), err
     assert message in err, err
+
+
+def test_an_unknown_top_level_key_kept_as_student_data_is_named(cli, spec_file):
+    """A key that is neither the format's nor a near miss of one is the student's own data, kept, and
+    `check` says so on stderr, naming the file, the key and the keys it expected (a near miss of a
+    roster column suggested); student_id, email and section pass without a word."""
+    steps = "steps:\n  output: [[1, 1], [1, 1], [1, 1]]\n"
+    code, out, err, path = run(cli, spec_file, "emial: ada@example.org\nnickname: Ada\n" + steps, "seed-post-ln", "a.yaml")
+    assert code in (0, 1) and out
+    lines = [x for x in err.splitlines() if x.startswith("warning:")]
+    assert lines[0] == (f"warning: {path}: emial: not a key of the answers format, kept as the student's own data "
+                        "(did you mean email?); the format's keys are id, name, decimals, sig_figs, print, steps, "
+                        "title, notes, and student data such as student_id, email, section")
+    assert lines[1].startswith(f"warning: {path}: nickname: not a key of the answers format") and len(lines) == 2
+    code, out, err, path = run(cli, spec_file, "student_id: s1\nemail: a@b.org\nsection: A\n" + steps, "seed-post-ln", "a.yaml")
+    assert "warning:" not in err
 
 
 @pytest.mark.parametrize("value, given, reason", [
