@@ -47,8 +47,18 @@ class Rejected:
     file: str
     name: str
     ident: str | None
-    reason: str
+    reason: str            # why, in English; it names neither the file nor the name (printed beside it)
     student: dict[str, str] = field(default_factory=dict)      # as Graded.student: the LMS still finds the row
+    why: tuple = ()        # (kind, values) of lang.NOT_GRADED: the reason in each language
+
+    @classmethod
+    def of(cls, file: str, name: str, ident, why: tuple, student: dict) -> "Rejected":
+        from symblock.grading.lang import not_graded
+        return cls(file, name, ident, not_graded(*why), student, why)
+
+    def said(self, lang: str = "en") -> str:
+        from symblock.grading.lang import not_graded
+        return not_graded(*self.why, lang) if self.why else self.reason
 
 
 @dataclass
@@ -119,20 +129,25 @@ class Variants:
 
     def problem(self, ident: str | None) -> str | None:
         """Why `ident` names no variant of this set (None: it does)."""
+        from symblock.grading.lang import not_graded
+        why = self.problem_of(ident)
+        return None if why is None else not_graded(*why)
+
+    def problem_of(self, ident: str | None) -> tuple | None:
+        """`problem` as (kind, values) of lang.NOT_GRADED, to be said in either language."""
         if not ident:
-            return "no id: (the worksheet ID printed on the sheet) in the file"
+            return "no_id", {}
         if ident in self.seeds:
             return None
         from symblock.exercises.variants import split_id, split_version
         token = split_id(ident)[0]
         (base, g), (own, mine) = split_version(token), split_version(self.token)
         if token != self.token and base == own:
-            return (f"id {ident} was drawn by generator version {g}, this set's variants by version {mine} "
-                    f"({self.token}): another sheet")
+            return "version", {"ident": ident, "g": g, "mine": mine, "token": self.token}
         if token != self.token:
-            return f"id {ident} was made from another spec ({token!r}; this set's spec is {self.token!r})"
+            return "spec", {"ident": ident, "token": token, "own": self.token}
         ids = list(self.seeds)
-        return f"id {ident} is not a variant of this set ({len(ids)} variants, {ids[0]} … {ids[-1]})"
+        return "variant", {"ident": ident, "n": len(ids), "first": ids[0], "last": ids[-1]}
 
     def variant(self, ident: str):
         """The variant `ident` as the set stored it (exercises/variant.py): its trace drawn again
@@ -201,11 +216,11 @@ def read_one(path: Path, pool: "Variants", roster):
         own = students.take(data)
         name = _name(data.get("name")) or name
         ident = _name(data.get("id"))
-        why = pool.problem(ident)
+        why = pool.problem_of(ident)
     except Exception as e:   # this file's failure, named; the others are still graded
-        why = _why(e)
+        why = _why(e, file)
     if why:
-        return Rejected(file, name, ident, why, students.student(roster, file, name, own))
+        return Rejected.of(file, name, ident, why, students.student(roster, file, name, own))
     return file, name, ident, own, data
 
 
@@ -222,21 +237,24 @@ def mark_one(read, pool: "Variants", how: How) -> tuple:
         result = marker.mark_answers(answers, forms=False)
         entries = answered_entries(answers)
     except Exception as e:   # this file's failure, named; the others are still graded
-        return Rejected(file, name, ident, _why(e), who), None
+        return Rejected.of(file, name, ident, _why(e, file), who), None
     by_name = {s.name: s for s in result.steps}
     g = Graded(file, name, ident, result, student=who)
     g.scores = {s: how.credit.task(by_name.get(s), n) for s, n in how.points.items()}
     return g, entries
 
 
-def _why(e: Exception) -> str:
-    """The reason a file is not graded: its input's error as it is, anything else named as an
-    internal error (a bug in symblock, not the student's fault), never a traceback."""
+def _why(e: Exception, file: str) -> tuple:
+    """The reason a file is not graded, as (kind, values) of lang.NOT_GRADED: its input's error (the
+    field and what was expected; the source only when it is another file than `file`), anything
+    else named as an internal error (a bug in symblock, not the student's fault), never a traceback."""
     from symblock.errors import excerpt
-    if isinstance(e, (SpecError, UsageError)):
-        return shown(str(e))
-    return shown(f"internal error while grading this file ({type(e).__name__}: {excerpt(str(e))}); "
-                 "please report it")
+    if isinstance(e, SpecError):
+        where = "".join(f"{x}: " for x in (e.source if Path(e.source).name != file else "", e.where) if x)
+        return "input", {"where": shown(where), "message": shown(e.message)}
+    if isinstance(e, UsageError):
+        return "input", {"where": "", "message": shown(str(e))}
+    return "internal", {"error": shown(f"{type(e).__name__}: {excerpt(str(e))}")}
 
 
 def shown(text: str) -> str:
@@ -315,7 +333,7 @@ def gradebook_csv(cls, lang: str = "en") -> str:
                    + [text_cell(feedback[g.file])])
     for r in cls.rejected:
         w.writerow(_who(r.name, r.student) + ["", "", *([""] * len(cls.asked))]
-                   + _notes(cls.max_total, r.ident, r.file, "not graded: " + r.reason, "") + [""])
+                   + _notes(cls.max_total, r.ident, r.file, "not graded: " + r.said(lang), "") + [""])
     return out.getvalue()
 
 

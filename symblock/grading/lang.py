@@ -213,6 +213,30 @@ def describe(flag, lang: str = "en") -> str:
                                                                    theirs=flag.theirs)
 
 
+# Why a file was not graded (gradebook.Rejected), in one form: the file and the name are printed
+# beside it, so a reason names neither, nor any path; an error in the file is its field and what
+# was expected (the reader's words, in English, inside the Chinese frame).
+NOT_GRADED = {
+    "en": {"no_id": "no id: (the worksheet ID printed on the sheet) in the file",
+           "version": "id {ident} was drawn by generator version {g}, this set's variants by version {mine} "
+                      "({token}): another sheet",
+           "spec": "id {ident} was made from another spec ({token!r}; this set's spec is {own!r})",
+           "variant": "id {ident} is not a variant of this set ({n} variants, {first} … {last})",
+           "input": "{where}{message}",
+           "internal": "internal error while grading this file ({error}); please report it"},
+    "zh": {"no_id": "文件中没有 id:（练习上印的 ID）",
+           "version": "ID {ident} 由第 {g} 版生成器抽取，本题组的练习由第 {mine} 版抽取（{token}）：是另一份练习",
+           "spec": "ID {ident} 来自另一份 spec（{token!r}；本题组的 spec 是 {own!r}）",
+           "variant": "ID {ident} 不是本题组的练习（共 {n} 份，{first} … {last}）",
+           "input": "文件有误：{where}{message}",
+           "internal": "批改此文件时出现内部错误（{error}），请报告此问题"},
+}
+
+
+def not_graded(kind: str, values: dict, lang: str = "en") -> str:
+    return NOT_GRADED["zh" if lang == "zh" else "en"][kind].format(**values)
+
+
 # the class summary's, the feedback files' and the summary page's own words (grading/report.py)
 TABLE_TEXT = {
     "en": {"title": "Class summary", "graded": "{n} graded, {r} not graded · set {token} · mean total "

@@ -172,7 +172,7 @@ def task_table_md(cls, credit, lang: str = "en") -> str:
         lines.append(f"| `{r['step']}` | {r['points']} | {' | '.join(shares)} | {codes} |")
     if cls.rejected:
         lines += ["", f"## {t['rejected']}", ""]
-        lines += [f"- {md_text(r.file)} ({md_text(r.name)}): {md_text(r.reason)}" for r in cls.rejected]
+        lines += [f"- {md_text(r.file)} ({md_text(r.name)}): {md_text(r.said(lang))}" for r in cls.rejected]
     lines += ["", f"## {t['policy']}", "", credit.statement(lang), ""]
     return "\n".join(lines)
 

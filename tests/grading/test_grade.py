@@ -229,6 +229,36 @@ def test_files_of_no_variant_or_another_spec_are_named_not_graded(klass, graded)
         assert f"- {f} (" in summary
 
 
+def test_every_not_graded_reason_has_one_form_in_each_language(klass, tmp_path, capsys):
+    """`FILE (NAME): REASON`, the reason naming neither the file nor its path (printed beside it), in
+    the summary, the gradebook and on the terminal; in Chinese with --lang zh."""
+    answers = tmp_path / "class" / "answers"
+    answers.mkdir(parents=True)
+    for f in ("stray.yaml", "other.yaml", "broken.yaml"):
+        (answers / f).write_bytes((klass["answers"] / f).read_bytes())
+    (answers / "latin.yaml").write_bytes("name: Lé\n".encode("latin-1"))
+    (answers / "noid.yaml").write_text("name: Nora\nsteps: {}\n", encoding="utf-8")
+    token = klass["manifest"]["spec_token"]
+    expected = {"en": {"stray.yaml (Stray): id " + token + ".999 is not a variant of this set (",
+                       "broken.yaml (Broken): steps.resid1", "latin.yaml (latin): is not UTF-8 text",
+                       "noid.yaml (Nora): no id: (the worksheet ID printed on the sheet) in the file",
+                       "other.yaml (Other): id seed-post-ln.3 was made from another spec ("},
+                "zh": {"stray.yaml (Stray): ID " + token + ".999 不是本题组的练习（", "broken.yaml (Broken): 文件有误：steps.resid1",
+                       "latin.yaml (latin): 文件有误：is not UTF-8 text", "noid.yaml (Nora): 文件中没有 id:（练习上印的 ID）",
+                       "other.yaml (Other): ID seed-post-ln.3 来自另一份 spec（"}}
+    for lang, starts in expected.items():
+        assert main(["grade", str(klass["set"]), str(answers), "--lang", lang, "--out", str(tmp_path / lang)]) == 1
+        terminal = capsys.readouterr().out
+        lines = [x[2:].replace("\\", "") for x in (tmp_path / lang / "summary.md").read_text(encoding="utf-8").splitlines()
+                 if x.startswith("- ") and x.split(" ")[1].replace("\\", "") in {s.split(" ")[0] for s in starts}]
+        assert len(lines) == 5 and all(any(x.startswith(s) for s in starts) for x in lines), lines
+        assert not any("answers" in x.split(": ", 1)[1] or x.split(" ")[0] in x.split(": ", 1)[1] for x in lines), lines
+        book = read_gradebook(tmp_path / lang / "gradebook.csv")
+        assert book["Nora"]["status"] == "not graded: " + next(x for x in lines if x.startswith("noid")).split(": ", 1)[1]
+        if lang == "en":   # the terminal says it in English, in the same form
+            assert "not graded: latin.yaml (latin): is not UTF-8 text" in terminal
+
+
 def test_summary_counts_wrong_shares_and_diagnoses(klass, graded):
     summary = (klass["answers"] / "graded" / "summary.md").read_text(encoding="utf-8")
     var_row = next(l for l in summary.splitlines() if l.startswith("| `norm1.var` |"))
