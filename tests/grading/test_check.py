@@ -414,6 +414,9 @@ def test_an_unknown_top_level_key_kept_as_student_data_is_named(cli, spec_file):
     ('"<b>x</b>"', "<b>x</b>", "not a number: '<b>x</b>'"),
     ('"2*_2"', "2*_2", "not a number: '2*_2'"),
     ('"' + "x" * 5000 + '"', "x" * 23 + "…", "not a number: '" + "x" * 23 + "…'"),
+    ("1" * 1001, "1" * 23 + "…", "too large to read: '" + "1" * 23 + "…'"),    # one absurd entry, not the file
+    ("1" * 5000, "1" * 23 + "…", "too large to read: '" + "1" * 23 + "…'"),    # past Python's int text limit
+    ('"' + "1" * 1001 + '"', "1" * 23 + "…", "too large to read: '" + "1" * 23 + "…'"),
 ])
 def test_an_unreadable_entry_is_that_entry_wrong_and_the_rest_is_marked(cli, spec_file, value, given, reason):
     """resid1[1][1] unreadable, the seed article's other resid1 entries right (2.401 0.599 / 1.504 . /
@@ -431,6 +434,16 @@ def test_an_unreadable_entry_is_that_entry_wrong_and_the_rest_is_marked(cli, spe
     line = next(l for l in out.splitlines() if "row 2, col 2" in l)
     assert code == 1 and line.endswith(f"wrong  ({reason}" + ("" if "comma" not in reason else
                                                                 " (write the decimal with a point: 1234.5)") + ")")
+
+
+@pytest.mark.parametrize("value", ["1" * 1001, "1" * 5000])
+def test_a_json_whole_number_too_long_to_read_is_that_entry_wrong(cli, spec_file, value):
+    """As in YAML: a JSON answers file with one whole number of more than 1000 digits is marked, that
+    entry wrong as too large to read (the seed article's other resid1 entries right)."""
+    text = ('{"decimals": 3, "steps": {"resid1": [[2.401, 0.599], [1.504, ' + value + '], [2.576, 1.716]]}}')
+    code, out, err, _ = run(cli, spec_file, text, "seed-post-ln", "answers.json")
+    line = next(l for l in out.splitlines() if "row 2, col 2" in l)
+    assert code == 1 and line.endswith("wrong  (too large to read: '" + "1" * 23 + "…')"), out + err
 
 
 def test_missing_answers_file(tmp_path, capsys):
