@@ -132,10 +132,17 @@ class Nearby:
         self.built, self.spec_arg, self.flag = {one.ident: one}, spec_arg, flag
 
     def variant(self, ident: str):
+        """The variant `ident` names; one it draws no usable block for (a tie of the next token's
+        logits, say) stands in with no answers: it fits no entry."""
         if ident not in self.built:
+            from types import SimpleNamespace
+            from symblock.errors import SpecError, UsageError
             from symblock.exercises import variant
             one = self.built[next(iter(self.seeds))]
-            self.built[ident] = variant.build(ident, variant.redraw(ident, self.spec_arg, self.flag), one.options)
+            try:
+                self.built[ident] = variant.build(ident, variant.redraw(ident, self.spec_arg, self.flag), one.options)
+            except (SpecError, UsageError, ArithmeticError):
+                self.built[ident] = SimpleNamespace(answers={}, trace=())
         return self.built[ident]
 
 
