@@ -105,9 +105,9 @@ def mark(args, data: dict | None = None, source: str = "<answers>"):
             one, pool = variant.build("", trace, variant.Options.for_answers(trace.spec, data, args.loss, wrt, args.preset)), None
         marker, default = Marker.of(one), None
     answers = marker.answers(data, source, default)   # a near miss of a format key is refused here
-    from symblock.grading.students import unknown_keys
-    for note in unknown_keys(data, source, answers_mod.TOP_KEYS):   # what is kept as student data, said
-        print(one_line(note), file=sys.stderr)
+    from symblock.grading.students import unknown_key_note, unknown_keys
+    for key, hint in unknown_keys(data, answers_mod.TOP_KEYS):   # what is kept as student data, said
+        print(one_line(unknown_key_note(source, key, hint, answers_mod.TOP_KEYS)), file=sys.stderr)
     return marker.mark_answers(answers), marker, better_fit(ident, answers, pool)
 
 

@@ -53,9 +53,10 @@ def near_miss(key: str, top_keys: tuple) -> list[str]:
     return difflib.get_close_matches(low, top_keys, n=1, cutoff=0.8) or [k for k in top_keys if sorted(k) == sorted(low)][:1]
 
 
-def unknown_keys(data: Mapping, source: str, top_keys: tuple) -> list[str]:
-    """A note per top-level key that is neither the format's nor student data a roster column takes
-    (student_id, email, section): kept as the student's own data, but perhaps a typo (`check` says so)."""
+def unknown_keys(data: Mapping, top_keys: tuple) -> list[tuple[str, str]]:
+    """(key, " (did you mean KEY?)" or "") of each top-level key that is neither the format's nor
+    student data a roster column takes (student_id, email, section): kept as the student's own
+    data, but perhaps a typo, which `check` and `grade` name (`unknown_key_note`)."""
     known = {*top_keys, *COLUMNS}
     out = []
     for key in data:
@@ -63,10 +64,13 @@ def unknown_keys(data: Mapping, source: str, top_keys: tuple) -> list[str]:
         if key in known or text.lower() in known or near_miss(text, top_keys):   # a near miss is refused
             continue
         near = difflib.get_close_matches(text.lower(), sorted(known), n=1, cutoff=0.6)
-        hint = f" (did you mean {near[0]}?)" if near else ""
-        out.append(f"warning: {source}: {text}: not a key of the answers format, kept as the student's own data{hint}; "
-                   f"the format's keys are {', '.join(top_keys)}, and student data such as {', '.join(COLUMNS)}")
+        out.append((text, f" (did you mean {near[0]}?)" if near else ""))
     return out
+
+
+def unknown_key_note(where: str, key: str, hint: str, top_keys: tuple) -> str:
+    return (f"warning: {where}: {key}: not a key of the answers format, kept as the student's own data{hint}; "
+            f"the format's keys are {', '.join(top_keys)}, and student data such as {', '.join(COLUMNS)}")
 
 
 def one_line(text: str, limit: int) -> str:

@@ -515,3 +515,21 @@ def test_a_files_own_decimals_cannot_lower_the_places_the_set_asks_for(klass, tm
         assert book[name]["resid1"] == want, name
         fb = (out / "feedback" / f"{name}.md").read_text(encoding="utf-8")
         assert ("Judged at the 3 places the sheet asks for: " + key in fb) if key else "Judged at" not in fb, name
+
+
+def test_grade_names_each_unknown_key_kept_as_student_data_once(klass, tmp_path, capsys):
+    """As `check` does for one file: a key neither the format's nor a roster column's is kept as the
+    student's data and named once, with the files that have it; student_id passes without a word."""
+    answers = tmp_path / "answers"
+    answers.mkdir()
+    for k, f in enumerate(("stray.yaml", "other.yaml", "broken.yaml")):   # not graded: not named
+        (answers / f).write_bytes((klass["answers"] / f).read_bytes())
+    good = sorted(p for p in klass["answers"].glob("*.yaml") if p.name not in ("stray.yaml", "other.yaml", "broken.yaml"))
+    for k, p in enumerate(good[:2]):
+        text = p.read_text(encoding="utf-8").replace("\nsteps:", "\nnickname: N\nstudent_id: s1\nsteps:", 1)
+        (answers / f"g{k}.yaml").write_text(text, encoding="utf-8")
+    main(["grade", str(klass["set"]), str(answers), "--out", str(tmp_path / "out")])
+    lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("warning:")]
+    assert lines == ["warning: g0.yaml, g1.yaml: nickname: not a key of the answers format, kept as the student's own "
+                     "data (did you mean name?); the format's keys are id, name, decimals, sig_figs, print, steps, "
+                     "title, notes, and student data such as student_id, email, section"], lines
