@@ -23,7 +23,7 @@ examples:
 
 import argparse
 
-from symblock.grading.report import text, to_json
+from symblock.grading.report import one_line, text, to_json
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -51,15 +51,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    result, marker = mark(args)
+    result, marker, fit = mark(args)
     print(to_json(result) if args.json else text(result, marker.trace, every_entry=args.all, lang=args.lang),
           end="")
+    if fit is not None:   # grade's flag, in its words: the file was marked against its own id all the same
+        from symblock.grading.lang import describe, words
+        print(one_line(words(args.lang)["wrong_id"].format(answers=result.answers_source, ident=result.ident,
+                                                           why=describe(fit, args.lang))), file=sys.stderr)
     return 0 if result.ok else 1
 
 
 def mark(args, data: dict | None = None, source: str = "<answers>"):
-    """(CheckResult, Marker) of the answers the arguments name; `data`: an answers mapping given
-    in memory instead of a file (the Python API's `symblock.check`), never looked up in a set."""
+    """(CheckResult, Marker, the Flag of a variant that fits the answers clearly better than their
+    id, or None) of the answers the arguments name; `data`: an answers mapping given in memory
+    instead of a file (the Python API's `symblock.check`), never looked up in a set."""
     from symblock.engine.model import forward_any as forward   # a block, or a model (decoder sheets)
     from symblock.exercises import variant
     from symblock.exercises.generate import load
@@ -75,21 +80,20 @@ def mark(args, data: dict | None = None, source: str = "<answers>"):
     ident = args.id or (str(data["id"]) if data.get("id") not in (None, "") else None)
     if args.id and str(data.get("id") or "") != args.id:   # the report names the variant it marked
         if data.get("id") not in (None, ""):
-            from symblock.grading.report import one_line
             print(one_line(f"note: checked against --id {args.id}; {source} says id: {data['id']}"), file=sys.stderr)
         data = {**data, "id": args.id}
     # a set's answers file: its manifest knows the spec, preset, loss and places
     found = _from_set(args, answers_path, ident, spec_arg)
     if found is not None:
-        marker, default = found
+        marker, default, pool = found
     else:
         wrt = None if args.wrt is None else [w.strip() for w in args.wrt.split(",") if w.strip()]
         if ident is not None:
             flag = "--id" if args.id else f"{source}: id"
             trace = variant.redraw(ident, spec_arg, flag)
             one = variant.build(ident, trace, variant.Options.for_answers(trace.spec, data, args.loss, wrt, args.preset))
+            pool = Nearby(one, spec_arg, flag)
             if answers_path != "-" and not args.json:
-                from symblock.grading.report import one_line
                 print(one_line(f"note: {answers_path} is in no set folder: marked against the variant {ident} draws, "
                                "at the places the file states; a set's answers file is marked as `grade` marks it "
                                "when checked inside the set (SET/students/<ID>/)"), file=sys.stderr)
@@ -98,9 +102,48 @@ def mark(args, data: dict | None = None, source: str = "<answers>"):
         else:
             spec = load(spec_arg, allow_model=True)
             trace = forward(spec)
-            one = variant.build("", trace, variant.Options.for_answers(trace.spec, data, args.loss, wrt, args.preset))
+            one, pool = variant.build("", trace, variant.Options.for_answers(trace.spec, data, args.loss, wrt, args.preset)), None
         marker, default = Marker.of(one), None
-    return marker.mark(data, source, default), marker
+    answers = marker.answers(data, source, default)   # a near miss of a format key is refused here
+    from symblock.grading.students import unknown_key_note, unknown_keys
+    for key, hint in unknown_keys(data, answers_mod.TOP_KEYS):   # what is kept as student data, said
+        print(one_line(unknown_key_note(source, key, hint, answers_mod.TOP_KEYS)), file=sys.stderr)
+    return marker.mark_answers(answers), marker, better_fit(ident, answers, pool)
+
+
+def better_fit(ident: str | None, answers, pool):
+    """grade's identity check (students.best_fit) of one file: the Flag of the variant of its set, or
+    with no set of an ID a slip of the pen makes of its own (`Nearby`), that fits it clearly better
+    than its own id; None when none does (or the file has no id)."""
+    if pool is None or not ident:
+        return None
+    from symblock.grading.students import Truths, answered_entries, best_fit
+    return best_fit(ident, answered_entries(answers), pool, Truths(pool))
+
+
+class Nearby:
+    """What students.best_fit reads of a set (`seeds`, `variant`), for a file in no set: the variant
+    checked and those of the IDs a slip of the pen makes of its ID (students.neighbours), each
+    drawn only when an entry is compared with it."""
+
+    def __init__(self, one, spec_arg: str | None, flag: str):
+        from symblock.grading.students import neighbours
+        self.seeds = dict.fromkeys([one.ident, *neighbours(one.ident)])
+        self.built, self.spec_arg, self.flag = {one.ident: one}, spec_arg, flag
+
+    def variant(self, ident: str):
+        """The variant `ident` names; one it draws no usable block for (a tie of the next token's
+        logits, say) stands in with no answers: it fits no entry."""
+        if ident not in self.built:
+            from types import SimpleNamespace
+            from symblock.errors import SpecError, UsageError
+            from symblock.exercises import variant
+            one = self.built[next(iter(self.seeds))]
+            try:
+                self.built[ident] = variant.build(ident, variant.redraw(ident, self.spec_arg, self.flag), one.options)
+            except (SpecError, UsageError, ArithmeticError):
+                self.built[ident] = SimpleNamespace(answers={}, trace=())
+        return self.built[ident]
 
 
 def _arguments(args, example_of, difficulty_of) -> tuple[str | None, str]:
@@ -121,7 +164,7 @@ def _arguments(args, example_of, difficulty_of) -> tuple[str | None, str]:
     return spec_arg, answers_path
 
 def _from_set(args, answers_path: str, ident: str | None, spec_arg: str | None):
-    """(Marker, default Policy) when the answers file sits in a set `worksheet --variants N` wrote
+    """(Marker, default Policy, the set's Variants) when the answers file sits in a set `worksheet --variants N` wrote
     (SET/students/<ID>/answers.yaml, or a copy in SET/, SET/students/ or SET/instructor/) and its ID is one of the set's: the manifest then
     rebuilds the variant with the set's preset, flags, loss and decimals, so a student needs no
     --preset, and no spec file (a SPEC given must be the set's: the same spec token). None
@@ -146,7 +189,7 @@ def _from_set(args, answers_path: str, ident: str | None, spec_arg: str | None):
                     f"check: {answers_path} is an answers file of the set in {_shown(folder)} (made from "
                     f"{man.get('spec_source', 'its spec')}, spec {pool.token!r}), but SPEC {spec_arg} is "
                     f"spec {variants.spec_token(spec_arg)!r}; leave SPEC out to mark it against its set")
-            return pool.marker(ident), set_policy(man)
+            return pool.marker(ident), set_policy(man), pool
     return None
 
 

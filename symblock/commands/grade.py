@@ -76,6 +76,7 @@ def run(args) -> int:
     print(report.summary_text(cls), end="")
     for file, name, why in report.flagged(cls):
         print(one_line(f"flagged: {file} ({name}): {'; '.join(why)}"))
+    _unknown_keys(cls)
     if people is not None:
         _roster_gaps(args.roster, people, cls)
     if not drawn:
@@ -87,6 +88,21 @@ def run(args) -> int:
         print(f"removed {len(removed)} file{'s' * (len(removed) != 1)} an earlier grading left in {out} that this "
               f"one does not write: {shown}")
     return 1 if cls.rejected or any(g.flags for g in cls.graded) else 0
+
+
+def _unknown_keys(cls) -> None:
+    """Name each key kept as student data that no roster column takes, once, with the files that
+    have it (as `check` names it for one file): a misspelt key is not silent in a class either."""
+    from symblock.grading.answers import TOP_KEYS
+    from symblock.grading.report import one_line
+    from symblock.grading.students import unknown_key_note, unknown_keys
+    files: dict[tuple[str, str], list[str]] = {}
+    for g in cls.graded:
+        for key in unknown_keys(g.result.student, TOP_KEYS):
+            files.setdefault(key, []).append(g.file)
+    for (key, hint), names in files.items():
+        shown = ", ".join(names[:5]) + (f" (and {len(names) - 5} more)" if len(names) > 5 else "")
+        print(one_line(unknown_key_note(shown, key, hint, TOP_KEYS)))
 
 
 def _roster(args) -> dict | None:
@@ -148,10 +164,8 @@ def documents(cls, credit, lang: str, drawn: bool, plotter: "Plotter | None" = N
         "gradebook.csv": gradebook.gradebook_csv(cls, lang), "summary.md": report.summary_md(cls, credit, lang, drawn),
         "summary.html": environment("html").get_template("summary.html.j2").render(
             **report.html_context(cls, credit, lang, drawn))}
-    feedback: dict[str, str | bytes] = {}
-    taken: set[str] = set()
-    for g in cls.graded:
-        feedback[f"feedback/{gradebook.slug(g.name, taken)}.md"] = report.feedback_md(g, cls, credit, lang)
+    names = gradebook.feedback_files(cls)   # the names the gradebook's feedback column gives
+    feedback: dict[str, str | bytes] = {names[g.file]: report.feedback_md(g, cls, credit, lang) for g in cls.graded}
     plots = plotter.pngs() if plotter else report.pngs(cls) if drawn and cls.graded else {}
     files.update({f"{report.PLOTS}/{k}": v for k, v in plots.items()})
     return {**files, **feedback}

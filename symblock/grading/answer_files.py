@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import re
 from decimal import Decimal
 from pathlib import Path
@@ -37,8 +38,44 @@ def read(path: str | Path, text: str | None = None) -> tuple[dict, str]:
             if isinstance(data, dict):
                 return data, str(path)
         except (OSError, UnicodeDecodeError, RecursionError, _yaml.YAMLError, _Duplicate, ValueError):
-            pass   # ValueError: a whole number past Python's 4300 digits, which the spec reader refuses
+            pass
+    if suffix == ".json":
+        try:
+            data = json.loads(text, parse_float=_json_decimal, parse_int=_whole, parse_constant=_refuse,
+                              object_pairs_hook=_json_once)
+            if isinstance(data, dict):
+                return data, str(path)
+        except (RecursionError, ValueError, _Duplicate):   # said by the spec reader, which names the line
+            pass
     return read_mapping(path, text)
+
+
+def _too_long(text: str) -> bool:
+    """Whether a whole number has more digits than the exact engine reads (MAX_DIGITS): kept as its
+    text, one entry that answers.py marks wrong as too large to read, not a refused file."""
+    from symblock.engine.numbers import MAX_DIGITS
+    return sum(ch.isdigit() for ch in text) > MAX_DIGITS
+
+
+def _whole(text: str):
+    return text if _too_long(text) else int(text)
+
+
+def _json_decimal(text: str):
+    try:
+        return Decimal(text)
+    except ArithmeticError:   # 1e99999999999999999999: an entry too large to read
+        return text
+
+
+def _json_once(pairs: list) -> dict:
+    if len({k for k, _ in pairs}) != len(pairs):
+        raise _Duplicate   # the spec reader names the key
+    return dict(pairs)
+
+
+def _refuse(text: str):
+    raise ValueError(text)   # NaN, Infinity: the spec reader's words
 
 
 try:
@@ -64,6 +101,12 @@ try:
             return text
 
     _FAST.add_constructor("tag:yaml.org,2002:float", _decimal)
+
+    def _whole_yaml(loader, node):
+        text = loader.construct_scalar(node)
+        return text if _too_long(text) else loader.construct_yaml_int(node)
+
+    _FAST.add_constructor("tag:yaml.org,2002:int", _whole_yaml)
 except (ImportError, AttributeError):   # PyYAML without libyaml
     _FAST, _Duplicate = None, Exception
 

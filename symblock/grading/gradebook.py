@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal, ROUND_HALF_UP
 from fractions import Fraction
@@ -46,8 +47,18 @@ class Rejected:
     file: str
     name: str
     ident: str | None
-    reason: str
+    reason: str            # why, in English; it names neither the file nor the name (printed beside it)
     student: dict[str, str] = field(default_factory=dict)      # as Graded.student: the LMS still finds the row
+    why: tuple = ()        # (kind, values) of lang.NOT_GRADED: the reason in each language
+
+    @classmethod
+    def of(cls, file: str, name: str, ident, why: tuple, student: dict) -> "Rejected":
+        from symblock.grading.lang import not_graded
+        return cls(file, name, ident, not_graded(*why), student, why)
+
+    def said(self, lang: str = "en") -> str:
+        from symblock.grading.lang import not_graded
+        return not_graded(*self.why, lang) if self.why else self.reason
 
 
 @dataclass
@@ -67,6 +78,28 @@ class Class:
     @property
     def max_total(self) -> int:
         return sum(self.points.values())
+
+    def task_stats(self) -> list[dict]:
+        """Per asked step: mean points, the share of students wrong, the share of the class's entries
+        left blank (`blank_share`: a step not answered counts all its entries), the most frequent diagnoses."""
+        rows, named = [], [{x.name: x for x in reversed(g.result.steps)} for g in self.graded]   # the first of a name
+        for s in self.asked:
+            steps = [by[s] for by in named]
+            n = len(steps) or 1
+            codes = Counter(c for x in steps if x.status == "wrong" for c in x.diagnosis)
+            rows.append({"step": s, "points": self.points[s],
+                         "mean": sum((g.scores[s] for g in self.graded), Fraction(0)) / n,
+                         "wrong": sum(x.status == "wrong" for x in steps) / n,
+                         "missing": float(sum((blank_share(x) for x in steps), Fraction(0)) / n),
+                         "codes": codes.most_common(3)})
+        return rows
+
+
+def blank_share(step) -> Fraction:
+    """The share of a step's entries (a marking.StepResult) left blank: all of them when it is not answered."""
+    if step.status == "missing" or not step.entries:
+        return Fraction(int(step.status == "missing"))
+    return Fraction(sum(e.mark == "blank" for e in step.entries), len(step.entries))
 
 
 def answer_files(folder: Path, skip: Path | None = None) -> list[Path]:
@@ -96,20 +129,25 @@ class Variants:
 
     def problem(self, ident: str | None) -> str | None:
         """Why `ident` names no variant of this set (None: it does)."""
+        from symblock.grading.lang import not_graded
+        why = self.problem_of(ident)
+        return None if why is None else not_graded(*why)
+
+    def problem_of(self, ident: str | None) -> tuple | None:
+        """`problem` as (kind, values) of lang.NOT_GRADED, to be said in either language."""
         if not ident:
-            return "no id: (the worksheet ID printed on the sheet) in the file"
+            return "no_id", {}
         if ident in self.seeds:
             return None
         from symblock.exercises.variants import split_id, split_version
         token = split_id(ident)[0]
         (base, g), (own, mine) = split_version(token), split_version(self.token)
         if token != self.token and base == own:
-            return (f"id {ident} was drawn by generator version {g}, this set's variants by version {mine} "
-                    f"({self.token}): another sheet")
+            return "version", {"ident": ident, "g": g, "mine": mine, "token": self.token}
         if token != self.token:
-            return f"id {ident} was made from another spec ({token!r}; this set's spec is {self.token!r})"
+            return "spec", {"ident": ident, "token": token, "own": self.token}
         ids = list(self.seeds)
-        return f"id {ident} is not a variant of this set ({len(ids)} variants, {ids[0]} … {ids[-1]})"
+        return "variant", {"ident": ident, "n": len(ids), "first": ids[0], "last": ids[-1]}
 
     def variant(self, ident: str):
         """The variant `ident` as the set stored it (exercises/variant.py): its trace drawn again
@@ -178,11 +216,11 @@ def read_one(path: Path, pool: "Variants", roster):
         own = students.take(data)
         name = _name(data.get("name")) or name
         ident = _name(data.get("id"))
-        why = pool.problem(ident)
+        why = pool.problem_of(ident)
     except Exception as e:   # this file's failure, named; the others are still graded
-        why = _why(e)
+        why = _why(e, file)
     if why:
-        return Rejected(file, name, ident, why, students.student(roster, file, name, own))
+        return Rejected.of(file, name, ident, why, students.student(roster, file, name, own))
     return file, name, ident, own, data
 
 
@@ -199,21 +237,24 @@ def mark_one(read, pool: "Variants", how: How) -> tuple:
         result = marker.mark_answers(answers, forms=False)
         entries = answered_entries(answers)
     except Exception as e:   # this file's failure, named; the others are still graded
-        return Rejected(file, name, ident, _why(e), who), None
+        return Rejected.of(file, name, ident, _why(e, file), who), None
     by_name = {s.name: s for s in result.steps}
     g = Graded(file, name, ident, result, student=who)
     g.scores = {s: how.credit.task(by_name.get(s), n) for s, n in how.points.items()}
     return g, entries
 
 
-def _why(e: Exception) -> str:
-    """The reason a file is not graded: its input's error as it is, anything else named as an
-    internal error (a bug in symblock, not the student's fault), never a traceback."""
+def _why(e: Exception, file: str) -> tuple:
+    """The reason a file is not graded, as (kind, values) of lang.NOT_GRADED: its input's error (the
+    field and what was expected; the source only when it is another file than `file`), anything
+    else named as an internal error (a bug in symblock, not the student's fault), never a traceback."""
     from symblock.errors import excerpt
-    if isinstance(e, (SpecError, UsageError)):
-        return shown(str(e))
-    return shown(f"internal error while grading this file ({type(e).__name__}: {excerpt(str(e))}); "
-                 "please report it")
+    if isinstance(e, SpecError):
+        where = "".join(f"{x}: " for x in (e.source if Path(e.source).name != file else "", e.where) if x)
+        return "input", {"where": shown(where), "message": shown(e.message)}
+    if isinstance(e, UsageError):
+        return "input", {"where": "", "message": shown(str(e))}
+    return "internal", {"error": shown(f"{type(e).__name__}: {excerpt(str(e))}")}
 
 
 def shown(text: str) -> str:
@@ -224,6 +265,13 @@ def shown(text: str) -> str:
 
 def _name(v) -> str | None:
     return shown(str(v)).strip() or None if v is not None and not isinstance(v, (dict, list)) else None
+
+
+def feedback_files(cls) -> dict[str, str]:
+    """{answers file: its feedback file, relative to the output folder (`feedback/<name>.md`)} of
+    every graded file, in the class's order: one naming for the files written and the gradebook."""
+    taken: set[str] = set()
+    return {g.file: f"feedback/{slug(g.name, taken)}.md" for g in cls.graded}
 
 
 def slug(name: str, taken: set[str]) -> str:
@@ -244,7 +292,8 @@ def slug(name: str, taken: set[str]) -> str:
 # grade items, ignoring the rest. So the identifying columns come first in Canvas's names and order
 # (`ID`, Canvas's own user number, is left empty; `SIS User ID` holds the student ID, `SIS Login ID` the
 # email), then the grade columns (`total`, `percent`, each task), then what only a person reads
-# (`max`, `worksheet`, `file`, `status`, `flags`).
+# (`max`, `worksheet`, `file`, `status`, `flags`, and `feedback`: the feedback file, relative to the
+# gradebook's folder, to send each student).
 #
 # A total is the sum of the task cells as printed (2 decimals), so the columns add up in a spreadsheet;
 # the percentage is worked from that printed total. Every text cell goes through `text_cell`.
@@ -252,7 +301,7 @@ def slug(name: str, taken: set[str]) -> str:
 
 IDENTITY = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 GRADES = ["total", "percent"]
-NOTES = ["max", "worksheet", "file", "status", "flags"]
+NOTES = ["max", "worksheet", "file", "status", "flags", "feedback"]
 _FORMULA = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -275,14 +324,16 @@ def gradebook_csv(cls, lang: str = "en") -> str:
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\r\n")
     w.writerow(header(cls.asked))
+    feedback = feedback_files(cls)
     for g in cls.graded:
         cells = [pts(g.scores[s]) for s in cls.asked]
         total = Decimal(shown_total(g, cls))
         w.writerow(_who(g.name, g.student) + [str(total), percent(total, cls.max_total), *cells]
-                   + _notes(cls.max_total, g.ident, g.file, "graded", "; ".join(describe(f, lang) for f in g.flags)))
+                   + _notes(cls.max_total, g.ident, g.file, "graded", "; ".join(describe(f, lang) for f in g.flags))
+                   + [text_cell(feedback[g.file])])
     for r in cls.rejected:
         w.writerow(_who(r.name, r.student) + ["", "", *([""] * len(cls.asked))]
-                   + _notes(cls.max_total, r.ident, r.file, "not graded: " + r.reason, ""))
+                   + _notes(cls.max_total, r.ident, r.file, "not graded: " + r.said(lang), "") + [""])
     return out.getvalue()
 
 

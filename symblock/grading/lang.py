@@ -26,7 +26,7 @@ EN = {
     "first_break": "← the chain first breaks here",
     "rounded": "correct, rounded to fewer places than asked",
     "slip": "a rounding slip (one unit in the last place)",
-    "partial": "{n} of {total} entries answered",
+    "partial": "partly blank: {n} of {total} entries answered",
     "blanks": "{n} blank: {cells}",
     "cell": "row {row} col {col}",
     "counted": "Rows and columns are counted from 1 here, as on the sheet; your file's row and col (its "
@@ -54,6 +54,8 @@ EN = {
                 "again.",
     "blank": "Nothing answered yet ({counts}): fill in the answers file and check again.",
     "not_ok": "NOT OK ({counts}). The chain first breaks at {step}.",
+    "wrong_id": "warning: {answers} {why}: check that its id: is the worksheet ID printed on your sheet (it was "
+                "marked against {ident}; `grade` flags such a file)",
     "count": "{n} {status}",
     "sep": ", ",
 }
@@ -73,7 +75,7 @@ ZH = {
     "first_break": "← 计算链从这里开始出错",
     "rounded": "正确，但保留的小数位数少于要求",
     "slip": "舍入失误（末位差一个单位）",
-    "partial": "答了 {n}/{total} 个数",
+    "partial": "部分未答：答了 {n}/{total} 个数",
     "blanks": "{n} 个数未答：{cells}",
     "cell": "第 {row} 行第 {col} 列",
     "counted": "这里的行、列从 1 开始数（与练习题一致）；你的文件中的 row、col（row:、entries: 或 CSV 的行）从 0 开始数（这里的第 1 行第 1 列即文件中的 row 0、col 0）。",
@@ -98,6 +100,8 @@ ZH = {
     "ok_blank": "目前没有错误（{counts}），但已答步骤中还有 1 个数未填：请填上，再检查。",
     "blank": "还没有作答（{counts}）：请先填写答案文件，再检查。",
     "not_ok": "未通过（{counts}）。计算链从 {step} 开始出错。",
+    "wrong_id": "警告：{answers} {why}：请核对它的 id: 是否为练习上印的 ID（已按 {ident} 批改；"
+                "`grade` 会标出这样的文件）",
     "count": "{status} {n}",
     "sep": "，",
 }
@@ -159,11 +163,18 @@ def counted_from(indexed: bool, cited: bool, w: dict, after: str | None = None) 
     return [w["counted"]] + ([after] if after is not None else [])
 
 
+def partly_blank(step) -> bool:
+    """Whether a step (a marking.StepResult) is answered with some, not all, of its entries blank:
+    shown as partly blank (◐ in `check`, "partly blank" in feedback), never as fully right."""
+    n = sum(e.mark == "blank" for e in step.entries)
+    return 0 < n < len(step.entries)
+
+
 def blanks(step, w: dict, shown: int = 8) -> str | None:
     """The line naming a partly blank step's blank entries (rows and columns from 1), or None."""
-    cells = [w["cell"].format(row=e.row + 1, col=e.col + 1) for e in step.entries if e.mark == "blank"]
-    if not cells or len(cells) == len(step.entries):
+    if not partly_blank(step):
         return None
+    cells = [w["cell"].format(row=e.row + 1, col=e.col + 1) for e in step.entries if e.mark == "blank"]
     more = ", …" if len(cells) > shown else ""
     return w["blanks"].format(n=len(cells), cells=w["sep"].join(cells[:shown]) + more)
 
@@ -203,15 +214,39 @@ def describe(flag, lang: str = "en") -> str:
                                                                    theirs=flag.theirs)
 
 
+# Why a file was not graded (gradebook.Rejected), in one form: the file and the name are printed
+# beside it, so a reason names neither, nor any path; an error in the file is its field and what
+# was expected (the reader's words, in English, inside the Chinese frame).
+NOT_GRADED = {
+    "en": {"no_id": "no id: (the worksheet ID printed on the sheet) in the file",
+           "version": "id {ident} was drawn by generator version {g}, this set's variants by version {mine} "
+                      "({token}): another sheet",
+           "spec": "id {ident} was made from another spec ({token!r}; this set's spec is {own!r})",
+           "variant": "id {ident} is not a variant of this set ({n} variants, {first} … {last})",
+           "input": "{where}{message}",
+           "internal": "internal error while grading this file ({error}); please report it"},
+    "zh": {"no_id": "文件中没有 id:（练习上印的 ID）",
+           "version": "ID {ident} 由第 {g} 版生成器抽取，本题组的练习由第 {mine} 版抽取（{token}）：是另一份练习",
+           "spec": "ID {ident} 来自另一份 spec（{token!r}；本题组的 spec 是 {own!r}）",
+           "variant": "ID {ident} 不是本题组的练习（共 {n} 份，{first} … {last}）",
+           "input": "文件有误：{where}{message}",
+           "internal": "批改此文件时出现内部错误（{error}），请报告此问题"},
+}
+
+
+def not_graded(kind: str, values: dict, lang: str = "en") -> str:
+    return NOT_GRADED["zh" if lang == "zh" else "en"][kind].format(**values)
+
+
 # the class summary's, the feedback files' and the summary page's own words (grading/report.py)
 TABLE_TEXT = {
     "en": {"title": "Class summary", "graded": "{n} graded, {r} not graded · set {token} · mean total "
            "{mean} of {max}", "graded_none": "no file graded, {r} not graded · set {token}", "task": "task", "points": "points", "mean": "mean", "wrong": "wrong",
-           "missing": "blank", "codes": "most frequent diagnoses", "rejected": "Not graded",
+           "missing": "blank entries", "codes": "most frequent diagnoses", "rejected": "Not graded",
            "policy": "Scoring", "none": "—"},
     "zh": {"title": "全班小结", "graded": "已批改 {n} 份，未批改 {r} 份 · 题组 {token} · 平均总分 {mean}/{max}",
            "graded_none": "没有批改任何文件，未批改 {r} 份 · 题组 {token}",
-           "task": "题目", "points": "分值", "mean": "平均得分", "wrong": "错误比例", "missing": "未答比例",
+           "task": "题目", "points": "分值", "mean": "平均得分", "wrong": "错误比例", "missing": "未答数占比",
            "codes": "最常见的诊断", "rejected": "未批改的文件", "policy": "计分规则", "none": "—"},
 }
 

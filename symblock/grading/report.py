@@ -16,7 +16,8 @@ from collections import Counter
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from symblock.grading.lang import FEEDBACK, SUMMARY_TEXT, TABLE_TEXT, blanks, counted_from, explanation, why, words
+from symblock.grading.lang import (FEEDBACK, SUMMARY_TEXT, TABLE_TEXT, blanks, counted_from, explanation, partly_blank,
+                                   why, words)
 
 if TYPE_CHECKING:
     from symblock.engine.block import Trace
@@ -160,33 +161,18 @@ def _mean_line(cls, t) -> str:
                               mean=pts(mean), max=cls.max_total)
 
 
-def task_stats(cls) -> list[dict]:
-    """Per asked step: mean points, share of students wrong / missing, most frequent diagnoses."""
-    rows, named = [], [{x.name: x for x in reversed(g.result.steps)} for g in cls.graded]   # the first of a name
-    for s in cls.asked:
-        steps = [by[s] for by in named]
-        n = len(steps) or 1
-        codes = Counter(c for x in steps if x.status == "wrong" for c in x.diagnosis)
-        rows.append({"step": s, "points": cls.points[s],
-                     "mean": sum((g.scores[s] for g in cls.graded), Fraction(0)) / n,
-                     "wrong": sum(x.status == "wrong" for x in steps) / n,
-                     "missing": sum(x.status == "missing" for x in steps) / n,
-                     "codes": codes.most_common(3)})
-    return rows
-
-
 def task_table_md(cls, credit, lang: str = "en") -> str:
     t = TABLE_TEXT[lang]
     lines = [f"# {t['title']}", "", _mean_line(cls, t), "",
              f"| {t['task']} | {t['points']} | {t['mean']} | {t['wrong']} | {t['missing']} | {t['codes']} |",
              "|---|---|---|---|---|---|"]
-    for r in task_stats(cls):
+    for r in cls.task_stats():
         codes = ", ".join(f"`{c}` ×{k}" for c, k in r["codes"]) or t["none"]
         shares = (pts(r["mean"]), f"{r['wrong']:.0%}", f"{r['missing']:.0%}") if cls.graded else (t["none"],) * 3
         lines.append(f"| `{r['step']}` | {r['points']} | {' | '.join(shares)} | {codes} |")
     if cls.rejected:
         lines += ["", f"## {t['rejected']}", ""]
-        lines += [f"- {md_text(r.file)} ({md_text(r.name)}): {md_text(r.reason)}" for r in cls.rejected]
+        lines += [f"- {md_text(r.file)} ({md_text(r.name)}): {md_text(r.said(lang))}" for r in cls.rejected]
     lines += ["", f"## {t['policy']}", "", credit.statement(lang), ""]
     return "\n".join(lines)
 
@@ -194,7 +180,7 @@ def task_table_md(cls, credit, lang: str = "en") -> str:
 def summary_text(cls) -> str:
     """A few lines for the terminal: counts, the tasks most often wrong, the files not graded."""
     lines = [_mean_line(cls, TABLE_TEXT["en"])]
-    worst = sorted((r for r in task_stats(cls) if r["wrong"]), key=lambda r: -r["wrong"])[:5]
+    worst = sorted((r for r in cls.task_stats() if r["wrong"]), key=lambda r: -r["wrong"])[:5]
     for r in worst:
         codes = ", ".join(f"{c} ×{k}" for c, k in r["codes"])
         lines.append(f"  {r['step']:<18} wrong {r['wrong']:.0%}" + (f"  ({codes})" if codes else ""))
@@ -272,12 +258,17 @@ def to_json(result) -> str:
 
 
 MARK = {"correct": "✓", "wrong": "✗", "carried": "↪", "missing": "·", "given": "=", "rounded": "≈",
-        "slip": "~"}
-COUNTED = ("correct", "rounded", "slip", "wrong", "carried", "missing")
+        "slip": "~", "partly": "◐"}
+COUNTED = ("correct", "rounded", "slip", "wrong", "carried", "partly", "missing")
+
+
+def _shown(s) -> str:
+    """A step's status as `check` marks and counts it: "partly" (◐, never ✓) for an answered step with
+    blank entries that is not wrong (a wrong one stays ✗, its note saying how many are answered)."""
+    return "partly" if s.status != "wrong" and partly_blank(s) else s.status
 
 
 def text(result, trace: Trace | None=None, every_entry: bool = False, lang: str = "en") -> str:
-    from symblock.grading.lang import FEEDBACK, SUMMARY_TEXT, TABLE_TEXT, blanks, counted_from, explanation, why, words
     w = words(lang)
     who = ", ".join(x for x in (result.name, result.ident) if x)
     answers = f"{result.answers_source} ({who})" if who else result.answers_source
@@ -302,7 +293,7 @@ def text(result, trace: Trace | None=None, every_entry: bool = False, lang: str 
                 lines.append(f"  {MARK['missing']} {status:<{label + 1}} " + w["run"].format(first=s.name, last=last, n=n))
             continue
         note = _note(s, result, w)
-        lines.append(f"  {MARK[s.status]} {status:<{label + 1}} {s.name:<{width}}  {note}".rstrip())
+        lines.append(f"  {MARK[_shown(s)]} {status:<{label + 1}} {s.name:<{width}}  {note}".rstrip())
         reshaped = _reshaped(s)
         if reshaped is not None:
             lines.append("      " + w["reason"]["shape"].format(text=reshaped.given))
@@ -327,8 +318,9 @@ def text(result, trace: Trace | None=None, every_entry: bool = False, lang: str 
         if s.status == "wrong" and not s.diagnosis:
             lines.append("      " + w["no_diagnosis"])
     lines += [*counted_from(result.indexed, cited, w), ""]
-    counts = w["sep"].join(w["count"].format(n=result.count(st), status=w["status"][st]) for st in COUNTED
-                           if result.count(st))
+    shown = Counter(_shown(s) for s in result.steps if s.asked or s.status != "missing")   # as result.count
+    counts = w["sep"].join(w["count"].format(n=shown[st], status=w["status"].get(st, w["partly_blank"]))
+                           for st in COUNTED if shown[st])
     if not result.answered:
         lines.append(w["blank"].format(counts=counts))
     elif result.ok:   # an asked step still missing, or an answered one with blank entries, is not "OK" yet
@@ -401,7 +393,7 @@ SHOWN = 3         # mistakes listed per task
 def mistakes(cls, lang: str = "en") -> list[dict]:
     """Per asked step with a diagnosed mistake: [{step, codes: [(code, explanation, students)]}]."""
     rows = []
-    for r in task_stats(cls):
+    for r in cls.task_stats():
         codes = [(c, explanation(c, lang), k) for c, k in r["codes"][:SHOWN]]
         if codes:
             rows.append({"step": r["step"], "codes": codes})
@@ -437,14 +429,12 @@ def summary_md(cls, credit, lang: str = "en", plots: bool = True) -> str:
 def html_context(cls, credit, lang: str = "en", plots: bool = True) -> dict:
     """What templates/summary.html.j2 shows: the same summary as one HTML page (rendered with
     autoescape by the caller, sheets.render's environment: no user text becomes markup)."""
-    from fractions import Fraction
-
     mean = sum((g.total for g in cls.graded), Fraction(0)) / (len(cls.graded) or 1)
     t = TABLE_TEXT[lang]
     head = t["graded"].format(n=len(cls.graded), r=len(cls.rejected), token=cls.manifest["spec_token"],
                               mean=pts(mean), max=cls.max_total)
     tasks = [{**r, "mean": pts(r["mean"]), "wrong": f"{r['wrong']:.0%}", "missing": f"{r['missing']:.0%}"}
-             for r in task_stats(cls)]
+             for r in cls.task_stats()]
     return dict(lang=lang, t=t, s=SUMMARY_TEXT[lang], head=head, tasks=tasks, mistakes=mistakes(cls, lang),
                 n=len(cls.graded), flagged=flagged(cls, lang), rejected=cls.rejected, policy=credit.statement(lang),
                 plots=PLOTS if plots and cls.graded else None, no_plots=not plots)

@@ -32,7 +32,7 @@ def student_data(data: Mapping, source: str, shapes: Mapping, top_keys: tuple) -
         if key in top_keys:
             continue
         text = one_line(str(key), MAX_STUDENT_TEXT)
-        near = difflib.get_close_matches(text.lower(), top_keys, n=1, cutoff=0.8)
+        near = near_miss(text, top_keys)
         if near or key in shapes:
             hint = f"did you mean {near[0]}?" if near else "a step goes under steps: (in CSV, with its row and col)"
             raise SpecError(source, text, f"unknown key ({hint}); expected one of {', '.join(top_keys)}, "
@@ -44,6 +44,33 @@ def student_data(data: Mapping, source: str, shapes: Mapping, top_keys: tuple) -
     if len(out) > MAX_STUDENT_KEYS:
         raise SpecError(source, "", f"{len(out)} keys of student data; expected at most {MAX_STUDENT_KEYS}")
     return out
+
+
+def near_miss(key: str, top_keys: tuple) -> list[str]:
+    """[the format key `key` is a typo of] or []: close by difflib (`decimal`, `stpes`), or the same
+    letters in another order (`nmae`, `naem`: a swap difflib scores below its cutoff)."""
+    low = key.lower()
+    return difflib.get_close_matches(low, top_keys, n=1, cutoff=0.8) or [k for k in top_keys if sorted(k) == sorted(low)][:1]
+
+
+def unknown_keys(data: Mapping, top_keys: tuple) -> list[tuple[str, str]]:
+    """(key, " (did you mean KEY?)" or "") of each top-level key that is neither the format's nor
+    student data a roster column takes (student_id, email, section): kept as the student's own
+    data, but perhaps a typo, which `check` and `grade` name (`unknown_key_note`)."""
+    known = {*top_keys, *COLUMNS}
+    out = []
+    for key in data:
+        text = one_line(str(key), MAX_STUDENT_TEXT)
+        if key in known or text.lower() in known or near_miss(text, top_keys):   # a near miss is refused
+            continue
+        near = difflib.get_close_matches(text.lower(), sorted(known), n=1, cutoff=0.6)
+        out.append((text, f" (did you mean {near[0]}?)" if near else ""))
+    return out
+
+
+def unknown_key_note(where: str, key: str, hint: str, top_keys: tuple) -> str:
+    return (f"warning: {where}: {key}: not a key of the answers format, kept as the student's own data{hint}; "
+            f"the format's keys are {', '.join(top_keys)}, and student data such as {', '.join(COLUMNS)}")
 
 
 def one_line(text: str, limit: int) -> str:
@@ -192,6 +219,8 @@ def best_fit(own: str, entries: list, pool, truths: "Truths") -> Flag | None:
     """The other variant that fits `entries` clearly better than `own`, if any (the best such; the
     first in the set's order among equals). Only the variants an entry fits are visited (`fitting`),
     so a class of N files costs about N × entries, not N² × entries."""
+    if sum(e[3] is not None and not truths.match(own, *e) for e in entries) < MARGIN:
+        return None   # another variant fits only entries own does not: fewer than MARGIN, none fits clearly better
     held, both, theirs = 0, Counter(), Counter()   # entries own fits; per other variant: fits with own, fits without
     for step, i, j, places, given in entries:
         if places is None:   # unreadable or −∞: no number to fit
@@ -208,6 +237,19 @@ def best_fit(own: str, entries: list, pool, truths: "Truths") -> Flag | None:
         if t >= RATIO * m and t - m >= MARGIN and (best is None or t - m > best.theirs - best.mine):
             best = Flag("fits", other, m, t)
     return best
+
+
+def neighbours(ident: str) -> list[str]:
+    """The IDs a slip of the pen makes of a variant's ID when no set lists the variants (`check`
+    of a copy): its number with one digit changed, two neighbours swapped or one dropped."""
+    from symblock.exercises.variants import make_id, split_id
+    token, seed = split_id(ident)
+    if seed is None or seed >= 10 ** 6:   # a set's variants are numbered from 1; a long seed is typed from no set
+        return []
+    d = str(seed)
+    near = {d[:k] + c + d[k + 1:] for k in range(len(d)) for c in "0123456789"}
+    near |= {d[:k] + d[k + 1] + d[k] + d[k + 2:] for k in range(len(d) - 1)} | {d[:k] + d[k + 1:] for k in range(len(d))}
+    return [make_id(token, int(n)) for n in sorted(near, key=lambda n: (len(n), n)) if n[:1] not in ("", "0") and n != d]
 
 
 class Truths:

@@ -307,7 +307,7 @@ def test_a_backprop_set_is_graded(tmp_path, capsys):
     (answers / "ada.yaml").write_text(text, encoding="utf-8")
     assert main(["grade", str(set_dir), str(answers)]) == 0
     book = (answers / "graded" / "gradebook.csv").read_text(encoding="utf-8").splitlines()
-    assert book[1] == f"Ada,,,,,2.00,28.57,1.00,0.00,0.00,1.00,0.00,0.00,0.00,7,{ident},ada.yaml,graded,"
+    assert book[1] == f"Ada,,,,,2.00,28.57,1.00,0.00,0.00,1.00,0.00,0.00,0.00,7,{ident},ada.yaml,graded,,feedback/Ada.md"
 
 
 def test_a_tie_rounded_the_other_way_is_correct(cli, spec_file):

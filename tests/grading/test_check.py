@@ -71,7 +71,7 @@ def test_a_step_with_blank_entries_is_not_ok_yet(tmp_path, capsys):
     assert main(["check", "example:decoder-layer", str(one)]) == 0
     out = capsys.readouterr().out
     assert "1 blank: row 1 col 1" in out and "OK:" not in out
-    assert out.rstrip().endswith("Nothing wrong so far (36 correct), but 1 entry of an answered step is blank: "
+    assert out.rstrip().endswith("Nothing wrong so far (35 correct, 1 partly blank), but 1 entry of an answered step is blank: "
                                  "fill it in and check again.")
     full["steps"]["norm3"][1][2] = None
     two = tmp_path / "two.json"
@@ -368,6 +368,9 @@ def test_masked_scores_with_minus_infinity(cli, spec_file):
     ("decimals: 2.5\nsteps:\n  output: [[1, 1], [1, 1], [1, 1]]\n", "a.yaml", "decimals", "expected a whole number"),
     ("decimal: 3\nsteps:\n  output: [[1, 1], [1, 1], [1, 1]]\n", "a.yaml", "decimal", "unknown key"),
     ("Steps: {}\nsteps:\n  output: [[1, 1], [1, 1], [1, 1]]\n", "a.yaml", "Steps", "did you mean steps?"),
+    ("nmae: Ada\nsteps:\n  output: [[1, 1], [1, 1], [1, 1]]\n", "a.yaml", "nmae",
+     "unknown key (did you mean name?); expected one of id, name, decimals"),   # a swap difflib scores low
+    ("stpes: {}\nsteps:\n  output: [[1, 1], [1, 1], [1, 1]]\n", "a.yaml", "stpes", "did you mean steps?"),
     ("resid1: [[1, 2]]\nsteps:\n  output: [[1, 1], [1, 1], [1, 1]]\n", "a.yaml", "resid1", "a step goes under steps:"),
     ("email: [a, b]\nsteps:\n  output: [[1, 1], [1, 1], [1, 1]]\n", "a.yaml", "email", "student data: expected text"),
     ("steps:\n  resid1: [[1, 2], [3, [4]], [5, 6]]\n", "a.yaml", "steps.resid1[1][1]", "got a list"),
@@ -386,6 +389,22 @@ def test_bad_answers_files(cli, spec_file, text, name, field, message):
     assert message in err, err
 
 
+def test_an_unknown_top_level_key_kept_as_student_data_is_named(cli, spec_file):
+    """A key that is neither the format's nor a near miss of one is the student's own data, kept, and
+    `check` says so on stderr, naming the file, the key and the keys it expected (a near miss of a
+    roster column suggested); student_id, email and section pass without a word."""
+    steps = "steps:\n  output: [[1, 1], [1, 1], [1, 1]]\n"
+    code, out, err, path = run(cli, spec_file, "emial: ada@example.org\nnickname: Ada\n" + steps, "seed-post-ln", "a.yaml")
+    assert code in (0, 1) and out
+    lines = [x for x in err.splitlines() if x.startswith("warning:")]
+    assert lines[0] == (f"warning: {path}: emial: not a key of the answers format, kept as the student's own data "
+                        "(did you mean email?); the format's keys are id, name, decimals, sig_figs, print, steps, "
+                        "title, notes, and student data such as student_id, email, section")
+    assert lines[1].startswith(f"warning: {path}: nickname: not a key of the answers format") and len(lines) == 2
+    code, out, err, path = run(cli, spec_file, "student_id: s1\nemail: a@b.org\nsection: A\n" + steps, "seed-post-ln", "a.yaml")
+    assert "warning:" not in err
+
+
 @pytest.mark.parametrize("value, given, reason", [
     ("abc", "abc", "not a number: 'abc'"),
     ('"1/0"', "1/0", "not a number: '1/0'"),
@@ -395,6 +414,9 @@ def test_bad_answers_files(cli, spec_file, text, name, field, message):
     ('"<b>x</b>"', "<b>x</b>", "not a number: '<b>x</b>'"),
     ('"2*_2"', "2*_2", "not a number: '2*_2'"),
     ('"' + "x" * 5000 + '"', "x" * 23 + "…", "not a number: '" + "x" * 23 + "…'"),
+    ("1" * 1001, "1" * 23 + "…", "too large to read: '" + "1" * 23 + "…'"),    # one absurd entry, not the file
+    ("1" * 5000, "1" * 23 + "…", "too large to read: '" + "1" * 23 + "…'"),    # past Python's int text limit
+    ('"' + "1" * 1001 + '"', "1" * 23 + "…", "too large to read: '" + "1" * 23 + "…'"),
 ])
 def test_an_unreadable_entry_is_that_entry_wrong_and_the_rest_is_marked(cli, spec_file, value, given, reason):
     """resid1[1][1] unreadable, the seed article's other resid1 entries right (2.401 0.599 / 1.504 . /
@@ -412,6 +434,16 @@ def test_an_unreadable_entry_is_that_entry_wrong_and_the_rest_is_marked(cli, spe
     line = next(l for l in out.splitlines() if "row 2, col 2" in l)
     assert code == 1 and line.endswith(f"wrong  ({reason}" + ("" if "comma" not in reason else
                                                                 " (write the decimal with a point: 1234.5)") + ")")
+
+
+@pytest.mark.parametrize("value", ["1" * 1001, "1" * 5000])
+def test_a_json_whole_number_too_long_to_read_is_that_entry_wrong(cli, spec_file, value):
+    """As in YAML: a JSON answers file with one whole number of more than 1000 digits is marked, that
+    entry wrong as too large to read (the seed article's other resid1 entries right)."""
+    text = ('{"decimals": 3, "steps": {"resid1": [[2.401, 0.599], [1.504, ' + value + '], [2.576, 1.716]]}}')
+    code, out, err, _ = run(cli, spec_file, text, "seed-post-ln", "answers.json")
+    line = next(l for l in out.splitlines() if "row 2, col 2" in l)
+    assert code == 1 and line.endswith("wrong  (too large to read: '" + "1" * 23 + "…')"), out + err
 
 
 def test_missing_answers_file(tmp_path, capsys):

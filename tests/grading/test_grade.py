@@ -229,6 +229,36 @@ def test_files_of_no_variant_or_another_spec_are_named_not_graded(klass, graded)
         assert f"- {f} (" in summary
 
 
+def test_every_not_graded_reason_has_one_form_in_each_language(klass, tmp_path, capsys):
+    """`FILE (NAME): REASON`, the reason naming neither the file nor its path (printed beside it), in
+    the summary, the gradebook and on the terminal; in Chinese with --lang zh."""
+    answers = tmp_path / "class" / "answers"
+    answers.mkdir(parents=True)
+    for f in ("stray.yaml", "other.yaml", "broken.yaml"):
+        (answers / f).write_bytes((klass["answers"] / f).read_bytes())
+    (answers / "latin.yaml").write_bytes("name: Lé\n".encode("latin-1"))
+    (answers / "noid.yaml").write_text("name: Nora\nsteps: {}\n", encoding="utf-8")
+    token = klass["manifest"]["spec_token"]
+    expected = {"en": {"stray.yaml (Stray): id " + token + ".999 is not a variant of this set (",
+                       "broken.yaml (Broken): steps.resid1", "latin.yaml (latin): is not UTF-8 text",
+                       "noid.yaml (Nora): no id: (the worksheet ID printed on the sheet) in the file",
+                       "other.yaml (Other): id seed-post-ln.3 was made from another spec ("},
+                "zh": {"stray.yaml (Stray): ID " + token + ".999 不是本题组的练习（", "broken.yaml (Broken): 文件有误：steps.resid1",
+                       "latin.yaml (latin): 文件有误：is not UTF-8 text", "noid.yaml (Nora): 文件中没有 id:（练习上印的 ID）",
+                       "other.yaml (Other): ID seed-post-ln.3 来自另一份 spec（"}}
+    for lang, starts in expected.items():
+        assert main(["grade", str(klass["set"]), str(answers), "--lang", lang, "--out", str(tmp_path / lang)]) == 1
+        terminal = capsys.readouterr().out
+        lines = [x[2:].replace("\\", "") for x in (tmp_path / lang / "summary.md").read_text(encoding="utf-8").splitlines()
+                 if x.startswith("- ") and x.split(" ")[1].replace("\\", "") in {s.split(" ")[0] for s in starts}]
+        assert len(lines) == 5 and all(any(x.startswith(s) for s in starts) for x in lines), lines
+        assert not any("answers" in x.split(": ", 1)[1] or x.split(" ")[0] in x.split(": ", 1)[1] for x in lines), lines
+        book = read_gradebook(tmp_path / lang / "gradebook.csv")
+        assert book["Nora"]["status"] == "not graded: " + next(x for x in lines if x.startswith("noid")).split(": ", 1)[1]
+        if lang == "en":   # the terminal says it in English, in the same form
+            assert "not graded: latin.yaml (latin): is not UTF-8 text" in terminal
+
+
 def test_summary_counts_wrong_shares_and_diagnoses(klass, graded):
     summary = (klass["answers"] / "graded" / "summary.md").read_text(encoding="utf-8")
     var_row = next(l for l in summary.splitlines() if l.startswith("| `norm1.var` |"))
@@ -485,3 +515,21 @@ def test_a_files_own_decimals_cannot_lower_the_places_the_set_asks_for(klass, tm
         assert book[name]["resid1"] == want, name
         fb = (out / "feedback" / f"{name}.md").read_text(encoding="utf-8")
         assert ("Judged at the 3 places the sheet asks for: " + key in fb) if key else "Judged at" not in fb, name
+
+
+def test_grade_names_each_unknown_key_kept_as_student_data_once(klass, tmp_path, capsys):
+    """As `check` does for one file: a key neither the format's nor a roster column's is kept as the
+    student's data and named once, with the files that have it; student_id passes without a word."""
+    answers = tmp_path / "answers"
+    answers.mkdir()
+    for k, f in enumerate(("stray.yaml", "other.yaml", "broken.yaml")):   # not graded: not named
+        (answers / f).write_bytes((klass["answers"] / f).read_bytes())
+    good = sorted(p for p in klass["answers"].glob("*.yaml") if p.name not in ("stray.yaml", "other.yaml", "broken.yaml"))
+    for k, p in enumerate(good[:2]):
+        text = p.read_text(encoding="utf-8").replace("\nsteps:", "\nnickname: N\nstudent_id: s1\nsteps:", 1)
+        (answers / f"g{k}.yaml").write_text(text, encoding="utf-8")
+    main(["grade", str(klass["set"]), str(answers), "--out", str(tmp_path / "out")])
+    lines = [x for x in capsys.readouterr().out.splitlines() if x.startswith("warning:")]
+    assert lines == ["warning: g0.yaml, g1.yaml: nickname: not a key of the answers format, kept as the student's own "
+                     "data (did you mean name?); the format's keys are id, name, decimals, sig_figs, print, steps, "
+                     "title, notes, and student data such as student_id, email, section"], lines

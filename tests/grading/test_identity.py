@@ -108,3 +108,27 @@ def test_files_differing_only_in_an_unreadable_entry_are_not_the_same_answers(th
     assert "same answers" not in book["a.yaml"]["flags"]
     assert book["b.yaml"]["flags"].endswith("same answers as c.yaml")
     assert book["c.yaml"]["flags"].endswith("same answers as b.yaml")
+
+
+def test_check_warns_as_grade_flags_of_a_file_another_variant_fits_better(three, tmp_path, capsys):
+    """`check` runs grade's identity check: inside the set against its variants, and for a copy in no
+    set against the IDs a slip of the pen makes of its own (.1 for .2); a right file gets no warning."""
+    root, ids, steps = three
+    inside = root / "set" / "students" / ids[1] / "swap.yaml"
+    write_yaml(inside, ids[1], "Swap", steps[ids[0]])                 # variant 1's numbers, labelled 2
+    write_yaml(tmp_path / "swap.yaml", ids[1], "Swap", steps[ids[0]])
+    write_yaml(tmp_path / "own.yaml", ids[1], "Own", steps[ids[1]])
+    try:
+        for args, lang in (([str(inside)], "en"), ([str(root / "spec.yaml"), str(tmp_path / "swap.yaml")], "en"),
+                           ([str(inside), "--lang", "zh"], "zh")):
+            assert main(["check", *args]) == 1
+            err = capsys.readouterr().err
+            if lang == "en":
+                assert f"swap.yaml fits {ids[0]} better than its own id (" in err, err
+                assert f"check that its id: is the worksheet ID printed on your sheet (it was marked against {ids[1]}" in err
+            else:
+                assert f"与 {ids[0]} 的吻合程度明显高于它自己的 ID" in err and "请核对它的 id:" in err, err
+        assert main(["check", str(root / "spec.yaml"), str(tmp_path / "own.yaml")]) == 0
+        assert "warning" not in capsys.readouterr().err
+    finally:
+        inside.unlink()

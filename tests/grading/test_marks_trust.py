@@ -4,6 +4,7 @@ step names its blank entries; the printed total is the sum of the printed task c
 
 Every expected number is worked by hand (or with Python's decimal module), never by symblock."""
 import json
+import re
 import textwrap
 from decimal import Decimal
 from fractions import Fraction
@@ -179,9 +180,13 @@ def test_check_names_the_blank_entries_of_a_partly_blank_step(spec_file, capsys)
         spec_file, "answers.yaml", "steps:\n  attn.v: [[1, null], [null, 1]]\n")   # V = X = I
     assert main(["check", spec, answers]) == 0
     out = capsys.readouterr().out
-    assert "✓ correct  attn.v" in out and "2 blank: row 1 col 2, row 2 col 1" in out
+    # half answered, the half given right: partly blank (◐), never ✓, and counted so
+    assert re.search(r"◐ correct  attn\.v +partly blank: 2 of 4 entries answered", out) and "✓ correct  attn.v" not in out
+    assert "2 blank: row 1 col 2, row 2 col 1" in out and "(1 partly blank, " in out and " correct" not in out.splitlines()[-1]
     assert main(["check", spec, answers, "--lang", "zh"]) == 0
-    assert "2 个数未答：第 1 行第 2 列，第 2 行第 1 列" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert re.search(r"◐ 正确 +attn\.v +部分未答：答了 2/4 个数", out) and "（部分未答 1，" in out
+    assert "2 个数未答：第 1 行第 2 列，第 2 行第 1 列" in out
 
 
 def test_grade_feedback_names_the_blank_entries(tmp_path, capsys, monkeypatch):
@@ -207,6 +212,12 @@ def test_grade_feedback_names_the_blank_entries(tmp_path, capsys, monkeypatch):
         row = next(x for x in feedback.splitlines() if x.startswith("| `norm1.mean`"))
         assert words in row
         assert line in feedback
+        # the summary's blank column: the share of the class's entries left blank, len(X) − 1 of len(X)
+        summary = (tmp_path / f"graded-{lang}" / "summary.md").read_text(encoding="utf-8")
+        head = next(x for x in summary.splitlines() if x.startswith("| task") or x.startswith("| 题目"))
+        assert head.split(" | ")[4] == ("blank entries" if lang == "en" else "未答数占比")
+        row = next(x for x in summary.splitlines() if x.startswith("| `norm1.mean`"))
+        assert row.split(" | ")[4] == f"{round(100 * (len(X) - 1) / len(X))}%", row
 
 
 # ---------------------------------------------------------------- totals add up

@@ -144,7 +144,7 @@ def test_typed_answers_download_as_a_file_that_symblock_check_marks(browser, dow
         assert report["norm1"]["status"] == "missing" and report["norm1"]["blank"] == 0
         capsys.readouterr()
         assert cli.main(["check", str(saved)]) == 1
-        assert re.search(r"carried +norm1\.std +.*2 of 3 entries answered", capsys.readouterr().out)
+        assert re.search(r"◐ carried +norm1\.std +.*partly blank: 2 of 3 entries answered", capsys.readouterr().out)
     note = browser.find_element(By.ID, "save-note").text
     assert "norm1.std" in note and "norm1.var" not in note and note.startswith("Saved.")
 

@@ -81,11 +81,11 @@ def test_notebook_marks_only_the_asked_steps_and_reports_blanks(tmp_path):
         "'norm1.std': [[None], [None], [None]]", "'norm1.std': [[1.274], [None], [0.608]]")  # √ of own var
     report = _run(nb)[3]
     assert re.search(r"✓ correct\s+norm1.mean", report) and re.search(r"✗ wrong\s+norm1.var", report)
-    assert re.search(r"↪ carried\s+norm1.std\s+.*2 of 3 entries answered", report), report
+    assert re.search(r"◐ carried\s+norm1.std\s+.*partly blank: 2 of 3 entries answered", report), report
     for unasked in ("resid1", "ffn.", "output"):   # attn.out is printed as given data
         assert unasked not in report, (unasked, report)
     # missing: the asked steps left blank, norm1 and the four of norm2
-    assert re.search(r"NOT OK \(1 correct, 1 wrong, 1 carried, 5 missing\)", report), report
+    assert re.search(r"NOT OK \(1 correct, 1 wrong, 1 partly blank, 5 missing\)", report), report
 
 
 def test_chinese_notebooks_have_no_english_comments(tmp_path):
