@@ -113,7 +113,7 @@ def key_answers_md(text: str) -> dict[str, str]:
     answers = {}
     for sec in re.split(r"^### ", text, flags=re.M)[1:]:
         name = re.search(r"`([^`]+)`", sec.splitlines()[0]).group(1)
-        m = re.search(r"\*\*[^*]+:\*\*\s*\n\s*\n\$\$\n(.*?)\n\$\$", sec, re.S)
+        m = re.search(r"\*\*[^*]+[:：]\*\*\s*\n\s*\n\$\$\n(.*?)\n\$\$", sec, re.S)
         answers[name] = m.group(1)
     return answers
 
@@ -123,6 +123,6 @@ def key_answers_tex(text: str) -> dict[str, str]:
     for sec in text.split(r"\subsection*{")[1:]:
         name = re.search(r"\\texttt\{((?:[^{}]|\{\\char\d+\})+)\}", sec).group(1)
         name = re.sub(r"\{\\char(\d+)\}", lambda m: chr(int(m.group(1))), name)
-        m = re.search(r"\\textbf\{[^}]+:\}\s*\n\\fitmath\{(.*?)\}\n", sec, re.S)
+        m = re.search(r"\\textbf\{[^}]+[:：]\}\s*\n\\fitmath\{(.*?)\}\n", sec, re.S)
         answers[name] = m.group(1)
     return answers

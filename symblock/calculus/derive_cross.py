@@ -2,14 +2,14 @@
 spec with `block.cross_attention`): derive.py's way, each sub-layer run by the engine's own code
 on a matrix of symbols for its input, with the cross-attention's own:
 
-    Post-LN: A(X), R_1 = X + A, H_1 = N1(R_1), C(H_1, M), R_2 = H_1 + C, H_2 = N2(R_2),
+    Post-LN: A(X), R_1 = X + A, H_1 = N1(R_1), C(H_1, H^{enc}), R_2 = H_1 + C, H_2 = N2(R_2),
              F(H_2), R_3 = H_2 + F, H_3 = N3(R_3)
-    Pre-LN:  N_1 = N1(X), A(N_1), R_1 = X + A, N_2 = N2(R_1), C(N_2, M), R_2 = R_1 + C,
+    Pre-LN:  N_1 = N1(X), A(N_1), R_1 = X + A, N_2 = N2(R_1), C(N_2, H^{enc}), R_2 = R_1 + C,
              N_3 = N3(R_2), F(N_3), R_3 = R_2 + F (then N_f with a final norm)
 
-The memory M is a matrix of symbols m_{ij} (mem_len × d_model); the cross-attention's weights are
+The memory H^{enc} is a matrix of symbols h^{enc}_{ij} (mem_len × d_model); the cross-attention's weights are
 W^{Q}_{c} … (symbols w^{Q,c}_{ij}, b^{Q,c}_{j}); its queries are written in the decoder's rows,
-its keys and values in M, and each later attention step in its direct inputs.
+its keys and values in H^{enc}, and each later attention step in its direct inputs.
 """
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ from types import MappingProxyType
 from typing import Any, Callable
 
 from symblock.engine import names, parameters
+
+MEMORY_ENTRY = r"h^{\mathrm{enc}}"   # the memory's entries h^{enc}_{ij} (not m_{ij}: the masked scores' own)
 
 
 def is_cross(step: str) -> bool:
@@ -49,12 +51,12 @@ def decoder_layer(t: Any, stage: Callable, resid: Callable, over: dict, local: C
     known)` its attention tracer); returns the symbol of the output."""
     from symblock.engine import block, cross
     parts = cross.SubLayers(block.norm, block.attention, block.ffn, block.softmax, block.apply_mask)
-    m = symbols("m", t.dims.mem_len, t.dims.d_model)
-    t.step("memory", "M", lambda: m)
-    over["memory"] = "M"
+    m = symbols(MEMORY_ENTRY, t.dims.mem_len, t.dims.d_model)
+    t.step("memory", cross.MEMORY_TEX, lambda: m)
+    over["memory"] = cross.MEMORY_TEX
 
     def cross_attention(src: str) -> None:
-        stage(src, lambda h: cross.cross_attention(local(src, {"memory": "M"}), h, src, m, parts))
+        stage(src, lambda h: cross.cross_attention(local(src, {"memory": cross.MEMORY_TEX}), h, src, m, parts))
 
     if t.o.norm_position == "pre":
         stage("X", lambda x: block.norm(t, "norm1", x, "X", "ln1", "N_1"))

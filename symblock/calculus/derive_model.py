@@ -6,7 +6,7 @@ formulas, each with weights of its own; `X` is the layer's input), and the model
 are worked by the engine's code on symbols: the embedding rows (`w^{E}_{ij}`, row = token + 1),
 the positions (learned `w^{P}_{ij}`, or the exact sinusoidal numbers), X = E + PE, BERT's norm of
 the embeddings, the final norms (an encoder–decoder's encoder norm `enc.norm_final` is the
-memory M its decoder's cross-attention reads, `cross.k` and `cross.v` written in m_{ij}), the
+memory H^{enc} its decoder's cross-attention reads, `cross.k` and `cross.v` written in h^{enc}_{ij}), the
 logits and the probabilities. The prompt pass only: a generation step works the same formulas
 on its new row, and `next_token` is an argmax, not a formula. Step names are forward's.
 """
@@ -19,6 +19,7 @@ from typing import Any, Callable
 from symblock.calculus import derive as derivemod
 from symblock.calculus.derive import Derived
 from symblock.errors import SpecError
+from symblock.engine.cross import MEMORY_TEX
 from symblock.engine.report import model_line
 
 
@@ -42,7 +43,7 @@ def derive_model(spec: Any, only: str | None = None) -> dict[str, Derived]:
         n_src = len(spec.source_tokens)
         embeddings(spec, "enc.", n_src, spec.source_tokens, add)
         take(layer_steps(spec, spec.encoder[0], "model.source"), "enc.layer0.")
-        take(norm_steps(spec.encoder[-1], spec.encoder_norm, n_src, "Y", "N_f"), "enc.")
+        take(norm_steps(spec.encoder[-1], spec.encoder_norm, n_src, "Y", MEMORY_TEX), "enc.")   # the memory
     n = len(spec.prompt)
     embeddings(spec, "", n, spec.prompt, add)
     if spec.embed_norm:   # BERT: LayerNorm(E + P) before the first layer

@@ -35,7 +35,7 @@ from symblock.engine.block import ACTIVATIONS, Step, Trace, forward
 from symblock.engine.matrix import Mat
 from symblock.engine.spec import BlockSpec, SpecError
 from symblock.engine.steps import batch_prefixes
-from symblock.engine import kinds, names, parameters
+from symblock.engine import cross, kinds, names, parameters
 from symblock.calculus import grad_attention as attention
 
 LOSSES = ("sum", "mse")
@@ -366,8 +366,8 @@ def _param_tex(name: str) -> str:
     p = parameters.parse(name)
     if p.kind == "input":
         return "X" if p.batch is None else f"X^{{(b{p.batch})}}"   # a batch's b1.X
-    if p.kind == "memory":
-        return "M"
+    if p.kind == "memory":   # the parameter M, written as the sheets write the memory
+        return cross.MEMORY_TEX
     if p.linear:
         kind = "W" if p.kind == "weight" else "b"
         if p.cross:  # as the decoder layer's formulas write them: W^{Q}_{c}

@@ -369,9 +369,9 @@ def norm(t: _Tracer, name: str, x: Mat, src: str, ln: str, out: str) -> Mat:
                      lambda: (x - mu).map_rows(lambda r: [exact.dot(r, r) / d]))
         std = t.step(f"{name}.std", f"\\sigma = \\sqrt{{\\sigma^2{eps_tex}}}",
                      lambda: _root(t, name, "var", var, eps))
-        beta = t.params.get(f"{ln}.beta", NOT_COMPUTED)
-        return t.step(name, f"{out} = ({src} - \\mu) / \\sigma \\cdot \\gamma + \\beta",
-                      lambda: ((x - mu) / std) * gamma + beta)
+        beta_tex = "" if f"{ln}.beta" in t.spec.no_beta else " + \\beta"   # bias: false: no β (a 0 in params)
+        return t.step(name, f"{out} = ({src} - \\mu) / \\sigma \\cdot \\gamma{beta_tex}",
+                      lambda: ((x - mu) / std) * gamma + t.params.get(f"{ln}.beta", NOT_COMPUTED))
     ms = t.step(f"{name}.ms", f"m = \\tfrac{{1}}{{{d}}} \\textstyle\\sum_j {xij}^2",
                 lambda: x.map_rows(lambda r: [exact.dot(r, r) / d]))
     rms = t.step(f"{name}.rms", f"r = \\sqrt{{m{eps_tex}}}", lambda: _root(t, name, "ms", ms, eps))

@@ -1,11 +1,11 @@
 """A decoder layer with cross-attention, forward, exactly: torch's `nn.TransformerDecoderLayer`.
 
-    Post-LN: H1 = N1(X + SelfAttn(X)), H2 = N2(H1 + CrossAttn(H1, M)), H3 = N3(H2 + FFN(H2))
-    Pre-LN:  R1 = X + SelfAttn(N1(X)), R2 = R1 + CrossAttn(N2(R1), M), R3 = R2 + FFN(N3(R2))
+    Post-LN: H1 = N1(X + SelfAttn(X)), H2 = N2(H1 + CrossAttn(H1, H_enc)), H3 = N3(H2 + FFN(H2))
+    Pre-LN:  R1 = X + SelfAttn(N1(X)), R2 = R1 + CrossAttn(N2(R1), H_enc), R3 = R2 + FFN(N3(R2))
 
 The self-attention (causal) and the FFN are the block's own (block.py hands its sub-layers in,
 so this module needs nothing from it); the cross-attention's queries come from the decoder, its
-keys and values from the memory M (the encoder's output), with weights of its own
+keys and values from the memory H_enc (the encoder's output; the parameter `M`), with weights of its own
 (`cross.W_Q`, …) and no causal mask: only padded memory rows are masked. Step names: the
 vocabulary in cross_steps.py.
 """
@@ -15,6 +15,10 @@ from typing import Any, Callable, NamedTuple
 
 from symblock.engine import exact
 from symblock.engine.matrix import Mat
+
+# The memory's symbol on every sheet, key and derivation: the encoder's output. Not M, which the
+# masked scores M_h (self-attention) and M^{c}_h (cross-attention) already are.
+MEMORY_TEX = r"H^{\mathrm{enc}}"
 
 
 class SubLayers(NamedTuple):
@@ -30,7 +34,7 @@ def decoder_layer(t: Any, parts: SubLayers) -> None:  # t: a block.Tracer (block
     """One sequence through the decoder layer, recording every step on the tracer `t`."""
     xs = t.spec.x_symbol
     x = t.step("x", xs, lambda: t.params["X"])
-    m = t.step("memory", "M", lambda: t.params["M"])
+    m = t.step("memory", MEMORY_TEX, lambda: t.params["M"])
     norm = parts.norm
     if t.o.norm_position == "pre":
         a = parts.attention(t, norm(t, "norm1", x, xs, "ln1", "N_1"), "N_1")
@@ -64,8 +68,8 @@ def cross_attention(t: Any, x: Mat, src: str, m: Mat, parts: SubLayers) -> Mat:
     """Queries from the decoder rows `x`, keys and values from the memory `m`, head by head."""
     heads = t.dims.heads
     q = _proj(t, "cross.q", "Q", src, x)
-    k = _proj(t, "cross.k", "K", "M", m)
-    v = _proj(t, "cross.v", "V", "M", m)
+    k = _proj(t, "cross.k", "K", MEMORY_TEX, m)
+    v = _proj(t, "cross.v", "V", MEMORY_TEX, m)
     outs = [_head(t, h, q, k, v, parts) for h in range(heads)]
     cat = t.step("cross.concat", r"O^{c} = [O^{c}_0, \dots, O^{c}_{%d}]" % (heads - 1),
                  lambda: Mat.hstack(outs)) if heads > 1 else outs[0]

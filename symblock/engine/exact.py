@@ -329,8 +329,8 @@ def _unary(op: str, x: Real, at_zero: int) -> Real:
 # ---------------------------------------------------------------- SymPy bridge
 
 def from_sympy(e: Any) -> Real:
-    """An exact SymPy number (Rational, sqrt, exp, E, pi, erf, tanh, + − · /) as a Real; a Real,
-    an int or a Fraction (a spec's entries, engine/matrix.ExactMatrix) without importing SymPy."""
+    """An exact SymPy number (Rational, rational powers, sqrt, exp, E, pi, erf, tanh, + − · /) as a
+    Real; a Real, an int or a Fraction (a spec's entries, engine/matrix.ExactMatrix) without importing SymPy."""
     if isinstance(e, (Real, int, Fraction, fmpq)):
         return real(e)
     import sympy
@@ -356,11 +356,12 @@ def from_sympy(e: Any) -> Real:
     if e.is_Pow:
         base, ex = from_sympy(e.base), e.exp
         if ex.is_Integer:
-            out = base ** abs(int(ex))
-            return inv(out) if ex < 0 else out
+            return inv(base ** abs(int(ex))) if ex < 0 else base ** int(ex)
         if ex.is_Rational and ex.q == 2:
             root = _sqrt(base) ** abs(int(ex.p))
             return inv(root) if ex < 0 else root
+        if ex.is_Rational and base.q is not None and base.q > 0:   # 10**(1/4): Arb's certified root (powers.py)
+            return node("pow", (base, fmpq(int(ex.p), int(ex.q))), 3)
         if e.base is sympy.E:
             return exp(from_sympy(ex))
     if isinstance(e, sympy.exp):
@@ -371,8 +372,8 @@ def from_sympy(e: Any) -> Real:
         return tanh(from_sympy(e.args[0]))
     if isinstance(e, (sympy.sin, sympy.cos)):
         return (sin if isinstance(e, sympy.sin) else cos)(from_sympy(e.args[0]))
-    raise ValueError(f"cannot represent {e} exactly (supported: rationals, + − · /, integer and "
-                     "half-integer powers, sqrt, exp, erf, tanh, sin, cos, E, pi)")
+    raise ValueError(f"cannot represent {e} exactly (supported: rationals, + − · /, integer and half-integer "
+                     "powers, rational powers of positive rationals, sqrt, exp, erf, tanh, sin, cos, E, pi)")
 
 
 ZERO, ONE = SMALL[0], SMALL[1]

@@ -19,7 +19,7 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from symblock.engine import block, exact, powers, rope, translate
+from symblock.engine import block, exact, names, powers, rope, translate
 from symblock.engine import cost as costmod
 from symblock.engine.matrix import Entry, Mat
 from symblock.engine.model_cost import refuse_cost, run_cost  # noqa: F401  (model.run_cost is public)
@@ -95,6 +95,15 @@ class _Run:
         """The symbol of the step last recorded as `name` (`Y` of the last layer's output)."""
         return next(st for st in reversed(self.steps) if st.name == name).symbol
 
+    def read_symbol(self, name: str) -> str:
+        """The symbol a step reading `name` writes: a layer's output `Y = H_3` copies its norm,
+        and a key shows H_3, never the copy, so the reader is written in H_3."""
+        st = next(st for st in reversed(self.steps) if st.name == name)
+        if names.parse(name).kind == "output" and len(st.inputs) == 1 \
+                and any(s.name == st.inputs[0] for s in self.steps):
+            return self.read_symbol(st.inputs[0])
+        return st.symbol
+
     def record(self, name: str, latex: str, inputs: tuple, value: Mat, given: bool = False) -> Mat:
         self.steps.append(block.Step(name, latex, tuple(inputs), value, given))
         return value
@@ -145,7 +154,7 @@ class _Run:
             h, h_name = self.final_norm(h, h_name, prefix), f"{prefix}norm_final"
         if s.head == "none":
             return None
-        src = self.symbol(h_name)   # the rows the head reads, by their own symbol (N_f, or the last layer's)
+        src = self.read_symbol(h_name)   # the rows the head reads, by their own symbol (N_f, or the last layer's)
         if s.head == "tied":
             logits, latex, w = h @ self.params["W_E"].T, rf"\ell = {src} W_E^{{\top}}", "W_E"
         else:
@@ -160,14 +169,15 @@ class _Run:
         return tok
 
     def final_norm(self, h: Mat, h_name: str, prefix: str, step: str = "norm_final", table: Mapping | None = None,
-                   ln: str | None = None) -> Mat:
+                   ln: str | None = None, tex: str | None = None) -> Mat:
         """The final norm (or, `step="norm_embed"`, BERT's norm of the embeddings; or another
-        `table` of γ, β named `ln`) of rows h, worked as a Pre-LN block's final norm, recorded
-        under `step`."""
+        `table` of γ, β named `ln`, written `tex`) of rows h, worked as a Pre-LN block's final
+        norm, recorded under `step`."""
         layer = self.spec.layers[-1]
         opts = replace(layer.options, norm_position="pre", final_norm=True)
-        ln0, tex = ("ln_final", "N_f") if step == "norm_final" else ("ln_embed", "N_e")
-        src = self.symbol(h_name)
+        ln0, tex0 = ("ln_final", "N_f") if step == "norm_final" else ("ln_embed", "N_e")
+        tex = tex or tex0
+        src = self.read_symbol(h_name)
         ln = ln or ln0
         if table is None:
             table = self.spec.final_norm if ln == "ln_final" else self.spec.embed_norm
@@ -260,7 +270,8 @@ class _Run:
         dk, dv = layer.dims.d_k, layer.dims.d_v
         outs = [block.head(t, j, q, K, V, (j * dk, (j + 1) * dk), block.kv_columns(t, j, dv),
                            block.kv_columns(t, j, dk)) for j in range(layer.dims.heads)]
-        cat = t.step("attn.concat", r"O = [O_0, \dots]", lambda: Mat.hstack(outs)) if len(outs) > 1 else outs[0]
+        cat = t.step("attn.concat", r"O = [O_0, \dots, O_{%d}]" % (len(outs) - 1),
+                     lambda: Mat.hstack(outs)) if len(outs) > 1 else outs[0]
         cat_tex = "O" if len(outs) > 1 else "O_0"
         if o.out_proj:
             bias = " + b^{O}" if "b_O" in t.params else ""

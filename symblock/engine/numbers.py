@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # for the hints only: exact.py is imported where an irrationa
 
 MAX_DIGITS = 1000   # digits of one exact number (10**400 and exp(1000) pass; 10**10**10 does not)
 MAX_DEPTH = 100     # nesting of one expression
+MAX_ROOT = 10**6    # the largest n of an n-th root (10**(1/4): n = 4), each certified by Arb
 FUNCTIONS = {"sqrt": 1, "exp": 1, "erf": 1, "tanh": 1, "sin": 1, "cos": 1, "Rational": 2}
 CONSTANTS = {"E": math.log10(math.e), "pi": math.log10(math.pi), "oo": 0.0}
 _LOG10_E = math.log10(math.e)
@@ -277,9 +278,13 @@ def _power(node: ast.BinOp, text: str, depth: int) -> _Num:
     if isinstance(base, ast.Name) and base.id == "E":
         return _function("exp", [_walk(node.right, text, depth + 1)])
     b, e = _walk(base, text, depth + 1), _walk(node.right, text, depth + 1)
-    if e.value is None or e.value.denominator not in (1, 2):
-        raise TooLarge("an exponent must be a whole number or a half-integer such as 1/2 "
-                       "(exact roots are square roots; write exp(x) for e^x)")
+    if e.value is None:
+        raise TooLarge("an exponent must be a number such as 2, 1/2 or -1/4 (write exp(x) for e^x)")
+    if e.value.denominator > 2 and (b.value is None or b.value <= 0):   # 10**(-1/4): a certified root
+        raise TooLarge("an exponent other than a whole number or a half-integer needs a positive rational "
+                       "base, such as 10**(-1/4) (write exp(x) for e^x)")
+    if e.value.denominator > MAX_ROOT:
+        raise TooLarge(f"an exponent's denominator must be at most {MAX_ROOT} (10**(-1/4) is a 4th root)")
     p = abs(e.value.numerator)
     if b.value is not None and abs(b.value) in (0, 1):
         if e.value.denominator == 1 and (b.value != 0 or e.value > 0):

@@ -67,6 +67,8 @@ class BlockSpec:
     positions: tuple = ()          # RoPE's position of each row (inputs.positions); () = 0 … seq_len − 1
     supplied: frozenset = frozenset()  # parameters read from `weights:` (not defaulted, drawn or unread):
                                        #   a bias or β given although block.bias is false is one (params counts it)
+    no_beta: frozenset = frozenset()  # β the block has not (bias: false written, β not given): 0 in params, never shown
+    v1_words: bool = False         # drawn by generator version 1: its sheets keep that version's words, byte for byte
     x_symbol: str = "X"            # what the formulas call the rows the block reads (a model's first
                                    #   layer after BERT's embedding norm reads N_e)
 
@@ -176,7 +178,13 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> BlockSpec:
                      key_padding_mask=padding, dropout_p=dropout_p,
                      dropout_masks=MappingProxyType(masks), titles=MappingProxyType(titles), memory=mem,
                      memory_padding_mask=memory_mod.padding(inputs.get("memory_padding_mask"), dims, source),
-                     positions=positions, supplied=frozenset(n for n in params if _lookup(weights, n) is not None))
+                     positions=positions, supplied=frozenset(n for n in params if _lookup(weights, n) is not None),
+                     no_beta=_no_beta(data.get("block") or {}, params, weights))
+
+
+def _no_beta(block: Mapping, params: Mapping, weights: Mapping) -> frozenset:  # bias unwritten: β = 0 shown
+    return frozenset(n for n, m in params.items() if block.get("bias") is False and n.endswith(".beta")
+                     and _lookup(weights, n) is None and all(v == 0 for v in m))
 
 
 def _memory(raw: Any, dims: Dims, given: Mapping, rnd: tuple, source: str) -> Matrix | None:

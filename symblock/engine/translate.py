@@ -18,7 +18,7 @@ import math
 from dataclasses import replace
 from typing import Any, Callable, Mapping
 
-from symblock.engine import block, cost, names, parameters
+from symblock.engine import block, cost, cross, names, parameters
 from symblock.engine.matrix import Mat
 from symblock.engine.model_spec import ModelSpec, with_length
 
@@ -49,7 +49,7 @@ def encode(run: Any, spec: ModelSpec) -> Mat:
         h, x_name = tr["output"].value, f"enc.layer{i}.output"
     for key, m in spec.encoder_norm.items():
         run.params[f"enc.ln_final.{key}"] = Mat.from_sympy(m)
-    return run.final_norm(h, x_name, "enc.", "norm_final", spec.encoder_norm, "enc.ln_final")
+    return run.final_norm(h, x_name, "enc.", "norm_final", spec.encoder_norm, "enc.ln_final", cross.MEMORY_TEX)
 
 
 def decode(run: Any, spec: ModelSpec, tokens: list[int], prefix: str, memory: Mat) -> int:

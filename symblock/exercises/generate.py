@@ -214,6 +214,8 @@ def plan(data: Mapping, source: str, overrides: Mapping | None = None) -> Plan:
     if rows_checked:
         check_family(c, dims.d_model, opts.norm, eps, source)
         family = row_family(c, dims.d_model, opts.norm, eps)
+    probe = replace(probe, no_beta=frozenset() if c.generator < 2 else probe.no_beta - set(drawn),  # a drawn β
+                    v1_words=c.generator < 2)   # is shown; version 1's sheets keep their words, byte for byte
     return Plan(c, data, probe, step_inputs(dims, opts), drawn, draw_x, rows_checked, eps, family,
                 split_step(c, dims, opts, drawn, set(probe.given)))
 

@@ -96,10 +96,20 @@ class Builder(LinearWork, AttentionWork, CrossWork, NormWork, FfnWork, TileWork,
     def value(self, name: str):
         return self.trace[name].value if name in self.trace else self.trace.params[name]
 
-    def symbol(self, name: str) -> str:
+    def symbol(self, name: str, reader: str | None = None) -> str:
+        """The symbol of a step or parameter, as the formula of the step `reader` writes it
+        (a model's sheets: work_model.py)."""
         if name in self.trace:
             return step_symbol(self.trace[name])
         return param_symbol(name)
+
+    def no_beta(self, step: Step | None = None) -> bool:
+        """The block has no LayerNorm β (`bias: false`): none at all, or none in the norm `step`."""
+        absent = getattr(self.spec, "no_beta", frozenset())
+        if step is None:
+            betas = [n for n in self.trace.params if parameters.parse(n).kind == "beta"]
+            return bool(betas) and all(n in absent for n in betas)
+        return step.inputs[-1] in absent
 
     # -- sections
     def linear_tex(self) -> Safe:
@@ -131,7 +141,7 @@ class Builder(LinearWork, AttentionWork, CrossWork, NormWork, FfnWork, TileWork,
         if o.dropout and "dropout" in uses:
             out.append(self.t("conv_dropout", number_tex(self.spec.dropout_p)))
         if "norm" in uses:
-            out.append(self.t(f"conv_{o.norm}", eps))
+            out.append(self.t(f"conv_{o.norm}" + ("_nobeta" if self.no_beta() else ""), eps))
         if "order" in uses:
             if o.cross_attention:
                 out.append(self.cross_order())
@@ -191,7 +201,8 @@ class Builder(LinearWork, AttentionWork, CrossWork, NormWork, FfnWork, TileWork,
         item = self.data_item
         steps = [self.trace[n] for n in self.ex.data_steps]
         first = [item(s.name, step_symbol(s), s.value, "step", s.given) for s in steps if s.name == "x"]
-        params = [item(p, param_symbol(p), self.trace.params[p], "param", False) for p in self.ex.data_params]
+        params = [item(p, param_symbol(p), self.trace.params[p], "param", False) for p in self.ex.data_params
+                  if p not in getattr(self.spec, "no_beta", ())]   # bias: false: no β to give
         rest = [item(s.name, step_symbol(s), s.value, "step", s.given) for s in steps if s.name != "x"]
         from symblock.engine.matrix import Mat
         masks = [item(f"dropout.masks.{n}", rf"D_{{\mathrm{{{n}}}}}", Mat.from_sympy(m), "param", False)
@@ -239,7 +250,7 @@ class Builder(LinearWork, AttentionWork, CrossWork, NormWork, FfnWork, TileWork,
         if (cross := self.what_cross(step, parsed)) is not None:
             return cross
         if parsed.dropped:
-            return self.t("s.dropped", src=self.symbol(step.inputs[0]))
+            return self.t("s.dropped", src=self.symbol(step.inputs[0], step.name))
         if parsed.tile is not None or parsed.kind == "tiled":
             return self.t(f"s.{parsed.kind}", h=parsed.head, j=parsed.tile)
         if parsed.head is not None:
@@ -247,13 +258,13 @@ class Builder(LinearWork, AttentionWork, CrossWork, NormWork, FfnWork, TileWork,
             pad = "_pad" if part == "masked" and self.o.padding and not self.o.causal else ""
             return self.t(f"s.{part}{pad}", h=parsed.head)
         if parsed.norm:
-            src = self.symbol(step.inputs[0])
+            src = self.symbol(step.inputs[0], step.name)
             norm = "LayerNorm" if self.o.norm == "layernorm" else "RMSNorm"
-            key = f"s.{parsed.stat}" if parsed.stat else f"s.{self.o.norm}"
+            key = f"s.{parsed.stat}" if parsed.stat else f"s.{self.o.norm}" + ("_nobeta" if self.no_beta(step) else "")
             return self.t(key, src=src, norm=norm)
         if parsed.kind in ("hidden", "gate"):
             src, w, b = step.inputs   # the step graph's input, weight and bias
-            return self.t(f"s.{name}", src=self.symbol(src), w=w,
+            return self.t(f"s.{name}", src=self.symbol(src, step.name), w=w,
                           b=f" + {param_symbol(b)}" if b in self.trace.params else "")   # layer0.b_1: b_1
         if name == "attn.out" and not self.o.out_proj:
             return self.t("s.attn.out_noproj")
@@ -273,7 +284,15 @@ class Builder(LinearWork, AttentionWork, CrossWork, NormWork, FfnWork, TileWork,
         return [(self.t("dropped_text"), None)]
 
     def work_concat(self, step: Step) -> list:
-        return [(self.t("concat"), None)]
+        """Each head's output and the columns it fills, in order."""
+        if getattr(self.spec, "v1_words", False):
+            return [(self.t("concat_v1"), None)]
+        parts, col = [], 1
+        for name in step.inputs:
+            width = self.value(name).shape[1]
+            parts.append(self.t("concat_part", self.symbol(name), col, col + width - 1))
+            col += width
+        return [(self.t("concat", self.T["concat_sep"].join(parts)), None)]
 
     def work_copy(self, step: Step) -> list:
         return [(self.t("copy"), None)]

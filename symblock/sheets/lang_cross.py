@@ -3,11 +3,11 @@ lang.TEXTS, in the same LaTeX-and-Markdown subset (words and inline math only)."
 from __future__ import annotations
 
 CROSS_EN = {
-    "s.memory": "The memory $M$: the encoder's output, one row per source token.",
+    "s.memory": "The memory $H^{{\\mathrm{{enc}}}}$: the encoder's output, one row per source token.",
     "s.cross.q": "Cross-attention queries: project the decoder's rows ${src}$ with $W^{{Q}}_{{c}}$.",
-    "s.cross.k": "Cross-attention keys: project the memory $M$ (the encoder's output, not the decoder's rows) "
+    "s.cross.k": "Cross-attention keys: project the memory $H^{{\\mathrm{{enc}}}}$ (the encoder's output, not the decoder's rows) "
                  "with $W^{{K}}_{{c}}$.",
-    "s.cross.v": "Cross-attention values: project the memory $M$ with $W^{{V}}_{{c}}$.",
+    "s.cross.v": "Cross-attention values: project the memory $H^{{\\mathrm{{enc}}}}$ with $W^{{V}}_{{c}}$.",
     "s.cross_scores": "Cross-attention scores of head {h}: every decoder query row against every memory key row.",
     "s.cross_scaled": "Scale the cross-attention scores of head {h} by $1/\\sqrt{{d_k}}$.",
     "s.cross_masked": "Memory padding mask for head {h}: no query looks at a padded memory row (cross-attention "
@@ -27,24 +27,24 @@ CROSS_EN = {
     "cross_rows_padded": "The row mixes the {0} value rows of the memory ({1} of them padding, weighed 0):",
     "conv_cross": "Cross-attention per head $h$: $S^{{c}}_h = Q^{{c}}_h (K^{{c}}_h)^{{\\top}}${0}, softmax along each "
                   "row, $O^{{c}}_h = P^{{c}}_h V^{{c}}_h$; the queries come from the decoder's rows, the keys and "
-                  "values from the memory $M$ ({1} rows, the encoder's output), and no causal mask applies{2}.",
+                  "values from the memory $H^{{\\mathrm{{enc}}}}$ ({1} rows, the encoder's output), and no causal mask applies{2}.",
     "conv_cross_pad": "; memory row(s) {0} are padding: their columns are set to $-\\infty$ before the softmax",
     "conv_post_cross": "Post-LN decoder layer: $H_1 = \\mathrm{{N}}_1(X + \\mathrm{{SelfAttn}}(X))$, "
-                       "$H_2 = \\mathrm{{N}}_2(H_1 + \\mathrm{{CrossAttn}}(H_1, M))$, "
+                       "$H_2 = \\mathrm{{N}}_2(H_1 + \\mathrm{{CrossAttn}}(H_1, H^{{\\mathrm{{enc}}}}))$, "
                        "$H_3 = \\mathrm{{N}}_3(H_2 + \\mathrm{{FFN}}(H_2))$.",
     "conv_pre_cross": "Pre-LN decoder layer: $R_1 = X + \\mathrm{{SelfAttn}}(\\mathrm{{N}}_1(X))$, "
-                      "$R_2 = R_1 + \\mathrm{{CrossAttn}}(\\mathrm{{N}}_2(R_1), M)$, "
+                      "$R_2 = R_1 + \\mathrm{{CrossAttn}}(\\mathrm{{N}}_2(R_1), H^{{\\mathrm{{enc}}}})$, "
                       "$R_3 = R_2 + \\mathrm{{FFN}}(\\mathrm{{N}}_3(R_2))${0}.",
     "conv_final_cross": ", then $Y = \\mathrm{{N}}_f(R_3)$",
-    "describe_cross": " A decoder layer: after its self-attention, a cross-attention reads the memory $M$ "
+    "describe_cross": " A decoder layer: after its self-attention, a cross-attention reads the memory $H^{{\\mathrm{{enc}}}}$ "
                       "({0} rows), then the FFN.",
 }
 
 CROSS_ZH = {
-    "s.memory": "记忆 $M$：编码器的输出，每个源 token 一行。",
+    "s.memory": "记忆 $H^{{\\mathrm{{enc}}}}$：编码器的输出，每个源 token 一行。",
     "s.cross.q": "交叉注意力的查询：用 $W^{{Q}}_{{c}}$ 投影解码器的行 ${src}$。",
-    "s.cross.k": "交叉注意力的键：用 $W^{{K}}_{{c}}$ 投影记忆 $M$（编码器的输出，不是解码器的行）。",
-    "s.cross.v": "交叉注意力的值：用 $W^{{V}}_{{c}}$ 投影记忆 $M$。",
+    "s.cross.k": "交叉注意力的键：用 $W^{{K}}_{{c}}$ 投影记忆 $H^{{\\mathrm{{enc}}}}$（编码器的输出，不是解码器的行）。",
+    "s.cross.v": "交叉注意力的值：用 $W^{{V}}_{{c}}$ 投影记忆 $H^{{\\mathrm{{enc}}}}$。",
     "s.cross_scores": "第 {h} 个头的交叉注意力分数：每个解码器查询行与记忆的每个键行做点积。",
     "s.cross_scaled": "第 {h} 个头的交叉注意力分数乘以 $1/\\sqrt{{d_k}}$。",
     "s.cross_masked": "第 {h} 个头的记忆填充掩码：查询不看填充的记忆行（交叉注意力没有因果掩码）。",
@@ -60,32 +60,32 @@ CROSS_ZH = {
     "cross_rows": "这一行对记忆的全部 {0} 个值向量行加权求和：",
     "cross_rows_padded": "这一行对记忆的 {0} 个值向量行加权求和（其中 {1} 行是填充，权重为 0）：",
     "conv_cross": "交叉注意力，每个头 $h$：$S^{{c}}_h = Q^{{c}}_h (K^{{c}}_h)^{{\\top}}${0}，按行做 softmax，"
-                  "$O^{{c}}_h = P^{{c}}_h V^{{c}}_h$；查询来自解码器的行，键和值来自记忆 $M$（{1} 行，编码器的输出），"
+                  "$O^{{c}}_h = P^{{c}}_h V^{{c}}_h$；查询来自解码器的行，键和值来自记忆 $H^{{\\mathrm{{enc}}}}$（{1} 行，编码器的输出），"
                   "没有因果掩码{2}。",
     "conv_cross_pad": "；第 {0} 个记忆行是填充：softmax 之前把它们所在的列设为 $-\\infty$",
     "conv_post_cross": "Post-LN 解码器层：$H_1 = \\mathrm{{N}}_1(X + \\mathrm{{SelfAttn}}(X))$，"
-                       "$H_2 = \\mathrm{{N}}_2(H_1 + \\mathrm{{CrossAttn}}(H_1, M))$，"
+                       "$H_2 = \\mathrm{{N}}_2(H_1 + \\mathrm{{CrossAttn}}(H_1, H^{{\\mathrm{{enc}}}}))$，"
                        "$H_3 = \\mathrm{{N}}_3(H_2 + \\mathrm{{FFN}}(H_2))$。",
     "conv_pre_cross": "Pre-LN 解码器层：$R_1 = X + \\mathrm{{SelfAttn}}(\\mathrm{{N}}_1(X))$，"
-                      "$R_2 = R_1 + \\mathrm{{CrossAttn}}(\\mathrm{{N}}_2(R_1), M)$，"
+                      "$R_2 = R_1 + \\mathrm{{CrossAttn}}(\\mathrm{{N}}_2(R_1), H^{{\\mathrm{{enc}}}})$，"
                       "$R_3 = R_2 + \\mathrm{{FFN}}(\\mathrm{{N}}_3(R_2))${0}。",
     "conv_final_cross": "，最后 $Y = \\mathrm{{N}}_f(R_3)$",
-    "describe_cross": "这是一个解码器层：自注意力之后，交叉注意力读取记忆 $M$（{0} 行），然后是 FFN。",
+    "describe_cross": "这是一个解码器层：自注意力之后，交叉注意力读取记忆 $H^{{\\mathrm{{enc}}}}$（{0} 行），然后是 FFN。",
 }
 
 # an encoder-decoder's translation step (read on top of lang.MODEL_TEXTS)
 MODEL_CROSS_EN = {
     "m.describe_translate": "An encoder-decoder (a translation model): a vocabulary of {v} tokens, "
                             "$d_{{\\text{{model}}}} = {d}$, {stacks}, {heads}, {order}, "
-                            "{head}. The source {source} has been encoded once into its memory $M$ ({n} rows), and the "
-                            "cross-attention's keys and values of $M$ are given. The target prefix {prompt} "
+                            "{head}. The source {source} has been encoded once into its memory $H^{{\\mathrm{{enc}}}}$ ({n} rows), and the "
+                            "cross-attention's keys and values of $H^{{\\mathrm{{enc}}}}$ are given. The target prefix {prompt} "
                             "($m = {m}$ {tokens}) has been run and its self-attention keys and values are cached; its "
                             "next token {token} is now fed back in. Work this one new row to the next token.",
 }
 MODEL_CROSS_ZH = {
     "m.describe_translate": "一个编码器-解码器（翻译模型）：词表 {v} 个 token，$d_{{\\text{{model}}}} = {d}$，"
                             "{enc} 层编码器、{dec} 层解码器，{heads}，{order}，{head}。源句 {source} 已编码一次："
-                            "得到记忆 $M$（{n} 行），交叉注意力由 $M$ 算出的键和值已给出。目标前缀 {prompt}"
+                            "得到记忆 $H^{{\\mathrm{{enc}}}}$（{n} 行），交叉注意力由 $H^{{\\mathrm{{enc}}}}$ 算出的键和值已给出。目标前缀 {prompt}"
                             "（$m = {m}$ 个 token）已经算过，自注意力的键和值已缓存；它预测的下一个 token {token} "
                             "现在作为输入送回模型。请把这新的一行一直算到下一个 token。",
 }

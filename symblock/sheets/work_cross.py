@@ -1,7 +1,7 @@
 """A decoder layer's cross-attention on sheets and keys: its prose, its conventions and the working
 of the steps whose operands differ from the self-attention's. A mixin of builder.Builder.
 
-The queries come from the decoder's rows and the keys and values from the memory M (mem_len rows,
+The queries come from the decoder's rows and the keys and values from the memory H^{enc} (mem_len rows,
 the encoder's output); only padded memory rows are masked, never causally. The scores, scaling,
 softmax and projections are worked as the self-attention's are (the kind table names them)."""
 from __future__ import annotations

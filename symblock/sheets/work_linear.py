@@ -72,7 +72,7 @@ class LinearWork:
         x, W = self.value(src), self.value(w)
         bias = self.trace.params[b].rows[0] if b and b in self.trace.params else None
         lhs = step_symbol(step)
-        parts = [(self.symbol(src), x), (self.symbol(w), W)]
+        parts = [(self.symbol(src, step.name), x), (self.symbol(w), W)]
         out = []
         sub = self.substitute(lhs, parts, plus=None if bias is None else (self.symbol(b), bias))
         if sub:
@@ -113,7 +113,7 @@ class LinearWork:
         a, b = step.inputs
         A, B = self.value(a), self.value(b)
         lhs = step_symbol(step)
-        sub = self.substitute(lhs, [(self.symbol(a), A), (self.symbol(b), B)], op=" + ")
+        sub = self.substitute(lhs, [(self.symbol(a, step.name), A), (self.symbol(b, step.name), B)], op=" + ")
         if sub:
             return [sub]
         sa, sb = self.shows([A.rows[0][0], B.rows[0][0]])

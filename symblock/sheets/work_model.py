@@ -41,6 +41,8 @@ def model_symbol(name: str, layers: int) -> str:
 
 
 class DecoderBuilder(Builder):
+    reading: int | None = None   # the layer of the step being worked (None: a model step)
+
     def __init__(self, trace, exercise, lang: str, places: int):
         super().__init__(trace, exercise, lang, places)
         self.T = {**TEXTS[lang], **MODEL_TEXTS[lang]}
@@ -57,10 +59,20 @@ class DecoderBuilder(Builder):
         n = self.model.pe_base
         return str(n.numerator) if n.denominator == 1 else rf"\left(\tfrac{{{n.numerator}}}{{{n.denominator}}}\right)"
 
-    def symbol(self, name: str) -> str:
-        if name in self.trace:
-            return step_symbol(self.trace[name])
-        return model_symbol(name, len(self.model.layers))
+    def symbol(self, name: str, reader: str | None = None) -> str:
+        """A step's or parameter's symbol, as the formula of the step `reader` writes it: a later
+        layer reads an earlier one's rows as its own input X, and a final norm or the head reads
+        a layer's output `Y` (a copy of its last step, which no task asks) as that step (H_3)."""
+        if name not in self.trace:
+            return model_symbol(name, len(self.model.layers))
+        st, p = self.trace[name], names.parse(name)
+        r = self.reading   # the reader's layer (its step is worked under its local name)
+        if reader is not None and r is not None and p.layer is not None and r != p.layer:
+            return "X"   # a later layer's formulas name the rows they read X (engine/model.py)
+        if reader is not None and r is None and p.kind == "output" and p.layer is not None \
+                and len(st.inputs) == 1 and st.inputs[0] in self.trace:
+            return self.symbol(st.inputs[0], reader)
+        return step_symbol(st)
 
     def vocab_tex(self) -> str:
         return ", ".join(f"${token_tex(t)}$" for t in self.model.vocab)
@@ -164,7 +176,11 @@ class DecoderBuilder(Builder):
                 return self.t(f"m.s.{parsed.local}")
             if parsed.kind == "scores" and parsed.gen:
                 return self.t("m.s.scores", h=parsed.head)
-            return super().what(replace(step, name=parsed.local))
+            self.reading = parsed.layer
+            try:
+                return super().what(replace(step, name=parsed.local))
+            finally:
+                self.reading = None
         if parsed.norm == "norm_final" and parsed.stat:
             return super().what(replace(step, name=parsed.base))
         if parsed.base == "pos" and not parsed.gen:   # the prompt's (or the source's) rows: the positions preset
@@ -178,10 +194,12 @@ class DecoderBuilder(Builder):
                 return self.work_cache(step)
             keep = self.dims, self.o
             self.dims, self.o = self.local(step.name)
+            self.reading = parsed.layer
             try:
                 return super().work(replace(step, name=parsed.local))
             finally:
                 self.dims, self.o = keep
+                self.reading = None
         base = parsed.base
         if parsed.norm == "norm_final":
             keep = self.dims
@@ -237,9 +255,12 @@ class DecoderBuilder(Builder):
         return line
 
     def angle_tex(self, p: int, angle, e) -> str:
-        """p / n^(2i/d): its short exact form, else written as that quotient (never a decimal)."""
+        """p / n^(2i/d): a rational angle as its number, any other as that quotient (never a
+        decimal, never a surd such as √10/50), so one column has one form in every row."""
         shown = self.show(angle)
-        return shown.tex if shown.exact else rf"{p} / {self.base_tex()}^{{{e.numerator}/{e.denominator}}}"
+        if angle.q is not None and shown.exact:
+            return shown.tex
+        return rf"{p} / {self.base_tex()}^{{{e.numerator}/{e.denominator}}}"
 
     def position(self, step) -> int:
         t = names.parse(step.name).gen

@@ -143,7 +143,7 @@ class NormWork:
             v = vs[j]
             return (rf"\frac{{{v.tex} - {m.op}}}{{{s.tex}}}", (v.value - m.value) / s.value,
                     m.exact and s.exact and v.exact)
-        return self.norm_rows(step, entry, self.trace.params[g], self.trace.params.get(b))
+        return self.norm_rows(step, entry, self.trace.params[g], None if self.no_beta(step) else self.trace.params.get(b))
 
     def work_rmsnorm(self, step: Step) -> list:
         src, rms, g = step.inputs

@@ -30,12 +30,12 @@ def mat(base, r, c):
 
 def test_the_cross_attention_reads_the_decoder_for_queries_and_the_memory_for_keys():
     d = derive(layer())
-    h1, m = mat("h^{(1)}", 2, 2), mat("m", 3, 2)
+    h1, m = mat("h^{(1)}", 2, 2), mat(r"h^{\mathrm{enc}}", 3, 2)
     for step, x, w in (("cross.q", h1, "Q"), ("cross.k", m, "K"), ("cross.v", m, "V")):
         want = x * mat(f"w^{{{w},c}}", 2, 2)
         got = sympy.Matrix(d[step].entries)
         assert got.shape == want.shape and sympy.simplify(got - want) == sympy.zeros(*want.shape), step
-    assert d["cross.q"].over == "H_1" and d["cross.k"].over == "M"
+    assert d["cross.q"].over == "H_1" and d["cross.k"].over == r"H^{\mathrm{enc}}"
     # the scores: Q^c K^cᵀ over the memory's 3 rows
     want = mat("q^{c}", 2, 2) * mat("k^{c}", 3, 2).T
     assert sympy.simplify(sympy.Matrix(d["cross.h0.scores"].entries) - want) == sympy.zeros(2, 3)
@@ -68,4 +68,4 @@ def test_derive_command_on_a_decoder_layer(tmp_path, capsys):
                                 "block": {"cross_attention": True, "eps": "1/10"}, "random": {"seed": 3}}))
     assert main(["derive", str(path), "--step", "cross.k", "--format", "latex"]) == 0
     out = capsys.readouterr().out
-    assert "m_{11}" in out and "w^{K,c}_{11}" in out
+    assert r"h^{\mathrm{enc}}_{11}" in out and "w^{K,c}_{11}" in out

@@ -72,7 +72,7 @@ def test_the_prompt_pass_in_forward_order_with_both_stacks(derived):
         assert want in names, want
     assert names.index("enc.norm_final") < names.index("embed") < names.index("layer0.cross.k") < names.index("logits")
     assert not any(n.startswith("gen") or n.endswith("next_token") or n in ("x.x", "layer0.x") for n in names)
-    assert d["layer0.cross.k"].over == "M" and d["layer0.cross.q"].over == "H_1"
+    assert d["layer0.cross.k"].over == r"H^{\mathrm{enc}}" and d["layer0.cross.q"].over == "H_1"
 
 
 def test_embeddings_and_sinusoidal_positions_against_numpy(derived):
@@ -93,7 +93,7 @@ def test_the_cross_attention_reads_the_memory_with_its_own_weights(derived):
     spec, d = derived
     params = {k: floats(v) for k, v in spec.layers[0].params.items()}
     m = RNG.normal(size=(2, 2))   # any memory: the formula is general
-    vals = {**named("m", m), **named("w^{K,c}", params["cross.W_K"]), **named("b^{K,c}", params["cross.b_K"])}
+    vals = {**named(r"h^{\mathrm{enc}}", m), **named("w^{K,c}", params["cross.W_K"]), **named("b^{K,c}", params["cross.b_K"])}
     assert np.allclose(value(d["layer0.cross.k"].entries, vals), m @ params["cross.W_K"] + params["cross.b_K"],
                        atol=1e-12)
     s = RNG.normal(size=(2, 2))   # scaled scores: softmax over every memory row, no causal mask
@@ -145,7 +145,7 @@ def test_derive_command_on_models(tmp_path, capsys):
     assert "layer0.attn.q" in out and "w^{Q}_{11}" in out
     assert main(["derive", "tiny-translate", "--step", "layer0.cross.v", "--format", "latex"]) == 0
     out = capsys.readouterr().out   # the 3-token memory's rows, the cross-attention's own weights
-    assert "% layer0.cross.v (in the entries of M)" in out and "m_{31} w^{V,c}_{14}" in out
+    assert r"% layer0.cross.v (in the entries of H^{\mathrm{enc}})" in out and r"h^{\mathrm{enc}}_{31} w^{V,c}_{14}" in out
     path = tmp_path / "t.yaml"
     path.write_text(json.dumps({"model": {"kind": "encoder-decoder", "vocab": ["<s>", "a", "b"],
                                           "source": ["a", "b"], "prompt": ["<s>"], "generate": 1},

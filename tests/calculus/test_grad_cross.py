@@ -123,7 +123,7 @@ def test_grad_cli_works_a_decoder_layer(tmp_path, capsys):
     got = {g["name"]: np.array(g["float"]) for g in out["wrt"]}
     assert set(got) == {"grad.M", "grad.cross.W_Q"}
     latex = {g["name"]: g["latex"] for g in out["wrt"]}   # named as the layer's formulas write them
-    assert latex == {"grad.M": r"\partial L / \partial M", "grad.cross.W_Q": r"\partial L / \partial W^{Q}_{c}"}
+    assert latex == {"grad.M": r"\partial L / \partial H^{\mathrm{enc}}", "grad.cross.W_Q": r"\partial L / \partial W^{Q}_{c}"}
     assert np.abs(got["grad.M"] - want["M"]).max() < 1e-9
     assert np.abs(got["grad.cross.W_Q"] - want["cross.W_Q"]).max() < 1e-9
     steps = [g["name"] for g in out["steps"]]

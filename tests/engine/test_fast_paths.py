@@ -47,7 +47,7 @@ def test_every_rational_form_gives_sympys_exact_value_as_a_fraction(text):
 
 
 @pytest.mark.parametrize("text", ["sqrt(2)/2", "E/(1+E)", "exp(-1/2)", "erf(1)", "tanh(1/3)", "pi/4",
-                                  "2**(1/2)", "E**2", "1/sqrt(3) + 1", "sqrt(8)"])
+                                  "2**(1/2)", "E**2", "1/sqrt(3) + 1", "sqrt(8)", "2**(1/3)", "sin(10**(-1/4))"])
 def test_irrational_forms_still_go_through_sympy(text):
     got = parse(text)
     assert sympy.simplify(got - sympy_value(text)) == 0 and not got.is_Rational
@@ -57,7 +57,7 @@ def test_irrational_forms_still_go_through_sympy(text):
     ("1/0", "finite real"), ("abc", "unknown name abc"), ("x", "unknown name x"), ("2(3)", "could not parse"),
     ("9^9^9", "too large"), ("1e999999999", "too large"), ("0x10", "unknown name x"), ("1j", "unknown name j"),
     ("", "expected a number"), ("sqrt(-1)", "finite real"), ("oo", "finite real"), ("-oo", "finite real"),
-    ("2**(1/3)", "exponent"), ("007", "could not parse"), ("1_000", "unknown name _"), ("07/2", "could not parse"), ("1/2/", "could not parse"), ("0**-1", "finite real"), (True, "boolean"),
+    ("(-8)**(1/3)", "positive rational base"), ("2**sqrt(2)", "exponent"), ("007", "could not parse"), ("1_000", "unknown name _"), ("07/2", "could not parse"), ("1/2/", "could not parse"), ("0**-1", "finite real"), (True, "boolean"),
     (None, "expected a number"), ([1], "expected a number"), (Decimal("NaN"), "finite"),
     ("1" * 501, "expected a number"), (10**4000, "too large"),
 ])

@@ -158,8 +158,10 @@ def test_a_bad_SYMBLOCK_MAX_COST_is_a_clear_error_not_an_import_traceback():
     ("exp(10**6)", "too large"),               # e^(10^6) has 434,295 digits
     ("-" * 200 + "1", "nested more than"),
     ("99999!", "could not parse"),             # SymPy's factorial notation: not arithmetic here
-    ("2**(1/3)", "whole number or a half-integer"),   # the engine has square roots only
-    ("2**sqrt(2)", "whole number or a half-integer"),
+    ("(-2)**(1/3)", "needs a positive rational base"),   # a root of a negative number: not real
+    ("pi**(1/3)", "needs a positive rational base"),     # roots are of rationals only
+    ("2**(1/10**7)", "denominator must be at most"),
+    ("2**sqrt(2)", "an exponent must be a number"),
 ])
 def test_an_entry_too_large_or_beyond_the_engine_is_a_spec_error_with_its_field(text, message):
     data = {"dims": {"seq_len": 1, "d_model": 1, "d_ff": 1, "heads": 1}, "random": {"seed": 1},

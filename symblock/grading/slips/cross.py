@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 # The catalogued slips of a decoder layer's cross-attention (mistakes.CATALOGUE): each recomputes
 # ONE cross step from the values before it (the person's chain, else the truth) with the slip made.
 #
-# The cross-attention's queries come from the decoder, its keys and values from the memory M, and
+# The cross-attention's queries come from the decoder, its keys and values from the memory H^{enc}, and
 # it has no causal mask (engine/cross.py). The slips: K and V taken from the decoder's rows, Q taken
 # from the memory, the causal mask laid on it as on the self-attention, the memory padding mask left
 # out (the padded memory rows weighed), and in a Post-LN layer its norm placed as in Pre-LN (the decoder rows normalised by N2 before the cross-attention, and no
