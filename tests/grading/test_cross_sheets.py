@@ -79,14 +79,14 @@ def test_decoder_layer_sheet_asks_the_cross_attention(cli, tmp_path):
     for name in ("cross.q", "cross.k", "cross.v", "cross.h0.scores", "cross.h0.masked", "cross.h0.weights",
                  "cross.out", "resid3", "norm3"):
         assert f"`{name}`" in key
-    assert "keys: project the memory $H^{\mathrm{enc}}$" in key and "no causal mask applies" in key
+    assert r"keys: project the memory $H^{\mathrm{enc}}$" in key and "no causal mask applies" in key
     assert "memory row(s) 3 are padding" in key             # the padded third memory row, said once
     assert "$H_3 = \\mathrm{N}_3(H_2 + \\mathrm{FFN}(H_2))$" in key
     code, out, err = cli("worksheet", "decoder-layer", "--out", tmp_path / "zh", "--format", "markdown",
                          "--lang", "zh")
     assert code == 0, err
     zh = (tmp_path / "zh" / "key.md").read_text(encoding="utf-8")
-    assert "交叉注意力的键：用 $W^{K}_{c}$ 投影记忆 $H^{\mathrm{enc}}$" in zh and "记忆的第 } j" in zh
+    assert r"交叉注意力的键：用 $W^{K}_{c}$ 投影记忆 $H^{\mathrm{enc}}$" in zh and "记忆的第 } j" in zh
 
 
 def test_decoder_layer_numpy_answers_get_full_marks(cli, spec_file, layer):
