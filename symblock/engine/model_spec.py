@@ -315,7 +315,7 @@ class Stack:
                 where = e.where
                 if where.startswith("weights."):
                     where = f"weights.{key}[{i}].{where[len('weights.'):]}"
-                where = "model.key_padding_mask" if where == "inputs.key_padding_mask" else where
+                where = "model" + where[len("inputs"):] if where.startswith("inputs.key_padding_mask") else where
                 raise SpecError(source, where, e.message) from None
             if i == 0 and first is not None:
                 first(out[0])
