@@ -330,8 +330,8 @@ def fact_causal_first_row() -> Fact:
     ok = w == [1, 0, 0] and out == v[0]
     return Fact("causal_first_row",
                 "with a causal mask the first token attends only to itself: its attention weights are "
-                "[1, 0, …, 0] and its output is its own value vector",
-                r"P_{0} = \mathrm{softmax}([s_{11}, -\infty, -\infty]) = [%s],\quad O_0 = P_0 V = %s"
+                "[1, 0, …, 0] and its output is its own value vector (p_1, o_1, v_1: row 1 of P, O, V)",
+                r"p_{1} = \mathrm{softmax}([s_{11}, -\infty, -\infty]) = [%s],\quad o_{1} = p_{1} V = %s"
                 % (", ".join(sympy.latex(e) for e in w), sympy.latex(out)),
                 ok, "engine's causal mask and softmax on symbols s_ij; sympy.simplify")
 

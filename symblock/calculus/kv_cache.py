@@ -43,7 +43,7 @@ class CacheSize:
         where = f"over {self.layers} layers" if self.layers > 1 else "per layer"
         sizes = ", ".join(f"{self.bytes(d):,} bytes in {d}" for d in ("fp32", "bf16", "fp8"))
         return (f"KV cache per token {where}: {self.formula()} = {self.entries:,} entries "
-                f"(K and V rows of {self.kv_heads} K/V heads); {sizes}")
+                f"(K and V rows of {self.kv_heads} K/V head{'s' * (self.kv_heads != 1)}); {sizes}")
 
     def to_dict(self) -> dict:
         return {"entries_per_token": self.entries, "entries_per_token_per_layer": self.entries_per_layer,

@@ -83,12 +83,10 @@ class ModelCounts:
         return out
 
     def table(self) -> str:
-        rows = self.rows()
-        w0 = max(len(r[0]) for r in rows)
-        w1 = max(len(r[1]) for r in rows)
-        lines = [f"{a:<{w0}}  {b:<{w1}}  {c:>14,}  {c / self.total:6.1%}" for a, b, c in rows]
-        lines.append(f"{'total':<{w0}}  {'':<{w1}}  {self.total:>14,}")
-        return "\n".join(lines)
+        b, L = self.block, self.layers
+        what = "Encoder model (BERT-like)" if self.head_kind == "none" else "Decoder model (GPT-like)"
+        return titled_table(f"{what}: vocab = {self.vocab}, {L} layer{'s' * (L != 1)}, {b.shape_line()}",
+                            self.rows(), self.total)
 
     def latex(self) -> str:
         """An align* block for notes (amsmath only): one line per component and the total."""
@@ -129,3 +127,14 @@ def count_model(vocab: int, d_model: int, heads: int, layers: int, d_ff: int | N
         return ModelCounts(block, layers, vocab, context, True, 0, per_norm, "none")
     return ModelCounts(block, layers, vocab, context, tied, per_norm if final_norm else 0, 0,
                        "tied" if tied else "untied")
+
+
+def titled_table(title: str, rows: list[tuple[str, str, int]], total: int) -> str:
+    """A model's count as `params` prints a block's: the title line, column titles over rules,
+    one row per component (its formula, count and share of the total), the total."""
+    cells = [("parameters", "formula", "count", "share"), *((a, f, f"{c:,}", f"{c / total:.2%}") for a, f, c in rows),
+             ("total", "", f"{total:,}", "100.00%")]
+    widths = [max(len(row[i]) for row in cells) for i in range(4)]
+    lines = ["  ".join(c.rjust(w) if i > 1 else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
+             for row in cells]
+    return "\n".join([title, "", lines[0], "  ".join("-" * w for w in widths), *lines[1:]])

@@ -212,18 +212,21 @@ class Counts:
         lines.append(r"\end{align*}")
         return "\n".join(lines)
 
+    def shape_line(self) -> str:
+        """The block's sizes as the tables' title lines say them."""
+        widths = (f"d_head = {self.d_head}" if self.d_k is None
+                  else f"k = d_k = {self.d_k}, v = d_v = {self.d_v} per head")
+        if self.kv_heads is not None:
+            widths += f"; g = {self.kv_heads} K/V head{'s' * (self.kv_heads != 1)}"
+        return f"d = d_model = {self.d_model}, heads = {self.heads} ({widths}), f = d_ff = {self.d_ff}"
+
     def table(self) -> str:
         """The human-readable report: aligned rows (component, formula, numbers, count, share)."""
         env = self.env
         norms = 2 + self.final_norm + self.cross_attention
         kind = "LayerNorm" if self.norm_type == "layernorm" else "RMSNorm"
-        widths = (f"d_head = {self.d_head}" if self.d_k is None
-                  else f"k = d_k = {self.d_k}, v = d_v = {self.d_v} per head")
-        if self.kv_heads is not None:
-            widths += f"; g = {self.kv_heads} K/V heads"
         what = "Decoder layer with cross-attention" if self.cross_attention else "Transformer block"
-        head = [f"{what}: d = d_model = {self.d_model}, heads = {self.heads} "
-                f"({widths}), f = d_ff = {self.d_ff}",
+        head = [f"{what}: {self.shape_line()}",
                 f"{kind} ×{norms}, {self.activation} FFN"
                 f"{' (gated)' if self.activation in GATED else ''}, "
                 f"{'with' if self.bias else 'no'} biases"

@@ -75,10 +75,11 @@ class TransformerCounts:
         return out
 
     def table(self) -> str:
-        rows = self.rows()
-        w0, w1 = max(len(r[0]) for r in rows), max(len(r[1]) for r in rows)
-        lines = [f"{a:<{w0}}  {b:<{w1}}  {c:>14,}  {c / self.total:6.1%}" for a, b, c in rows]
-        return "\n".join(lines + [f"{'total':<{w0}}  {'':<{w1}}  {self.total:>14,}"])
+        from symblock.calculus.model_params import titled_table
+        le, ld = self.encoder_layers, self.decoder_layers
+        vocab = f"vocab = {self.vocab}, " if self.vocab else ""
+        return titled_table(f"Encoder-decoder (nn.Transformer): {vocab}{le} encoder layer{'s' * (le != 1)} and "
+                            f"{ld} decoder layer{'s' * (ld != 1)}, {self.encoder.shape_line()}", self.rows(), self.total)
 
     def latex(self) -> str:
         """An align* block for notes (amsmath only): one line per component and the total."""

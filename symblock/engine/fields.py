@@ -14,7 +14,7 @@ def kind_of(v: Any) -> str:
     if isinstance(v, bool):
         return f"a boolean ({str(v).lower()})"
     if isinstance(v, (list, tuple)):
-        return "a list"
+        return "a list" if v else "an empty list"
     if isinstance(v, dict):
         return "a mapping"
     if isinstance(v, str):
@@ -67,3 +67,24 @@ def title_field(title: Any, source: str) -> tuple[str, dict[str, str]]:
         raise SpecError(source, "title", f"expected text or a mapping of languages to text "
                                          f"({{en: ..., zh: ...}}), got {kind_of(title)}")
     return check_text(title, source, "title"), titles
+
+
+def entries(n: int) -> str:
+    return f"{n} entry" if n == 1 else f"{n} entries"
+
+
+def bool_list(raw: Any, n: int, source: str, where: str, per: str, meaning: str) -> tuple[bool, ...]:
+    """A mask: a list of n booleans, one per `per` (true = `meaning`). The error says what is wrong:
+    not a list, the wrong length, or which entry is not true or false."""
+    if not isinstance(raw, list):
+        raise SpecError(source, where, f"expected a list of {n} booleans, one per {per} (true = {meaning}), "
+                        f"got {kind_of(raw)}")
+    if len(raw) != n:
+        raise SpecError(source, where, f"expected {entries(n)}, one per {per}, got {entries(len(raw))}")
+    for i, v in enumerate(raw):
+        if not isinstance(v, bool):
+            hint = " (write true or false, not 1 or 0)" if v in (0, 1) else \
+                " (unquoted)" if isinstance(v, str) and v.lower() in ("true", "false") else ""
+            raise SpecError(source, f"{where}[{i}]", f"expected true or false (true = {meaning}), "
+                            f"got {kind_of(v)}{hint}")
+    return tuple(raw)

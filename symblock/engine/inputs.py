@@ -12,6 +12,7 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Mapping, TypeGuard
 
+from symblock.engine.fields import bool_list
 from symblock.engine.matrix import ExactMatrix
 from symblock.engine.numbers import SpecScalar
 from symblock.errors import SpecError
@@ -180,19 +181,18 @@ def padding(raw: Any, dims: Dims, opts: Options, source: str, seed: int | None =
         raw = draw_lengths(seed, dims)
     if dims.batch and not (isinstance(raw, list) and len(raw) == dims.batch):
         raise SpecError(source, "inputs.key_padding_mask", f"expected {dims.batch} lists of "
-                        f"{dims.seq_len} booleans, one per sequence, got {_what(raw)}")
+                        f"{dims.seq_len} booleans, one per sequence of inputs.X, got {_what(raw)}")
     out = []
     for b, row in enumerate(raw if dims.batch else [raw]):
         where = f"inputs.key_padding_mask[{b}]" if dims.batch else "inputs.key_padding_mask"
-        if not isinstance(row, list) or len(row) != dims.seq_len or \
-                not all(isinstance(v, bool) for v in row):
-            raise SpecError(source, where, f"expected a list of {dims.seq_len} booleans (true = a "
-                            f"padding key), got {_what(row)}")
-        for i in range(dims.seq_len):
-            if all(row[j] or (opts.causal and j > i) for j in range(dims.seq_len)):
-                what = "every key is padding" if all(row) else \
-                    f"query {i} may attend to no key (causal, and keys 0..{i} are padding)"
-                raise SpecError(source, where, f"{what}: its softmax would have no terms (torch "
-                                "gives NaN); leave at least one (earlier) key unpadded")
-        out.append(tuple(row))
+        if not dims.batch and isinstance(row, list) and row and all(isinstance(r, list) for r in row):
+            raise SpecError(source, where, "a list of lists is a batch's mask, one list per sequence: give "
+                            "inputs.X as a batch (a list of matrices) too, or one list of booleans")
+        row = bool_list(row, dims.seq_len, source, where, "key position", "a padding key")
+        if all(row) or (opts.causal and row[0]):   # causal: query 0 reads key 0 only
+            what = "every key is padding" if all(row) else \
+                "query 0 may attend to no key (causal, it reads only key 0, and entry [0] is padding)"
+            raise SpecError(source, where, f"{what}: its softmax would have no terms (torch "
+                            "gives NaN); leave at least one (earlier) key unpadded")
+        out.append(row)
     return tuple(out)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Mapping
 
-from symblock.engine.fields import int_field, kind_of
+from symblock.engine.fields import bool_list, int_field
 from symblock.engine.steps import Dims, Options
 from symblock.errors import SpecError
 
@@ -55,10 +55,8 @@ def padding(raw: Any, dims: Dims, source: str) -> tuple:
     if raw is None:
         return ()
     where = "inputs.memory_padding_mask"
-    if not isinstance(raw, list) or len(raw) != dims.mem_len or not all(isinstance(v, bool) for v in raw):
-        raise SpecError(source, where, f"expected a list of {dims.mem_len} booleans (true = a padded "
-                        f"memory row), got {kind_of(raw)}")
+    raw = bool_list(raw, dims.mem_len, source, where, "memory row", "a padded memory row")
     if all(raw):
         raise SpecError(source, where, "every memory row is padding: the cross-attention's softmax would "
                         "have no terms (torch gives NaN); leave at least one row unpadded")
-    return tuple(raw)
+    return raw

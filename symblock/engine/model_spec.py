@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Callable, Mapping, NoReturn, Union
 
-from symblock.engine import model_cost, source_embedding, spec as specmod
+from symblock.engine import model_cost, source_embedding, spec as specmod, unused
 from symblock.engine.model_cost import with_length  # noqa: F401  (model_spec.with_length stays public)
 from symblock.engine.spec import BlockSpec, Matrix
 from symblock.engine.numbers import unknown_names
@@ -216,6 +216,7 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> ModelSpec:
         raise SpecError(source, "dims.d_model", "missing; expected a whole number")
     weights = _section(data, "weights", source)
     specmod.check_keys(weights, WEIGHT_KEYS, source, "weights")
+    unused.layers(weights, kind, source)
     rnd = data.get("random")
     seed, low, high = specmod.random_section(rnd, source) if rnd is not None else (None, -2, 2)
     stack = Stack(data, dims, block, places, (seed, low, high), source)
@@ -250,8 +251,8 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> ModelSpec:
         final = _final_norm(weights.get("ln_final"), layers[0].options.norm, d, source)
     embed_norm = _final_norm(weights.get("ln_embed"), layers[0].options.norm, d, source, "ln_embed") \
         if _flag(m, "embed_norm", False, source) else {}
-    if weights.get("ln_embed") is not None and not embed_norm:
-        raise SpecError(source, "weights.ln_embed", "not used: set model.embed_norm: true")
+    unused.norms(weights, {"ln_final": bool(final), "ln_embed": bool(embed_norm),
+                           "ln_encoder": kind == "encoder-decoder"}, source)
     title, titles = specmod.title_field(data.get("title") or "", source)
     w_src = source_embedding.parse(m, weights, kind, (len(vocab), d), (seed, low, high), source)
     return ModelSpec(vocab=vocab, positions=positions, layers=tuple(layers), final_norm=final, head=head,
@@ -314,7 +315,7 @@ class Stack:
                 where = e.where
                 if where.startswith("weights."):
                     where = f"weights.{key}[{i}].{where[len('weights.'):]}"
-                where = "model.key_padding_mask" if where == "inputs.key_padding_mask" else where
+                where = "model" + where[len("inputs"):] if where.startswith("inputs.key_padding_mask") else where
                 raise SpecError(source, where, e.message) from None
             if i == 0 and first is not None:
                 first(out[0])

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from symblock.engine import spec as specmod
+from symblock.engine.fields import bool_list
 from symblock.errors import SpecError, excerpt
 
 
@@ -39,13 +40,11 @@ def padding(raw: Any, n: int, source: str) -> tuple:
     if raw is None:
         return ()
     where = "model.source_padding_mask"
-    if not isinstance(raw, list) or len(raw) != n or not all(isinstance(v, bool) for v in raw):
-        raise SpecError(source, where, f"expected a list of {n} booleans, one per model.source token "
-                        f"(true = a padded position), got {excerpt(raw)}")
+    raw = bool_list(raw, n, source, where, "model.source token", "a padded position")
     if all(raw):
         raise SpecError(source, where, "every source position is padding: the attention's softmax would "
                         "have no terms (torch gives NaN); leave at least one position unpadded")
-    return tuple(raw)
+    return raw
 
 
 def parse(m: Mapping, weights: Mapping, kind: str, shape: tuple, rnd: tuple, source: str) -> Any:

@@ -14,7 +14,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from symblock.engine import cost, memory as memory_mod, rope, tiles
+from symblock.engine import cost, memory as memory_mod, rope, tiles, unused
 from symblock.engine.numbers import parse_exact  # noqa: F401  (re-exported: spec.parse_exact is public)
 from symblock.engine.matrix import ExactMatrix, Mat, SpecNumber
 from symblock.engine.numbers import ExactNumber, SpecScalar
@@ -155,6 +155,7 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> BlockSpec:
     opts = memory_mod.structure(opts, data.get("dims") or {}, inputs, dims.batch, source)
     dims = replace(dims, mem_len=memory_mod.mem_len(data.get("dims") or {}, inputs, opts, source))
     opts = inputs_mod.structure(opts, dims, inputs, data.get("dropout"), source)
+    unused.block(weights, opts, source)
     tiles.check_dropout(opts, source)
     given_raw = data.get("given") or {}
     if not isinstance(given_raw, dict):

@@ -41,6 +41,15 @@ def test_facts_are_verified():
     assert all(f.verified for f in fs)
 
 
+def test_the_causal_fact_numbers_rows_from_1_as_its_scores_do(cli):
+    """S's entries are s_11 … (rows from 1, as the sheets and keys number them), so the first row of
+    the weights and outputs is p_1, o_1 (its value v_1); P_0, O_0 name head 0's matrices elsewhere."""
+    code, out, _ = cli("derive", "--facts")
+    line = next(l.strip() for l in out.splitlines() if "[s_{11}, -\\infty" in l)
+    assert code == 0 and line == (r"p_{1} = \mathrm{softmax}([s_{11}, -\infty, -\infty]) = [1, 0, 0],"
+                                  r"\quad o_{1} = p_{1} V = v_{1}")
+
+
 def test_a_false_fact_would_not_verify():
     # the 2-d LayerNorm check must be able to fail: a row of 3 is not ±1
     a, b, c = sympy.symbols("a b c", real=True)

@@ -134,10 +134,16 @@ def test_a_query_with_no_key_is_a_clear_error(mask, causal, msg):
         padded(block={"causal": causal}, inputs={"key_padding_mask": mask})
 
 
-@pytest.mark.parametrize("mask,msg", [([False, 1, False], "booleans"), ([False, False], "3 booleans")])
-def test_bad_padding_masks(mask, msg):
-    with pytest.raises(SpecError, match=f"inputs.key_padding_mask.*{msg}"):
+@pytest.mark.parametrize("mask, where, msg", [
+    ([False, 1, False], "inputs.key_padding_mask[1]",
+     "expected true or false (true = a padding key), got 1 (write true or false, not 1 or 0)"),
+    ([False, False], "inputs.key_padding_mask", "expected 3 entries, one per key position, got 2 entries"),
+    ([[False, True, True]], "inputs.key_padding_mask", "a list of lists is a batch's mask"),
+])
+def test_bad_padding_masks(mask, where, msg):
+    with pytest.raises(SpecError) as e:
         padded(inputs={"key_padding_mask": mask})
+    assert e.value.where == where and e.value.message.startswith(msg), e.value
 
 
 def batch_data():

@@ -138,8 +138,10 @@ def test_tiny_translate_reads_its_greedy_tokens_and_verifies():
 @pytest.mark.parametrize("keys, where, what", [
     ({"layers": 2}, "model.layers", "model.encoder_layers and model.decoder_layers"),
     ({"key_padding_mask": [False] * 4}, "model.key_padding_mask", "is model.source_padding_mask"),
-    ({"source_padding_mask": [False, True]}, "model.source_padding_mask", "expected a list of 4 booleans"),
-    ({"source_padding_mask": [0, 0, 1, 1]}, "model.source_padding_mask", "expected a list of 4 booleans"),
+    ({"source_padding_mask": [False, True]}, "model.source_padding_mask",
+     "expected 4 entries, one per model.source token, got 2 entries"),
+    ({"source_padding_mask": [False, False, 1, 1]}, "model.source_padding_mask[2]",
+     "expected true or false (true = a padded position), got 1"),
     ({"source_padding_mask": [True] * 4}, "model.source_padding_mask", "every source position is padding"),
     ({"head": "none"}, "model.head", "needs its head"),
     ({"source": ["a", "q"]}, "model.source[1]", "expected a token of model.vocab"),
@@ -217,5 +219,5 @@ def test_a_bad_source_padding_mask_exits_2_naming_the_field(tmp_path, capsys):
     path.write_text(json.dumps(data), encoding="utf-8")
     assert cli.main(["forward", str(path)]) == 2
     err = capsys.readouterr().err.strip()
-    assert "model.source_padding_mask" in err and "expected a list of 3 booleans" in err
+    assert "model.source_padding_mask" in err and "expected 3 entries, one per model.source token, got 2 entries" in err
     assert len(err.splitlines()) == 1 and "Traceback" not in err
