@@ -251,7 +251,7 @@ def test_llama_heads_that_the_weights_do_not_have_name_the_weight(hf_folder, tmp
     edit_config(folder, num_attention_heads=3, head_dim=2, num_key_value_heads=1)
     refused(cli("import", folder, "--tokens", "1,2", "--out", tmp_path / "x.yaml"), tmp_path,
             str(folder / "model.safetensors"), "model.layers.0.self_attn.q_proj.weight", "shape 4×4", "6×4",
-            "3 heads over 1 K/V heads of 2")
+            "3 heads over 1 K/V head of 2")
 
 
 @pytest.mark.parametrize("kind, key, value, words", [

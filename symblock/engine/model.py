@@ -299,7 +299,8 @@ def _cache_shape(dims: Dims, cache: Mat) -> str:
     if dims.kv_heads == dims.heads:
         return ""
     r, c = cache.shape
-    return rf"\ ({r} \times {c}:\ {dims.kv_heads} \text{{ K/V heads for }} {dims.heads} \text{{ query heads}})"
+    kv = f"{dims.kv_heads} \\text{{ K/V head{'s' if dims.kv_heads > 1 else ''} for }}"
+    return rf"\ ({r} \times {c}:\ {kv} {dims.heads} \text{{ query heads}})"
 
 
 @contextlib.contextmanager

@@ -49,7 +49,7 @@ def llama(config: Mapping[str, Any], state: Mapping[str, np.ndarray], tokens, ge
         raise Unsupported(src.config, "attention dropout is not supported", src.config_field + "attention_dropout")
     eps, theta = number(config, "rms_norm_eps", src, 1e-6), _rope_theta(config, src)
     tokens = [int(t) for t in np.asarray(as_array(tokens)).reshape(-1)]
-    w = Checked(dict(state), src, out_in=True, why=f" (hidden_size {d}, {heads} heads over {kv} K/V heads of {d_k})")
+    w = Checked(dict(state), src, out_in=True, why=f" (hidden_size {d}, {heads} heads over {kv_heads(kv)} of {d_k})")
     embed = w.rows("model.embed_tokens.weight", d, "hidden_size")
     vocab = len(embed)
     declared(config, "vocab_size", vocab, src, f"model.embed_tokens.weight is {dims(embed.shape)}, so {vocab} tokens")
@@ -68,7 +68,7 @@ def llama(config: Mapping[str, Any], state: Mapping[str, np.ndarray], tokens, ge
     dims_ = {"d_model": d, "d_ff": d_ff, "heads": heads, "kv_heads": kv}
     if d_k * heads != d:
         dims_.update(d_k=d_k, d_v=d_k)
-    return {"title": f"Llama ({layers(n_layers)}, d_model {d}, {heads} heads over {kv} K/V heads, vocab {vocab})",
+    return {"title": f"Llama ({layers(n_layers)}, d_model {d}, {heads} heads over {kv_heads(kv)}, vocab {vocab})",
             "model": {"vocab": [f"t{i}" for i in range(vocab)], "positions": "rope", "layers": n_layers,
                       "head": "tied" if tied else "untied", "final_norm": True, "prompt": tokens,
                       "generate": int(generate), "kv_cache": bool(kv_cache and generate)},
@@ -104,3 +104,7 @@ def _layer(w: Checked, p: str, shapes: Mapping[str, tuple[int, int]], bias: bool
     if b["mlp.up_proj"] is not None:
         out["b_3"] = vector(b["mlp.up_proj"])
     return out
+
+
+def kv_heads(n: int) -> str:
+    return f"{n} K/V head" + ("s" if n != 1 else "")

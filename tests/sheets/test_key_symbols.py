@@ -173,3 +173,8 @@ def test_bias_false_shows_no_beta_as_params_counts_none(tmp_path, capsys):
     path.write_text(NO_BIAS % "")
     old = symblock.worksheet(str(path), format="markdown")["key.md"]
     assert "`ln1.beta`" in old and "\\cdot \\gamma + \\beta" in task(old, "norm1")
+
+
+def test_one_kv_head_is_singular_in_the_key():
+    text = key("tiny-llama")          # 2 query heads over 1 K/V head
+    assert r"1 \text{ K/V head for } 2 \text{ query heads}" in text and "K/V heads for" not in text
