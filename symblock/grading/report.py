@@ -429,10 +429,8 @@ def summary_md(cls, credit, lang: str = "en", plots: bool = True) -> str:
 def html_context(cls, credit, lang: str = "en", plots: bool = True) -> dict:
     """What templates/summary.html.j2 shows: the same summary as one HTML page (rendered with
     autoescape by the caller, sheets.render's environment: no user text becomes markup)."""
-    mean = sum((g.total for g in cls.graded), Fraction(0)) / (len(cls.graded) or 1)
     t = TABLE_TEXT[lang]
-    head = t["graded"].format(n=len(cls.graded), r=len(cls.rejected), token=cls.manifest["spec_token"],
-                              mean=pts(mean), max=cls.max_total)
+    head = _mean_line(cls, t)   # the Markdown summary's line: the mean of the printed totals
     tasks = [{**r, "mean": pts(r["mean"]), "wrong": f"{r['wrong']:.0%}", "missing": f"{r['missing']:.0%}"}
              for r in cls.task_stats()]
     return dict(lang=lang, t=t, s=SUMMARY_TEXT[lang], head=head, tasks=tasks, mistakes=mistakes(cls, lang),

@@ -269,6 +269,23 @@ def test_summary_counts_wrong_shares_and_diagnoses(klass, graded):
     assert "carried forward" in summary          # the policy is stated
 
 
+def test_both_summaries_give_the_mean_of_the_gradebooks_totals(klass, tmp_path):
+    """The mean an instructor gets from the gradebook's total column, in the Markdown and the HTML
+    summary alike (the HTML page once gave the exact mean, 0.01 off the column's)."""
+    v = klass["manifest"]["variants"][0]
+    mine = work(params(yaml.safe_load(textwrap.dedent(SPEC)), v["seed"]))
+    answers = tmp_path / "answers"
+    answers.mkdir()
+    steps = {s: [[text3(mine[s][0][0])], ["999"], ["999"]] for s in ("norm1.mean", "norm1.var")}
+    write_yaml(answers / "third.yaml", v["id"], "Third", steps)   # a third of each: 1/3 + 1/3 points
+    assert main(["grade", str(klass["set"]), str(answers)]) == 0
+    out = answers / "graded"
+    totals = [Decimal(row["total"]) for row in read_gradebook(out / "gradebook.csv").values()]
+    assert totals == [Decimal("0.66")]                        # 0.33 + 0.33 as printed
+    for name in ("summary.md", "summary.html"):
+        assert "mean total 0.66 of" in (out / name).read_text(encoding="utf-8"), name
+
+
 def test_feedback_per_student_and_in_chinese(klass, graded):
     fb = klass["answers"] / "graded" / "feedback"
     assert len(list(fb.glob("*.md"))) == N
