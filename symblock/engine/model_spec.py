@@ -177,17 +177,6 @@ def _norm_positions(m: Mapping, block: Mapping, layers: int, source: str) -> lis
     return list(given)
 
 
-def _check_block(block: Mapping, source: str) -> None:
-    """The block options a model sets itself (causal, its final norm) or does not work (tiles)."""
-    if block.get("causal") is False:
-        raise SpecError(source, "block.causal", "a GPT's layers are always causal; leave causal out")
-    if "final_norm" in block:
-        raise SpecError(source, "block.final_norm", "a model's final norm is model.final_norm")
-    if "attention_tiles" in block:
-        raise SpecError(source, "block.attention_tiles", "the online-softmax tiles are worked for a "
-                        "single block; leave attention_tiles out of a model")
-
-
 def from_mapping(data: Mapping, source: str = "<spec>") -> ModelSpec:
     """Validate a parsed model spec."""
     specmod.check_keys(data, TOP_KEYS, source, "")
@@ -202,7 +191,7 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> ModelSpec:
     prompt = _tokens(m.get("prompt"), vocab, source, "model.prompt")
     block = _section(data, "block", source)
     _check_kind(kind, m, block, head, generate, source)
-    _check_block(block, source)
+    unused.model_block(block, source)
     places = _norm_positions(m, block, n_layers, source)
     block = _rope_block(block, positions, source)
     dims = _section(data, "dims", source)

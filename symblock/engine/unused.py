@@ -1,5 +1,6 @@
-"""Weights a spec gives for a part its configuration does not have: refused, naming the field and
-what has that part, as a memory without cross-attention is (engine/memory.py), never silently dropped.
+"""Weights a spec gives for a part its configuration does not have, and a model's block options that
+the model sets itself: refused, naming the field and what has that part, as a memory without
+cross-attention is (engine/memory.py), never silently dropped.
 
 A block (spec.py) refuses a cross-attention's weights and a third norm without
 `block.cross_attention`; a model (model_spec.py) refuses them in layers that have no cross-attention
@@ -17,6 +18,19 @@ from symblock.engine.steps import Options
 from symblock.errors import SpecError
 
 CROSS_ONLY = "only a decoder layer with block.cross_attention: true"
+SET_BY_MODEL = {"final_norm": "a model's final norm is model.final_norm",  # block options a model sets or lacks
+                "attention_tiles": "the online-softmax tiles are worked for a single block; leave them out of a model",
+                "cross_attention": "a model's decoder layers attend to the encoder's output when model.kind is "
+                                   "encoder-decoder, which sets it; leave cross_attention out"}
+
+
+def model_block(block: Mapping, source: str) -> None:
+    """A model's `block:` section: the options a model sets itself (causal, its final norm, the
+    decoder layers' cross-attention) or does not work (tiles) are refused by name."""
+    if block.get("causal") is False:
+        raise SpecError(source, "block.causal", "a GPT's layers are always causal; leave causal out")
+    for key in (k for k in SET_BY_MODEL if k in block):
+        raise SpecError(source, f"block.{key}", SET_BY_MODEL[key])
 
 
 def block(weights: Mapping, opts: Options, source: str) -> None:

@@ -85,3 +85,13 @@ def test_where_the_part_exists_the_same_weights_are_read():
 def test_every_built_in_example_still_loads(name):
     import symblock
     assert symblock.load(name).blocks
+
+
+@pytest.mark.parametrize("example", ["tiny-gpt", "tiny-bert", "tiny-translate"])
+def test_a_models_block_refuses_the_cross_attention_the_model_kind_sets(example):
+    """Not a missing memory: cross-attention belongs to an encoder-decoder's decoder layers."""
+    data, source = read_spec(example)
+    data = {**data, "block": {**data["block"], "cross_attention": True}}
+    with pytest.raises(SpecError) as e:
+        model_spec.from_mapping(data, source)
+    assert e.value.where == "block.cross_attention" and "model.kind is encoder-decoder" in e.value.message
