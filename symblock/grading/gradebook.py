@@ -113,11 +113,12 @@ def answer_files(folder: Path, skip: Path | None = None) -> list[Path]:
 
 class Variants:
     """The set's variants by ID, each rebuilt (forward; the exercise as stored; a Marker) the first
-    time it is needed."""
+    time it is needed. `guard`: the manifest's file, read without its entries checked
+    (manifest.read(entries=False)): each variant's are checked when it is first rebuilt."""
 
-    def __init__(self, manifest: dict):
+    def __init__(self, manifest: dict, guard: str | None = None):
         from symblock.exercises import variants
-        self.manifest = manifest
+        self.manifest, self.guard = manifest, guard
         self.token = str(manifest["spec_token"])
         self.seeds = {str(v["id"]): int(v["seed"]) for v in manifest["variants"]}
         self.stored = {str(v["id"]): v.get("exercise") for v in manifest["variants"]}   # validated by manifest.read
@@ -154,6 +155,9 @@ class Variants:
         from the spec and seed (for recompute and diagnosis), its exercise and answers as stored."""
         if ident not in self._variants:
             from symblock.exercises import variant
+            if self.guard is not None:
+                from symblock.grading.manifest import check_entries
+                check_entries(self.manifest, self.guard, {ident})
             from symblock.exercises.generate import merge_random
             m = self.manifest
             data = merge_random(m["spec"], m.get("random_flags") or None)

@@ -207,3 +207,24 @@ def test_a_hostile_entry_is_named_the_same_when_the_processes_check_their_varian
     errs = [_grade_edited(set_dir, tmp_path, capsys, edit, jobs=jobs) for jobs in ("1", "2")]
     assert said in errs[0] and errs[1] == errs[0]
     assert not multiprocessing.active_children() and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("hostile, code", [(0, 2), (1, 1)])
+def test_check_guards_the_entries_of_each_variant_it_rebuilds(set_dir, tmp_path, capsys, hostile, code):
+    """`check` of one file rebuilds its own variant (and, for a suspect file, the others): a hostile
+    entry there is refused by name; one in a variant it never rebuilds is not read (exit 1: the
+    blank file is not OK, but marked)."""
+    import shutil
+    copy = tmp_path / "set"
+    shutil.copytree(set_dir / "set", copy)
+    path = copy / "instructor" / manifest.NAME
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data.pop("content_sha256")
+    _exercise(data, hostile)["answers"]["resid1"] = "9^9^9, 1; 0, 1"
+    data["content_sha256"] = manifest.digest(data)
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    capsys.readouterr()
+    assert main(["check", str(copy / "students" / data["variants"][0]["id"] / "answers.yaml")]) == code
+    err = capsys.readouterr().err
+    assert ("variants[0].exercise.answers.resid1[0][0]: the number is too large" in err) == (hostile == 0)
+    assert "Traceback" not in err and "internal error" not in err
