@@ -43,9 +43,9 @@ def random_section(rnd: Any, source: str) -> tuple[int | None, int, int]:
 def secret_seed(seed: int, rnd: Mapping, source: str) -> int:
     """The seed the draws use: `seed` itself, or with `random.secret` a 64-bit number made from both,
     so that nobody without the secret can draw a variant again from its public ID."""
-    if rnd.get("secret") is None:
+    if "secret" not in rnd:
         return seed
-    secret = rnd["secret"]
+    secret = rnd["secret"]   # null too is refused: a secret left to fill in must not make the keys public
     got = (kind_of(secret) if not isinstance(secret, str) else "an empty text" if not secret.strip()
            else f"{len(secret)} characters" if len(secret) > MAX_SECRET else None)
     if got:

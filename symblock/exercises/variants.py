@@ -81,7 +81,7 @@ def id_seed(spec_arg: str, overrides: dict | None, seed: int | None) -> int | No
     """The `<seed>` of the ID of a spec drawn with `seed`: that seed, or, when `random.secret` made
     the draws' seed from it (engine/random_section.py), the `random.seed` the spec gives."""
     rnd = read(spec_arg, overrides)[0].get("random")
-    if isinstance(rnd, dict) and rnd.get("secret") is not None:
+    if isinstance(rnd, dict) and "secret" in rnd:
         return rnd.get("seed", 0)
     return seed
 

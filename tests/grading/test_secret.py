@@ -76,6 +76,7 @@ def test_a_set_drawn_under_constraints_depends_on_the_secret(tmp_path):
 
 @pytest.mark.parametrize("value, said", [("''", "1 to 200 characters, got an empty text"),
                                          ("' '", "got an empty text"), ("5", "1 to 200 characters, got 5"),
+                                         ("null", "got nothing (null)"), ("", "got nothing (null)"),
                                          ("'" + "x" * 201 + "'", "got 201 characters")])
 def test_a_bad_secret_is_refused_by_name(tmp_path, capsys, value, said):
     spec = tmp_path / "bad.yaml"
