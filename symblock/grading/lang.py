@@ -200,10 +200,12 @@ def explanation(code: str, lang: str = "en") -> str:
 FLAG_TEXT = {
     "en": {"fits": "fits {other} better than its own id ({theirs} entries match {other}, {mine} its own, "
                    "among those where the two differ)",
+           "blank": "answers nothing (the blank answers file handed in?)",
            "same_id": "same id as {other}", "same_name": "same name as {other}",
            "same_answers": "same answers as {other}"},
     "zh": {"fits": "与 {other} 的吻合程度明显高于它自己的 ID（在两份练习不同的数中，{theirs} 个与 {other} 相符，"
                    "{mine} 个与自己的相符）",
+           "blank": "一个数也没有填（交的是空白的答题文件？）",
            "same_id": "与 {other} 的 ID 相同", "same_name": "与 {other} 的姓名相同",
            "same_answers": "与 {other} 的答案完全相同"},
 }

@@ -196,7 +196,7 @@ PLACES = 3   # the places an exact entry (a fraction, sqrt(2)/2) is compared at
 
 @dataclass(frozen=True)
 class Flag:
-    kind: str          # fits | same_id | same_name | same_answers
+    kind: str          # fits | blank | same_id | same_name | same_answers
     other: str         # the variant that fits better, or the other file
     mine: int = 0      # fits: distinguishing entries matching the file's own variant ...
     theirs: int = 0    # ... and matching the other variant
@@ -209,7 +209,7 @@ def flag(graded: list, entries: dict, pool, truths: "Truths | None" = None) -> N
     truths = truths or Truths(pool)
     for g in graded:
         fit = best_fit(g.ident, entries[g.file], pool, truths)
-        g.flags += [fit] if fit else []
+        g.flags += [fit] if fit else [Flag("blank", "")] if not entries[g.file] else []   # a template handed in?
     for kind, key in (("same_id", lambda g: g.ident), ("same_name", lambda g: g.name.casefold()),
                       ("same_answers", lambda g: _answer_key(entries[g.file]))):
         _duplicates(graded, kind, key)

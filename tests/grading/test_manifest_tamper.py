@@ -6,6 +6,7 @@ import textwrap
 
 import pytest
 import yaml
+from test_grade import read_gradebook
 
 from symblock.cli import main
 from symblock.grading import manifest
@@ -60,7 +61,9 @@ def test_the_manifest_carries_the_hash_of_its_content(set_dir):
 
 
 def test_an_untouched_set_grades(set_dir, tmp_path):
-    assert main(["grade", str(set_dir / "set"), str(set_dir / "answers"), "--out", str(tmp_path / "o")]) == 0
+    out = tmp_path / "o"   # its one file is the blank template: graded 0, flagged (exit 1)
+    assert main(["grade", str(set_dir / "set"), str(set_dir / "answers"), "--out", str(out)]) == 1
+    assert read_gradebook(out / "gradebook.csv")["s1"]["flags"].startswith("answers nothing")
 
 
 @pytest.mark.parametrize("field, value, said", [
