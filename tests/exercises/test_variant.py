@@ -43,7 +43,7 @@ def test_a_set_of_three_chooses_each_exercise_once_and_grade_chooses_none(tmp_pa
         (answers / f"{ident}.yaml").write_text(blank.replace('name: ""', f"name: s{ident[-2:]}"), encoding="utf-8")
     choices.clear()
     capsys.readouterr()
-    assert main(["grade", str(out), str(answers), "--out", str(tmp_path / "marks")]) == 0
+    assert main(["grade", str(out), str(answers), "--out", str(tmp_path / "marks")]) == 1   # blank files: flagged
     assert choices == Counter()   # grade marks from the exercises the manifest stored
 
 

@@ -68,7 +68,7 @@ def test_grade_and_check_find_the_manifest_with_the_instructor(klass, tmp_path, 
     text = blank.read_text(encoding="utf-8").replace('name: ""', "name: Ada")
     (answers / "ada.yaml").write_text(text, encoding="utf-8")
     for n, set_dir in enumerate((klass, klass / "instructor")):
-        assert cli.main(["grade", str(set_dir), str(answers), "--out", str(tmp_path / f"g{n}")]) == 0
+        assert cli.main(["grade", str(set_dir), str(answers), "--out", str(tmp_path / f"g{n}")]) == 1   # blank: flagged
         assert f",{IDS[1]},ada.yaml,graded" in (tmp_path / f"g{n}" / "gradebook.csv").read_text()
         assert (tmp_path / f"g{n}" / "gradebook.csv").read_text().splitlines()[1].startswith("Ada,")
     capsys.readouterr()
