@@ -179,9 +179,10 @@ def _from_set(args, answers_path: str, ident: str | None, spec_arg: str | None):
         return None
     here = Path(answers_path).resolve().parent
     for folder in (here, here.parent, here.parent.parent):  # SET/students/<ID>/answers.yaml too
-        if manifest.find(folder) is not None:   # a variant's stored entries are checked when it is built
+        path = manifest.find(folder)
+        if path is not None:   # a variant's stored entries are checked when it is built
             man = manifest.read(folder, entries=False)
-            pool = Variants(man, str(manifest.find(folder)))
+            pool = Variants(man, str(path))
             if pool.problem(ident) is not None:
                 continue
             if spec_arg is not None and variants.spec_token(spec_arg) != variants.split_version(pool.token)[0]:

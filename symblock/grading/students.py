@@ -208,8 +208,10 @@ def flag(graded: list, entries: dict, pool, truths: "Truths | None" = None) -> N
     rounded values, some or all already worked out (`grade --jobs`)."""
     truths = truths or Truths(pool)
     for g in graded:
-        fit = best_fit(g.ident, entries[g.file], pool, truths)
-        g.flags += [fit] if fit else [Flag("blank", "")] if not entries[g.file] else []   # a template handed in?
+        if not entries[g.file]:   # nothing answered: most often the blank template handed in
+            g.flags.append(Flag("blank", ""))
+        elif fit := best_fit(g.ident, entries[g.file], pool, truths):
+            g.flags.append(fit)
     for kind, key in (("same_id", lambda g: g.ident), ("same_name", lambda g: g.name.casefold()),
                       ("same_answers", lambda g: _answer_key(entries[g.file]))):
         _duplicates(graded, kind, key)
