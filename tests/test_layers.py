@@ -1,4 +1,4 @@
-"""The package layout is the data flow of DESIGN.md: every import goes down the layers (or stays
+"""The package layout is the data flow of docs/development.md: every import goes down the layers (or stays
 in its own package), no two modules import each other in a circle, and no module imports another
 module's `_private` names. Imports inside functions count too: a lazy import is still a dependency.
 Read with `ast` from the sources, so nothing is imported."""
@@ -22,7 +22,7 @@ LAYERS = [
     {"symblock.cli"},
     {"symblock.__main__", "symblock"},
 ]
-# modules and functions still to be split along their seams (issue 11): this list must end empty
+# modules and functions still to be split along their seams: this list must end empty
 STILL_LONG: set[str] = set()
 DATA = {"symblock.examples", "symblock.templates"}
 

@@ -53,3 +53,15 @@ def test_the_readme_and_the_docs_cite_no_internal_document():
     leaks = {p.name: INTERNAL.findall(p.read_text(encoding="utf-8")) for p in pages
              if INTERNAL.search(p.read_text(encoding="utf-8"))}
     assert not leaks
+
+
+def test_the_source_and_templates_cite_no_internal_document():
+    """Docstrings reach the API reference and `help()`, templates reach every sheet: the package speaks
+    of its own docs pages, never of internal documents or issue numbers."""
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1]
+    files = [*sorted((root / "symblock").rglob("*.py")), *sorted((root / "templates").glob("*.j2"))]
+    assert len(files) > 100
+    leaks = {str(p.relative_to(root)): INTERNAL.findall(p.read_text(encoding="utf-8")) for p in files
+             if INTERNAL.search(p.read_text(encoding="utf-8"))}
+    assert not leaks

@@ -21,7 +21,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1] / "symblock"
 ENGINE = "engine"
 
-# the parts of step and parameter names (DESIGN's step names; digits of b1, layer0, h0 stripped)
+# the parts of step and parameter names (the step names; digits of b1, layer0, h0 stripped)
 WORDS = {"grad", "gen", "b", "layer", "attn", "h", "q", "k", "v", "scores", "scaled", "masked", "weights",
          "out", "concat", "resid", "ffn", "hidden", "gate", "act", "output", "norm", "norm_final",
          "mean", "var", "std", "ms", "rms", "dropped", "cache", "reused", "embed", "pos", "logits",

@@ -7,7 +7,7 @@
     >>> str(c.formula("attention")), c.formula("attention").substituted(c.env)
     ('4·d² + 4·d', '4·32² + 4·32')
 
-What is counted (the conventions of DESIGN.md; d = d_model, f = d_ff):
+What is counted (the conventions of docs/reference/conventions.md; d = d_model, f = d_ff):
 
 - attention: W_Q, W_K, W_V, W_O (d × d each) and, with biases, b_Q, b_K, b_V, b_O (d each).
   `out_proj=False` (a spec's `block.out_proj: false`) has no output projection: the heads'

@@ -1,4 +1,4 @@
-"""The block, forward, exactly: `forward(spec) -> Trace` of named steps (DESIGN.md).
+"""The block, forward, exactly: `forward(spec) -> Trace` of named steps (docs/reference/steps.md).
 
 `forward` reads like the architecture; every `t.step(...)` records one named Step with its
 formula, its inputs (from the step graph in steps.py) and its exact value. A step that is given in
@@ -217,7 +217,7 @@ Tracer = _Tracer  # public: a stack (engine/model.py) runs sub-layers on rows of
 
 
 def forward(spec: BlockSpec, upto: str | None = None, keep: Mapping[str, Mat] | None = None) -> Trace[BlockSpec]:
-    """Run the block on the spec and record every step (DESIGN.md's vocabulary and order).
+    """Run the block on the spec and record every step (the step vocabulary, in forward order).
 
     For the generator, which works many candidates: `upto` stops after that step (the trace
     holds the steps up to it), and `keep` takes the values of steps known not to have changed

@@ -1,7 +1,7 @@
 """Exact real numbers that stay small and fast: rationals, or nodes of a shared graph.
 
 Why not plain SymPy: the block's exact output is a small graph of shared subexpressions but a huge
-tree (DESIGN.md, Performance notes); SymPy and `evalf` walk the tree. Here
+tree; SymPy and `evalf` walk the tree. Here
 
 * a rational is a FLINT `fmpq` (the fast path: most worksheet numbers never leave it);
 * anything else is a `Real` node that *refers* to the values it was made from (`sum` of products, `inv`,

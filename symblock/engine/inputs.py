@@ -1,5 +1,5 @@
 """What a spec's inputs add to one block: a batch of sequences, a key padding mask, fixed
-dropout masks (DESIGN.md's `inputs.X` as a list, `inputs.key_padding_mask`, `dropout:`).
+dropout masks (the spec's `inputs.X` as a list, `inputs.key_padding_mask`, `dropout:`).
 
 The spec loader (spec.py) calls these; they validate the raw sections and say how the step graph
 changes (a `.masked` step per head with a padding mask, `<step>.dropped` after a dropped step).

@@ -1,7 +1,7 @@
 """A tiny GPT, forward, exactly: embeddings, stacked blocks, logits, greedy generation, KV cache.
 
     forward(ModelSpec) -> Trace   steps: embed, pos, x, layer0.<block step>, …, norm_final,
-                                  logits, probs, next_token, then gen1.…, gen2.… (DESIGN.md)
+                                  logits, probs, next_token, then gen1.…, gen2.… (docs/reference/steps.md)
 
 Each layer is the block itself (`block.forward` on the layer's BlockSpec, fed the previous layer's
 exact output), so a stack inherits every block option and its step formulas. A generation step

@@ -1,4 +1,4 @@
-"""A tiny GPT's spec: the `model:` section (DESIGN.md) on top of the block's own sections.
+"""A tiny GPT's spec: the `model:` section (docs/reference/spec.md) on top of the block's own sections.
 
     model: {vocab: [the, cat, sat, on, mat], positions: learned, layers: 2, head: tied,
             final_norm: true, prompt: [the, cat], generate: 2, kv_cache: true}

@@ -294,7 +294,7 @@ def _params(weights: Mapping, dims: Dims, opts: Options, layout: str, given: set
         is_vec = name.startswith(("b_", "cross.b_")) or name.endswith(("gamma", "beta"))  # lists, never transposed
         if raw is not None:
             if name not in need:
-                continue  # feeds only given steps: ignored, as DESIGN.md says
+                continue  # feeds only given steps: ignored, as docs/reference/spec.md says
             want = shape if (layout == "math" or is_vec) else (shape[1], shape[0])
             m = parse_matrix(raw, want, source, f"weights.{name}", vector=is_vec)
             params[name] = m if (layout == "math" or is_vec) else m.T

@@ -1,4 +1,4 @@
-"""The step vocabulary of DESIGN.md: which named steps a configuration has, in forward order,
+"""The step vocabulary (docs/reference/steps.md): which named steps a configuration has, in forward order,
 their shapes, and which parameters each one reads.
 
 Shared by the spec loader (to validate `given` and decide which weights are needed), the exact
@@ -59,7 +59,7 @@ class Dims:
 
 @dataclass(frozen=True)
 class Options:
-    """The `block:` section of a spec (defaults are DESIGN.md's)."""
+    """The `block:` section of a spec (its defaults: docs/reference/spec.md)."""
     norm_position: str = "post"
     norm: str = "layernorm"
     eps: SpecScalar = 0  # exact once loaded: a Fraction (a SymPy expression when irrational)

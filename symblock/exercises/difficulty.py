@@ -12,12 +12,12 @@ from symblock.exercises.draws import ints
 # What each difficulty fills in. Each fixes the dims for the whole set (every student works the same size)
 # and states a time budget in minutes for its default exercise (`full`), checked by the cost model
 # of presets.estimate. Block options and random constraints fill whatever the spec leaves out (the
-# spec's own values win; a constraint set to false is off). New defaults (issue 12): softmax inputs
+# spec's own values win; a constraint set to false is off). Generator 2's defaults: softmax inputs
 # within ±3 and every live weight in [0.02, 0.9] where the softmax is asked, σ >= 1/2 in every norm
 # row, no two catalogued mistakes alike on an asked step.
 BUDGETS = {"easy": 20, "medium": 50, "hard": 90}
 SETTINGS: dict[str, dict[str, Any]] = {
-    "easy": {   # the seed article's shape: Post-LN, integer scores, A(X) given to 2 decimals
+    "easy": {   # the shape of the article "AI Infra学习之旅-手算一个完整TransformerBlock": Post-LN, integer scores, A(X) given to 2 decimals
         "dims": {"seq_len": (2,), "d_model": (3,), "d_ff": (2,), "heads": (1,)},
         "block": {"norm_position": "post", "norm": "layernorm", "eps": 0, "activation": "relu",
                   "causal": False, "bias": False},

@@ -28,7 +28,7 @@ The spec's `random:` section may state constraints besides `seed`, `low`, `high`
                                     #   step: judged by grading on a whole set (worksheet, stress),
                                     #   which skips such seeds; the generator itself ignores it
       staged: {step: attn.out, decimals: 3}   # give this step rounded to k decimals (exact
-                                    #   decimals), as the seed article gives A(X); later steps are
+                                    #   decimals), as the hand-worked article gives A(X); later steps are
                                     #   computed from the given values, so they stay rational
       max_draws: 1000               # candidate blocks tried before giving up (default 1000)
       dims: {d_k: [1, 4], batch: 2} # choices per dims key, picked from the seed (shapes.py)

@@ -1,4 +1,4 @@
-"""A batch under generation constraints (issue 15): every sequence must meet the guarantees.
+"""A batch under generation constraints: every sequence must meet the guarantees.
 
 The generator draws X of a batch stacked (batch·seq_len rows, so the rows of X are picked from the
 norm's row family as one walk) and splits it into the sequences here; the cheap score checks and

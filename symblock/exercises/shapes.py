@@ -1,4 +1,4 @@
-"""What a variant's shape draws besides numbers (issue 15): dims picked from choices
+"""What a variant's shape draws besides numbers: dims picked from choices
 (`random.dims`, `batch` among them), padded keys per sequence (`random.padding`) and dropout
 masks (`random.dropout`). Each is a function of `random.seed` alone, on its own stream (draws.ints),
 so redrawing the numbers of a rejected candidate keeps the shape and a set walks through shapes as

@@ -13,7 +13,7 @@ the spec can produce), with the valid share estimated from the acceptance rate; 
 the set: per asked step, how many distinct exact answers the n variants have and how often the
 most common one repeats, with a warning on every step below the guarantee (`problems`).
 
-The variety guarantee (DESIGN.md: every student's exercise differs): in a set of n variants no asked
+The variety guarantee (every student's exercise differs): in a set of n variants no asked
 step repeats its answer matrix in more than 10% of the variants (at most max(1, n // 10) share one),
 and every per-row statistic (.mean .var .std .ms .rms, and a key tile's running .max and .sum) takes
 at least min(5, n) distinct values.

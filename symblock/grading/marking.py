@@ -378,7 +378,7 @@ def _mark_step(it, answer, own, honest, built_on, spec, chain, truth, memo, form
     marks = {er.mark for er in entries}
     rests = _rests_on(built_on, needed_own, own, entries)
     if marks & {WRONG, SLIP} and _equivalent(answer, it.name, chain, spec):
-        for er in entries:  # an order DESIGN.md marks correct (mask, then scale)
+        for er in entries:  # an order also marked correct (mask, then scale)
             if er.mark != BLANK:
                 er.mark, er.ok = CORRECT, True
         marks = {er.mark for er in entries}

@@ -5,7 +5,7 @@ recomputation reproduces a person's wrong numbers.
 A rule recomputes ONE step from the values before it (the person's own answers where given, else
 the values their chain implies, else the truth), so a slip is named where it was made; later
 steps built on it are then marked `carried` by the checker, not diagnosed again.
-Add a slip by adding a `Mistake` to CATALOGUE; codes are stable identifiers (DESIGN.md).
+Add a slip by adding a `Mistake` to CATALOGUE; codes are stable identifiers (docs/tutorials/student.md lists them).
 """
 from __future__ import annotations
 

@@ -235,7 +235,7 @@ RECOMPUTE = {
 
 
 def equivalents(name: str, env, spec) -> list[Mat]:
-    """Other right values of step `name`: the order DESIGN.md marks correct too. Masking the raw
+    """Other right values of step `name`: the orders marked correct too. Masking the raw
     scores and then scaling gives the same weights, so `.masked` may hold the masked raw scores
     and `.scaled` the scaled masked scores."""
     k, o = kind(name), spec.options

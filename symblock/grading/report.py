@@ -245,7 +245,7 @@ def feedback_md(g, cls, credit, lang: str = "en") -> str:
 # What `check` prints for one answers file: JSON, or text in English or Chinese.
 
 def to_json(result) -> str:
-    """DESIGN.md's `check --json`: {ok, first_break, steps: [{name, status, entries, diagnosis}]},
+    """`check --json`: {ok, first_break, steps: [{name, status, entries, diagnosis}]},
     plus spec, answers, decimals, id, name and, per step, asked, blank (and built_on)."""
     import json
     steps = [{"name": s.name, "status": s.status,

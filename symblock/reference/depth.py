@@ -1,5 +1,6 @@
-"""Seed 001's exercise 3: Pre-LN against Post-LN as the stack grows, in float64 (torch), at
-initialisation. Not an exact job: it measures what training would meet first.
+"""An exercise of the article “Encoder 块：残差、归一化与前馈网络”: Pre-LN against Post-LN as the
+stack grows, in float64 (torch), at initialisation. Not an exact job: it measures what training
+would meet first.
 
 For each depth L and placement, a stack of L real `nn.TransformerEncoderLayer`s (causal mask,
 `norm_first` for Pre-LN, a final LayerNorm after a Pre-LN stack as GPT-2 has) with torch's default

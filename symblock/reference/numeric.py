@@ -1,6 +1,6 @@
 """The same block in NumPy float64: an independent path to cross-check the exact engine.
 
-Written from DESIGN.md's conventions, not translated from the SymPy objects, so that a slip in one
+Written from the conventions (docs/reference/conventions.md), not translated from the SymPy objects, so that a slip in one
 shows up as a disagreement. Produces the same step names as the exact trace (steps.py decides
 which exist): every computed step, and every given step (as given).
 

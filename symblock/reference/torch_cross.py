@@ -89,7 +89,7 @@ def forward(spec: BlockSpec) -> dict[str, np.ndarray]:
     causal = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1) if spec.options.causal else None
     pad = torch.tensor([list(spec.key_padding_mask[0])]) if spec.key_padding_mask else None
     mem_pad = torch.tensor([list(spec.memory_padding_mask)]) if spec.memory_padding_mask else None
-    with torch.enable_grad():  # the module-by-module path, as DESIGN.md's conventions read
+    with torch.enable_grad():  # the module-by-module path, as the conventions read
         out = layer(x, mem, tgt_mask=causal, tgt_key_padding_mask=pad, memory_key_padding_mask=mem_pad)
         for h in handles:
             h.remove()

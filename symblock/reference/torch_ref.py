@@ -1,7 +1,7 @@
 """The block's steps in float64 through real `torch.nn` modules: the semantic cross-check.
 
 NumPy (`numeric.py`) proves our arithmetic; this module proves our *semantics*: that the block
-DESIGN.md describes is the block PyTorch users run. It is independent code (it never reads the
+the conventions describe is the block PyTorch users run. It is independent code (it never reads the
 SymPy trace) and produces the same step names as the exact engine and `numeric.forward`:
 
     >>> from symblock import spec, torch_ref
@@ -164,7 +164,7 @@ class _Run:
             lin.bias.copy_(bias)
         return lin
 
-    # -- the block, as DESIGN.md draws it
+    # -- the block, as the conventions draw it
     def run(self) -> dict[str, np.ndarray]:
         for prefix, X, pad in self.spec.sequences():
             self.prefix = prefix

@@ -121,7 +121,7 @@ class Builder(LinearWork, AttentionWork, CrossWork, NormWork, FfnWork, TileWork,
         eps = number_tex(o.eps)
         scale = self.t("conv_scale", d.d_head) if o.attention_scale == "sqrt_dk" else self.t("conv_noscale")
         cols = r"1, \dots, d" if d.heads == 1 else r"h d_k + 1, \dots, (h + 1) d_k"
-        if d.heads * d.d_k != d.d_model or d.d_k != d.d_v:  # issue 15: other projection widths
+        if d.heads * d.d_k != d.d_model or d.d_k != d.d_v:  # other projection widths
             cols = rf"h d_k + 1, \dots, (h + 1) d_k\ (d_k = {d.d_k};\ V\!: d_v = {d.d_v})"
         uses = self.uses()
         out = [self.t("conv_rows", d.seq_len, d.d_model, lin=self.linear_tex())]
@@ -130,7 +130,7 @@ class Builder(LinearWork, AttentionWork, CrossWork, NormWork, FfnWork, TileWork,
             if o.causal:
                 out.append(self.t("conv_mask"))
             out += self.rope_conventions()   # RoPE's angles, grouped K/V heads
-            if o.padding:  # issue 15: the key padding mask, shown like the causal one
+            if o.padding:  # the key padding mask, shown like the causal one
                 rows = self.spec.key_padding_mask
                 keys = [", ".join(str(j + 1) for j, p in enumerate(r) if p) or "—" for r in rows]
                 out.append(self.t("conv_padding", keys[0] if len(rows) == 1 else

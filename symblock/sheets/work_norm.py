@@ -1,4 +1,4 @@
-"""Working of the norms, row by row as in the seed article: mean, variance, root, normalised rows.
+"""Working of the norms, row by row as the hand-worked article does: mean, variance, root, normalised rows.
 A mixin of builder.Builder.
 
 Each row is worked from its printed operands (the row's entries, μ, σ as the earlier tasks give
