@@ -84,3 +84,24 @@ def test_the_student_tutorial_lists_every_mistake_code():
     text = (ROOT / "docs" / "tutorials" / "student.md").read_text(encoding="utf-8")
     table = {m.group(1) for m in re.finditer(r"^\| `(\w+)` \|", text, re.M)}
     assert {m.code for m in CATALOGUE + MODEL_CATALOGUE} | {"rounding"} <= table
+
+
+def test_the_code_map_names_every_module():
+    """docs/development.md's map of the code names each module of the package on its package's lines,
+    so that a module added (or renamed) is placed in the map by the same change."""
+    import re
+    root = Path(__file__).resolve().parents[1]
+    block = (root / "docs" / "development.md").read_text(encoding="utf-8").split("```")[1]
+    lines: dict[str, str] = {}
+    package = ""
+    for line in block.splitlines():
+        head = re.match(r"(\w+)/\s", line)
+        if head or not line.startswith(" "):
+            package = head.group(1) if head else ""
+        lines[package] = lines.get(package, "") + " " + line
+    modules = [p.relative_to(root / "symblock") for p in (root / "symblock").rglob("*.py")
+               if p.stem not in ("__init__", "__main__")]
+    assert len(modules) > 100
+    missing = [str(m) for m in modules
+               if not re.search(rf"\b{m.stem}\b", lines.get(m.parts[0] if len(m.parts) > 1 else "", ""))]
+    assert not missing
