@@ -139,7 +139,7 @@ BUGS = [
         ("tests/exercises/test_generate.py",), "`softmax_distinct: true` lets equal scores through"),
     # ---- engine
     Bug("cross-keys-from-the-decoder", "symblock/engine/cross.py",
-        'k = _proj(t, "cross.k", "K", "M", m)', 'k = _proj(t, "cross.k", "K", "M", x)',
+        'k = _proj(t, "cross.k", "K", MEMORY_TEX, m)', 'k = _proj(t, "cross.k", "K", MEMORY_TEX, x)',
         ("tests/engine/test_cross.py",), "the cross-attention's keys are taken from the decoder, not the memory"),
     Bug("mask-fill-any-negative", "symblock/grading/answers.py",
         'return v is not None and getattr(v, "is_rational", False) and v.q <= FILL_LIMIT',
@@ -212,7 +212,8 @@ BUGS = [
         '"s.var": "${src}$ 每一行的总体方差。",', '"s.var": "${src}$ 每一行的样本方差。",',
         ("tests/sheets/test_lang_labels.py",), "the zh variance task asks for the sample variance"),
     Bug("en-layernorm-convention-divides-by-d-1", "symblock/sheets/lang.py",
-        "(divide by $d$, not $d-1$)", "(divide by $d-1$, not $d$)",
+        r"(divide by $d$, not $d-1$), $\\mathrm{{LN}}(x) = \\frac{{x - \\mu}}{{\\sqrt{{\\sigma^2 + \\varepsilon}}}} \\cdot \\gamma + \\beta$",
+        r"(divide by $d-1$, not $d$), $\\mathrm{{LN}}(x) = \\frac{{x - \\mu}}{{\\sqrt{{\\sigma^2 + \\varepsilon}}}} \\cdot \\gamma + \\beta$",
         ("tests/sheets/test_lang_labels.py",),
         "the English conventions box tells the reader to divide the variance by d − 1"),
     # ---- grading
