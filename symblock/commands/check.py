@@ -131,6 +131,10 @@ class Nearby:
         self.seeds = dict.fromkeys([one.ident, *neighbours(one.ident)])
         self.built, self.spec_arg, self.flag = {one.ident: one}, spec_arg, flag
 
+    def rounded(self, ident: str, step: str, i: int, j: int, places: int):
+        from symblock.grading.students import variant_rounded
+        return variant_rounded(self.variant(ident), step, i, j, places)
+
     def variant(self, ident: str):
         """The variant `ident` names; one it draws no usable block for (a tie of the next token's
         logits, say) stands in with no answers: it fits no entry."""

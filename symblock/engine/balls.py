@@ -261,3 +261,36 @@ def round_ends(b: arb, places: int) -> tuple[Decimal, Decimal]:
         n = a << e if e >= 0 else (a + (1 << (-e - 1))) >> -e
         out.append(Decimal(n if end >= 0 else -n).scaleb(-places, decimal_context(n.bit_length() // 3 + 1, places)))
     return out[0], out[1]
+
+
+# ---------------------------------------------------------------- a closed form's ball
+
+_UNARY = {"sqrt": arb.sqrt, "exp": arb.exp, "erf": arb.erf, "tanh": arb.tanh, "sin": arb.sin, "cos": arb.cos}
+
+
+def tree_ball(tree: tuple, prec: int = PREC) -> arb | None:
+    """The certified ball of a closed form read by engine/numbers.closed_tree, at `prec` bits; None
+    where it holds -oo (no finite ball)."""
+    return with_prec(prec, _tree_ball, tree, {})
+
+
+def _tree_ball(tree: tuple, memo: dict) -> arb | None:
+    if tree in memo:
+        return memo[tree]
+    kind = tree[0]
+    if kind == "n":
+        out = arb(int(tree[1]))
+    elif kind == "c":
+        out = None if tree[1] == "oo" else arb.const_e() if tree[1] == "E" else arb.pi()
+    elif kind == "u":
+        x = _tree_ball(tree[2], memo)
+        out = None if x is None else -x if tree[1] == "-" else x
+    elif kind == "f":
+        x = _tree_ball(tree[2], memo)
+        out = None if x is None else _UNARY[tree[1]](x)
+    else:
+        a, b = _tree_ball(tree[2], memo), _tree_ball(tree[3], memo)
+        out = None if a is None or b is None else {"+": arb.__add__, "-": arb.__sub__, "*": arb.__mul__,
+                                                   "/": arb.__truediv__}[tree[1]](a, b)
+    memo[tree] = out
+    return out

@@ -110,14 +110,26 @@ _FAST_PARENS = 50   # deeper nesting: left to Python's parser (its own limit is 
 
 def _fast(text: str) -> _Num | None:
     """`_walk` of `text`'s tree when `text` is in the subset above and measures within bounds, else None."""
+    tree = closed_tree(text)
+    try:
+        return None if tree is None else _measure(tree, 0)
+    except TooLarge:
+        return None
+
+
+@functools.lru_cache(maxsize=1 << 16)   # read once for `guard` and once more to evaluate a stored answer
+def closed_tree(text: str) -> tuple | None:
+    """The tree of a closed form in the fast subset above (`_sum`'s trees), so that a stored answer is
+    evaluated without SymPy (balls.tree_ball); None outside the subset. It reads, it does not bound
+    (`guard` does, before SymPy or a ball sees the text)."""
     if "**" in text or not _FAST_TEXT.fullmatch(text):
         return None
     try:
         tokens = _FAST_TOKEN.findall(text)
         tree, end = _sum(tokens, 0, 0)
-        return _measure(tree, 0) if end == len(tokens) else None
-    except (_NotFast, TooLarge, IndexError, RecursionError):
+    except (_NotFast, IndexError, RecursionError):
         return None
+    return tree if end == len(tokens) else None
 
 
 class _NotFast(Exception):

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
+from fractions import Fraction
 from functools import cached_property
 from typing import Any, Mapping
 
+from symblock.engine import balls, exact
+from symblock.engine.numbers import closed_tree
 from symblock.errors import SpecError
 from symblock.exercises import decoder, presets, variants
 from symblock.exercises.presets import Exercise
@@ -300,6 +303,37 @@ def check_entry(text: str, source: str, where: str) -> tuple:
 def _guarded(text: str) -> tuple:
     from symblock.engine.numbers import guard
     return guard(text, SOURCE, "answers")
+
+
+UNDECIDED = object()   # stored_rounded: the stored text alone does not decide the rounding
+
+
+def stored_rounded(text: str, places: int, where: str):
+    """A stored answer's entry rounded half away from zero at `places`, read without drawing its
+    variant: a rational exactly, a closed form by its certified ball (engine/numbers.closed_tree), a
+    decimal of DIGITS digits within `_answer`'s tolerance; None for −∞; UNDECIDED where the ball
+    straddles a rounding boundary or the form is outside the fast subset (the drawn variant decides)."""
+    text, q = check_entry(text, SOURCE, where)
+    if q is not None and "." not in text:
+        return exact.real(q).decimal(places)
+    if q is not None:
+        tol = Fraction(1, 10 ** (DIGITS - 3)) * max(1, abs(q))
+        lo, hi = exact.real(q - tol).decimal(places), exact.real(q + tol).decimal(places)
+    else:
+        ball = _stored_ball(text)
+        if ball is None:
+            return None   # −∞
+        if ball is UNDECIDED or not ball.is_finite():
+            return UNDECIDED
+        lo, hi = balls.round_ends(ball, places)
+    return lo if lo == hi else UNDECIDED
+
+
+@functools.lru_cache(maxsize=1 << 16)   # as `_guarded`: a set's entries repeat across variants and files
+def _stored_ball(text: str):
+    """A guarded closed form's certified ball; None for −∞; UNDECIDED outside the fast subset."""
+    tree = closed_tree(text)
+    return UNDECIDED if tree is None else balls.tree_ball(tree)
 
 
 def entry(text: str, source: str, where: str):

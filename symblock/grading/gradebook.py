@@ -21,7 +21,8 @@ from fractions import Fraction
 from pathlib import Path
 
 from symblock.errors import SpecError, UsageError
-from symblock.grading.students import answered_entries, flag
+from symblock.exercises.variant import UNDECIDED, matrix_entries, stored_rounded
+from symblock.grading.students import answered_entries, flag, variant_rounded
 
 
 SUFFIXES = (".yaml", ".yml", ".json", ".csv")
@@ -127,6 +128,7 @@ class Variants:
                             "(the manifest was edited)")
         self._markers: dict[str, object] = {}
         self._variants: dict[str, object] = {}
+        self._rows: dict[tuple, list] = {}   # (ID, step) -> its stored answer's entry texts (`rounded`)
 
     def problem(self, ident: str | None) -> str | None:
         """Why `ident` names no variant of this set (None: it does)."""
@@ -167,6 +169,20 @@ class Variants:
             options = variant.Options.of(m.get("preset"), m.get("loss"), m.get("wrt"))
             self._variants[ident] = variant.build(ident, got[1], options, stored=self.stored[ident])
         return self._variants[ident]
+
+    def rounded(self, ident: str, step: str, i: int, j: int, places: int):
+        """`students.variant_rounded` of the variant `ident`, read from its stored answer where that
+        decides it (exercises/variant.stored_rounded: no draw), so that the identity check compares a
+        file with every variant of the set without drawing each; else from the variant drawn again."""
+        text = (self.stored[ident] or {}).get("answers", {}).get(step)
+        if text is not None:
+            rows = self._rows.get((ident, step)) or self._rows.setdefault((ident, step), matrix_entries(text))
+            if i >= len(rows) or j >= len(rows[i]):
+                return None
+            out = stored_rounded(rows[i][j], places, f"variants: {ident}: answers.{step}[{i}][{j}]")
+            if out is not UNDECIDED:
+                return out
+        return variant_rounded(self.variant(ident), step, i, j, places)
 
     def marker(self, ident: str):
         if ident not in self._markers:

@@ -295,18 +295,20 @@ class Truths:
 
     def rounded(self, ident, step: str, i, j, places) -> Decimal | None:
         key = (ident, step, i, j, places)
-        if key in self.cache:
-            return self.cache[key]
-        from symblock.engine import exact
-        v = self.pool.variant(ident)
-        value = v.answers[step] if step in v.answers else v.trace[step].value if step in v.trace else None
-        if value is None or i >= value.shape[0] or j >= value.shape[1]:
-            out = None
-        else:
-            x = exact.real(value.rows[i][j])
-            out = None if x is exact.NEG_INF else x.decimal(places)
-        self.cache[key] = out
-        return out
+        if key not in self.cache:
+            self.cache[key] = self.pool.rounded(ident, step, i, j, places)
+        return self.cache[key]
+
+
+def variant_rounded(v, step: str, i: int, j: int, places: int) -> Decimal | None:
+    """Entry (i, j) of the variant's answer `step` (else of its trace's step) rounded half away from
+    zero at `places`; None where it has no such entry, or it is −∞. What a pool's `rounded` gives."""
+    from symblock.engine import exact
+    value = v.answers[step] if step in v.answers else v.trace[step].value if step in v.trace else None
+    if value is None or i >= value.shape[0] or j >= value.shape[1]:
+        return None
+    x = exact.real(value.rows[i][j])
+    return None if x is exact.NEG_INF else x.decimal(places)
 
 
 def answered_entries(answers) -> list[tuple]:

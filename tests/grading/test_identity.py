@@ -152,3 +152,29 @@ def test_a_file_that_answers_nothing_is_flagged_not_only_graded_0(three, tmp_pat
     book = gradebook(answers / "graded" / "gradebook.csv")
     assert book["empty.yaml"]["total"] == "0.00" and book["empty.yaml"]["flags"].startswith("answers nothing")
     assert book["cy.yaml"]["flags"] == ""
+
+
+def test_check_inside_a_set_compares_with_every_variant_without_drawing_them(three, monkeypatch, capsys):
+    """The identity check reads the other variants' stored answers (rationals exactly, closed forms by
+    certified balls), so an instructor's `check` of a doubtful file draws only the file's own variant,
+    not the whole set; where a stored form does not decide a rounding, that variant is drawn and the
+    warning is the same."""
+    from symblock.exercises import variant
+    from symblock.grading import gradebook
+    root, ids, steps = three
+    inside = root / "set" / "students" / ids[1] / "swap.yaml"
+    write_yaml(inside, ids[1], "Swap", steps[ids[0]])                 # variant 1's numbers, labelled 2
+    drawn = []
+    real_draw = variant.draw
+    monkeypatch.setattr(variant, "draw", lambda data, source, seed: drawn.append(seed) or real_draw(data, source, seed))
+    try:
+        assert main(["check", str(inside)]) == 1
+        assert f"swap.yaml fits {ids[0]} better than its own id (" in capsys.readouterr().err
+        assert len(drawn) == 1                       # its own variant, to mark it
+        drawn.clear()
+        monkeypatch.setattr(gradebook, "stored_rounded", lambda *a: variant.UNDECIDED)   # nothing decided
+        assert main(["check", str(inside)]) == 1
+        assert f"swap.yaml fits {ids[0]} better than its own id (" in capsys.readouterr().err
+        assert sorted(drawn) == sorted(set(drawn)) and len(drawn) == 3   # every variant drawn, once
+    finally:
+        inside.unlink()

@@ -305,3 +305,31 @@ def test_a_carried_value_neither_unrounded_nor_as_written_is_wrong(cli, spec_fil
 def test_the_simplest_rational_a_written_decimal_allows(lo, hi, simplest):
     from symblock.grading.answers import simplest_between
     assert simplest_between(Fraction(lo), Fraction(hi)) == Fraction(simplest)
+
+
+@pytest.mark.parametrize("text, places, expected", [
+    ("7/2", 0, "4"), ("-5/2", 0, "-3"), ("1/8", 2, "0.13"), ("-1/8", 2, "-0.13"),     # halves away from zero
+    ("exp(17/9)/(exp(17/9) + exp(11/9))", 3, "0.661"),     # 1/(1 + e^(-2/3)) = 0.66075…
+    ("sqrt(2)", 12, "1.414213562373"), ("-sqrt(3)/2", 4, "-0.8660"), ("4 - E", 5, "1.28172"),
+    ("tanh(1/2) + erf(1)", 6, "1.304818"), ("sin(pi/6)", 3, "0.500"),
+])
+def test_a_stored_answer_is_rounded_without_its_variant(text, places, expected):
+    """What the identity check reads of a variant it has not drawn: the stored entry rounded half away
+    from zero (hand-worked and float values: tanh(½) = 0.462117…, erf(1) = 0.842701…)."""
+    from decimal import Decimal
+    from symblock.exercises.variant import stored_rounded
+    assert stored_rounded(text, places, "answers.x[0][0]") == Decimal(expected)
+
+
+@pytest.mark.parametrize("text, places", [
+    ("0.1235000000000000000000000000000000000000", 3),   # a stored decimal on a tie: its digits cannot tell
+    ("2**(1/2)", 3),                                      # outside the forms read without SymPy
+])
+def test_a_stored_answer_that_cannot_decide_its_rounding_leaves_it_to_the_drawn_variant(text, places):
+    from symblock.exercises.variant import UNDECIDED, stored_rounded
+    assert stored_rounded(text, places, "answers.x[0][0]") is UNDECIDED
+
+
+def test_a_stored_minus_infinity_has_no_rounded_value():
+    from symblock.exercises.variant import stored_rounded
+    assert stored_rounded("-oo", 3, "answers.x[0][0]") is None
