@@ -8,7 +8,8 @@
 answers files, timed on an earlier commit (a temporary git worktree) and on this checkout, alternating
 round by round, each in a fresh process (`--pdf N`: and a set of N variants with every PDF, `--jobs 2`,
 its files compared byte for byte; `--filled N`: and `grade` of a medium set of N variants, its answers
-filled in as for `--jobs`, in one process and with `--jobs 2`, the gradebooks compared); the figure is the child's CPU time (user + sys), which a
+filled in as for `--jobs`, in one process and with `--jobs 2`, the gradebooks compared, and `check` of one
+file handed in there under another variant's ID); the figure is the child's CPU time (user + sys), which a
 machine shared with other work disturbs far less than wall time, with the wall time beside it.
 
 `--jobs J`: on this checkout only, `grade` of a medium set's N answers files (filled in with the key's
@@ -70,6 +71,8 @@ def structure_jobs(tree: Path, work: Path, pdf: int = 0, filled: Path | None = N
         n = len(list((filled / "answers").glob("*.yaml")))
         out[f"grade {n} filled-in files"] = timed(["grade", str(filled / "set"), str(filled / "answers"), "--out",
                                                     str(work / "graded-filled"), "--force"], tree, work)
+        swap = next((filled / "set" / "students").glob("*/swap.yaml"))
+        out["check of a swapped file inside that set"] = timed(["check", str(swap)], tree, work)
         out[f"grade {n} filled-in files --jobs 2 (wall counts)"] = timed(
             ["grade", str(filled / "set"), str(filled / "answers"), "--out", str(work / "graded-jobs"), "--force",
              "--jobs", "2"], tree, work)
@@ -86,6 +89,11 @@ def filled_class(work: Path, students: int) -> Path:
     timed(["worksheet", "--difficulty", "medium", "--variants", str(students), "--format", "markdown", "--jobs", "2",
            "--out", "set"], ROOT, work)
     fill(work / "set", work / "answers", students)
+    first, second = sorted((work / "answers").glob("*.yaml"))[1:3]   # a file handed in under another ID
+    ident = second.read_text(encoding="utf-8").splitlines()[0].split(": ")[1]
+    text = first.read_text(encoding="utf-8").splitlines()
+    (work / "set" / "students" / ident / "swap.yaml").write_text("\n".join([f"id: {ident}", *text[1:]]) + "\n",
+                                                                 encoding="utf-8")
     return work
 
 
