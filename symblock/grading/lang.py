@@ -202,18 +202,20 @@ FLAG_TEXT = {
                    "among those where the two differ)",
            "blank": "answers nothing (the blank answers file handed in?)",
            "same_id": "same id as {other}", "same_name": "same name as {other}",
-           "same_answers": "same answers as {other}"},
+           "same_answers": "same answers as {other}",
+           "same_student_id": "same student ID {value} as {other} (an LMS import matches both rows to one student)"},
     "zh": {"fits": "与 {other} 的吻合程度明显高于它自己的 ID（在两份练习不同的数中，{theirs} 个与 {other} 相符，"
                    "{mine} 个与自己的相符）",
            "blank": "一个数也没有填（交的是空白的答题文件？）",
            "same_id": "与 {other} 的 ID 相同", "same_name": "与 {other} 的姓名相同",
-           "same_answers": "与 {other} 的答案完全相同"},
+           "same_answers": "与 {other} 的答案完全相同",
+           "same_student_id": "与 {other} 的学号 {value} 相同（LMS 导入时两行会对应到同一名学生）"},
 }
 
 
 def describe(flag, lang: str = "en") -> str:
     return FLAG_TEXT["zh" if lang == "zh" else "en"][flag.kind].format(other=flag.other, mine=flag.mine,
-                                                                   theirs=flag.theirs)
+                                                                   theirs=flag.theirs, value=flag.value)
 
 
 # Why a file was not graded (gradebook.Rejected), in one form: the file and the name are printed
