@@ -80,7 +80,7 @@ class Class:
         return sum(self.points.values())
 
     def task_stats(self) -> list[dict]:
-        """Per asked step: mean points, the share of students wrong, the share of the class's entries
+        """Per asked step (shares as exact Fractions): mean points, the share of students wrong, the share of the class's entries
         left blank (`blank_share`: a step not answered counts all its entries), the most frequent diagnoses."""
         rows, named = [], [{x.name: x for x in reversed(g.result.steps)} for g in self.graded]   # the first of a name
         for s in self.asked:
@@ -89,8 +89,8 @@ class Class:
             codes = Counter(c for x in steps if x.status == "wrong" for c in x.diagnosis)
             rows.append({"step": s, "points": self.points[s],
                          "mean": sum((g.scores[s] for g in self.graded), Fraction(0)) / n,
-                         "wrong": sum(x.status == "wrong" for x in steps) / n,
-                         "missing": float(sum((blank_share(x) for x in steps), Fraction(0)) / n),
+                         "wrong": Fraction(sum(x.status == "wrong" for x in steps), n),
+                         "missing": sum((blank_share(x) for x in steps), Fraction(0)) / n,
                          "codes": codes.most_common(3)})
         return rows
 

@@ -278,6 +278,16 @@ SUMMARY_TEXT = {
 
 # ---------------------------------------------------------------- values as a report prints them
 
+def percent(share, places: int = 0) -> str:
+    """A share (a Fraction: 1/8 of the class) as a percentage at `places` decimals, rounded exactly and
+    half up: 1/8 is "13%" (a float's round-half-even on 12.5 would print "12%")."""
+    v = Fraction(share) * 100 * 10 ** places
+    n = int(abs(v) + Fraction(1, 2))   # floor of a non-negative Fraction: half up, exactly
+    digits = str(n).rjust(places + 1, "0")
+    digits = f"{digits[:-places]}.{digits[-places:]}" if places else digits
+    return f"{'-' if v < 0 and n else ''}{digits}%"
+
+
 def show(value, places: int | None, entry=None) -> str:
     from symblock.engine import exact   # here, not at the top: `symblock --help` reads this module's words
     if value is exact.NEG_INF:

@@ -17,7 +17,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from symblock.grading.lang import (FEEDBACK, SUMMARY_TEXT, TABLE_TEXT, blanks, counted_from, describe, explanation,
-                                   partly_blank, why, words)
+                                   partly_blank, percent, why, words)
 
 if TYPE_CHECKING:
     from symblock.engine.block import Trace
@@ -168,7 +168,7 @@ def task_table_md(cls, credit, lang: str = "en") -> str:
              "|---|---|---|---|---|---|"]
     for r in cls.task_stats():
         codes = ", ".join(f"`{c}` ×{k}" for c, k in r["codes"]) or t["none"]
-        shares = (pts(r["mean"]), f"{r['wrong']:.0%}", f"{r['missing']:.0%}") if cls.graded else (t["none"],) * 3
+        shares = (pts(r["mean"]), percent(r["wrong"]), percent(r["missing"])) if cls.graded else (t["none"],) * 3
         lines.append(f"| `{r['step']}` | {r['points']} | {' | '.join(shares)} | {codes} |")
     if cls.rejected:
         lines += ["", f"## {t['rejected']}", ""]
@@ -183,7 +183,7 @@ def summary_text(cls) -> str:
     worst = sorted((r for r in cls.task_stats() if r["wrong"]), key=lambda r: -r["wrong"])[:5]
     for r in worst:
         codes = ", ".join(f"{c} ×{k}" for c, k in r["codes"])
-        lines.append(f"  {r['step']:<18} wrong {r['wrong']:.0%}" + (f"  ({codes})" if codes else ""))
+        lines.append(f"  {r['step']:<18} wrong {percent(r['wrong'])}" + (f"  ({codes})" if codes else ""))
     for r in cls.rejected:
         lines.append(one_line(f"not graded: {r.file} ({r.name}): {r.reason}"))
     return "\n".join(lines) + "\n"
@@ -432,7 +432,7 @@ def html_context(cls, credit, lang: str = "en", plots: bool = True) -> dict:
     autoescape by the caller, sheets.render's environment: no user text becomes markup)."""
     t = TABLE_TEXT[lang]
     head = _mean_line(cls, t)   # the Markdown summary's line: the mean of the printed totals
-    tasks = [{**r, "mean": pts(r["mean"]), "wrong": f"{r['wrong']:.0%}", "missing": f"{r['missing']:.0%}"}
+    tasks = [{**r, "mean": pts(r["mean"]), "wrong": percent(r["wrong"]), "missing": percent(r["missing"])}
              for r in cls.task_stats()]
     return dict(lang=lang, t=t, s=SUMMARY_TEXT[lang], head=head, tasks=tasks, mistakes=mistakes(cls, lang),
                 n=len(cls.graded), flagged=flagged(cls, lang), rejected=cls.rejected, policy=credit.statement(lang),

@@ -550,3 +550,31 @@ def test_grade_names_each_unknown_key_kept_as_student_data_once(klass, tmp_path,
     assert lines == ["warning: g0.yaml, g1.yaml: nickname: not a key of the answers format, kept as the student's own "
                      "data (did you mean name?); the format's keys are id, name, decimals, sig_figs, print, steps, "
                      "title, notes, and student data such as student_id, email, section"], lines
+
+
+def test_a_share_of_one_in_eight_is_13_percent_everywhere_it_is_printed(klass, tmp_path, capsys):
+    """12.5 % rounds half up to 13 % on the terminal and in both summaries (a float's round-half-even
+    printed 12 %); a slip credit of 1/16 is 6.25 %, stated as 6.3 %."""
+    spec = yaml.safe_load(textwrap.dedent(SPEC))
+    answers = tmp_path / "answers"
+    answers.mkdir()
+    for k, v in enumerate(klass["manifest"]["variants"][:8]):   # 8 students, one used the sample variance
+        mine = work(params(spec, v["seed"]), ddof=1 if k == 0 else 0)
+        write_yaml(answers / f"s{k}.yaml", v["id"], f"S{k}", {s: grid(m) for s, m in mine.items()})
+    capsys.readouterr()
+    assert main(["grade", str(klass["set"]), str(answers), "--slip", "1/16"]) == 0
+    out = capsys.readouterr().out
+    assert "  norm1.var          wrong 13%  (ln_sample_variance ×1)" in out, out
+    md = (answers / "graded" / "summary.md").read_text(encoding="utf-8")
+    row = next(l for l in md.splitlines() if l.startswith("| `norm1.var` |"))
+    assert row.split("|")[4].strip() == "13%", row
+    assert "a rounding slip (one unit in the last place) 6.3%" in md
+    html = (answers / "graded" / "summary.html").read_text(encoding="utf-8")
+    assert "<td><code>norm1.var</code></td><td>1</td><td>0.88</td><td>13%</td>" in html
+
+
+def test_percentages_round_exactly_half_up():
+    from symblock.grading.lang import percent
+    assert [percent(Fraction(n, d)) for n, d in ((1, 8), (3, 8), (5, 8), (1, 200), (0, 1), (1, 1), (2, 3))] == \
+        ["13%", "38%", "63%", "1%", "0%", "100%", "67%"]   # 12.5, 37.5, 62.5, 0.5: up; 66.67: 67
+    assert [percent(Fraction(n, d), 1) for n, d in ((1, 16), (1, 3), (1, 400))] == ["6.3%", "33.3%", "0.3%"]
