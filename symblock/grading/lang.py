@@ -238,6 +238,12 @@ NOT_GRADED = {
 }
 
 
+def left_out(cls, lang: str = "en") -> str | None:
+    """The summaries' note on the flagged files the task table does not count (gradebook.Class.counted)."""
+    t, k = TABLE_TEXT["zh" if lang == "zh" else "en"], len(cls.graded) - len(cls.counted)
+    return t["left_out"].format(k=k, files=t["file" if k == 1 else "files"]) if k else None
+
+
 def not_graded(kind: str, values: dict, lang: str = "en") -> str:
     return NOT_GRADED["zh" if lang == "zh" else "en"][kind].format(**values)
 
@@ -247,11 +253,16 @@ TABLE_TEXT = {
     "en": {"title": "Class summary", "graded": "{n} graded, {r} not graded · set {token} · mean total "
            "{mean} of {max}", "graded_none": "no file graded, {r} not graded · set {token}", "task": "task", "points": "points", "mean": "mean", "wrong": "wrong",
            "missing": "blank entries", "codes": "most frequent diagnoses", "rejected": "Not graded",
-           "policy": "Scoring", "none": "—"},
+           "policy": "Scoring", "none": "—",
+           "left_out": "Not counted in this table and the most common mistakes: {k} flagged {files} (another "
+                       "variant fits better, or nothing answered: see the flagged files). The mean total and "
+                       "the plots count every graded file.", "file": "file", "files": "files"},
     "zh": {"title": "全班小结", "graded": "已批改 {n} 份，未批改 {r} 份 · 题组 {token} · 平均总分 {mean}/{max}",
            "graded_none": "没有批改任何文件，未批改 {r} 份 · 题组 {token}",
            "task": "题目", "points": "分值", "mean": "平均得分", "wrong": "错误比例", "missing": "未答数占比",
-           "codes": "最常见的诊断", "rejected": "未批改的文件", "policy": "计分规则", "none": "—"},
+           "codes": "最常见的诊断", "rejected": "未批改的文件", "policy": "计分规则", "none": "—",
+           "left_out": "本表和最常见的错误未计入 {k} {files}需要核对的文件（另一份练习与之更吻合，或一个数也没填：见“"
+                       "需要核对的文件”）。平均总分和分布图计入全部已批改的文件。", "file": "份", "files": "份"},
 }
 
 FEEDBACK = {

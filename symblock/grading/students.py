@@ -195,6 +195,9 @@ MARGIN = 3   # ... and at least this many more (and at least this many answered 
 PLACES = 3   # the places an exact entry (a fraction, sqrt(2)/2) is compared at
 
 
+IN_DOUBT = frozenset({"fits", "blank"})   # flags whose file's marks say nothing of the class's work: left out of its task stats
+
+
 @dataclass(frozen=True)
 class Flag:
     kind: str          # fits | blank | same_id | same_name | same_answers | same_student_id
