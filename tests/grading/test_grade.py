@@ -578,3 +578,32 @@ def test_percentages_round_exactly_half_up():
     assert [percent(Fraction(n, d)) for n, d in ((1, 8), (3, 8), (5, 8), (1, 200), (0, 1), (1, 1), (2, 3))] == \
         ["13%", "38%", "63%", "1%", "0%", "100%", "67%"]   # 12.5, 37.5, 62.5, 0.5: up; 66.67: 67
     assert [percent(Fraction(n, d), 1) for n, d in ((1, 16), (1, 3), (1, 400))] == ["6.3%", "33.3%", "0.3%"]
+
+
+def test_worksheet_writes_a_sets_variant_again_from_its_manifest_alone(tmp_path, capsys):
+    """`worksheet SET/instructor/manifest.yaml --id ID`: the manifest is the set's record (read by
+    grade and check), and holds the spec, flags, preset, places and language: the variant's sheet
+    and key come out byte for byte as the set wrote them, with the spec file gone. What the manifest
+    cannot do is said, exit 2: no --id, flags the manifest gives, an ID of no variant of the set."""
+    spec_file = tmp_path / "hw.yaml"
+    spec_file.write_text('title: "HW"\nrandom: {seed: 1}\n', encoding="utf-8")
+    set_dir = tmp_path / "set"
+    assert main(["worksheet", str(spec_file), "--difficulty", "easy", "--preset", "norm", "--decimals", "2",
+                 "--lang", "zh", "--variants", "2", "--format", "markdown,latex", "--out", str(set_dir)]) == 0
+    spec_file.unlink()
+    man = set_dir / "instructor" / "manifest.yaml"
+    ident = yaml.safe_load(man.read_text(encoding="utf-8"))["variants"][1]["id"]
+    capsys.readouterr()
+    assert main(["worksheet", str(man), "--id", ident, "--format", "markdown,latex", "--out", str(tmp_path / "again")]) == 0
+    for name, folder in (("sheet.md", "students"), ("sheet.tex", "students"), ("key.md", "instructor"),
+                         ("key.tex", "instructor")):
+        assert (tmp_path / "again" / name).read_bytes() == (set_dir / folder / ident / name).read_bytes(), name
+    assert "小数" in (tmp_path / "again" / "sheet.md").read_text(encoding="utf-8")   # the set's --lang zh
+    for extra, words in (([], ["a set's manifest", "not a spec", "give --id ID", "(--id ", "hw.yaml)"]),
+                         (["--id", ident, "--preset", "full"], ["--preset:", "gives the set's own preset", "leave them out"]),
+                         (["--id", ident, "--difficulty", "hard"], ["random-section flags", "leave them out"]),
+                         (["--id", ident[:-2] + ".999"], ["--id:", "is not a variant of this set (2 variants"])):
+        assert main(["worksheet", str(man), *extra, "--out", str(tmp_path / "no")]) == 2, extra
+        err = capsys.readouterr().err
+        assert all(w in err for w in words) and "Traceback" not in err and "another spec" not in err, (extra, err)
+    assert not (tmp_path / "no").exists()
