@@ -159,7 +159,8 @@ def _arguments(args, example_of, difficulty_of) -> tuple[str | None, str]:
     spec_arg, answers_path = (args.spec, args.answers) if args.answers is not None else (None, args.spec)
     if args.answers is None and (example_of(args.spec) or difficulty_of(args.spec)):
         raise UsageError("check: give the ANSWERS file after SPEC")
-    if spec_arg is not None and Path(spec_arg).name == "manifest.yaml" and _is_manifest(Path(spec_arg)):
+    from symblock.grading.manifest import is_manifest
+    if spec_arg is not None and is_manifest(spec_arg):
         raise UsageError(f"{spec_arg}: this is a set's manifest, not a spec; leave SPEC out (`symblock check "
                          f"ANSWERS` finds the set an answers file sits in) or give the spec the set was drawn from")
     if answers_path != "-" and not Path(answers_path).exists():   # not the spec reader's "give a spec path"
@@ -206,13 +207,3 @@ def _shown(folder) -> str:
     except ValueError:   # another drive
         return str(folder)
     return folder.as_posix() if rel.startswith(("../..", "..\\..")) else rel + os.sep
-
-
-def _is_manifest(path) -> bool:
-    """Whether a file named manifest.yaml is a set's manifest (its variants and their spec token)."""
-    import yaml
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeError, yaml.YAMLError):
-        return False   # not readable as one: the spec reader says what is wrong with it
-    return isinstance(data, dict) and "variants" in data and "spec_token" in data

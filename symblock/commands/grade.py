@@ -3,8 +3,8 @@
 Canvas's and Moodle's grade import read), summary.md, summary.html, plots/*.png and
 feedback/<name>.md into --out (default ANSWERS_DIR/graded), never over existing files without
 --force. Exit 0 when every file was graded and none is flagged, 1 when some could not be graded or
-are flagged (another variant fits a file better, or two files share an ID, a name or their answers:
-each is named, with the reason, in summary.md, gradebook.csv and on the terminal), 2 on bad input.
+are flagged (another variant fits a file better, or two files share an ID, a name, their answers or a
+student ID: each is named, with the reason, in summary.md, gradebook.csv and on the terminal), 2 on bad input.
 
 The argparse glue over `symblock.grading.gradebook` and `symblock.grading.report`.
 """
@@ -79,6 +79,8 @@ def run(args) -> int:
     _unknown_keys(cls)
     if people is not None:
         _roster_gaps(args.roster, people, cls)
+    else:
+        _no_student_ids(cls)
     if not drawn:
         print("no plots: matplotlib is not installed (pip install 'symblock[plot]')")
     print(f"wrote {out / 'gradebook.csv'}, {out / 'summary.md'} (and .html) and {len(cls.graded)} feedback "
@@ -124,6 +126,20 @@ def _roster_gaps(path: str, people: dict, cls) -> None:
         if names:
             shown = ", ".join(names[:8]) + (f" (and {len(names) - 8} more)" if len(names) > 8 else "")
             print(one_line(f"{path}: {len(names)} {one if len(names) == 1 else many}: {shown}"))
+
+
+def _no_student_ids(cls) -> None:
+    """Without --roster, say how many gradebook rows carry neither a student ID nor an email: an
+    LMS import matches a row by them (SIS User ID, SIS Login ID), never by the name, so those rows
+    would be left out without a word. Nothing when every row has one."""
+    from symblock.grading.report import one_line
+    rows = [*cls.graded, *cls.rejected]
+    bare = [g for g in rows if not (g.student.get("student_id") or g.student.get("email"))]
+    if bare:
+        verb = "has" if len(bare) == 1 else "have"
+        print(one_line(f"note: {len(bare)} of {len(rows)} gradebook rows {verb} no student ID or email (the SIS "
+                       "User ID and SIS Login ID an LMS import matches a row by); --roster FILE (a CSV of file or "
+                       "name, student_id, email) fills them"))
 
 
 def _jobs(n: int) -> int:

@@ -13,6 +13,7 @@ examples:
   symblock worksheet pre-ln-causal-gelu --preset attention --out ws2
   symblock worksheet class.yaml --variants 30 --out set --pdf
   symblock worksheet --id pre-ln-causal-gelu.3 --out again   # the same .tex and .md, byte for byte
+  symblock worksheet set/instructor/manifest.yaml --id ID --out again   # a set's variant, from its manifest
   symblock worksheet --format html,ipynb --lang zh --out web
   (class.yaml holding `random: {seed: 1, difficulty: medium}` draws a
   different block of the same size for every variant)"""  # the --help epilog
@@ -45,9 +46,11 @@ def add_arguments(p) -> None:
     p.add_argument("--wrt", metavar="NAMES",
                    help="--preset backprop: comma-separated parameters to differentiate, e.g. W_2,W_1 "
                         "(default: the spec's exercise.wrt, else W_2,W_1)")
-    p.add_argument("--decimals", type=decimals, default=3, metavar="N",
-                   help=f"decimal places of rounded values (default 3, at most {MAX_DECIMALS})")
-    p.add_argument("--lang", choices=LANGS, default="en", help="language of the prose (default en)")
+    p.add_argument("--decimals", type=decimals, metavar="N",   # None: 3, or a set manifest's (`_from_set`)
+                   help=f"decimal places of rounded values (default 3, or the set's when SPEC is its manifest; at most "
+                        f"{MAX_DECIMALS})")
+    p.add_argument("--lang", choices=LANGS,
+                   help="language of the prose (default en, or the set's when SPEC is its manifest)")
     p.add_argument("--title", help="title printed on sheet and key (default: the spec's title)")
     p.add_argument("--space", type=float, default=0, metavar="CM",
                    help="working space under each task's grid on the sheet, in cm (default none)")
@@ -80,8 +83,9 @@ def options(args):
     return Options.of(args.preset, args.loss, _wrt(args.wrt))
 
 
-def variants(args) -> list:
-    """The Variants (exercises/variant.py) to write, as the options ask: each exercise chosen once."""
+def variants(args, manifest: dict | None = None) -> list:
+    """The Variants (exercises/variant.py) to write, as the options ask: each exercise chosen once.
+    `manifest`: the set's, when SPEC is one (`_from_set`): its variant --id, as the set stored it."""
     from symblock.exercises import variant, variants
     from symblock.engine.model import forward_any as forward  # a block, or a model (decoder preset)
     from symblock.errors import UsageError
@@ -92,6 +96,12 @@ def variants(args) -> list:
     if args.id is not None:
         if args.variants is not None or args.seed is not None:
             raise UsageError("--id regenerates one variant; it cannot be combined with --variants/--seed")
+        if manifest is not None:
+            from symblock.grading.gradebook import Variants
+            pool = Variants(manifest, str(Path(args.spec)))   # its stored entries checked as it is built
+            if pool.problem(args.id):
+                raise UsageError(f"--id: {pool.problem(args.id)}, read from {args.spec}")
+            return [pool.variant(args.id)]
         return [variant.rebuild(args.id, args.spec, opts, overrides=overrides)]
     spec_arg = args.spec or default_spec(overrides)  # --difficulty D alone: preset:D
     overrides = variants.new_flags(spec_arg, overrides)  # a new draw: the newest generator version
@@ -211,6 +221,7 @@ def write(args) -> tuple[list, list[str], object, list[Path]]:
     """(the files written, the variants' IDs, a set's write result or None, the files of an
     earlier run that --force removed: `left_over`) of the arguments."""
     from symblock.errors import UsageError
+    manifest = _from_set(args)
     formats = parse_formats(args.format)
     if args.title is not None:
         from symblock.engine.spec import check_text
@@ -229,7 +240,7 @@ def write(args) -> tuple[list, list[str], object, list[Path]]:
     jobs = args.jobs or None
     engine = ENGINES[args.lang] if args.pdf else None
     _one_positions_table(args)
-    sets = variants(args)
+    sets = variants(args, manifest)
     _formats_for_models(sets, formats)
     from symblock.engine.spec import check_text
     for v in sets:  # printed escaped by forward; a file needs text UTF-8 can hold
@@ -283,6 +294,31 @@ def write(args) -> tuple[list, list[str], object, list[Path]]:
         raise UsageError(f"--out {args.out}: cannot write there: {e.strerror or e}{where}") from None
     removed = remove_files(Path(args.out), left_over(Path(args.out), written, many)) if args.force else []
     return written, [v.ident for v in sets], result, removed
+
+
+def _from_set(args) -> dict | None:
+    """The set's manifest when SPEC is one (SET/instructor/manifest.yaml), read and checked as `grade`
+    reads it: with --id, the variant is written again from it alone (the spec file not needed), with
+    the set's preset, flags, places and language, unless --decimals or --lang asks for others. None
+    for a spec; --decimals and --lang then default to 3 and en."""
+    from symblock.errors import UsageError
+    from symblock.grading import manifest
+    is_set = bool(args.spec) and manifest.is_manifest(args.spec)
+    man = manifest.read(Path(args.spec).parent, entries=False) if is_set else None   # entries: as the variant is built
+    if man is not None:
+        from symblock.commands.flags import overrides_from_args
+        given = [f for f, v in (("--preset", args.preset), ("--loss", args.loss), ("--wrt", args.wrt)) if v]
+        if args.id is None:
+            raise UsageError(f"{args.spec}: a set's manifest (what `worksheet --variants` wrote, read by `grade` and "
+                             f"`check`), not a spec: give --id ID to write one of its variants again (--id "
+                             f"{man['variants'][0]['id']}), or, to draw a new set, the spec it was drawn from "
+                             f"({man.get('spec_source') or 'its spec file'})")
+        if given or overrides_from_args(args):
+            raise UsageError(f"{given[0] if given else 'random-section flags'}: {args.spec} is a set's manifest, "
+                             "which gives the set's own preset, loss, wrt and random-section flags; leave them out")
+    args.decimals = args.decimals if args.decimals is not None else man["decimals"] if man else 3
+    args.lang = args.lang or (man["lang"] if man else "en")
+    return man
 
 
 def left_over(out: Path, written: list, many: bool) -> list[Path]:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from symblock.errors import SpecError, UsageError
 from symblock.exercises.variant import UNDECIDED, matrix_entries, stored_rounded
-from symblock.grading.students import answered_entries, flag, variant_rounded
+from symblock.grading.students import IN_DOUBT, answered_entries, flag, variant_rounded
 
 
 SUFFIXES = (".yaml", ".yml", ".json", ".csv")
@@ -80,18 +80,27 @@ class Class:
     def max_total(self) -> int:
         return sum(self.points.values())
 
+    @property
+    def counted(self) -> list[Graded]:
+        """The graded files the task statistics count: all but those flagged as another variant's or
+        as answering nothing (students.IN_DOUBT), whose marks would fill the class's mistakes with a
+        wrong variant's errors or a template's blanks. The gradebook and the mean total count them."""
+        return [g for g in self.graded if not any(f.kind in IN_DOUBT for f in g.flags)]
+
     def task_stats(self) -> list[dict]:
-        """Per asked step: mean points, the share of students wrong, the share of the class's entries
-        left blank (`blank_share`: a step not answered counts all its entries), the most frequent diagnoses."""
-        rows, named = [], [{x.name: x for x in reversed(g.result.steps)} for g in self.graded]   # the first of a name
+        """Per asked step, over the `counted` files (shares as exact Fractions): mean points, the share
+        of students wrong, the share of the class's entries left blank (`blank_share`: a step not
+        answered counts all its entries), the most frequent diagnoses."""
+        counted = self.counted
+        rows, named = [], [{x.name: x for x in reversed(g.result.steps)} for g in counted]   # the first of a name
         for s in self.asked:
             steps = [by[s] for by in named]
             n = len(steps) or 1
             codes = Counter(c for x in steps if x.status == "wrong" for c in x.diagnosis)
             rows.append({"step": s, "points": self.points[s],
-                         "mean": sum((g.scores[s] for g in self.graded), Fraction(0)) / n,
-                         "wrong": sum(x.status == "wrong" for x in steps) / n,
-                         "missing": float(sum((blank_share(x) for x in steps), Fraction(0)) / n),
+                         "mean": sum((g.scores[s] for g in counted), Fraction(0)) / n,
+                         "wrong": Fraction(sum(x.status == "wrong" for x in steps), n),
+                         "missing": sum((blank_share(x) for x in steps), Fraction(0)) / n,
                          "codes": codes.most_common(3)})
         return rows
 

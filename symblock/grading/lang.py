@@ -202,18 +202,20 @@ FLAG_TEXT = {
                    "among those where the two differ)",
            "blank": "answers nothing (the blank answers file handed in?)",
            "same_id": "same id as {other}", "same_name": "same name as {other}",
-           "same_answers": "same answers as {other}"},
+           "same_answers": "same answers as {other}",
+           "same_student_id": "same student ID {value} as {other} (an LMS import matches both rows to one student)"},
     "zh": {"fits": "与 {other} 的吻合程度明显高于它自己的 ID（在两份练习不同的数中，{theirs} 个与 {other} 相符，"
                    "{mine} 个与自己的相符）",
            "blank": "一个数也没有填（交的是空白的答题文件？）",
            "same_id": "与 {other} 的 ID 相同", "same_name": "与 {other} 的姓名相同",
-           "same_answers": "与 {other} 的答案完全相同"},
+           "same_answers": "与 {other} 的答案完全相同",
+           "same_student_id": "与 {other} 的学号 {value} 相同（LMS 导入时两行会对应到同一名学生）"},
 }
 
 
 def describe(flag, lang: str = "en") -> str:
     return FLAG_TEXT["zh" if lang == "zh" else "en"][flag.kind].format(other=flag.other, mine=flag.mine,
-                                                                   theirs=flag.theirs)
+                                                                   theirs=flag.theirs, value=flag.value)
 
 
 # Why a file was not graded (gradebook.Rejected), in one form: the file and the name are printed
@@ -236,6 +238,12 @@ NOT_GRADED = {
 }
 
 
+def left_out(cls, lang: str = "en") -> str | None:
+    """The summaries' note on the flagged files the task table does not count (gradebook.Class.counted)."""
+    t, k = TABLE_TEXT["zh" if lang == "zh" else "en"], len(cls.graded) - len(cls.counted)
+    return t["left_out"].format(k=k, files=t["file" if k == 1 else "files"]) if k else None
+
+
 def not_graded(kind: str, values: dict, lang: str = "en") -> str:
     return NOT_GRADED["zh" if lang == "zh" else "en"][kind].format(**values)
 
@@ -245,11 +253,16 @@ TABLE_TEXT = {
     "en": {"title": "Class summary", "graded": "{n} graded, {r} not graded · set {token} · mean total "
            "{mean} of {max}", "graded_none": "no file graded, {r} not graded · set {token}", "task": "task", "points": "points", "mean": "mean", "wrong": "wrong",
            "missing": "blank entries", "codes": "most frequent diagnoses", "rejected": "Not graded",
-           "policy": "Scoring", "none": "—"},
+           "policy": "Scoring", "none": "—",
+           "left_out": "Not counted in this table and the most common mistakes: {k} flagged {files} (another "
+                       "variant fits better, or nothing answered: see the flagged files). The mean total and "
+                       "the plots count every graded file.", "file": "file", "files": "files"},
     "zh": {"title": "全班小结", "graded": "已批改 {n} 份，未批改 {r} 份 · 题组 {token} · 平均总分 {mean}/{max}",
            "graded_none": "没有批改任何文件，未批改 {r} 份 · 题组 {token}",
            "task": "题目", "points": "分值", "mean": "平均得分", "wrong": "错误比例", "missing": "未答数占比",
-           "codes": "最常见的诊断", "rejected": "未批改的文件", "policy": "计分规则", "none": "—"},
+           "codes": "最常见的诊断", "rejected": "未批改的文件", "policy": "计分规则", "none": "—",
+           "left_out": "本表和最常见的错误未计入 {k} {files}需要核对的文件（另一份练习与之更吻合，或一个数也没填：见“"
+                       "需要核对的文件”）。平均总分和分布图计入全部已批改的文件。", "file": "份", "files": "份"},
 }
 
 FEEDBACK = {
@@ -275,6 +288,16 @@ SUMMARY_TEXT = {
 
 
 # ---------------------------------------------------------------- values as a report prints them
+
+def percent(share, places: int = 0) -> str:
+    """A share (a Fraction: 1/8 of the class) as a percentage at `places` decimals, rounded exactly and
+    half up: 1/8 is "13%" (a float's round-half-even on 12.5 would print "12%")."""
+    v = Fraction(share) * 100 * 10 ** places
+    n = int(abs(v) + Fraction(1, 2))   # floor of a non-negative Fraction: half up, exactly
+    digits = str(n).rjust(places + 1, "0")
+    digits = f"{digits[:-places]}.{digits[-places:]}" if places else digits
+    return f"{'-' if v < 0 and n else ''}{digits}%"
+
 
 def show(value, places: int | None, entry=None) -> str:
     from symblock.engine import exact   # here, not at the top: `symblock --help` reads this module's words

@@ -177,6 +177,20 @@ def find(folder):
     return None
 
 
+def is_manifest(path) -> bool:
+    """Whether a file given as a SPEC is a set's manifest (named so, with its variants and their spec
+    token), which `worksheet` and `check` then say, or read, as such, never as a spec."""
+    import yaml
+    from pathlib import Path
+    if Path(path).name != NAME or not Path(path).is_file():
+        return False
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeError, yaml.YAMLError):
+        return False   # not readable as one: the spec reader says what is wrong with it
+    return isinstance(data, dict) and "variants" in data and "spec_token" in data
+
+
 def read(set_dir, entries: bool = True) -> dict:
     """The manifest of a set directory, validated (every field `grade` and `check` use) and
     unedited (its content hash holds). `entries=False`: the stored answers' entries are left to

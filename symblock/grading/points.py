@@ -75,8 +75,8 @@ class Credit:
 
 
 def _pct(x: Fraction) -> str:
-    v = x * 100
-    return f"{int(v)}%" if v.denominator == 1 else f"{float(v):.1f}%"
+    from symblock.grading.lang import percent
+    return percent(x, 0 if (x * 100).denominator == 1 else 1)   # 1/16: "6.3%", rounded half up
 
 
 def parse_credit(text: str, flag: str) -> Fraction:

@@ -17,7 +17,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from symblock.grading.lang import (FEEDBACK, SUMMARY_TEXT, TABLE_TEXT, blanks, counted_from, describe, explanation,
-                                   partly_blank, why, words)
+                                   left_out, partly_blank, percent, why, words)
 
 if TYPE_CHECKING:
     from symblock.engine.block import Trace
@@ -168,8 +168,9 @@ def task_table_md(cls, credit, lang: str = "en") -> str:
              "|---|---|---|---|---|---|"]
     for r in cls.task_stats():
         codes = ", ".join(f"`{c}` ×{k}" for c, k in r["codes"]) or t["none"]
-        shares = (pts(r["mean"]), f"{r['wrong']:.0%}", f"{r['missing']:.0%}") if cls.graded else (t["none"],) * 3
+        shares = (pts(r["mean"]), percent(r["wrong"]), percent(r["missing"])) if cls.counted else (t["none"],) * 3
         lines.append(f"| `{r['step']}` | {r['points']} | {' | '.join(shares)} | {codes} |")
+    lines += ["", md_text(left_out(cls, lang))] if left_out(cls, lang) else []
     if cls.rejected:
         lines += ["", f"## {t['rejected']}", ""]
         lines += [f"- {md_text(r.file)} ({md_text(r.name)}): {md_text(r.said(lang))}" for r in cls.rejected]
@@ -183,7 +184,10 @@ def summary_text(cls) -> str:
     worst = sorted((r for r in cls.task_stats() if r["wrong"]), key=lambda r: -r["wrong"])[:5]
     for r in worst:
         codes = ", ".join(f"{c} ×{k}" for c, k in r["codes"])
-        lines.append(f"  {r['step']:<18} wrong {r['wrong']:.0%}" + (f"  ({codes})" if codes else ""))
+        lines.append(f"  {r['step']:<18} wrong {percent(r['wrong'])}" + (f"  ({codes})" if codes else ""))
+    if k := len(cls.graded) - len(cls.counted):   # as the summaries' note (lang.left_out)
+        lines.append(f"  (not counted in these shares: {k} flagged file{'s' * (k != 1)}: another variant fits better, "
+                     "or nothing answered)")
     for r in cls.rejected:
         lines.append(one_line(f"not graded: {r.file} ({r.name}): {r.reason}"))
     return "\n".join(lines) + "\n"
@@ -410,7 +414,7 @@ def flagged(cls, lang: str = "en") -> list[tuple[str, str, list[str]]]:
 def summary_md(cls, credit, lang: str = "en", plots: bool = True) -> str:
     t = SUMMARY_TEXT[lang]
     lines = [task_table_md(cls, credit, lang).rstrip("\n"), "", f"## {t['mistakes']}", ""]
-    n = len(cls.graded)
+    n = len(cls.counted)
     for row in mistakes(cls, lang):
         lines.append(f"- `{row['step']}`: " + "; ".join(f"`{c}` ({e}): {t['students'].format(k=k, n=n)}"
                                                         for c, e, k in row["codes"]))
@@ -432,8 +436,9 @@ def html_context(cls, credit, lang: str = "en", plots: bool = True) -> dict:
     autoescape by the caller, sheets.render's environment: no user text becomes markup)."""
     t = TABLE_TEXT[lang]
     head = _mean_line(cls, t)   # the Markdown summary's line: the mean of the printed totals
-    tasks = [{**r, "mean": pts(r["mean"]), "wrong": f"{r['wrong']:.0%}", "missing": f"{r['missing']:.0%}"}
+    tasks = [{**r, **({"mean": pts(r["mean"]), "wrong": percent(r["wrong"]), "missing": percent(r["missing"])}
+                      if cls.counted else dict.fromkeys(("mean", "wrong", "missing"), t["none"]))}   # as task_table_md
              for r in cls.task_stats()]
     return dict(lang=lang, t=t, s=SUMMARY_TEXT[lang], head=head, tasks=tasks, mistakes=mistakes(cls, lang),
-                n=len(cls.graded), flagged=flagged(cls, lang), rejected=cls.rejected, policy=credit.statement(lang),
-                plots=PLOTS if plots and cls.graded else None, no_plots=not plots)
+                n=len(cls.counted), left_out=left_out(cls, lang), flagged=flagged(cls, lang), rejected=cls.rejected,
+                policy=credit.statement(lang), plots=PLOTS if plots and cls.graded else None, no_plots=not plots)

@@ -179,7 +179,8 @@ def unmatched(roster: dict, people: list[tuple[str, str]]) -> tuple[list[str], l
 
 # A worksheet ID is only a label the student copies from the sheet. A typo that gives another valid ID
 # (`.10` written `.11`) would grade a file against a classmate's numbers, and two files with one ID,
-# one name or one set of answers (a copy, a file handed in twice) would pass unseen. So every graded
+# one name or one set of answers (a copy, a file handed in twice) would pass unseen, as would two files
+# given one student ID (by the roster or by the files: the LMS import puts both grades on one person). So every graded
 # file is also compared, cheaply, with every variant of the set: its entries against each variant's
 # exact asked answers, rounded at the places each entry is written to (no marking, no recomputing from
 # the student's own numbers). Only the entries where two variants differ say which one the file fits
@@ -194,12 +195,16 @@ MARGIN = 3   # ... and at least this many more (and at least this many answered 
 PLACES = 3   # the places an exact entry (a fraction, sqrt(2)/2) is compared at
 
 
+IN_DOUBT = frozenset({"fits", "blank"})   # flags whose file's marks say nothing of the class's work: left out of its task stats
+
+
 @dataclass(frozen=True)
 class Flag:
-    kind: str          # fits | blank | same_id | same_name | same_answers
+    kind: str          # fits | blank | same_id | same_name | same_answers | same_student_id
     other: str         # the variant that fits better, or the other file
     mine: int = 0      # fits: distinguishing entries matching the file's own variant ...
     theirs: int = 0    # ... and matching the other variant
+    value: str = ""    # same_student_id: the student ID the two files share
 
 
 def flag(graded: list, entries: dict, pool, truths: "Truths | None" = None) -> None:
@@ -213,7 +218,8 @@ def flag(graded: list, entries: dict, pool, truths: "Truths | None" = None) -> N
         elif fit := best_fit(g.ident, entries[g.file], pool, truths):
             g.flags.append(fit)
     for kind, key in (("same_id", lambda g: g.ident), ("same_name", lambda g: g.name.casefold()),
-                      ("same_answers", lambda g: _answer_key(entries[g.file]))):
+                      ("same_answers", lambda g: _answer_key(entries[g.file])),
+                      ("same_student_id", lambda g: g.student.get("student_id"))):   # the roster's, else the file's
         _duplicates(graded, kind, key)
 
 
@@ -344,4 +350,5 @@ def _duplicates(graded: list, kind: str, key) -> None:
             groups.setdefault(k, []).append(g)
     for group in groups.values():
         for g in group:
-            g.flags += [Flag(kind, o.file) for o in group if o is not g]
+            g.flags += [Flag(kind, o.file, value=g.student.get("student_id", "") if kind == "same_student_id" else "")
+                        for o in group if o is not g]

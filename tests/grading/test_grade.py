@@ -550,3 +550,60 @@ def test_grade_names_each_unknown_key_kept_as_student_data_once(klass, tmp_path,
     assert lines == ["warning: g0.yaml, g1.yaml: nickname: not a key of the answers format, kept as the student's own "
                      "data (did you mean name?); the format's keys are id, name, decimals, sig_figs, print, steps, "
                      "title, notes, and student data such as student_id, email, section"], lines
+
+
+def test_a_share_of_one_in_eight_is_13_percent_everywhere_it_is_printed(klass, tmp_path, capsys):
+    """12.5 % rounds half up to 13 % on the terminal and in both summaries (a float's round-half-even
+    printed 12 %); a slip credit of 1/16 is 6.25 %, stated as 6.3 %."""
+    spec = yaml.safe_load(textwrap.dedent(SPEC))
+    answers = tmp_path / "answers"
+    answers.mkdir()
+    for k, v in enumerate(klass["manifest"]["variants"][:8]):   # 8 students, one used the sample variance
+        mine = work(params(spec, v["seed"]), ddof=1 if k == 0 else 0)
+        write_yaml(answers / f"s{k}.yaml", v["id"], f"S{k}", {s: grid(m) for s, m in mine.items()})
+    capsys.readouterr()
+    assert main(["grade", str(klass["set"]), str(answers), "--slip", "1/16"]) == 0
+    out = capsys.readouterr().out
+    assert "  norm1.var          wrong 13%  (ln_sample_variance ×1)" in out, out
+    md = (answers / "graded" / "summary.md").read_text(encoding="utf-8")
+    row = next(l for l in md.splitlines() if l.startswith("| `norm1.var` |"))
+    assert row.split("|")[4].strip() == "13%", row
+    assert "a rounding slip (one unit in the last place) 6.3%" in md
+    html = (answers / "graded" / "summary.html").read_text(encoding="utf-8")
+    assert "<td><code>norm1.var</code></td><td>1</td><td>0.88</td><td>13%</td>" in html
+
+
+def test_percentages_round_exactly_half_up():
+    from symblock.grading.lang import percent
+    assert [percent(Fraction(n, d)) for n, d in ((1, 8), (3, 8), (5, 8), (1, 200), (0, 1), (1, 1), (2, 3))] == \
+        ["13%", "38%", "63%", "1%", "0%", "100%", "67%"]   # 12.5, 37.5, 62.5, 0.5: up; 66.67: 67
+    assert [percent(Fraction(n, d), 1) for n, d in ((1, 16), (1, 3), (1, 400))] == ["6.3%", "33.3%", "0.3%"]
+
+
+def test_worksheet_writes_a_sets_variant_again_from_its_manifest_alone(tmp_path, capsys):
+    """`worksheet SET/instructor/manifest.yaml --id ID`: the manifest is the set's record (read by
+    grade and check), and holds the spec, flags, preset, places and language: the variant's sheet
+    and key come out byte for byte as the set wrote them, with the spec file gone. What the manifest
+    cannot do is said, exit 2: no --id, flags the manifest gives, an ID of no variant of the set."""
+    spec_file = tmp_path / "hw.yaml"
+    spec_file.write_text('title: "HW"\nrandom: {seed: 1}\n', encoding="utf-8")
+    set_dir = tmp_path / "set"
+    assert main(["worksheet", str(spec_file), "--difficulty", "easy", "--preset", "norm", "--decimals", "2",
+                 "--lang", "zh", "--variants", "2", "--format", "markdown,latex", "--out", str(set_dir)]) == 0
+    spec_file.unlink()
+    man = set_dir / "instructor" / "manifest.yaml"
+    ident = yaml.safe_load(man.read_text(encoding="utf-8"))["variants"][1]["id"]
+    capsys.readouterr()
+    assert main(["worksheet", str(man), "--id", ident, "--format", "markdown,latex", "--out", str(tmp_path / "again")]) == 0
+    for name, folder in (("sheet.md", "students"), ("sheet.tex", "students"), ("key.md", "instructor"),
+                         ("key.tex", "instructor")):
+        assert (tmp_path / "again" / name).read_bytes() == (set_dir / folder / ident / name).read_bytes(), name
+    assert "小数" in (tmp_path / "again" / "sheet.md").read_text(encoding="utf-8")   # the set's --lang zh
+    for extra, words in (([], ["a set's manifest", "not a spec", "give --id ID", "(--id ", "hw.yaml)"]),
+                         (["--id", ident, "--preset", "full"], ["--preset:", "gives the set's own preset", "leave them out"]),
+                         (["--id", ident, "--difficulty", "hard"], ["random-section flags", "leave them out"]),
+                         (["--id", ident[:-2] + ".999"], ["--id:", "is not a variant of this set (2 variants"])):
+        assert main(["worksheet", str(man), *extra, "--out", str(tmp_path / "no")]) == 2, extra
+        err = capsys.readouterr().err
+        assert all(w in err for w in words) and "Traceback" not in err and "another spec" not in err, (extra, err)
+    assert not (tmp_path / "no").exists()

@@ -184,3 +184,44 @@ def test_a_total_is_the_sum_of_the_rounded_cells_not_the_rounded_sum(three, tmp_
     got = next(csv.DictReader(io.StringIO((answers / "graded" / "gradebook.csv").read_text(encoding="utf-8"))))
     assert [got[s] for s in ("attn.out", "norm1.mean", "ffn.act")] == ["0.92", "0.67", "0.92"]
     assert got["total"] == "8.51" and got["percent"] == "94.56"   # 6 + 0.92 + 0.67 + 0.92 (exactly 8.50)
+
+
+def test_without_a_roster_the_rows_no_lms_can_match_are_counted(klass, tmp_path, capsys):
+    """Bo and Cy carry no student ID or email: without --roster their rows reach the LMS unmatched."""
+    root, answers, _ = klass
+    capsys.readouterr()
+    assert main(["grade", str(root / "set"), str(answers), "--out", str(tmp_path / "g")]) == 0
+    out = capsys.readouterr().out
+    assert out.count("note: 2 of 3 gradebook rows have no student ID or email") == 1, out
+    assert "--roster FILE (a CSV of file or name, student_id, email) fills them" in out
+    run(klass, tmp_path / "r")                          # the roster fills them: no note
+    assert "have no student ID" not in capsys.readouterr().out
+    alone = tmp_path / "ada"
+    alone.mkdir()
+    (alone / "ada.yaml").write_text((answers / "ada.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    assert main(["grade", str(root / "set"), str(alone)]) == 0   # every row has its ID: no note
+    assert "have no student ID" not in capsys.readouterr().out
+
+
+def test_two_files_given_one_student_id_are_flagged(klass, tmp_path, capsys):
+    """A roster row keyed by a name both files share, or two rows with one ID: the LMS would put both
+    grades on one student. Each file is flagged, naming the other."""
+    root, answers, _ = klass
+    roster = tmp_path / "roster.csv"
+    roster.write_text("file,name,student_id\nbo.yaml,,s1001\ncy.yaml,,s1003\n", encoding="utf-8")  # Ada's own ID
+    capsys.readouterr()
+    assert main(["grade", str(root / "set"), str(answers), "--roster", str(roster), "--out", str(tmp_path / "g")]) == 1
+    out = capsys.readouterr().out
+    assert "flagged: ada.yaml (Ada): same student ID s1001 as bo.yaml" in out, out
+    assert "flagged: bo.yaml (<b>Bo</b>): same student ID s1001 as ada.yaml" in out
+    assert "cy.yaml (" not in out
+    book = {r["file"]: r for r in csv.DictReader(io.StringIO((tmp_path / "g" / "gradebook.csv").read_text(encoding="utf-8")))}
+    assert book["ada.yaml"]["flags"] == ("same student ID s1001 as bo.yaml (an LMS import matches both rows "
+                                         "to one student)")
+    assert book["bo.yaml"]["flags"].startswith("same student ID s1001 as ada.yaml") and book["cy.yaml"]["flags"] == ""
+    md = (tmp_path / "g" / "summary.md").read_text(encoding="utf-8")
+    assert "- ada.yaml (Ada): same student ID s1001 as bo.yaml" in md
+    assert "bo.yaml (&lt;b&gt;Bo&lt;/b&gt;): same student ID s1001 as ada.yaml" in (tmp_path / "g" / "summary.html").read_text(encoding="utf-8")
+    assert main(["grade", str(root / "set"), str(answers), "--roster", str(roster), "--out", str(tmp_path / "zh"),
+                 "--lang", "zh"]) == 1
+    assert "与 bo.yaml 的学号 s1001 相同" in (tmp_path / "zh" / "summary.md").read_text(encoding="utf-8")

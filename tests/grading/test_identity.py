@@ -178,3 +178,61 @@ def test_check_inside_a_set_compares_with_every_variant_without_drawing_them(thr
         assert sorted(drawn) == sorted(set(drawn)) and len(drawn) == 3   # every variant drawn, once
     finally:
         inside.unlink()
+
+
+def test_flagged_files_do_not_push_the_classs_mistakes_out_of_the_task_list(three, tmp_path, capsys):
+    """A file with another variant's numbers is wrong wherever the variants' weights enter (attn.out,
+    ffn.hidden; the rest carried): counted, those show as the class's mistakes beside Eli's real one
+    in ffn.act, every share diluted (in a larger set such files fill the terminal's top five and push
+    the real mistakes out), and a blank file adds its blanks. The files another variant fits better,
+    or that answer nothing, are left out of the task counts, alike on the terminal and in both
+    summaries, with a note saying how many."""
+    root, ids, steps = three
+    spec = yaml.safe_load(textwrap.dedent(SPEC))
+    manifest = yaml.safe_load((root / "set" / "instructor" / "manifest.yaml").read_text(encoding="utf-8"))
+
+    def plant(name, v):
+        v = v.copy()
+        if name == "ffn.act":
+            v[0, 0] += 1
+        return v
+    answers = tmp_path / "answers"
+    answers.mkdir()
+    write_yaml(answers / "cy.yaml", ids[2], "Cy", steps[ids[2]])
+    eli = work(params(spec, manifest["variants"][1]["seed"]), plant=plant)
+    write_yaml(answers / "eli.yaml", ids[1], "Eli", {s: grid(m) for s, m in eli.items()})
+    write_yaml(answers / "swap.yaml", ids[2], "Swap", steps[ids[0]])   # variant 1's numbers under variant 3's ID
+    write_yaml(answers / "empty.yaml", ids[0], "Em", {s: [None] * len(g) for s, g in steps[ids[0]].items()})
+    capsys.readouterr()
+    assert main(["grade", str(root / "set"), str(answers)]) == 1
+    out = capsys.readouterr().out
+    assert "flagged: swap.yaml (Swap): fits" in out and "flagged: empty.yaml (Em): answers nothing" in out
+    tasks = [line.split()[0] for line in out.splitlines() if line.startswith("  ") and " wrong " in line]
+    assert tasks == ["ffn.act"], out                     # 1 of the 2 files counted: 50%
+    assert "  ffn.act            wrong 50%" in out
+    assert "  (not counted in these shares: 2 flagged files: another variant fits better, or nothing answered)" in out
+    md = (answers / "graded" / "summary.md").read_text(encoding="utf-8")
+    rows = {l.split("|")[1].strip(" `"): [c.strip() for c in l.split("|")[2:6]] for l in md.splitlines()
+            if l.startswith("| `")}
+    assert rows["ffn.act"][2] == "50%" and all(r[2] == "0%" for s, r in rows.items() if s != "ffn.act")
+    assert all(r[3] == "0%" for r in rows.values())       # the blank file's entries are not the class's blanks
+    note = "Not counted in this table and the most common mistakes: 2 flagged files (another variant fits better"
+    assert note in md and "mean total" in md
+    html = (answers / "graded" / "summary.html").read_text(encoding="utf-8")
+    assert f"<p>{note}" in html and "<td><code>ffn.act</code></td><td>1</td><td>0.96</td><td>50%</td>" in html   # (1 + 11/12) / 2
+    assert "<td><code>resid1</code></td><td>1</td><td>1.00</td><td>0%</td>" in html
+    assert len(gradebook(answers / "graded" / "gradebook.csv")) == 4   # the gradebook keeps every file
+
+
+def test_a_class_of_flagged_files_only_has_no_task_shares_in_either_summary(three, tmp_path):
+    """Every graded file left out of the task counts: both summaries show — for the shares (never a
+    0% that reads as "nobody wrong"), as the Markdown table does for a class with nothing graded."""
+    root, ids, steps = three
+    answers = tmp_path / "answers"
+    answers.mkdir()
+    write_yaml(answers / "empty.yaml", ids[1], "Em", {s: [None] * len(g) for s, g in steps[ids[1]].items()})
+    assert main(["grade", str(root / "set"), str(answers)]) == 1
+    md = (answers / "graded" / "summary.md").read_text(encoding="utf-8")
+    assert "| `resid1` | 1 | — | — | — | — |" in md and "1 flagged file (another" in md
+    html = (answers / "graded" / "summary.html").read_text(encoding="utf-8")
+    assert "<td><code>resid1</code></td><td>1</td><td>—</td><td>—</td><td>—</td>" in html
