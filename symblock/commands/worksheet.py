@@ -297,12 +297,14 @@ def write(args) -> tuple[list, list[str], object, list[Path]]:
 
 
 def _from_set(args) -> dict | None:
-    """The set's manifest when SPEC is one (SET/instructor/manifest.yaml), read and checked as `grade`
+    """The set's manifest when SPEC is one (SET/instructor/manifest.yaml, or the set's folder), read and checked as `grade`
     reads it: with --id, the variant is written again from it alone (the spec file not needed), with
     the set's preset, flags, places and language, unless --decimals or --lang asks for others. None
     for a spec; --decimals and --lang then default to 3 and en."""
     from symblock.errors import UsageError
     from symblock.grading import manifest
+    if args.spec and Path(args.spec).is_dir() and manifest.find(Path(args.spec)) is not None:
+        args.spec = str(manifest.find(Path(args.spec)))   # a set's folder (SET or SET/instructor): its manifest
     is_set = bool(args.spec) and manifest.is_manifest(args.spec)
     man = manifest.read(Path(args.spec).parent, entries=False) if is_set else None   # entries: as the variant is built
     if man is not None:

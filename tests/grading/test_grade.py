@@ -599,6 +599,10 @@ def test_worksheet_writes_a_sets_variant_again_from_its_manifest_alone(tmp_path,
                          ("key.tex", "instructor")):
         assert (tmp_path / "again" / name).read_bytes() == (set_dir / folder / ident / name).read_bytes(), name
     assert "小数" in (tmp_path / "again" / "sheet.md").read_text(encoding="utf-8")   # the set's --lang zh
+    for folder in (set_dir, set_dir / "instructor"):   # the set's folder stands for its manifest, as for grade
+        assert main(["worksheet", str(folder), "--id", ident, "--format", "markdown", "--out", str(tmp_path / "f"),
+                     "--force"]) == 0
+        assert (tmp_path / "f" / "key.md").read_bytes() == (set_dir / "instructor" / ident / "key.md").read_bytes()
     for extra, words in (([], ["a set's manifest", "not a spec", "give --id ID", "(--id ", "hw.yaml)"]),
                          (["--id", ident, "--preset", "full"], ["--preset:", "gives the set's own preset", "leave them out"]),
                          (["--id", ident, "--difficulty", "hard"], ["random-section flags", "leave them out"]),
