@@ -90,6 +90,7 @@ def mark(args, data: dict | None = None, source: str = "<answers>"):
         wrt = None if args.wrt is None else [w.strip() for w in args.wrt.split(",") if w.strip()]
         if ident is not None:
             flag = "--id" if args.id else f"{source}: id"
+            _spec_at_hand(ident, spec_arg, flag, answers_path, args.lang)
             trace = variant.redraw(ident, spec_arg, flag)
             one = variant.build(ident, trace, variant.Options.for_answers(trace.spec, data, args.loss, wrt, args.preset))
             pool = Nearby(one, spec_arg, flag)
@@ -109,6 +110,18 @@ def mark(args, data: dict | None = None, source: str = "<answers>"):
     for key, hint in unknown_keys(data, answers_mod.TOP_KEYS):   # what is kept as student data, said
         print(one_line(unknown_key_note(source, key, hint, answers_mod.TOP_KEYS)), file=sys.stderr)
     return marker.mark_answers(answers), marker, better_fit(ident, answers, pool)
+
+
+def _spec_at_hand(ident: str, spec_arg: str | None, flag: str, answers_path: str, lang: str) -> None:
+    """Refuse, plainly, an ID of a spec file given without that file (nor a set around the answers):
+    a spec of the person's own, or a private one whose numbers a `random.secret` draws, which only
+    its instructor holds (the ID's hash cannot tell which)."""
+    from symblock.errors import UsageError
+    from symblock.exercises.variants import names_spec_file
+    from symblock.grading.lang import words
+    if spec_arg is None and names_spec_file(ident):
+        raise UsageError(words(lang)["private_id"].format(
+            where=flag, ident=ident, answers="ANSWERS" if answers_path == "-" else answers_path))
 
 
 def better_fit(ident: str | None, answers, pool):

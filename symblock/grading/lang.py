@@ -58,6 +58,12 @@ EN = {
                 "marked against {ident}; `grade` flags such a file)",
     "count": "{n} {status}",
     "sep": ", ",
+    "private_id": "{where}: {ident} cannot be checked without the spec it was made from: it is the ID of a "
+                  "worksheet drawn from a spec file (not a built-in example), either a spec of your own or a "
+                  "private one (an instructor's, whose numbers are drawn with a secret; the ID cannot tell "
+                  "which). If your instructor handed out the sheet, ask them to check it. With the spec (the "
+                  "instructor): `symblock check SPEC {answers}`, or check the file inside its set "
+                  "(SET/students/{ident}/, beside SET/instructor/manifest.yaml, which holds the spec)",
 }
 
 ZH = {
@@ -104,6 +110,10 @@ ZH = {
                 "`grade` 会标出这样的文件）",
     "count": "{status} {n}",
     "sep": "，",
+    "private_id": "{where}：没有生成它的 spec，无法检查 {ident}：这是由 spec 文件（而非内置示例）抽取的练习的 ID，"
+                  "那份 spec 可能是你自己的，也可能是私有的（老师的 spec，其中的数用 secret 抽取；ID 本身分辨不出是哪一种）。"
+                  "如果练习是老师发的，请老师替你检查。有 spec 的人（老师）：运行 `symblock check SPEC {answers}`，"
+                  "或在题组中检查这个文件（SET/students/{ident}/，与含有 spec 的 SET/instructor/manifest.yaml 同在一个题组）",
 }
 
 EXPLANATIONS_ZH = {
