@@ -246,9 +246,11 @@ def feedback_md(g, cls, credit, lang: str = "en") -> str:
 
 def to_json(result) -> str:
     """DESIGN.md's `check --json`: {ok, first_break, steps: [{name, status, entries, diagnosis}]},
-    plus spec, answers, decimals, id, name and, per step, asked, blank (and built_on)."""
+    plus spec, answers, decimals, id, name and, per step, asked, blank (and built_on). A step's
+    status is the one `check` marks it with: `partly_blank` (◐) for an answered step with blank
+    entries that is not wrong (its entries' marks say how the answered ones fare)."""
     import json
-    steps = [{"name": s.name, "status": s.status,
+    steps = [{"name": s.name, "status": "partly_blank" if _shown(s) == "partly" else s.status,
               "entries": [{k: v for k, v in vars(e).items() if v is not None} for e in s.entries],
               "diagnosis": s.diagnosis, "asked": s.asked, "blank": s.blank,
               **({"built_on": s.built_on} if s.built_on else {})}
@@ -325,7 +327,7 @@ def text(result, trace: Trace | None=None, every_entry: bool = False, lang: str 
                            for st in COUNTED if shown[st])
     if not result.answered:
         lines.append(w["blank"].format(counts=counts))
-    elif result.ok:   # an asked step still missing, or an answered one with blank entries, is not "OK" yet
+    elif result.first_break is None:   # nothing wrong; an asked step still missing, or an answered one with blank entries, is not "OK" yet
         gaps = sum(s.blank for s in steps if s.status != "missing")
         key = "ok_so_far" if result.count("missing") else "ok_blank" if gaps == 1 else "ok_blanks" if gaps else "ok"
         lines.append(w[key].format(counts=counts, n=gaps))

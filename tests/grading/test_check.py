@@ -68,7 +68,7 @@ def test_a_step_with_blank_entries_is_not_ok_yet(tmp_path, capsys):
     full["steps"]["attn.q"][0][0] = None
     one = tmp_path / "one.json"
     one.write_text(json.dumps(full), encoding="utf-8")
-    assert main(["check", "example:decoder-layer", str(one)]) == 0
+    assert main(["check", "example:decoder-layer", str(one)]) == 1   # nothing wrong, not done: not ok (exit 1)
     out = capsys.readouterr().out
     assert "1 blank: row 1 col 1" in out and "OK:" not in out
     assert out.rstrip().endswith("Nothing wrong so far (35 correct, 1 partly blank), but 1 entry of an answered step is blank: "
@@ -78,6 +78,28 @@ def test_a_step_with_blank_entries_is_not_ok_yet(tmp_path, capsys):
     two.write_text(json.dumps(full), encoding="utf-8")
     main(["check", "example:decoder-layer", str(two), "--lang", "zh"])
     assert capsys.readouterr().out.rstrip().endswith("但已答步骤中还有 2 个数未填：请填上，再检查。")
+
+
+
+def test_json_marks_a_partly_blank_step_as_the_report_does_and_the_file_not_ok(tmp_path, capsys):
+    """`--json` agrees with the ◐ of the report: a step with one entry blank (the others right, numbers
+    from NumPy) is partly_blank, never correct, and the file is not ok (exit 1) though nothing is wrong;
+    a step left out whole is missing, which does not fail (as ever)."""
+    full = json.loads((DATA / "decoder_layer_answers.json").read_text(encoding="utf-8"))
+    full["steps"]["attn.q"][0][0] = None
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps(full), encoding="utf-8")
+    assert main(["check", "example:decoder-layer", str(one), "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    q = next(s for s in data["steps"] if s["name"] == "attn.q")
+    assert q["status"] == "partly_blank" and q["blank"] == 1 and [e["mark"] for e in q["entries"]].count("correct") > 0
+    assert data["ok"] is False and data["first_break"] is None
+    full["steps"].pop("attn.q")   # the whole step left out: missing, and the file ok
+    whole = tmp_path / "whole.json"
+    whole.write_text(json.dumps(full), encoding="utf-8")
+    assert main(["check", "example:decoder-layer", str(whole), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["ok"] is True and next(s for s in data["steps"] if s["name"] == "attn.q")["status"] == "missing"
 
 
 SEED = SEED_ANSWERS.read_text(encoding="utf-8")
