@@ -138,7 +138,7 @@ def _tasks(tasks: dict[str, list[float]], points: dict[str, int]) -> bytes:
 # printed task columns (so a gradebook row adds up); the exact sums stay in gradebook.Graded.
 
 
-SHOWN_ENTRIES = 6   # wrong entries listed per task in a feedback file
+SHOWN_ENTRIES = 6   # docked entries (wrong, slip, rounded) listed per task in a feedback file
 
 
 def pts(x: Fraction) -> str:
@@ -230,7 +230,8 @@ def feedback_md(g, cls, credit, lang: str = "en") -> str:
         reshaped = _reshaped(st)
         if reshaped is not None:
             lines.append("- " + md_text(w["reason"]["shape"].format(text=reshaped.given)))
-        shown = [] if reshaped is not None else [e for e in st.entries if e.mark in ("wrong", "slip")][:SHOWN_ENTRIES]
+        docked = [e for e in st.entries if e.mark in ("wrong", "slip")] + [e for e in st.entries if e.mark == "rounded"]
+        shown = [] if reshaped is not None else docked[:SHOWN_ENTRIES]   # a rounded one never hides a wrong one
         cited = cited or bool(shown or gaps)
         for e in shown:
             own = w["own"].format(own=e.own) if e.own else ""
