@@ -243,8 +243,9 @@ def test_every_not_graded_reason_has_one_form_in_each_language(klass, tmp_path, 
                        "broken.yaml (Broken): steps.resid1", "latin.yaml (latin): is not UTF-8 text",
                        "noid.yaml (Nora): no id: (the worksheet ID printed on the sheet) in the file",
                        "other.yaml (Other): id seed-post-ln.3 was made from another spec ("},
-                "zh": {"stray.yaml (Stray): ID " + token + ".999 不是本题组的练习（", "broken.yaml (Broken): 文件有误：steps.resid1",
-                       "latin.yaml (latin): 文件有误：is not UTF-8 text", "noid.yaml (Nora): 文件中没有 id:（练习上印的 ID）",
+                "zh": {"stray.yaml (Stray): ID " + token + ".999 不是本题组的练习（",
+                       "broken.yaml (Broken): 文件有误：steps.resid1[0]: 形状应为 3×4，这一行却有 5 个数",
+                       "latin.yaml (latin): 文件有误：不是 UTF-8 文本", "noid.yaml (Nora): 文件中没有 id:（练习上印的 ID）",
                        "other.yaml (Other): ID seed-post-ln.3 来自另一份 spec（"}}
     for lang, starts in expected.items():
         assert main(["grade", str(klass["set"]), str(answers), "--lang", lang, "--out", str(tmp_path / lang)]) == 1
