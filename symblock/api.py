@@ -105,7 +105,8 @@ def check(spec: str | Path | None, answers: str | Path | Mapping[str, Any], **op
     answers file (YAML, JSON, CSV; in a set's folder its manifest names the variant) or the same
     mapping in memory; `spec` may be None when the answers carry an `id:`; `options` are the
     command's flags (`id=`, `preset="norm"`, `loss=`, `wrt="W_2,W_1"`, `max_cost=`). The result's `.ok`,
-    `.first_break` and `.steps` (each with `.status` and `.diagnosis`) are what `check --json` prints.
+    `.first_break` and `.steps` (each with `.status` and `.diagnosis`) are what `check --json` prints
+    (where a partly blank step's status is `partly_blank`; its `.status` is that of its answered entries).
 
         >>> std = {"decimals": 3, "steps": {"norm1.std": [[0.901], [0.124], [0.43]]}}
         >>> symblock.check("seed-post-ln", std).ok

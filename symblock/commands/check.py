@@ -51,7 +51,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    result, marker, fit = mark(args)
+    from symblock.errors import SpecError
+    try:
+        result, marker, fit = mark(args)
+    except SpecError as e:   # what is wrong with a file, in the report's language
+        from symblock.grading.lang import input_error
+        raise SpecError(e.source, e.where, input_error(e.message, args.lang)) from None
     print(to_json(result) if args.json else text(result, marker.trace, every_entry=args.all, lang=args.lang),
           end="")
     if fit is not None:   # grade's flag, in its words: the file was marked against its own id all the same
@@ -72,6 +77,7 @@ def mark(args, data: dict | None = None, source: str = "<answers>"):
     from symblock.grading.marking import Marker
     from symblock.exercises.spec_arg import difficulty_of, example_of
     from symblock.errors import UsageError
+    from symblock.grading.lang import words
     if data is not None:
         spec_arg, answers_path = args.spec, "-"
     else:
@@ -80,7 +86,8 @@ def mark(args, data: dict | None = None, source: str = "<answers>"):
     ident = args.id or (str(data["id"]) if data.get("id") not in (None, "") else None)
     if args.id and str(data.get("id") or "") != args.id:   # the report names the variant it marked
         if data.get("id") not in (None, ""):
-            print(one_line(f"note: checked against --id {args.id}; {source} says id: {data['id']}"), file=sys.stderr)
+            print(one_line(words(args.lang)["other_id"].format(ident=args.id, answers=source, theirs=data["id"])),
+                  file=sys.stderr)
         data = {**data, "id": args.id}
     # a set's answers file: its manifest knows the spec, preset, loss and places
     found = _from_set(args, answers_path, ident, spec_arg)
@@ -90,13 +97,12 @@ def mark(args, data: dict | None = None, source: str = "<answers>"):
         wrt = None if args.wrt is None else [w.strip() for w in args.wrt.split(",") if w.strip()]
         if ident is not None:
             flag = "--id" if args.id else f"{source}: id"
+            _spec_at_hand(ident, spec_arg, flag, answers_path, args.lang)
             trace = variant.redraw(ident, spec_arg, flag)
             one = variant.build(ident, trace, variant.Options.for_answers(trace.spec, data, args.loss, wrt, args.preset))
             pool = Nearby(one, spec_arg, flag)
             if answers_path != "-" and not args.json:
-                print(one_line(f"note: {answers_path} is in no set folder: marked against the variant {ident} draws, "
-                               "at the places the file states; a set's answers file is marked as `grade` marks it "
-                               "when checked inside the set (SET/students/<ID>/)"), file=sys.stderr)
+                print(one_line(words(args.lang)["no_set"].format(answers=answers_path, ident=ident)), file=sys.stderr)
         elif spec_arg is None:
             raise UsageError(f"check: give SPEC, or an `id:` in {source} (a worksheet ID)")
         else:
@@ -106,9 +112,21 @@ def mark(args, data: dict | None = None, source: str = "<answers>"):
         marker, default = Marker.of(one), None
     answers = marker.answers(data, source, default)   # a near miss of a format key is refused here
     from symblock.grading.students import unknown_key_note, unknown_keys
-    for key, hint in unknown_keys(data, answers_mod.TOP_KEYS):   # what is kept as student data, said
-        print(one_line(unknown_key_note(source, key, hint, answers_mod.TOP_KEYS)), file=sys.stderr)
+    for key, near in unknown_keys(data, answers_mod.TOP_KEYS):   # what is kept as student data, said
+        print(one_line(unknown_key_note(source, key, near, answers_mod.TOP_KEYS, args.lang)), file=sys.stderr)
     return marker.mark_answers(answers), marker, better_fit(ident, answers, pool)
+
+
+def _spec_at_hand(ident: str, spec_arg: str | None, flag: str, answers_path: str, lang: str) -> None:
+    """Refuse, plainly, an ID of a spec file given without that file (nor a set around the answers):
+    a spec of the person's own, or a private one whose numbers a `random.secret` draws, which only
+    its instructor holds (the ID's hash cannot tell which)."""
+    from symblock.errors import UsageError
+    from symblock.exercises.variants import names_spec_file
+    from symblock.grading.lang import words
+    if spec_arg is None and names_spec_file(ident):
+        raise UsageError(words(lang)["private_id"].format(
+            where=flag, ident=ident, answers="ANSWERS" if answers_path == "-" else answers_path))
 
 
 def better_fit(ident: str | None, answers, pool):

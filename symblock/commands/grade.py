@@ -76,7 +76,7 @@ def run(args) -> int:
     print(report.summary_text(cls), end="")
     for file, name, why in report.flagged(cls):
         print(one_line(f"flagged: {file} ({name}): {'; '.join(why)}"))
-    _unknown_keys(cls)
+    _unknown_keys(cls)   # the terminal's words are English (--lang: the summary and feedback)
     if people is not None:
         _roster_gaps(args.roster, people, cls)
     else:
@@ -102,9 +102,9 @@ def _unknown_keys(cls) -> None:
     for g in cls.graded:
         for key in unknown_keys(g.result.student, TOP_KEYS):
             files.setdefault(key, []).append(g.file)
-    for (key, hint), names in files.items():
+    for (key, near), names in files.items():
         shown = ", ".join(names[:5]) + (f" (and {len(names) - 5} more)" if len(names) > 5 else "")
-        print(one_line(unknown_key_note(shown, key, hint, TOP_KEYS)))
+        print(one_line(unknown_key_note(shown, key, near, TOP_KEYS)))
 
 
 def _roster(args) -> dict | None:

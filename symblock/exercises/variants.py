@@ -139,6 +139,19 @@ def split_id(ident: str) -> tuple[str, int | None]:
     return (head if dot else ident), None
 
 
+SPEC_FILE_TOKEN = re.compile(r"h[a-z2-7]{8}")   # token_of's form
+
+
+def names_spec_file(ident: str) -> bool:
+    """Whether `ident` is a well-formed ID whose `<spec>` is a spec file's hash (`token_of`), not a
+    built-in example's name: only that file draws it again. The hash covers the whole canonical spec,
+    `random.secret` included, so the ID cannot tell a spec of one's own from a private one."""
+    from symblock.engine.spec import example_names
+    m = _ID.fullmatch(ident or "")
+    token = split_version(m.group(1))[0] if m else ""
+    return bool(SPEC_FILE_TOKEN.fullmatch(token)) and token not in example_names()
+
+
 def parse_id(ident: str, spec_arg: str | None, flag: str = "--id") -> tuple[str, int | None]:
     """The spec to load and the seed for a worksheet ID; `spec_arg` is the SPEC the user gave;
     `flag` names where the ID came from in messages (its generator version: id_flags)."""
@@ -161,7 +174,7 @@ def parse_id(ident: str, spec_arg: str | None, flag: str = "--id") -> tuple[str,
         if token not in example_names():
             hint = (" (a spec file's ID: give the file too, `symblock worksheet FILE --id ID` or `symblock check FILE "
                     "ANSWERS`; an answers file inside its set folder needs none)") \
-                if re.fullmatch(r"h[a-z2-7]{8}", token) else ""
+                if SPEC_FILE_TOKEN.fullmatch(token) else ""
             raise UsageError(f"{flag}: no built-in example {excerpt(token)}{hint}")
         return token, seed
     have = spec_token(spec_arg)

@@ -58,6 +58,19 @@ EN = {
                 "marked against {ident}; `grade` flags such a file)",
     "count": "{n} {status}",
     "sep": ", ",
+    "unknown_key": "warning: {where}: {key}: not a key of the answers format, kept as the student's own "
+                   "data{hint}; the format's keys are {keys}, and student data such as {columns}",
+    "near_key": " (did you mean {near}?)",
+    "no_set": "note: {answers} is in no set folder: marked against the variant {ident} draws, at the places the "
+              "file states; a set's answers file is marked as `grade` marks it when checked inside the set "
+              "(SET/students/<ID>/)",
+    "other_id": "note: checked against --id {ident}; {answers} says id: {theirs}",
+    "private_id": "{where}: {ident} cannot be checked without the spec it was made from: it is the ID of a "
+                  "worksheet drawn from a spec file (not a built-in example), either a spec of your own or a "
+                  "private one (an instructor's, whose numbers are drawn with a secret; the ID cannot tell "
+                  "which). If your instructor handed out the sheet, ask them to check it. With the spec (the "
+                  "instructor): `symblock check SPEC {answers}`, or check the file inside its set "
+                  "(SET/students/{ident}/, beside SET/instructor/manifest.yaml, which holds the spec)",
 }
 
 ZH = {
@@ -104,6 +117,16 @@ ZH = {
                 "`grade` 会标出这样的文件）",
     "count": "{status} {n}",
     "sep": "，",
+    "unknown_key": "警告：{where}：{key}：不是答题文件格式中的键，已作为学生自己的信息保留{hint}；格式中的键有 {keys}，"
+                   "学生信息可以写 {columns} 等",
+    "near_key": "（是不是想写 {near}？）",
+    "no_set": "说明：{answers} 不在题组文件夹中：按 {ident} 抽出的练习、以文件中写明的位数批改；在题组中"
+              "（SET/students/<ID>/）检查时，题组的答题文件按 `grade` 的方式批改",
+    "other_id": "说明：按 --id {ident} 检查；{answers} 中写的是 id: {theirs}",
+    "private_id": "{where}：没有生成它的 spec，无法检查 {ident}：这是由 spec 文件（而非内置示例）抽取的练习的 ID，"
+                  "那份 spec 可能是你自己的，也可能是私有的（老师的 spec，其中的数用 secret 抽取；ID 本身分辨不出是哪一种）。"
+                  "如果练习是老师发的，请老师替你检查。有 spec 的人（老师）：运行 `symblock check SPEC {answers}`，"
+                  "或在题组中检查这个文件（SET/students/{ident}/，与含有 spec 的 SET/instructor/manifest.yaml 同在一个题组）",
 }
 
 EXPLANATIONS_ZH = {
@@ -245,7 +268,72 @@ def left_out(cls, lang: str = "en") -> str | None:
 
 
 def not_graded(kind: str, values: dict, lang: str = "en") -> str:
+    if kind == "input":
+        values = {**values, "message": input_error(values["message"], lang)}
     return NOT_GRADED["zh" if lang == "zh" else "en"][kind].format(**values)
+
+
+# What an answers file's readers say is wrong with it (answers.py, answer_files.py, students.py, and the
+# file and YAML readers below them), in Chinese: (the English message, whole, as a pattern; its words,
+# each {n} a group: what is quoted of the file, or a list of keys, stays as written).
+INPUT_ERRORS_ZH = (
+    (r"unknown key \(did you mean (.+)\?\); expected one of (.+), or student data such as student_id or email",
+     "未知的键（是不是想写 {0}？）；应为 {1} 之一，或 student_id、email 等学生信息"),
+    (r"unknown key \(a step goes under steps: \(in CSV, with its row and col\)\); expected one of (.+), or "
+     r"student data such as student_id or email",
+     "未知的键（步骤要写在 steps: 下面；CSV 中写明行和列）；应为 {0} 之一，或 student_id、email 等学生信息"),
+    (r"student data: expected text, got (.+)", "学生信息：应为文字，实际是 {0}"),
+    (r"(\d+) keys of student data; expected at most (\d+)", "学生信息有 {0} 个键；最多 {1} 个"),
+    (r"expected a mapping of step names to answers, e\.g\. (`.+`), got (.+)", "应为步骤名到答案的映射，例如 {0}，实际是 {1}"),
+    (r"no such step in this block; expected one of (.+)", "这个结构中没有这一步；应为以下之一：{0}"),
+    (r"this step is not worked in this spec \(it only feeds a step the spec gives\), so there is nothing to "
+     r"check it against", "这份 spec 不计算这一步（它只用于计算 spec 已给出的一步），没有可以对照的答案"),
+    (r"unknown key; expected one of (.+)", "未知的键；应为 {0} 之一"),
+    (r"expected a number, a fraction or an exact expression such as (\"sqrt\(2\)/2\"), got (.+)",
+     "应为一个数、分数或精确表达式（例如 {0}），实际是 {1}"),
+    (r"expected text, got (.+)", "应为文字，实际是 {0}"),
+    (r"give either entries or value \(with row/col\), not both", "entries 和 value（及 row/col）只能给一种"),
+    (r"expected a map of cells to entries, e\.g\. (.+)", "应为单元格到数的映射，例如 {0}"),
+    (r"row (\d+), col (\d+) is outside (.+)'s (\d+) × (\d+) grid \(row 0\.\.(\d+), col 0\.\.(\d+), from 0\)",
+     "row {0}、col {1} 超出了 {2} 的 {3} × {4} 网格（row 0..{5}，col 0..{6}，从 0 数）"),
+    (r"expected a cell \"\[i\]\[j\]\" or \"i,j\" with i in 0\.\.(\d+) and j in 0\.\.(\d+)",
+     "应为单元格 \"[i][j]\" 或 \"i,j\"，其中 i 为 0..{0}，j 为 0..{1}"),
+    (r"missing; expected the step's matrix", "缺少：应给出这一步的矩阵"),
+    (r"goes with row (\(one entry: .+\))", "col 要与 row 一起给出（一个数：{0}）"),
+    (r"expected one row of (\d+) entries, got (.+)", "应为一行 {0} 个数，实际是 {1}"),
+    (r"expected a whole number 0\.\.(\d+) \(counted from 0\), got (.+)", "应为 0..{0} 的整数（从 0 数），实际是 {1}"),
+    (r"−∞ only appears in a `\.masked` step; expected a finite number", "只有 `.masked` 步骤中才有 −∞；这里应为有限的数"),
+    (r"the number is too large to read, got (.+)", "数太大，无法读取：{0}"),
+    (r"expected a finite number, got (.+)", "应为有限的数，实际是 {0}"),
+    (r"cannot use (.+) exactly: (.+)", "无法精确地使用 {0}：{1}"),
+    (r"expected a whole number (-?\d+)\.\.(-?\d+), got (.+)", "应为 {0}..{1} 的整数，实际是 {2}"),
+    (r"expected one of (.+), got (.+)", "应为 {0} 之一，实际是 {1}"),
+    (r"not a readable CSV table: (.+)", "不是可读的 CSV 表格：{0}"),
+    (r"expected the header step,row,col,value \(or step;row;col;value, as a spreadsheet of a decimal-comma "
+     r"locale saves it\)", "第一行应为表头 step,row,col,value（或小数逗号地区的电子表格保存的 step;row;col;value）"),
+    (r"expected whole-number row and col \(from 0\), got (.+)", "row 和 col 应为整数（从 0 数），实际是 {0}"),
+    (r"one row of (\d+) for a (\d+)×(\d+) step: say which, e\.g\. (.+)", "{1}×{2} 的步骤只给了一行 {0} 个数：请写明是哪一行，例如 {3}"),
+    (r"expected a (\d+)×(\d+) matrix: a list of rows, e\.g\. (.+), got (.+)", "应为 {0}×{1} 矩阵：行的列表，例如 {2}，实际是 {3}"),
+    (r"expected shape (\d+)×(\d+), got (\d+) rows", "形状应为 {0}×{1}，实际有 {2} 行"),
+    (r"expected shape (\d+)×(\d+), got a row of (\d+) \(a 1-column step is a list of one-entry rows: (.+)\)",
+     "形状应为 {0}×{1}，这一行却有 {2} 个数（只有 1 列的步骤写成每行一个数的列表：{3}）"),
+    (r"expected shape (\d+)×(\d+), got a row of (\d+)", "形状应为 {0}×{1}，这一行却有 {2} 个数"),
+    (r"no such file", "没有这个文件"), (r"is not UTF-8 text", "不是 UTF-8 文本"),
+    (r"cannot be read: (.+)", "无法读取：{0}"), (r"is a binary file, expected (.+)", "是二进制文件，应为 {0}"),
+    (r"is larger than (\d+) MiB; expected (.+)", "大于 {0} MiB；应为 {1}"),
+    (r"malformed YAML: (.+)", "YAML 格式有误：{0}"), (r"malformed JSON: (.+)", "JSON 格式有误：{0}"),
+    (r"nested (?:too deeply; expected at most|more than) (\d+) levels(?: deep)?", "嵌套过深：最多 {0} 层"),
+)
+
+
+def input_error(message: str, lang: str = "en") -> str:
+    """An input error's message (what was expected, without file and field) in `lang`: in Chinese by
+    the first pattern of INPUT_ERRORS_ZH it matches whole; one no pattern knows is said in English."""
+    import re
+    for pattern, zh in INPUT_ERRORS_ZH if lang == "zh" else ():
+        if (m := re.fullmatch(pattern, message, re.S)):
+            return zh.format(*m.groups())
+    return message
 
 
 # the class summary's, the feedback files' and the summary page's own words (grading/report.py)

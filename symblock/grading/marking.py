@@ -22,11 +22,12 @@ truth. Each answered entry is
 
 A step is `wrong` when an entry is wrong (or a catalogued mistake reproduces its numbers), else
 `slip` when an entry is a slip, else `carried` / `rounded` / `correct`; a step with no answered
-entry is `missing` (or `given` when the spec pins it). Only `wrong` makes `ok` false. Whatever
-the status, a step whose entries rest on an earlier wrong answer (an entry right only from the
-person's chain, or a blank filled from it) lists that answer in `built_on` and passes it on, so a
-slip beside carried entries never lets later entries built on the wrong answer pass as correct. `asked`
-(the exercise's steps) decides which unanswered steps count as missing.
+entry is `missing` (or `given` when the spec pins it). A `wrong` or partly blank step (answered, some
+entries blank) makes `ok` false, a `missing` one does not. Whatever the status, a step whose entries
+rest on an earlier wrong answer (an entry right only from the person's chain, or a blank filled from
+it) lists that answer in `built_on` and passes it on, so a slip beside carried entries never lets
+later entries built on the wrong answer pass as correct. `asked` (the exercise's steps) decides
+which unanswered steps count as missing.
 """
 from __future__ import annotations
 
@@ -93,7 +94,7 @@ class CheckResult:
 
     @property
     def ok(self) -> bool:
-        return self.answered and not any(s.status == WRONG for s in self.steps)
+        return self.answered and not any(s.status == WRONG or (s.blank and s.status != MISSING) for s in self.steps)
 
     @property
     def first_break(self) -> str | None:

@@ -138,7 +138,7 @@ def _tasks(tasks: dict[str, list[float]], points: dict[str, int]) -> bytes:
 # printed task columns (so a gradebook row adds up); the exact sums stay in gradebook.Graded.
 
 
-SHOWN_ENTRIES = 6   # wrong entries listed per task in a feedback file
+SHOWN_ENTRIES = 6   # docked entries (wrong, slip, rounded) listed per task in a feedback file
 
 
 def pts(x: Fraction) -> str:
@@ -234,7 +234,8 @@ def feedback_md(g, cls, credit, lang: str = "en") -> str:
         reshaped = _reshaped(st)
         if reshaped is not None:
             lines.append("- " + md_text(w["reason"]["shape"].format(text=reshaped.given)))
-        shown = [] if reshaped is not None else [e for e in st.entries if e.mark in ("wrong", "slip")][:SHOWN_ENTRIES]
+        docked = [e for e in st.entries if e.mark in ("wrong", "slip")] + [e for e in st.entries if e.mark == "rounded"]
+        shown = [] if reshaped is not None else docked[:SHOWN_ENTRIES]   # a rounded one never hides a wrong one
         cited = cited or bool(shown or gaps)
         for e in shown:
             own = w["own"].format(own=e.own) if e.own else ""
@@ -250,9 +251,11 @@ def feedback_md(g, cls, credit, lang: str = "en") -> str:
 
 def to_json(result) -> str:
     """`check --json`: {ok, first_break, steps: [{name, status, entries, diagnosis}]},
-    plus spec, answers, decimals, id, name and, per step, asked, blank (and built_on)."""
+    plus spec, answers, decimals, id, name and, per step, asked, blank (and built_on). A step's
+    status is the one `check` marks it with: `partly_blank` (◐) for an answered step with blank
+    entries that is not wrong (its entries' marks say how the answered ones fare)."""
     import json
-    steps = [{"name": s.name, "status": s.status,
+    steps = [{"name": s.name, "status": "partly_blank" if _shown(s) == "partly" else s.status,
               "entries": [{k: v for k, v in vars(e).items() if v is not None} for e in s.entries],
               "diagnosis": s.diagnosis, "asked": s.asked, "blank": s.blank,
               **({"built_on": s.built_on} if s.built_on else {})}
@@ -329,7 +332,7 @@ def text(result, trace: Trace | None=None, every_entry: bool = False, lang: str 
                            for st in COUNTED if shown[st])
     if not result.answered:
         lines.append(w["blank"].format(counts=counts))
-    elif result.ok:   # an asked step still missing, or an answered one with blank entries, is not "OK" yet
+    elif result.first_break is None:   # nothing wrong; an asked step still missing, or an answered one with blank entries, is not "OK" yet
         gaps = sum(s.blank for s in steps if s.status != "missing")
         key = "ok_so_far" if result.count("missing") else "ok_blank" if gaps == 1 else "ok_blanks" if gaps else "ok"
         lines.append(w[key].format(counts=counts, n=gaps))

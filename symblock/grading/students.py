@@ -54,7 +54,7 @@ def near_miss(key: str, top_keys: tuple) -> list[str]:
 
 
 def unknown_keys(data: Mapping, top_keys: tuple) -> list[tuple[str, str]]:
-    """(key, " (did you mean KEY?)" or "") of each top-level key that is neither the format's nor
+    """(key, the known key it is close to, or "") of each top-level key that is neither the format's nor
     student data a roster column takes (student_id, email, section): kept as the student's own
     data, but perhaps a typo, which `check` and `grade` name (`unknown_key_note`)."""
     known = {*top_keys, *COLUMNS}
@@ -64,13 +64,16 @@ def unknown_keys(data: Mapping, top_keys: tuple) -> list[tuple[str, str]]:
         if key in known or text.lower() in known or near_miss(text, top_keys):   # a near miss is refused
             continue
         near = difflib.get_close_matches(text.lower(), sorted(known), n=1, cutoff=0.6)
-        out.append((text, f" (did you mean {near[0]}?)" if near else ""))
+        out.append((text, near[0] if near else ""))
     return out
 
 
-def unknown_key_note(where: str, key: str, hint: str, top_keys: tuple) -> str:
-    return (f"warning: {where}: {key}: not a key of the answers format, kept as the student's own data{hint}; "
-            f"the format's keys are {', '.join(top_keys)}, and student data such as {', '.join(COLUMNS)}")
+def unknown_key_note(where: str, key: str, near: str, top_keys: tuple, lang: str = "en") -> str:
+    """The warning naming a key `unknown_keys` found (and `near`, the key it may be a typo of), in `lang`."""
+    from symblock.grading.lang import words
+    w = words(lang)
+    return w["unknown_key"].format(where=where, key=key, hint=w["near_key"].format(near=near) if near else "",
+                                   keys=", ".join(top_keys), columns=", ".join(COLUMNS))
 
 
 def one_line(text: str, limit: int) -> str:

@@ -68,7 +68,7 @@ def test_a_step_with_blank_entries_is_not_ok_yet(tmp_path, capsys):
     full["steps"]["attn.q"][0][0] = None
     one = tmp_path / "one.json"
     one.write_text(json.dumps(full), encoding="utf-8")
-    assert main(["check", "example:decoder-layer", str(one)]) == 0
+    assert main(["check", "example:decoder-layer", str(one)]) == 1   # nothing wrong, not done: not ok (exit 1)
     out = capsys.readouterr().out
     assert "1 blank: row 1 col 1" in out and "OK:" not in out
     assert out.rstrip().endswith("Nothing wrong so far (35 correct, 1 partly blank), but 1 entry of an answered step is blank: "
@@ -78,6 +78,28 @@ def test_a_step_with_blank_entries_is_not_ok_yet(tmp_path, capsys):
     two.write_text(json.dumps(full), encoding="utf-8")
     main(["check", "example:decoder-layer", str(two), "--lang", "zh"])
     assert capsys.readouterr().out.rstrip().endswith("但已答步骤中还有 2 个数未填：请填上，再检查。")
+
+
+
+def test_json_marks_a_partly_blank_step_as_the_report_does_and_the_file_not_ok(tmp_path, capsys):
+    """`--json` agrees with the ◐ of the report: a step with one entry blank (the others right, numbers
+    from NumPy) is partly_blank, never correct, and the file is not ok (exit 1) though nothing is wrong;
+    a step left out whole is missing, which does not fail (as ever)."""
+    full = json.loads((DATA / "decoder_layer_answers.json").read_text(encoding="utf-8"))
+    full["steps"]["attn.q"][0][0] = None
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps(full), encoding="utf-8")
+    assert main(["check", "example:decoder-layer", str(one), "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    q = next(s for s in data["steps"] if s["name"] == "attn.q")
+    assert q["status"] == "partly_blank" and q["blank"] == 1 and [e["mark"] for e in q["entries"]].count("correct") > 0
+    assert data["ok"] is False and data["first_break"] is None
+    full["steps"].pop("attn.q")   # the whole step left out: missing, and the file ok
+    whole = tmp_path / "whole.json"
+    whole.write_text(json.dumps(full), encoding="utf-8")
+    assert main(["check", "example:decoder-layer", str(whole), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["ok"] is True and next(s for s in data["steps"] if s["name"] == "attn.q")["status"] == "missing"
 
 
 SEED = SEED_ANSWERS.read_text(encoding="utf-8")
@@ -544,3 +566,39 @@ def test_variance_around_the_persons_own_rounded_mean(cli, spec_file, resid1, st
     other = text.replace(str(var[0]), str(exact_var[0] + Decimal("0.01")))
     code, data, steps = run_json(cli, spec_file, other, write_spec(spec_file, OWN_MEAN_SPEC))
     assert steps["norm1.var"]["status"] == "wrong"
+
+
+@pytest.mark.parametrize("steps, en, zh", [
+    ("  norm1.men: [[1.5]]", "no such step in this block; expected one of x, attn.out,",
+     "steps.norm1.men: 这个结构中没有这一步；应为以下之一：x, attn.out,"),
+    ("  resid1: [[2.401, 0.599], [1.504]]", "expected shape 3×2, got a row of 1", "steps.resid1[1]: 形状应为 3×2，这一行却有 1 个数"),
+    ("  resid1: {entries: {\"[5][0]\": 1}}", "with i in 0..2 and j in 0..1",
+     "steps.resid1.entries.[5][0]: 应为单元格 \"[i][j]\" 或 \"i,j\"，其中 i 为 0..2，j 为 0..1"),
+    ("  resid1: {row: 7, value: [1, 2]}", "expected a whole number 0..2 (counted from 0), got 7",
+     "steps.resid1.row: 应为 0..2 的整数（从 0 数），实际是 7"),
+    ("  resid1: {col: 1, value: [1, 2]}", "goes with row (one entry:", "steps.resid1.col: col 要与 row 一起给出（一个数："),
+    ("  resid1: [[2.401, 0.599]]\ndecimal: 3", "unknown key (did you mean decimals?)",
+     "decimal: 未知的键（是不是想写 decimals？）；应为 id, name, decimals,"),
+    ("  resid1: [[2.401, 0.599]\n", "malformed YAML: ", "YAML 格式有误："),   # the YAML reader's own words stay
+])
+def test_an_answers_files_error_is_said_in_chinese_with_lang_zh(tmp_path, capsys, steps, en, zh):
+    """What is wrong inside an answers file (its field, then what was expected) is said in the
+    report's language: the field as written, the words in Chinese; in English without --lang zh."""
+    path = tmp_path / "a.yaml"
+    path.write_text(f"decimals: 3\nsteps:\n{steps}\n", encoding="utf-8")
+    assert main(["check", "seed-post-ln", str(path), "--lang", "zh"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"symblock: error: {path}: ") and zh in err and en not in err, err
+    assert main(["check", "seed-post-ln", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert en in err and zh not in err, err
+
+
+def test_each_chinese_input_error_uses_only_the_groups_its_pattern_has():
+    """A Chinese message naming a group its English pattern lacks would fail as it is said."""
+    import re as re_
+    import string
+    from symblock.grading.lang import INPUT_ERRORS_ZH
+    for pattern, zh in INPUT_ERRORS_ZH:
+        used = {int(f) for _, f, _, _ in string.Formatter().parse(zh) if f is not None}
+        assert used <= set(range(re_.compile(pattern).groups)), (pattern, zh)

@@ -236,3 +236,25 @@ def test_a_class_of_flagged_files_only_has_no_task_shares_in_either_summary(thre
     assert "| `resid1` | 1 | — | — | — | — |" in md and "1 flagged file (another" in md
     html = (answers / "graded" / "summary.html").read_text(encoding="utf-8")
     assert "<td><code>resid1</code></td><td>1</td><td>—</td><td>—</td><td>—</td>" in html
+
+
+def test_checks_warnings_on_a_copy_in_no_set_are_chinese_with_lang_zh(three, tmp_path, capsys):
+    """With --lang zh, what check says on stderr of a copy in no set is Chinese: the note that it is
+    marked from its id alone, the warning of a key kept as student data, and the one of an ID a slip
+    of the pen fits better (students.best_fit over check's Nearby IDs)."""
+    root, ids, steps = three
+    swap = tmp_path / "swap.yaml"
+    write_yaml(swap, ids[1], "Swap", steps[ids[0]])                     # variant 1's numbers, labelled 2
+    swap.write_text(swap.read_text(encoding="utf-8").replace("name: Swap", "name: Swap\nstudent_nr: 7"),
+                    encoding="utf-8")
+    assert main(["check", str(root / "spec.yaml"), str(swap), "--lang", "zh"]) == 1
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert len(lines) == 3, err
+    err = err.replace(str(swap), "FILE")
+    assert lines[0].startswith("说明：") and f"按 {ids[1]} 抽出的练习" in lines[0], err
+    assert lines[1].startswith(f"警告：{swap}：student_nr：不是答题文件格式中的键") and "（是不是想写 student_id？）" in lines[1]
+    assert lines[2].startswith(f"警告：{swap} 与 {ids[0]} 的吻合程度明显高于它自己的 ID"), err
+    assert not any(w in err for w in ("note:", "warning", "fits", "kept as", "did you mean")), err
+    assert main(["check", str(root / "spec.yaml"), str(swap)]) == 1    # in English without it
+    assert capsys.readouterr().err.count("warning: ") == 2

@@ -102,7 +102,8 @@ def test_a_blank_filled_from_the_wrong_chain_passes_the_wrong_answer_on(cli, spe
           attn.h0.weights: [null, [0.2689, 0.7311]]
           attn.h0.out: [[0.8808, 0.1192], [0.2689, 0.7311]]
         """)
-    assert steps["attn.h0.weights"]["status"] == "correct"
+    assert steps["attn.h0.weights"]["status"] == "partly_blank"   # its answered row right, one blank
+    assert [e["mark"] for e in steps["attn.h0.weights"]["entries"]] == ["blank", "blank", "correct", "correct"]
     out = steps["attn.h0.out"]
     assert [e["mark"] for e in out["entries"]] == ["carried", "carried", "correct", "correct"]
     assert out["built_on"] == ["attn.h0.scores"]
@@ -160,7 +161,9 @@ def test_check_marks_a_tie_rounded_half_to_even_correct(cli, spec_file, written)
     # X row 2 is zero: its scores are 0, 0, its weights 1/2, 1/2, its out 1/2 · V row 1 = (1/2, 0),
     # so resid1 row 2 = (1/2, 0) and its mean 1/4 = 0.25, a tie at 1 place.
     code, steps = _check_json(cli, spec_file, f"decimals: 1\nsteps:\n  norm1.mean: [null, [{written}]]\n", TIE_SPEC)
-    assert steps["norm1.mean"]["status"] == "correct" and code == 0
+    mean = steps["norm1.mean"]   # row 1 left blank: partly blank (exit 1), its answered tie correct
+    assert mean["status"] == "partly_blank" and [e["mark"] for e in mean["entries"]] == ["blank", "correct"]
+    assert code == 1 and all(s["status"] != "wrong" for s in steps.values())
 
 
 @pytest.mark.parametrize("lang, words", [
@@ -178,12 +181,12 @@ def test_the_sheet_states_the_rounding_it_expects(tmp_path, capsys, lang, words)
 def test_check_names_the_blank_entries_of_a_partly_blank_step(spec_file, capsys):
     spec, answers = _write(spec_file, "spec.yaml", IDENTITY_SPEC), _write(
         spec_file, "answers.yaml", "steps:\n  attn.v: [[1, null], [null, 1]]\n")   # V = X = I
-    assert main(["check", spec, answers]) == 0
+    assert main(["check", spec, answers]) == 1   # nothing wrong, but not done
     out = capsys.readouterr().out
     # half answered, the half given right: partly blank (◐), never ✓, and counted so
     assert re.search(r"◐ correct  attn\.v +partly blank: 2 of 4 entries answered", out) and "✓ correct  attn.v" not in out
     assert "2 blank: row 1 col 2, row 2 col 1" in out and "(1 partly blank, " in out and " correct" not in out.splitlines()[-1]
-    assert main(["check", spec, answers, "--lang", "zh"]) == 0
+    assert main(["check", spec, answers, "--lang", "zh"]) == 1
     out = capsys.readouterr().out
     assert re.search(r"◐ 正确 +attn\.v +部分未答：答了 2/4 个数", out) and "（部分未答 1，" in out
     assert "2 个数未答：第 1 行第 2 列，第 2 行第 1 列" in out

@@ -85,3 +85,27 @@ def test_a_bad_secret_is_refused_by_name(tmp_path, capsys, value, said):
     err = capsys.readouterr().err
     assert "bad.yaml" in err and "random.secret" in err and said in err and "Traceback" not in err
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("lang, said", [
+    ("en", ("cannot be checked without the spec", "private one", "drawn with a secret", "ask them to check it",
+            "symblock check SPEC")),
+    ("zh", ("无法检查", "私有的", "secret", "请老师替你检查", "symblock check SPEC"))])
+def test_a_student_copy_of_a_secret_sheet_is_refused_plainly(tmp_path, capsys, lang, said):
+    """A student has their folder of students/ (or all of students/), never the manifest: check says the
+    ID is a spec file's, perhaps a private one, so that only the spec checks it (not "no built-in
+    example", naming a spec they never had), and how the instructor checks it."""
+    import shutil
+    spec, out, manifest = _set(tmp_path, "secret", SECRET_SPEC)
+    ident = manifest["variants"][0]["id"]
+    mine = tmp_path / "home" / ident
+    shutil.copytree(out / "students" / ident, mine)
+    shutil.copytree(out / "students", tmp_path / "handed" / "students")    # the students' half of the set
+    capsys.readouterr()
+    for answers in (mine / "answers.yaml", tmp_path / "handed" / "students" / ident / "answers.yaml"):
+        assert main(["check", str(answers), "--lang", lang]) == 2
+        err = capsys.readouterr().err
+        assert all(s in err for s in said), err
+        assert ident in err and "no built-in example" not in err and "Traceback" not in err
+    assert main(["check", str(spec), str(mine / "answers.yaml")]) == 1   # with the spec: checked (nothing answered)
+    assert main(["check", str(out / "students" / ident / "answers.yaml")]) == 1   # inside the set: its manifest

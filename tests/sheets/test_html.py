@@ -139,7 +139,7 @@ def test_typed_answers_download_as_a_file_that_symblock_check_marks(browser, dow
         assert report["norm1.var"]["status"] == "wrong"
         assert "ln_sample_variance" in json.dumps(report["norm1.var"]["diagnosis"])
         std = report["norm1.std"]  # the filled entries are marked, the blank is reported
-        assert std["status"] == "carried" and std["blank"] == 1
+        assert std["status"] == "partly_blank" and std["blank"] == 1 and std["built_on"] == ["norm1.var"]   # ◐
         assert [(e["row"], e["mark"]) for e in std["entries"]] == [(0, "carried"), (1, "blank"), (2, "carried")]
         assert report["norm1"]["status"] == "missing" and report["norm1"]["blank"] == 0
         capsys.readouterr()
