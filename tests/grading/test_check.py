@@ -351,7 +351,7 @@ def test_masked_scores_with_minus_infinity(cli, spec_file):
 # ---------------------------------------------------------------- bad answers files -> exit 2
 
 @pytest.mark.parametrize("text, name, field, message", [
-    ("steps:\n  attn.foo: [[1]]\n", "a.yaml", "steps.attn.foo", "no such step in this block; expected one of x, attn.out, resid1"),
+    ("steps:\n  zzz: [[1]]\n", "a.yaml", "steps.zzz", "no such step in this block; expected one of x, attn.out, resid1"),
     ("steps:\n  attn.q: [[1, 0], [0, 1], [1, 1]]\n", "a.yaml", "steps.attn.q", "not worked in this spec"),
     ("steps:\n  resid1: [[1, 2], [3, 4], [5]]\n", "a.yaml", "steps.resid1[2]", "expected shape 3×2, got a row of 1"),
     ("steps:\n  norm1.mean: [[1, 2], [3], [5, 6]]\n", "a.yaml", "steps.norm1.mean[0]", "expected shape 3×1, got a row of 2 (a 1-column step is a list of one-entry rows"),
