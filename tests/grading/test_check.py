@@ -389,6 +389,44 @@ def test_bad_answers_files(cli, spec_file, text, name, field, message):
     assert message in err, err
 
 
+DEEP = 40   # past the readers' limit of 32 levels, far short of Python's recursion limit
+
+
+@pytest.mark.parametrize("name, text, field", [
+    ("deep.yaml", "steps:\n  resid1: " + "[" * DEEP + "]" * DEEP + "\n", "line 2: "),
+    ("deep.json", '{"steps": {"resid1": ' + "[" * DEEP + "]" * DEEP + "}}", ""),
+    ("alias.yaml", "steps:\n  resid1: &a [*a]\n", "line 2: "),        # a list that holds itself
+    ("indent.yaml", "steps:\n" + "".join("  " * (i + 1) + f"a{i}:\n" for i in range(DEEP)), "line 9: "),   # 33 below
+    ("huge.yaml", "steps:\n  resid1: " + "[" * 10**5 + "]" * 10**5 + "\n", "line 2: "),
+    ("huge.json", '{"steps": {"resid1": ' + "[" * 10**5 + "]" * 10**5 + "}}", ""),
+])
+def test_a_deep_answers_file_is_refused_in_the_spec_readers_words(cli, spec_file, name, text, field):
+    """The answers reader's fast paths measure the nesting before building anything, as the spec
+    reader does: a file 40 levels deep (which no recursion limit would stop) is refused too."""
+    code, out, err, path = run(cli, spec_file, text, "seed-post-ln", name)
+    assert code == 2 and out == ""
+    assert err == f"symblock: error: {path}: {field}nested more than 32 levels deep\n"
+    code, _, spec_err = cli("forward", path)     # the same text read as a spec: the same words
+    assert code == 2 and spec_err == err
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".json"])
+def test_the_answers_reader_and_the_spec_reader_share_the_limit_of_32_levels(tmp_path, suffix):
+    from symblock.engine import files
+    from symblock.errors import SpecError
+    from symblock.grading.answer_files import read
+    for k, ok in ((31, True), (32, False)):   # {"a": k lists around 1}: the 1 is k + 1 levels deep
+        text = '{"a": ' + "[" * k + "1" + "]" * k + "}"
+        path = tmp_path / f"n{k}{suffix}"
+        if ok:
+            assert read(path, text)[0] == files.parse(text, str(path), suffix == ".json") != {}
+            continue
+        for reader in (lambda: read(path, text), lambda: files.parse(text, str(path), suffix == ".json")):
+            with pytest.raises(SpecError) as e:
+                reader()
+            assert e.value.message == f"nested more than {files.MAX_NESTING} levels deep"
+
+
 def test_an_unknown_top_level_key_kept_as_student_data_is_named(cli, spec_file):
     """A key that is neither the format's nor a near miss of one is the student's own data, kept, and
     `check` says so on stderr, naming the file, the key and the keys it expected (a near miss of a
