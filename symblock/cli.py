@@ -240,10 +240,10 @@ def _trace(args):
 
 def _one_of(known: list[str], asked: str, shown: int = 24) -> str:
     """"expected one of …": every name when there are few, else the closest ones and where the rest are."""
+    from symblock.errors import close_matches, did_you_mean
     if len(known) <= shown:
-        return "expected one of " + ", ".join(known)
-    import difflib
-    close = difflib.get_close_matches(asked, known, n=5, cutoff=0.6)
+        return did_you_mean(asked, known) + "expected one of " + ", ".join(known)
+    close = close_matches(asked, known, n=5)
     near = f"did you mean {', '.join(close)}? " if close else ""
     return f"{near}{len(known)} steps; `symblock forward SPEC` prints them all (e.g. {', '.join(known[:3])}, …)"
 

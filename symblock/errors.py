@@ -9,6 +9,7 @@
 retitle the window or clear the screen when an error message quotes it. `excerpt` is how every
 message quotes an input: short, escaped, never the whole of a long value (a 100,000-digit entry or a
 file's whole text must not be repeated back, nor leak through a message into a report).
+`did_you_mean` is how a message offers the name a misspelt one was meant to be (a step, a key).
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import re
 import reprlib
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any
+from typing import Any, Iterable
 
 
 class SpecError(ValueError):
@@ -94,3 +95,23 @@ def excerpt(value: Any, limit: int = EXCERPT) -> str:
     except ValueError:  # an int too long for str() inside a container
         text = f"a {type(value).__name__}"
     return text if len(text) <= 2 * limit else text[:2 * limit] + "…"
+
+
+NEAR_LIMIT = 100  # characters of a name past which no near miss is looked for (no known name is so long)
+
+
+def close_matches(asked: Any, known: Iterable[str], n: int = 1, cutoff: float = 0.6) -> list[str]:
+    """The (at most `n`) names of `known` that `asked` is closest to by difflib's ratio, at least
+    `cutoff`, best first; none for a name too long to be a misspelling of any."""
+    text = str(asked)
+    if len(text) > NEAR_LIMIT:
+        return []
+    import difflib
+    return difflib.get_close_matches(text, list(known), n=n, cutoff=cutoff)
+
+
+def did_you_mean(asked: Any, known: Iterable[str]) -> str:
+    """"did you mean NAME? " when `asked` is a near miss of one of `known` (`norm1.men` of
+    `norm1.mean`), else "": said before a message's "expected one of …" list."""
+    close = close_matches(asked, known)
+    return f"did you mean {close[0]}? " if close else ""

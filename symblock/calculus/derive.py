@@ -202,8 +202,10 @@ def finish(steps: list, over: dict[str, str], source: str, only: str | None = No
     import sympy
     if only is not None and only not in {st.name for st in steps}:
         from symblock.engine.spec import SpecError
-        raise SpecError(source, "--step", f"no step {only!r}; expected one of "
-                        + ", ".join(st.name for st in steps))
+        from symblock.errors import did_you_mean
+        known = [st.name for st in steps]
+        raise SpecError(source, "--step", f"no step {only!r}; " + did_you_mean(only, known)
+                        + "expected one of " + ", ".join(known))
     out = {}
     for st in steps if only is None else [st for st in steps if st.name == only]:
         rows, worst = [], 0

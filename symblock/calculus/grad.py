@@ -34,6 +34,7 @@ from symblock.engine import exact
 from symblock.engine.block import ACTIVATIONS, Step, Trace, forward
 from symblock.engine.matrix import Mat
 from symblock.engine.spec import BlockSpec, SpecError
+from symblock.errors import did_you_mean
 from symblock.engine.steps import batch_prefixes
 from symblock.engine import cross, kinds, names, parameters
 from symblock.calculus import grad_attention as attention
@@ -304,8 +305,8 @@ def backward(spec: BlockSpec, loss: str = "sum", wrt: Sequence[str] = ("X",), ta
     for name in wrt:
         if name not in known:
             raise SpecError(spec.source, "--wrt", f"no parameter or step {name!r} in this block "
-                            f"(a given step cuts off the weights that only fed it); expected one of "
-                            + ", ".join(known))
+                            f"(a given step cuts off the weights that only fed it); " + did_you_mean(name, known)
+                            + "expected one of " + ", ".join(known))
     if not wrt:
         raise SpecError(spec.source, "--wrt", "name at least one parameter or step, e.g. W_2,X")
 

@@ -147,7 +147,7 @@ def _run_model(args, s) -> int:
     import json
     from symblock.calculus import model_grad
     from symblock.engine.report import describe, exact_str, float_or_none, fmt_decimal, heading, matrix_lines
-    from symblock.errors import SpecError
+    from symblock.errors import SpecError, did_you_mean
     if args.target is not None:
         raise SpecError(s.source, "--target", "a model's mse loss is against zeros (no --target yet)")
     b = model_grad.backward(s, args.loss)
@@ -157,8 +157,8 @@ def _run_model(args, s) -> int:
         wrt = ["W_E" if w == "W_E_tgt" else w for w in wrt]
     bad = [w for w in wrt if w not in b.grads]
     if bad:
-        raise SpecError(s.source, "--wrt", f"no parameter {bad[0]!r} in this model; expected one of "
-                        + ", ".join(b.grads))
+        raise SpecError(s.source, "--wrt", f"no parameter {bad[0]!r} in this model; "
+                        + did_you_mean(bad[0], b.grads) + "expected one of " + ", ".join(b.grads))
     if args.json:
         print(json.dumps({"loss": b.loss, "value": {"exact": exact_str(b.loss_value), "float": float(b.loss_value)},
                           "wrt": [{"name": f"grad.{w}", "shape": list(b.grads[w].shape),

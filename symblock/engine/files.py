@@ -7,15 +7,23 @@ text must be UTF-8 without NUL bytes (a binary file), whole numbers have at most
 numbers.MAX_DIGITS digits (Python's own limit of 4300 would end in a traceback), a key may not
 appear twice in one mapping (YAML and JSON would silently keep the last), nesting is at most
 MAX_NESTING deep and YAML aliases may not expand past MAX_NODES values.
+
+The nesting is measured before anything is built, never left to Python's recursion limit: JSON's
+brackets are counted in the text (`check_json_depth`), YAML's in the node graph its parser
+composes (`load_yaml`; the pure-Python composer counts as it goes). The answers reader's fast
+paths (grading/answer_files.py) read through the same two functions, so a deep file is refused
+with the same words whichever reader meets it.
 """
 from __future__ import annotations
 
 import json
 import os
+import re
 import stat
+from itertools import accumulate
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import yaml
 
@@ -25,6 +33,7 @@ from symblock.errors import SpecError, excerpt
 MAX_BYTES = 16 * 2**20   # 16 MiB: a 512 × 512 spec in YAML is ~2 MiB
 MAX_NESTING = 32         # a spec nests 5 deep (weights.ln1.gamma: a list); answers 4
 MAX_NODES = 2_000_000    # values after YAML aliases are expanded (a 512 × 512 matrix is 262,144)
+NESTED = f"nested more than {MAX_NESTING} levels deep"
 
 
 class _Refused(Exception):
@@ -53,7 +62,22 @@ class _OnceEach(yaml.constructor.SafeConstructor):
         return super().construct_mapping(node, deep)
 
 
-class ExactLoader(_OnceEach, yaml.SafeLoader):
+class _Bounded(yaml.composer.Composer):
+    """A pure-Python composer that refuses a node nested past MAX_NESTING as it reaches it (its
+    recursion never nears Python's limit). libyaml's composer stops at its own 1000 levels."""
+    level = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self.level += 1
+        try:
+            if self.level > MAX_NESTING + 1:   # the top node is level 1, at depth 0
+                raise _Refused(NESTED, self.peek_event().start_mark.line + 1)
+            return super().compose_node(parent, index)
+        finally:
+            self.level -= 1
+
+
+class ExactLoader(_Bounded, _OnceEach, yaml.SafeLoader):
     """YAML loader that keeps decimals as written, bounds whole numbers and refuses a key that
     appears twice in one mapping."""
 
@@ -111,6 +135,65 @@ def _json_object(pairs: list) -> dict:
     return out
 
 
+_JSON_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def check_json_depth(text: str, source: str) -> None:
+    """Refuse JSON text whose brackets (outside strings) nest past MAX_NESTING, before it is parsed."""
+    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
+    if max(accumulate(map(_STEP.__getitem__, brackets)), default=0) > MAX_NESTING + 1:
+        raise SpecError(source, "", NESTED)
+
+
+def load_json(text: str, source: str, whole: Callable[[str], Any] | None = None) -> Any:
+    """JSON text as plain data: decimals exact, each key once, the nesting bounded first. `whole`
+    reads a whole number (default: refused past numbers.MAX_DIGITS digits)."""
+    check_json_depth(text, source)
+    return json.loads(text, parse_float=_json_decimal, parse_int=whole or _json_int,
+                      parse_constant=lambda c: c, object_pairs_hook=_json_object)
+
+
+def _too_deep(root: yaml.Node) -> yaml.Node | None:
+    """The node where a composed YAML graph nests past MAX_NESTING, or None: its longest path,
+    aliases followed (a shared node measured once), a node that holds itself endless. No recursion;
+    a scalar is 0 high, a collection one more than its highest item (as _check_shape counts)."""
+    height: dict[int, int] = {}   # of each collection measured
+    open_: set[int] = set()       # the collections on the path being walked
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)] if isinstance(root, yaml.CollectionNode) else []
+    while stack:
+        node, done = stack.pop()
+        kids = [n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode) else node.value
+        if done:
+            open_.discard(id(node))
+            height[id(node)] = 1 + max((height.get(id(k), 0) for k in kids), default=-1)
+            if height[id(node)] > MAX_NESTING:
+                return node
+        elif id(node) in open_:
+            return node
+        elif id(node) not in height:
+            open_.add(id(node))
+            stack.append((node, True))
+            stack.extend((k, False) for k in kids if isinstance(k, yaml.CollectionNode) and id(k) not in height)
+    return None
+
+
+def load_yaml(text: str, loader: type, source: str) -> Any:
+    """YAML text through `loader` (ExactLoader, FAST_LOADER, or another with their rules): the
+    node graph composed and its nesting bounded before any value is built."""
+    ld = loader(text)
+    try:
+        node = ld.get_single_node()
+        if node is None:
+            return None
+        if (deep := _too_deep(node)) is not None:
+            raise SpecError(source, f"line {deep.start_mark.line + 1}", NESTED)
+        return ld.construct_document(node)
+    finally:
+        ld.dispose()
+
+
 def exists(path: Path) -> bool:
     """Whether `path` exists; a name the system cannot take (longer than its limit) is bad input."""
     try:
@@ -150,21 +233,19 @@ def read_text(path: Path | str, what: str = "a YAML or JSON file", follow: bool 
         raise SpecError(source, "", "is not UTF-8 text") from None
 
 
-def parse(text: str, source: str, json_syntax: bool) -> Any:
-    """YAML (or JSON) text as plain data, decimals exact; every refusal a SpecError naming `source`."""
+def parse(text: str, source: str, json_syntax: bool, whole: Callable[[str], Any] | None = None) -> Any:
+    """YAML (or JSON) text as plain data, decimals exact; every refusal a SpecError naming `source`.
+    `whole` reads a JSON whole number (load_json)."""
     try:
         if json_syntax:
-            data = json.loads(text, parse_float=_json_decimal, parse_int=_json_int,
-                              parse_constant=lambda c: c, object_pairs_hook=_json_object)
+            data = load_json(text, source, whole)
         else:
             try:
-                data = yaml.load(text, Loader=FAST_LOADER)
+                data = load_yaml(text, FAST_LOADER, source)
             except yaml.YAMLError:
-                data = yaml.load(text, Loader=ExactLoader)   # the error, said as everywhere
+                data = load_yaml(text, ExactLoader, source)   # the error, said as everywhere
     except _Refused as e:
         raise SpecError(source, f"line {e.line}" if e.line else "", str(e)) from None
-    except RecursionError:
-        raise SpecError(source, "", f"nested too deeply; expected at most {MAX_NESTING} levels") from None
     except json.JSONDecodeError as e:
         raise SpecError(source, f"line {e.lineno}", f"malformed JSON: {e.msg}") from None
     except yaml.YAMLError as e:
@@ -182,12 +263,12 @@ def _check_shape(data: Any, source: str) -> None:
 
     def measure(v: Any, depth: int) -> tuple[int, int]:
         if depth > MAX_NESTING:
-            raise SpecError(source, "", f"nested more than {MAX_NESTING} levels deep")
+            raise SpecError(source, "", NESTED)
         if not isinstance(v, (list, dict)):
             return 1, 0
         if id(v) in sizes:
             if depth + sizes[id(v)][1] > MAX_NESTING:
-                raise SpecError(source, "", f"nested more than {MAX_NESTING} levels deep")
+                raise SpecError(source, "", NESTED)
             return sizes[id(v)]
         items = v.values() if isinstance(v, dict) else v
         count, deep = 1, 0

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Mapping, TypeGuard
 from symblock.engine.fields import bool_list
 from symblock.engine.matrix import ExactMatrix
 from symblock.engine.numbers import SpecScalar
-from symblock.errors import SpecError
+from symblock.errors import SpecError, did_you_mean
 
 if TYPE_CHECKING:
     import random
@@ -82,8 +82,8 @@ def structure(opts: Options, dims: Dims, inputs: Mapping, dropout: Any, source: 
     allowed = [n for n in step_names(dims, opts) if step_kind(n) in DROPOUT_KINDS]
     for name in masks:
         if name not in allowed:
-            raise SpecError(source, f"dropout.masks.{name}", "no such step to drop out; expected one "
-                            "of " + ", ".join(allowed))
+            raise SpecError(source, f"dropout.masks.{name}", "no such step to drop out; "
+                            + did_you_mean(name, allowed) + "expected one of " + ", ".join(allowed))
     return replace(opts, dropout=frozenset(masks))
 
 

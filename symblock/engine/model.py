@@ -182,7 +182,8 @@ class _Run:
         if table is None:
             table = self.spec.final_norm if ln == "ln_final" else self.spec.embed_norm
         params = {f"ln_final.{k}": v for k, v in table.items()}
-        t = block.Tracer(replace(with_length(layer, len(h.rows)), options=opts, X=h,
+        absent = frozenset({"ln_final.beta"}) if f"{ln}.beta" in self.spec.no_beta else frozenset()  # bias: false
+        t = block.Tracer(replace(with_length(layer, len(h.rows)), options=opts, X=h, no_beta=absent,
                                  params=MappingProxyType(params), given=MappingProxyType({})))
         out = block.norm(t, "norm_final", h, src, "ln_final", tex)
         read = t.steps[-1].inputs[0]   # the residual the norm reads: resid2, or a decoder layer's resid3

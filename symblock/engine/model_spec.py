@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Callable, Mapping, NoReturn, Union
 
-from symblock.engine import model_cost, source_embedding, spec as specmod, unused
+from symblock.engine import model_cost, model_norms, source_embedding, spec as specmod, unused
 from symblock.engine.model_cost import with_length  # noqa: F401  (model_spec.with_length stays public)
 from symblock.engine.spec import BlockSpec, Matrix
 from symblock.engine.numbers import unknown_names
@@ -73,6 +73,8 @@ class ModelSpec:
     exercise: Mapping[str, Any] = field(default_factory=dict)  # a model spec has no exercise section
     supplied: frozenset = frozenset()  # the model's own norm parameters read from `weights:` ("ln_final.beta"),
                                        #   not defaulted: a β given although block.bias is false is counted
+    no_beta: frozenset = frozenset()   # β the model has not (bias: false, β not given), named as its trace's
+                                       #   parameters (layer0.ln1.beta, ln_final.beta): 0 in params, never shown
 
     @property
     def form(self) -> str:
@@ -221,7 +223,7 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> ModelSpec:
         src_pad = source_embedding.padding(m.get("source_padding_mask"), len(src), source)
         encoder = stack.build("encoder_layers", _depth(m, kind, "encoder_layers", source), len(src),
                               {"causal": False}, {"key_padding_mask": list(src_pad)} if src_pad else {}, "encoder")
-        enc_norm = _final_norm(weights.get("ln_encoder"), encoder[0].options.norm, dims["d_model"], source,
+        enc_norm = model_norms.parse(weights.get("ln_encoder"), encoder[0].options.norm, dims["d_model"], source,
                                "ln_encoder")
         decoder_in = {"memory": [[0] * dims["d_model"]] * len(src),
                       **({"memory_padding_mask": list(src_pad)} if src_pad else {})}
@@ -237,22 +239,22 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> ModelSpec:
     pe_base = _pe_base(m, positions, d, source)
     final = {}
     if _flag(m, "final_norm", kind != "encoder", source):  # nn.Transformer has its decoder norm
-        final = _final_norm(weights.get("ln_final"), layers[0].options.norm, d, source)
-    embed_norm = _final_norm(weights.get("ln_embed"), layers[0].options.norm, d, source, "ln_embed") \
+        final = model_norms.parse(weights.get("ln_final"), layers[0].options.norm, d, source)
+    embed_norm = model_norms.parse(weights.get("ln_embed"), layers[0].options.norm, d, source, "ln_embed") \
         if _flag(m, "embed_norm", False, source) else {}
     unused.norms(weights, {"ln_final": bool(final), "ln_embed": bool(embed_norm),
                            "ln_encoder": kind == "encoder-decoder"}, source)
     title, titles = specmod.title_field(data.get("title") or "", source)
     w_src = source_embedding.parse(m, weights, kind, (len(vocab), d), (seed, low, high), source)
+    norms = {"ln_final": final, "ln_embed": embed_norm, "ln_encoder": enc_norm}
+    supplied = model_norms.supplied(weights, norms)
     return ModelSpec(vocab=vocab, positions=positions, layers=tuple(layers), final_norm=final, head=head,
                      prompt=prompt, generate=generate, kv_cache=_flag(m, "kv_cache", False, source),
                      title=title, source=source, seed=seed, titles=titles, pe_base=pe_base, kind=kind,
                      embed_norm=embed_norm, key_padding_mask=layers[0].key_padding_mask[0]
                      if layers[0].key_padding_mask else (), source_tokens=src, encoder=tuple(encoder),
                      encoder_norm=enc_norm, W_E_src=w_src, source_padding_mask=src_pad, **tensors,
-                     supplied=frozenset(f"{ln}.{k}" for ln, norm in (("ln_final", final), ("ln_embed", embed_norm),
-                                                                     ("ln_encoder", enc_norm))
-                                        for k in norm if (weights.get(ln) or {}).get(k) is not None))
+                     supplied=supplied, no_beta=model_norms.no_beta(block, (layers, encoder), norms, supplied))
 
 
 
@@ -420,20 +422,3 @@ def _tensors(weights: Mapping, layout: str, vocab: int, d: int, max_len: int, po
             raise SpecError(source, f"weights.{name}", f"missing; expected a {shape[0]}×{shape[1]} matrix "
                                                        "(or a `random: {seed: 1}` section to draw it)")
     return out
-
-
-def _final_norm(raw: Any, norm: str, d: int, source: str, ln: str = "ln_final") -> dict[str, Matrix]:
-    raw = raw or {}
-    if not isinstance(raw, dict):
-        raise SpecError(source, f"weights.{ln}", f"expected a mapping, got {specmod.kind_of(raw)}")
-    specmod.check_keys(raw, ("gamma", "beta") if norm == "layernorm" else ("gamma",), source,
-                       f"weights.{ln}")
-    out = {"gamma": specmod.Matrix.ones(1, d)}
-    if norm == "layernorm":
-        out["beta"] = specmod.Matrix.zeros(1, d)
-    for key in out:
-        if raw.get(key) is not None:
-            out[key] = specmod.parse_matrix(raw[key], (1, d), source, f"weights.{ln}.{key}", vector=True)
-    return out
-
-

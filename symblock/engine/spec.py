@@ -23,7 +23,7 @@ from symblock.engine.sources import (  # noqa: F401  (spec.read_spec, spec.examp
 from symblock.engine.fields import check_keys, check_text, int_field, kind_of, title_field  # noqa: F401
 from symblock.engine.random_section import (  # noqa: F401  (spec.draw, spec.RANDOM_KEYS, ... stay public)
     PLAIN_RANDOM, RANDOM_KEYS, draw, has_constraints, random_section)
-from symblock.errors import SpecError  # noqa: F401  (re-exported: spec.SpecError is public)
+from symblock.errors import SpecError, did_you_mean  # noqa: F401  (re-exported: spec.SpecError is public)
 from symblock.engine import inputs as inputs_mod
 from symblock.engine.steps import (Dims, Options, batch_prefixes, needed_params, norm_names, param_names,
                                    param_shape, step_shapes)
@@ -252,8 +252,8 @@ def _given(given_raw: Mapping, dims: Dims, opts: Options, source: str) -> dict[s
     given = {}
     for name, value in given_raw.items():
         if name not in shapes:
-            raise SpecError(source, f"given.{name}", "no such step in this block; expected one of "
-                                                     + ", ".join(shapes))
+            raise SpecError(source, f"given.{name}", "no such step in this block; " + did_you_mean(name, shapes)
+                            + "expected one of " + ", ".join(shapes))
         given[name] = m = parse_matrix(value, shapes[name], source, f"given.{name}",
                                        allow_inf=name.endswith(".masked"))
         for i in range(m.rows):

@@ -3,12 +3,12 @@ the model sets itself: refused, naming the field and what has that part, as a me
 cross-attention is (engine/memory.py), never silently dropped.
 
 A block (spec.py) refuses a cross-attention's weights and a third norm without
-`block.cross_attention`; a model (model_spec.py) refuses them in layers that have no cross-attention
+`block.cross_attention`, and a final norm's weights without `block.final_norm`; a model (model_spec.py) refuses them in layers that have no cross-attention
 (a GPT's, an encoder's, an encoder-decoder's encoder), a layer's own final norm, another kind's
 stacks and the encoder's final norm outside an encoder-decoder, and each of its final norms without
 the option that adds it (as `weights.ln_embed` without `model.embed_norm`). Weights of a part the
-block has but an option turns off (W_O under `out_proj: false`, a block's `ln_final` with
-`final_norm: false`) or that feed only given steps are left unread, as `given:` promises.
+block has but an option turns off (W_O under `out_proj: false`) or that feed only given steps are
+left unread, as `given:` promises.
 """
 from __future__ import annotations
 
@@ -34,7 +34,11 @@ def model_block(block: Mapping, source: str) -> None:
 
 
 def block(weights: Mapping, opts: Options, source: str) -> None:
-    """Refuse a cross-attention's weights and a third norm in a block without cross-attention."""
+    """Refuse a cross-attention's weights and a third norm in a block without cross-attention, and
+    a final norm's weights in a block without one (as a model refuses them without model.final_norm)."""
+    if weights.get("ln_final") is not None and not opts.final_norm:
+        raise SpecError(source, "weights.ln_final", "not used: only a Pre-LN block with block.final_norm: "
+                        "true has a final norm; set it, or leave weights.ln_final out")
     if not opts.cross_attention:
         if weights.get("cross") is not None:
             raise SpecError(source, "weights.cross", f"{CROSS_ONLY} has a cross-attention (over "

@@ -8,6 +8,7 @@ import math
 from fractions import Fraction
 from typing import Mapping
 
+from symblock.errors import did_you_mean
 from symblock.exercises.constraints import Constraints, err
 
 MARGIN = 1e-9  # the float pre-check of softmax weights keeps this far from a bound (exact check follows)
@@ -309,6 +310,10 @@ def check_scores(A: list, tensors: dict, probe, c: Constraints, pad=None, prefix
 
 def static_checks(c: Constraints, dims, opts, source: str) -> None:
     """Constraints that no draw can change: fail before drawing."""
+    from symblock.engine.steps import step_names
+    if c.staged and c.staged[0] not in (known := step_names(dims, opts)):
+        raise err(source, "random.staged.step", f"no step {c.staged[0]!r} in this block; "
+                  + did_you_mean(c.staged[0], known) + "expected one of " + ", ".join(known))
     if c.exact_scale and opts.attention_scale != "none":
         d = dims.d_head
         if math.isqrt(d) ** 2 != d:

@@ -185,7 +185,7 @@ def plan(data: Mapping, source: str, overrides: Mapping | None = None) -> Plan:
     """Parse the constraints, fill in the difficulty, validate the rest, and fail at once on a
     constraint no draw can meet."""
     from symblock.engine import spec as specmod
-    from symblock.engine.steps import step_inputs, step_names
+    from symblock.engine.steps import step_inputs
     data, c = with_difficulty(data, source, overrides)
     plain = {"seed": c.seed, "low": c.low, "high": c.high}
     base_map = shapes.placeholder_batch({**{k: v for k, v in data.items() if k != "random"}, "random": plain},
@@ -197,9 +197,6 @@ def plan(data: Mapping, source: str, overrides: Mapping | None = None) -> Plan:
                                              "random": plain}, c, source)
         probe = specmod.from_mapping(base_map, source)
     dims, opts = probe.dims, probe.options
-    if c.staged and c.staged[0] not in step_names(dims, opts):
-        raise err(source, "random.staged.step", f"no step {c.staged[0]!r} in this block; expected one of "
-                  + ", ".join(step_names(dims, opts)))
     static_checks(c, dims, opts, source)
     weights_raw = data.get("weights") or {}
     lns = {NORM_PARAMS[n] for n in c.norm_params}

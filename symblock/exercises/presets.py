@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 
 from symblock.engine import names
 from symblock.engine.tiles import SIDE_KINDS
-from symblock.errors import SpecError, excerpt
+from symblock.errors import SpecError, did_you_mean, excerpt
 
 PRESETS = ("full", "attention", "norm", "ffn", "backprop", "decoder", "tiles", "cross", "rope",
            "positions")  # decoder, positions: model specs
@@ -148,8 +148,8 @@ def choose(trace, preset: str | None = None, loss: str | None = None,
     give = names_list("give")
     for i, name in enumerate(give):
         if name not in all_names:
-            raise SpecError(src, f"exercise.give[{i}]", f"no step {excerpt(name)} in this block; expected one of "
-                            + ", ".join(all_names))
+            raise SpecError(src, f"exercise.give[{i}]", f"no step {excerpt(name)} in this block; "
+                            + did_you_mean(name, all_names) + "expected one of " + ", ".join(all_names))
     if preset is None:
         preset = ex.get("preset", "full")
         if preset not in PRESETS:
@@ -157,23 +157,7 @@ def choose(trace, preset: str | None = None, loss: str | None = None,
         asked_raw = names_list("ask")
     else:
         asked_raw = []
-    if asked_raw:
-        asked: list[str] = []
-        for i, name in enumerate(asked_raw):
-            if not isinstance(name, str):
-                raise SpecError(src, f"exercise.ask[{i}]", "expected a step name")
-            if name in PRESETS:
-                asked += preset_steps(name, computed)
-            elif name in trace and trace[name].given:
-                raise SpecError(src, f"exercise.ask[{i}]", f"{name} is given in the spec (`given:`), "
-                                "so it cannot be asked")
-            elif name not in computed:
-                raise SpecError(src, f"exercise.ask[{i}]", f"no computed step {excerpt(name)} in this block; "
-                                "expected a preset (" + ", ".join(PRESETS) + ") or one of " + ", ".join(computed))
-            else:
-                asked.append(name)
-    else:
-        asked = preset_steps(preset, computed)
+    asked = asked_steps(asked_raw, trace, computed) if asked_raw else preset_steps(preset, computed)
     ask = [n for n in computed if n in set(asked) and n not in give]
     if not ask:
         where = "exercise.ask" if asked_raw else "exercise"
@@ -186,6 +170,27 @@ def choose(trace, preset: str | None = None, loss: str | None = None,
     data_params = tuple(p for p in trace.params if p in reads or (p == "X" and "x" in reads))
     data_params = tuple(p for p in data_params if not (p == "X" and "x" in data_steps))
     return with_points(Exercise(tuple(ask), data_steps, data_params), ex.get("points"), src, trace)
+
+
+def asked_steps(asked_raw: list, trace, computed: list[str]) -> list[str]:
+    """The steps `exercise.ask` names: each a computed step, or a preset standing for its steps."""
+    src = trace.spec.source
+    asked: list[str] = []
+    for i, name in enumerate(asked_raw):
+        if not isinstance(name, str):
+            raise SpecError(src, f"exercise.ask[{i}]", "expected a step name")
+        if name in PRESETS:
+            asked += preset_steps(name, computed)
+        elif name in trace and trace[name].given:
+            raise SpecError(src, f"exercise.ask[{i}]", f"{name} is given in the spec (`given:`), "
+                            "so it cannot be asked")
+        elif name not in computed:
+            raise SpecError(src, f"exercise.ask[{i}]", f"no computed step {excerpt(name)} in this block; "
+                            + did_you_mean(name, [*PRESETS, *computed]) + "expected a preset ("
+                            + ", ".join(PRESETS) + ") or one of " + ", ".join(computed))
+        else:
+            asked.append(name)
+    return asked
 
 
 def tiles_problem(trace) -> str | None:
@@ -222,8 +227,8 @@ def with_points(ex: Exercise, points, src: str, trace) -> Exercise:
                                                 "{norm1.std: 2}")
     for name, n in points.items():
         if name not in ex.ask and name not in trace and not names.parse(str(name)).grad:
-            raise SpecError(src, f"exercise.points.{name}", "no such step; expected one of the asked steps "
-                            + ", ".join(ex.ask))
+            raise SpecError(src, f"exercise.points.{name}", "no such step; " + did_you_mean(name, ex.ask)
+                            + "expected one of the asked steps " + ", ".join(ex.ask))
         if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= 1000:
             raise SpecError(src, f"exercise.points.{name}", f"expected a whole number 0..1000, got {excerpt(n)}")
     return replace(ex, points={name: points.get(name, 1) for name in ex.ask})
@@ -253,7 +258,8 @@ def choose_backprop(trace, ex: dict, loss: str | None, wrt: list[str] | None) ->
     for i, name in enumerate(wrt):
         if name not in known:
             raise SpecError(src, f"{where_wrt}[{i}]" if where_wrt == "exercise.wrt" else where_wrt,
-                            f"no parameter or step {excerpt(name)} in this block; expected one of " + ", ".join(known))
+                            f"no parameter or step {excerpt(name)} in this block; " + did_you_mean(name, known)
+                            + "expected one of " + ", ".join(known))
     target = None
     if "target" in ex:
         if loss != "mse":

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 
+from symblock.errors import did_you_mean
 from symblock.exercises.constraints import Constraints, err
 from symblock.exercises.draws import ints, sub_seed
 
@@ -106,8 +107,8 @@ def dropout_section(c: Constraints, probe, prefixes: list[str], source: str) -> 
     masks = {}
     for step in steps:
         if step not in one:
-            raise err(source, "random.dropout.steps", f"no step {step!r} to drop out; expected one of "
-                      + ", ".join(one) + (" (unprefixed: a batch draws a mask per sequence)" if probe.dims.batch else ""))
+            raise err(source, "random.dropout.steps", f"no step {step!r} to drop out; " + did_you_mean(step, one)
+                      + "expected one of " + ", ".join(one) + (" (unprefixed: a batch draws a mask per sequence)" if probe.dims.batch else ""))
         for prefix in prefixes:
             masks[prefix + step] = draw_mask(c.seed, prefix + step, step_shape(step, probe.dims), p, source)
     return {"p": str(p), "masks": masks}

@@ -1,13 +1,12 @@
 """Reading an answers file into its raw mapping (answers.py gives it meaning): YAML through libyaml
 when it takes the file cleanly, JSON and the rest through the spec reader (whose messages name the
-line), and the CSV form a spreadsheet saves (`step,row,col,value`, or `;` where the comma is the
+line; both with its nesting limit, engine/files.py, measured before anything is built), and the CSV form a spreadsheet saves (`step,row,col,value`, or `;` where the comma is the
 decimal mark) turned into the same mapping; and a step's written matrix as rows (`grid_rows`), or as
 the other shape it was written in (`written_shape`)."""
 from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from decimal import Decimal
 from pathlib import Path
@@ -24,29 +23,27 @@ def read(path: str | Path, text: str | None = None) -> tuple[dict, str]:
     """The raw mapping of an answers file: YAML/JSON as they are, CSV turned into the same form.
     YAML goes through libyaml when it is there (a class's files are long); anything it does not
     take cleanly is read again by the spec reader, whose messages name the line."""
-    from symblock.engine.files import read_text
+    from symblock.engine.files import load_yaml, parse, read_text
     from symblock.engine.spec import read_mapping
+    from symblock.errors import SpecError
     suffix = Path(path).suffix.lower()
     if text is None:   # bounded, a symbolic link or a pipe refused unread (engine.files)
         text = read_text(path, "an answers file (YAML, JSON or CSV)", follow=False)
     if suffix == ".csv":
         return read_csv(path, text)
     if suffix in (".yaml", ".yml") and _FAST is not None:
-        try:
-            raw = text
-            data = _yaml.load(raw, Loader=_FAST)
+        try:   # a file nested too deep is refused here, in the spec reader's words
+            data = load_yaml(text, _FAST, str(path))
             if isinstance(data, dict):
                 return data, str(path)
-        except (OSError, UnicodeDecodeError, RecursionError, _yaml.YAMLError, _Duplicate, ValueError):
+        except SpecError:
+            raise
+        except (_yaml.YAMLError, _Duplicate, ValueError):   # said by the spec reader, which names the line
             pass
-    if suffix == ".json":
-        try:
-            data = json.loads(text, parse_float=_json_decimal, parse_int=_whole, parse_constant=_refuse,
-                              object_pairs_hook=_json_once)
-            if isinstance(data, dict):
-                return data, str(path)
-        except (RecursionError, ValueError, _Duplicate):   # said by the spec reader, which names the line
-            pass
+    if suffix == ".json" and text.strip():   # the spec reader's JSON, a too-long whole number kept as text
+        data = parse(text, str(path), json_syntax=True, whole=_whole)
+        if isinstance(data, dict):
+            return data, str(path)
     return read_mapping(path, text)
 
 
@@ -59,23 +56,6 @@ def _too_long(text: str) -> bool:
 
 def _whole(text: str):
     return text if _too_long(text) else int(text)
-
-
-def _json_decimal(text: str):
-    try:
-        return Decimal(text)
-    except ArithmeticError:   # 1e99999999999999999999: an entry too large to read
-        return text
-
-
-def _json_once(pairs: list) -> dict:
-    if len({k for k, _ in pairs}) != len(pairs):
-        raise _Duplicate   # the spec reader names the key
-    return dict(pairs)
-
-
-def _refuse(text: str):
-    raise ValueError(text)   # NaN, Infinity: the spec reader's words
 
 
 try:

@@ -59,7 +59,7 @@ from typing import Any, Mapping
 
 from symblock.engine import exact, names
 from symblock.engine.spec import kind_of
-from symblock.errors import excerpt
+from symblock.errors import did_you_mean, excerpt
 from symblock.grading.answer_files import blank, grid_rows, written_shape
 from symblock.grading.answer_files import read, read_csv  # noqa: F401  (answers.read: the reader callers know)
 from symblock.grading.students import EXCERPT, inert_excerpt, one_line, student_data
@@ -206,8 +206,9 @@ def from_mapping(data: Mapping, source: str, shapes: Mapping[str, tuple[int, int
     for name, value in raw.items():
         where = f"steps.{name}"
         if name not in shapes:
-            raise SpecError(source, where, "no such step in this block; expected one of "
-                                           + ", ".join(s for s in shapes if computed is None or s in computed))
+            known = [s for s in shapes if computed is None or s in computed]
+            raise SpecError(source, where, "no such step in this block; " + did_you_mean(name, known)
+                            + "expected one of " + ", ".join(known))
         if computed is not None and name not in computed:
             raise SpecError(source, where, "this step is not worked in this spec (it only feeds a step "
                                            "the spec gives), so there is nothing to check it against")

@@ -6,7 +6,6 @@ where its `id:` and `name:` put it (`flag`, at the end: the identity check again
 from __future__ import annotations
 
 import csv
-import difflib
 import io
 from collections import Counter
 from dataclasses import dataclass
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from symblock.engine.fields import kind_of
+from symblock.errors import close_matches
 
 
 MAX_STUDENT_KEYS = 32      # student data: keys kept, each key and value at most...
@@ -50,7 +50,7 @@ def near_miss(key: str, top_keys: tuple) -> list[str]:
     """[the format key `key` is a typo of] or []: close by difflib (`decimal`, `stpes`), or the same
     letters in another order (`nmae`, `naem`: a swap difflib scores below its cutoff)."""
     low = key.lower()
-    return difflib.get_close_matches(low, top_keys, n=1, cutoff=0.8) or [k for k in top_keys if sorted(k) == sorted(low)][:1]
+    return close_matches(low, top_keys, cutoff=0.8) or [k for k in top_keys if sorted(k) == sorted(low)][:1]
 
 
 def unknown_keys(data: Mapping, top_keys: tuple) -> list[tuple[str, str]]:
@@ -63,7 +63,7 @@ def unknown_keys(data: Mapping, top_keys: tuple) -> list[tuple[str, str]]:
         text = one_line(str(key), MAX_STUDENT_TEXT)
         if key in known or text.lower() in known or near_miss(text, top_keys):   # a near miss is refused
             continue
-        near = difflib.get_close_matches(text.lower(), sorted(known), n=1, cutoff=0.6)
+        near = close_matches(text.lower(), sorted(known))
         out.append((text, near[0] if near else ""))
     return out
 

@@ -41,7 +41,7 @@ class EncoderBuilder(DecoderBuilder):
         pos = self.t("e.pos_learned") if s.positions == "learned" else self.t(f"m.pos_{s.positions}", self.base_tex())
         out = [self.t("e.conv_rows", self.m, s.dims.d_model, lin=self.linear_tex()), self.t("e.conv_embed", self.vocab_tex(), pos)]
         if s.embed_norm:
-            out.append(self.t("e.conv_embed_norm"))
+            out.append(self.t("e.conv_embed_norm" + ("_nobeta" if self.no_beta(self.trace["norm_embed"]) else "")))
         padded = [str(i + 1) for i, p in enumerate(s.key_padding_mask) if p]
         if padded:
             out.append(self.t("e.conv_padding", ", ".join(padded)))
@@ -67,7 +67,8 @@ class EncoderBuilder(DecoderBuilder):
             return Builder.what(self, step)
         if parsed.base == "pos" and self.model.positions != "learned":
             return self.t("m.s.pos_table")
-        return self.t(f"e.s.{parsed.base}")
+        nobeta = parsed.base == "norm_embed" and self.no_beta(step)   # bias: false: no β
+        return self.t(f"e.s.{parsed.base}" + ("_nobeta" if nobeta else ""))
 
     def work(self, step) -> list:
         parsed = names.parse(step.name)

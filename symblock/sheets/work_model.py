@@ -114,7 +114,7 @@ class DecoderBuilder(Builder):
     def data(self) -> list[dict]:
         """W_E (with its vocabulary), W_P, the layers' weights, then the prompt's cached K and V."""
         params = [self.data_item(p, self.symbol(p), self.trace.params[p], "param", False)
-                  for p in self.ex.data_params]
+                  for p in self.ex.data_params if p not in self.model.no_beta]   # bias: false: no β to give
         steps = [self.data_item(n, self.cache_symbol(n), self.trace[n].value, "step", False)
                  for n in self.ex.data_steps]
         return params + self.rope_data() + steps

@@ -1,6 +1,6 @@
 """Weights for a part the spec's block or model does not have are refused naming the field and what
-has that part (a cross-attention's weights and third norm without cross-attention, a model's final
-norms without their option, another kind's stacks), as a memory without cross-attention is; the
+has that part (a cross-attention's weights and third norm without cross-attention, a block's or a
+model's final norms without their option, another kind's stacks), as a memory without cross-attention is; the
 built-in examples, which give every part they have, still load."""
 from __future__ import annotations
 
@@ -31,6 +31,22 @@ def test_a_block_without_cross_attention_refuses_its_weights(extra, field):
     on = {**data, "block": {**data["block"], "cross_attention": True},   # the same weights, with the flag: read
           "inputs": {**data["inputs"], "memory": [[1, 1], [2, 0], [0, 3]]}, "random": {"seed": 1}}
     assert spec.from_mapping(on).options.cross_attention
+
+
+@pytest.mark.parametrize("block", [{"norm_position": "pre", "final_norm": False}, {"norm_position": "pre"},
+                                   {"norm_position": "post"}])
+def test_a_block_without_a_final_norm_refuses_its_weights_as_a_model_does(block):
+    data = {**PLAIN, "block": {**PLAIN["block"], **block},
+            "weights": {**PLAIN["weights"], "ln_final": {"gamma": [2, 1], "beta": [0, 1]}}}
+    with pytest.raises(SpecError) as e:
+        spec.from_mapping(data, "pre.yaml")
+    assert e.value.where == "weights.ln_final" and e.value.message == (
+        "not used: only a Pre-LN block with block.final_norm: true has a final norm; set it, or leave "
+        "weights.ln_final out")
+    on = {**data, "block": {**data["block"], "norm_position": "pre", "final_norm": True}}   # with it: read
+    assert spec.from_mapping(on).params["ln_final.gamma"][0, 0] == 2
+    data["weights"]["ln_final"] = None       # null, as a model takes it: no weights given
+    assert not spec.from_mapping(data).options.final_norm
 
 
 def test_the_cli_says_so_with_exit_2_and_no_traceback(cli, spec_file):

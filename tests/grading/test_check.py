@@ -373,7 +373,7 @@ def test_masked_scores_with_minus_infinity(cli, spec_file):
 # ---------------------------------------------------------------- bad answers files -> exit 2
 
 @pytest.mark.parametrize("text, name, field, message", [
-    ("steps:\n  attn.foo: [[1]]\n", "a.yaml", "steps.attn.foo", "no such step in this block; expected one of x, attn.out, resid1"),
+    ("steps:\n  zzz: [[1]]\n", "a.yaml", "steps.zzz", "no such step in this block; expected one of x, attn.out, resid1"),
     ("steps:\n  attn.q: [[1, 0], [0, 1], [1, 1]]\n", "a.yaml", "steps.attn.q", "not worked in this spec"),
     ("steps:\n  resid1: [[1, 2], [3, 4], [5]]\n", "a.yaml", "steps.resid1[2]", "expected shape 3×2, got a row of 1"),
     ("steps:\n  norm1.mean: [[1, 2], [3], [5, 6]]\n", "a.yaml", "steps.norm1.mean[0]", "expected shape 3×1, got a row of 2 (a 1-column step is a list of one-entry rows"),
@@ -409,6 +409,44 @@ def test_bad_answers_files(cli, spec_file, text, name, field, message):
     prefix = f"symblock: error: {path}: " + (f"{field}: " if field else "")
     assert err.startswith(prefix), err
     assert message in err, err
+
+
+DEEP = 40   # past the readers' limit of 32 levels, far short of Python's recursion limit
+
+
+@pytest.mark.parametrize("name, text, field", [
+    ("deep.yaml", "steps:\n  resid1: " + "[" * DEEP + "]" * DEEP + "\n", "line 2: "),
+    ("deep.json", '{"steps": {"resid1": ' + "[" * DEEP + "]" * DEEP + "}}", ""),
+    ("alias.yaml", "steps:\n  resid1: &a [*a]\n", "line 2: "),        # a list that holds itself
+    ("indent.yaml", "steps:\n" + "".join("  " * (i + 1) + f"a{i}:\n" for i in range(DEEP)), "line 9: "),   # 33 below
+    ("huge.yaml", "steps:\n  resid1: " + "[" * 10**5 + "]" * 10**5 + "\n", "line 2: "),
+    ("huge.json", '{"steps": {"resid1": ' + "[" * 10**5 + "]" * 10**5 + "}}", ""),
+])
+def test_a_deep_answers_file_is_refused_in_the_spec_readers_words(cli, spec_file, name, text, field):
+    """The answers reader's fast paths measure the nesting before building anything, as the spec
+    reader does: a file 40 levels deep (which no recursion limit would stop) is refused too."""
+    code, out, err, path = run(cli, spec_file, text, "seed-post-ln", name)
+    assert code == 2 and out == ""
+    assert err == f"symblock: error: {path}: {field}nested more than 32 levels deep\n"
+    code, _, spec_err = cli("forward", path)     # the same text read as a spec: the same words
+    assert code == 2 and spec_err == err
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".json"])
+def test_the_answers_reader_and_the_spec_reader_share_the_limit_of_32_levels(tmp_path, suffix):
+    from symblock.engine import files
+    from symblock.errors import SpecError
+    from symblock.grading.answer_files import read
+    for k, ok in ((31, True), (32, False)):   # {"a": k lists around 1}: the 1 is k + 1 levels deep
+        text = '{"a": ' + "[" * k + "1" + "]" * k + "}"
+        path = tmp_path / f"n{k}{suffix}"
+        if ok:
+            assert read(path, text)[0] == files.parse(text, str(path), suffix == ".json") != {}
+            continue
+        for reader in (lambda: read(path, text), lambda: files.parse(text, str(path), suffix == ".json")):
+            with pytest.raises(SpecError) as e:
+                reader()
+            assert e.value.message == f"nested more than {files.MAX_NESTING} levels deep"
 
 
 def test_an_unknown_top_level_key_kept_as_student_data_is_named(cli, spec_file):

@@ -31,7 +31,8 @@ def specs(draw):
     norm = draw(st.sampled_from(["layernorm", "rmsnorm"]))
     bound = draw(st.sampled_from([2, 5, 9]))
     weights = {w: draw(matrix(d_model, d_model, bound)) for w in ("W_Q", "W_K", "W_V") if draw(st.booleans())}
-    lns = ["ln1", "ln2"] + (["ln_final"] if pre else [])
+    final_norm = pre and draw(st.booleans())
+    lns = ["ln1", "ln2"] + (["ln_final"] if final_norm else [])   # ln_final only where the block has it
     if draw(st.booleans()):
         for ln in lns:
             weights[ln] = {"gamma": draw(vector(d_model))}
@@ -44,7 +45,7 @@ def specs(draw):
             "norm_position": "pre" if pre else "post",
             "norm": norm,
             "eps": draw(st.sampled_from([0, 0, "1e-5", "1/100", 1])),
-            "final_norm": pre and draw(st.booleans()),
+            "final_norm": final_norm,
             "activation": draw(st.sampled_from(["relu", "gelu", "gelu_tanh", "silu", "swiglu", "geglu"])),
             "attention_scale": draw(st.sampled_from(["sqrt_dk", "none"])),
             "causal": draw(st.booleans()),

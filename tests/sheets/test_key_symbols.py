@@ -178,3 +178,44 @@ def test_bias_false_shows_no_beta_as_params_counts_none(tmp_path, capsys):
 def test_one_kv_head_is_singular_in_the_key():
     text = key("tiny-llama")          # 2 query heads over 1 K/V head
     assert r"1 \text{ K/V head for } 2 \text{ query heads}" in text and "K/V heads for" not in text
+
+
+def bias_false(example: str, tmp_path, extra: str = "") -> str:
+    """The built-in model `example` with `bias: false` written in its block section (and `extra` lines)."""
+    text = specmod.example_text(example).replace("bias: true", "bias: false")
+    if "bias: false" not in text:
+        text = text.replace("block: {", "block: {bias: false, ")
+    path = tmp_path / f"{example}-nob.yaml"
+    path.write_text(text + extra, encoding="utf-8")
+    return str(path)
+
+
+def test_a_model_with_bias_false_shows_no_beta_in_its_layers_nor_its_final_norm(tmp_path, capsys):
+    from symblock.cli import main
+    from symblock.engine.report import exact_str
+    path = bias_false("tiny-gpt", tmp_path)
+    text = symblock.worksheet(path, format="markdown")["key.md"]
+    assert ".beta`" not in text                                   # no β given: not the layers', not ln_final's
+    assert "shift by $\\beta$" not in text and "\\gamma + \\beta" not in text and "+ \\beta" not in text
+    assert "N_f = (R_2 - \\mu) / \\sigma \\cdot \\gamma\n" in task(text, "gen1.norm_final")
+    assert "(no $\\beta$: the block has no biases)" in text
+    assert main(["params", path]) == 0
+    assert "beta" not in capsys.readouterr().out
+    # the numbers are those of β = 0, which the spec without `bias` written shows
+    plain, nob = symblock.forward("tiny-gpt"), symblock.forward(path)
+    assert [[exact_str(e) for e in r] for r in nob["norm_final"].value.rows] == \
+        [[exact_str(e) for e in r] for r in plain["norm_final"].value.rows]
+    assert "\\gamma + \\beta" in plain["norm_final"].latex and "\\beta" not in nob["norm_final"].latex
+    # a β given is used and shown, as a block's is
+    given = bias_false("tiny-gpt", tmp_path, "weights: {ln_final: {beta: [1, 0, 0, 0]}}\n")
+    text = symblock.worksheet(given, format="markdown")["key.md"]
+    assert "`ln_final.beta`" in text and "`layer0.ln1.beta`" not in text
+    assert "N_f = (R_2 - \\mu) / \\sigma \\cdot \\gamma + \\beta" in task(text, "gen1.norm_final")
+
+
+def test_an_encoder_with_bias_false_shows_no_beta_in_its_embeddings_norm(tmp_path):
+    text = symblock.worksheet(bias_false("tiny-bert", tmp_path), format="markdown")["key.md"]
+    assert ".beta`" not in text and "\\gamma + \\beta" not in text
+    assert "(its own $\\gamma$; no $\\beta$: the model has no biases)" in text
+    assert "then scaled by $\\gamma$ (no $\\beta$)" in task(text, "norm_embed")
+    assert "N_e = (X - \\mu) / \\sigma \\cdot \\gamma\n" in task(text, "norm_embed")
