@@ -278,6 +278,7 @@ def _tree_ball(tree: tuple, memo: dict) -> arb | None:
     if tree in memo:
         return memo[tree]
     kind = tree[0]
+    out: arb | None
     if kind == "n":
         out = arb(int(tree[1]))
     elif kind == "c":
