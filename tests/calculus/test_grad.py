@@ -160,8 +160,9 @@ def attention_form_specs(draw):
 def test_attention_forms_match_torch_autograd(data, loss):
     s = spec.from_mapping(data)
     check = block.forward(s)
-    if s.options.activation == "relu":
-        assume(all(v == 0 or abs(v) > 1e-9 for st in check if st.name.endswith("ffn.hidden")
+    if s.options.activation == "relu":   # off the kink, as test_random_specs_match_torch says why (found
+        # here too: an exact 0 that cancels ±a·w in float64 to 1e-17 > 0, so torch's ReLU passes it)
+        assume(all(abs(v) > 1e-9 for st in check if st.name.endswith("ffn.hidden")
                    for r in st.value.floats() for v in r))
     n, d = s.dims.seq_len * max(s.dims.batch, 1), s.dims.d_model
     target = sympy.Matrix(n, d, lambda i, j: (i + 2 * j) % 3 - 1) if loss == "mse" else None
