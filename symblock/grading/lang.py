@@ -285,6 +285,8 @@ INPUT_ERRORS_ZH = (
     (r"student data: expected text, got (.+)", "学生信息：应为文字，实际是 {0}"),
     (r"(\d+) keys of student data; expected at most (\d+)", "学生信息有 {0} 个键；最多 {1} 个"),
     (r"expected a mapping of step names to answers, e\.g\. (`.+`), got (.+)", "应为步骤名到答案的映射，例如 {0}，实际是 {1}"),
+    (r"no such step in this block; did you mean (.+)\? expected one of (.+)",
+     "这个结构中没有这一步（是不是想写 {0}？）；应为以下之一：{1}"),
     (r"no such step in this block; expected one of (.+)", "这个结构中没有这一步；应为以下之一：{0}"),
     (r"this step is not worked in this spec \(it only feeds a step the spec gives\), so there is nothing to "
      r"check it against", "这份 spec 不计算这一步（它只用于计算 spec 已给出的一步），没有可以对照的答案"),

@@ -607,8 +607,10 @@ def test_variance_around_the_persons_own_rounded_mean(cli, spec_file, resid1, st
 
 
 @pytest.mark.parametrize("steps, en, zh", [
-    ("  norm1.men: [[1.5]]", "no such step in this block; expected one of x, attn.out,",
-     "steps.norm1.men: 这个结构中没有这一步；应为以下之一：x, attn.out,"),
+    ("  norm1.men: [[1.5]]", "no such step in this block; did you mean norm1.mean? expected one of x, attn.out,",
+     "steps.norm1.men: 这个结构中没有这一步（是不是想写 norm1.mean？）；应为以下之一：x, attn.out,"),
+    ("  zzz: [[1.5]]", "no such step in this block; expected one of x, attn.out,",
+     "steps.zzz: 这个结构中没有这一步；应为以下之一：x, attn.out,"),
     ("  resid1: [[2.401, 0.599], [1.504]]", "expected shape 3×2, got a row of 1", "steps.resid1[1]: 形状应为 3×2，这一行却有 1 个数"),
     ("  resid1: {entries: {\"[5][0]\": 1}}", "with i in 0..2 and j in 0..1",
      "steps.resid1.entries.[5][0]: 应为单元格 \"[i][j]\" 或 \"i,j\"，其中 i 为 0..2，j 为 0..1"),
