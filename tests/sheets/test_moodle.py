@@ -296,3 +296,19 @@ def test_a_masked_score_accepts_every_spelling_grade_reads(tmp_path):
     for inner in shorts:
         spellings = [unescape(re.split(r"(?<!\\)#", a)[0]).removeprefix("%100%") for a in re.split(r"(?<!\\)~", inner)]
         assert minus_infinity_everywhere(spellings), spellings
+
+
+@pytest.mark.parametrize("fmt", ["moodle", "qti"])
+@pytest.mark.parametrize("lang, welcome, typed", [("en", "exact forms such as", "type each answer as a decimal number"),
+                                                  ("zh", "也可以写精确形式", "以小数填写")])
+def test_a_quiz_does_not_invite_the_fractions_its_numerical_questions_mark_wrong(tmp_path, fmt, lang, welcome, typed):
+    """The sheet welcomes exact forms (1/2, √2: the checker reads them), but a Moodle NUMERICAL or a
+    Canvas numerical question takes only a number, and marks `1/2` wrong: the quiz's conventions ask
+    for decimals instead."""
+    import zipfile
+    out = tmp_path / "out"
+    assert cli.main(["worksheet", "--out", str(out), "--format", f"markdown,{fmt}", "--lang", lang]) == 0
+    text = ((out / "moodle.xml").read_text("utf-8") if fmt == "moodle" else
+            "".join(zipfile.ZipFile(out / "qti.zip").read(n).decode("utf-8") for n in zipfile.ZipFile(out / "qti.zip").namelist()))
+    assert welcome in (out / "sheet.md").read_text("utf-8")        # the paper sheet still welcomes them
+    assert welcome not in text and typed in text
