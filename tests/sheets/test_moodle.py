@@ -312,3 +312,14 @@ def test_a_quiz_does_not_invite_the_fractions_its_numerical_questions_mark_wrong
             "".join(zipfile.ZipFile(out / "qti.zip").read(n).decode("utf-8") for n in zipfile.ZipFile(out / "qti.zip").namelist()))
     assert welcome in (out / "sheet.md").read_text("utf-8")        # the paper sheet still welcomes them
     assert welcome not in text and typed in text
+
+
+def test_a_rounding_tie_gives_slip_credit_one_unit_off_either_right_rounding(tmp_path):
+    """preset-medium-v2.4's norm1.var row 2 is 1.5625 (X row −3, −1, −1.5, 0.5: deviations ±1.75
+    and ±0.25, 6.25/4): 1.562 and 1.563 are right, so 1.561 and 1.564, each 1.5 units from
+    1.5625, are both slips at half credit, as `grade` marks them."""
+    q = write(tmp_path, "--id", "preset-medium-v2.4").find("question[@type='cloze']")
+    html = q.find("questiontext/text").text
+    cell = re.findall(r"<td>(.*?)</td>", dict(GRID.findall(html))["norm1.var"])[1]
+    answers = {a.split("#")[0] for a in re.split(r"(?<!\\)~", SUB.match(cell).group(3))}
+    assert answers == {"%100%1.5625:0.0005", "%50%1.564000000000:0.0005", "%50%1.561000000000:0.0005"}
