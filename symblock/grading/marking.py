@@ -192,17 +192,17 @@ def fewer_places(entry, value) -> bool:
 
 def is_slip(entry, value) -> bool:
     """Off by at most one unit in the last place written from the value rounded there (a decimal
-    entry under places or sig figs): 0.351 or 0.353 where the key has 0.352, whatever digits
-    follow in the exact value, as the student compares it with the key."""
-    if entry.decimal is None or entry.tol is not None or value is exact.NEG_INF:
-        return False
-    if entry.sig_figs is None and not entry.written and entry.places is None:
+    entry under places or sig figs): 0.351 or 0.353 where the key has 0.352, whatever digits follow
+    in the exact value, as the student compares it with the key; at an exact tie, from either rounding."""
+    if entry.decimal is None or entry.tol is not None or value is exact.NEG_INF or (
+            entry.sig_figs is None and not entry.written and entry.places is None):
         return False
     places = entry.places if entry.sig_figs is None and not entry.written else -entry.decimal.as_tuple().exponent
     unit = Fraction(10) ** -places
     if places >= 0:
-        try:
-            return abs(Fraction(entry.decimal) - Fraction(value.decimal(places))) <= unit
+        try:   # 25/16 at 3 places: 1.563 and 1.562 are right, so 1.564 and 1.561 are slips
+            r, q = Fraction(value.decimal(places)), Fraction(int(value.q.p), int(value.q.q)) if value.is_rational else 0
+            return any(abs(Fraction(entry.decimal) - c) <= unit for c in {r, 2 * q - r if value.is_rational and 2 * abs(q - r) == unit else r})
         except exact.UndecidableError:   # on a rounding tie: within one unit of the value itself
             pass
     return _within(entry.value, value, unit)

@@ -173,7 +173,7 @@ def _entries(values: list[Mat], places: int) -> list[list[list[tuple[str, Fracti
 
 def _answers(values: list, places: int) -> list[tuple[str, Fraction]]:
     """Distinct full-credit centres (12 places), then the slips one unit either side of each
-    value's rounding that no full-credit range already covers."""
+    value's rounding (of both roundings of an exact tie) that no full-credit range already covers."""
     if values[0] is exact.NEG_INF:
         return []
     fixed = _fixed
@@ -182,8 +182,8 @@ def _answers(values: list, places: int) -> list[tuple[str, Fraction]]:
     unit, half = Decimal(1).scaleb(-places), Decimal(5).scaleb(-places - 1)
     slips = []
     for v in values:
-        r = Decimal(fixed(v, places))
-        for s in (r - unit, r + unit):
+        r, m = Decimal(fixed(v, places)), Decimal(fixed(v, 12))
+        for s in (r - unit, r + unit) + ((2 * m - r - unit,) if abs(m - r) == half else ()):   # a tie's other rounding
             if all(abs(s - Decimal(c)) > half for c in full) and f"{s:.12f}" not in slips:
                 slips.append(f"{s:.12f}")
     credit = Credit().slip

@@ -38,6 +38,7 @@ def build(variant, *, lang: str = "en", places: int = 3, title: str | None = Non
     for task in tasks:
         if "cells" not in task:   # a decoder sheet's reused-rows task brings its own
             task["cells"] = cells(variant.answers[task["name"]], places)
+    conventions, rounding = b.conventions(), b.t("conv_round", places)
     for task in tasks:   # the LMS exports share a task's points over its entries
         task["worth"] = exercise.points.get(task["name"], 1)
     return {
@@ -48,7 +49,9 @@ def build(variant, *, lang: str = "en", places: int = 3, title: str | None = Non
         "ident": ident,
         "describe": b.describe(),
         "loss": b.loss() if backprop else None,
-        "conventions": b.conventions(),
+        "conventions": conventions,
+        # a quiz's numerical questions take decimals only: its rounding line does not invite 1/2 or √2
+        "quiz_conventions": [b.t("conv_round_quiz", places) if c == rounding else c for c in conventions],
         "data": data,
         "data_rows": b.data_rows(data),
         "tasks": tasks,

@@ -642,3 +642,18 @@ def test_each_chinese_input_error_uses_only_the_groups_its_pattern_has():
     for pattern, zh in INPUT_ERRORS_ZH:
         used = {int(f) for _, f, _, _ in string.Formatter().parse(zh) if f is not None}
         assert used <= set(range(re_.compile(pattern).groups)), (pattern, zh)
+
+
+# preset-medium-v2.4's X row 2 is (−3, −1, −1.5, 0.5): mean −1.25, deviations ±1.75 and ±0.25, so
+# σ² = (2·1.75² + 2·0.25²)/4 = 6.25/4 = 1.5625, an exact tie at 3 places (row 1: mean −1, σ² = 36/4 = 9).
+@pytest.mark.parametrize("given, mark", [
+    ("1.563", "correct"), ("1.562", "correct"),   # both roundings of the tie are right
+    ("1.564", "slip"), ("1.561", "slip"),         # one unit off either: 1.5 units from 1.5625 both ways
+    ("1.565", "wrong"), ("1.560", "wrong"),
+])
+def test_a_slip_at_a_rounding_tie_is_one_unit_off_either_right_rounding(cli, spec_file, given, mark):
+    path = spec_file(f"id: preset-medium-v2.4\ndecimals: 3\nsteps:\n  norm1.var: [[9.0], [{given}]]\n", "answers.yaml")
+    code, out, err = cli("check", path, "--json")
+    step = next(s for s in json.loads(out)["steps"] if s["name"] == "norm1.var")
+    assert step["entries"][1]["given"] == given and step["entries"][1]["exact"] == "25/16"
+    assert step["entries"][1]["mark"] == mark and code == (1 if mark == "wrong" else 0)

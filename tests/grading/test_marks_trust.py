@@ -132,8 +132,9 @@ def _entry(text: str, decimals=None):
 @pytest.mark.parametrize("text, mark", [
     ("1.563", "correct"),   # half away from zero (the sheets' rounding)
     ("1.562", "correct"),   # half to even, as Python's round() and NumPy give 25/16 at 3 places
-    ("1.561", "wrong"),     # 1.5 units of the last place from 1.5625
-    ("1.564", "slip"),
+    ("1.561", "slip"),      # one unit off 1.562, 1.5 units of the last place from 1.5625 ...
+    ("1.564", "slip"),      # ... as 1.564 is, one unit off 1.563
+    ("1.560", "wrong"),
     ("1.56", "rounded"),    # 2 places: 1.5625 is no tie there
     ("-1.562", "wrong"),
 ])

@@ -296,3 +296,30 @@ def test_a_masked_score_accepts_every_spelling_grade_reads(tmp_path):
     for inner in shorts:
         spellings = [unescape(re.split(r"(?<!\\)#", a)[0]).removeprefix("%100%") for a in re.split(r"(?<!\\)~", inner)]
         assert minus_infinity_everywhere(spellings), spellings
+
+
+@pytest.mark.parametrize("fmt", ["moodle", "qti"])
+@pytest.mark.parametrize("lang, welcome, typed", [("en", "exact forms such as", "type each answer as a decimal number"),
+                                                  ("zh", "也可以写精确形式", "以小数填写")])
+def test_a_quiz_does_not_invite_the_fractions_its_numerical_questions_mark_wrong(tmp_path, fmt, lang, welcome, typed):
+    """The sheet welcomes exact forms (1/2, √2: the checker reads them), but a Moodle NUMERICAL or a
+    Canvas numerical question takes only a number, and marks `1/2` wrong: the quiz's conventions ask
+    for decimals instead."""
+    import zipfile
+    out = tmp_path / "out"
+    assert cli.main(["worksheet", "--out", str(out), "--format", f"markdown,{fmt}", "--lang", lang]) == 0
+    text = ((out / "moodle.xml").read_text("utf-8") if fmt == "moodle" else
+            "".join(zipfile.ZipFile(out / "qti.zip").read(n).decode("utf-8") for n in zipfile.ZipFile(out / "qti.zip").namelist()))
+    assert welcome in (out / "sheet.md").read_text("utf-8")        # the paper sheet still welcomes them
+    assert welcome not in text and typed in text
+
+
+def test_a_rounding_tie_gives_slip_credit_one_unit_off_either_right_rounding(tmp_path):
+    """preset-medium-v2.4's norm1.var row 2 is 1.5625 (X row −3, −1, −1.5, 0.5: deviations ±1.75
+    and ±0.25, 6.25/4): 1.562 and 1.563 are right, so 1.561 and 1.564, each 1.5 units from
+    1.5625, are both slips at half credit, as `grade` marks them."""
+    q = write(tmp_path, "--id", "preset-medium-v2.4").find("question[@type='cloze']")
+    html = q.find("questiontext/text").text
+    cell = re.findall(r"<td>(.*?)</td>", dict(GRID.findall(html))["norm1.var"])[1]
+    answers = {a.split("#")[0] for a in re.split(r"(?<!\\)~", SUB.match(cell).group(3))}
+    assert answers == {"%100%1.5625:0.0005", "%50%1.564000000000:0.0005", "%50%1.561000000000:0.0005"}
