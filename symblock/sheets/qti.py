@@ -1,7 +1,8 @@
 """Canvas / QTI 1.2 writer: `qti.zip`, a content package with one quiz (assessment) per variant and
 one numerical question per asked entry worth its share of the task's points, accepting the exact
-value and the key's printed chain (each ±½·10⁻ᵈ) and a rounding slip at partial credit
-(grading.accepted), its feedback the exact value. A masked −∞ is a short-answer question: Canvas
+value and the key's printed chain (each ±½·10⁻ᵈ; grading.accepted's full-credit answers: Canvas
+scores a numerical question all or nothing, so a slip earns no partial credit there), its feedback
+the exact value. A masked −∞ is a short-answer question: Canvas
 matches its text (trimmed, any case) against moodle.masked_texts(), −∞'s spellings and masked_fill's.
 
 Written from templates rather than with text2qti: text2qti prints numerical bounds with 4 decimal
@@ -53,10 +54,13 @@ def prose(text) -> str:
 
 
 def bounds(cell: dict, places: int) -> list[dict]:
-    """The numerical answers of one entry, full credit first (grading.accepted): each a centre (exact
-    when it is a short decimal), its range ±½·10⁻ᵈ and its score in percent."""
+    """The numerical answers of one entry that earn full credit (grading.accepted): each a centre (exact
+    when it is a short decimal), its range ±½·10⁻ᵈ and its score in percent. A slip's partial credit
+    is left out: Canvas's numerical questions are all or nothing (its import takes every range as
+    fully right), so a slip range would earn full credit there."""
     tol = Decimal(5).scaleb(-(places + 1))
-    answers = cell.get("accept") or [(cell["exact"] if cell["plain"] else cell["precise"], 1)]
+    answers = [a for a in cell.get("accept") or [] if a[1] == 1] \
+        or [(cell["exact"] if cell["plain"] else cell["precise"], 1)]
     out = []
     for k, (centre, credit) in enumerate(answers):
         if k == 0 and cell["plain"]:

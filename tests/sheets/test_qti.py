@@ -227,3 +227,42 @@ def test_moodle_and_canvas_mark_a_masked_score_as_grade_does(tmp_path):
         assert (got == total) == right, text
         assert moodle_points(question, answers) == got, ("moodle", text)
         assert abs(qti_points(doc, answers) - got) <= rounding, ("canvas", text)
+
+
+def canvas_points(doc, answers) -> Fraction:
+    """Points Canvas gives `answers` as its import reads a numerical question: every answer range a
+    correct answer, all or nothing (a range's SCORE is not imported)."""
+    points = Fraction(0)
+    for item in doc.iterfind(".//q:item", namespaces=NS):
+        meta = {f.findtext("q:fieldlabel", namespaces=NS): f.findtext("q:fieldentry", namespaces=NS)
+                for f in item.iterfind(".//q:qtimetadatafield", namespaces=NS)}
+        if meta["question_type"] != "numerical_question":
+            continue
+        i, j = map(int, meta["symblock_entry"].split(","))
+        a = Fraction(Decimal(answers[meta["symblock_step"]][i][j]))
+        for cond in item.findall(".//q:respcondition", NS)[1:]:
+            low, high = (Fraction(Decimal(cond.findtext(".//q:" + t, namespaces=NS))) for t in ("vargte", "varlte"))
+            if low <= a <= high:
+                points += Fraction(Decimal(meta["points_possible"]))
+                break
+    return points
+
+
+def test_canvas_gives_a_rounding_slip_no_credit_rather_than_full_credit(tmp_path):
+    """Canvas scores a numerical question all or nothing, so the export holds only the answers `grade`
+    gives full credit: a slip (one unit off in the last place), ½ in `grade`, earns 0 in Canvas, never
+    the full credit a slip range would earn there; the key earns full marks in both."""
+    from test_moodle import grade_points, r3
+    from symblock.exercises import presets
+    [doc] = assessments(write(tmp_path, "--preset", "norm"))
+    trace = block.forward(load("seed-post-ln"))
+    exercise = presets.choose(trace, "norm")
+    key = {n: r3([[float(e) for e in row] for row in trace[n].value.rows]) for n in exercise.ask}
+    std = key["norm1.std"]
+    slipped = f"{Decimal(std[0][0]) + Decimal('0.001'):.3f}"
+    slip = dict(key, **{"norm1.std": [[slipped]] + std[1:]})
+    share = Fraction(1, len(std))                           # norm1.std: one point over its entries
+    near = Fraction(1, 10 ** 5)                            # an item's points are written to 6 places
+    assert abs(canvas_points(doc, key) - grade_points(trace, exercise, key)) < near
+    assert grade_points(trace, exercise, key) - grade_points(trace, exercise, slip) == share / 2   # a slip: ½
+    assert abs(canvas_points(doc, key) - canvas_points(doc, slip) - share) < near                # Canvas: 0
