@@ -212,8 +212,9 @@ def latex_entry(e: Entry) -> str | None:
 
 
 def latex(steps: Iterable[Step], places: int = 4) -> str:
-    """Each step as a snippet that compiles in a bare `article` with amsmath: its formula, then
-    its value (the exact matrix when every entry is short, and the decimals)."""
+    """Each step as a snippet that compiles in a bare `article` with amsmath: its formula (marked
+    given for a pinned step; none for a bare symbol such as the input X), then its value (the exact
+    matrix when every entry is short, and the decimals)."""
     out = [r"% symblock forward: needs only \usepackage{amsmath}"]
     for s in steps:
         rows = s.value.rows
@@ -228,6 +229,8 @@ def latex(steps: Iterable[Step], places: int = 4) -> str:
                 value += r" \approx " + dec
         else:
             value = r"\approx " + dec
-        out += [f"% {s.name}", r"\begin{equation*}", s.latex, r"\end{equation*}",
-                r"\begin{equation*}", f"{lhs} {value}", r"\end{equation*}"]
+        formula = s.latex + (r"\ \text{(given)}" if s.given else "")   # pinned: not worked from the formula
+        out += [f"% {s.name}"] + ([r"\begin{equation*}", formula, r"\end{equation*}"] if lhs != s.latex or s.given
+                                  else [])   # a bare symbol (X) is said by its value's equation
+        out += [r"\begin{equation*}", f"{lhs} {value}", r"\end{equation*}"]
     return "\n".join(out) + "\n"

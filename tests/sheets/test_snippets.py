@@ -55,6 +55,16 @@ def test_forward_latex_step_shows_formula_and_exact_value(capsys):
     assert row1 == "1 & 0 & 0" and row2.endswith(" & 0") and "0.0000" not in out
 
 
+def test_forward_latex_says_the_input_once_and_marks_a_given_step(capsys):
+    """seed-post-ln pins attn.out (the article's numbers, not worked from O_0 W^O here) and its
+    input X has no formula: X is one equation, with its value; the given step says so."""
+    out = snippet(capsys, "forward", "--format", "latex")
+    x = out.split("% x\n")[1].split("% attn.out\n")[0]
+    assert x == "\\begin{equation*}\nX = \\begin{bmatrix} 1 & 0 \\\\ 0 & 1 \\\\ 1 & 1 \\end{bmatrix}\n\\end{equation*}\n"
+    assert "\nA = O_0 W^{O}\\ \\text{(given)}\n" in out
+    assert "R_1 = X + A\n" in out and "(given)" not in out.split("% resid1")[1]
+
+
 def test_params_latex_formulas(capsys):
     out = snippet(capsys, "params", "--d-model", "32", "--heads", "4", "--format", "latex")
     assert r"P_{\text{attention}} &= 4 d^{2} + 4 d = 4 \cdot 32^{2} + 4 \cdot 32 = 4\,224" in out
