@@ -149,7 +149,7 @@ def gpt(config: Mapping[str, Any], state: Mapping[str, np.ndarray], tokens, gene
     tied = head is None or np.array_equal(head, wte)
     if not tied:
         weights["W_U"] = matrix(head.T)
-    return {"title": f"{flavour} GPT ({layers_text(n_layers)}, d_model {d}, {heads} heads, vocab {vocab})",
+    return {"title": f"{_GPT_TITLES[flavour]} ({layers_text(n_layers)}, d_model {d}, {heads} heads, vocab {vocab})",
             "model": {"vocab": [f"t{i}" for i in range(vocab)], "positions": "learned", "layers": n_layers,
                       "head": "tied" if tied else "untied", "final_norm": True, "prompt": tokens,
                       "generate": int(generate), "kv_cache": bool(kv_cache and generate)},
@@ -211,6 +211,7 @@ def _norm(w: Checked, p: str, d: int) -> dict:
     return {"gamma": vector(gamma), **({"beta": vector(beta)} if beta is not None else {})}
 
 
+_GPT_TITLES = {"gpt2": "GPT-2", "nanogpt": "nanoGPT"}   # a spec's title names the model as its authors do
 _GPT_NAMES = {
     "gpt2": {"prefix": "transformer.", "layer": "transformer.h.{i}.", "linear": lambda w: w, "out_in": False,
              "config": {"d": "n_embd", "heads": "n_head", "layers": "n_layer", "positions": "n_positions",

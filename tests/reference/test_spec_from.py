@@ -120,6 +120,7 @@ def test_hugging_face_gpt2_logits_and_greedy_tokens(tied):
     model, prompt = gpt2(seed=11, tied=tied), [1, 5, 2]
     spec = spec_from(model, prompt, generate=2)
     assert spec["model"]["head"] == ("tied" if tied else "untied")
+    assert spec["title"].startswith("GPT-2 (2 layers, ")     # the model's own name, not "gpt2 GPT"
     trace = run(spec)
     with torch.no_grad():
         want = model(torch.tensor([prompt])).logits[0].numpy()
@@ -222,6 +223,7 @@ def test_a_nanogpt_model_by_its_attributes(bias):
     model, prompt = nanogpt(seed=21, bias=bias), [3, 0, 6]
     spec = spec_from(model, prompt, generate=2)
     assert spec["block"]["bias"] is bias and spec["model"]["head"] == "tied"
+    assert spec["title"].startswith("nanoGPT (")
     trace = run(spec)
     with torch.no_grad():
         want = model(torch.tensor([prompt]))[0][0].numpy()
