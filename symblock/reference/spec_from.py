@@ -155,7 +155,8 @@ def gpt(config: Mapping[str, Any], state: Mapping[str, np.ndarray], tokens, gene
                       "generate": int(generate), "kv_cache": bool(kv_cache and generate)},
             "dims": {"d_model": d, "d_ff": d_ff, "heads": heads},
             "block": {"norm_position": "pre", "norm": "layernorm", "eps": exact(eps),
-                      "activation": act, "attention_scale": "sqrt_dk", "bias": bias},
+                      "activation": act, "bias": bias,   # GPT-2's scale_attn_weights: false leaves the scores unscaled
+                      "attention_scale": "none" if config.get("scale_attn_weights") is False else "sqrt_dk"},
             "weights": weights}
 
 
@@ -173,8 +174,6 @@ def _gpt_config(config: Mapping[str, Any], keys: Mapping[str, str], src: Source,
             ("scale_attn_by_inverse_layer_idx", bool(config.get("scale_attn_by_inverse_layer_idx")),
              "true is not supported: it also divides layer i's attention scores by i + 1, and the block "
              "scales them by 1/sqrt(d_k) alone"),
-            ("scale_attn_weights", config.get("scale_attn_weights") is False,
-             "false (unscaled attention scores) is not supported: the block scales them by 1/sqrt(d_k)"),
             ("add_cross_attention", bool(config.get("add_cross_attention")),
              "true is not supported: a GPT read here has self-attention only")):
         if bad:
