@@ -74,8 +74,10 @@ def symbolic(spec_arg=None):
     s = specmod.from_mapping(TINY, "<tiny>") if spec_arg is None else (
         specmod.load(spec_arg) if isinstance(spec_arg, str) else spec_arg)
     if s.given:
-        raise specmod.SpecError(s.source, "given", "derive writes every step in symbols; remove the "
-                                "`given` section (a pinned step has no general formula)")
+        name = str(s.source).removeprefix("example:")   # a built-in is edited as a copy
+        copy = f" (of a copy: `symblock examples --show {name} > my.yaml`)" if name != str(s.source) else ""
+        raise specmod.SpecError(s.source, "given", "derive writes every step in symbols, and a pinned step "
+                                f"has no general formula: remove the `given` section{copy}")
     if s.dims.batch:
         raise specmod.SpecError(s.source, "inputs.X", "derive writes one sequence in symbols; this spec "
                                 f"is a batch of {s.dims.batch}: give inputs.X one matrix")

@@ -304,9 +304,9 @@ def backward(spec: BlockSpec, loss: str = "sum", wrt: Sequence[str] = ("X",), ta
     known = wrt_names(trace)
     for name in wrt:
         if name not in known:
-            raise SpecError(spec.source, "--wrt", f"no parameter or step {name!r} in this block "
-                            f"(a given step cuts off the weights that only fed it); " + did_you_mean(name, known)
-                            + "expected one of " + ", ".join(known))
+            why = " (a given step cuts off the weights that only fed it)" if spec.given else ""
+            raise SpecError(spec.source, "--wrt", f"no parameter or step {name!r} in this block{why}; "
+                            + did_you_mean(name, known) + "expected one of " + ", ".join(known))
     if not wrt:
         raise SpecError(spec.source, "--wrt", "name at least one parameter or step, e.g. W_2,X")
 

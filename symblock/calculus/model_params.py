@@ -109,19 +109,21 @@ class ModelCounts:
 def count_model(vocab: int, d_model: int, heads: int, layers: int, d_ff: int | None = None,
                 context: int = 0, tied: bool = True, bias: bool = True, norm: str = "layernorm",
                 activation: str = "relu", final_norm: bool = True, kv_heads: int | None = None,
-                encoder: bool = False, extra: Iterable[str] = (), out_proj: bool = True) -> ModelCounts:
+                encoder: bool = False, extra: Iterable[str] = (), out_proj: bool = True,
+                d_k: int | None = None, d_v: int | None = None) -> ModelCounts:
     """Count a model exactly; ValueError (one line) for a non-positive size. `encoder`: a
     BERT-like encoder (model.kind encoder, embed_norm): a norm after the embeddings, no final
     norm, and no head of its own (its hidden states; a tied MLM head adds no parameters). `extra`:
     the bias vectors and β every layer has although `bias` is False (`count`'s). `out_proj=False`:
-    the blocks have no output projection W_O, b_O (`block.out_proj: false`)."""
+    the blocks have no output projection W_O, b_O (`block.out_proj: false`). `d_k`, `d_v`: the
+    per-head widths when they are not d_model/heads (`count`'s)."""
     for name, value in (("vocab", vocab), ("layers", layers)):
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     if isinstance(context, bool) or not isinstance(context, int) or context < 0:
         raise ValueError(f"context must be a whole number >= 0, got {context!r}")
     block = count(d_model, heads, d_ff, bias=bias, norm=norm, activation=activation, kv_heads=kv_heads,
-                  extra=extra, out_proj=out_proj)
+                  extra=extra, out_proj=out_proj, d_k=d_k, d_v=d_v)
     per_norm = 2 * d_model if norm == "layernorm" and bias else d_model
     if encoder:
         return ModelCounts(block, layers, vocab, context, True, 0, per_norm, "none")

@@ -109,21 +109,23 @@ def count_transformer(d_model: int = 512, heads: int = 8, d_ff: int = 2048, enco
                       activation: str = "relu", vocab: int = 0, context: int = 0,
                       tied: bool = True, separate: bool = False, extra_encoder: Iterable[str] = (),
                       extra_decoder: Iterable[str] = (), decoder_norm: bool = True,
-                      out_proj: bool = True) -> TransformerCounts:
+                      out_proj: bool = True, d_k: int | None = None,
+                      d_v: int | None = None) -> TransformerCounts:
     """nn.Transformer's parameters (its defaults are the article's: d 512, 8 heads, d_ff 2048,
     6 + 6 layers), with `vocab` its embeddings and head too; ValueError with a one-line message
     for a bad dimension or layer count. `separate`: the source has its own embedding table (a
     second vocab × d); `extra_encoder`, `extra_decoder`: the bias vectors and β every layer of that
     stack has although `bias` is False (`count`'s `extra`). `decoder_norm=False`: no decoder final
-    norm (the encoder's is kept); `out_proj=False`: no W_O, b_O, cross.W_O, cross.b_O in any layer."""
+    norm (the encoder's is kept); `out_proj=False`: no W_O, b_O, cross.W_O, cross.b_O in any layer;
+    `d_k`, `d_v`: the per-head widths when they are not d_model/heads (`count`'s)."""
     for name, n in (("encoder_layers", encoder_layers), ("decoder_layers", decoder_layers),
                     ("vocab", vocab), ("context", context)):
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
             raise ValueError(f"{name} must be a whole number >= 0, got {n!r}")
     enc = count(d_model, heads, d_ff, bias=bias, norm=norm, activation=activation, extra=extra_encoder,
-                out_proj=out_proj)
+                out_proj=out_proj, d_k=d_k, d_v=d_v)
     dec = count(d_model, heads, d_ff, bias=bias, norm=norm, activation=activation, cross_attention=True,
-                extra=extra_decoder, out_proj=out_proj)
+                extra=extra_decoder, out_proj=out_proj, d_k=d_k, d_v=d_v)
     per_norm = d_model * (2 if norm == "layernorm" and bias else 1)
     return TransformerCounts(enc, dec, encoder_layers, decoder_layers, (1 + bool(decoder_norm)) * per_norm, vocab,
                              context, tied, separate and vocab > 0, decoder_norm=bool(decoder_norm))

@@ -77,7 +77,8 @@ def add_arguments(p) -> None:
     p.add_argument("--target", metavar="MATRIX|FILE",
                    help="mse target T: a matrix like '[[1,0],[0,1],[1,1]]' or a YAML/JSON file "
                         "holding one (default: zeros)")
-    p.add_argument("--json", action="store_true", help="print {loss, value, steps, wrt} as JSON")
+    p.add_argument("--json", action="store_true",
+                   help="print {loss, latex, value, steps, wrt} as JSON (a model: {loss, value, wrt})")
     p.add_argument("--decimals", type=decimals, default=4, metavar="N",
                    help=f"decimal places (default 4, at most {MAX_DECIMALS})")
     p.add_argument("--max-cost", type=nonneg, metavar="N", help="raise the exact engine's size limit")

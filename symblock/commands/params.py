@@ -183,10 +183,17 @@ def _norm_count(norm, name: str, spec, bias: bool) -> int:
                if k != "beta" or bias or f"{name}.beta" in spec.supplied)
 
 
+def _widths(d) -> dict:
+    """The per-head widths d_k, d_v when a spec gives others than d_model/heads (then the formulas
+    use h, k, v); none when they are the default, so the formulas read 4·d² as the flags' do."""
+    default = d.d_model % d.heads == 0 and d.d_k == d.d_v == d.d_model // d.heads
+    return {} if default else {"d_k": d.d_k, "d_v": d.d_v}
+
+
 def _of_block(spec, kv):
     d, o = spec.dims, spec.options
     return count(d.d_model, d.heads, d.d_ff, bias=o.bias, norm=o.norm, activation=o.activation,
-                 final_norm=o.final_norm, seq_len=d.seq_len, d_k=d.d_k, d_v=d.d_v, kv_heads=kv,
+                 final_norm=o.final_norm, seq_len=d.seq_len, **_widths(d), kv_heads=kv,
                  cross_attention=o.cross_attention, extra=_given_biases(spec), out_proj=o.out_proj,
                  mem_len=d.mem_len if o.cross_attention else None)
 
@@ -194,7 +201,7 @@ def _of_block(spec, kv):
 def _of_model(spec, kv):
     from dataclasses import replace
     d, o = spec.dims, spec.options
-    shape = dict(bias=o.bias, norm=o.norm, activation=o.activation, out_proj=o.out_proj)
+    shape = dict(bias=o.bias, norm=o.norm, activation=o.activation, out_proj=o.out_proj, **_widths(d))
     context = spec.W_P.shape[0] if spec.W_P is not None else 0
     common, rest = _stack_biases(spec.layers)
     final = _norm_count(spec.final_norm, "ln_final", spec, o.bias)

@@ -146,9 +146,11 @@ class _Run:
             if s.name not in skip:
                 self.record(ren(s.name), s.latex, tuple(ren(n) for n in s.inputs), s.value, s.given)
 
-    def head_out(self, h: Mat, h_name: str, prefix: str, last_row: int) -> int | None:
+    def head_out(self, h: Mat, h_name: str, prefix: str) -> int | None:
         """norm_final, logits, probs and next_token from the last layer's output; the next token
-        (None for an encoder without a head: its hidden states are the last layer's output)."""
+        (None for an encoder without a head: its hidden states are the last layer's output). The
+        token's formula names the row of ℓ it reads from 1, as the entries are numbered (ℓ_j
+        when ℓ is the one new row of a cached step)."""
         s = self.spec
         if s.final_norm:
             h, h_name = self.final_norm(h, h_name, prefix), f"{prefix}norm_final"
@@ -163,8 +165,9 @@ class _Run:
         self.record(f"{prefix}probs", r"p = \mathrm{softmax}(\ell)\ \text{(each row)}", (f"{prefix}logits",),
                     logits.map_rows(block.softmax))
         tok = self.argmax(logits.rows[-1], f"{prefix}next_token")
-        self.record(f"{prefix}next_token", r"\hat t = \arg\max_j \ell_{%d,j} = %d\ (\text{%s})"
-                    % (last_row, tok, _tex_token(s.vocab[tok])), (f"{prefix}logits",),
+        row = "j" if len(logits.rows) == 1 else f"{len(logits.rows)},j"
+        self.record(f"{prefix}next_token", r"\hat t = \arg\max_j \ell_{%s} = %d\ (\text{%s})"
+                    % (row, tok, _tex_token(s.vocab[tok])), (f"{prefix}logits",),
                     Mat([[exact.real(tok)]]))
         return tok
 
@@ -228,7 +231,7 @@ class _Run:
             self.caches.append((tr[k].value, tr["attn.v"].value))
             self.cache_names.append({"k": f"{prefix}layer{i}.{k}", "v": f"{prefix}layer{i}.attn.v"})
             h, x_name = tr["output"].value, f"{prefix}layer{i}.output"
-        return self.head_out(h, x_name, prefix, m - 1)
+        return self.head_out(h, x_name, prefix)
 
     def cached_pass(self, tokens: list[int], prefix: str) -> int | None:
         m = len(tokens)
@@ -238,7 +241,7 @@ class _Run:
             with _in_layer(self.spec, f"{prefix}layer{i}."):
                 h = self.cached_layer(i, h, prefix, x_name)
             x_name = f"{prefix}layer{i}.output"
-        return self.head_out(h, x_name, prefix, m - 1)
+        return self.head_out(h, x_name, prefix)
 
     def cached_layer(self, i: int, h: Mat, prefix: str, x_name: str, keep: Mapping[str, Mat] | None = None,
                      memory: Mat | None = None) -> Mat:

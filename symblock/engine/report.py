@@ -176,6 +176,7 @@ def matrix_lines(value: Mat, places: int = 4, width: int = TEXT_WIDTH) -> list[s
 
 LATEX_EXACT = 60   # longer closed forms are left to the decimal matrix
 LATEX_MATRIX_COLS = 10   # amsmath's MaxMatrixCols: wider matrices are arrays
+LATEX_FORMULA = 90       # a longer formula is broken into lines (formula_lines)
 
 
 def latex_matrix(cells: list[list[str]]) -> str:
@@ -211,9 +212,38 @@ def latex_entry(e: Entry) -> str | None:
     return tex if len(tex) <= LATEX_EXACT else None
 
 
+def _display(lines: list[str]) -> list[str]:
+    """One displayed line as equation*, more as gather* (amsmath), one line each."""
+    if len(lines) == 1:
+        return [r"\begin{equation*}", lines[0], r"\end{equation*}"]
+    return [r"\begin{gather*}", " \\\\\n".join(lines), r"\end{gather*}"]
+
+
+def formula_lines(formula: str) -> list[str]:
+    """A formula longer than LATEX_FORMULA broken after its top-level `:\\ ` and `,\\ ` (outside
+    any bracket), so that a display fits a page: RoPE's rule, its angle and its pairs."""
+    if len(formula) <= LATEX_FORMULA:
+        return [formula]
+    pieces, depth, start = [], 0, 0
+    for i, ch in enumerate(formula):
+        depth += (ch in "({[") - (ch in ")}]")
+        if depth == 0 and formula.startswith("\\ ", i) and i > start and formula[i - 1] in ",:":
+            pieces.append(formula[start:i].strip())
+            start = i + 2
+    lines = [pieces[0]] if pieces else []
+    for piece in pieces[1:] + [formula[start:].strip()]:   # as many pieces a line as fit
+        if lines and len(lines[-1]) + len(piece) < LATEX_FORMULA:
+            lines[-1] += "\\ " + piece
+        else:
+            lines.append(piece)
+    return lines
+
+
 def latex(steps: Iterable[Step], places: int = 4) -> str:
-    """Each step as a snippet that compiles in a bare `article` with amsmath: its formula, then
-    its value (the exact matrix when every entry is short, and the decimals)."""
+    """Each step as a snippet that compiles in a bare `article` with amsmath: its formula (marked
+    given for a pinned step; none for a bare symbol such as the input X; a long one on several
+    lines), then its value: the exact matrix when every entry is short, and the decimals, on a
+    line of their own beside an exact matrix that is not all decimals."""
     out = [r"% symblock forward: needs only \usepackage{amsmath}"]
     for s in steps:
         rows = s.value.rows
@@ -223,11 +253,13 @@ def latex(steps: Iterable[Step], places: int = 4) -> str:
                              else (e.is_rational and terminating(e, places)) or fmt_decimal(e, places)
                              for e in r] for r in rows])  # an exact 0 or 1 stays 0 or 1
         if all(c is not None for r in exact_cells for c in r):
-            value = "= " + latex_matrix(cast("list[list[str]]", exact_cells))  # all short: the test above
+            value = [f"{lhs} = " + latex_matrix(cast("list[list[str]]", exact_cells))]  # all short: the test above
             if not all(e is exact.NEG_INF or (e.is_rational and terminating(e)) for r in rows for e in r):
-                value += r" \approx " + dec
+                value.append(rf"{lhs} \approx " + dec)
         else:
-            value = r"\approx " + dec
-        out += [f"% {s.name}", r"\begin{equation*}", s.latex, r"\end{equation*}",
-                r"\begin{equation*}", f"{lhs} {value}", r"\end{equation*}"]
+            value = [rf"{lhs} \approx " + dec]
+        formula = s.latex + (r"\ \text{(given)}" if s.given else "")   # pinned: not worked from the formula
+        out += [f"% {s.name}"] + (_display(formula_lines(formula)) if lhs != s.latex or s.given
+                                  else [])   # a bare symbol (X) is said by its value's equation
+        out += _display(value)
     return "\n".join(out) + "\n"

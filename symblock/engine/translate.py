@@ -67,7 +67,7 @@ def decode(run: Any, spec: ModelSpec, tokens: list[int], prefix: str, memory: Ma
         run.cache_names.append({p: f"{prefix}layer{i}.attn.{p}" for p in "kv"})
         run.cross.append({f"cross.{p}": tr[f"cross.{p}"].value for p in "kv"})
         h, x_name = tr["output"].value, f"{prefix}layer{i}.output"
-    return run.head_out(h, x_name, prefix, m - 1)
+    return run.head_out(h, x_name, prefix)
 
 
 def decode_cached(run: Any, spec: ModelSpec, tokens: list[int], prefix: str, memory: Mat) -> int:
@@ -86,7 +86,7 @@ def decode_cached(run: Any, spec: ModelSpec, tokens: list[int], prefix: str, mem
                 run.steps[j] = replace(st, inputs=(f"layer{i}.{st.name.rsplit('.', 2)[-2]}.{st.name[-1]}",),
                                        given=False, latex=st.latex + r"\ \text{(worked once, reused)}")
         x_name = f"{prefix}layer{i}.output"
-    return run.head_out(h, x_name, prefix, m - 1)
+    return run.head_out(h, x_name, prefix)
 
 
 def _take(run: Any, trace: block.Trace, step_prefix: str, param_prefix: str, params: Mapping[str, Mat],

@@ -65,12 +65,14 @@ def require(spec: TracedSpec) -> None:
 def _cached_model(spec: ModelSpec) -> None:
     if spec.kind == "encoder":   # no generation: its answers are checked step by step (encoder_exercise)
         return
-    if not spec.kv_cache:
-        raise SpecError(spec.source, "model.kv_cache", "the decoder preset asks the cached generation step: "
-                        "set model.kv_cache: true")
-    if spec.generate < 1:
-        raise SpecError(spec.source, "model.generate", "the decoder preset asks the first generated "
-                        "token: set model.generate to 1 or more")
+    # both settings named at once, and a sinusoidal table's own preset (it may be all that is meant)
+    needs = [f for f, bad in (("model.kv_cache: true", not spec.kv_cache),
+                              ("model.generate to 1 or more", spec.generate < 1)) if bad]
+    if needs:
+        table = (f", or give --preset {POSITIONS} for the position table alone"
+                 if spec.positions == "sinusoidal" else "")
+        raise SpecError(spec.source, needs[0].split(" ")[0].rstrip(":"), "the decoder preset (a model spec's "
+                        f"default) asks the first generated token from the KV cache: set {' and '.join(needs)}{table}")
 
 
 def choose(trace: Trace, preset: str | None = None) -> dict:

@@ -149,13 +149,14 @@ def gpt(config: Mapping[str, Any], state: Mapping[str, np.ndarray], tokens, gene
     tied = head is None or np.array_equal(head, wte)
     if not tied:
         weights["W_U"] = matrix(head.T)
-    return {"title": f"{flavour} GPT ({layers_text(n_layers)}, d_model {d}, {heads} heads, vocab {vocab})",
+    return {"title": f"{_GPT_TITLES[flavour]} ({layers_text(n_layers)}, d_model {d}, {heads} heads, vocab {vocab})",
             "model": {"vocab": [f"t{i}" for i in range(vocab)], "positions": "learned", "layers": n_layers,
                       "head": "tied" if tied else "untied", "final_norm": True, "prompt": tokens,
                       "generate": int(generate), "kv_cache": bool(kv_cache and generate)},
             "dims": {"d_model": d, "d_ff": d_ff, "heads": heads},
             "block": {"norm_position": "pre", "norm": "layernorm", "eps": exact(eps),
-                      "activation": act, "attention_scale": "sqrt_dk", "bias": bias},
+                      "activation": act, "bias": bias,   # GPT-2's scale_attn_weights: false leaves the scores unscaled
+                      "attention_scale": "none" if config.get("scale_attn_weights") is False else "sqrt_dk"},
             "weights": weights}
 
 
@@ -173,8 +174,6 @@ def _gpt_config(config: Mapping[str, Any], keys: Mapping[str, str], src: Source,
             ("scale_attn_by_inverse_layer_idx", bool(config.get("scale_attn_by_inverse_layer_idx")),
              "true is not supported: it also divides layer i's attention scores by i + 1, and the block "
              "scales them by 1/sqrt(d_k) alone"),
-            ("scale_attn_weights", config.get("scale_attn_weights") is False,
-             "false (unscaled attention scores) is not supported: the block scales them by 1/sqrt(d_k)"),
             ("add_cross_attention", bool(config.get("add_cross_attention")),
              "true is not supported: a GPT read here has self-attention only")):
         if bad:
@@ -211,6 +210,7 @@ def _norm(w: Checked, p: str, d: int) -> dict:
     return {"gamma": vector(gamma), **({"beta": vector(beta)} if beta is not None else {})}
 
 
+_GPT_TITLES = {"gpt2": "GPT-2", "nanogpt": "nanoGPT"}   # a spec's title names the model as its authors do
 _GPT_NAMES = {
     "gpt2": {"prefix": "transformer.", "layer": "transformer.h.{i}.", "linear": lambda w: w, "out_in": False,
              "config": {"d": "n_embd", "heads": "n_head", "layers": "n_layer", "positions": "n_positions",

@@ -74,7 +74,7 @@ def llama(config: Mapping[str, Any], state: Mapping[str, np.ndarray], tokens, ge
                       "generate": int(generate), "kv_cache": bool(kv_cache and generate)},
             "dims": dims_,
             "block": {"norm_position": "pre", "norm": "rmsnorm", "eps": exact(eps),
-                      "activation": "swiglu", "attention_scale": "sqrt_dk", "bias": bias,
+                      "activation": "swiglu", "attention_scale": "sqrt_dk", "bias": False,   # the biases it has are given
                       "rope": {"theta": exact(theta), "style": "half"}},
             "weights": weights}
 

@@ -141,7 +141,7 @@ def transformer(model, src, tgt, causal: bool = True) -> dict:
         "decoder_layers": [layer_weights(s, f"decoder.layers.{i}.", True) for i in range(len(dec))],
         "ln_encoder": _norm(s, "encoder.norm"), "ln_final": _norm(s, "decoder.norm")}
     d, heads = model.d_model, model.nhead
-    return {"title": f"{name}(d_model={d}, nhead={heads}, {len(enc)} encoder and {len(dec)} decoder layers)",
+    return {"title": f"{name}(d_model={d}, nhead={heads}, {_count(len(enc), 'encoder')} and {_count(len(dec), 'decoder')})",
             "model": {"kind": "encoder-decoder", "vocab": vocab, "positions": "none", "source": vocab[:len(a)],
                       "prompt": vocab[len(a):], "encoder_layers": len(enc), "decoder_layers": len(dec),
                       "head": "tied"},
@@ -171,3 +171,8 @@ def multihead_attention(mha, query, key=None, value=None, key_padding_mask=None,
             "block": {"norm_position": "post", "norm": "layernorm", "eps": "1/100000", "activation": "relu",
                       "attention_scale": "sqrt_dk", "causal": bool(causal), "bias": bias, "out_proj": True},
             "weights": weights, "inputs": inputs_of(x, _pad(key_padding_mask))}
+
+
+def _count(n: int, kind: str) -> str:
+    """`1 encoder layer`, `2 decoder layers`."""
+    return f"{n} {kind} layer{'' if n == 1 else 's'}"

@@ -166,3 +166,12 @@ def test_derive_refuses_the_tiles_clearly(capsys):
     assert main(["derive", "tiled-attention"]) == 2
     err = capsys.readouterr().err
     assert "block.attention_tiles: derive writes the steps in symbols" in err and "internal" not in err
+
+
+def test_a_built_in_with_a_given_step_says_how_to_copy_it(capsys):
+    """seed-post-ln pins attn.out: a built-in cannot be edited in place, so the refusal names the
+    command that writes the copy whose `given` section can be removed."""
+    assert main(["derive", "seed-post-ln"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("symblock: error: example:seed-post-ln: given: ") and len(err.strip().splitlines()) == 1
+    assert "`symblock examples --show seed-post-ln > my.yaml`" in err

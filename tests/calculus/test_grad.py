@@ -376,6 +376,16 @@ def test_bad_wrt_and_target_are_named():
         grad.backward(s, "mse", ["X"], target=sympy.Matrix([[1, 2]]))
 
 
+def test_only_a_spec_with_a_given_step_is_told_that_it_cuts_weights_off():
+    """seed-post-ln pins attn.out, so W_Q is not read; pre-ln-causal-gelu pins nothing and has no
+    biases (block.bias false): its missing b_Q is not blamed on a given step."""
+    with pytest.raises(spec.SpecError, match="a given step cuts off"):
+        grad.backward(spec.load("seed-post-ln"), "sum", ["W_Q"])
+    with pytest.raises(spec.SpecError, match="no parameter or step 'b_Q' in this block; expected one of X, W_Q") as e:
+        grad.backward(spec.load("pre-ln-causal-gelu"), "sum", ["b_Q"])
+    assert "given" not in str(e.value)
+
+
 # ---------------------------------------------------------------- command line
 
 def test_cli_text_and_json(capsys, tmp_path):

@@ -57,6 +57,20 @@ def test_embeddings_positions_and_logits_by_hand():
     assert tr["gen1.layer0.cache.k"].value.shape == (3, 2)
 
 
+def test_next_token_formula_names_the_row_of_the_logits_it_reads_from_1():
+    """Entries are numbered from 1 (the sheets' K_{21}, the text view's (1,1)): the prompt pass of
+    tiny-gpt has 2 rows of logits and its token is the argmax of row 2 (row 1's is another token);
+    a cached step's logits are the one new row, ℓ_j."""
+    tr = symblock.forward(symblock.load("tiny-gpt"))
+    rows = tr["logits"].value.floats()
+    assert len(rows) == 2 and int(np.argmax(rows[1])) == 2 != int(np.argmax(rows[0]))   # sat, not mat
+    assert r"\arg\max_j \ell_{2,j} = 2\ (\text{sat})" in tr["next_token"].latex
+    assert len(tr["gen1.logits"].value.rows) == 1
+    assert r"\arg\max_j \ell_{j} = 3\ (\text{on})" in tr["gen1.next_token"].latex
+    # an encoder-decoder's one-token target prefix: one row, never a row 0
+    assert r"\ell_{j}" in symblock.forward(symblock.load("tiny-translate"))["next_token"].latex
+
+
 def test_softmax_of_logits_is_exact_and_sums_to_one():
     tr = model.forward(from_mapping(HAND, "hand"))
     for row in tr["probs"].value.rows:

@@ -116,3 +116,28 @@ def test_spec_from_reads_a_random_hf_llama_and_agrees(monkeypatch):
     assert np.allclose(trace["gen2.logits"].value.floats(), logits[5:6], atol=1e-9)
     assert out[0, 4:].tolist() == [int(trace["next_token"].value.floats()[0][0]),
                                    int(trace["gen1.next_token"].value.floats()[0][0])]
+
+
+@pytest.mark.parametrize("attention_bias, mlp_bias", [(True, False), (False, True), (True, True)])
+def test_spec_from_reads_a_llama_with_biases_on_one_part_only(monkeypatch, attention_bias, mlp_bias):
+    """attention_bias (q/k/v/o_proj biases) without mlp_bias was a spec asking for FFN biases it
+    did not give; either kind alone, or both, now works out the model's forward, the random
+    biases (HF initialises them to 0) included."""
+    from symblock import spec_from
+    from symblock.engine import model
+    monkeypatch.setattr(modeling_llama.LlamaRMSNorm, "forward", _rms64)
+    monkeypatch.setattr(modeling_llama.LlamaRotaryEmbedding, "forward", _rotary64)
+    torch.manual_seed(5)
+    cfg = LlamaConfig(vocab_size=7, hidden_size=4, intermediate_size=6, num_hidden_layers=1,
+                      num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=16,
+                      attention_bias=attention_bias, mlp_bias=mlp_bias)
+    m = LlamaForCausalLM(cfg).to(torch.float64).eval()
+    with torch.no_grad():
+        for name, p in m.named_parameters():
+            if name.endswith(".bias"):
+                p.uniform_(-1, 1)
+    data = spec_from(m, [3, 1, 4])
+    trace = model.forward(model_spec.from_mapping(data, "llama"))
+    with torch.no_grad():
+        logits = m(torch.tensor([[3, 1, 4]])).logits[0].numpy()
+    assert np.abs(np.array(trace["logits"].value.floats()) - logits).max() < 1e-9

@@ -103,11 +103,11 @@ def symblock_tokens(trace, k: int) -> list[int]:
     return [int(trace[n].value.rows[0][0].to_sympy()) for n in names]
 
 
-def gpt2(seed: int, tied: bool = True):
+def gpt2(seed: int, tied: bool = True, **config):
     from transformers import GPT2Config, GPT2LMHeadModel
     cfg = GPT2Config(vocab_size=8, n_positions=8, n_embd=4, n_layer=2, n_head=2, n_inner=8,
                      resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, tie_word_embeddings=tied,
-                     bos_token_id=0, eos_token_id=0)
+                     bos_token_id=0, eos_token_id=0, **config)
     return weights_normal(GPT2LMHeadModel(cfg).double(), seed=seed, std=0.8).eval()
 
 
@@ -120,12 +120,26 @@ def test_hugging_face_gpt2_logits_and_greedy_tokens(tied):
     model, prompt = gpt2(seed=11, tied=tied), [1, 5, 2]
     spec = spec_from(model, prompt, generate=2)
     assert spec["model"]["head"] == ("tied" if tied else "untied")
+    assert spec["title"].startswith("GPT-2 (2 layers, ")     # the model's own name, not "gpt2 GPT"
     trace = run(spec)
     with torch.no_grad():
         want = model(torch.tensor([prompt])).logits[0].numpy()
     assert np.abs(trace["logits"].value.floats() - want).max() < TOL
     tokens = greedy(model, prompt, 2, gpt2_logits)
     assert symblock_tokens(trace, 2) == tokens
+
+
+def test_a_gpt2_with_unscaled_attention_scores():
+    """scale_attn_weights: false (GPT-2 without 1/sqrt(d_k)) is the block's attention_scale: none,
+    and the model's logits and greedy tokens, not refused."""
+    model, prompt = gpt2(seed=13, scale_attn_weights=False), [1, 5, 2]
+    spec = spec_from(model, prompt, generate=2)
+    assert spec["block"]["attention_scale"] == "none"
+    trace = run(spec)
+    with torch.no_grad():
+        want = model(torch.tensor([prompt])).logits[0].numpy()
+    assert np.abs(trace["logits"].value.floats() - want).max() < TOL
+    assert symblock_tokens(trace, 2) == greedy(model, prompt, 2, gpt2_logits)
 
 
 # ---------------------------------------------------------------- nanoGPT (its model.py, abridged)
@@ -222,6 +236,7 @@ def test_a_nanogpt_model_by_its_attributes(bias):
     model, prompt = nanogpt(seed=21, bias=bias), [3, 0, 6]
     spec = spec_from(model, prompt, generate=2)
     assert spec["block"]["bias"] is bias and spec["model"]["head"] == "tied"
+    assert spec["title"].startswith("nanoGPT (")
     trace = run(spec)
     with torch.no_grad():
         want = model(torch.tensor([prompt]))[0][0].numpy()

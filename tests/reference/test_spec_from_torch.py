@@ -74,7 +74,9 @@ def test_nn_transformer_memory_and_output(norm_first):
     with torch.no_grad():
         memory = model.encoder(src)[0]
         want = model(src, tgt, tgt_mask=causal(3), tgt_is_causal=True)[0]
-    trace = run(spec_from(model, src, tgt))
+    spec = spec_from(model, src, tgt)
+    assert spec["title"].endswith("2 encoder layers and 1 decoder layer)")   # its own counts, in English
+    trace = run(spec)
     assert np.abs(np.array(trace["enc.norm_final"].value.floats()) - memory.numpy()).max() < TOL
     assert np.abs(np.array(trace["norm_final"].value.floats()) - want.numpy()).max() < TOL
 

@@ -55,6 +55,34 @@ def test_forward_latex_step_shows_formula_and_exact_value(capsys):
     assert row1 == "1 & 0 & 0" and row2.endswith(" & 0") and "0.0000" not in out
 
 
+def test_forward_latex_says_the_input_once_and_marks_a_given_step(capsys):
+    """seed-post-ln pins attn.out (the article's numbers, not worked from O_0 W^O here) and its
+    input X has no formula: X is one equation, with its value; the given step says so."""
+    out = snippet(capsys, "forward", "--format", "latex")
+    x = out.split("% x\n")[1].split("% attn.out\n")[0]
+    assert x == "\\begin{equation*}\nX = \\begin{bmatrix} 1 & 0 \\\\ 0 & 1 \\\\ 1 & 1 \\end{bmatrix}\n\\end{equation*}\n"
+    assert "\nA = O_0 W^{O}\\ \\text{(given)}\n" in out
+    assert "R_1 = X + A\n" in out and "(given)" not in out.split("% resid1")[1]
+
+
+def test_forward_latex_breaks_a_long_formula_and_puts_the_decimals_below(capsys, tmp_path):
+    """rope-gqa's attn.q_rot: RoPE's rule, its angle and pairs (some 170 characters, 240pt wider
+    than an article's text) are broken at their top-level commas, never inside (x_a, x_b) or
+    (i, i + d_k/2); the exact Q' (sines and cosines) and its decimals are lines of their own."""
+    out = snippet(capsys, "forward", "rope-gqa", "--format", "latex", "--step", "attn.q_rot")
+    formula, value = [block.split("\\begin{gather*}\n")[1].strip() for block in out.split("\\end{gather*}")[:2]]
+    lines = formula.split(" \\\\\n")
+    assert lines[0] == r"Q' = \mathrm{RoPE}(Q):" and len(lines) == 3 and all(len(x) < 90 for x in lines)
+    assert lines[1].startswith(r"(x_a, x_b) \mapsto (x_a \cos\phi - x_b \sin\phi,\ x_b")
+    assert lines[2].endswith(r"(a, b) = (i,\ i + d_k/2),\ \theta = 10000")
+    exact_line, decimals = value.split(" \\\\\n")
+    assert exact_line.startswith(r"Q' = \begin{bmatrix} 0 & 1 & 2 & 0 \\ \sin{\left(1 \right)}")
+    assert decimals.startswith(r"Q' \approx \begin{bmatrix} 0 & 1 & 2 & 0 \\ 0.8415 & -0.5403")   # sin 1, −cos 1
+    rule = out.split("% attn.q_rot\n")[1].split("\\end{gather*}")[0] + "\\end{gather*}"
+    compile_bare(tmp_path, rule)   # the rule's lines fit the page (one line was 240pt too wide)
+    compile_bare(tmp_path, out, name="all", overfull_ok=True)
+
+
 def test_params_latex_formulas(capsys):
     out = snippet(capsys, "params", "--d-model", "32", "--heads", "4", "--format", "latex")
     assert r"P_{\text{attention}} &= 4 d^{2} + 4 d = 4 \cdot 32^{2} + 4 \cdot 32 = 4\,224" in out

@@ -82,6 +82,18 @@ def test_check_with_the_preset_marks_the_table_alone(cli, spec_file, tmp_path):
     assert code == 0 and result["ok"] and [s["name"] for s in result["steps"] if s["asked"]] == ["pos"]
 
 
+def test_a_table_checked_without_the_preset_is_told_both_settings_and_the_preset(cli, spec_file, tmp_path):
+    """A model spec without kv_cache or generate (all a published table needs) checked without
+    --preset falls to the decoder preset: one line names both settings and --preset positions."""
+    bare = spec_file(SPEC.format(base=100, d=4).replace("  generate: 1\n", ""), "bare.yaml")
+    answers = spec_file(json.dumps({"decimals": 4, "steps": {"pos": table(100, 4)}}), "a.json")
+    code, _, err = cli("check", bare, answers)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "model.kv_cache: true and model.generate to 1 or more" in err and "--preset positions" in err
+    code, out, _ = cli("check", bare, answers, "--preset", "positions")
+    assert code == 0, out
+
+
 def test_refusals_exit_2_with_one_line(cli, spec_file, tmp_path):
     learned = spec_file(SPEC.format(base=100, d=4).replace("positions: sinusoidal\n  pe_base: 100",
                                                             "positions: learned"), "learned.yaml")
