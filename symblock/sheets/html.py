@@ -81,7 +81,7 @@ def controls(lang: str, variants: int = 0, model: dict | None = None) -> dict:
     t = TEXTS[lang]
     command = check_command(model) if model else "symblock check"
     return {"save_intro": _markup(str(escape(t["save_intro"])).format(f"<code>{escape(command)}</code>")),
-            "variants_count": t["variants_count"].format(variants)}
+            **{k: t[k].format(variants) for k in ("index_legend", "index_legend_key")}}
 
 
 def page(model: dict, key: bool, assets: str = "", template_dir=None, index: str | None = None,

@@ -231,6 +231,10 @@ def test_index_page_of_a_set_links_every_variant(browser, tmp_path):
     assert load(browser, out / "instructor" / "index.html") == []  # each variant's sheet and key
     links = [a.get_attribute("href") for a in browser.find_elements(By.CSS_SELECTOR, "ul.variants a")]
     assert len(links) == 4
+    legend = browser.find_element(By.CSS_SELECTOR, "p.meta").text   # what each line holds, in words
+    assert legend == "2 variants, one per line: its worksheet ID, then links to its worksheet and its answer key"
+    assert (out / "students" / "index.html").read_text(encoding="utf-8").count(
+        "2 variants, one per line: its worksheet ID, then a link to its worksheet<") == 1
     browser.get(links[1])  # a key, one folder down: KaTeX comes from ../katex/
     browser.execute_async_script("document.fonts.ready.then(arguments[arguments.length - 1]);")
     assert browser.execute_script("return document.querySelectorAll('.katex').length") > 20
