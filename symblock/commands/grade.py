@@ -126,6 +126,15 @@ def _roster_gaps(path: str, people: dict, cls) -> None:
         if names:
             shown = ", ".join(names[:8]) + (f" (and {len(names) - 8} more)" if len(names) > 8 else "")
             print(one_line(f"{path}: {len(names)} {one if len(names) == 1 else many}: {shown}"))
+    from symblock.errors import close_matches
+    names = {g.file: g.name for g in everyone}
+    for file in alone:   # a row and a file that nearly match: most likely one person, misspelt on one side
+        near = close_matches(names[file].casefold(), [r.casefold() for r in rows]) or \
+            close_matches(Path(file).stem.casefold(), [r.casefold() for r in rows])
+        if near:
+            row = next(r for r in rows if r.casefold() == near[0])
+            print(one_line(f"{path}: did you mean the row {row} for {file} ({names[file]})? Its gradebook row has "
+                           "no student ID until the names agree"))
 
 
 def _no_student_ids(cls) -> None:

@@ -59,6 +59,8 @@ def test_roster_rows_and_files_that_match_nothing_are_named(klass, tmp_path, cap
     out = capsys.readouterr().out
     assert f"{roster}: 2 rows match no answers file: cyy, dee.yaml" in out, out
     assert f"{roster}: 1 answers file has no row: cy.yaml" in out    # Ada carries her own student_id
+    assert f"{roster}: did you mean the row cyy for cy.yaml (" in out    # the likely pair, by its file name
+    assert "for bo.yaml" not in out and out.count("did you mean") == 1     # dee.yaml is like no file
     assert main(["grade", str(root / "set"), str(answers), "--roster", str(tmp_path / "none.csv"),
                  "--out", str(tmp_path / "h")]) == 2
     assert "none.csv: no such file" in capsys.readouterr().err
