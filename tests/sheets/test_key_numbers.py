@@ -131,3 +131,15 @@ def test_operands_printed_with_a_rounded_entry_are_all_decimals(cli, tmp_path, n
     if name == "decoder-layer":   # head 0's queries: the third is √35/7 = 0.8452 (by hand)
         row = next(line for line in products if line.startswith(r"S^{c}_0 = Q^{c}_0"))
         assert f"{np.sqrt(35) / 7:.3f}" in row.split(r"\end{bmatrix}")[0].split(r"\\")[0]
+
+
+@pytest.mark.parametrize("name", ["pre-ln-causal-gelu", "rmsnorm-swiglu"])   # seed-post-ln gives attn.out
+def test_a_head_output_says_the_entries_it_writes_out_are_the_last_rows(name):
+    """The head output's working writes out the last row (it weighs every value row): its heading says
+    so, not "the first entries", and the entries it names are that row's."""
+    s = spec.load(name)
+    docs = documents(variant.build("id", block.forward(s)), formats=["markdown"], places=PLACES).files
+    working = sections(docs["key.md"], "md")["attn.h0.out"][0]
+    n = s.dims.seq_len
+    assert "The last row's first entries, written out" in working and "The first entries" not in working
+    assert re.findall(r"\(O_0\)_\{(\d)\d\}", working) and set(re.findall(r"\(O_0\)_\{(\d)\d\}", working)) == {str(n)}
