@@ -205,7 +205,7 @@ def grade(manifest: dict, files: list[Path], credit, roster: dict | None = None,
     in doubt (`flag`); see the module docstring. `roster`: students.read's mapping. `marks(read,
     pool, how)`: how the read files are marked, (outcomes in the files' order, the rounded values
     already worked out or None); default `mark_all`, in this process (`grade --jobs`: in several).
-    `marked(cls)`: called once the scores are in, before the flags (`grade --jobs` starts the plots)."""
+    `marked(cls)`: called once the scores and flags are in (`grade --jobs` starts the plots)."""
     from symblock.grading.answers import set_policy
     pool = Variants(manifest)
     how = How(set_policy(manifest), credit, roster,
@@ -214,9 +214,9 @@ def grade(manifest: dict, files: list[Path], credit, roster: dict | None = None,
     outcomes, truths = (marks or mark_all)(read, pool, how)
     graded = [g for g, _ in outcomes if isinstance(g, Graded)]
     cls = Class(manifest, graded, [r for r, _ in outcomes if isinstance(r, Rejected)])
-    if marked:
-        marked(cls)
     flag(graded, {g.file: e for g, e in outcomes if isinstance(g, Graded)}, pool, truths)
+    if marked:   # after the flags: the task plots count what the task table counts (`Class.counted`)
+        marked(cls)
     return cls
 
 

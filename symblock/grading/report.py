@@ -70,9 +70,11 @@ def pngs(cls) -> dict[str, bytes]:
 
 
 def plot_data(cls) -> tuple:
-    """What the plots show, small enough to send to the process that draws (`grade --jobs`)."""
+    """What the plots show, small enough to send to the process that draws (`grade --jobs`): every
+    graded file's total, as the mean total counts them, and each task's points over the files the task
+    table counts (`Class.counted`: not another variant's or a blank template's)."""
     return ([float(g.total) for g in cls.graded], cls.max_total,
-            {s: [float(g.scores[s]) for g in cls.graded] for s in cls.asked}, cls.points)
+            {s: [float(g.scores[s]) for g in cls.counted] for s in cls.asked}, cls.points)
 
 
 def warm() -> None:

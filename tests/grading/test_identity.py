@@ -258,3 +258,22 @@ def test_checks_warnings_on_a_copy_in_no_set_are_chinese_with_lang_zh(three, tmp
     assert not any(w in err for w in ("note:", "warning", "fits", "kept as", "did you mean")), err
     assert main(["check", str(root / "spec.yaml"), str(swap)]) == 1    # in English without it
     assert capsys.readouterr().err.count("warning: ") == 2
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_the_task_plot_leaves_out_the_files_the_task_table_leaves_out(three, tmp_path, jobs):
+    """tasks.png counts what the task table counts: a class with a swapped and a blank file draws the
+    same task plot as the class without them, while totals.png (as the mean total) counts every file."""
+    root, ids, steps = three
+    both, honest = tmp_path / "both", tmp_path / "honest"
+    for folder in (both, honest):
+        folder.mkdir()
+        write_yaml(folder / "ada.yaml", ids[0], "Ada", steps[ids[0]])
+        write_yaml(folder / "cy.yaml", ids[2], "Cy", steps[ids[2]])
+    write_yaml(both / "swap.yaml", ids[1], "Swap", steps[ids[0]])   # variant 1's numbers, labelled 2
+    write_yaml(both / "empty.yaml", ids[1], "Em", {s: [None] * len(g) for s, g in steps[ids[1]].items()})
+    assert main(["grade", str(root / "set"), str(both), "--jobs", jobs]) == 1
+    assert main(["grade", str(root / "set"), str(honest), "--jobs", jobs]) == 0
+    plots = [folder / "graded" / "plots" for folder in (both, honest)]
+    assert (plots[0] / "tasks.png").read_bytes() == (plots[1] / "tasks.png").read_bytes()
+    assert (plots[0] / "totals.png").read_bytes() != (plots[1] / "totals.png").read_bytes()
