@@ -127,14 +127,12 @@ def _roster_gaps(path: str, people: dict, cls) -> None:
             shown = ", ".join(names[:8]) + (f" (and {len(names) - 8} more)" if len(names) > 8 else "")
             print(one_line(f"{path}: {len(names)} {one if len(names) == 1 else many}: {shown}"))
     from symblock.errors import close_matches
-    names = {g.file: g.name for g in everyone}
+    name_of, row_of = {g.file: g.name for g in everyone}, {r.casefold(): r for r in rows}
     for file in alone:   # a row and a file that nearly match: most likely one person, misspelt on one side
-        near = close_matches(names[file].casefold(), [r.casefold() for r in rows]) or \
-            close_matches(Path(file).stem.casefold(), [r.casefold() for r in rows])
+        near = close_matches(name_of[file].casefold(), row_of) or close_matches(Path(file).stem.casefold(), row_of)
         if near:
-            row = next(r for r in rows if r.casefold() == near[0])
-            print(one_line(f"{path}: did you mean the row {row} for {file} ({names[file]})? Its gradebook row has "
-                           "no student ID until the names agree"))
+            print(one_line(f"{path}: did you mean the row {row_of[near[0]]} for {file} ({name_of[file]})? Its "
+                           "gradebook row has no student ID until the names agree"))
 
 
 def _no_student_ids(cls) -> None:

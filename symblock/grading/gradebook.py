@@ -185,7 +185,9 @@ class Variants:
         file with every variant of the set without drawing each; else from the variant drawn again."""
         text = (self.stored[ident] or {}).get("answers", {}).get(step)
         if text is not None:
-            rows = self._rows.get((ident, step)) or self._rows.setdefault((ident, step), matrix_entries(text))
+            if (ident, step) not in self._rows:
+                self._rows[ident, step] = matrix_entries(text)
+            rows = self._rows[ident, step]
             if i >= len(rows) or j >= len(rows[i]):
                 return None
             out = stored_rounded(rows[i][j], places, f"variants: {ident}: answers.{step}[{i}][{j}]")
