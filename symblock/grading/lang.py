@@ -35,6 +35,7 @@ EN = {
     "run": "{first} … {last}  ({n} steps not answered)",
     "entry": "row {row}, col {col}  given {given:<10} expected {expected}{own}  {mark}",
     "own": "; from your own answers {own}",
+    "tie": "{a} or {b}", "halfway": "exactly halfway: either rounding is right",
     "why": "  ({reason})",
     "reason": {"number": "not a number: '{text}'", "large": "too large to read: '{text}'",
                "comma": "ambiguous comma: '{text}' (write the decimal with a point: 1234.5)",
@@ -96,6 +97,7 @@ ZH = {
     "run": "{first} … {last}（{n} 步未作答）",
     "entry": "第 {row} 行第 {col} 列  你的答案 {given:<10} 应为 {expected}{own}  {mark}",
     "own": "；按你自己前面的答案应为 {own}",
+    "tie": "{a} 或 {b}", "halfway": "恰好在两者正中：两种舍入都算对",
     "why": "（{reason}）",
     "reason": {"number": "不是数：'{text}'", "large": "数太大，无法读取：'{text}'",
                "comma": "逗号有歧义：'{text}'（小数请用小数点，如 1234.5）",
@@ -409,6 +411,13 @@ def show(value, places: int | None, entry=None) -> str:
     if form is not None and len(form) <= 40:
         return form
     return "≈" + value.digits(10)
+
+
+def expected_text(e, w: dict, closed: bool = False) -> str:
+    """An entry's expected value as a report prints it: both roundings of an exact tie (and that
+    either is right), with its closed form (`closed`)."""
+    notes = ([f"= {e.exact}"] if closed else []) + ([w["halfway"]] if e.tie else [])
+    return (w["tie"].format(a=e.expected, b=e.tie) if e.tie else e.expected) + (f" ({w['sep'].join(notes)})" if notes else "")
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, replace
 from symblock.engine import exact
 from symblock.grading import answers as answers_mod, plan
 from symblock.grading.lang import EntryStyle, closed_form, show
-from symblock.grading.points import fewer_places, is_slip, matches
+from symblock.grading.points import fewer_places, is_slip, matches, other_rounding
 from symblock.grading.mistakes import diagnose
 from symblock.grading.recompute import equivalents
 
@@ -60,6 +60,7 @@ class EntryResult:
     mark: str = "correct"        # correct | carried | rounded | slip | wrong | blank
     reason: str | None = None    # why an unreadable entry is wrong (answers.Entry.reason)
     note: str | None = None      # MASK_FILL: a large finite value accepted as −∞
+    tie: str | None = None       # the truth's other rounding, when it is exactly halfway at the entry's places
 
 
 @dataclass
@@ -294,7 +295,8 @@ def _mark_step(it, answer, own, honest, built_on, spec, chain, truth, memo, form
             er = EntryResult(i, j, e.text, known(show, t, e.places, EntryStyle(e)), right,
                              exact=known(closed_form, t) if forms or not right else None, mark=mark,
                              reason=getattr(e, "reason", None),
-                             note=MASK_FILL if t is exact.NEG_INF and e.value is not t and right else None)
+                             note=MASK_FILL if t is exact.NEG_INF and e.value is not t and right else None,
+                             tie=known(_tie, t, e.places, EntryStyle(e)))
             if o is not None and show(o, e.places, EntryStyle(e)) != er.expected:
                 er.own = show(o, e.places, EntryStyle(e))
             entries.append(er)
@@ -320,6 +322,14 @@ def _mark_step(it, answer, own, honest, built_on, spec, chain, truth, memo, form
     if needed_own and built_on:
         return StepResult(it.name, CARRIED, entries, built_on=built_on), matched
     return StepResult(it.name, ROUNDED if ROUNDED in marks else CORRECT, entries, built_on=rests), matched
+
+
+def _tie(truth, places: int | None, style: EntryStyle) -> str | None:
+    """The truth's other rounding when it is exactly halfway at `places` (a decimal entry), printed as
+    `show` prints the truth: 1.562 beside 1.563 for 25/16 at 3 places; None off a tie."""
+    plain = places is not None and style.tol is None and style.sig_figs is None
+    other = other_rounding(truth, places) if plain else None
+    return None if other is None else show(exact.real(other), places)
 
 
 def _rests_on(built_on: list[str], needed_own: bool, own, entries) -> list[str]:

@@ -198,11 +198,20 @@ def is_slip(entry, value) -> bool:
     unit = Fraction(10) ** -places
     if places >= 0:
         try:   # 25/16 at 3 places: 1.563 and 1.562 are right, so 1.564 and 1.561 are slips
-            r, q = Fraction(value.decimal(places)), Fraction(int(value.q.p), int(value.q.q)) if value.is_rational else 0
-            return any(abs(Fraction(entry.decimal) - c) <= unit for c in {r, 2 * q - r if value.is_rational and 2 * abs(q - r) == unit else r})
+            right = (Fraction(value.decimal(places)), other_rounding(value, places))
+            return any(abs(Fraction(entry.decimal) - c) <= unit for c in right if c is not None)
         except exact.UndecidableError:   # on a rounding tie: within one unit of the value itself
             pass
     return _within(entry.value, value, unit)
+
+
+def other_rounding(value, places: int) -> Fraction | None:
+    """The other rounding of a value exactly halfway at `places` (1.562 beside 1.563 for 25/16 at 3:
+    `matches` accepts both); None off a tie."""
+    if value is exact.NEG_INF or not value.is_rational:
+        return None
+    q, r = Fraction(int(value.q.p), int(value.q.q)), Fraction(value.decimal(places))
+    return 2 * q - r if 2 * abs(q - r) == Fraction(10) ** -places else None
 
 
 MAX_EXACT_PLACES = 6    # as the sheets: a terminating decimal this short is printed exactly

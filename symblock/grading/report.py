@@ -17,7 +17,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from symblock.grading.lang import (FEEDBACK, SUMMARY_TEXT, TABLE_TEXT, blanks, counted_from, describe, explanation,
-                                   left_out, partly_blank, percent, why, words)
+                                   expected_text, left_out, partly_blank, percent, why, words)
 
 if TYPE_CHECKING:
     from symblock.engine.block import Trace
@@ -242,7 +242,7 @@ def feedback_md(g, cls, credit, lang: str = "en") -> str:
         for e in shown:
             own = w["own"].format(own=e.own) if e.own else ""
             lines.append("- " + w["entry"].format(row=e.row + 1, col=e.col + 1, given=md_text(e.given),
-                                                  expected=e.expected, own=own, mark=w["mark"][e.mark]).replace("  ", " ")
+                                                  expected=expected_text(e, w), own=own, mark=w["mark"][e.mark]).replace("  ", " ")
                          + md_text(why(e, lang)).replace("  ", " "))
         lines.append("")
     lines += [*counted_from(g.result.indexed, cited, w, ""), credit.statement(lang), ""]
@@ -312,7 +312,7 @@ def text(result, trace: Trace | None=None, every_entry: bool = False, lang: str 
             if e.mark == "blank" or reshaped is not None:
                 continue
             if every_entry or e.mark not in ("correct", "carried"):
-                exp = e.expected + (f" (= {e.exact})" if _worth_showing(e) else "")
+                exp = expected_text(e, w, _worth_showing(e))
                 own = w["own"].format(own=e.own) if e.own else ""
                 lines.append("      " + w["entry"].format(row=e.row + 1, col=e.col + 1, given=e.given, expected=exp,
                                                           own=own, mark=w["mark"][e.mark]) + why(e, lang))

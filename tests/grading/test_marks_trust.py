@@ -167,6 +167,39 @@ def test_check_marks_a_tie_rounded_half_to_even_correct(cli, spec_file, written)
     assert code == 1 and all(s["status"] != "wrong" for s in steps.values())
 
 
+# TIE_SPEC's norm1.mean row 2 is 1/4 (see above), exactly halfway at 1 place: 0.3 (half away from zero)
+# and 0.2 (half to even) are both right, and the report must say so, not just "expected 0.3".
+@pytest.mark.parametrize("lang, words", [
+    ("en", "expected 0.3 or 0.2 (= 1/4, exactly halfway: either rounding is right)  ok"),
+    ("zh", "应为 0.3 或 0.2 (= 1/4，恰好在两者正中：两种舍入都算对)  对"),
+])
+def test_check_all_says_that_both_roundings_of_a_tie_are_right(spec_file, capsys, lang, words):
+    spec = _write(spec_file, "spec.yaml", TIE_SPEC)
+    answers = _write(spec_file, "answers.yaml", "decimals: 1\nsteps:\n  norm1.mean: [null, [0.2]]\n")
+    main(["check", spec, answers, "--all", "--lang", lang])
+    line = next(x for x in capsys.readouterr().out.splitlines() if "0.2 " in x and ("col 1" in x or "第 1 列" in x))
+    assert line.strip().endswith(words), line
+
+
+def test_check_json_gives_a_ties_other_rounding_and_only_there(cli, spec_file):
+    code, steps = _check_json(cli, spec_file, "decimals: 3\nsteps:\n  norm1.mean: [null, [0.25]]\n", TIE_SPEC)
+    assert [e.get("tie") for e in steps["norm1.mean"]["entries"] if e["mark"] != "blank"] == [None]   # 0.250 is no tie at 3
+    code, steps = _check_json(cli, spec_file, "decimals: 1\nsteps:\n  norm1.mean: [null, [0.3]]\n", TIE_SPEC)
+    entry = steps["norm1.mean"]["entries"][1]
+    assert entry["expected"] == "0.3" and entry["tie"] == "0.2" and entry["mark"] == "correct"
+
+
+@pytest.mark.parametrize("value, places, other", [
+    ("25/16", 3, "1.562"), ("-25/16", 3, "-1.562"), ("1/8", 2, "0.12"), ("-1/8", 2, "-0.12"),
+    ("1/2000", 3, "0"), ("15626/10000", 3, None), ("1/3", 3, None), ("5/2", 0, "2")])
+def test_the_other_rounding_of_an_exact_tie(value, places, other):
+    """Half away from zero gives 1.563, 0.13, 0.001, 3; the other rounding is one unit nearer zero."""
+    from symblock.engine import exact
+    from symblock.grading.points import other_rounding
+    got = other_rounding(exact.real(Fraction(value)), places)
+    assert got == (None if other is None else Fraction(other))
+
+
 @pytest.mark.parametrize("lang, words", [
     ("en", "half away from zero; a number exactly halfway may be rounded either way"),
     ("zh", "四舍五入；恰好在两数正中的，向上或向下舍入都算对"),
