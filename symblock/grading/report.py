@@ -17,7 +17,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from symblock.grading.lang import (FEEDBACK, SUMMARY_TEXT, TABLE_TEXT, blanks, counted_from, describe, explanation,
-                                   expected_text, left_out, partly_blank, percent, why, words)
+                                   expected_text, flag_note, left_out, partly_blank, percent, why, words)
 
 if TYPE_CHECKING:
     from symblock.engine.block import Trace
@@ -412,8 +412,8 @@ def mistakes(cls, lang: str = "en") -> list[dict]:
 
 
 def flagged(cls, lang: str = "en") -> list[tuple[str, str, list[str]]]:
-    """(file, name, [what is in doubt]) of every flagged file."""
-    return [(g.file, g.name, [describe(f, lang) for f in g.flags]) for g in cls.graded if g.flags]
+    """(file, name, [what is in doubt]) of every flagged file: the graded, then those not graded."""
+    return [(g.file, g.name, [describe(f, lang) for f in g.flags]) for g in [*cls.graded, *cls.rejected] if g.flags]
 
 
 def summary_md(cls, credit, lang: str = "en", plots: bool = True) -> str:
@@ -425,7 +425,7 @@ def summary_md(cls, credit, lang: str = "en", plots: bool = True) -> str:
                                                         for c, e, k in row["codes"]))
     lines += [] if mistakes(cls, lang) else [t["none"]]
     lines += ["", f"## {t['flagged']}", ""]
-    lines += [t["flagged_note"], ""] if flagged(cls, lang) else [t["none"]]
+    lines += [t[flag_note(cls)], ""] if flagged(cls, lang) else [t["none"]]
     lines += [f"- {md_text(f)} ({md_text(name)}): " + "; ".join(md_text(w) for w in why)
               for f, name, why in flagged(cls, lang)]
     lines += ["", f"## {t['plots']}", ""]
@@ -446,4 +446,5 @@ def html_context(cls, credit, lang: str = "en", plots: bool = True) -> dict:
              for r in cls.task_stats()]
     return dict(lang=lang, t=t, s=SUMMARY_TEXT[lang], head=head, tasks=tasks, mistakes=mistakes(cls, lang),
                 n=len(cls.counted), left_out=left_out(cls, lang), flagged=flagged(cls, lang), rejected=cls.rejected,
-                policy=credit.statement(lang), plots=PLOTS if plots and cls.graded else None, no_plots=not plots)
+                policy=credit.statement(lang), plots=PLOTS if plots and cls.graded else None, no_plots=not plots,
+                flag_note=SUMMARY_TEXT[lang][flag_note(cls)])
