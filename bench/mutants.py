@@ -56,7 +56,7 @@ BUGS = [
         "return centred_var(env[ins[0]], row_mean(env[ins[0]]))",
         ("tests/grading/test_check.py",),
         "the checker recomputes a variance around the exact row mean, not the person's own"),
-    Bug("marking-tie-rejects-both-neighbours", "symblock/grading/marking.py",
+    Bug("marking-tie-rejects-both-neighbours", "symblock/grading/points.py",
         "return _within(entry.value, value, Fraction(1, 2 * 10 ** places))", "return False",
         ("tests/grading/test_marking.py",),
         "an answer next to an undecidable rounding tie is marked wrong"),
