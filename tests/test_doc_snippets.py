@@ -167,3 +167,35 @@ def test_a_python_block_compiles_and_one_on_built_in_examples_runs(where, body, 
     said = [m.group(1).strip() for line in body.splitlines() if line.startswith("print(")
             for m in [re.search(r"#\s*(.+)$", line)] if m]
     assert printed[:len(said)] == said, where
+
+
+def inline_commands() -> list[tuple[str, str]]:
+    """(page, command) of every `symblock COMMAND ARG…` span in the pages' prose (not in code blocks),
+    leaving out spans that show a choice or an elision (`[--json]`, `sum|mse`, `…`)."""
+    found = []
+    for page in PAGES:
+        prose = re.sub(r"^```.*?^```", "", page.read_text(encoding="utf-8"), flags=re.M | re.S)
+        for m in re.finditer(r"`(symblock \w[^`]*)`", prose):
+            command = " ".join(m.group(1).split())
+            if len(command.split()) > 2 and not re.search(r"[\[\]|…]|\.\.\.", command):
+                found.append((str(page.relative_to(ROOT)), command))
+    return found
+
+
+INLINE = inline_commands()
+
+
+def test_every_command_the_prose_names_parses():
+    """A command written in a sentence (`symblock worksheet tiny-bert --out bert`) runs as written:
+    its command, flags and required arguments are the program's."""
+    from symblock.commands.flags import join_values
+    assert len(INLINE) >= 30
+    refused = []
+    for where, command in INLINE:
+        argv = shlex.split(command)[1:]
+        try:
+            cli.build_parser(only=argv[0]).parse_args(join_values(argv))
+        except SystemExit as e:
+            if e.code:
+                refused.append(f"{where}: `{command}`")
+    assert not refused, refused
