@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from symblock.engine import kinds, names, parameters
+from symblock.engine import kinds, names, parameters, report
 from symblock.engine.tiles import SIDE_KINDS
 from symblock.sheets.lang import MATH_TEXT, TEXTS
 from symblock.sheets.numbers import (Safe, dec_tex, exact_tex, grid, is_plain, matrix_value, number_tex, outcome,
@@ -237,11 +237,18 @@ class Builder(LinearWork, AttentionWork, CrossWork, NormWork, FfnWork, TileWork,
         r, c = step.value.shape
         return {"n": i, "name": name, "heading": self.t("task", i), "what": self.what(step),
                 "points": self.points(name), "rows": r,
-                "formula": self.math(step.latex), "shape": Safe(shape_tex(r, c)),
+                "formula": self.formula(step), "shape": Safe(shape_tex(r, c)),
                 "grid": Safe(f"{step_symbol(step)} = {grid(r, c, self.places)}"),
                 "work": [{"text": Safe(t) if t else None, "math": Safe(m) if m else None}
                          for t, m in self.work(step)],
                 "answer": Safe(f"{step_symbol(step)} {matrix_value(step.value, self.places)}")}
+
+    def formula(self, step: Step) -> Safe:
+        """The step's formula; one wider than a line over lines (RoPE's rule, its angle and pairs),
+        as `forward --format latex` breaks it, rather than scaled down to fit (version 1: as it was)."""
+        tex = self.math(step.latex)
+        lines = [tex] if getattr(self.spec, "v1_words", False) else report.formula_lines(tex)
+        return Safe(tex if len(lines) == 1 else r"\begin{gathered} " + r" \\ ".join(lines) + r" \end{gathered}")
 
     # -- prose: what is computed
     def what(self, step: Step) -> Safe:

@@ -68,19 +68,35 @@ def test_forward_latex_says_the_input_once_and_marks_a_given_step(capsys):
 def test_forward_latex_breaks_a_long_formula_and_puts_the_decimals_below(capsys, tmp_path):
     """rope-gqa's attn.q_rot: RoPE's rule, its angle and pairs (some 170 characters, 240pt wider
     than an article's text) are broken at their top-level commas, never inside (x_a, x_b) or
-    (i, i + d_k/2); the exact Q' (sines and cosines) and its decimals are lines of their own."""
+    (i, i + d_k/2); the exact Q' (sines and cosines, 43pt wider than the text on one line) has
+    its columns over two lines, two and two, the bracket opened on the first and closed on the
+    second; its decimals are a line of their own. Every line fits: no overfull box."""
     out = snippet(capsys, "forward", "rope-gqa", "--format", "latex", "--step", "attn.q_rot")
-    formula, value = [block.split("\\begin{gather*}\n")[1].strip() for block in out.split("\\end{gather*}")[:2]]
+    formula = out.split("\\begin{gather*}\n")[1].split("\\end{gather*}")[0].strip()
     lines = formula.split(" \\\\\n")
     assert lines[0] == r"Q' = \mathrm{RoPE}(Q):" and len(lines) == 3 and all(len(x) < 90 for x in lines)
     assert lines[1].startswith(r"(x_a, x_b) \mapsto (x_a \cos\phi - x_b \sin\phi,\ x_b")
     assert lines[2].endswith(r"(a, b) = (i,\ i + d_k/2),\ \theta = 10000")
-    exact_line, decimals = value.split(" \\\\\n")
-    assert exact_line.startswith(r"Q' = \begin{bmatrix} 0 & 1 & 2 & 0 \\ \sin{\left(1 \right)}")
-    assert decimals.startswith(r"Q' \approx \begin{bmatrix} 0 & 1 & 2 & 0 \\ 0.8415 & -0.5403")   # sin 1, −cos 1
-    rule = out.split("% attn.q_rot\n")[1].split("\\end{gather*}")[0] + "\\end{gather*}"
-    compile_bare(tmp_path, rule)   # the rule's lines fit the page (one line was 240pt too wide)
-    compile_bare(tmp_path, out, name="all", overfull_ok=True)
+    value = out.split("\\begin{align*}\n")[1].split("\n\\end{align*}")[0]
+    first, second, decimals = value.split(" \\\\\n")
+    s1, c1, s2, c2 = r"\sin{\left(1 \right)}", r"\cos{\left(1 \right)}", r"\sin{\left(2 \right)}", r"\cos{\left(2 \right)}"
+    # Q's row 2 (0, −1, −1, 1) turned by 1 radian, row 3 (3, 2, 0, 2) by 2: pairs (1, 2), (3, 4)
+    assert first == (rf"Q' &= \left[\begin{{matrix}} 0 & 1 \\ {s1} & - {c1} \\ "
+                     rf"- 2 {s2} + 3 {c2} & 2 {c2} + 3 {s2} \end{{matrix}}\right.")
+    assert second == (rf"&\quad \left.\begin{{matrix}} 2 & 0 \\ - {s1} - {c1} & - {s1} + {c1} \\ "
+                      rf"- 2 {s2} & 2 {c2} \end{{matrix}}\right]")
+    assert decimals.startswith(r"Q' &\approx \begin{bmatrix} 0 & 1 & 2 & 0 \\ 0.8415 & -0.5403")   # sin 1, −cos 1
+    compile_bare(tmp_path, out)   # no overfull box: the exact Q' on one line was 43pt too wide
+
+
+def test_forward_latex_breaks_a_kv_cache_formula_before_its_remarks(capsys, tmp_path):
+    """A Llama's cache step: its rows, then its shape remark (one line was 44pt too wide)."""
+    out = snippet(capsys, "forward", "tiny-llama", "--format", "latex", "--step", "gen1.layer0.cache.k")
+    formula = out.split("\\begin{gather*}\n")[1].split("\n\\end{gather*}")[0]
+    rows, shape = formula.split(" \\\\\n")
+    assert rows.endswith(r"k']\ \text{(rows reused, one appended)}")
+    assert shape == r"(4 \times 2:\ 1 \text{ K/V head for } 2 \text{ query heads})"
+    compile_bare(tmp_path, out)
 
 
 def test_params_latex_formulas(capsys):
