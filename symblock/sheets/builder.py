@@ -200,14 +200,27 @@ class Builder(LinearWork, AttentionWork, CrossWork, NormWork, FfnWork, TileWork,
         """The given matrices: the input X first, then parameters, then given steps."""
         item = self.data_item
         steps = [self.trace[n] for n in self.ex.data_steps]
-        first = [item(s.name, step_symbol(s), s.value, "step", s.given) for s in steps if s.name == "x"]
+        inputs = {s.name: self.input_symbol(s) for s in steps if self.is_input(s)}
+        first = [item(s.name, inputs[s.name], s.value, "step", s.given) for s in steps if s.name in inputs]
         params = [item(p, param_symbol(p), self.trace.params[p], "param", False) for p in self.ex.data_params
                   if p not in getattr(self.spec, "no_beta", ())]   # bias: false: no β to give
-        rest = [item(s.name, step_symbol(s), s.value, "step", s.given) for s in steps if s.name != "x"]
+        rest = [item(s.name, step_symbol(s), s.value, "step", s.given) for s in steps if s.name not in inputs]
         from symblock.engine.matrix import Mat
         masks = [item(f"dropout.masks.{n}", rf"D_{{\mathrm{{{n}}}}}", Mat.from_sympy(m), "param", False)
                  for n, m in self.spec.dropout_masks.items()]  # the fixed dropout masks, given
         return first + params + masks + self.rope_data() + rest
+
+    def is_input(self, step: Step) -> bool:
+        """The input X, or (but in version 1's sheets) a batch's b0.x, b1.x, …: given first."""
+        return step.name == "x" or (not getattr(self.spec, "v1_words", False) and names.parse(step.name).base == "x")
+
+    def input_symbol(self, step: Step) -> str:
+        """X; a batch's inputs X^{(b0)}, X^{(b1)}, … (as `derive` names them), told apart where they
+        are given side by side (version 1's sheets: X)."""
+        batch = names.parse(step.name).batch
+        if batch is None or getattr(self.spec, "v1_words", False):
+            return step_symbol(step)
+        return param_symbol(f"b{batch}.X")
 
     def data_item(self, name, symbol, mat, kind, given) -> dict:
         return {"symbol": Safe(symbol), "name": name, "kind": kind, "given": given,
