@@ -105,6 +105,35 @@ def test_params_latex_formulas(capsys):
     assert r"b_{Q} &= d = 32 \\" in out
 
 
+def test_params_latex_of_a_model_has_the_formulas_of_its_table(capsys):
+    """A model's snippet shows what its text table shows, formulas and all: tiny-gpt is a
+    5-token vocabulary, d = 4, 4 learned positions, two blocks of 4·4² + 2·4·8 + 2·4 = 136
+    (no biases: γ only), a final γ of 4 and a tied head; tiny-translate's layers are 4·d² + 2·d·f
+    + 2·d and 8·d² + 2·d·f + 3·d (nn.Transformer's, without biases)."""
+    out = snippet(capsys, "params", "tiny-gpt", "--format", "latex")
+    assert r"\text{token embedding }W_E &= \text{vocab} \cdot d = 5 \cdot 4 = 20 \\" in out
+    assert r"\text{positions }W_P &= \text{context} \cdot d = 4 \cdot 4 = 16 \\" in out
+    assert r"\text{2 blocks} &= 2 \cdot 136 = 272 \\" in out
+    assert r"\text{final norm} &= d = 4 \quad (\gamma) \\" in out
+    assert r"\text{head} &= 0 \quad \text{(tied to $W_E$: no parameters)} \\" in out
+    assert r"\text{total} &= 312" in out
+    assert "% one block: symblock params --d-model 4 --heads 2 --d-ff 8 --no-bias\n" in out   # a comment: -- stays --
+    out = snippet(capsys, "params", "tiny-translate", "--format", "latex")
+    assert r"\text{1 encoder layer} &= 1 \cdot (4 d^{2} + 2 d f + 2 d) = 136 \\" in out
+    assert r"\text{1 decoder layer} &= 1 \cdot (8 d^{2} + 2 d f + 3 d) = 204 \\" in out
+    assert r"\text{2 final norms} &= 2 d = 2 \cdot 4 = 8 \quad \text{(encoder, decoder)} \\" in out
+    out = snippet(capsys, "params", "tiny-bert", "--format", "latex")
+    assert r"\text{embedding norm} &= 2 d = 2 \cdot 4 = 8 \quad (\gamma, \beta) \\" in out
+
+
+@pytest.mark.slow
+def test_params_latex_of_models_compiles_and_fits(tmp_path, capsys):
+    parts = [snippet(capsys, "params", spec, "--format", "latex") for spec in ("tiny-gpt", "tiny-llama", "tiny-bert", "tiny-translate")]
+    parts.append(snippet(capsys, "params", "--d-model", "512", "--heads", "8", "--encoder-layers", "6",
+                         "--decoder-layers", "6", "--vocab", "32000", "--context", "512", "--untied", "--format", "latex"))
+    compile_bare(tmp_path, "\n".join(parts))   # no overfull box
+
+
 @pytest.mark.slow
 def test_a_task_pasted_from_the_key_compiles_with_the_named_preamble(tmp_path):
     from symblock.engine import block, spec
