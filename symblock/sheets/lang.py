@@ -363,7 +363,7 @@ MODEL_EN = {
     "m.s.x": "The layer input: $X = E + \\mathrm{{PE}}$.",
     "m.s.cache.k": "The key cache after appending the new row $k$.",
     "m.s.cache.v": "The value cache after appending the new row $v$.",
-    "m.s.reused": "Which rows of $K_{{cache}}$ were reused from the prompt's pass? Write $1$ under each reused row "
+    "m.s.reused": "Which rows of $K_{{\\text{{cache}}}}$ were reused from the prompt's pass? Write $1$ under each reused row "
                   "and $0$ under the row computed in this step.",
     "m.s.scores": "Scores of head {h}: the new query (one row) against every row of the key cache.",
     "m.s.logits": "Logits of the new token: one per token of the vocabulary.",
@@ -375,12 +375,12 @@ MODEL_EN = {
     "m.w.pos_sin": "Position $p = {0}$ (counting from 0), entry by entry:",
     "m.w.cache": "The first {0} rows come from the cache unchanged; the new row is appended as row {1}:",
     "m.w.cache_one": "The first row comes from the cache unchanged; the new row is appended as row {1}:",
-    "m.w.reused": "Rows {0} of $K_{{cache}}$ were computed when the prompt was run and are read from "
+    "m.w.reused": "Rows {0} of $K_{{\\text{{cache}}}}$ were computed when the prompt was run and are read from "
                   "the cache; only row {1} (the new token's $k$) is computed in this step. The same holds for "
-                  "$V_{{cache}}$.",
-    "m.w.reused_one": "Row $1$ of $K_{{cache}}$ was computed when the prompt was run and is read from "
+                  "$V_{{\\text{{cache}}}}$.",
+    "m.w.reused_one": "Row $1$ of $K_{{\\text{{cache}}}}$ was computed when the prompt was run and is read from "
                       "the cache; only row {1} (the new token's $k$) is computed in this step. The same holds for "
-                      "$V_{{cache}}$.",
+                      "$V_{{\\text{{cache}}}}$.",
     "m.w.rows_two": "$1$ and $2$",
     "m.w.next_token": "The largest logit is entry {0} (counting from 0), so the next token is {1}:",
     "m.vocab": "vocabulary: {0}",
@@ -416,7 +416,7 @@ MODEL_ZH = {
     "m.s.x": "该层的输入：$X = E + \\mathrm{{PE}}$。",
     "m.s.cache.k": "追加新行 $k$ 之后的键缓存。",
     "m.s.cache.v": "追加新行 $v$ 之后的值缓存。",
-    "m.s.reused": "$K_{{cache}}$ 的哪些行是从提示那一轮直接复用的？复用的行下写 $1$，本步新算的行下写 $0$。",
+    "m.s.reused": "$K_{{\\text{{cache}}}}$ 的哪些行是从提示那一轮直接复用的？复用的行下写 $1$，本步新算的行下写 $0$。",
     "m.s.scores": "第 {h} 个头的分数：新的查询（一行）与键缓存的每一行做点积。",
     "m.s.logits": "新 token 的 logits：词表中每个 token 一个。",
     "m.s.probs": "概率：对 logits 做 softmax。",
@@ -427,10 +427,10 @@ MODEL_ZH = {
     "m.w.pos_sin": "位置 $p = {0}$（从 0 数起），逐项计算：",
     "m.w.cache": "前 {0} 行原样来自缓存；新行追加为第 {1} 行：",
     "m.w.cache_one": "第 1 行原样来自缓存；新行追加为第 {1} 行：",
-    "m.w.reused": "$K_{{cache}}$ 的第 {0} 行在运行提示时已经算好，直接从缓存读取；本步只计算第 {1} 行"
-                  "（新 token 的 $k$）。$V_{{cache}}$ 也一样。",
-    "m.w.reused_one": "$K_{{cache}}$ 的第 $1$ 行在运行提示时已经算好，直接从缓存读取；本步只计算第 {1} 行"
-                      "（新 token 的 $k$）。$V_{{cache}}$ 也一样。",
+    "m.w.reused": "$K_{{\\text{{cache}}}}$ 的第 {0} 行在运行提示时已经算好，直接从缓存读取；本步只计算第 {1} 行"
+                  "（新 token 的 $k$）。$V_{{\\text{{cache}}}}$ 也一样。",
+    "m.w.reused_one": "$K_{{\\text{{cache}}}}$ 的第 $1$ 行在运行提示时已经算好，直接从缓存读取；本步只计算第 {1} 行"
+                      "（新 token 的 $k$）。$V_{{\\text{{cache}}}}$ 也一样。",
     "m.w.rows_two": "$1$、$2$",
     "m.w.next_token": "最大的 logit 是第 {0} 项（从 0 数起），所以下一个 token 是 {1}：",
     "m.vocab": "词表：{0}",
