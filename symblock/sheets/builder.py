@@ -141,7 +141,8 @@ class Builder(LinearWork, AttentionWork, CrossWork, NormWork, FfnWork, TileWork,
         if o.dropout and "dropout" in uses:
             out.append(self.t("conv_dropout", number_tex(self.spec.dropout_p)))
         if "norm" in uses:
-            out.append(self.t(f"conv_{o.norm}" + ("_nobeta" if self.no_beta() else ""), eps))
+            v1 = "_v1" if getattr(self.spec, "v1_words", False) else ""   # version 1: μ without its row i
+            out.append(self.t(f"conv_{o.norm}" + ("_nobeta" if self.no_beta() else "") + v1, eps))
         if "order" in uses:
             if o.cross_attention:
                 out.append(self.cross_order())
@@ -257,11 +258,14 @@ class Builder(LinearWork, AttentionWork, CrossWork, NormWork, FfnWork, TileWork,
                 "answer": Safe(f"{step_symbol(step)} {matrix_value(step.value, self.places)}")}
 
     def formula(self, step: Step) -> Safe:
-        """The step's formula; one wider than a line over lines (RoPE's rule, its angle and pairs),
-        as `forward --format latex` breaks it, rather than scaled down to fit (version 1: as it was)."""
+        """The step's formula; a norm's row statistic with its row, μ_i = ¼ Σ_j X_ij; one wider than
+        a line over lines (RoPE's rule, its angle and pairs), as `forward --format latex` breaks
+        it, rather than scaled down to fit (version 1: as it was)."""
         tex = self.math(step.latex)
-        lines = [tex] if getattr(self.spec, "v1_words", False) else report.formula_lines(tex)
-        return Safe(tex if len(lines) == 1 else r"\begin{gathered} " + r" \\ ".join(lines) + r" \end{gathered}")
+        if getattr(self.spec, "v1_words", False):
+            return Safe(tex)
+        lines = report.formula_lines(self.row_statistic(step, tex))
+        return Safe(lines[0] if len(lines) == 1 else r"\begin{gathered} " + r" \\ ".join(lines) + r" \end{gathered}")
 
     # -- prose: what is computed
     def what(self, step: Step) -> Safe:

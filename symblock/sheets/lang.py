@@ -75,9 +75,9 @@ EN = {
     "conv_scale": " scaled by $1/\\sqrt{{d_k}}$, $d_k = {0}$",
     "conv_noscale": " (not scaled)",
     "conv_mask": "Causal mask: entries with $j > i$ are set to $-\\infty$ before the softmax, so their weight is $0$.",
-    "conv_layernorm": "LayerNorm per row: $\\mu = \\frac{{1}}{{d}}\\sum_j x_j$, population variance $\\sigma^2 = \\frac{{1}}{{d}}\\sum_j (x_j - \\mu)^2$ (divide by $d$, not $d-1$), $\\mathrm{{LN}}(x) = \\frac{{x - \\mu}}{{\\sqrt{{\\sigma^2 + \\varepsilon}}}} \\cdot \\gamma + \\beta$, with $\\varepsilon = {0}$.",
-    "conv_layernorm_nobeta": "LayerNorm per row: $\\mu = \\frac{{1}}{{d}}\\sum_j x_j$, population variance $\\sigma^2 = \\frac{{1}}{{d}}\\sum_j (x_j - \\mu)^2$ (divide by $d$, not $d-1$), $\\mathrm{{LN}}(x) = \\frac{{x - \\mu}}{{\\sqrt{{\\sigma^2 + \\varepsilon}}}} \\cdot \\gamma$ (no $\\beta$: the block has no biases), with $\\varepsilon = {0}$.",
-    "conv_rmsnorm": "RMSNorm per row: $m = \\frac{{1}}{{d}}\\sum_j x_j^2$, $\\mathrm{{RMS}}(x) = \\frac{{x}}{{\\sqrt{{m + \\varepsilon}}}} \\cdot \\gamma$, with $\\varepsilon = {0}$.",
+    "conv_layernorm": "LayerNorm per row $i$: $\\mu_i = \\frac{{1}}{{d}}\\sum_j x_{{ij}}$, population variance $\\sigma_i^2 = \\frac{{1}}{{d}}\\sum_j (x_{{ij}} - \\mu_i)^2$ (divide by $d$, not $d-1$), $\\mathrm{{LN}}(x)_{{ij}} = \\frac{{x_{{ij}} - \\mu_i}}{{\\sqrt{{\\sigma_i^2 + \\varepsilon}}}} \\cdot \\gamma_j + \\beta_j$, with $\\varepsilon = {0}$.",
+    "conv_layernorm_nobeta": "LayerNorm per row $i$: $\\mu_i = \\frac{{1}}{{d}}\\sum_j x_{{ij}}$, population variance $\\sigma_i^2 = \\frac{{1}}{{d}}\\sum_j (x_{{ij}} - \\mu_i)^2$ (divide by $d$, not $d-1$), $\\mathrm{{LN}}(x)_{{ij}} = \\frac{{x_{{ij}} - \\mu_i}}{{\\sqrt{{\\sigma_i^2 + \\varepsilon}}}} \\cdot \\gamma_j$ (no $\\beta$: the block has no biases), with $\\varepsilon = {0}$.",
+    "conv_rmsnorm": "RMSNorm per row $i$: $m_i = \\frac{{1}}{{d}}\\sum_j x_{{ij}}^2$, $\\mathrm{{RMS}}(x)_{{ij}} = \\frac{{x_{{ij}}}}{{\\sqrt{{m_i + \\varepsilon}}}} \\cdot \\gamma_j$, with $\\varepsilon = {0}$.",
     "conv_post": "Post-LN order: $H_1 = \\mathrm{{N}}_1(X + \\mathrm{{Attn}}(X))$, $H_2 = \\mathrm{{N}}_2(H_1 + \\mathrm{{FFN}}(H_1))$.",
     "conv_pre": "Pre-LN order: $R_1 = X + \\mathrm{{Attn}}(\\mathrm{{N}}_1(X))$, $R_2 = R_1 + \\mathrm{{FFN}}(\\mathrm{{N}}_2(R_1))${0}.",
     "conv_final": ", then $Y = \\mathrm{{N}}_f(R_2)$",
@@ -225,9 +225,9 @@ ZH = {
     "conv_scale": "，再乘以 $1/\\sqrt{{d_k}}$，$d_k = {0}$",
     "conv_noscale": "（不缩放）",
     "conv_mask": "因果掩码：softmax 之前把 $j > i$ 的元素设为 $-\\infty$，它们的权重为 $0$。",
-    "conv_layernorm": "LayerNorm 逐行计算：$\\mu = \\frac{{1}}{{d}}\\sum_j x_j$，总体方差 $\\sigma^2 = \\frac{{1}}{{d}}\\sum_j (x_j - \\mu)^2$（除以 $d$，不是 $d-1$），$\\mathrm{{LN}}(x) = \\frac{{x - \\mu}}{{\\sqrt{{\\sigma^2 + \\varepsilon}}}} \\cdot \\gamma + \\beta$，其中 $\\varepsilon = {0}$。",
-    "conv_layernorm_nobeta": "LayerNorm 逐行计算：$\\mu = \\frac{{1}}{{d}}\\sum_j x_j$，总体方差 $\\sigma^2 = \\frac{{1}}{{d}}\\sum_j (x_j - \\mu)^2$（除以 $d$，不是 $d-1$），$\\mathrm{{LN}}(x) = \\frac{{x - \\mu}}{{\\sqrt{{\\sigma^2 + \\varepsilon}}}} \\cdot \\gamma$（没有 $\\beta$：这个 block 没有偏置），其中 $\\varepsilon = {0}$。",
-    "conv_rmsnorm": "RMSNorm 逐行计算：$m = \\frac{{1}}{{d}}\\sum_j x_j^2$，$\\mathrm{{RMS}}(x) = \\frac{{x}}{{\\sqrt{{m + \\varepsilon}}}} \\cdot \\gamma$，其中 $\\varepsilon = {0}$。",
+    "conv_layernorm": "LayerNorm 逐行计算（第 $i$ 行）：$\\mu_i = \\frac{{1}}{{d}}\\sum_j x_{{ij}}$，总体方差 $\\sigma_i^2 = \\frac{{1}}{{d}}\\sum_j (x_{{ij}} - \\mu_i)^2$（除以 $d$，不是 $d-1$），$\\mathrm{{LN}}(x)_{{ij}} = \\frac{{x_{{ij}} - \\mu_i}}{{\\sqrt{{\\sigma_i^2 + \\varepsilon}}}} \\cdot \\gamma_j + \\beta_j$，其中 $\\varepsilon = {0}$。",
+    "conv_layernorm_nobeta": "LayerNorm 逐行计算（第 $i$ 行）：$\\mu_i = \\frac{{1}}{{d}}\\sum_j x_{{ij}}$，总体方差 $\\sigma_i^2 = \\frac{{1}}{{d}}\\sum_j (x_{{ij}} - \\mu_i)^2$（除以 $d$，不是 $d-1$），$\\mathrm{{LN}}(x)_{{ij}} = \\frac{{x_{{ij}} - \\mu_i}}{{\\sqrt{{\\sigma_i^2 + \\varepsilon}}}} \\cdot \\gamma_j$（没有 $\\beta$：这个 block 没有偏置），其中 $\\varepsilon = {0}$。",
+    "conv_rmsnorm": "RMSNorm 逐行计算（第 $i$ 行）：$m_i = \\frac{{1}}{{d}}\\sum_j x_{{ij}}^2$，$\\mathrm{{RMS}}(x)_{{ij}} = \\frac{{x_{{ij}}}}{{\\sqrt{{m_i + \\varepsilon}}}} \\cdot \\gamma_j$，其中 $\\varepsilon = {0}$。",
     "conv_post": "Post-LN 顺序：$H_1 = \\mathrm{{N}}_1(X + \\mathrm{{Attn}}(X))$，$H_2 = \\mathrm{{N}}_2(H_1 + \\mathrm{{FFN}}(H_1))$。",
     "conv_pre": "Pre-LN 顺序：$R_1 = X + \\mathrm{{Attn}}(\\mathrm{{N}}_1(X))$，$R_2 = R_1 + \\mathrm{{FFN}}(\\mathrm{{N}}_2(R_1))${0}。",
     "conv_final": "，最后 $Y = \\mathrm{{N}}_f(R_2)$",
@@ -321,11 +321,10 @@ from symblock.sheets.lang_cross import CROSS_EN, CROSS_MATH_ZH, CROSS_ZH  # noqa
 MATH_TEXT["zh"].update(CROSS_MATH_ZH)
 EN.update(CROSS_EN)
 ZH.update(CROSS_ZH)
-from symblock.sheets import lang_rope  # noqa: E402
-EN.update(lang_rope.EN)
-ZH.update(lang_rope.ZH)
-EN.update(lang_tiles.EN)   # the online softmax's tiles (sheets/work_tiles.py)
-ZH.update(lang_tiles.ZH)
+from symblock.sheets import lang_norm, lang_rope  # noqa: E402
+for part in (lang_rope, lang_tiles, lang_norm):   # RoPE; the online softmax's tiles; version 1's norms
+    EN.update(part.EN)
+    ZH.update(part.ZH)
 TEXTS = {"en": EN, "zh": ZH}
 assert set(EN) == set(ZH), sorted(set(EN) ^ set(ZH))
 
