@@ -6,7 +6,6 @@ stacked blocks (calculus/params.py counts one), the final norm and the head (tie
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Iterable, NamedTuple
 
@@ -67,15 +66,16 @@ class ModelCounts:
 
     def rows(self) -> list[Row]:
         d, v, n, L = self.block.d_model, self.vocab, self.context, self.layers
-        out = [Row("token embedding W_E", f"vocab·d = {v}·{d}", self.embedding, rf"\text{{vocab}} \cdot d = {v} \cdot {d}")]
+        out = [Row("token embedding", f"vocab·d = {v}·{d}", self.embedding, rf"\text{{vocab}} \cdot d = {v} \cdot {d}",
+                   symbol="W_E")]
         if self.context:
-            out.append(Row("positions W_P", f"context·d = {n}·{d}", self.positions,
-                           rf"\text{{context}} \cdot d = {n} \cdot {d}"))
+            out.append(Row("positions", f"context·d = {n}·{d}", self.positions,
+                           rf"\text{{context}} \cdot d = {n} \cdot {d}", symbol="W_P"))
         if self.embed_norm:
             out.append(norm_row("embedding norm", self.embed_norm, d))
-        no_o = "" if self.block.out_proj else ", no W_O"   # block.out_proj: false
+        no_o = "" if self.block.out_proj else ", no"   # block.out_proj: false: no W_O
         out.append(Row(f"{L} block{'' if L == 1 else 's'}{no_o}", f"{L} · {self.block.total:,} ({self.block_command()})",
-                       self.stack, rf"{L} \cdot {group(self.block.total)}"))
+                       self.stack, rf"{L} \cdot {group(self.block.total)}", symbol="W_O" if no_o else ""))
         if self.extra:
             out.append(BIASES_GIVEN._replace(count=self.extra))
         if self.final_norm:
@@ -128,13 +128,29 @@ def count_model(vocab: int, d_model: int, heads: int, layers: int, d_ff: int | N
 
 
 class Row(NamedTuple):
-    """One component of a model's count: its name, formula (text) and count, and the formula in
-    LaTeX (`\\text{vocab} \\cdot d = 5 \\cdot 4`; empty when it is no formula) and a remark."""
-    name: str
+    """One component of a model's count: its words and symbol (`token embedding`, `W_E`), formula
+    (text) and count, and the formula in LaTeX (`\\text{vocab} \\cdot d = 5 \\cdot 4`; empty when
+    it is no formula) and a remark."""
+    words: str
     formula: str
     count: int
     tex: str = ""
     note: str = ""
+    symbol: str = ""
+
+    @property
+    def name(self) -> str:
+        return f"{self.words} {self.symbol}" if self.symbol else self.words
+
+    @property
+    def label(self) -> str:
+        """The name in LaTeX: its words as text, its symbol in math (W_E_src: W_{E,\\text{src}})."""
+        if not self.symbol:
+            return rf"\text{{{self.words}}}"
+        return rf"\text{{{self.words} }}" + SYMBOL_TEX.get(self.symbol, self.symbol)
+
+
+SYMBOL_TEX = {"W_E_src": r"W_{E,\text{src}}"}
 
 
 BIASES_GIVEN = Row("biases given", "in some layers only (block.bias: false)", 0, "",
@@ -161,15 +177,6 @@ def head_row(kind: str, d: int, vocab: int, count: int) -> Row:
     return Row("head", f"d·vocab = {d}·{vocab}", count, rf"d \cdot \text{{vocab}} = {d} \cdot {vocab}")
 
 
-_SYMBOLS = {"W_E_src": r"W_{E,\text{src}}", "W_E": "W_E", "W_P": "W_P", "W_O": "W_O"}
-
-
-def _label(name: str) -> str:
-    """A row's name in LaTeX: its words as text, its symbols (W_E, W_E_src, W_P, W_O) in math."""
-    parts = re.split(r"\b(W_E_src|W_E|W_P|W_O)\b", name)
-    return "".join(_SYMBOLS[p] if p in _SYMBOLS else rf"\text{{{p}}}" if p else "" for p in parts)
-
-
 def latex_table(title: str, rows: list[Row], total: int, comments: list[str]) -> str:
     """The rows as `params --format latex` prints them: `\\text{name} &= formula = count`, a
     remark after a \\quad (or under, on a line too wide for it), the total last; the title and
@@ -179,7 +186,7 @@ def latex_table(title: str, rows: list[Row], total: int, comments: list[str]) ->
     lines = []
     for r in rows:
         value = (f"{r.tex} = " if r.tex and r.tex != str(r.count) else "") + group(r.count)
-        line = f"{_label(r.name)} &= {value}"
+        line = f"{r.label} &= {value}"
         if r.note:   # a remark after the count, or under it when the line would be too wide
             line += (r" \quad " if width(line + r.note) + 2 <= LATEX_LINE else r" \\ &\quad ") + r.note
         lines.append(line)
@@ -191,7 +198,7 @@ def latex_table(title: str, rows: list[Row], total: int, comments: list[str]) ->
 def titled_table(title: str, rows: list[Row], total: int) -> str:
     """A model's count as `params` prints a block's: the title line, column titles over rules,
     one row per component (its formula, count and share of the total), the total."""
-    cells = [("parameters", "formula", "count", "share"), *((a, f, f"{c:,}", f"{c / total:.2%}") for a, f, c, *_ in rows),
+    cells = [("parameters", "formula", "count", "share"), *((r.name, r.formula, f"{r.count:,}", f"{r.count / total:.2%}") for r in rows),
              ("total", "", f"{total:,}", "100.00%")]
     widths = [max(len(row[i]) for row in cells) for i in range(4)]
     lines = ["  ".join(c.rjust(w) if i > 1 else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()

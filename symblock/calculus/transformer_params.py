@@ -56,19 +56,19 @@ class TransformerCounts:
         table = rf"\text{{vocab}} \cdot d = {v} \cdot {d}"
         out = []
         if self.vocab and self.separate:
-            out += [Row("source embedding W_E_src", f"vocab·d = {v}·{d}", v * d, table),
-                    Row("target embedding W_E", f"vocab·d = {v}·{d}", v * d, table)]
+            out += [Row("source embedding", f"vocab·d = {v}·{d}", v * d, table, symbol="W_E_src"),
+                    Row("target embedding", f"vocab·d = {v}·{d}", v * d, table, symbol="W_E")]
         elif self.vocab:
-            out.append(Row("token embedding W_E", f"vocab·d = {v}·{d} (source and target)", v * d, table,
-                           r"\text{(source and target)}"))
+            out.append(Row("token embedding", f"vocab·d = {v}·{d} (source and target)", v * d, table,
+                           r"\text{(source and target)}", "W_E"))
         if self.context:
-            out.append(Row("positions W_P", f"context·d = {self.context}·{d}", self.context * d,
-                           rf"\text{{context}} \cdot d = {self.context} \cdot {d}"))
-        no_o = "" if self.encoder.out_proj else ", no W_O"   # block.out_proj: false
+            out.append(Row("positions", f"context·d = {self.context}·{d}", self.context * d,
+                           rf"\text{{context}} \cdot d = {self.context} \cdot {d}", symbol="W_P"))
+        no_o = "" if self.encoder.out_proj else ", no"   # block.out_proj: false: no W_O
         for what, n, layer in (("encoder", le, self.encoder), ("decoder", ld, self.decoder)):
             f = layer.formula()
             out.append(Row(f"{n} {what} layer{'s' * (n != 1)}{no_o}", f"{n} · ({f})", n * layer.total,
-                           rf"{n} \cdot ({f.latex()})"))
+                           rf"{n} \cdot ({f.latex()})", symbol="W_O" if no_o else ""))
         if self.extra:
             out.append(BIASES_GIVEN._replace(count=self.extra))
         if self.decoder_norm:

@@ -124,6 +124,10 @@ def test_params_latex_of_a_model_has_the_formulas_of_its_table(capsys):
     assert r"\text{2 final norms} &= 2 d = 2 \cdot 4 = 8 \quad \text{(encoder, decoder)} \\" in out
     out = snippet(capsys, "params", "tiny-bert", "--format", "latex")
     assert r"\text{embedding norm} &= 2 d = 2 \cdot 4 = 8 \quad (\gamma, \beta) \\" in out
+    from dataclasses import replace
+    from symblock.calculus.transformer_params import count_transformer
+    separate = replace(count_transformer(8, 2, 16, 1, 1, vocab=10), separate=True).latex()   # src's own table
+    assert r"\text{source embedding }W_{E,\text{src}} &= \text{vocab} \cdot d = 10 \cdot 8 = 80 \\" in separate
 
 
 @pytest.mark.slow
