@@ -65,6 +65,7 @@ def test_forward_latex_says_the_input_once_and_marks_a_given_step(capsys):
     assert "R_1 = X + A\n" in out and "(given)" not in out.split("% resid1")[1]
 
 
+@pytest.mark.slow
 def test_forward_latex_breaks_a_long_formula_and_puts_the_decimals_below(capsys, tmp_path):
     """rope-gqa's attn.q_rot: RoPE's rule, its angle and pairs (some 170 characters, 240pt wider
     than an article's text) are broken at their top-level commas, never inside (x_a, x_b) or
@@ -89,6 +90,7 @@ def test_forward_latex_breaks_a_long_formula_and_puts_the_decimals_below(capsys,
     compile_bare(tmp_path, out)   # no overfull box: the exact Q' on one line was 43pt too wide
 
 
+@pytest.mark.slow
 def test_forward_latex_breaks_a_kv_cache_formula_before_its_remarks(capsys, tmp_path):
     """A Llama's cache step: its rows, then its shape remark (one line was 44pt too wide)."""
     out = snippet(capsys, "forward", "tiny-llama", "--format", "latex", "--step", "gen1.layer0.cache.k")
