@@ -181,8 +181,8 @@ def latex_table(title: str, rows: list[Row], total: int, comments: list[str]) ->
     """The rows as `params --format latex` prints them: `\\text{name} &= formula = count`, a
     remark after a \\quad (or under, on a line too wide for it), the total last; the title and
     `comments` as LaTeX comments above."""
-    from symblock.engine.report import LATEX_LINE
     from symblock.engine.tex_width import width
+    from symblock.options import LATEX_LINE
     lines = []
     for r in rows:
         value = (f"{r.tex} = " if r.tex and r.tex != str(r.count) else "") + group(r.count)

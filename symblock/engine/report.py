@@ -13,6 +13,7 @@ from symblock.engine.block import Step, Trace
 from symblock.engine.matrix import Entry, Mat
 from symblock.engine.model_spec import ModelSpec
 from symblock.engine.spec import BlockSpec
+from symblock.options import LATEX_LINE
 
 JSON_CLOSED_FORM_SIZE = 400  # larger closed forms are `null` in --json (the value stays exact)
 TEXT_WIDTH = 28              # longer closed forms are shown as their decimal in the table
@@ -177,7 +178,6 @@ def matrix_lines(value: Mat, places: int = 4, width: int = TEXT_WIDTH) -> list[s
 LATEX_EXACT = 60   # longer closed forms are left to the decimal matrix
 LATEX_MATRIX_COLS = 10   # amsmath's MaxMatrixCols: wider matrices are arrays
 LATEX_FORMULA = 90       # a longer formula is broken into lines (formula_lines)
-LATEX_LINE = 66          # digits (tex_width) a displayed value may take: an article's 345pt at 5.1pt a digit
 
 
 def latex_matrix(cells: list[list[str]]) -> str:

@@ -1,13 +1,12 @@
 """How wide a LaTeX formula prints, roughly, in digits (one digit of 10pt math is 5pt): enough to
 decide where a display is broken, without running TeX. Measured against pdflatex on every
 matrix `forward --format latex` prints for the built-in examples, a digit of this count is
-4.2 to 5.1pt in a wide display (wide displays are what get broken), so a budget in digits at
-5.1pt each never lets a line overflow by much."""
+3.8 to 5.1pt in a wide display (wide displays are what get broken), so a budget in digits at
+5.1pt each (options.LATEX_LINE) never lets a line overflow by much."""
 from __future__ import annotations
 
 import re
 
-PT_PER_DIGIT = 5.1
 _FUNCTIONS = {"sin", "cos", "tan", "exp", "log", "ln", "max", "min", "arg"}
 _SPACES = {",": 0.3, ";": 0.5, ":": 0.4, " ": 0.5, "!": -0.2, "quad": 2.0, "qquad": 4.0}
 _RELATIONS = {"cdot", "times", "approx", "mapsto", "le", "ge", "to"}
