@@ -212,8 +212,8 @@ BUGS = [
         '"s.var": "${src}$ 每一行的总体方差。",', '"s.var": "${src}$ 每一行的样本方差。",',
         ("tests/sheets/test_lang_labels.py",), "the zh variance task asks for the sample variance"),
     Bug("en-layernorm-convention-divides-by-d-1", "symblock/sheets/lang.py",
-        r"(divide by $d$, not $d-1$), $\\mathrm{{LN}}(x) = \\frac{{x - \\mu}}{{\\sqrt{{\\sigma^2 + \\varepsilon}}}} \\cdot \\gamma + \\beta$",
-        r"(divide by $d-1$, not $d$), $\\mathrm{{LN}}(x) = \\frac{{x - \\mu}}{{\\sqrt{{\\sigma^2 + \\varepsilon}}}} \\cdot \\gamma + \\beta$",
+        r"(divide by $d$, not $d-1$), $\\mathrm{{LN}}(x)_{{ij}} = \\frac{{x_{{ij}} - \\mu_i}}{{\\sqrt{{\\sigma_i^2 + \\varepsilon}}}} \\cdot \\gamma_j + \\beta_j$",
+        r"(divide by $d-1$, not $d$), $\\mathrm{{LN}}(x)_{{ij}} = \\frac{{x_{{ij}} - \\mu_i}}{{\\sqrt{{\\sigma_i^2 + \\varepsilon}}}} \\cdot \\gamma_j + \\beta_j$",
         ("tests/sheets/test_lang_labels.py",),
         "the English conventions box tells the reader to divide the variance by d − 1"),
     # ---- grading
