@@ -323,3 +323,32 @@ def test_a_rounding_tie_gives_slip_credit_one_unit_off_either_right_rounding(tmp
     cell = re.findall(r"<td>(.*?)</td>", dict(GRID.findall(html))["norm1.var"])[1]
     answers = {a.split("#")[0] for a in re.split(r"(?<!\\)~", SUB.match(cell).group(3))}
     assert answers == {"%100%1.5625:0.0005", "%50%1.564000000000:0.0005", "%50%1.561000000000:0.0005"}
+
+
+def test_moodle_marks_equal_grade_for_work_from_the_given_data_as_printed(tmp_path):
+    """A sheet that gives a step rounded (N_2 ≈ -1.589 ...): a student who works from those printed
+    numbers, as the key's own lines do, gets full marks from `grade` and the same points from the
+    exported Cloze rules (NumPy from the printed digits, each step rounded and carried on)."""
+    import math
+
+    import numpy as np
+    from symblock.exercises import presets
+    question = write(tmp_path, "pre-ln-causal-gelu", "--preset", "ffn").findall("question")[1]
+    trace = block.forward(load("pre-ln-causal-gelu"))
+    exercise = presets.choose(trace, "ffn")
+    assert exercise.data_steps == ("norm2",) and exercise.ask == ("ffn.hidden", "ffn.act", "ffn.out")
+
+    def floats(m):
+        return np.array([[float(e) for e in row] for row in m.rows])
+
+    def printed(x):
+        return np.array([[float(v) for v in row] for row in r3(x)])
+    n2 = printed(floats(trace["norm2"].value))                     # the sheet's N_2, as printed
+    z = printed(n2 @ floats(trace.params["W_1"]))
+    u = printed(np.vectorize(lambda v: v * (1 + math.erf(v / math.sqrt(2))) / 2)(z))   # GELU, erf form
+    answers = {"ffn.hidden": r3(z), "ffn.act": r3(u), "ffn.out": r3(u @ floats(trace.params["W_2"]))}
+    exact_key = {n: r3(floats(trace[n].value)) for n in exercise.ask}
+    assert answers != exact_key            # the printed data really lead elsewhere than the exact key
+    total = sum(exercise.points.values())
+    assert grade_points(trace, exercise, answers) == total
+    assert moodle_points(question, answers) == total
