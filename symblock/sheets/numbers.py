@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from flint import arb, fmpq
 
+from symblock import options
 from symblock.engine import exact, parameters
 
 if TYPE_CHECKING:
@@ -80,7 +81,7 @@ def number_tex(x) -> str:
     return sympy.latex(sympy.sympify(x))
 
 
-SCI_HIGH, SCI_LOW = 10**6, Fraction(1, 10**4)   # outside [10⁻⁴, 10⁶): scientific notation
+SCI_HIGH, SCI_LOW = options.SCI_HIGH, options.SCI_LOW   # outside [10⁻⁴, 10⁶): scientific notation
 
 
 def scientific(e, places: int) -> tuple[Decimal, int] | None:
