@@ -446,5 +446,8 @@ MODEL_EN.update(ENCODER_EN)
 MODEL_ZH.update(ENCODER_ZH)
 MODEL_EN.update(lang_rope.MODEL_EN)
 MODEL_ZH.update(lang_rope.MODEL_ZH)
+# the engine's formula words of a cached step (model.py), and the reused-rows task's (work_model.py)
+MATH_TEXT["zh"].update({"(new row)": "（新行）", "(rows reused, one appended)": "（复用已有行，追加一行）",
+                        "reused": "复用"})
 MODEL_TEXTS = {"en": MODEL_EN, "zh": MODEL_ZH}
 assert set(MODEL_EN) == set(MODEL_ZH), sorted(set(MODEL_EN) ^ set(MODEL_ZH))

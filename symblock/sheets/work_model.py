@@ -152,10 +152,10 @@ class DecoderBuilder(Builder):
                 "points": self.points(name), "rows": 1,
                 "formula": Safe(r"K_{cache} = \left[%s\right]" % r";\ ".join(
                     [r"K_{%d\cdot}" % k for k in range(1, n + 1)] if n <= 3 else [r"K_{1\cdot}", r"\dots", r"K_{%d\cdot}" % n])),
-                "shape": Safe(shape_tex(1, n)), "grid": Safe(f"\\text{{reused}} = {grid(1, n, 0)}"),
+                "shape": Safe(shape_tex(1, n)), "grid": self.math(f"\\text{{reused}} = {grid(1, n, 0)}"),
                 "work": [{"text": self.t("m.w.reused_one" if n == 2 else "m.w.reused", self._first_rows(n - 1), n),
                           "math": None}],
-                "answer": Safe(r"\text{reused} " + matrix_value(value, self.places)),
+                "answer": self.math(r"\text{reused} " + matrix_value(value, self.places)),
                 "cells": cells(value, self.places)}
 
     def _first_rows(self, k: int) -> str:
