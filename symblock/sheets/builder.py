@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from symblock.engine import kinds, names, parameters
 from symblock.engine.tiles import SIDE_KINDS
 from symblock.sheets.lang import MATH_TEXT, TEXTS
+from symblock.sheets.lang_counts import counted
 from symblock.sheets.numbers import (Safe, dec_tex, exact_tex, grid, is_plain, matrix_value, number_tex, outcome,
                                      param_symbol, shape_tex, show, step_symbol)
 from symblock.sheets.work_attention import AttentionWork
@@ -133,8 +134,9 @@ class Builder(LinearWork, AttentionWork, CrossWork, NormWork, FfnWork, TileWork,
             if o.padding:  # the key padding mask, shown like the causal one
                 rows = self.spec.key_padding_mask
                 keys = [", ".join(str(j + 1) for j, p in enumerate(r) if p) or "—" for r in rows]
-                out.append(self.t("conv_padding", keys[0] if len(rows) == 1 else
-                                  "; ".join(f"b{b}: {k}" for b, k in enumerate(keys))))
+                key = "conv_padding_batch" if len(rows) > 1 else counted("conv_padding", sum(rows[0]), False)
+                out.append(self.t("conv_padding" if getattr(self.spec, "v1_words", False) else key,
+                                  keys[0] if len(rows) == 1 else "; ".join(f"b{b}: {k}" for b, k in enumerate(keys))))
         out += self.cross_conventions(uses)
         if o.attention_tiles and any(kinds.of(n).name in SIDE_KINDS for n in self.ex.ask if n in self.trace):
             out.append(self.t("conv_tiles", o.attention_tiles))

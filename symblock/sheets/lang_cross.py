@@ -25,6 +25,14 @@ CROSS_EN = {
                        "every decoder row may read every real memory row).",
     "cross_rows": "The row mixes all {0} value rows of the memory:",
     "cross_rows_padded": "The row mixes the {0} value rows of the memory ({1} of them padding, weighed 0):",
+    "cross_rows_entries": "The last row's first entries, written out (row times column); the row mixes all {0} "
+                          "value rows of the memory:",
+    "cross_rows_entry": "The last row's first entry, written out (row times column); the row mixes all {0} "
+                        "value rows of the memory:",
+    "cross_rows_padded_entries": "The last row's first entries, written out (row times column); the row mixes the {0} "
+                                 "value rows of the memory, {1} of them padding (weighed 0):",
+    "cross_rows_padded_entry": "The last row's first entry, written out (row times column); the row mixes the {0} "
+                               "value rows of the memory, {1} of them padding (weighed 0):",
     "conv_cross": "Cross-attention per head $h$: $S^{{c}}_h = Q^{{c}}_h (K^{{c}}_h)^{{\\top}}${0}, softmax along each "
                   "row, $O^{{c}}_h = P^{{c}}_h V^{{c}}_h$; the queries come from the decoder's rows, the keys and "
                   "values from the memory $H^{{\\mathrm{{enc}}}}$ ({1} rows, the encoder's output), and no causal mask applies{2}.",
@@ -59,6 +67,10 @@ CROSS_ZH = {
     "cross_mask_text": "填充的记忆行所在的列变为 $-\\infty$，其余照抄（没有因果掩码：解码器的每一行都可以读所有真实的记忆行）。",
     "cross_rows": "这一行对记忆的全部 {0} 个值向量行加权求和：",
     "cross_rows_padded": "这一行对记忆的 {0} 个值向量行加权求和（其中 {1} 行是填充，权重为 0）：",
+    "cross_rows_entries": "最后一行的前几个元素逐项写出（行乘列）；这一行对记忆的全部 {0} 个值向量行加权求和：",
+    "cross_rows_entry": "最后一行的第一个元素逐项写出（行乘列）；这一行对记忆的全部 {0} 个值向量行加权求和：",
+    "cross_rows_padded_entries": "最后一行的前几个元素逐项写出（行乘列）；这一行对记忆的 {0} 个值向量行加权求和（其中 {1} 行是填充，权重为 0）：",
+    "cross_rows_padded_entry": "最后一行的第一个元素逐项写出（行乘列）；这一行对记忆的 {0} 个值向量行加权求和（其中 {1} 行是填充，权重为 0）：",
     "conv_cross": "交叉注意力，每个头 $h$：$S^{{c}}_h = Q^{{c}}_h (K^{{c}}_h)^{{\\top}}${0}，按行做 softmax，"
                   "$O^{{c}}_h = P^{{c}}_h V^{{c}}_h$；查询来自解码器的行，键和值来自记忆 $H^{{\\mathrm{{enc}}}}$（{1} 行，编码器的输出），"
                   "没有因果掩码{2}。",

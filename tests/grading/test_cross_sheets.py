@@ -80,13 +80,34 @@ def test_decoder_layer_sheet_asks_the_cross_attention(cli, tmp_path):
                  "cross.out", "resid3", "norm3"):
         assert f"`{name}`" in key
     assert r"keys: project the memory $H^{\mathrm{enc}}$" in key and "no causal mask applies" in key
-    assert "memory row(s) 3 are padding" in key             # the padded third memory row, said once
+    assert "memory row 3 is padding: its column" in key     # the padded third memory row, said once
     assert "$H_3 = \\mathrm{N}_3(H_2 + \\mathrm{FFN}(H_2))$" in key
     code, out, err = cli("worksheet", "decoder-layer", "--out", tmp_path / "zh", "--format", "markdown",
                          "--lang", "zh")
     assert code == 0, err
     zh = (tmp_path / "zh" / "key.md").read_text(encoding="utf-8")
     assert r"交叉注意力的键：用 $W^{K}_{c}$ 投影记忆 $H^{\mathrm{enc}}$" in zh and "记忆的第 } j" in zh
+
+
+def test_the_cross_head_output_says_whose_entries_it_writes_out(cli, tmp_path, spec_file):
+    """Two decoder rows: the entries written out are the last row's, (O^c_0)_21 …, and the text says
+    so (it said "The row"); one new row (a translation step) is "the row"; version 1 keeps its words."""
+    code, out, err = cli("worksheet", "decoder-layer", "--preset", "cross", "--out", tmp_path / "a", "--format", "markdown")
+    assert code == 0, err
+    key = (tmp_path / "a" / "key.md").read_text(encoding="utf-8")
+    said = ("The last row's first entries, written out (row times column); the row mixes the 3 value rows of "
+            "the memory, 1 of them padding (weighed 0):\n\n$$\n\\begin{aligned} (O^{c}_0)_{21} &= ")
+    assert said in key and "The row mixes" not in key
+    code, out, err = cli("worksheet", "tiny-translate", "--out", tmp_path / "t", "--format", "markdown")
+    assert code == 0, err
+    assert "The row mixes all 3 value rows of the memory:" in (tmp_path / "t" / "key.md").read_text(encoding="utf-8")
+    from symblock.engine import spec
+    v1 = spec_file(spec.example_text("decoder-layer").replace("random: {seed: 5, low: -1, high: 1}",
+                                                              "random: {seed: 5, low: -1, high: 1, generator: 1}"))
+    code, out, err = cli("worksheet", v1, "--preset", "cross", "--out", tmp_path / "v1", "--format", "markdown")
+    assert code == 0, err
+    old = (tmp_path / "v1" / "key.md").read_text(encoding="utf-8")
+    assert "The row mixes the 3 value rows of the memory (1 of them padding, weighed 0):" in old and "last row" not in old
 
 
 def test_decoder_layer_numpy_answers_get_full_marks(cli, spec_file, layer):
@@ -229,7 +250,7 @@ def test_a_padded_source_is_stated_on_the_sheet_and_numpy_answers_get_full_marks
     code, out, err = cli("worksheet", path, "--out", tmp_path / "ws", "--format", "markdown")
     assert code == 0, err
     sheet = (tmp_path / "ws" / "sheet.md").read_text(encoding="utf-8")
-    assert "memory row(s) 3 are padding" in sheet and "`gen1.layer0.cross.h0.masked`" in sheet
+    assert "memory row 3 is padding" in sheet and "`gen1.layer0.cross.h0.masked`" in sheet
     T = numeric_model.forward(api.load(str(path)))
     w = T["gen1.layer0.cross.h0.weights"]
     assert w[0, 2] == 0 and abs(w.sum() - 1) < 1e-12   # the padded memory row gets no weight
