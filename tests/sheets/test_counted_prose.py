@@ -1,7 +1,8 @@
 """Convention lines say one thing or several as English says it: "key 3 is padding; its column",
 "keys 3, 4 are padding; their columns", "memory row 3 is padding", "token 4 is padding", "K and V
 have one head, read by all 2 query heads" (they said "key(s) 3 are", "1 head(s)"); a batch lists
-its padding keys per sequence. A version-1 sheet keeps its words byte for byte."""
+its padding keys per sequence; RoPE's pair columns say they count from 0. A version-1 sheet keeps
+its words byte for byte."""
 from __future__ import annotations
 
 import pytest
@@ -65,3 +66,21 @@ def test_version_1_keeps_its_words(tmp_path):
     path.write_text(text)
     key = key_of(str(path))
     assert "; memory row(s) 3 are padding: their columns are set to $-\\infty$ before the softmax" in key
+
+
+def test_rope_says_its_pair_columns_are_counted_from_0():
+    """The pair (i, i + d_k/2) counts columns from 0, as i does, while the rest of the sheet (and the
+    worked rows: "the pairs of columns (counted from 1 within the head) are (1, 2)") counts from 1."""
+    key = key_of("rope-gqa")
+    assert "is the columns $(i,\\ i + d_k/2)$ of the head (its columns counted from 0, as $i$ is), and at" in key
+    assert "（该头的列从 0 数起，与 $i$ 相同）" in key_of("rope-gqa", "zh")
+
+
+
+def test_version_1_keeps_its_rope_words(tmp_path):
+    path = tmp_path / "v1.yaml"
+    path.write_text(spec.example_text("rope-gqa").replace("random: {seed: 5, low: -1, high: 1}",
+                                                          "random: {seed: 5, low: -1, high: 1, generator: 1}"))
+    key = key_of(str(path))
+    assert "is the columns $(i,\\ i + d_k/2)$ of the head, and at position" in key
+    assert "$K$ and $V$ have 1 head(s), each read by 2 query heads" in key
