@@ -196,7 +196,8 @@ class Builder(LinearWork, AttentionWork, CrossWork, NormWork, FfnWork, TileWork,
         text = self.t("describe", n=d.seq_len, d=d.d_model, f=d.d_ff, heads=heads, order=order,
                       norm=norm, act=act, mask=self.t("mask_on" if o.causal else "mask_pad" if o.padding
                                                       else "mask_off"))
-        return Safe(text + self.t("describe_cross", d.mem_len)) if o.cross_attention else text
+        causal = o.causal and not getattr(self.spec, "v1_words", False)   # whose mask it is (version 1: unsaid)
+        return Safe(text + self.t("describe_cross_causal" if causal else "describe_cross", d.mem_len)) if o.cross_attention else text
 
     def data(self) -> list[dict]:
         """The given matrices: the input X first, then parameters, then given steps."""

@@ -46,6 +46,8 @@ CROSS_EN = {
     "conv_final_cross": ", then $Y = \\mathrm{{N}}_f(R_3)$",
     "describe_cross": " A decoder layer: after its self-attention, a cross-attention reads the memory $H^{{\\mathrm{{enc}}}}$ "
                       "({0} rows), then the FFN.",
+    "describe_cross_causal": " A decoder layer: the causal mask is its self-attention's; then a cross-attention reads "
+                             "the memory $H^{{\\mathrm{{enc}}}}$ ({0} rows, no causal mask), then the FFN.",
 }
 
 CROSS_ZH = {
@@ -83,6 +85,8 @@ CROSS_ZH = {
                       "$R_3 = R_2 + \\mathrm{{FFN}}(\\mathrm{{N}}_3(R_2))${0}。",
     "conv_final_cross": "，最后 $Y = \\mathrm{{N}}_f(R_3)$",
     "describe_cross": "这是一个解码器层：自注意力之后，交叉注意力读取记忆 $H^{{\\mathrm{{enc}}}}$（{0} 行），然后是 FFN。",
+    "describe_cross_causal": "这是一个解码器层：因果掩码属于它的自注意力；之后交叉注意力读取记忆 $H^{{\\mathrm{{enc}}}}$"
+                             "（{0} 行，没有因果掩码），然后是 FFN。",
 }
 
 # an encoder-decoder's translation step (read on top of lang.MODEL_TEXTS)

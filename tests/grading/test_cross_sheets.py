@@ -110,6 +110,23 @@ def test_the_cross_head_output_says_whose_entries_it_writes_out(cli, tmp_path, s
     assert "The row mixes the 3 value rows of the memory (1 of them padding, weighed 0):" in old and "last row" not in old
 
 
+def test_the_description_says_whose_the_causal_mask_is(cli, tmp_path, spec_file):
+    """"…, causal mask. A decoder layer: …" read as if the cross-attention were masked too."""
+    for lang, said in (("en", "causal mask. A decoder layer: the causal mask is its self-attention's; then a "
+                              "cross-attention reads the memory $H^{\\mathrm{enc}}$ (3 rows, no causal mask), then the FFN."),
+                       ("zh", "因果掩码属于它的自注意力；之后交叉注意力读取记忆 $H^{\\mathrm{enc}}$（3 行，没有因果掩码）")):
+        code, out, err = cli("worksheet", "decoder-layer", "--lang", lang, "--out", tmp_path / lang, "--format", "markdown")
+        assert code == 0, err
+        assert said in (tmp_path / lang / "sheet.md").read_text(encoding="utf-8")
+    from symblock.engine import spec
+    v1 = spec_file(spec.example_text("decoder-layer").replace("random: {seed: 5, low: -1, high: 1}",
+                                                              "random: {seed: 5, low: -1, high: 1, generator: 1}"))
+    code, out, err = cli("worksheet", v1, "--out", tmp_path / "v1", "--format", "markdown")
+    assert code == 0, err
+    assert "causal mask. A decoder layer: after its self-attention, a cross-attention reads" in \
+        (tmp_path / "v1" / "sheet.md").read_text(encoding="utf-8")
+
+
 def test_decoder_layer_numpy_answers_get_full_marks(cli, spec_file, layer):
     code, out, err = cli("check", "decoder-layer", spec_file(answers(layer), "answers.yaml"), "--json")
     data = json.loads(out)
