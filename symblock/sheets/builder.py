@@ -8,7 +8,7 @@ from symblock.engine import kinds, names, parameters
 from symblock.engine.tiles import SIDE_KINDS
 from symblock.sheets.lang import MATH_TEXT, TEXTS
 from symblock.sheets.lang_counts import counted
-from symblock.sheets.numbers import (Safe, dec_tex, exact_tex, grid, is_plain, matrix_value, number_tex, outcome,
+from symblock.sheets.numbers import (Safe, dec_tex, exact_tex, grid, is_plain, matrix_value, number_tex, outcome, power_tex,
                                      param_symbol, shape_tex, show, step_symbol)
 from symblock.sheets.work_attention import AttentionWork
 from symblock.sheets.work_cross import CrossWork
@@ -117,9 +117,14 @@ class Builder(LinearWork, AttentionWork, CrossWork, NormWork, FfnWork, TileWork,
         """A linear layer as the conventions write it: with its bias, or without where the block has none."""
         return self.t("conv_linear" if self.o.bias else "conv_linear_nobias")
 
+    def epsilon_tex(self) -> str:
+        """ε as the sheet writes it: 10^{-5} for 1/100000 (version 1 wrote the fraction)."""
+        v1 = getattr(self.spec, "v1_words", False)
+        return (None if v1 else power_tex(self.o.eps)) or number_tex(self.o.eps)
+
     def conventions(self) -> list[Safe]:
         d, o = self.dims, self.o
-        eps = number_tex(o.eps)
+        eps = self.epsilon_tex()
         scale = self.t("conv_scale", d.d_head) if o.attention_scale == "sqrt_dk" else self.t("conv_noscale")
         cols = r"1, \dots, d" if d.heads == 1 else r"h d_k + 1, \dots, (h + 1) d_k"
         if d.heads * d.d_k != d.d_model or d.d_k != d.d_v:  # other projection widths

@@ -72,6 +72,14 @@ def exact_tex(e) -> str | None:
     return tex if len(tex) <= MAX_EXACT_TEX else None
 
 
+def power_tex(x) -> str | None:
+    """A power of ten at most 10⁻⁴ (ε = 1/10¹²) as `10^{-12}`, which reads at a glance; None otherwise."""
+    if not isinstance(x, Fraction) or x.numerator != 1 or x.denominator < 10**4:
+        return None
+    k = len(str(x.denominator)) - 1
+    return f"10^{{-{k}}}" if x.denominator == 10**k else None
+
+
 def number_tex(x) -> str:
     """A spec's exact scalar (ε, a dropout p) in LaTeX as SymPy prints it; a rational one, the
     usual case, without importing SymPy (which costs an everyday command ~0.3 s)."""
