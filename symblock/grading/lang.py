@@ -139,6 +139,7 @@ EXPLANATIONS_ZH = {
     "rope_other_style": "RoPE 用了另一种配对方式：要求 (i, i + d_k/2) 却用了 (2i, 2i+1)，或者反过来",
     "rope_positions_from_one": "RoPE 的位置从 1 开始数了，应从 0 开始（每行多转了一步）",
     "rope_sign_flipped": "RoPE 转反了方向：写成 x_a cos + x_b sin 与 x_b cos − x_a sin（sin 的符号反了）",
+    "causal_mask_added": "在没有因果掩码的注意力上加了因果掩码（编码器是双向的：每个 token 都看得到其他所有 token）",
     "rope_on_v": "把 RoPE 也用在了值 V 上：只旋转查询和键",
     "rope_unrotated": "分数用了未旋转的键或查询（用 K 代替 K′、用 Q 代替 Q′）：RoPE 在计算分数之前要把两者都旋转",
     "gqa_wrong_head": "查询头 h 读了第 h mod kv_heads 个 K/V 头，应读第 ⌊h·kv_heads/heads⌋ 个（相邻的查询头共用一个 K/V 头）",

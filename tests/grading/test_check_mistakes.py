@@ -296,6 +296,8 @@ PLANTED = [
     ("rope-on-v", "R", "attn.v", "rope_on_v", lambda T, P: turn(T["attn.v"], 2, POS_R)),
     ("rope-on-v-out", "R", "attn.h3.out", "rope_on_v",
      lambda T, P: T["attn.h3.weights"] @ turn(T["attn.v"], 2, POS_R)[:, 2:4]),
+    ("causal-added", "B", "attn.h0.weights", "causal_mask_added",
+     lambda T, P: softmax_rows(causal(T["attn.h0.scaled"], -np.inf))),
     ("rope-k-unrotated", "R", "attn.h0.scores", "rope_unrotated",
      lambda T, P: T["attn.q_rot"][:, 0:4] @ T["attn.k"][:, 0:4].T),
     ("rope-unrotated", "R", "attn.h3.scores", "rope_unrotated",

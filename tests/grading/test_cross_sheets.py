@@ -247,6 +247,20 @@ def test_tiny_bert_numpy_answers_get_full_marks_and_errors_carry(cli, spec_file)
     assert steps["layer0.attn.q"]["status"] == "carried"
 
 
+
+def test_tiny_bert_with_a_causal_mask_is_named(cli, spec_file):
+    """An encoder attends both ways: its scores masked causally (beside the padded token 4), and the
+    softmax of that, are named causal_mask_added (they were none of the catalogued mistakes)."""
+    T = numeric_model.forward(api.load("tiny-bert"))
+    m = T["layer0.attn.h0.scaled"].copy()
+    m[np.triu_indices(4, 1)] = -np.inf
+    m[:, 3] = -np.inf
+    for name, value in (("layer0.attn.h0.masked", m), ("layer0.attn.h0.weights", softmax(m))):
+        code, out, err = cli("check", "tiny-bert", spec_file(answers({name: value}), "a.yaml"), "--json")
+        step = {x["name"]: x for x in json.loads(out)["steps"]}[name]
+        assert code == 1 and step["status"] == "wrong" and step["diagnosis"] == ["causal_mask_added"], step
+
+
 def test_translation_formulas_are_clean_latex():
     """The reused cross K/V of a generation step say so in LaTeX (a stray tab once ate `\\t` of \\text)."""
     t = api.forward(api.load("tiny-translate"))
