@@ -106,6 +106,35 @@ MODEL_CROSS_ZH = {
                             "现在作为输入送回模型。请把这新的一行一直算到下一个 token。",
 }
 
+# a translation step's words for what a decoder sheet calls the prompt: the target prefix (read over
+# MODEL_TEXTS by an encoder-decoder's sheet)
+TRANSLATE_EN = {
+    "m.conv_cache": "KV cache: the target prefix's rows of the self-attention's $K$ and $V$ are kept from its pass; "
+                    "a new token computes only its own $q$, $k$, $v$ rows, appends $k$ and $v$ to the cache, and "
+                    "attends to every row of the cache (no later token exists, so nothing is masked).",
+    "m.s.pos_table": "The position vectors of the target prefix's positions, one row per position.",
+    "m.s.reused": "Which rows of $K_{{cache}}$ were reused from the target prefix's pass? Write $1$ under each reused "
+                  "row and $0$ under the row computed in this step.",
+    "m.w.reused": "Rows {0} of $K_{{cache}}$ were computed when the target prefix was run and are read from "
+                  "the cache; only row {1} (the new token's $k$) is computed in this step. The same holds for "
+                  "$V_{{cache}}$.",
+    "m.w.reused_one": "Row $1$ of $K_{{cache}}$ was computed when the target prefix was run and is read from "
+                      "the cache; only row {1} (the new token's $k$) is computed in this step. The same holds for "
+                      "$V_{{cache}}$.",
+}
+TRANSLATE_ZH = {
+    "m.conv_cache": "KV 缓存：目标前缀的自注意力 $K$、$V$ 各行在它那一轮里已算好并保存；新 token 只计算自己的 $q$、$k$、$v$ 行，"
+                    "把 $k$、$v$ 追加到缓存末尾，再对缓存的每一行做注意力（没有更晚的 token，所以无需掩码）。",
+    "m.s.pos_table": "目标前缀各位置的位置向量，每个位置一行。",
+    "m.s.reused": "$K_{{cache}}$ 的哪些行是从目标前缀那一轮直接复用的？复用的行下写 $1$，本步新算的行下写 $0$。",
+    "m.w.reused": "$K_{{cache}}$ 的第 {0} 行在运行目标前缀时已经算好，直接从缓存读取；本步只计算第 {1} 行"
+                  "（新 token 的 $k$）。$V_{{cache}}$ 也一样。",
+    "m.w.reused_one": "$K_{{cache}}$ 的第 $1$ 行在运行目标前缀时已经算好，直接从缓存读取；本步只计算第 {1} 行"
+                      "（新 token 的 $k$）。$V_{{cache}}$ 也一样。",
+}
+TRANSLATE = {"en": TRANSLATE_EN, "zh": TRANSLATE_ZH}
+assert set(TRANSLATE_EN) == set(TRANSLATE_ZH)
+
 # the engine's formula words (MATH_TEXT): "−∞ where memory row j is padding"
 CROSS_MATH_ZH = {" where memory row ": "，记忆的第 "}
 

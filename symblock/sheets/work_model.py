@@ -14,6 +14,7 @@ from symblock.engine import names
 from symblock.exercises.decoder import token_index
 from symblock.sheets.builder import Builder
 from symblock.sheets.lang import MODEL_TEXTS, TEXTS
+from symblock.sheets.lang_cross import TRANSLATE
 from symblock.sheets.numbers import (Safe, bmatrix, cells, dec_tex, grid, is_plain, matrix_value, param_symbol,
                                      shape_tex, step_symbol)
 
@@ -47,6 +48,8 @@ class DecoderBuilder(Builder):
         super().__init__(trace, exercise, lang, places)
         self.T = {**TEXTS[lang], **MODEL_TEXTS[lang]}
         self.model = trace.spec
+        if self.model.kind == "encoder-decoder":   # its prompt is the target prefix
+            self.T.update(TRANSLATE[lang])
         self.m = len(self.model.prompt)            # the prompt's tokens; the new token is number m + 1
         self.token = token_index(trace["next_token"].value) if "next_token" in trace else None  # an encoder: none
 

@@ -127,6 +127,22 @@ def test_the_description_says_whose_the_causal_mask_is(cli, tmp_path, spec_file)
         (tmp_path / "v1" / "sheet.md").read_text(encoding="utf-8")
 
 
+def test_a_translation_sheet_says_target_prefix_where_a_gpt_sheet_says_prompt(cli, tmp_path):
+    """Its description calls the decoded tokens the target prefix; the KV-cache line, the reused-rows task
+    and the positions preset said "the prompt" (a word the sheet never defined)."""
+    for lang, prompt, prefix in (("en", "prompt", "the target prefix's rows of the self-attention's $K$"),
+                                 ("zh", "提示", "目标前缀的自注意力 $K$")):
+        code, out, err = cli("worksheet", "tiny-translate", "--lang", lang, "--out", tmp_path / lang, "--format", "markdown")
+        assert code == 0, err
+        key = (tmp_path / lang / "key.md").read_text(encoding="utf-8")
+        assert prompt not in key and prefix in key
+        assert "复用" in key if lang == "zh" else "reused from the target prefix's pass?" in key
+    code, out, err = cli("worksheet", "tiny-translate", "--preset", "positions", "--out", tmp_path / "p", "--format", "markdown")
+    assert "The position vectors of the target prefix's positions" in (tmp_path / "p" / "key.md").read_text(encoding="utf-8")
+    code, out, err = cli("worksheet", "tiny-gpt", "--out", tmp_path / "gpt", "--format", "markdown")
+    assert "KV cache: the prompt's rows of $K$ and $V$" in (tmp_path / "gpt" / "key.md").read_text(encoding="utf-8")
+
+
 def test_decoder_layer_numpy_answers_get_full_marks(cli, spec_file, layer):
     code, out, err = cli("check", "decoder-layer", spec_file(answers(layer), "answers.yaml"), "--json")
     data = json.loads(out)
