@@ -5,6 +5,8 @@ numbers too. The argparse value types that enforce them are commands/arguments.p
 """
 from __future__ import annotations
 
+from fractions import Fraction
+
 DEFAULT_EXAMPLE = "seed-post-ln"
 
 # Documented maximums of the counts a command takes (README, Limits): each keeps one run of a
@@ -14,6 +16,10 @@ MAX_STRESS = 10_000      # stress -n: variants drawn
 MAX_VARIANTS = 1_000     # worksheet --variants: document sets written
 MAX_SEED = 2**63 - 1     # --seed
 MAX_SIZE = 10**9         # params --d-model/--heads/--d-ff/--seq-len
+
+# A sheet prints a number outside [SCI_LOW, SCI_HIGH) in scientific notation (sheets/numbers.py), one
+# inside it at the sheet's places; the checker reads given data as printed (grading/plan.as_printed).
+SCI_HIGH, SCI_LOW = 10**6, Fraction(1, 10**4)
 
 # How a masked score's −∞ may be written in an answers file (any case; the minus sign a PDF copies,
 # U+2212, reads as "-"): `grade` reads these, and the LMS exports accept the same.

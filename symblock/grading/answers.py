@@ -381,7 +381,7 @@ def parse_entry(value: Any, policy: Policy | int | None, source: str, where: str
     if isinstance(value, str) and value.strip().lower() in _NEG_INF:
         if not masked:
             raise SpecError(source, where, "−∞ only appears in a `.masked` step; expected a finite number")
-        return Entry(exact.NEG_INF, "-inf", None)
+        return Entry(exact.NEG_INF, "-inf", decimals)   # its places: how the truth it misses is shown
     if isinstance(value, float) and not isinstance(value, bool):  # from Python callers
         value = Decimal(repr(value))
     if isinstance(value, str) and _DECIMAL_COMMA.fullmatch(value):

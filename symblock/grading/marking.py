@@ -35,6 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from symblock.engine import exact
+from symblock.engine.matrix import Mat
 from symblock.grading import answers as answers_mod, plan
 from symblock.grading.lang import EntryStyle, closed_form, show
 from symblock.grading.points import fewer_places, is_slip, matches, other_rounding
@@ -140,11 +141,11 @@ def _equivalent(answer, name, chain, spec) -> bool:
 # ---------------------------------------------------------------- the walk
 
 def check(spec, trace, answers, asked=None, backward=None, items=None, memo: dict | None = None,
-          forms: bool = True) -> CheckResult:
-    """Mark `answers` against the trace (and a backprop exercise's `backward`). `asked`: the
-    steps the exercise asks (None: every step), so an unasked, unanswered step is no `missing`.
-    `memo`: a dict kept beside the trace (Marker) so the truth's printed forms are made once;
-    `forms=False`: closed forms only beside entries that are not right (what feedback shows)."""
+          forms: bool = True, shown=()) -> CheckResult:
+    """Mark `answers` against the trace (and a backprop exercise's `backward`). `asked`: the steps
+    the exercise asks (None: every step; an unasked, unanswered step is no `missing`); `shown`: those
+    the sheet prints as data, read as printed (plan.as_printed); `memo`: a dict kept beside the trace
+    (Marker), the truth's printed forms made once; `forms=False`: closed forms only beside wrong entries."""
     if items is None:
         items = plan.forward_items(trace, spec) + (plan.backward_items(backward, spec) if backward else [])
     truth = dict(trace.params)
@@ -174,6 +175,9 @@ def check(spec, trace, answers, asked=None, backward=None, items=None, memo: dic
             kept[name] = unrounded if unrounded is not None else it.value
             slips[name] = kept[name] if slipped is unrounded or slipped is None else slipped
             shaped[name], bad[name] = chain[name] if as_shaped is own or as_shaped is None else as_shaped, built_on
+            if name in shown:   # read off the sheet: the printed truth, resting on nothing of theirs
+                chain[name] = fixed[name] = shaped[name] = plan.as_printed(it.value, answers.decimals)
+                bad[name] = []
             continue
         result, kept[name] = mark_step(it, answer, own, honest, built_on, spec, chain, truth,
                                        {} if memo is None else memo, forms, unrounded, slipped)
@@ -213,7 +217,6 @@ def _with_slips(kept, result, answer, slipped):
     """The kept value of a step (`kept`) with each slip or shorter entry as written, and each other
     entry that the step worked from such entries (`slipped`) gives, that value: the chain of a person
     who keeps every number unrounded but carries their rounding slip on (the same object: none)."""
-    from symblock.engine.matrix import Mat
     rows = [list(row) for row in kept.rows]
     for er in result.entries:
         e = answer.entries[er.row][er.col]
@@ -228,18 +231,14 @@ def _with_slips(kept, result, answer, slipped):
 
 def _read_fills(mine, result):
     """`mine` with each entry accepted as −∞ (MASK_FILL) made −∞: later steps rest on −∞."""
-    from symblock.engine.matrix import Mat
     fills = {(e.row, e.col) for e in result.entries if e.note == MASK_FILL}
-    if not fills:
-        return mine
     return Mat([[exact.NEG_INF if (i, j) in fills else v for j, v in enumerate(row)]
-                for i, row in enumerate(mine.rows)])
+                for i, row in enumerate(mine.rows)]) if fills else mine
 
 
 def _put_right(mine, result, right, marks=(WRONG, CARRIED, BLANK)):
     """`mine` with the entries of those `marks` (wrong, carried, blank) taken from `right` (the same
     object when nothing changes, so later items know nothing needs recomputing)."""
-    from symblock.engine.matrix import Mat
     bad = {(e.row, e.col) for e in result.entries if e.mark in marks}
     if not bad:
         return mine
@@ -262,7 +261,6 @@ def mark_step(it, answer, own, honest, built_on: list[str], spec, chain, truth, 
         elif er.mark != BLANK:   # right: the value it matched (the truth when marked right as an equivalent order)
             v = matched.get((er.row, er.col))
             rows[er.row][er.col] = v if v is not None else it.value.rows[er.row][er.col]
-    from symblock.engine.matrix import Mat
     if all(v is t for row, trow in zip(rows, it.value.rows) for v, t in zip(row, trow)):
         return result, it.value
     return result, Mat(rows)
@@ -371,7 +369,7 @@ class Marker:
     def mark_answers(self, answers: answers_mod.Answers, forms: bool = True):
         """A CheckResult for answers already read against this variant (`answers`)."""
         result = check(self.spec, self.trace, answers, asked=set(self.exercise.ask), items=self.items,
-                       memo=self.memo, forms=forms)
+                       memo=self.memo, forms=forms, shown=set(self.exercise.data_steps))
         result.student = dict(answers.student)   # student_id, email, ...: for the gradebook
         result.overruled = answers.overruled
         return result

@@ -315,8 +315,7 @@ CATALOGUE: tuple[Mistake, ...] = (
             "ffn.act, ffn.out",
             _kinds("act", "ffn_out", when=lambda s: s.options.activation in ("gelu", "gelu_tanh", "geglu")),
             _relu_for_gelu),
-    *(Mistake(*entry) for entry in slips.CROSS),   # a decoder layer's cross-attention
-    *(Mistake(*m) for m in slips.ROPE_CATALOGUE),   # RoPE's and grouped K/V heads' slips
+    *(Mistake(*m) for m in (*slips.MASKS, *slips.CROSS, *slips.ROPE_CATALOGUE)),   # a mask added, cross-attention, RoPE
 )
 
 # A tiny GPT's own slips (model specs, grading/slips): their rules read the model's step

@@ -10,13 +10,15 @@ as data). So a wrong dL/d(ffn.out) carries into dL/d(ffn.act) exactly as a wrong
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import TYPE_CHECKING, Callable
 
-from symblock.engine import names
+from symblock.engine import exact, names
 from symblock.engine.matrix import Mat
 from symblock.engine.steps import step_shapes
 from symblock.grading import recompute
 from symblock.grading.mistakes import MODEL_CATALOGUE, diagnose
+from symblock.options import SCI_HIGH, SCI_LOW
 
 if TYPE_CHECKING:
     from symblock.engine.spec import BlockSpec
@@ -110,6 +112,34 @@ def shapes(trace, items: list[Item]) -> dict[str, tuple[int, int]]:
     out = FORMS[trace.form].names(trace.spec)
     out.update({i.name: i.value.shape for i in items})
     return out
+
+
+# Given data is read off the sheet: a step it prints (H_1 ≈ 0.507 …) enters the person's chain as
+# printed, at the sheet's places, so the next step worked from those numbers is their honest rounding,
+# as the key's own worked lines are ("from exact values: ≈ …" where they differ); the truth stays exact.
+
+def as_printed(value: Mat, places: int | None) -> Mat:
+    """`value` with each entry as a sheet prints given data: rounded half away from zero to `places`;
+    −∞, an exact entry of at most `places` decimals and a magnitude the sheet prints in scientific
+    notation (outside [10⁻⁴, 10⁶), with its significant digits) unchanged. The same object when no
+    entry changes, or `places` is None (the places are not known)."""
+    if places is None:
+        return value
+    rows = [[_printed(e, places) for e in row] for row in value.rows]
+    same = all(p is e for row, vrow in zip(rows, value.rows) for p, e in zip(row, vrow))
+    return value if same else Mat(rows)
+
+
+def _printed(e, places: int):
+    if e is exact.NEG_INF:
+        return e
+    r = exact.real(e)
+    if r.q is not None and (r.q * 10 ** places).q == 1:
+        return e   # an exact decimal of at most `places` places: printed as it is
+    a = r if r.sign() >= 0 else -r
+    if r.sign() == 0 or (a - exact.real(SCI_LOW)).sign() < 0 or (a - exact.real(SCI_HIGH)).sign() >= 0:
+        return e
+    return exact.real(Fraction(r.decimal(places)))
 
 
 def normalise(data: dict, spec) -> dict:

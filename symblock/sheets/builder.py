@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 from symblock.engine import kinds, names, parameters, report
 from symblock.engine.tiles import SIDE_KINDS
 from symblock.sheets.lang import MATH_TEXT, TEXTS
-from symblock.sheets.numbers import (Safe, dec_tex, exact_tex, grid, is_plain, matrix_value, number_tex, outcome,
+from symblock.sheets.lang_counts import counted
+from symblock.sheets.numbers import (Safe, dec_tex, exact_tex, grid, is_plain, matrix_value, number_tex, outcome, power_tex,
                                      param_symbol, shape_tex, show, step_symbol)
 from symblock.sheets.work_attention import AttentionWork
 from symblock.sheets.work_cross import CrossWork
@@ -116,9 +117,14 @@ class Builder(LinearWork, AttentionWork, CrossWork, NormWork, FfnWork, TileWork,
         """A linear layer as the conventions write it: with its bias, or without where the block has none."""
         return self.t("conv_linear" if self.o.bias else "conv_linear_nobias")
 
+    def epsilon_tex(self) -> str:
+        """ε as the sheet writes it: 10^{-5} for 1/100000 (version 1 wrote the fraction)."""
+        v1 = getattr(self.spec, "v1_words", False)
+        return (None if v1 else power_tex(self.o.eps)) or number_tex(self.o.eps)
+
     def conventions(self) -> list[Safe]:
         d, o = self.dims, self.o
-        eps = number_tex(o.eps)
+        eps = self.epsilon_tex()
         scale = self.t("conv_scale", d.d_head) if o.attention_scale == "sqrt_dk" else self.t("conv_noscale")
         cols = r"1, \dots, d" if d.heads == 1 else r"h d_k + 1, \dots, (h + 1) d_k"
         if d.heads * d.d_k != d.d_model or d.d_k != d.d_v:  # other projection widths
@@ -133,8 +139,9 @@ class Builder(LinearWork, AttentionWork, CrossWork, NormWork, FfnWork, TileWork,
             if o.padding:  # the key padding mask, shown like the causal one
                 rows = self.spec.key_padding_mask
                 keys = [", ".join(str(j + 1) for j, p in enumerate(r) if p) or "—" for r in rows]
-                out.append(self.t("conv_padding", keys[0] if len(rows) == 1 else
-                                  "; ".join(f"b{b}: {k}" for b, k in enumerate(keys))))
+                key = "conv_padding_batch" if len(rows) > 1 else counted("conv_padding", sum(rows[0]), False)
+                out.append(self.t("conv_padding" if getattr(self.spec, "v1_words", False) else key,
+                                  keys[0] if len(rows) == 1 else "; ".join(f"b{b}: {k}" for b, k in enumerate(keys))))
         out += self.cross_conventions(uses)
         if o.attention_tiles and any(kinds.of(n).name in SIDE_KINDS for n in self.ex.ask if n in self.trace):
             out.append(self.t("conv_tiles", o.attention_tiles))
@@ -195,7 +202,8 @@ class Builder(LinearWork, AttentionWork, CrossWork, NormWork, FfnWork, TileWork,
         text = self.t("describe", n=d.seq_len, d=d.d_model, f=d.d_ff, heads=heads, order=order,
                       norm=norm, act=act, mask=self.t("mask_on" if o.causal else "mask_pad" if o.padding
                                                       else "mask_off"))
-        return Safe(text + self.t("describe_cross", d.mem_len)) if o.cross_attention else text
+        causal = o.causal and not getattr(self.spec, "v1_words", False)   # whose mask it is (version 1: unsaid)
+        return Safe(text + self.t("describe_cross_causal" if causal else "describe_cross", d.mem_len)) if o.cross_attention else text
 
     def data(self) -> list[dict]:
         """The given matrices: the input X first, then parameters, then given steps."""

@@ -7,7 +7,7 @@ comes from here and is always escaped. `{0}`-style fields are filled with truste
 """
 from __future__ import annotations
 
-from symblock.sheets import lang_tiles
+from symblock.sheets import lang_counts, lang_tiles
 
 LANGS = ("en", "zh")
 
@@ -314,7 +314,8 @@ MATH_TEXT = {
     "zh": {"(each row)": "（逐行）", " where ": "，其中 ", "passes through": "原样传回",
            "copied to both summands": "复制给两个加数", "split into the heads' column blocks": "拆分到各头的列块",
            "and": "以及", "given: a constant": "已知：常数", "key ": "第 ", " is padding": " 个键是填充",
-           " or key ": " 或第 "},
+           " or key ": " 或第 ",   # and a cached step's (model.py), the reused-rows task's (work_model.py):
+           "(new row)": "（新行）", "(rows reused, one appended)": "（复用已有行，追加一行）", "reused": "复用"},
 }
 
 from symblock.sheets.lang_cross import CROSS_EN, CROSS_MATH_ZH, CROSS_ZH  # noqa: E402  (cross-attention)
@@ -322,7 +323,7 @@ MATH_TEXT["zh"].update(CROSS_MATH_ZH)
 EN.update(CROSS_EN)
 ZH.update(CROSS_ZH)
 from symblock.sheets import lang_norm, lang_rope  # noqa: E402
-for part in (lang_rope, lang_tiles, lang_norm):   # RoPE; the online softmax's tiles; version 1's norms
+for part in (lang_rope, lang_tiles, lang_norm, lang_counts):   # RoPE; the online softmax's tiles; version 1's norms; lines that follow a count
     EN.update(part.EN)
     ZH.update(part.ZH)
 TEXTS = {"en": EN, "zh": ZH}

@@ -25,6 +25,14 @@ CROSS_EN = {
                        "every decoder row may read every real memory row).",
     "cross_rows": "The row mixes all {0} value rows of the memory:",
     "cross_rows_padded": "The row mixes the {0} value rows of the memory ({1} of them padding, weighed 0):",
+    "cross_rows_entries": "The last row's first entries, written out (row times column); the row mixes all {0} "
+                          "value rows of the memory:",
+    "cross_rows_entry": "The last row's first entry, written out (row times column); the row mixes all {0} "
+                        "value rows of the memory:",
+    "cross_rows_padded_entries": "The last row's first entries, written out (row times column); the row mixes the {0} "
+                                 "value rows of the memory, {1} of them padding (weighed 0):",
+    "cross_rows_padded_entry": "The last row's first entry, written out (row times column); the row mixes the {0} "
+                               "value rows of the memory, {1} of them padding (weighed 0):",
     "conv_cross": "Cross-attention per head $h$: $S^{{c}}_h = Q^{{c}}_h (K^{{c}}_h)^{{\\top}}${0}, softmax along each "
                   "row, $O^{{c}}_h = P^{{c}}_h V^{{c}}_h$; the queries come from the decoder's rows, the keys and "
                   "values from the memory $H^{{\\mathrm{{enc}}}}$ ({1} rows, the encoder's output), and no causal mask applies{2}.",
@@ -38,6 +46,8 @@ CROSS_EN = {
     "conv_final_cross": ", then $Y = \\mathrm{{N}}_f(R_3)$",
     "describe_cross": " A decoder layer: after its self-attention, a cross-attention reads the memory $H^{{\\mathrm{{enc}}}}$ "
                       "({0} rows), then the FFN.",
+    "describe_cross_causal": " A decoder layer: the causal mask is its self-attention's; then a cross-attention reads "
+                             "the memory $H^{{\\mathrm{{enc}}}}$ ({0} rows, no causal mask), then the FFN.",
 }
 
 CROSS_ZH = {
@@ -59,6 +69,10 @@ CROSS_ZH = {
     "cross_mask_text": "填充的记忆行所在的列变为 $-\\infty$，其余照抄（没有因果掩码：解码器的每一行都可以读所有真实的记忆行）。",
     "cross_rows": "这一行对记忆的全部 {0} 个值向量行加权求和：",
     "cross_rows_padded": "这一行对记忆的 {0} 个值向量行加权求和（其中 {1} 行是填充，权重为 0）：",
+    "cross_rows_entries": "最后一行的前几个元素逐项写出（行乘列）；这一行对记忆的全部 {0} 个值向量行加权求和：",
+    "cross_rows_entry": "最后一行的第一个元素逐项写出（行乘列）；这一行对记忆的全部 {0} 个值向量行加权求和：",
+    "cross_rows_padded_entries": "最后一行的前几个元素逐项写出（行乘列）；这一行对记忆的 {0} 个值向量行加权求和（其中 {1} 行是填充，权重为 0）：",
+    "cross_rows_padded_entry": "最后一行的第一个元素逐项写出（行乘列）；这一行对记忆的 {0} 个值向量行加权求和（其中 {1} 行是填充，权重为 0）：",
     "conv_cross": "交叉注意力，每个头 $h$：$S^{{c}}_h = Q^{{c}}_h (K^{{c}}_h)^{{\\top}}${0}，按行做 softmax，"
                   "$O^{{c}}_h = P^{{c}}_h V^{{c}}_h$；查询来自解码器的行，键和值来自记忆 $H^{{\\mathrm{{enc}}}}$（{1} 行，编码器的输出），"
                   "没有因果掩码{2}。",
@@ -71,6 +85,8 @@ CROSS_ZH = {
                       "$R_3 = R_2 + \\mathrm{{FFN}}(\\mathrm{{N}}_3(R_2))${0}。",
     "conv_final_cross": "，最后 $Y = \\mathrm{{N}}_f(R_3)$",
     "describe_cross": "这是一个解码器层：自注意力之后，交叉注意力读取记忆 $H^{{\\mathrm{{enc}}}}$（{0} 行），然后是 FFN。",
+    "describe_cross_causal": "这是一个解码器层：因果掩码属于它的自注意力；之后交叉注意力读取记忆 $H^{{\\mathrm{{enc}}}}$"
+                             "（{0} 行，没有因果掩码），然后是 FFN。",
 }
 
 # an encoder-decoder's translation step (read on top of lang.MODEL_TEXTS)
@@ -89,6 +105,35 @@ MODEL_CROSS_ZH = {
                             "（$m = {m}$ 个 token）已经算过，自注意力的键和值已缓存；它预测的下一个 token {token} "
                             "现在作为输入送回模型。请把这新的一行一直算到下一个 token。",
 }
+
+# a translation step's words for what a decoder sheet calls the prompt: the target prefix (read over
+# MODEL_TEXTS by an encoder-decoder's sheet)
+TRANSLATE_EN = {
+    "m.conv_cache": "KV cache: the target prefix's rows of the self-attention's $K$ and $V$ are kept from its pass; "
+                    "a new token computes only its own $q$, $k$, $v$ rows, appends $k$ and $v$ to the cache, and "
+                    "attends to every row of the cache (no later token exists, so nothing is masked).",
+    "m.s.pos_table": "The position vectors of the target prefix's positions, one row per position.",
+    "m.s.reused": "Which rows of $K_{{cache}}$ were reused from the target prefix's pass? Write $1$ under each reused "
+                  "row and $0$ under the row computed in this step.",
+    "m.w.reused": "Rows {0} of $K_{{cache}}$ were computed when the target prefix was run and are read from "
+                  "the cache; only row {1} (the new token's $k$) is computed in this step. The same holds for "
+                  "$V_{{cache}}$.",
+    "m.w.reused_one": "Row $1$ of $K_{{cache}}$ was computed when the target prefix was run and is read from "
+                      "the cache; only row {1} (the new token's $k$) is computed in this step. The same holds for "
+                      "$V_{{cache}}$.",
+}
+TRANSLATE_ZH = {
+    "m.conv_cache": "KV 缓存：目标前缀的自注意力 $K$、$V$ 各行在它那一轮里已算好并保存；新 token 只计算自己的 $q$、$k$、$v$ 行，"
+                    "把 $k$、$v$ 追加到缓存末尾，再对缓存的每一行做注意力（没有更晚的 token，所以无需掩码）。",
+    "m.s.pos_table": "目标前缀各位置的位置向量，每个位置一行。",
+    "m.s.reused": "$K_{{cache}}$ 的哪些行是从目标前缀那一轮直接复用的？复用的行下写 $1$，本步新算的行下写 $0$。",
+    "m.w.reused": "$K_{{cache}}$ 的第 {0} 行在运行目标前缀时已经算好，直接从缓存读取；本步只计算第 {1} 行"
+                  "（新 token 的 $k$）。$V_{{cache}}$ 也一样。",
+    "m.w.reused_one": "$K_{{cache}}$ 的第 $1$ 行在运行目标前缀时已经算好，直接从缓存读取；本步只计算第 {1} 行"
+                      "（新 token 的 $k$）。$V_{{cache}}$ 也一样。",
+}
+TRANSLATE = {"en": TRANSLATE_EN, "zh": TRANSLATE_ZH}
+assert set(TRANSLATE_EN) == set(TRANSLATE_ZH)
 
 # the engine's formula words (MATH_TEXT): "−∞ where memory row j is padding"
 CROSS_MATH_ZH = {" where memory row ": "，记忆的第 "}

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 EN = {
     "conv_rope": "RoPE: each head's rows of $Q$ and $K$ are turned pair by pair before the scores; pair $i$ "
-                 "($0 \\le i < d_k/2 = {half}$) is the columns ${pairs}$ of the head, and at position $m$ it turns "
+                 "($0 \\le i < d_k/2 = {half}$) is the columns ${pairs}$ of the head{from0}, and at position $m$ it turns "
                  "by $\\phi = m\\,\\theta^{{-2i/d_k}}$, $\\theta = {theta}$: "
                  "$x'_a = x_a \\cos\\phi - x_b \\sin\\phi$, $x'_b = x_b \\cos\\phi + x_a \\sin\\phi$. "
                  "The rows are at positions ${pos}$; the angles $\\Phi$ (one row per position, "
                  "one column per pair), $\\cos\\Phi$ and $\\sin\\Phi$ are given.",
+    "rope_from0": " (its columns counted from 0, as $i$ is)",
     "conv_groups": "Grouped K/V heads: $K$ and $V$ have {kv} head(s), each read by {group} query heads; "
                    "query head $h$ reads K/V head $g = \\lfloor h / {group} \\rfloor$ (${reads}$), "
                    "that is columns $g d_k + 1, \\dots, (g + 1) d_k$ of $K$ and $V$.",
@@ -21,10 +22,11 @@ EN = {
 
 ZH = {
     "conv_rope": "RoPE：在计算分数之前，把每个头的 $Q$、$K$ 的各行按列对旋转；第 $i$ 对"
-                 "（$0 \\le i < d_k/2 = {half}$）是该头的第 ${pairs}$ 列，位置 $m$ 处的旋转角为 "
+                 "（$0 \\le i < d_k/2 = {half}$）是该头的第 ${pairs}$ 列{from0}，位置 $m$ 处的旋转角为 "
                  "$\\phi = m\\,\\theta^{{-2i/d_k}}$，$\\theta = {theta}$："
                  "$x'_a = x_a \\cos\\phi - x_b \\sin\\phi$，$x'_b = x_b \\cos\\phi + x_a \\sin\\phi$。"
                  "各行的位置是 ${pos}$；角度 $\\Phi$（每个位置一行，每对一列）及 $\\cos\\Phi$、$\\sin\\Phi$ 已给出。",
+    "rope_from0": "（该头的列从 0 数起，与 $i$ 相同）",
     "conv_groups": "分组的 K/V 头：$K$、$V$ 共有 {kv} 个头，每个由 {group} 个查询头共用；"
                    "查询头 $h$ 读取 K/V 头 $g = \\lfloor h / {group} \\rfloor$（${reads}$），"
                    "即 $K$、$V$ 的第 $g d_k + 1, \\dots, (g + 1) d_k$ 列。",

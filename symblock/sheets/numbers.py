@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from flint import arb, fmpq
 
+from symblock import options
 from symblock.engine import exact, parameters
 
 if TYPE_CHECKING:
@@ -71,6 +72,14 @@ def exact_tex(e) -> str | None:
     return tex if len(tex) <= MAX_EXACT_TEX else None
 
 
+def power_tex(x) -> str | None:
+    """A power of ten at most 10⁻⁴ (ε = 1/10¹²) as `10^{-12}`, which reads at a glance; None otherwise."""
+    if not isinstance(x, Fraction) or x.numerator != 1 or x.denominator < 10**4:
+        return None
+    k = len(str(x.denominator)) - 1
+    return f"10^{{-{k}}}" if x.denominator == 10**k else None
+
+
 def number_tex(x) -> str:
     """A spec's exact scalar (ε, a dropout p) in LaTeX as SymPy prints it; a rational one, the
     usual case, without importing SymPy (which costs an everyday command ~0.3 s)."""
@@ -80,7 +89,7 @@ def number_tex(x) -> str:
     return sympy.latex(sympy.sympify(x))
 
 
-SCI_HIGH, SCI_LOW = 10**6, Fraction(1, 10**4)   # outside [10⁻⁴, 10⁶): scientific notation
+SCI_HIGH, SCI_LOW = options.SCI_HIGH, options.SCI_LOW   # outside [10⁻⁴, 10⁶): scientific notation
 
 
 def scientific(e, places: int) -> tuple[Decimal, int] | None:

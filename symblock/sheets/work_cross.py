@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from symblock.engine import names
+from symblock.sheets.lang_counts import counted
 from symblock.sheets.numbers import Safe, step_symbol
 
 if TYPE_CHECKING:
@@ -41,8 +42,9 @@ class CrossWork:
         d = self.dims
         scale = self.t("conv_scale", d.d_head) if self.o.attention_scale == "sqrt_dk" else self.t("conv_noscale")
         # a decoder layer's memory padding, or an encoder-decoder's padded source (its memory's rows)
-        rows = ", ".join(str(j + 1) for j, p in enumerate(self.memory_padding()) if p)
-        return [self.t("conv_cross", scale, self.memory_rows(), self.t("conv_cross_pad", rows) if rows else "")]
+        padded = [str(j + 1) for j, p in enumerate(self.memory_padding()) if p]
+        pad = counted("conv_cross_pad", len(padded), getattr(self.spec, "v1_words", False))
+        return [self.t("conv_cross", scale, self.memory_rows(), self.t(pad, ", ".join(padded)) if padded else "")]
 
     def memory_padding(self) -> tuple:
         """The memory's padding flags: a decoder layer's memory_padding_mask, an encoder-decoder's source's."""
@@ -82,5 +84,8 @@ class CrossWork:
         m = self.memory_rows()   # each row mixes every memory row (none is masked causally)
         pos = self.positions(*step.value.shape, m, row=step.value.shape[0] - 1)
         padded = sum(map(bool, self.memory_padding()))
-        out.append((self.t("cross_rows_padded", m, padded) if padded else self.t("cross_rows", m), None))
+        key = "cross_rows_padded" if padded else "cross_rows"
+        if step.value.shape[0] > 1 and not getattr(self.spec, "v1_words", False):   # version 1 kept "The row"
+            key += "_entries" if len(pos) > 1 else "_entry"   # which row's entries: the last
+        out.append((self.t(key, m, padded), None))
         return out + self.dot_entries(step, p.rows, v.T.rows, pos)

@@ -10,6 +10,7 @@ from dataclasses import replace
 
 from symblock.engine import names
 from symblock.sheets.builder import Builder
+from symblock.sheets.lang_counts import counted
 from symblock.sheets.numbers import Safe, bmatrix, step_symbol
 from symblock.sheets.work_model import DecoderBuilder, token_tex
 
@@ -44,9 +45,9 @@ class EncoderBuilder(DecoderBuilder):
             out.append(self.t("e.conv_embed_norm" + ("_nobeta" if self.no_beta(self.trace["norm_embed"]) else "")))
         padded = [str(i + 1) for i, p in enumerate(s.key_padding_mask) if p]
         if padded:
-            out.append(self.t("e.conv_padding", ", ".join(padded)))
-        pad_line = self.T["conv_padding"].split("{")[0]
-        return out + [c for c in self.block_conventions()[1:] if not c.startswith(pad_line)]
+            out.append(self.t(counted("e.conv_padding", len(padded), getattr(self.spec, "v1_words", False)), ", ".join(padded)))
+        pad_lines = tuple(self.T[k].split("{")[0] for k in ("conv_padding", "conv_padding_one", "conv_padding_many", "conv_padding_batch"))
+        return out + [c for c in self.block_conventions()[1:] if not c.startswith(pad_lines)]
 
     def block_conventions(self) -> list[Safe]:
         keep = self.o

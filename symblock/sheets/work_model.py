@@ -14,6 +14,7 @@ from symblock.engine import names
 from symblock.exercises.decoder import token_index
 from symblock.sheets.builder import Builder
 from symblock.sheets.lang import MODEL_TEXTS, TEXTS
+from symblock.sheets.lang_cross import TRANSLATE
 from symblock.sheets.numbers import (Safe, bmatrix, cells, dec_tex, grid, is_plain, matrix_value, param_symbol,
                                      shape_tex, step_symbol)
 
@@ -47,6 +48,8 @@ class DecoderBuilder(Builder):
         super().__init__(trace, exercise, lang, places)
         self.T = {**TEXTS[lang], **MODEL_TEXTS[lang]}
         self.model = trace.spec
+        if self.model.kind == "encoder-decoder":   # its prompt is the target prefix
+            self.T.update(TRANSLATE[lang])
         self.m = len(self.model.prompt)            # the prompt's tokens; the new token is number m + 1
         self.token = token_index(trace["next_token"].value) if "next_token" in trace else None  # an encoder: none
 
@@ -152,10 +155,10 @@ class DecoderBuilder(Builder):
                 "points": self.points(name), "rows": 1,
                 "formula": Safe(r"K_{\text{cache}} = \left[%s\right]" % r";\ ".join(
                     [r"K_{%d\cdot}" % k for k in range(1, n + 1)] if n <= 3 else [r"K_{1\cdot}", r"\dots", r"K_{%d\cdot}" % n])),
-                "shape": Safe(shape_tex(1, n)), "grid": Safe(f"\\text{{reused}} = {grid(1, n, 0)}"),
+                "shape": Safe(shape_tex(1, n)), "grid": self.math(f"\\text{{reused}} = {grid(1, n, 0)}"),
                 "work": [{"text": self.t("m.w.reused_one" if n == 2 else "m.w.reused", self._first_rows(n - 1), n),
                           "math": None}],
-                "answer": Safe(r"\text{reused} " + matrix_value(value, self.places)),
+                "answer": self.math(r"\text{reused} " + matrix_value(value, self.places)),
                 "cells": cells(value, self.places)}
 
     def _first_rows(self, k: int) -> str:

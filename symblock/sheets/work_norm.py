@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from symblock.engine import exact, names
-from symblock.sheets.numbers import number_tex
 
 if TYPE_CHECKING:
     from symblock.engine.block import Step
@@ -86,7 +85,7 @@ class NormWork:
     def root_rows(self, step: Step, sym: str, inner_sym: str) -> list:
         v = self.value(step.inputs[0])
         eps_val = exact.from_sympy(self.o.eps)
-        eps_tex = "" if self.o.eps == 0 else " + " + number_tex(self.o.eps)
+        eps_tex = "" if self.o.eps == 0 else " + " + self.epsilon_tex()
         lines = []
         for i in range(min(self.dims.seq_len, MAX_ROWS)):
             a = self.show(v.rows[i][0])

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from symblock.engine import names, rope
 from symblock.engine.matrix import Mat
 from symblock.engine.steps import kv_head
+from symblock.sheets.lang_counts import counted
 from symblock.sheets.numbers import Safe, step_symbol
 
 if TYPE_CHECKING:
@@ -57,11 +58,13 @@ class RopeWork:
             r = self.o.rope
             pairs = r"(i,\ i + d_k/2)" if r.style == "half" else r"(2i,\ 2i + 1)"
             pos = ", ".join(str(m) for m in self.rope_positions())
+            from0 = "" if getattr(self.spec, "v1_words", False) else self.T["rope_from0"]   # version 1: unsaid
             out.append(self.t("conv_rope", theta=rope._theta_tex(r.theta), pairs=pairs, pos=pos,
-                              half=d.d_k // 2))
+                              half=d.d_k // 2, from0=from0))
         if d.kv_heads != d.heads:
             reads = ", ".join(f"{h} \\to {kv_head(h, d)}" for h in range(d.heads))
-            out.append(self.t("conv_groups", kv=d.kv_heads, group=d.group, reads=reads))
+            key = counted("conv_groups", d.kv_heads, getattr(self.spec, "v1_words", False))
+            out.append(self.t(key, kv=d.kv_heads, group=d.group, reads=reads))
         return out
 
     def work_rotate(self, step: Step) -> list:

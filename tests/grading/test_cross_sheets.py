@@ -80,13 +80,67 @@ def test_decoder_layer_sheet_asks_the_cross_attention(cli, tmp_path):
                  "cross.out", "resid3", "norm3"):
         assert f"`{name}`" in key
     assert r"keys: project the memory $H^{\mathrm{enc}}$" in key and "no causal mask applies" in key
-    assert "memory row(s) 3 are padding" in key             # the padded third memory row, said once
+    assert "memory row 3 is padding: its column" in key     # the padded third memory row, said once
     assert "$H_3 = \\mathrm{N}_3(H_2 + \\mathrm{FFN}(H_2))$" in key
     code, out, err = cli("worksheet", "decoder-layer", "--out", tmp_path / "zh", "--format", "markdown",
                          "--lang", "zh")
     assert code == 0, err
     zh = (tmp_path / "zh" / "key.md").read_text(encoding="utf-8")
     assert r"交叉注意力的键：用 $W^{K}_{c}$ 投影记忆 $H^{\mathrm{enc}}$" in zh and "记忆的第 } j" in zh
+
+
+def test_the_cross_head_output_says_whose_entries_it_writes_out(cli, tmp_path, spec_file):
+    """Two decoder rows: the entries written out are the last row's, (O^c_0)_21 …, and the text says
+    so (it said "The row"); one new row (a translation step) is "the row"; version 1 keeps its words."""
+    code, out, err = cli("worksheet", "decoder-layer", "--preset", "cross", "--out", tmp_path / "a", "--format", "markdown")
+    assert code == 0, err
+    key = (tmp_path / "a" / "key.md").read_text(encoding="utf-8")
+    said = ("The last row's first entries, written out (row times column); the row mixes the 3 value rows of "
+            "the memory, 1 of them padding (weighed 0):\n\n$$\n\\begin{aligned} (O^{c}_0)_{21} &= ")
+    assert said in key and "The row mixes" not in key
+    code, out, err = cli("worksheet", "tiny-translate", "--out", tmp_path / "t", "--format", "markdown")
+    assert code == 0, err
+    assert "The row mixes all 3 value rows of the memory:" in (tmp_path / "t" / "key.md").read_text(encoding="utf-8")
+    from symblock.engine import spec
+    v1 = spec_file(spec.example_text("decoder-layer").replace("random: {seed: 5, low: -1, high: 1}",
+                                                              "random: {seed: 5, low: -1, high: 1, generator: 1}"))
+    code, out, err = cli("worksheet", v1, "--preset", "cross", "--out", tmp_path / "v1", "--format", "markdown")
+    assert code == 0, err
+    old = (tmp_path / "v1" / "key.md").read_text(encoding="utf-8")
+    assert "The row mixes the 3 value rows of the memory (1 of them padding, weighed 0):" in old and "last row" not in old
+
+
+def test_the_description_says_whose_the_causal_mask_is(cli, tmp_path, spec_file):
+    """"…, causal mask. A decoder layer: …" read as if the cross-attention were masked too."""
+    for lang, said in (("en", "causal mask. A decoder layer: the causal mask is its self-attention's; then a "
+                              "cross-attention reads the memory $H^{\\mathrm{enc}}$ (3 rows, no causal mask), then the FFN."),
+                       ("zh", "因果掩码属于它的自注意力；之后交叉注意力读取记忆 $H^{\\mathrm{enc}}$（3 行，没有因果掩码）")):
+        code, out, err = cli("worksheet", "decoder-layer", "--lang", lang, "--out", tmp_path / lang, "--format", "markdown")
+        assert code == 0, err
+        assert said in (tmp_path / lang / "sheet.md").read_text(encoding="utf-8")
+    from symblock.engine import spec
+    v1 = spec_file(spec.example_text("decoder-layer").replace("random: {seed: 5, low: -1, high: 1}",
+                                                              "random: {seed: 5, low: -1, high: 1, generator: 1}"))
+    code, out, err = cli("worksheet", v1, "--out", tmp_path / "v1", "--format", "markdown")
+    assert code == 0, err
+    assert "causal mask. A decoder layer: after its self-attention, a cross-attention reads" in \
+        (tmp_path / "v1" / "sheet.md").read_text(encoding="utf-8")
+
+
+def test_a_translation_sheet_says_target_prefix_where_a_gpt_sheet_says_prompt(cli, tmp_path):
+    """Its description calls the decoded tokens the target prefix; the KV-cache line, the reused-rows task
+    and the positions preset said "the prompt" (a word the sheet never defined)."""
+    for lang, prompt, prefix in (("en", "prompt", "the target prefix's rows of the self-attention's $K$"),
+                                 ("zh", "提示", "目标前缀的自注意力 $K$")):
+        code, out, err = cli("worksheet", "tiny-translate", "--lang", lang, "--out", tmp_path / lang, "--format", "markdown")
+        assert code == 0, err
+        key = (tmp_path / lang / "key.md").read_text(encoding="utf-8")
+        assert prompt not in key and prefix in key
+        assert "复用" in key if lang == "zh" else "reused from the target prefix's pass?" in key
+    code, out, err = cli("worksheet", "tiny-translate", "--preset", "positions", "--out", tmp_path / "p", "--format", "markdown")
+    assert "The position vectors of the target prefix's positions" in (tmp_path / "p" / "key.md").read_text(encoding="utf-8")
+    code, out, err = cli("worksheet", "tiny-gpt", "--out", tmp_path / "gpt", "--format", "markdown")
+    assert "KV cache: the prompt's rows of $K$ and $V$" in (tmp_path / "gpt" / "key.md").read_text(encoding="utf-8")
 
 
 def test_decoder_layer_numpy_answers_get_full_marks(cli, spec_file, layer):
@@ -209,6 +263,20 @@ def test_tiny_bert_numpy_answers_get_full_marks_and_errors_carry(cli, spec_file)
     assert steps["layer0.attn.q"]["status"] == "carried"
 
 
+
+def test_tiny_bert_with_a_causal_mask_is_named(cli, spec_file):
+    """An encoder attends both ways: its scores masked causally (beside the padded token 4), and the
+    softmax of that, are named causal_mask_added (they were none of the catalogued mistakes)."""
+    T = numeric_model.forward(api.load("tiny-bert"))
+    m = T["layer0.attn.h0.scaled"].copy()
+    m[np.triu_indices(4, 1)] = -np.inf
+    m[:, 3] = -np.inf
+    for name, value in (("layer0.attn.h0.masked", m), ("layer0.attn.h0.weights", softmax(m))):
+        code, out, err = cli("check", "tiny-bert", spec_file(answers({name: value}), "a.yaml"), "--json")
+        step = {x["name"]: x for x in json.loads(out)["steps"]}[name]
+        assert code == 1 and step["status"] == "wrong" and step["diagnosis"] == ["causal_mask_added"], step
+
+
 def test_translation_formulas_are_clean_latex():
     """The reused cross K/V of a generation step say so in LaTeX (a stray tab once ate `\\t` of \\text)."""
     t = api.forward(api.load("tiny-translate"))
@@ -229,7 +297,7 @@ def test_a_padded_source_is_stated_on_the_sheet_and_numpy_answers_get_full_marks
     code, out, err = cli("worksheet", path, "--out", tmp_path / "ws", "--format", "markdown")
     assert code == 0, err
     sheet = (tmp_path / "ws" / "sheet.md").read_text(encoding="utf-8")
-    assert "memory row(s) 3 are padding" in sheet and "`gen1.layer0.cross.h0.masked`" in sheet
+    assert "memory row 3 is padding" in sheet and "`gen1.layer0.cross.h0.masked`" in sheet
     T = numeric_model.forward(api.load(str(path)))
     w = T["gen1.layer0.cross.h0.weights"]
     assert w[0, 2] == 0 and abs(w.sum() - 1) < 1e-12   # the padded memory row gets no weight

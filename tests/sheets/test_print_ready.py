@@ -165,6 +165,19 @@ def test_chinese_sheets_have_no_english_prose():
     assert {"Row", "the"} <= set(prose_words(en))   # the reader does see English
 
 
+@pytest.mark.parametrize("example", ["tiny-gpt", "tiny-translate"])
+def test_chinese_decoding_sheets_have_no_english_prose(example):
+    """A cached decoding step's formulas and its reused-rows task say their words in Chinese too
+    ((new row), (rows reused, one appended), reused); the names logit(s), KV and GPT stay."""
+    from symblock.engine.model import forward_any
+    from symblock.exercises.generate import load
+    trace = forward_any(load(example, allow_model=True))
+    docs = documents(variant.build("x", trace), formats=["markdown"], lang="zh").files
+    for name, text in docs.items():
+        assert not set(prose_words(text)) - {"logit", "logits", "KV", "GPT"}, (example, name, sorted(set(prose_words(text))))
+    assert r"\text{（新行）}" in docs["key.md"] and r"\text{复用} = " in docs["sheet.md"]
+
+
 def test_title_per_language_and_bad_titles(tmp_path, capsys):
     from symblock import cli
     text = spec.example_text("seed-post-ln")

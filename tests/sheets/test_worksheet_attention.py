@@ -27,7 +27,7 @@ def docs_of(s, **kw):
 def test_padding_and_dropout_are_shown():
     s = spec.from_mapping(PADDED)
     key = docs_of(s)["key.md"]
-    assert "Padding mask: key(s) 3 are padding" in key
+    assert "Padding mask: key 3 is padding; its column" in key
     assert "Padding mask for head 0" in key and "The columns of padding keys become" in key
     assert "`dropout.masks.ffn.act`" in key and "ffn.act.dropped" in key
     assert r"d_k = 2;\ V\!: d_v = 2" in key
@@ -41,7 +41,7 @@ def test_key_numbers_of_a_padded_batch_are_numpys():
     key = docs_of(s)["key.md"]
     answers = key_answers_md(key)
     assert list(answers) == list(choose(block.forward(s)).ask)
-    assert "b1.attn.h0.weights" in answers and "b0: —; b1: 3 are padding" in key
+    assert "b1.attn.h0.weights" in answers and "the padding keys of each sequence: b0: —; b1: 3;" in key
     for name, tex in answers.items():
         for i, row in enumerate(matrices(tex)[-1]):
             for j, cell in enumerate(row):

@@ -191,7 +191,7 @@ def test_the_cross_attention_output_says_the_padded_memory_row_is_weighed_0(cli,
     """decoder-layer's third memory row is padding: its weight is 0, so 'mixes all 3 rows' would mislead."""
     assert cli("worksheet", "decoder-layer", "--format", "markdown", "--out", tmp_path).code == 0
     key = (tmp_path / "key.md").read_text(encoding="utf-8")
-    assert "mixes the 3 value rows of the memory (1 of them padding, weighed 0)" in key and "mixes all 3" not in key
+    assert "mixes the 3 value rows of the memory, 1 of them padding (weighed 0)" in key and "mixes all 3" not in key
 
 
 def test_the_kv_cache_is_named_upright_everywhere(tmp_path, capsys):

@@ -102,6 +102,22 @@ def mask_missing(name, env, spec: BlockSpec):
     return [m] if kind(name) == "masked" else [softmax_rows(m)]
 
 
+def causal_added(name, env, spec: BlockSpec):
+    """A causal mask laid on attention that has none (an encoder's, which attends both ways)."""
+    m = mask_with(unmasked(name, env, spec), exact.NEG_INF, attention_mask(name, spec, causal=True))
+    return [m] if kind(name) == "masked" else [softmax_rows(m)]
+
+
+def causal_added_applies(name: str, spec: BlockSpec) -> bool:
+    return not spec.options.causal and kind(name) in ("masked", "weights") and spec.dims.seq_len > 1
+
+
+# (code, explanation, where, applies, compute): a mask the block does not have
+MASKS = (("causal_mask_added", "causal mask applied where the attention has none (an encoder attends both "
+          "ways: every token sees every other)", "attn.h*.masked / .weights (no causal mask)",
+          causal_added_applies, causal_added),)
+
+
 def padding_missing(name, env, spec: BlockSpec):
     """The key padding mask left out (the causal mask, if any, applied)."""
     m = mask_with(unmasked(name, env, spec), exact.NEG_INF, attention_mask(name, spec, padding=False))
@@ -262,4 +278,4 @@ from symblock.grading.slips.cross import CROSS  # noqa: E402
 from symblock.grading.slips.positions import POSITIONS  # noqa: E402
 from symblock.grading.slips.rope import ROPE_CATALOGUE  # noqa: E402
 
-__all__ = ["CROSS", "POSITIONS", "ROPE_CATALOGUE"]   # re-exported for mistakes' catalogues
+__all__ = ["CROSS", "MASKS", "POSITIONS", "ROPE_CATALOGUE"]   # re-exported for mistakes' catalogues

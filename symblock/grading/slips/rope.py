@@ -19,6 +19,7 @@ from symblock.grading.recompute import compute, inputs_of, kind
 # * rope_positions_from_one: the rows' positions counted from 1 (m + 1 for m).
 # * rope_sign_flipped: turned the other way, x_a cos + x_b sin and x_b cos − x_a sin (angle −φ).
 # * rope_on_v: the values rotated as well (in attn.v itself, or in a head's output); d_v even only.
+# * rope_unrotated: a head's scores from K (or Q, or both) as projected, not as rotated.
 # * gqa_wrong_head: query head h read K/V head h mod kv_heads instead of ⌊h·kv_heads/heads⌋ (only
 #   for a head where the two differ).
 
@@ -77,6 +78,20 @@ def on_v(name: str, env: dict, spec) -> list[Mat]:
     return [env[p] @ _rotated_v(env[v], spec).cols(g * d_v, (g + 1) * d_v)]
 
 
+def unrotated_applies(name: str, spec) -> bool:
+    return spec.options.rope is not None and kind(name) == "scores"
+
+
+def unrotated(name: str, env: dict, spec) -> list[Mat]:
+    """The scores from the keys left unrotated (K for K'), the queries left unrotated, or both."""
+    p, d = names.parse(name), spec.dims
+    q_rot, k_rot = inputs_of(name, spec)[:2]
+    q, k = env[p.sibling("attn.q")], env[p.sibling("attn.k")]
+    g = kv_head(p.head, d)
+    return [a.cols(*head_columns(name, d)) @ b.cols(g * d.d_k, (g + 1) * d.d_k).T
+            for a, b in ((env[q_rot], k), (q, env[k_rot]), (q, k))]
+
+
 def _wrong_head(name: str, spec) -> int:
     return names.parse(name).head % spec.dims.kv_heads
 
@@ -106,6 +121,8 @@ ROPE_CATALOGUE = (
      "(the sign of sin flipped)", "attn.q_rot, attn.k_rot", rotates, sign_flipped),
     ("rope_on_v", "RoPE applied to the values too: only the queries and keys are rotated",
      "attn.v, attn.h*.out (d_v even)", on_v_applies, on_v),
+    ("rope_unrotated", "scores taken from unrotated keys or queries (K for K', Q for Q'): RoPE turns both "
+     "before the scores", "attn.h*.scores", unrotated_applies, unrotated),
     ("gqa_wrong_head", "query head h read K/V head h mod kv_heads instead of ⌊h·kv_heads/heads⌋ "
      "(consecutive query heads share a K/V head)", "attn.h*.scores, attn.h*.out (grouped K/V heads)",
      wrong_head_applies, wrong_head),

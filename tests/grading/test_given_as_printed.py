@@ -1,0 +1,82 @@
+"""Given data is read off the sheet: a step the sheet prints rounded (N_2 ≈ -1.589 …, H_1 ≈ 0.507 …)
+is what a person works from, so the next step worked from those printed numbers is honest rounding
+(correct, as the key's own worked lines compute it), and a catalogued slip worked from them is still
+named. A −∞ written where the truth is finite is shown against the truth at the asked places.
+
+The printed numbers are copied from the sheets; every answer is worked here with NumPy from them."""
+import json
+import textwrap
+
+import numpy as np
+
+from symblock.cli import main
+
+
+def half_up(x, places=3):
+    """Rounded half away from zero, as text at `places`."""
+    q = np.sign(x) * np.floor(np.abs(x) * 10 ** places + 0.5) / 10 ** places
+    return [[float(f"{v:.{places}f}") for v in row] for row in np.atleast_2d(q)]
+
+
+def check(tmp_path, capsys, ident, preset, steps: dict):
+    path = tmp_path / "answers.yaml"
+    lines = "".join(f"  {k}: {json.dumps(v)}\n" for k, v in steps.items())
+    path.write_text(f"id: {ident}\ndecimals: 3\nsteps:\n{lines}")
+    code = main(["check", str(path), "--preset", preset, "--json"])
+    out = capsys.readouterr().out
+    return code, {s["name"]: s for s in json.loads(out)["steps"]}
+
+
+# pre-ln-causal-gelu.7, --preset ffn: N_2 as the sheet prints it, and W_1
+N2_PRINTED = np.array([[-1.589, 0.083, 1.163, 0.343], [0.844, -0.701, -1.252, 1.109],
+                       [1.180, 0.779, -0.778, -1.181]])
+W1 = np.array([[0, -1, -1, 1], [0, 1, 0, 0], [-1, -1, 1, 1], [0, -1, 1, -1]])
+
+
+def test_a_step_worked_from_the_printed_given_is_correct_not_a_slip(tmp_path, capsys):
+    honest = half_up(N2_PRINTED @ W1)   # four entries differ by one unit from the exact N_2's product
+    code, steps = check(tmp_path, capsys, "pre-ln-causal-gelu.7", "ffn", {"ffn.hidden": honest})
+    assert code == 0
+    assert steps["ffn.hidden"]["status"] == "correct", steps["ffn.hidden"]
+    assert all(e["mark"] == "correct" for e in steps["ffn.hidden"]["entries"])
+    # one unit off the printed numbers' product (and the truth's) is still a rounding slip
+    off = [row[:] for row in honest]
+    off[0][0] = round(off[0][0] - 0.001, 3)
+    code, steps = check(tmp_path, capsys, "pre-ln-causal-gelu.7", "ffn", {"ffn.hidden": off})
+    assert steps["ffn.hidden"]["status"] == "slip"
+    assert [(e["row"], e["col"]) for e in steps["ffn.hidden"]["entries"] if e["mark"] == "slip"] == [(0, 0)]
+
+
+# decoder-layer.5, --preset cross: H_1 as the sheet prints it, the memory and the cross weights
+H1_PRINTED = np.array([[0.507, 1.183, -0.169, -1.521], [-0.136, 1.269, 0.363, -1.496]])
+MEMORY = np.array([[1, -1, 0, 0], [0, 0, 1, -1], [0, 0, 0, 0]])
+WQ = np.array([[0, 0, -1, -1], [-1, 0, 1, -1], [0, 1, -1, -1], [-1, -1, 0, -1]])
+WK = np.array([[1, 1, 0, 1], [1, -1, 1, -1], [-1, 1, 1, 0], [1, 0, -1, 0]])
+WV = np.array([[0, 0, 0, 1], [-1, -1, -1, 0], [-1, -1, 1, 1], [-1, -1, -1, -1]])
+
+
+def test_keys_taken_from_the_printed_decoder_rows_are_named(tmp_path, capsys):
+    """K = H_1 W_K from the printed H_1 (two rows where the memory has three): the slip is named,
+    though two of its entries differ by one unit from the exact H_1's product."""
+    steps = {"cross.q": half_up(H1_PRINTED @ WQ), "cross.k": half_up(H1_PRINTED @ WK),
+             "cross.v": half_up(MEMORY @ WV)}
+    code, marked = check(tmp_path, capsys, "decoder-layer.5", "cross", steps)
+    assert code == 1
+    assert marked["cross.q"]["status"] == "correct" and marked["cross.v"]["status"] == "correct"
+    assert marked["cross.k"]["status"] == "wrong"
+    assert marked["cross.k"]["diagnosis"] == ["cross_kv_from_decoder"]
+
+
+def test_a_causal_mask_on_cross_attention_is_named_and_the_missed_score_shown_as_a_decimal(tmp_path, capsys):
+    q, k = half_up(H1_PRINTED @ WQ), MEMORY @ WK
+    scaled = np.array(q) @ k.T / 2                    # d_k = 4: 1/√4
+    masked = scaled.copy()
+    masked[0, 1] = masked[0, 2] = masked[1, 2] = np.nan   # causal (j > i) and the padded memory row 3
+    code, marked = check(tmp_path, capsys, "decoder-layer.5", "cross",
+                         {"cross.h0.masked": [["-inf" if np.isnan(v) else v for v in row]
+                                              for row in half_up(masked)]})
+    step = marked["cross.h0.masked"]
+    assert step["status"] == "wrong" and step["diagnosis"] == ["cross_causal_mask"]
+    wrong = [e for e in step["entries"] if e["mark"] == "wrong"]
+    assert [(e["row"], e["col"], e["given"]) for e in wrong] == [(0, 1, "-inf")]
+    assert wrong[0]["expected"] == f"{half_up(scaled)[0][1]:.3f}" == "1.183"   # not sqrt(35)/5
