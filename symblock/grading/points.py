@@ -12,7 +12,7 @@ accepts from an honest chain that can be known in advance:
   exact tie);
 * the value recomputed (`Item.recompute`, as grading recomputes a step from a person's inputs)
   from the key's printed numbers: each earlier asked step as the key prints it (its exact value
-  rounded, or exact when short);
+  rounded, or exact when short), and the given data as the sheet prints them (`plan.as_printed`);
 * the value of the rounded chain: each earlier asked step recomputed and rounded in turn, as a
   student who carries their own rounded numbers forward writes it;
 
@@ -221,13 +221,15 @@ def accepted(trace: Trace, exercise: Exercise, places: int) -> dict[str, list[li
     """{asked step: rows of entries, each a list of (12-place centre, credit), full credit first}:
     the centres are ranged ½·10⁻ᵈ either side (`places` d). A masked −∞ entry has no centre ([])."""
     from symblock.grading import plan
-    asked = set(exercise.ask)
+    asked, shown = set(exercise.ask), set(exercise.data_steps)
     printed, rounded = dict(trace.params), dict(trace.params)
     out = {}
     for it in plan.items(trace, exercise):
         key = _recompute(it, printed)
         own = _recompute(it, rounded)
-        if it.name in asked:
+        if it.name in shown:   # given data, read off the sheet as printed (as the checker reads it)
+            printed[it.name] = rounded[it.name] = plan.as_printed(it.value, places)
+        elif it.name in asked:
             out[it.name] = _entries([it.value, key, own], places)
             printed[it.name], rounded[it.name] = _printed(it.value, places), _printed(own, places, True)
         else:
