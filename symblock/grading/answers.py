@@ -178,6 +178,7 @@ class Answers:
     student: Mapping[str, str] = field(default_factory=dict)   # e.g. {"student_id": "7", "email": ...}
     overruled: tuple[str, ...] = ()   # the file's keys that asked for less than Policy.floor, e.g. "decimals: 1"
     indexed: bool = False   # some step places its entries by row and col (row:, entries:, the CSV form): from 0
+    printed: int | None = None   # the places the sheet printed its given data at: the set's, else the file's decimals
 
 
 def load(path: str | Path, shapes: Mapping[str, tuple[int, int]], computed: set[str] | None = None,
@@ -227,7 +228,7 @@ def from_mapping(data: Mapping, source: str, shapes: Mapping[str, tuple[int, int
         out[name] = _step(name, value, shapes[name], policy, source, where, masked)
     indexed = any(isinstance(v, dict) and ("row" in v or "entries" in v) for v in raw.values())
     return Answers(source, top.decimals, out, _text_field(data, "id", source), _text_field(data, "name", source),
-                   student, overruled, indexed)
+                   student, overruled, indexed, default.floor if default.floor is not None else top.decimals)
 
 
 def _step(name: str, value: Any, shape: tuple[int, int], policy: Policy, source: str, where: str,

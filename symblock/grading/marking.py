@@ -176,7 +176,7 @@ def check(spec, trace, answers, asked=None, backward=None, items=None, memo: dic
             slips[name] = kept[name] if slipped is unrounded or slipped is None else slipped
             shaped[name], bad[name] = chain[name] if as_shaped is own or as_shaped is None else as_shaped, built_on
             if name in shown:   # read off the sheet: the printed truth, resting on nothing of theirs
-                chain[name] = fixed[name] = shaped[name] = plan.as_printed(it.value, answers.decimals)
+                chain[name] = fixed[name] = shaped[name] = plan.as_printed(it.value, answers.printed)
                 bad[name] = []
             continue
         result, kept[name] = mark_step(it, answer, own, honest, built_on, spec, chain, truth,

@@ -80,3 +80,22 @@ def test_a_causal_mask_on_cross_attention_is_named_and_the_missed_score_shown_as
     wrong = [e for e in step["entries"] if e["mark"] == "wrong"]
     assert [(e["row"], e["col"], e["given"]) for e in wrong] == [(0, 1, "-inf")]
     assert wrong[0]["expected"] == f"{half_up(scaled)[0][1]:.3f}" == "1.183"   # not sqrt(35)/5
+
+
+def test_given_data_are_read_at_the_sheets_places_when_a_file_raises_its_own(tmp_path):
+    """A set prints N_2 at its 3 places; a student who writes 4 places (`decimals: 4`) still worked
+    from the printed 3-place numbers: N_2 W_1 from them (exact with integer weights, 4 places shown)
+    is their honest rounding, full marks, not 4-place given data's other last digits."""
+    import csv
+    assert main(["worksheet", "pre-ln-causal-gelu", "--preset", "ffn", "--variants", "1", "--seed", "7",
+                 "--format", "markdown", "--out", str(tmp_path / "set")]) == 0
+    z = [[f"{v:.4f}" for v in row] for row in N2_PRINTED @ W1]
+    assert z[0][2] == "3.0950"   # the exact N_2 gives 3.0943 at 4 places
+    (tmp_path / "answers").mkdir()
+    (tmp_path / "answers" / "s.yaml").write_text(
+        "id: pre-ln-causal-gelu.7\ndecimals: 4\nsteps:\n  ffn.hidden: [" + ", ".join(
+            "[" + ", ".join(row) + "]" for row in z) + "]\n", encoding="utf-8")
+    assert main(["grade", str(tmp_path / "set"), str(tmp_path / "answers"), "--out", str(tmp_path / "g")]) == 0
+    with open(tmp_path / "g" / "gradebook.csv", newline="", encoding="utf-8") as f:
+        row, = csv.DictReader(f)
+    assert row["ffn.hidden"] == "1.00", row
