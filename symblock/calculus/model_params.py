@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, NamedTuple
 
-from symblock.calculus.params import Counts, count
+from symblock.calculus.params import Counts, count, group
 
 
 @dataclass(frozen=True)
@@ -155,11 +155,6 @@ SYMBOL_TEX = {"W_E_src": r"W_{E,\text{src}}"}
 
 BIASES_GIVEN = Row("biases given", "in some layers only (block.bias: false)", 0, "",
                    r"\text{(in some layers only: \texttt{block.bias: false})}")
-
-
-def group(n: int) -> str:
-    """12704 -> 12{,}704 (LaTeX's comma between groups of three digits)."""
-    return f"{n:,}".replace(",", "{,}")
 
 
 def norm_row(name: str, count: int, d: int) -> Row:

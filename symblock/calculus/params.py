@@ -206,7 +206,7 @@ class Counts:
             rows.append((rf"P_{{\text{{{comp}}}}}", self.formula(comp), self.formula(comp).value(env)))
         rows.append((r"P_{\text{total}}", self.formula("total"), self.total))
         rows.append((r"\text{FLOPs per token}", self.flops_formula, self.flops_per_token))
-        body = [rf"{sym} &= {f.latex()} = " + (f"{f.latex(env)} = " if f.latex(env) != str(n) else "") + _group(n)
+        body = [rf"{sym} &= {f.latex()} = " + (f"{f.latex(env)} = " if f.latex(env) != str(n) else "") + group(n)
                 for sym, f, n in rows]
         lines.append(" \\\\\n".join(body))
         lines.append(r"\end{align*}")
@@ -263,8 +263,8 @@ def _param_tex(name: str) -> str:
     return f"{'W' if p.kind == 'weight' else 'b'}_{{{p.sub}}}"
 
 
-def _group(n: int) -> str:
-    """7087872 -> 7\\,087\\,872 (thin spaces between groups of three digits)."""
+def group(n: int) -> str:
+    """7087872 -> 7\\,087\\,872 (thin spaces between groups of three digits: every count in LaTeX)."""
     return f"{n:,}".replace(",", r"\,")
 
 

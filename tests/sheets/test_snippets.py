@@ -132,6 +132,17 @@ def test_params_latex_of_a_model_has_the_formulas_of_its_table(capsys):
     assert r"\text{source embedding }W_{E,\text{src}} &= \text{vocab} \cdot d = 10 \cdot 8 = 80 \\" in separate
 
 
+def test_params_latex_groups_a_models_digits_as_a_blocks(capsys):
+    """One convention for large counts in every LaTeX table: thin spaces between groups of three
+    digits (32000 · 512 = 16 384 000), a model's table as a block's, never a comma in one and a
+    space in the other."""
+    model = snippet(capsys, "params", "--d-model", "512", "--heads", "8", "--encoder-layers", "6", "--decoder-layers",
+                    "6", "--vocab", "32000", "--context", "512", "--untied", "--format", "latex")
+    block = snippet(capsys, "params", "--d-model", "512", "--heads", "8", "--format", "latex")
+    assert r"32000 \cdot 512 = 16\,384\,000 \\" in model and r"512^{2} = 262\,144 \\" in block
+    assert "{,}" not in model + block
+
+
 @pytest.mark.slow
 def test_params_latex_of_models_compiles_and_fits(tmp_path, capsys):
     parts = [snippet(capsys, "params", spec, "--format", "latex") for spec in ("tiny-gpt", "tiny-llama", "tiny-bert", "tiny-translate")]
