@@ -206,8 +206,11 @@ class Counts:
             rows.append((rf"P_{{\text{{{comp}}}}}", self.formula(comp), self.formula(comp).value(env)))
         rows.append((r"P_{\text{total}}", self.formula("total"), self.total))
         rows.append((r"\text{FLOPs per token}", self.flops_formula, self.flops_per_token))
-        body = [rf"{sym} &= {f.latex()} = " + (f"{f.latex(env)} = " if f.latex(env) != str(n) else "") + group(n)
-                for sym, f, n in rows]
+        body = [_row(sym, f.latex(), f.latex(env), n) for sym, f, n in rows]
+        if self.kv_heads is not None:   # grouped K/V heads: what they save, as the text table's last line says it
+            kv = self.kv_cache
+            body.append(rf"\text{{KV cache per token}} &= g (k + v) = {kv.kv_heads} \cdot ({kv.d_k} + {kv.d_v}) = "
+                        rf"{group(kv.entries)} \quad \text{{entries (K and V rows)}}")
         lines.append(" \\\\\n".join(body))
         lines.append(r"\end{align*}")
         return "\n".join(lines)
@@ -261,6 +264,28 @@ def _param_tex(name: str) -> str:
     if p.norm:
         return rf"\{p.kind}_{{\text{{{p.norm.replace('_', '')}}}}}"
     return f"{'W' if p.kind == 'weight' else 'b'}_{{{p.sub}}}"
+
+
+def _row(sym: str, formula: str, numbers: str, n: int) -> str:
+    """`sym &= formula = numbers = n`; when that is wider than a page's line (a sum of many terms: a
+    grouped-heads block's total), the numbers go under it, as many of their terms to a line as fit."""
+    from symblock.engine.tex_width import width
+    from symblock.options import LATEX_LINE
+    rest = (f"{numbers} = " if numbers != str(n) else "") + group(n)
+    line = rf"{sym} &= {formula} = {rest}"
+    if width(line) <= LATEX_LINE or numbers == str(n):
+        return line
+    terms = rest.split(" + ")
+    if any(t.count("(") != t.count(")") for t in terms):   # a sum inside parentheses: not broken there
+        terms = [rest]
+    lines, current = [rf"{sym} &= {formula}"], "&= " + terms[0]
+    for t in terms[1:]:
+        if width(f"{current} + {t}") > LATEX_LINE:
+            lines.append(current)
+            current = r"&\quad + " + t
+        else:
+            current += " + " + t
+    return r" \\ ".join([*lines, current])
 
 
 def group(n: int) -> str:

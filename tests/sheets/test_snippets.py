@@ -143,6 +143,22 @@ def test_params_latex_groups_a_models_digits_as_a_blocks(capsys):
     assert "{,}" not in model + block
 
 
+def test_params_latex_of_grouped_heads_says_the_kv_cache_and_breaks_long_sums(capsys):
+    """--kv-heads: the KV cache's row the text table ends with (g (k + v) = 2 · (2 + 2) = 8 entries,
+    worked by hand), and a total of ten terms put on two lines: formula, then its numbers."""
+    out = snippet(capsys, "params", "--d-model", "8", "--heads", "4", "--kv-heads", "2", "--format", "latex")
+    assert r"\text{KV cache per token} &= g (k + v) = 2 \cdot (2 + 2) = 8 \quad \text{entries (K and V rows)}" in out
+    assert r"P_{\text{total}} &= d h k + d g k + d g v + d h v + h k + g k + g v + 2 d f + 6 d + f \\ &= 8 \cdot 4" in out
+    short = snippet(capsys, "params", "--d-model", "4", "--heads", "1", "--format", "latex")
+    assert r"W_{Q} &= d^{2} = 4^{2} = 16 \\" in short   # a short row stays one line
+
+
+@pytest.mark.slow
+def test_params_latex_of_grouped_heads_fits_the_page(tmp_path, capsys):
+    compile_bare(tmp_path, snippet(capsys, "params", "--d-model", "8", "--heads", "4", "--kv-heads", "2",
+                                   "--format", "latex"))   # no overfull box
+
+
 @pytest.mark.slow
 def test_params_latex_of_models_compiles_and_fits(tmp_path, capsys):
     parts = [snippet(capsys, "params", spec, "--format", "latex") for spec in ("tiny-gpt", "tiny-llama", "tiny-bert", "tiny-translate")]
