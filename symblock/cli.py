@@ -254,7 +254,10 @@ def cmd_forward(args) -> int:
     steps = list(trace)
     if args.step:
         if args.step not in trace:
-            raise UsageError(f"--step: no step {excerpt(args.step)} in this block; " + _one_of(list(trace.names()), args.step))
+            from symblock.exercises import variant
+            source = args.spec if variant.is_built_in_id(args.spec) else trace.spec.source  # what was asked for
+            raise SpecError(source, "--step", f"no step {excerpt(args.step)} in this {trace.spec.form}; "
+                            + _one_of(list(trace.names()), args.step))
         steps = [trace[args.step]]
     if args.json:
         print(report.to_json(steps, None if args.step else report.generated(trace)))

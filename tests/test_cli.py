@@ -54,6 +54,20 @@ def test_forward_step_and_unknown_step(cli):
     assert code == 2 and "no step 'norm9'" in err and "norm1.std" in err
 
 
+def test_an_unknown_step_names_the_spec_it_is_not_in(cli, spec_file):
+    path = spec_file(spec.example_text("seed-post-ln"))
+    code, out, err = cli("forward", path, "--step", "norm1.sdt")
+    assert code == 2 and out == ""
+    assert err == (f"symblock: error: {path}: --step: no step 'norm1.sdt' in this block; did you mean norm1.std? "
+                   "expected one of x, attn.out, resid1, norm1.mean, norm1.var, norm1.std, norm1, ffn.hidden, "
+                   "ffn.act, ffn.out, resid2, norm2.mean, norm2.var, norm2.std, norm2, output\n")
+    code, _, err = cli("forward", "preset-medium-v2.7", "--step", "x9")   # a sheet's ID: the ID as typed
+    assert code == 2 and err.startswith("symblock: error: preset-medium-v2.7: --step: no step 'x9' in this block")
+    code, _, err = cli("forward", "tiny-gpt", "--step", "embd")
+    assert code == 2 and err.startswith("symblock: error: example:tiny-gpt: --step: no step 'embd' in this model; "
+                                        "did you mean embed?")
+
+
 def test_examples_list_and_show(cli):
     code, out, _ = cli("examples")
     assert code == 0
