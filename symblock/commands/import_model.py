@@ -57,7 +57,8 @@ def run(args) -> int:
     except SpecError as e:
         raise InternalError(f"the spec read from {excerpt(str(args.model))} does not load ({e}); "
                             "nothing was written") from e
-    text = ("# written by `symblock import`: weights are the exact decimals of the model's float64 values\n"
+    text = ("# written by `symblock import`: weights are the exact decimals of the model's float64 values, "
+            "eps as its config writes it\n"
             + yaml.safe_dump(spec, sort_keys=False, allow_unicode=True, width=100))
     fd, tmp = tempfile.mkstemp(prefix=".symblock-", suffix=".yaml", dir=out.parent if str(out.parent) else ".")
     try:
