@@ -102,12 +102,16 @@ NEAR_LIMIT = 100  # characters of a name past which no near miss is looked for (
 
 def close_matches(asked: Any, known: Iterable[str], n: int = 1, cutoff: float = 0.6) -> list[str]:
     """The (at most `n`) names of `known` that `asked` is closest to by difflib's ratio, at least
-    `cutoff`, best first; none for a name too long to be a misspelling of any."""
+    `cutoff`, best first (a name that differs only in case first of all); none for a name too long
+    to be a misspelling of any."""
     text = str(asked)
     if len(text) > NEAR_LIMIT:
         return []
     import difflib
-    return difflib.get_close_matches(text, list(known), n=n, cutoff=cutoff)
+    known = [str(k) for k in known]
+    cased = [k for k in known if k.lower() == text.lower()]   # `Cat` of `cat` before `sat`, which difflib ties
+    near = difflib.get_close_matches(text, known, n=n, cutoff=cutoff)
+    return (cased + [k for k in near if k not in cased])[:n]
 
 
 def did_you_mean(asked: Any, known: Iterable[str]) -> str:

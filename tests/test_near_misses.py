@@ -88,3 +88,49 @@ def test_an_answers_file(cli, spec_file):
 def test_the_commands_options(cli, argv, meant):
     code, _, err = cli(*argv)
     assert code == 2 and f"did you mean {meant}? expected one of " in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("edit, where, said", [
+    (("dims:", "dimz:"), "dimz", "unknown key (did you mean dims?); expected one of title, layout, dims"),
+    (("seq_len: 3", "seq_length: 3"), "dims.seq_length", "unknown key (did you mean seq_len?); expected one of seq_len"),
+    (("  W_1:", "  W1:"), "weights.W1", "unknown key (did you mean W_1?); expected one of W_Q"),
+    (("  eps: 0", "  epsilon: 0"), "block.epsilon", "unknown key (did you mean eps?); expected one of norm_position"),
+    (("norm: layernorm", "norm: layer_norm"), "block.norm",
+     "expected one of layernorm, rmsnorm, got the text 'layer_norm' (did you mean layernorm?)"),
+    (("activation: relu", "activation: Relu"), "block.activation",
+     "expected one of relu, gelu, gelu_tanh, silu, swiglu, geglu, got the text 'Relu' (did you mean relu?)"),
+    (("dims:", "colour: red\ndims:"), "colour", "unknown key; expected one of title"),   # nothing near: no guess
+])
+def test_a_misspelt_spec_key_or_choice_is_offered_the_one_it_was_meant_to_be(edit, where, said):
+    msg = refused(lambda: loads(spec.example_text("seed-post-ln").replace(*edit, 1)))
+    assert msg == f"s.yaml: {where}: {said}" or msg.startswith(f"s.yaml: {where}: {said}"), msg
+
+
+@pytest.mark.parametrize("edit, said", [
+    (("head: tied", "head: tide"), "model.head: expected one of tied, untied, none, got the text 'tide' (did you mean tied?)"),
+    (("  layers: 2", "  layer: 2"), "model.layer: unknown key (did you mean layers?)"),
+    (("prompt: [the, cat]", "prompt: [the, Cat]"),     # a case slip, not `sat`, which difflib scores the same
+     "model.prompt[1]: expected a token of model.vocab (the, cat, sat, on, mat) or its index 0..4, got 'Cat' "
+     "(did you mean cat?)"),
+])
+def test_a_misspelt_model_key_choice_or_token(edit, said):
+    from symblock.engine import model_spec
+    text = spec.example_text("tiny-gpt")
+    assert edit[0] in text
+    msg = refused(lambda: model_spec.from_mapping(*spec.read_mapping("s.yaml", text.replace(*edit, 1))))
+    assert msg.startswith(f"s.yaml: {said}"), msg
+
+
+def test_a_prompt_token_of_a_big_vocabulary_is_refused_without_listing_it():
+    from symblock.engine import model_spec
+    data = spec.read_mapping("s.yaml", spec.example_text("tiny-gpt"))[0]
+    vocab = [f"w{i}" for i in range(3000)]
+    data["model"] = {**data["model"], "vocab": vocab, "prompt": ["w1", "w30000"]}
+    msg = refused(lambda: model_spec.from_mapping(data, "s.yaml"))
+    assert msg.startswith("s.yaml: model.prompt[1]: expected a token of model.vocab (3000 tokens) or its index "
+                          "0..2999, got 'w30000'") and len(msg) < 300, msg
+
+
+def test_a_case_slip_is_the_first_guess():
+    assert did_you_mean("Cat", ["sat", "cat"]) == "did you mean cat? "
+    assert did_you_mean("NORM1.STD", ["norm1.var", "norm1.std"]) == "did you mean norm1.std? "

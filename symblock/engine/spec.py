@@ -20,7 +20,7 @@ from symblock.engine.matrix import ExactMatrix, Mat, SpecNumber
 from symblock.engine.numbers import ExactNumber, SpecScalar
 from symblock.engine.sources import (  # noqa: F401  (spec.read_spec, spec.example_names, ... stay public)
     block_example_names, example_names, example_text, read_mapping, read_spec)
-from symblock.engine.fields import check_keys, check_text, int_field, kind_of, title_field  # noqa: F401
+from symblock.engine.fields import check_keys, check_text, choice, int_field, kind_of, title_field  # noqa: F401
 from symblock.engine.random_section import (  # noqa: F401  (spec.draw, spec.RANDOM_KEYS, ... stay public)
     PLAIN_RANDOM, RANDOM_KEYS, draw, has_constraints, random_section)
 from symblock.errors import SpecError, did_you_mean  # noqa: F401  (re-exported: spec.SpecError is public)
@@ -338,10 +338,7 @@ def _options(block: Any, source: str) -> Options:
     kw: dict[str, Any] = {}
     for key, choices in CHOICES.items():
         if key in block:
-            if block[key] not in choices:
-                raise SpecError(source, f"block.{key}", f"expected one of {', '.join(choices)}, "
-                                                        f"got {kind_of(block[key])}")
-            kw[key] = block[key]
+            kw[key] = choice(block[key], choices, source, f"block.{key}")
     for key in FLAGS:
         if key in block:
             if not isinstance(block[key], bool):
