@@ -371,3 +371,14 @@ def test_an_unknown_step_of_a_big_model_names_the_closest_steps_not_two_hundred(
     assert len(ran.err) < 400 and "gen2.layer0.norm3.std" not in ran.err
     small = cli("forward", "--step", "zzz")   # the seed block's 16 steps: all of them
     assert small.code == 2 and "expected one of x, attn.out, resid1" in small.err
+
+
+def test_staged_without_its_places_says_the_form_it_takes(cli, tmp_path):
+    code, _, err = cli("worksheet", "--out", tmp_path / "w", "--difficulty", "easy", "--staged", "attn.out")
+    assert code == 2 and err == "symblock: error: --staged: expected STEP:K, e.g. attn.out:3, got 'attn.out'\n"
+
+
+def test_derive_without_a_spec_names_its_tiny_block_in_errors(cli):
+    code, _, err = cli("derive", "--step", "norm1.sdt")
+    assert code == 2 and err.startswith("symblock: error: derive's tiny block (no SPEC): --step: no step "
+                                        "'norm1.sdt'; did you mean norm1.std?") and "<tiny>" not in err

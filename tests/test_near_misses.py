@@ -134,3 +134,27 @@ def test_a_prompt_token_of_a_big_vocabulary_is_refused_without_listing_it():
 def test_a_case_slip_is_the_first_guess():
     assert did_you_mean("Cat", ["sat", "cat"]) == "did you mean cat? "
     assert did_you_mean("NORM1.STD", ["norm1.var", "norm1.std"]) == "did you mean norm1.std? "
+
+
+@pytest.mark.parametrize("arg, said", [
+    ("seed-post-lm", "seed-post-lm: no such file; did you mean the built-in example seed-post-ln? SPEC is a spec file"),
+    ("seed-post-ln.yaml", "seed-post-ln.yaml: no such file; did you mean the built-in example seed-post-ln? SPEC is"),
+    ("example:tiny-gtp", "example:tiny-gtp: no built-in example 'tiny-gtp'; did you mean tiny-gpt? expected one of "),
+    ("preset:meduim", "preset:meduim: no difficulty 'meduim'; did you mean medium? preset:D takes D easy, medium, hard"),
+    ("nothing-like-it.yaml", "nothing-like-it.yaml: no such file; SPEC is a spec file"),
+])
+def test_a_spec_argument_near_a_built_in_name(cli, tmp_path, monkeypatch, arg, said):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = cli("forward", arg)
+    assert code == 2 and out == "" and err.startswith("symblock: error: " + said), err
+
+
+@pytest.mark.parametrize("fmt, said", [("md", "got 'md' (did you mean markdown?)"),
+                                       ("latex,jupyter", "got 'latex,jupyter' (did you mean ipynb?)"),
+                                       ("htm", "got 'htm' (did you mean html?)"),
+                                       ("pdf", "got 'pdf' (a PDF comes from the LaTeX: add --pdf)")])
+def test_a_format_by_another_name(cli, tmp_path, fmt, said):
+    code, _, err = cli("worksheet", "--out", tmp_path / "w", "--format", fmt)
+    assert code == 2 and err == ("symblock: error: --format: expected a comma-separated list of latex, markdown, "
+                                 f"html, moodle, qti, ipynb, {said}\n")
+    assert not (tmp_path / "w").exists()
