@@ -158,3 +158,17 @@ def test_a_format_by_another_name(cli, tmp_path, fmt, said):
     assert code == 2 and err == ("symblock: error: --format: expected a comma-separated list of latex, markdown, "
                                  f"html, moodle, qti, ipynb, {said}\n")
     assert not (tmp_path / "w").exists()
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["worksheet", "--id", "seed-post-lm.3"], "--id: no built-in example 'seed-post-lm' (did you mean seed-post-ln?)"),
+    (["worksheet", "--id", "preset-meduim-v2.3"], "--id: no built-in example 'preset-meduim' (did you mean preset-medium?)"),
+    (["check", "ANSWERS"], "ANSWERS: id: no built-in example 'seed-post-lm' (did you mean seed-post-ln?)"),
+    (["check", "seed-post-ln", "ANSWERS"], "ANSWERS: id: 'seed-post-lm' names no spec: 'seed-post-lm' is no built-in "
+                                           "example (did you mean seed-post-ln?) and no spec file's token (h…)"),
+])
+def test_a_misspelt_worksheet_id(cli, spec_file, tmp_path, argv, said):
+    answers = spec_file("id: seed-post-lm\ndecimals: 3\nsteps:\n  norm1.std: [[0.901], [0.124], [0.43]]\n", "a.yaml")
+    argv = [str(answers) if a == "ANSWERS" else a for a in argv]
+    code, _, err = cli(*argv, *(["--out", tmp_path / "w"] if argv[0] == "worksheet" else []))
+    assert code == 2 and err == "symblock: error: " + said.replace("ANSWERS", str(answers)) + "\n", err
