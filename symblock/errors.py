@@ -27,8 +27,8 @@ class SpecError(ValueError):
     def __init__(self, source: str, where: str, message: str):
         if len(where) > 2 * EXCERPT:  # a field named by a long key the input made up
             where = where[:2 * EXCERPT] + "…"
-        if len(source) > 6 * EXCERPT:  # a file name past the system's limit
-            source = source[:6 * EXCERPT] + "…"
+        if len(source) > PATH_EXCERPT:  # a file name past the system's limit
+            source = source[:PATH_EXCERPT] + "…"
         self.source, self.where, self.message = source, where, message
         super().__init__(f"{source}: {where}: {message}" if where else f"{source}: {message}")
 
@@ -64,6 +64,7 @@ def printable(text: str) -> str:
 
 
 EXCERPT = 40  # characters of an input a message quotes
+PATH_EXCERPT = 6 * EXCERPT  # characters of a file's path: its name is at the end, so a path is quoted whole
 
 
 def excerpt(value: Any, limit: int = EXCERPT) -> str:
