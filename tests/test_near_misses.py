@@ -172,3 +172,10 @@ def test_a_misspelt_worksheet_id(cli, spec_file, tmp_path, argv, said):
     argv = [str(answers) if a == "ANSWERS" else a for a in argv]
     code, _, err = cli(*argv, *(["--out", tmp_path / "w"] if argv[0] == "worksheet" else []))
     assert code == 2 and err == "symblock: error: " + said.replace("ANSWERS", str(answers)) + "\n", err
+
+
+def test_a_misspelt_preset_in_the_exercise_section():
+    loaded = loads(spec.example_text("seed-post-ln") + "exercise: {preset: atention}\n")
+    msg = refused(lambda: presets.choose(block.forward(loaded)))
+    assert msg == ("s.yaml: exercise.preset: expected one of full, attention, norm, ffn, backprop, decoder, tiles, "
+                   "cross, rope, positions, got 'atention' (did you mean attention?)"), msg

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from symblock.engine import names
+from symblock.engine import fields, names
 from symblock.engine.tiles import SIDE_KINDS
 from symblock.errors import SpecError, did_you_mean, excerpt
 
@@ -153,7 +153,8 @@ def choose(trace, preset: str | None = None, loss: str | None = None,
     if preset is None:
         preset = ex.get("preset", "full")
         if preset not in PRESETS:
-            raise SpecError(src, "exercise.preset", f"expected one of {', '.join(PRESETS)}, got {excerpt(preset)}")
+            raise SpecError(src, "exercise.preset", f"expected one of {', '.join(PRESETS)}, "
+                                                    f"got {excerpt(preset)}{fields.near(preset, PRESETS)}")
         asked_raw = names_list("ask")
     else:
         asked_raw = []
