@@ -179,3 +179,20 @@ def test_a_misspelt_preset_in_the_exercise_section():
     msg = refused(lambda: presets.choose(block.forward(loaded)))
     assert msg == ("s.yaml: exercise.preset: expected one of full, attention, norm, ffn, backprop, decoder, tiles, "
                    "cross, rope, positions, got 'atention' (did you mean attention?)"), msg
+
+
+@pytest.mark.parametrize("rnd, said", [
+    # an unknown key was taken for a constraint: "load this spec with symblock.load", on the command line
+    ("{seed: 1, difficuly: easy}", "random.difficuly: unknown key (did you mean difficulty?); expected one of seed,"),
+    ("{seed: 1, requre: [integer_scores]}", "random.requre: unknown key; expected one of seed, low, high, "),
+    ("{seed: 1, difficulty: eazy}", "random.difficulty: expected one of easy, medium, hard, got 'eazy' "
+                                    "(did you mean easy?)"),
+    ("{seed: 1, difficulty: easy, ranges: {x: [-2, 2]}}", "random.ranges.x: unknown tensor (did you mean X?); "
+                                                         "expected one of X, weights"),
+])
+def test_a_misspelt_random_section(cli, spec_file, rnd, said):
+    path = spec_file(f"dims: {{seq_len: 2, d_model: 3, d_ff: 2, heads: 1}}\nrandom: {rnd}\n")
+    for command in ("forward", "verify"):
+        code, out, err = cli(command, path)
+        assert code == 2 and out == "" and err.startswith(f"symblock: error: {path}: {said}"), err
+        assert "symblock.load" not in err

@@ -230,6 +230,7 @@ def _exact(m: Iterable[Iterable[int | Fraction]]) -> Matrix:
 
 def _no_constraints(rnd: Any, source: str) -> None:
     if has_constraints(rnd):  # drawn until the constraints hold: exercises.generate
+        check_keys(rnd, RANDOM_KEYS, source, "random")   # a misspelt key is no constraint: said as unknown
         key = next(k for k in rnd if k not in PLAIN_RANDOM)
         raise SpecError(source, f"random.{key}", "a generation constraint: load this spec with "
                         "symblock.load (symblock.exercises.generate.load), which draws until it holds")
