@@ -196,3 +196,15 @@ def test_a_misspelt_random_section(cli, spec_file, rnd, said):
         code, out, err = cli(command, path)
         assert code == 2 and out == "" and err.startswith(f"symblock: error: {path}: {said}"), err
         assert "symblock.load" not in err
+
+
+@pytest.mark.parametrize("edit, said", [
+    (("dims:", "dimz:"), "dimz: 未知的键（是不是想写 dims？）；应为 title, layout, dims, "),
+    (("activation: relu", "activation: Relu"), "block.activation: 应为 relu, gelu, gelu_tanh, silu, swiglu, geglu "
+                                               "之一，实际是 the text 'Relu'（是不是想写 relu？）"),
+])
+def test_a_near_miss_in_a_spec_is_said_in_chinese_by_check(cli, spec_file, edit, said):
+    path = spec_file(spec.example_text("seed-post-ln").replace(*edit, 1))
+    answers = spec_file("decimals: 3\nsteps:\n  norm1.std: [[0.901], [0.124], [0.43]]\n", "a.yaml")
+    code, _, err = cli("check", path, answers, "--lang", "zh")
+    assert code == 2 and err.startswith(f"symblock: error: {path}: {said}"), err
