@@ -208,3 +208,14 @@ def test_a_near_miss_in_a_spec_is_said_in_chinese_by_check(cli, spec_file, edit,
     answers = spec_file("decimals: 3\nsteps:\n  norm1.std: [[0.901], [0.124], [0.43]]\n", "a.yaml")
     code, _, err = cli("check", path, answers, "--lang", "zh")
     assert code == 2 and err.startswith(f"symblock: error: {path}: {said}"), err
+
+
+@pytest.mark.parametrize("extra, said", [
+    ("exercise: {preset: full, asks: [x]}", "exercise.asks: unknown key (did you mean ask?); expected one of preset, ask"),
+    ("dropout: {pp: 0.1}", "dropout.pp: unknown key (did you mean p?); expected one of p, masks"),
+    ("layout: Torch", "layout: expected math or torch, got the text 'Torch' (did you mean torch?)"),
+])
+def test_a_misspelt_exercise_dropout_or_layout(cli, spec_file, tmp_path, extra, said):
+    path = spec_file(spec.example_text("seed-post-ln") + extra + "\n")
+    code, _, err = cli("worksheet", path, "--out", tmp_path / "w")
+    assert code == 2 and err.startswith(f"symblock: error: {path}: {said}"), err

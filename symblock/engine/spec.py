@@ -20,7 +20,7 @@ from symblock.engine.matrix import ExactMatrix, Mat, SpecNumber
 from symblock.engine.numbers import ExactNumber, SpecScalar
 from symblock.engine.sources import (  # noqa: F401  (spec.read_spec, spec.example_names, ... stay public)
     block_example_names, example_names, example_text, read_mapping, read_spec)
-from symblock.engine.fields import check_keys, check_text, choice, int_field, kind_of, title_field  # noqa: F401
+from symblock.engine.fields import check_keys, check_text, choice, int_field, kind_of, near, title_field  # noqa: F401
 from symblock.engine.random_section import (  # noqa: F401  (spec.draw, spec.RANDOM_KEYS, ... stay public)
     PLAIN_RANDOM, RANDOM_KEYS, draw, has_constraints, random_section)
 from symblock.errors import SpecError, did_you_mean  # noqa: F401  (re-exported: spec.SpecError is public)
@@ -145,7 +145,7 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> BlockSpec:
     title, titles = title_field(data.get("title") or "", source)
     layout = data.get("layout", "math")
     if layout not in ("math", "torch"):
-        raise SpecError(source, "layout", f"expected math or torch, got {kind_of(layout)}")
+        raise SpecError(source, "layout", f"expected math or torch, got {kind_of(layout)}{near(layout, ('math', 'torch'))}")
     opts = _options(data.get("block") or {}, source)
     weights, inputs = _weights_section(data.get("weights") or {}, source), data.get("inputs") or {}
     check_keys(inputs, ("X", "key_padding_mask", "positions", *memory_mod.KEYS), source, "inputs")

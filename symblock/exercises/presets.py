@@ -117,7 +117,7 @@ def choose(trace, preset: str | None = None, loss: str | None = None,
     src, ex = spec.source, dict(spec.exercise)
     for key in ex:
         if key not in EXERCISE_KEYS:
-            raise SpecError(src, f"exercise.{key}", f"unknown key; expected one of {', '.join(EXERCISE_KEYS)}")
+            raise SpecError(src, f"exercise.{key}", f"unknown key{fields.near(key, EXERCISE_KEYS)}; expected one of {', '.join(EXERCISE_KEYS)}")
     effective = preset if preset is not None else ex.get("preset", "full")
     if effective == decoder.POSITIONS:
         raise SpecError(src, "--preset" if preset is not None else "exercise.preset", "the positions preset "
