@@ -14,7 +14,7 @@ import sys
 import traceback
 
 from symblock.errors import SpecError, UndecidableError, UsageError, excerpt, printable
-from symblock.commands.arguments import HelpFormatter, add_spec_argument, decimals, nonneg, tolerance
+from symblock.commands.arguments import HelpFormatter, Parser, add_spec_argument, decimals, nonneg, tolerance
 from symblock.options import DEFAULT_EXAMPLE, MAX_DECIMALS  # noqa: F401  (DEFAULT_EXAMPLE re-exported)
 
 ID_NOTE = f"default: {DEFAULT_EXAMPLE}; or the worksheet ID of a built-in's variant, e.g. preset-medium-v2.7"
@@ -156,7 +156,7 @@ def _command_word(argv: list[str]) -> str:
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole command line. `only`: the command about to run; the other modular commands are
     named with their one-line help but not imported (each costs its imports: ~0.1 s in all)."""
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="symblock",
         description="Work a Transformer block forward exactly (rationals, square roots, e^x), "
                     "check it numerically, and print every named step.",

@@ -219,3 +219,19 @@ def test_a_misspelt_exercise_dropout_or_layout(cli, spec_file, tmp_path, extra, 
     path = spec_file(spec.example_text("seed-post-ln") + extra + "\n")
     code, _, err = cli("worksheet", path, "--out", tmp_path / "w")
     assert code == 2 and err.startswith(f"symblock: error: {path}: {said}"), err
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["worksheet", "--out", "w", "--preset", "atention"], "argument --preset: invalid choice: 'atention' (choose from "
+                                                          "'full', 'attention', "),
+    (["forwrd"], "argument COMMAND: invalid choice: 'forwrd' (choose from 'forward', "),
+    (["worksheet", "--out", "w", "--varients", "3"], "unrecognized arguments: --varients (did you mean --variants?)"),
+    (["forward", "--stpe", "norm1"], "unrecognized arguments: --stpe (did you mean --step?)"),
+])
+def test_a_misspelt_command_option_or_choice(cli, capsys, argv, said):
+    with pytest.raises(SystemExit) as e:
+        cli(*argv)
+    err = capsys.readouterr().err.splitlines()[-1]
+    assert e.value.code == 2 and said in err and "Traceback" not in err, err
+    meant = {"atention": "attention", "forwrd": "forward"}.get(argv[-1])
+    assert err.endswith(f"; did you mean {meant}?") if meant else True

@@ -63,3 +63,25 @@ class HelpFormatter(argparse.HelpFormatter):
                 return "\n".join(indent + line for line in para.splitlines())
             return super(HelpFormatter, self)._fill_text(para, width, indent)
         return "\n\n".join(fill(para) for para in text.split("\n\n"))
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, whose refusals offer what a typo was meant to be: an option's choice
+    (`--preset atention`: attention) and an option of the command (`--varients`: --variants)."""
+
+    def error(self, message: str):
+        import re
+        from symblock.errors import close_matches
+        if (m := re.search(r"invalid choice: '(.*?)' \(choose from (.*)\)$", message)):
+            close = close_matches(m.group(1), re.findall(r"'([^']*)'", m.group(2)))
+            message += f"; did you mean {close[0]}?" if close else ""
+        super().error(message)
+
+    def parse_known_args(self, args=None, namespace=None):
+        ns, extras = super().parse_known_args(args, namespace)
+        from symblock.errors import close_matches
+        for extra in extras:   # a command's own options are known here, not where the extras are refused
+            close = close_matches(extra.split("=")[0], list(self._option_string_actions)) if extra.startswith("--") else []
+            if close:
+                self.error(f"unrecognized arguments: {' '.join(extras)} (did you mean {close[0]}?)")
+        return ns, extras
