@@ -382,3 +382,11 @@ def test_derive_without_a_spec_names_its_tiny_block_in_errors(cli):
     code, _, err = cli("derive", "--step", "norm1.sdt")
     assert code == 2 and err.startswith("symblock: error: derive's tiny block (no SPEC): --step: no step "
                                         "'norm1.sdt'; did you mean norm1.std?") and "<tiny>" not in err
+
+
+def test_check_with_spec_and_answers_swapped_says_the_order(cli, spec_file):
+    answers = spec_file("decimals: 3\nsteps:\n  norm1.std: [[0.901], [0.124], [0.43]]\n", "a.yaml")
+    code, _, err = cli("check", answers, "seed-post-ln")
+    assert code == 2 and err == (f"symblock: error: seed-post-ln: no such answers file (SPEC comes first: "
+                                 f"symblock check seed-post-ln {answers})\n")
+    assert cli("check", "seed-post-ln", answers).code == 0   # the order it says works
