@@ -277,7 +277,9 @@ def cmd_examples(args) -> int:
     names = spec.example_names()
     if args.show:
         if args.show not in names:
-            raise UsageError(f"--show: no example {excerpt(args.show)}; expected one of {', '.join(names)}")
+            from symblock.errors import did_you_mean
+            raise UsageError(f"--show: no example {excerpt(args.show)}; {did_you_mean(args.show, names)}"
+                             f"expected one of {', '.join(names)}")
         print(spec.example_text(args.show), end="")
         return 0
     for name in names:

@@ -29,3 +29,6 @@ MASK_FILLS = (
     "-1e4", "-1e+4", "-1e+04", "-1.0e4", "-1.0e+4", "-1.0e+04", "-1.e+04", "-1.0000e+04", "-10000", "-10000.0",
     "-1e9", "-1e+9", "-1e+09", "-1.0e9", "-1.0e+9", "-1.0e+09", "-1.e+09", "-1.0000e+09", "-1000000000",
     "-1000000000.0", "-3.4028e+38", "-3.4028235e+38", "-3.4028234663852886e+38", "-1.7976931348623157e+308")
+
+# other names a new user gives an output format (--format): offered as the format meant
+FORMAT_ALIASES = {"md": "markdown", "tex": "latex", "jupyter": "ipynb", "notebook": "ipynb", "canvas": "qti"}

@@ -227,6 +227,8 @@ def test_a_misspelt_exercise_dropout_or_layout(cli, spec_file, tmp_path, extra, 
     (["forwrd"], "argument COMMAND: invalid choice: 'forwrd' (choose from 'forward', "),
     (["worksheet", "--out", "w", "--varients", "3"], "unrecognized arguments: --varients (did you mean --variants?)"),
     (["forward", "--stpe", "norm1"], "unrecognized arguments: --stpe (did you mean --step?)"),
+    (["forward", "--format", "tex"], "invalid choice: 'tex' (choose from 'text', 'latex'); did you mean latex?"),
+    (["derive", "--format", "md"], "invalid choice: 'md' (choose from 'latex', 'markdown', 'text'); did you mean markdown?"),
 ])
 def test_a_misspelt_command_option_or_choice(cli, capsys, argv, said):
     with pytest.raises(SystemExit) as e:
@@ -235,3 +237,9 @@ def test_a_misspelt_command_option_or_choice(cli, capsys, argv, said):
     assert e.value.code == 2 and said in err and "Traceback" not in err, err
     meant = {"atention": "attention", "forwrd": "forward"}.get(argv[-1])
     assert err.endswith(f"; did you mean {meant}?") if meant else True
+
+
+def test_an_example_to_show_near_a_built_in_name(cli):
+    code, _, err = cli("examples", "--show", "seed-post-lm")
+    assert code == 2 and err.startswith("symblock: error: --show: no example 'seed-post-lm'; did you mean seed-post-ln? "
+                                        "expected one of decoder-layer, ")

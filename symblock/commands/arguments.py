@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from symblock.options import DEFAULT_EXAMPLE, MAX_DECIMALS
+from symblock.options import DEFAULT_EXAMPLE, FORMAT_ALIASES, MAX_DECIMALS
 
 
 def nonneg(text: str) -> int:
@@ -73,7 +73,9 @@ class Parser(argparse.ArgumentParser):
         import re
         from symblock.errors import close_matches
         if (m := re.search(r"invalid choice: '(.*?)' \(choose from (.*)\)$", message)):
-            close = close_matches(m.group(1), re.findall(r"'([^']*)'", m.group(2)))
+            choices = re.findall(r"'([^']*)'", m.group(2))
+            alias = FORMAT_ALIASES.get(m.group(1).lower())   # `--format tex`: latex, not text
+            close = [alias] if alias in choices else close_matches(m.group(1), choices)
             message += f"; did you mean {close[0]}?" if close else ""
         super().error(message)
 
