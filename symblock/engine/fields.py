@@ -3,7 +3,7 @@ got …`. Used by the spec loader and by every section parser that extends it (m
 random constraints), so that all of them word their errors alike."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from symblock.errors import SpecError, close_matches, excerpt
 
@@ -34,7 +34,7 @@ def check_text(value: Any, source: str, where: str) -> str:
     return value
 
 
-def near(value: Any, known) -> str:
+def near(value: Any, known: Iterable[str]) -> str:
     """" (did you mean NAME?)" when a text `value` is a near miss of one of `known` (`dimz` of
     `dims`, `Relu` of `relu`), else ""."""
     close = close_matches(value, known) if isinstance(value, str) else []
@@ -51,7 +51,7 @@ def check_keys(data: Mapping, allowed: tuple[str, ...], source: str, where: str)
                                                       f"expected one of {', '.join(allowed)}")
 
 
-def choice(value: Any, choices, source: str, where: str) -> Any:
+def choice(value: Any, choices: Sequence[str], source: str, where: str) -> Any:
     """`value` when it is one of `choices`, else the error naming them (and the near miss)."""
     if value not in choices:
         raise SpecError(source, where, f"expected one of {', '.join(choices)}, got {kind_of(value)}"
