@@ -282,6 +282,12 @@ def _check_sign(name: str, m: Matrix, source: str) -> None:
             raise SpecError(source, f"given.{name}[{i}][0]", f"{what}; got {exact.text(v, 10**9)}")
 
 
+TRANSPOSED = {  # a W of the transposed shape, by the spec's layout
+    "math": ", its transpose: in layout: math (the default) W is (in, out), for y = x W; a matrix as "
+            "nn.Linear stores it, (out, in), needs `layout: torch`",
+    "torch": ", its transpose: with layout: torch, W is written as nn.Linear stores it, (out, in)"}
+
+
 def _params(weights: Mapping, dims: Dims, opts: Options, layout: str, given: set[str],
             rnd: tuple[int | None, int, int], source: str) -> dict[str, Matrix]:
     """The parameters the computed steps read: as given (math layout), defaulted (γ = 1, β = 0)
@@ -297,7 +303,12 @@ def _params(weights: Mapping, dims: Dims, opts: Options, layout: str, given: set
             if name not in need:
                 continue  # feeds only given steps: ignored, as docs/reference/spec.md says
             want = shape if (layout == "math" or is_vec) else (shape[1], shape[0])
-            m = parse_matrix(raw, want, source, f"weights.{name}", vector=is_vec)
+            try:
+                m = parse_matrix(raw, want, source, f"weights.{name}", vector=is_vec)
+            except SpecError as e:   # W as the other layout writes it: said, with the layout that reads it so
+                if is_vec or want[0] == want[1] or not e.message.endswith(f"got {want[1]}×{want[0]}"):
+                    raise
+                raise SpecError(source, e.where, e.message + TRANSPOSED[layout]) from None
             params[name] = m if (layout == "math" or is_vec) else m.T
         elif name in need:
             if name.endswith(".gamma"):
