@@ -390,3 +390,12 @@ def test_check_with_spec_and_answers_swapped_says_the_order(cli, spec_file):
     assert code == 2 and err == (f"symblock: error: seed-post-ln: no such answers file (SPEC comes first: "
                                  f"symblock check seed-post-ln {answers})\n")
     assert cli("check", "seed-post-ln", answers).code == 0   # the order it says works
+
+
+def test_the_decoder_preset_on_a_block_names_where_it_was_asked(cli, spec_file, tmp_path):
+    said = "the decoder preset needs a model spec (a `model:` section, e.g. the example tiny-decoder); this spec is one block\n"
+    code, _, err = cli("worksheet", "seed-post-ln", "--preset", "decoder", "--out", tmp_path / "a")
+    assert code == 2 and err == "symblock: error: example:seed-post-ln: --preset: " + said   # it said exercise.preset
+    path = spec_file(spec.example_text("seed-post-ln") + "exercise: {preset: decoder}\n")
+    code, _, err = cli("worksheet", path, "--out", tmp_path / "b")
+    assert code == 2 and err == f"symblock: error: {path}: exercise.preset: " + said

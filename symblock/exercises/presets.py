@@ -124,7 +124,7 @@ def choose(trace, preset: str | None = None, loss: str | None = None,
                         "asks a model's sinusoidal position table: it needs a model spec (a `model:` section "
                         "with positions: sinusoidal); this spec is one block")
     if effective == decoder.PRESET:
-        decoder.require(spec)
+        decoder.require(spec, "--preset" if preset is not None else "exercise.preset")
     _require_part(spec, effective, "--preset" if preset is not None else "exercise.preset")
     if effective == "backprop":
         return with_points(choose_backprop(trace, ex, loss, wrt), ex.get("points"), src, trace)
