@@ -44,14 +44,26 @@ def answers_page() -> str:
             "`symblock check` and `symblock grade` read it.\n")
 
 
+def page_name(readme: str) -> str:
+    """bench/README.md is the performance index; bench/README_X.md is the page X.md."""
+    return "index.md" if readme == "README.md" else readme.removeprefix("README_")
+
+
+def bench_links(text: str) -> str:
+    """The bench READMEs link each other by their file names (as a repository browser shows them):
+    point those links at the pages the site makes of them."""
+    import re
+    return re.sub(r"\]\((README(?:_\w+)?\.md)(#[^)]*)?\)",
+                  lambda m: f"]({page_name(m.group(1))}{m.group(2) or ''})", text)
+
+
 def performance_pages() -> None:
     """bench/README*.md, the measured figures, as pages of their own."""
     from pathlib import Path
     bench = Path(__file__).resolve().parents[1] / "bench"
     for f in sorted(bench.glob("README*.md")):
-        name = "index" if f.stem == "README" else f.stem.removeprefix("README_")
-        with mkdocs_gen_files.open(f"performance/{name}.md", "w") as out:
-            out.write(f.read_text(encoding="utf-8"))
+        with mkdocs_gen_files.open(f"performance/{page_name(f.name)}", "w") as out:
+            out.write(bench_links(f.read_text(encoding="utf-8")))
     for f in sorted(bench.glob("*.png")):  # plots the pages show, beside them
         with mkdocs_gen_files.open(f"performance/{f.name}", "wb") as img:
             img.write(f.read_bytes())

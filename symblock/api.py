@@ -171,7 +171,7 @@ def grade(set_dir: str | Path, answers_dir: str | Path, out: str | Path | None =
     """A class graded, as `symblock grade SET_DIR ANSWERS_DIR`: every answers file against its own
     variant of the set, with the same credit policy (`carried`, `rounded`, `slip`: 0..1 or a
     percentage). Returns the class (`.graded`: each file's `.name`, `.ident`, `.total`,
-    `.flags`; `.rejected`: the files that could not be graded, with a `.reason`); with `out`, the
+    `.flags`; `.rejected`: the files that could not be graded, with a `.reason` and `.flags`); with `out`, the
     gradebook, summaries, plots and feedback are written there too, never over existing files
     unless `force`.
 

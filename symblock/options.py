@@ -30,5 +30,10 @@ MASK_FILLS = (
     "-1e9", "-1e+9", "-1e+09", "-1.0e9", "-1.0e+9", "-1.0e+09", "-1.e+09", "-1.0000e+09", "-1000000000",
     "-1000000000.0", "-3.4028e+38", "-3.4028235e+38", "-3.4028234663852886e+38", "-1.7976931348623157e+308")
 
+# The width a displayed line of a LaTeX snippet for notes may take (`forward --format latex`,
+# `params --format latex`, a key's long formula), in digits as engine/tex_width.py estimates them:
+# an article's 345pt text at 5.1pt a digit (the estimate's widest measured digit).
+LATEX_LINE = 66
+
 # other names a new user gives an output format (--format): offered as the format meant
 FORMAT_ALIASES = {"md": "markdown", "tex": "latex", "jupyter": "ipynb", "notebook": "ipynb", "canvas": "qti"}

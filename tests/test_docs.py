@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def site(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("site")
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "DISABLE_MKDOCS_2_WARNING": "true"}
-    run = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(out)],
+    run = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-d", str(out)],
                          cwd=ROOT, env=env, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-3000:]
     return out

@@ -7,7 +7,7 @@ stacked blocks (calculus/params.py counts one), the final norm and the head (tie
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 from symblock.calculus.params import Counts, count
 
@@ -64,40 +64,36 @@ class ModelCounts:
         flags += [f"--activation {b.activation}"] if b.activation != "relu" else []
         return "symblock params " + " ".join(flags)
 
-    def rows(self) -> list[tuple[str, str, int]]:
+    def rows(self) -> list[Row]:
         d, v, n, L = self.block.d_model, self.vocab, self.context, self.layers
-        out = [("token embedding W_E", f"vocab·d = {v}·{d}", self.embedding)]
+        out = [Row("token embedding", f"vocab·d = {v}·{d}", self.embedding, rf"\text{{vocab}} \cdot d = {v} \cdot {d}",
+                   symbol="W_E")]
         if self.context:
-            out.append(("positions W_P", f"context·d = {n}·{d}", self.positions))
+            out.append(Row("positions", f"context·d = {n}·{d}", self.positions,
+                           rf"\text{{context}} \cdot d = {n} \cdot {d}", symbol="W_P"))
         if self.embed_norm:
-            out.append(("embedding norm", "2·d (γ, β)" if self.embed_norm == 2 * d else "d (γ)", self.embed_norm))
-        no_o = "" if self.block.out_proj else ", no W_O"   # block.out_proj: false
-        out.append((f"{L} block{'' if L == 1 else 's'}{no_o}", f"{L} · {self.block.total:,} ({self.block_command()})",
-                    self.stack))
+            out.append(norm_row("embedding norm", self.embed_norm, d))
+        no_o = "" if self.block.out_proj else ", no"   # block.out_proj: false: no W_O
+        out.append(Row(f"{L} block{'' if L == 1 else 's'}{no_o}", f"{L} · {self.block.total:,} ({self.block_command()})",
+                       self.stack, rf"{L} \cdot {group(self.block.total)}", symbol="W_O" if no_o else ""))
         if self.extra:
-            out.append(("biases given", "in some layers only (block.bias: false)", self.extra))
+            out.append(BIASES_GIVEN._replace(count=self.extra))
         if self.final_norm:
-            out.append(("final norm", "2·d (γ, β)" if self.final_norm == 2 * d else "d (γ)", self.final_norm))
-        head = {"none": "none: the hidden states (an encoder)", "tied": "tied to W_E (no parameters)"}
-        out.append(("head", head.get(self.head_kind, f"d·vocab = {d}·{v}"), self.head))
+            out.append(norm_row("final norm", self.final_norm, d))
+        out.append(head_row(self.head_kind, d, v, self.head))
         return out
 
     def table(self) -> str:
-        b, L = self.block, self.layers
+        return titled_table(self.title(), self.rows(), self.total)
+
+    def title(self) -> str:
         what = "Encoder model (BERT-like)" if self.head_kind == "none" else "Decoder model (GPT-like)"
-        return titled_table(f"{what}: vocab = {self.vocab}, {L} layer{'s' * (L != 1)}, {b.shape_line()}",
-                            self.rows(), self.total)
+        return f"{what}: vocab = {self.vocab}, {self.layers} layer{'s' * (self.layers != 1)}, {self.block.shape_line()}"
 
     def latex(self) -> str:
-        """An align* block for notes (amsmath only): one line per component and the total."""
-        def n(x: int) -> str:
-            return f"{x:,}".replace(",", "{,}")
-
-        def label(name: str) -> str:
-            text, _, symbol = name.partition(" W_")
-            return r"\text{%s}" % (text + (" " if symbol else "")) + (f"W_{symbol}" if symbol else "")
-        lines = [f"{label(a)} &= {n(c)}" for a, _, c in self.rows()] + [rf"\text{{total}} &= {n(self.total)}"]
-        return "\\begin{align*}\n" + " \\\\\n".join(lines) + "\n\\end{align*}"
+        """An align* block for notes (amsmath only): each component with its formula, the numbers
+        put in and the count, then the total; the command counting one block in a comment."""
+        return latex_table(self.title(), self.rows(), self.total, [f"one block: {self.block_command()}"])
 
     def to_dict(self) -> dict:
         return {"total": self.total, "embedding": self.embedding, "positions": self.positions,
@@ -131,10 +127,78 @@ def count_model(vocab: int, d_model: int, heads: int, layers: int, d_ff: int | N
                        "tied" if tied else "untied")
 
 
-def titled_table(title: str, rows: list[tuple[str, str, int]], total: int) -> str:
+class Row(NamedTuple):
+    """One component of a model's count: its words and symbol (`token embedding`, `W_E`), formula
+    (text) and count, and the formula in LaTeX (`\\text{vocab} \\cdot d = 5 \\cdot 4`; empty when
+    it is no formula) and a remark."""
+    words: str
+    formula: str
+    count: int
+    tex: str = ""
+    note: str = ""
+    symbol: str = ""
+
+    @property
+    def name(self) -> str:
+        return f"{self.words} {self.symbol}" if self.symbol else self.words
+
+    @property
+    def label(self) -> str:
+        """The name in LaTeX: its words as text, its symbol in math (W_E_src: W_{E,\\text{src}})."""
+        if not self.symbol:
+            return rf"\text{{{self.words}}}"
+        return rf"\text{{{self.words} }}" + SYMBOL_TEX.get(self.symbol, self.symbol)
+
+
+SYMBOL_TEX = {"W_E_src": r"W_{E,\text{src}}"}
+
+
+BIASES_GIVEN = Row("biases given", "in some layers only (block.bias: false)", 0, "",
+                   r"\text{(in some layers only: \texttt{block.bias: false})}")
+
+
+def group(n: int) -> str:
+    """12704 -> 12{,}704 (LaTeX's comma between groups of three digits)."""
+    return f"{n:,}".replace(",", "{,}")
+
+
+def norm_row(name: str, count: int, d: int) -> Row:
+    """A norm of the model's own (final, embedding): γ and β, or γ alone."""
+    if count == 2 * d:
+        return Row(name, "2·d (γ, β)", count, rf"2 d = 2 \cdot {d}", r"(\gamma, \beta)")
+    return Row(name, "d (γ)", count, "d", r"(\gamma)")
+
+
+def head_row(kind: str, d: int, vocab: int, count: int) -> Row:
+    if kind == "none":
+        return Row("head", "none: the hidden states (an encoder)", count, "", r"\text{(none: the hidden states, an encoder)}")
+    if kind == "tied":
+        return Row("head", "tied to W_E (no parameters)", count, "", r"\text{(tied to $W_E$: no parameters)}")
+    return Row("head", f"d·vocab = {d}·{vocab}", count, rf"d \cdot \text{{vocab}} = {d} \cdot {vocab}")
+
+
+def latex_table(title: str, rows: list[Row], total: int, comments: list[str]) -> str:
+    """The rows as `params --format latex` prints them: `\\text{name} &= formula = count`, a
+    remark after a \\quad (or under, on a line too wide for it), the total last; the title and
+    `comments` as LaTeX comments above."""
+    from symblock.engine.tex_width import width
+    from symblock.options import LATEX_LINE
+    lines = []
+    for r in rows:
+        value = (f"{r.tex} = " if r.tex and r.tex != str(r.count) else "") + group(r.count)
+        line = f"{r.label} &= {value}"
+        if r.note:   # a remark after the count, or under it when the line would be too wide
+            line += (r" \quad " if width(line + r.note) + 2 <= LATEX_LINE else r" \\ &\quad ") + r.note
+        lines.append(line)
+    lines.append(rf"\text{{total}} &= {group(total)}")
+    head = [f"% symblock params: {title}; needs \\usepackage{{amsmath}}", *(f"% {c}" for c in comments)]
+    return "\n".join(head + [r"\begin{align*}", " \\\\\n".join(lines), r"\end{align*}"])
+
+
+def titled_table(title: str, rows: list[Row], total: int) -> str:
     """A model's count as `params` prints a block's: the title line, column titles over rules,
     one row per component (its formula, count and share of the total), the total."""
-    cells = [("parameters", "formula", "count", "share"), *((a, f, f"{c:,}", f"{c / total:.2%}") for a, f, c in rows),
+    cells = [("parameters", "formula", "count", "share"), *((r.name, r.formula, f"{r.count:,}", f"{r.count / total:.2%}") for r in rows),
              ("total", "", f"{total:,}", "100.00%")]
     widths = [max(len(row[i]) for row in cells) for i in range(4)]
     lines = ["  ".join(c.rjust(w) if i > 1 else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()

@@ -12,9 +12,12 @@ the target's table (no parameters) or its own d × vocab matrix.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from symblock.calculus.params import Counts, count
+
+if TYPE_CHECKING:
+    from symblock.calculus.model_params import Row
 
 
 @dataclass(frozen=True)
@@ -47,49 +50,52 @@ class TransformerCounts:
         return (self.encoder_layers * self.encoder.total + self.decoder_layers * self.decoder.total
                 + self.extra + self.final_norms + self.embedding + self.head)
 
-    def rows(self) -> list[tuple[str, str, int]]:
-        d, le, ld = self.encoder.d_model, self.encoder_layers, self.decoder_layers
+    def rows(self) -> list[Row]:
+        from symblock.calculus.model_params import BIASES_GIVEN, Row, head_row, norm_row
+        d, v, le, ld = self.encoder.d_model, self.vocab, self.encoder_layers, self.decoder_layers
+        table = rf"\text{{vocab}} \cdot d = {v} \cdot {d}"
         out = []
         if self.vocab and self.separate:
-            out += [("source embedding W_E_src", f"vocab·d = {self.vocab}·{d}", self.vocab * d),
-                    ("target embedding W_E", f"vocab·d = {self.vocab}·{d}", self.vocab * d)]
+            out += [Row("source embedding", f"vocab·d = {v}·{d}", v * d, table, symbol="W_E_src"),
+                    Row("target embedding", f"vocab·d = {v}·{d}", v * d, table, symbol="W_E")]
         elif self.vocab:
-            out.append(("token embedding W_E", f"vocab·d = {self.vocab}·{d} (source and target)", self.vocab * d))
+            out.append(Row("token embedding", f"vocab·d = {v}·{d} (source and target)", v * d, table,
+                           r"\text{(source and target)}", "W_E"))
         if self.context:
-            out.append(("positions W_P", f"context·d = {self.context}·{d}", self.context * d))
-        no_o = "" if self.encoder.out_proj else ", no W_O"   # block.out_proj: false
-        out += [(f"{le} encoder layer{'s' * (le != 1)}{no_o}", f"{le} · ({self.encoder.formula()})",
-                 le * self.encoder.total),
-                (f"{ld} decoder layer{'s' * (ld != 1)}{no_o}", f"{ld} · ({self.decoder.formula()})",
-                 ld * self.decoder.total)]
+            out.append(Row("positions", f"context·d = {self.context}·{d}", self.context * d,
+                           rf"\text{{context}} \cdot d = {self.context} \cdot {d}", symbol="W_P"))
+        no_o = "" if self.encoder.out_proj else ", no"   # block.out_proj: false: no W_O
+        for what, n, layer in (("encoder", le, self.encoder), ("decoder", ld, self.decoder)):
+            f = layer.formula()
+            out.append(Row(f"{n} {what} layer{'s' * (n != 1)}{no_o}", f"{n} · ({f})", n * layer.total,
+                           rf"{n} \cdot ({f.latex()})", symbol="W_O" if no_o else ""))
         if self.extra:
-            out.append(("biases given", "in some layers only (block.bias: false)", self.extra))
+            out.append(BIASES_GIVEN._replace(count=self.extra))
         if self.decoder_norm:
-            out.append(("2 final norms", f"{self.final_norms // d}·d (encoder, decoder)", self.final_norms))
+            k = self.final_norms // d
+            out.append(Row("2 final norms", f"{k}·d (encoder, decoder)", self.final_norms,
+                           rf"{k} d = {k} \cdot {d}", r"\text{(encoder, decoder)}"))
         else:   # the encoder's alone: the decoder's is dropped
-            out.append(("encoder final norm", "2·d (γ, β)" if self.final_norms == 2 * d else "d (γ)",
-                        self.final_norms))
+            out.append(norm_row("encoder final norm", self.final_norms, d))
         if self.vocab:
-            out.append(("head", "tied to W_E (no parameters)" if self.tied else f"d·vocab = {d}·{self.vocab}",
-                        self.head))
+            out.append(head_row("tied" if self.tied else "untied", d, v, self.head))
         return out
+
+    def title(self) -> str:
+        le, ld = self.encoder_layers, self.decoder_layers
+        vocab = f"vocab = {self.vocab}, " if self.vocab else ""
+        return (f"Encoder-decoder (nn.Transformer): {vocab}{le} encoder layer{'s' * (le != 1)} and "
+                f"{ld} decoder layer{'s' * (ld != 1)}, {self.encoder.shape_line()}")
 
     def table(self) -> str:
         from symblock.calculus.model_params import titled_table
-        le, ld = self.encoder_layers, self.decoder_layers
-        vocab = f"vocab = {self.vocab}, " if self.vocab else ""
-        return titled_table(f"Encoder-decoder (nn.Transformer): {vocab}{le} encoder layer{'s' * (le != 1)} and "
-                            f"{ld} decoder layer{'s' * (ld != 1)}, {self.encoder.shape_line()}", self.rows(), self.total)
+        return titled_table(self.title(), self.rows(), self.total)
 
     def latex(self) -> str:
-        """An align* block for notes (amsmath only): one line per component and the total."""
-        def n(x: int) -> str:
-            return f"{x:,}".replace(",", "{,}")
-        def label(a: str) -> str:   # the symbols in math mode
-            return (a.replace("W_E_src", "$W_{E,src}$").replace("W_E", "$W_E$").replace("W_P", "$W_P$")
-                    .replace("W_O", "$W_O$"))
-        lines = [rf"\text{{{label(a)}}} &= {n(c)}" for a, _, c in self.rows()] + [rf"\text{{total}} &= {n(self.total)}"]
-        return "\\begin{align*}\n" + " \\\\\n".join(lines) + "\n\\end{align*}"
+        """An align* block for notes (amsmath only): each component with its formula, the numbers
+        put in and the count, then the total."""
+        from symblock.calculus.model_params import latex_table
+        return latex_table(self.title(), self.rows(), self.total, [])
 
     def to_dict(self) -> dict:
         return {"total": self.total, "encoder_layers": self.encoder_layers, "decoder_layers": self.decoder_layers,

@@ -3,8 +3,9 @@
 Canvas's and Moodle's grade import read), summary.md, summary.html, plots/*.png and
 feedback/<name>.md into --out (default ANSWERS_DIR/graded), never over existing files without
 --force. Exit 0 when every file was graded and none is flagged, 1 when some could not be graded or
-are flagged (another variant fits a file better, or two files share an ID, a name, their answers or a
-student ID: each is named, with the reason, in summary.md, gradebook.csv and on the terminal), 2 on bad input.
+are flagged (another variant fits a file better, or two files share an ID, a name, their answers, a
+student ID or an email, the last two also where a file was not graded: each is named, with the reason, in
+summary.md, gradebook.csv and on the terminal), 2 on bad input.
 
 The argparse glue over `symblock.grading.gradebook` and `symblock.grading.report`.
 """

@@ -267,7 +267,7 @@ class _Run:
         self.cache_names[i] = {p: f"{prefix}layer{i}.cache.{p}" for p in "kv"}
         new = {"k": "attn.k_rot" if o.rope else "attn.k", "v": "attn.v"}
         for name, cache in (("k", K), ("v", V)):
-            t.steps.append(block.Step(f"cache.{name}", f"{name.upper()}_{{cache}} = [{name.upper()}_{{cache}};\\ "
+            t.steps.append(block.Step(f"cache.{name}", f"{name.upper()}_{{\\text{{cache}}}} = [{name.upper()}_{{\\text{{cache}}}};\\ "
                                       f"{name}{chr(39) if o.rope and name == 'k' else ''}]\\ "
                                       f"\\text{{(rows reused, one appended)}}{_cache_shape(layer.dims, cache)}",
                                       (before[name], new[name]), cache))

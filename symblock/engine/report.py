@@ -8,11 +8,12 @@ import json
 import math
 from typing import Any, Callable, Iterable, cast
 
-from symblock.engine import exact
+from symblock.engine import exact, tex_width
 from symblock.engine.block import Step, Trace
 from symblock.engine.matrix import Entry, Mat
 from symblock.engine.model_spec import ModelSpec
 from symblock.engine.spec import BlockSpec
+from symblock.options import LATEX_LINE
 
 JSON_CLOSED_FORM_SIZE = 400  # larger closed forms are `null` in --json (the value stays exact)
 TEXT_WIDTH = 28              # longer closed forms are shown as their decimal in the table
@@ -220,14 +221,16 @@ def _display(lines: list[str]) -> list[str]:
 
 
 def formula_lines(formula: str) -> list[str]:
-    """A formula longer than LATEX_FORMULA broken after its top-level `:\\ ` and `,\\ ` (outside
-    any bracket), so that a display fits a page: RoPE's rule, its angle and its pairs."""
-    if len(formula) <= LATEX_FORMULA:
+    """A formula wider than a line (LATEX_LINE) broken after its top-level `:\\ ` and `,\\ `, and
+    before a top-level remark `\\ (…)` or `\\ \\text{(…)}` (outside any bracket), so that a display
+    fits a page: RoPE's rule, its angle and its pairs; a KV cache's rows and its shape."""
+    if tex_width.width(formula) <= LATEX_LINE:
         return [formula]
     pieces, depth, start = [], 0, 0
     for i, ch in enumerate(formula):
         depth += (ch in "({[") - (ch in ")}]")
-        if depth == 0 and formula.startswith("\\ ", i) and i > start and formula[i - 1] in ",:":
+        if depth == 0 and formula.startswith("\\ ", i) and i > start and (
+                formula[i - 1] in ",:" or formula.startswith(("(", "\\text{("), i + 2)):
             pieces.append(formula[start:i].strip())
             start = i + 2
     lines = [pieces[0]] if pieces else []
@@ -239,27 +242,73 @@ def formula_lines(formula: str) -> list[str]:
     return lines
 
 
+def _chunks(widths: list[float], room: float) -> list[list[int]]:
+    """Consecutive columns packed into lines of at most `room` (a column wider than that alone)."""
+    out: list[list[int]] = [[]]
+    used = 0.0
+    for j, w in enumerate(widths):
+        if out[-1] and used + w > room:
+            out.append([])
+            used = 0.0
+        out[-1].append(j)
+        used += w
+    return out
+
+
+def _pieces(lead: str, cells: list[list[str]]) -> list[str]:
+    """The matrix after `lead` (`Q' =`): one piece when the line fits LATEX_LINE, else its columns
+    over as few lines as fit, as evenly as they go (4 columns: 2 and 2), opened on the first
+    (`\\left[ … \\right.`) and closed on the last; a continuation starts a \\quad in."""
+    widths = tex_width.column_widths(cells)
+    room = LATEX_LINE - tex_width.width(lead) - 1
+    if sum(widths) <= room:
+        return [latex_matrix(cells)]
+    lines = len(_chunks(widths, room - 2))
+    cap = max(max(widths), sum(widths) / lines)
+    while len(chunks := _chunks(widths, cap)) > lines:
+        cap += 0.5
+    out = []
+    for k, cols in enumerate(chunks):
+        body = r" \\ ".join(" & ".join(r[j] for j in cols) for r in cells)
+        env = ("matrix", "") if len(cols) <= LATEX_MATRIX_COLS else ("array", "{" + "c" * len(cols) + "}")
+        out.append(r"\left" + ("[" if k == 0 else ".") + rf"\begin{{{env[0]}}}{env[1]} {body} \end{{{env[0]}}}"
+                   + r"\right" + ("]" if k == len(chunks) - 1 else "."))
+    return out
+
+
+def _value_display(items: list[tuple[str, str, list[list[str]]]]) -> list[str]:
+    """The value's lines (lhs, relation, cells): equation* or gather* when each matrix fits a
+    line, else align* with the wide ones' columns over lines (`Q' &= \\left[…\\right.`)."""
+    pieces = [_pieces(f"{lhs} {rel}", cells) for lhs, rel, cells in items]
+    if all(len(p) == 1 for p in pieces):
+        return _display([f"{lhs} {rel} {p[0]}" for (lhs, rel, _), p in zip(items, pieces)])
+    lines = []
+    for (lhs, rel, _), p in zip(items, pieces):
+        lines += [f"{lhs} &{rel} {p[0]}"] + [rf"&\quad {x}" for x in p[1:]]
+    return [r"\begin{align*}", " \\\\\n".join(lines), r"\end{align*}"]
+
+
 def latex(steps: Iterable[Step], places: int = 4) -> str:
     """Each step as a snippet that compiles in a bare `article` with amsmath: its formula (marked
     given for a pinned step; none for a bare symbol such as the input X; a long one on several
     lines), then its value: the exact matrix when every entry is short, and the decimals, on a
-    line of their own beside an exact matrix that is not all decimals."""
+    line of their own beside an exact matrix that is not all decimals; a matrix wider than a
+    line has its columns over lines."""
     out = [r"% symblock forward: needs only \usepackage{amsmath}"]
     for s in steps:
         rows = s.value.rows
         lhs = s.latex.split(" = ")[0].strip()
         exact_cells = [[latex_entry(e) for e in r] for r in rows]
-        dec = latex_matrix([[r"-\infty" if e is exact.NEG_INF
-                             else (e.is_rational and terminating(e, places)) or fmt_decimal(e, places)
-                             for e in r] for r in rows])  # an exact 0 or 1 stays 0 or 1
+        dec = [[r"-\infty" if e is exact.NEG_INF else (e.is_rational and terminating(e, places)) or fmt_decimal(e, places)
+                for e in r] for r in rows]  # an exact 0 or 1 stays 0 or 1
         if all(c is not None for r in exact_cells for c in r):
-            value = [f"{lhs} = " + latex_matrix(cast("list[list[str]]", exact_cells))]  # all short: the test above
+            value = [(lhs, "=", cast("list[list[str]]", exact_cells))]  # all short: the test above
             if not all(e is exact.NEG_INF or (e.is_rational and terminating(e)) for r in rows for e in r):
-                value.append(rf"{lhs} \approx " + dec)
+                value.append((lhs, r"\approx", dec))
         else:
-            value = [rf"{lhs} \approx " + dec]
+            value = [(lhs, r"\approx", dec)]
         formula = s.latex + (r"\ \text{(given)}" if s.given else "")   # pinned: not worked from the formula
         out += [f"% {s.name}"] + (_display(formula_lines(formula)) if lhs != s.latex or s.given
                                   else [])   # a bare symbol (X) is said by its value's equation
-        out += _display(value)
+        out += _value_display(value)
     return "\n".join(out) + "\n"

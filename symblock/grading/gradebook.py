@@ -51,6 +51,7 @@ class Rejected:
     reason: str            # why, in English; it names neither the file nor the name (printed beside it)
     student: dict[str, str] = field(default_factory=dict)      # as Graded.student: the LMS still finds the row
     why: tuple = ()        # (kind, values) of lang.NOT_GRADED: the reason in each language
+    flags: list = field(default_factory=list)   # students.Flag: a student ID or email shared with another file
 
     @classmethod
     def of(cls, file: str, name: str, ident, why: tuple, student: dict) -> "Rejected":
@@ -216,7 +217,7 @@ def grade(manifest: dict, files: list[Path], credit, roster: dict | None = None,
     outcomes, truths = (marks or mark_all)(read, pool, how)
     graded = [g for g, _ in outcomes if isinstance(g, Graded)]
     cls = Class(manifest, graded, [r for r, _ in outcomes if isinstance(r, Rejected)])
-    flag(graded, {g.file: e for g, e in outcomes if isinstance(g, Graded)}, pool, truths)
+    flag(graded, {g.file: e for g, e in outcomes if isinstance(g, Graded)}, pool, truths, cls.rejected)
     if marked:   # after the flags: the task plots count what the task table counts (`Class.counted`)
         marked(cls)
     return cls
@@ -364,7 +365,8 @@ def gradebook_csv(cls, lang: str = "en") -> str:
                    + [text_cell(feedback[g.file])])
     for r in cls.rejected:
         w.writerow(_who(r.name, r.student) + ["", "", *([""] * len(cls.asked))]
-                   + _notes(cls.max_total, r.ident, r.file, "not graded: " + r.said(lang), "") + [""])
+                   + _notes(cls.max_total, r.ident, r.file, "not graded: " + r.said(lang),
+                            "; ".join(describe(f, lang) for f in r.flags)) + [""])
     return out.getvalue()
 
 

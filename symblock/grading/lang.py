@@ -35,6 +35,7 @@ EN = {
     "run": "{first} … {last}  ({n} steps not answered)",
     "entry": "row {row}, col {col}  given {given:<10} expected {expected}{own}  {mark}",
     "own": "; from your own answers {own}",
+    "tie": "{a} or {b}", "halfway": "exactly halfway: either rounding is right",
     "why": "  ({reason})",
     "reason": {"number": "not a number: '{text}'", "large": "too large to read: '{text}'",
                "comma": "ambiguous comma: '{text}' (write the decimal with a point: 1234.5)",
@@ -96,6 +97,7 @@ ZH = {
     "run": "{first} … {last}（{n} 步未作答）",
     "entry": "第 {row} 行第 {col} 列  你的答案 {given:<10} 应为 {expected}{own}  {mark}",
     "own": "；按你自己前面的答案应为 {own}",
+    "tie": "{a} 或 {b}", "halfway": "恰好在两者正中：两种舍入都算对",
     "why": "（{reason}）",
     "reason": {"number": "不是数：'{text}'", "large": "数太大，无法读取：'{text}'",
                "comma": "逗号有歧义：'{text}'（小数请用小数点，如 1234.5）",
@@ -226,13 +228,15 @@ FLAG_TEXT = {
            "blank": "answers nothing (the blank answers file handed in?)",
            "same_id": "same id as {other}", "same_name": "same name as {other}",
            "same_answers": "same answers as {other}",
-           "same_student_id": "same student ID {value} as {other} (an LMS import matches both rows to one student)"},
+           "same_student_id": "same student ID {value} as {other} (an LMS import matches both rows to one student)",
+           "same_email": "same email {value} as {other} (an LMS import matches both rows to one student)"},
     "zh": {"fits": "与 {other} 的吻合程度明显高于它自己的 ID（在两份练习不同的数中，{theirs} 个与 {other} 相符，"
                    "{mine} 个与自己的相符）",
            "blank": "一个数也没有填（交的是空白的答题文件？）",
            "same_id": "与 {other} 的 ID 相同", "same_name": "与 {other} 的姓名相同",
            "same_answers": "与 {other} 的答案完全相同",
-           "same_student_id": "与 {other} 的学号 {value} 相同（LMS 导入时两行会对应到同一名学生）"},
+           "same_student_id": "与 {other} 的学号 {value} 相同（LMS 导入时两行会对应到同一名学生）",
+           "same_email": "与 {other} 的邮箱 {value} 相同（LMS 导入时两行会对应到同一名学生）"},
 }
 
 
@@ -259,6 +263,11 @@ NOT_GRADED = {
            "input": "文件有误：{where}{message}",
            "internal": "批改此文件时出现内部错误（{error}），请报告此问题"},
 }
+
+
+def flag_note(cls) -> str:
+    """The key of the summaries' line over the flagged files: it names the files not graded among them."""
+    return "flagged_note_ungraded" if any(r.flags for r in cls.rejected) else "flagged_note"
 
 
 def left_out(cls, lang: str = "en") -> str | None:
@@ -370,10 +379,12 @@ FEEDBACK = {
 SUMMARY_TEXT = {
     "en": {"mistakes": "Most common mistakes", "students": "{k} of {n} students", "flagged": "Flagged files",
            "flagged_note": "graded against their own ID, but a person should look:", "none": "none",
+           "flagged_note_ungraded": "graded against their own ID (or not graded: see Not graded), but a person should look:",
            "plots": "Distributions", "totals": "totals", "tasks": "points per task",
            "no_plots": "No plots: matplotlib is not installed (pip install 'symblock[plot]')."},
     "zh": {"mistakes": "最常见的错误", "students": "{n} 名学生中有 {k} 名", "flagged": "需要核对的文件",
            "flagged_note": "已按各自的 ID 批改，但请人工核对：", "none": "无",
+           "flagged_note_ungraded": "已按各自的 ID 批改（或未批改：见“未批改的文件”），但请人工核对：",
            "plots": "分布", "totals": "总分", "tasks": "各题得分",
            "no_plots": "没有图：未安装 matplotlib（pip install 'symblock[plot]'）。"},
 }
@@ -411,6 +422,13 @@ def show(value, places: int | None, entry=None) -> str:
     if form is not None and len(form) <= 40:
         return form
     return "≈" + value.digits(10)
+
+
+def expected_text(e, w: dict, closed: bool = False) -> str:
+    """An entry's expected value as a report prints it: both roundings of an exact tie (and that
+    either is right), with its closed form (`closed`)."""
+    notes = ([f"= {e.exact}"] if closed else []) + ([w["halfway"]] if e.tie else [])
+    return (w["tie"].format(a=e.expected, b=e.tie) if e.tie else e.expected) + (f" ({w['sep'].join(notes)})" if notes else "")
 
 
 @dataclass(frozen=True)

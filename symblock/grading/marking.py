@@ -10,8 +10,9 @@ truth. Each answered entry is
   built only on right answers (honest rounding carried forward is never wrong);
 * `carried`: it matches what the item gives from the person's chain, which rests on a wrong answer:
   the chain as written, or as they may have kept it unrounded (each right entry its exact value, a
-  wrong one the simplest rational its digits allow: −1.667 as −5/3), so a person who works on
-  with full precision after a mistake is charged once, as one who rounds every step is;
+  wrong one the simplest rational its digits allow: −1.667 as −5/3, a slipped or shorter one as
+  written), so a person who works on with full precision after a mistake or a rounding slip is
+  charged once, as one who rounds every step is;
 * `rounded`: written with fewer places (or significant digits) than asked, at least 1, and right
   at the places written ("correct, rounded to 2 places");
 * `slip`: off by at most one unit in the last place written: a rounding slip;
@@ -32,11 +33,11 @@ which unanswered steps count as missing.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from fractions import Fraction
 
 from symblock.engine import exact
 from symblock.grading import answers as answers_mod, plan
 from symblock.grading.lang import EntryStyle, closed_form, show
+from symblock.grading.points import fewer_places, is_slip, matches, other_rounding
 from symblock.grading.mistakes import diagnose
 from symblock.grading.recompute import equivalents
 
@@ -59,6 +60,7 @@ class EntryResult:
     mark: str = "correct"        # correct | carried | rounded | slip | wrong | blank
     reason: str | None = None    # why an unreadable entry is wrong (answers.Entry.reason)
     note: str | None = None      # MASK_FILL: a large finite value accepted as −∞
+    tie: str | None = None       # the truth's other rounding, when it is exactly halfway at the entry's places
 
 
 @dataclass
@@ -106,115 +108,14 @@ class CheckResult:
 
 # ---------------------------------------------------------------- one entry
 
-def matches(entry, value) -> bool:
-    """The acceptance rule for one entry against one exact value."""
-    if getattr(entry, "reason", None) is not None:   # unreadable: wrong against anything
-        return False
-    if entry.value is exact.NEG_INF or value is exact.NEG_INF:
-        return entry.value is value or (value is exact.NEG_INF and answers_mod.is_fill(entry))
-    if entry.tol is not None:
-        return _within(entry.value, value, entry.tol * _max1(value)) \
-            and (entry.cap is None or _within(entry.value, value, entry.cap))
-    if entry.sig_figs is not None:
-        return _sig_equal(entry, value, entry.sig_figs)
-    if entry.places is None:
-        try:
-            return (entry.value - value).sign() == 0
-        except exact.UndecidableError:  # equal to ~4900 digits and no short closed form
-            return True
-    return _places_equal(entry, value, entry.places)
-
-
-def _places_equal(entry, value, places: int) -> bool:
-    """`value` rounded to `places` is the entry. Rounding is half away from zero, and an exact tie
-    at `places` (1.5625 at 3) is accepted rounded either way: 1.563, or 1.562 as half to even
-    (Python, NumPy) gives it."""
-    try:
-        rounded = value.decimal(places)
-    except exact.UndecidableError:
-        # the value sits on a rounding tie (to ~4900 digits, e.g. 1/8 written in exps):
-        # either neighbour is a fair rounding
-        return _within(entry.value, value, Fraction(1, 2 * 10 ** places))
-    return rounded == entry.decimal or _tie_neighbour(entry, value, rounded, places)
-
-
-def _tie_neighbour(entry, value, rounded, places: int) -> bool:
-    """Whether the entry is the other rounding of a value exactly halfway between it and `rounded`."""
-    if entry.decimal is None or abs(Fraction(entry.decimal) - Fraction(rounded)) != Fraction(1, 10 ** places):
-        return False
-    middle = (Fraction(entry.decimal) + Fraction(rounded)) / 2
-    try:
-        return (value - exact.real(middle)).sign() == 0
-    except exact.UndecidableError:   # equal to ~4900 digits
-        return True
-
-
-def _sig_equal(entry, value, sig: int) -> bool:
-    """`value` rounded to `sig` significant digits equals the entry (numerically)."""
-    if value.sign() == 0:
-        return entry.decimal == 0
-    import math
-    try:
-        magnitude = math.floor(math.log10(abs(float(value))))
-    except (OverflowError, ValueError):
-        return False
-    return _places_equal(entry, value, sig - 1 - magnitude)
-
-
-def _within(a, b, tol: Fraction) -> bool:
-    diff = a - b
-    try:
-        return ((diff if diff.sign() >= 0 else -diff) - exact.real(tol)).sign() <= 0
-    except exact.UndecidableError:
-        return True
-
-
-def _max1(value) -> Fraction:
-    """max(1, |value|) as a rational a little above it (a tolerance scale, never below the truth)."""
-    try:
-        f = abs(float(value))
-    except OverflowError:
-        f = float("inf")
-    if f == float("inf"):   # beyond a double: a power of 10 above it is scale enough
-        text = value.digits(3).lower()
-        return Fraction(10) ** (int(text.split("e")[1]) + 1 if "e" in text else len(text))
-    return max(Fraction(1), Fraction(f).limit_denominator(10 ** 12) * Fraction(1001, 1000))
-
-
-def fewer_places(entry, value) -> bool:
-    """Written with fewer places (or significant digits) than asked, at least one, and right there."""
-    if entry.decimal is None or entry.tol is not None or not entry.written:
-        return False
-    if entry.sig_figs is not None:
-        return entry.written < entry.sig_figs and _sig_equal(entry, value, entry.written)
-    return entry.places is not None and entry.written < entry.places and _places_equal(entry, value, entry.written)
-
-
-def is_slip(entry, value) -> bool:
-    """Off by at most one unit in the last place written from the value rounded there (a decimal
-    entry under places or sig figs): 0.351 or 0.353 where the key has 0.352, whatever digits follow
-    in the exact value, as the student compares it with the key; at an exact tie, from either rounding."""
-    if entry.decimal is None or entry.tol is not None or value is exact.NEG_INF or (
-            entry.sig_figs is None and not entry.written and entry.places is None):
-        return False
-    places = entry.places if entry.sig_figs is None and not entry.written else -entry.decimal.as_tuple().exponent
-    unit = Fraction(10) ** -places
-    if places >= 0:
-        try:   # 25/16 at 3 places: 1.563 and 1.562 are right, so 1.564 and 1.561 are slips
-            r, q = Fraction(value.decimal(places)), Fraction(int(value.q.p), int(value.q.q)) if value.is_rational else 0
-            return any(abs(Fraction(entry.decimal) - c) <= unit for c in {r, 2 * q - r if value.is_rational and 2 * abs(q - r) == unit else r})
-        except exact.UndecidableError:   # on a rounding tie: within one unit of the value itself
-            pass
-    return _within(entry.value, value, unit)
-
-
-def judge(entry, truth, honest, own, kept=None) -> tuple[str, bool, object]:
+def judge(entry, truth, honest, own, kept=None, slipped=None) -> tuple[str, bool, object]:
     """(mark, whether it needed the person's own chain with its wrong answers, the value it
     matched): tried against the truth, then `honest` (the item from their chain with each wrong
     entry put right: their honest rounding), then `kept` (from their chain as they may have kept
-    it, unrounded) and `own` (from their chain as written); carried is decided by the step."""
+    it, unrounded), `slipped` (that chain with their slips and shorter entries as written) and
+    `own` (from their chain as written); carried is decided by the step."""
     for mark, test in ((CORRECT, matches), (ROUNDED, fewer_places), (SLIP, is_slip)):
-        for value, via_own in ((truth, False), (honest, False), (kept, True), (own, True)):
+        for value, via_own in ((truth, False), (honest, False), (kept, True), (slipped, True), (own, True)):
             if value is not None and test(entry, value):
                 return mark, via_own, value
     return WRONG, False, None
@@ -251,6 +152,7 @@ def check(spec, trace, answers, asked=None, backward=None, items=None, memo: dic
     chain = dict(trace.params)       # the person's chain: name -> Mat
     fixed = dict(trace.params)       # the chain with each wrong or carried entry put right
     kept = dict(trace.params)        # the chain as they may have kept it: unrounded (kept_value)
+    slips = dict(trace.params)       # kept, with each slip or shorter entry as written (carried on so)
     shaped = dict(trace.params)      # the chain with an answer of another shape as written (below)
     bad: dict[str, list[str]] = {}   # name -> the wrong/carried answers its chain value rests on
     results = []
@@ -261,6 +163,7 @@ def check(spec, trace, answers, asked=None, backward=None, items=None, memo: dic
         own = it.from_chain(chain, deps, truth)
         honest = own if all(fixed[i] is chain[i] for i in deps) else it.from_chain(fixed, deps, truth)
         unrounded = own if all(kept[i] is chain[i] for i in deps) else it.from_chain(kept, deps, truth)
+        slipped = unrounded if all(slips[i] is kept[i] for i in deps) else it.from_chain(slips, deps, truth)
         as_shaped = own if all(shaped[i] is chain[i] for i in deps) else it.from_chain(shaped, deps, truth)
         answer = answers.steps.get(name)
         is_asked = asked is None or name in asked
@@ -269,16 +172,18 @@ def check(spec, trace, answers, asked=None, backward=None, items=None, memo: dic
             chain[name] = own if own is not None else it.value
             fixed[name] = chain[name] if honest is own else (honest if honest is not None else it.value)
             kept[name] = unrounded if unrounded is not None else it.value
+            slips[name] = kept[name] if slipped is unrounded or slipped is None else slipped
             shaped[name], bad[name] = chain[name] if as_shaped is own or as_shaped is None else as_shaped, built_on
             continue
         result, kept[name] = mark_step(it, answer, own, honest, built_on, spec, chain, truth,
-                                       {} if memo is None else memo, forms, unrounded)
+                                       {} if memo is None else memo, forms, unrounded, slipped)
         if result.status in (WRONG, SLIP) and as_shaped is not own:   # it rests on an answer of another shape
             result = _carried_as_written(it, answer.written or answer, as_shaped, built_on) or result
         result.asked = is_asked
         results.append(result)
         chain[name] = _read_fills(answer.values(own if own is not None else it.value), result)
         fixed[name] = _put_right(chain[name], result, honest if honest is not None else it.value)
+        slips[name] = _with_slips(kept[name], result, answer, None if slipped is unrounded else slipped)
         w = answer.written   # as written where each entry reads (a K of the decoder's 2 rows)
         shaped[name] = w.values() if w is not None and all(e.reason is None for r in w.entries for e in r) \
             else chain[name]
@@ -304,6 +209,23 @@ def _carried_as_written(it, w, as_shaped, built_on: list[str]):
     return StepResult(it.name, SLIP if slips else CARRIED, entries, [ROUNDING_CODE] if slips else [], built_on=built_on)
 
 
+def _with_slips(kept, result, answer, slipped):
+    """The kept value of a step (`kept`) with each slip or shorter entry as written, and each other
+    entry that the step worked from such entries (`slipped`) gives, that value: the chain of a person
+    who keeps every number unrounded but carries their rounding slip on (the same object: none)."""
+    from symblock.engine.matrix import Mat
+    rows = [list(row) for row in kept.rows]
+    for er in result.entries:
+        e = answer.entries[er.row][er.col]
+        if er.mark in (SLIP, ROUNDED):
+            rows[er.row][er.col] = e.value
+        elif slipped is not None and (er.mark == BLANK or er.mark != WRONG and lenient(e, slipped.rows[er.row][er.col])):
+            rows[er.row][er.col] = slipped.rows[er.row][er.col]
+    if all(v is k for row, krow in zip(rows, kept.rows) for v, k in zip(row, krow)):
+        return kept
+    return Mat(rows)
+
+
 def _read_fills(mine, result):
     """`mine` with each entry accepted as −∞ (MASK_FILL) made −∞: later steps rest on −∞."""
     from symblock.engine.matrix import Mat
@@ -314,11 +236,11 @@ def _read_fills(mine, result):
                 for i, row in enumerate(mine.rows)])
 
 
-def _put_right(mine, result, right):
-    """`mine` with the wrong, carried and blank entries taken from `right` (the same object when
-    nothing changes, so later items know nothing needs recomputing)."""
+def _put_right(mine, result, right, marks=(WRONG, CARRIED, BLANK)):
+    """`mine` with the entries of those `marks` (wrong, carried, blank) taken from `right` (the same
+    object when nothing changes, so later items know nothing needs recomputing)."""
     from symblock.engine.matrix import Mat
-    bad = {(e.row, e.col) for e in result.entries if e.mark in (WRONG, CARRIED, BLANK)}
+    bad = {(e.row, e.col) for e in result.entries if e.mark in marks}
     if not bad:
         return mine
     return Mat([[right.rows[i][j] if (i, j) in bad else v for j, v in enumerate(row)]
@@ -326,10 +248,10 @@ def _put_right(mine, result, right):
 
 
 def mark_step(it, answer, own, honest, built_on: list[str], spec, chain, truth, memo: dict,
-              forms: bool = True, unrounded=None):
+              forms: bool = True, unrounded=None, slipped=None):
     """(the step's StepResult, its value in the kept chain: each entry's matched value, a wrong
     one's kept_value, a blank from `unrounded` or the truth; the truth itself when all match it)."""
-    result, matched = _mark_step(it, answer, own, honest, built_on, spec, chain, truth, memo, forms, unrounded)
+    result, matched = _mark_step(it, answer, own, honest, built_on, spec, chain, truth, memo, forms, unrounded, slipped)
     fill = unrounded if unrounded is not None else it.value
     rows = [[fill.rows[i][j] for j in range(len(row))] for i, row in enumerate(it.value.rows)]
     for er in result.entries:
@@ -346,7 +268,7 @@ def mark_step(it, answer, own, honest, built_on: list[str], spec, chain, truth, 
     return result, Mat(rows)
 
 
-def _mark_step(it, answer, own, honest, built_on, spec, chain, truth, memo, forms, unrounded):
+def _mark_step(it, answer, own, honest, built_on, spec, chain, truth, memo, forms, unrounded, slipped):
     entries, needed_own, matched = [], False, {}
 
     def known(fn, t, *key):   # the truth's printed forms, once per trace
@@ -362,17 +284,19 @@ def _mark_step(it, answer, own, honest, built_on, spec, chain, truth, memo, form
                 entries.append(EntryResult(i, j, None, known(show, t, answer.decimals), False, mark=BLANK))
                 continue
             k = unrounded.rows[i][j] if unrounded is not None and unrounded is not own else None
-            mark, via_own, matched[i, j] = judge(e, t, honest.rows[i][j] if honest is not None else None, o, k)
+            s = slipped.rows[i][j] if slipped is not None and slipped is not unrounded and slipped is not own else None
+            mark, via_own, matched[i, j] = judge(e, t, honest.rows[i][j] if honest is not None else None, o, k, s)
             needed_own = needed_own or via_own
-            if via_own and matched[i, j] is k:
-                o = k   # what their own answers give, unrounded
+            if via_own:
+                o = matched[i, j]   # what their own answers give (unrounded, or with their slips)
             if via_own and mark == CORRECT and built_on:
                 mark = CARRIED
             right = mark in (CORRECT, CARRIED, ROUNDED)
             er = EntryResult(i, j, e.text, known(show, t, e.places, EntryStyle(e)), right,
                              exact=known(closed_form, t) if forms or not right else None, mark=mark,
                              reason=getattr(e, "reason", None),
-                             note=MASK_FILL if t is exact.NEG_INF and e.value is not t and right else None)
+                             note=MASK_FILL if t is exact.NEG_INF and e.value is not t and right else None,
+                             tie=known(_tie, t, e.places, EntryStyle(e)))
             if o is not None and show(o, e.places, EntryStyle(e)) != er.expected:
                 er.own = show(o, e.places, EntryStyle(e))
             entries.append(er)
@@ -398,6 +322,14 @@ def _mark_step(it, answer, own, honest, built_on, spec, chain, truth, memo, form
     if needed_own and built_on:
         return StepResult(it.name, CARRIED, entries, built_on=built_on), matched
     return StepResult(it.name, ROUNDED if ROUNDED in marks else CORRECT, entries, built_on=rests), matched
+
+
+def _tie(truth, places: int | None, style: EntryStyle) -> str | None:
+    """The truth's other rounding when it is exactly halfway at `places` (a decimal entry), printed as
+    `show` prints the truth: 1.562 beside 1.563 for 25/16 at 3 places; None off a tie."""
+    plain = places is not None and style.tol is None and style.sig_figs is None
+    other = other_rounding(truth, places) if plain else None
+    return None if other is None else show(exact.real(other), places)
 
 
 def _rests_on(built_on: list[str], needed_own: bool, own, entries) -> list[str]:

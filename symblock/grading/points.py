@@ -1,6 +1,8 @@
 """Points: what a mark is worth (`Credit`: the credit of a rounding slip, the statement printed on
-every report) and what a static LMS question (Moodle Cloze, QTI) can accept for each asked entry,
-so that its marks agree with `symblock grade` for every answer that carries no error of its own.
+every report), which mark one entry earns against one exact value (`matches`, `fewer_places`,
+`is_slip`: the checker's acceptance rule), and what a static LMS question (Moodle Cloze, QTI) can
+accept for each asked entry, so that its marks agree with `symblock grade` for every answer that
+carries no error of its own.
 
 An LMS question compares each entry with fixed numbers; it cannot follow a student's own earlier
 answers as the checker does. So each entry accepts, at full credit, every value the checker
@@ -26,11 +28,11 @@ from typing import TYPE_CHECKING
 
 from symblock.engine import exact
 from symblock.engine.matrix import Mat
+from symblock.grading import answers as answers_mod
 
 if TYPE_CHECKING:
     from symblock.engine.block import Trace
     from symblock.exercises.presets import Exercise
-    from symblock.grading.marking import StepResult
 
 
 # How marks become points: the credit of each entry mark, and a task's points.
@@ -56,8 +58,8 @@ class Credit:
         return {"correct": Fraction(1), "carried": self.carried, "rounded": self.rounded,
                 "slip": self.slip}.get(mark, Fraction(0))
 
-    def task(self, step: StepResult | None, points: int) -> Fraction:
-        """Points earned on one task from its StepResult (None or no entries: 0)."""
+    def task(self, step, points: int) -> Fraction:
+        """Points earned on one task from its marking.StepResult (None or no entries: 0)."""
         if step is None or not step.entries:
             return Fraction(0)
         return points * sum((self.of(e.mark) for e in step.entries), Fraction(0)) / len(step.entries)
@@ -96,17 +98,133 @@ def parse_credit(text: str, flag: str) -> Fraction:
     return v
 
 
+# ---------------------------------------------------------------- which mark one entry earns
+#
+# The checker's acceptance rule for one answered entry against one exact value (marking.judge tries it
+# against the truth and the person's chains); the LMS answers below are its static counterpart.
+
+def matches(entry, value) -> bool:
+    """The acceptance rule for one entry against one exact value."""
+    if getattr(entry, "reason", None) is not None:   # unreadable: wrong against anything
+        return False
+    if entry.value is exact.NEG_INF or value is exact.NEG_INF:
+        return entry.value is value or (value is exact.NEG_INF and answers_mod.is_fill(entry))
+    if entry.tol is not None:
+        return _within(entry.value, value, entry.tol * _max1(value)) \
+            and (entry.cap is None or _within(entry.value, value, entry.cap))
+    if entry.sig_figs is not None:
+        return _sig_equal(entry, value, entry.sig_figs)
+    if entry.places is None:
+        try:
+            return (entry.value - value).sign() == 0
+        except exact.UndecidableError:  # equal to ~4900 digits and no short closed form
+            return True
+    return _places_equal(entry, value, entry.places)
+
+
+def _places_equal(entry, value, places: int) -> bool:
+    """`value` rounded to `places` is the entry. Rounding is half away from zero, and an exact tie
+    at `places` (1.5625 at 3) is accepted rounded either way: 1.563, or 1.562 as half to even
+    (Python, NumPy) gives it."""
+    try:
+        rounded = value.decimal(places)
+    except exact.UndecidableError:
+        # the value sits on a rounding tie (to ~4900 digits, e.g. 1/8 written in exps):
+        # either neighbour is a fair rounding
+        return _within(entry.value, value, Fraction(1, 2 * 10 ** places))
+    return rounded == entry.decimal or _tie_neighbour(entry, value, rounded, places)
+
+
+def _tie_neighbour(entry, value, rounded, places: int) -> bool:
+    """Whether the entry is the other rounding of a value exactly halfway between it and `rounded`."""
+    if entry.decimal is None or abs(Fraction(entry.decimal) - Fraction(rounded)) != Fraction(1, 10 ** places):
+        return False
+    middle = (Fraction(entry.decimal) + Fraction(rounded)) / 2
+    try:
+        return (value - exact.real(middle)).sign() == 0
+    except exact.UndecidableError:   # equal to ~4900 digits
+        return True
+
+
+def _sig_equal(entry, value, sig: int) -> bool:
+    """`value` rounded to `sig` significant digits equals the entry (numerically)."""
+    if value.sign() == 0:
+        return entry.decimal == 0
+    import math
+    try:
+        magnitude = math.floor(math.log10(abs(float(value))))
+    except (OverflowError, ValueError):
+        return False
+    return _places_equal(entry, value, sig - 1 - magnitude)
+
+
+def _within(a, b, tol: Fraction) -> bool:
+    diff = a - b
+    try:
+        return ((diff if diff.sign() >= 0 else -diff) - exact.real(tol)).sign() <= 0
+    except exact.UndecidableError:
+        return True
+
+
+def _max1(value) -> Fraction:
+    """max(1, |value|) as a rational a little above it (a tolerance scale, never below the truth)."""
+    try:
+        f = abs(float(value))
+    except OverflowError:
+        f = float("inf")
+    if f == float("inf"):   # beyond a double: a power of 10 above it is scale enough
+        text = value.digits(3).lower()
+        return Fraction(10) ** (int(text.split("e")[1]) + 1 if "e" in text else len(text))
+    return max(Fraction(1), Fraction(f).limit_denominator(10 ** 12) * Fraction(1001, 1000))
+
+
+def fewer_places(entry, value) -> bool:
+    """Written with fewer places (or significant digits) than asked, at least one, and right there."""
+    if entry.decimal is None or entry.tol is not None or not entry.written:
+        return False
+    if entry.sig_figs is not None:
+        return entry.written < entry.sig_figs and _sig_equal(entry, value, entry.written)
+    return entry.places is not None and entry.written < entry.places and _places_equal(entry, value, entry.written)
+
+
+def is_slip(entry, value) -> bool:
+    """Off by at most one unit in the last place written from the value rounded there (a decimal
+    entry under places or sig figs): 0.351 or 0.353 where the key has 0.352, whatever digits follow
+    in the exact value, as the student compares it with the key; at an exact tie, from either rounding."""
+    if entry.decimal is None or entry.tol is not None or value is exact.NEG_INF or (
+            entry.sig_figs is None and not entry.written and entry.places is None):
+        return False
+    places = entry.places if entry.sig_figs is None and not entry.written else -entry.decimal.as_tuple().exponent
+    unit = Fraction(10) ** -places
+    if places >= 0:
+        try:   # 25/16 at 3 places: 1.563 and 1.562 are right, so 1.564 and 1.561 are slips
+            right = (Fraction(value.decimal(places)), other_rounding(value, places))
+            return any(abs(Fraction(entry.decimal) - c) <= unit for c in right if c is not None)
+        except exact.UndecidableError:   # on a rounding tie: within one unit of the value itself
+            pass
+    return _within(entry.value, value, unit)
+
+
+def other_rounding(value, places: int) -> Fraction | None:
+    """The other rounding of a value exactly halfway at `places` (1.562 beside 1.563 for 25/16 at 3:
+    `matches` accepts both); None off a tie."""
+    if value is exact.NEG_INF or not value.is_rational:
+        return None
+    q, r = Fraction(int(value.q.p), int(value.q.q)), Fraction(value.decimal(places))
+    return 2 * q - r if 2 * abs(q - r) == Fraction(10) ** -places else None
+
+
 MAX_EXACT_PLACES = 6    # as the sheets: a terminating decimal this short is printed exactly
 
 
 def accepted(trace: Trace, exercise: Exercise, places: int) -> dict[str, list[list[list[tuple[str, Fraction]]]]]:
     """{asked step: rows of entries, each a list of (12-place centre, credit), full credit first}:
     the centres are ranged ½·10⁻ᵈ either side (`places` d). A masked −∞ entry has no centre ([])."""
-    from symblock.grading.marking import Marker
+    from symblock.grading import plan
     asked = set(exercise.ask)
     printed, rounded = dict(trace.params), dict(trace.params)
     out = {}
-    for it in Marker(trace, exercise).items:
+    for it in plan.items(trace, exercise):
         key = _recompute(it, printed)
         own = _recompute(it, rounded)
         if it.name in asked:

@@ -17,7 +17,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from symblock.grading.lang import (FEEDBACK, SUMMARY_TEXT, TABLE_TEXT, blanks, counted_from, describe, explanation,
-                                   left_out, partly_blank, percent, why, words)
+                                   expected_text, flag_note, left_out, partly_blank, percent, why, words)
 
 if TYPE_CHECKING:
     from symblock.engine.block import Trace
@@ -242,7 +242,7 @@ def feedback_md(g, cls, credit, lang: str = "en") -> str:
         for e in shown:
             own = w["own"].format(own=e.own) if e.own else ""
             lines.append("- " + w["entry"].format(row=e.row + 1, col=e.col + 1, given=md_text(e.given),
-                                                  expected=e.expected, own=own, mark=w["mark"][e.mark]).replace("  ", " ")
+                                                  expected=expected_text(e, w), own=own, mark=w["mark"][e.mark]).replace("  ", " ")
                          + md_text(why(e, lang)).replace("  ", " "))
         lines.append("")
     lines += [*counted_from(g.result.indexed, cited, w, ""), credit.statement(lang), ""]
@@ -312,7 +312,7 @@ def text(result, trace: Trace | None=None, every_entry: bool = False, lang: str 
             if e.mark == "blank" or reshaped is not None:
                 continue
             if every_entry or e.mark not in ("correct", "carried"):
-                exp = e.expected + (f" (= {e.exact})" if _worth_showing(e) else "")
+                exp = expected_text(e, w, _worth_showing(e))
                 own = w["own"].format(own=e.own) if e.own else ""
                 lines.append("      " + w["entry"].format(row=e.row + 1, col=e.col + 1, given=e.given, expected=exp,
                                                           own=own, mark=w["mark"][e.mark]) + why(e, lang))
@@ -412,8 +412,8 @@ def mistakes(cls, lang: str = "en") -> list[dict]:
 
 
 def flagged(cls, lang: str = "en") -> list[tuple[str, str, list[str]]]:
-    """(file, name, [what is in doubt]) of every flagged file."""
-    return [(g.file, g.name, [describe(f, lang) for f in g.flags]) for g in cls.graded if g.flags]
+    """(file, name, [what is in doubt]) of every flagged file: the graded, then those not graded."""
+    return [(g.file, g.name, [describe(f, lang) for f in g.flags]) for g in [*cls.graded, *cls.rejected] if g.flags]
 
 
 def summary_md(cls, credit, lang: str = "en", plots: bool = True) -> str:
@@ -425,7 +425,7 @@ def summary_md(cls, credit, lang: str = "en", plots: bool = True) -> str:
                                                         for c, e, k in row["codes"]))
     lines += [] if mistakes(cls, lang) else [t["none"]]
     lines += ["", f"## {t['flagged']}", ""]
-    lines += [t["flagged_note"], ""] if flagged(cls, lang) else [t["none"]]
+    lines += [t[flag_note(cls)], ""] if flagged(cls, lang) else [t["none"]]
     lines += [f"- {md_text(f)} ({md_text(name)}): " + "; ".join(md_text(w) for w in why)
               for f, name, why in flagged(cls, lang)]
     lines += ["", f"## {t['plots']}", ""]
@@ -446,4 +446,5 @@ def html_context(cls, credit, lang: str = "en", plots: bool = True) -> dict:
              for r in cls.task_stats()]
     return dict(lang=lang, t=t, s=SUMMARY_TEXT[lang], head=head, tasks=tasks, mistakes=mistakes(cls, lang),
                 n=len(cls.counted), left_out=left_out(cls, lang), flagged=flagged(cls, lang), rejected=cls.rejected,
-                policy=credit.statement(lang), plots=PLOTS if plots and cls.graded else None, no_plots=not plots)
+                policy=credit.statement(lang), plots=PLOTS if plots and cls.graded else None, no_plots=not plots,
+                flag_note=SUMMARY_TEXT[lang][flag_note(cls)])

@@ -203,17 +203,19 @@ IN_DOUBT = frozenset({"fits", "blank"})   # flags whose file's marks say nothing
 
 @dataclass(frozen=True)
 class Flag:
-    kind: str          # fits | blank | same_id | same_name | same_answers | same_student_id
+    kind: str          # fits | blank | same_id | same_name | same_answers | same_student_id | same_email
     other: str         # the variant that fits better, or the other file
     mine: int = 0      # fits: distinguishing entries matching the file's own variant ...
     theirs: int = 0    # ... and matching the other variant
-    value: str = ""    # same_student_id: the student ID the two files share
+    value: str = ""    # same_student_id, same_email: the student ID or email the two files share
 
 
-def flag(graded: list, entries: dict, pool, truths: "Truths | None" = None) -> None:
+def flag(graded: list, entries: dict, pool, truths: "Truths | None" = None, rejected: list = ()) -> None:
     """Set `g.flags` of every graded file. `entries`: file -> its answered entries (`answered_entries` of
     its answers as read for its own variant), `pool`: the set's Variants, `truths` (optional) their
-    rounded values, some or all already worked out (`grade --jobs`)."""
+    rounded values, some or all already worked out (`grade --jobs`). A student ID or an email two files
+    share (the roster's, else the file's) is flagged on the `rejected` files too: an LMS import would
+    still put both rows on one student."""
     truths = truths or Truths(pool)
     for g in graded:
         if not entries[g.file]:   # nothing answered: most often the blank template handed in
@@ -221,9 +223,11 @@ def flag(graded: list, entries: dict, pool, truths: "Truths | None" = None) -> N
         elif fit := best_fit(g.ident, entries[g.file], pool, truths):
             g.flags.append(fit)
     for kind, key in (("same_id", lambda g: g.ident), ("same_name", lambda g: g.name.casefold()),
-                      ("same_answers", lambda g: _answer_key(entries[g.file])),
-                      ("same_student_id", lambda g: g.student.get("student_id"))):   # the roster's, else the file's
+                      ("same_answers", lambda g: _answer_key(entries[g.file]))):
         _duplicates(graded, kind, key)
+    for kind, column in (("same_student_id", "student_id"), ("same_email", "email")):   # the roster's, else the file's
+        _duplicates([*graded, *rejected], kind, lambda g: (g.student.get(column) or "").strip().casefold() or None,
+                    lambda g: g.student.get(column, ""))
 
 
 def best_fit(own: str, entries: list, pool, truths: "Truths") -> Flag | None:
@@ -345,13 +349,13 @@ def _answer_key(entries: list):
     return frozenset(entries) if len(entries) >= MARGIN else None
 
 
-def _duplicates(graded: list, kind: str, key) -> None:
+def _duplicates(files: list, kind: str, key, value=lambda g: "") -> None:
+    """Flag each of `files` that shares its `key` (not None) with others, naming each other file."""
     groups: dict = {}
-    for g in graded:
+    for g in files:
         k = key(g)
         if k is not None:
             groups.setdefault(k, []).append(g)
     for group in groups.values():
         for g in group:
-            g.flags += [Flag(kind, o.file, value=g.student.get("student_id", "") if kind == "same_student_id" else "")
-                        for o in group if o is not g]
+            g.flags += [Flag(kind, o.file, value=value(g)) for o in group if o is not g]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from symblock.engine import kinds, names, parameters
+from symblock.engine import kinds, names, parameters, report
 from symblock.engine.tiles import SIDE_KINDS
 from symblock.sheets.lang import MATH_TEXT, TEXTS
 from symblock.sheets.numbers import (Safe, dec_tex, exact_tex, grid, is_plain, matrix_value, number_tex, outcome,
@@ -141,7 +141,8 @@ class Builder(LinearWork, AttentionWork, CrossWork, NormWork, FfnWork, TileWork,
         if o.dropout and "dropout" in uses:
             out.append(self.t("conv_dropout", number_tex(self.spec.dropout_p)))
         if "norm" in uses:
-            out.append(self.t(f"conv_{o.norm}" + ("_nobeta" if self.no_beta() else ""), eps))
+            v1 = "_v1" if getattr(self.spec, "v1_words", False) else ""   # version 1: μ without its row i
+            out.append(self.t(f"conv_{o.norm}" + ("_nobeta" if self.no_beta() else "") + v1, eps))
         if "order" in uses:
             if o.cross_attention:
                 out.append(self.cross_order())
@@ -200,14 +201,27 @@ class Builder(LinearWork, AttentionWork, CrossWork, NormWork, FfnWork, TileWork,
         """The given matrices: the input X first, then parameters, then given steps."""
         item = self.data_item
         steps = [self.trace[n] for n in self.ex.data_steps]
-        first = [item(s.name, step_symbol(s), s.value, "step", s.given) for s in steps if s.name == "x"]
+        inputs = {s.name: self.input_symbol(s) for s in steps if self.is_input(s)}
+        first = [item(s.name, inputs[s.name], s.value, "step", s.given) for s in steps if s.name in inputs]
         params = [item(p, param_symbol(p), self.trace.params[p], "param", False) for p in self.ex.data_params
                   if p not in getattr(self.spec, "no_beta", ())]   # bias: false: no β to give
-        rest = [item(s.name, step_symbol(s), s.value, "step", s.given) for s in steps if s.name != "x"]
+        rest = [item(s.name, step_symbol(s), s.value, "step", s.given) for s in steps if s.name not in inputs]
         from symblock.engine.matrix import Mat
         masks = [item(f"dropout.masks.{n}", rf"D_{{\mathrm{{{n}}}}}", Mat.from_sympy(m), "param", False)
                  for n, m in self.spec.dropout_masks.items()]  # the fixed dropout masks, given
         return first + params + masks + self.rope_data() + rest
+
+    def is_input(self, step: Step) -> bool:
+        """The input X, or (but in version 1's sheets) a batch's b0.x, b1.x, …: given first."""
+        return step.name == "x" or (not getattr(self.spec, "v1_words", False) and names.parse(step.name).base == "x")
+
+    def input_symbol(self, step: Step) -> str:
+        """X; a batch's inputs X^{(b0)}, X^{(b1)}, … (as `derive` names them), told apart where they
+        are given side by side (version 1's sheets: X)."""
+        batch = names.parse(step.name).batch
+        if batch is None or getattr(self.spec, "v1_words", False):
+            return step_symbol(step)
+        return param_symbol(f"b{batch}.X")
 
     def data_item(self, name, symbol, mat, kind, given) -> dict:
         return {"symbol": Safe(symbol), "name": name, "kind": kind, "given": given,
@@ -237,11 +251,21 @@ class Builder(LinearWork, AttentionWork, CrossWork, NormWork, FfnWork, TileWork,
         r, c = step.value.shape
         return {"n": i, "name": name, "heading": self.t("task", i), "what": self.what(step),
                 "points": self.points(name), "rows": r,
-                "formula": self.math(step.latex), "shape": Safe(shape_tex(r, c)),
+                "formula": self.formula(step), "shape": Safe(shape_tex(r, c)),
                 "grid": Safe(f"{step_symbol(step)} = {grid(r, c, self.places)}"),
                 "work": [{"text": Safe(t) if t else None, "math": Safe(m) if m else None}
                          for t, m in self.work(step)],
                 "answer": Safe(f"{step_symbol(step)} {matrix_value(step.value, self.places)}")}
+
+    def formula(self, step: Step) -> Safe:
+        """The step's formula; a norm's row statistic with its row, μ_i = ¼ Σ_j X_ij; one wider than
+        a line over lines (RoPE's rule, its angle and pairs), as `forward --format latex` breaks
+        it, rather than scaled down to fit (version 1: as it was)."""
+        tex = self.math(step.latex)
+        if getattr(self.spec, "v1_words", False):
+            return Safe(tex)
+        lines = report.formula_lines(self.row_statistic(step, tex))
+        return Safe(lines[0] if len(lines) == 1 else r"\begin{gathered} " + r" \\ ".join(lines) + r" \end{gathered}")
 
     # -- prose: what is computed
     def what(self, step: Step) -> Safe:

@@ -75,9 +75,9 @@ EN = {
     "conv_scale": " scaled by $1/\\sqrt{{d_k}}$, $d_k = {0}$",
     "conv_noscale": " (not scaled)",
     "conv_mask": "Causal mask: entries with $j > i$ are set to $-\\infty$ before the softmax, so their weight is $0$.",
-    "conv_layernorm": "LayerNorm per row: $\\mu = \\frac{{1}}{{d}}\\sum_j x_j$, population variance $\\sigma^2 = \\frac{{1}}{{d}}\\sum_j (x_j - \\mu)^2$ (divide by $d$, not $d-1$), $\\mathrm{{LN}}(x) = \\frac{{x - \\mu}}{{\\sqrt{{\\sigma^2 + \\varepsilon}}}} \\cdot \\gamma + \\beta$, with $\\varepsilon = {0}$.",
-    "conv_layernorm_nobeta": "LayerNorm per row: $\\mu = \\frac{{1}}{{d}}\\sum_j x_j$, population variance $\\sigma^2 = \\frac{{1}}{{d}}\\sum_j (x_j - \\mu)^2$ (divide by $d$, not $d-1$), $\\mathrm{{LN}}(x) = \\frac{{x - \\mu}}{{\\sqrt{{\\sigma^2 + \\varepsilon}}}} \\cdot \\gamma$ (no $\\beta$: the block has no biases), with $\\varepsilon = {0}$.",
-    "conv_rmsnorm": "RMSNorm per row: $m = \\frac{{1}}{{d}}\\sum_j x_j^2$, $\\mathrm{{RMS}}(x) = \\frac{{x}}{{\\sqrt{{m + \\varepsilon}}}} \\cdot \\gamma$, with $\\varepsilon = {0}$.",
+    "conv_layernorm": "LayerNorm per row $i$: $\\mu_i = \\frac{{1}}{{d}}\\sum_j x_{{ij}}$, population variance $\\sigma_i^2 = \\frac{{1}}{{d}}\\sum_j (x_{{ij}} - \\mu_i)^2$ (divide by $d$, not $d-1$), $\\mathrm{{LN}}(x)_{{ij}} = \\frac{{x_{{ij}} - \\mu_i}}{{\\sqrt{{\\sigma_i^2 + \\varepsilon}}}} \\cdot \\gamma_j + \\beta_j$, with $\\varepsilon = {0}$.",
+    "conv_layernorm_nobeta": "LayerNorm per row $i$: $\\mu_i = \\frac{{1}}{{d}}\\sum_j x_{{ij}}$, population variance $\\sigma_i^2 = \\frac{{1}}{{d}}\\sum_j (x_{{ij}} - \\mu_i)^2$ (divide by $d$, not $d-1$), $\\mathrm{{LN}}(x)_{{ij}} = \\frac{{x_{{ij}} - \\mu_i}}{{\\sqrt{{\\sigma_i^2 + \\varepsilon}}}} \\cdot \\gamma_j$ (no $\\beta$: the block has no biases), with $\\varepsilon = {0}$.",
+    "conv_rmsnorm": "RMSNorm per row $i$: $m_i = \\frac{{1}}{{d}}\\sum_j x_{{ij}}^2$, $\\mathrm{{RMS}}(x)_{{ij}} = \\frac{{x_{{ij}}}}{{\\sqrt{{m_i + \\varepsilon}}}} \\cdot \\gamma_j$, with $\\varepsilon = {0}$.",
     "conv_post": "Post-LN order: $H_1 = \\mathrm{{N}}_1(X + \\mathrm{{Attn}}(X))$, $H_2 = \\mathrm{{N}}_2(H_1 + \\mathrm{{FFN}}(H_1))$.",
     "conv_pre": "Pre-LN order: $R_1 = X + \\mathrm{{Attn}}(\\mathrm{{N}}_1(X))$, $R_2 = R_1 + \\mathrm{{FFN}}(\\mathrm{{N}}_2(R_1))${0}.",
     "conv_final": ", then $Y = \\mathrm{{N}}_f(R_2)$",
@@ -216,9 +216,9 @@ ZH = {
     "conv_scale": "，再乘以 $1/\\sqrt{{d_k}}$，$d_k = {0}$",
     "conv_noscale": "（不缩放）",
     "conv_mask": "因果掩码：softmax 之前把 $j > i$ 的元素设为 $-\\infty$，它们的权重为 $0$。",
-    "conv_layernorm": "LayerNorm 逐行计算：$\\mu = \\frac{{1}}{{d}}\\sum_j x_j$，总体方差 $\\sigma^2 = \\frac{{1}}{{d}}\\sum_j (x_j - \\mu)^2$（除以 $d$，不是 $d-1$），$\\mathrm{{LN}}(x) = \\frac{{x - \\mu}}{{\\sqrt{{\\sigma^2 + \\varepsilon}}}} \\cdot \\gamma + \\beta$，其中 $\\varepsilon = {0}$。",
-    "conv_layernorm_nobeta": "LayerNorm 逐行计算：$\\mu = \\frac{{1}}{{d}}\\sum_j x_j$，总体方差 $\\sigma^2 = \\frac{{1}}{{d}}\\sum_j (x_j - \\mu)^2$（除以 $d$，不是 $d-1$），$\\mathrm{{LN}}(x) = \\frac{{x - \\mu}}{{\\sqrt{{\\sigma^2 + \\varepsilon}}}} \\cdot \\gamma$（没有 $\\beta$：这个 block 没有偏置），其中 $\\varepsilon = {0}$。",
-    "conv_rmsnorm": "RMSNorm 逐行计算：$m = \\frac{{1}}{{d}}\\sum_j x_j^2$，$\\mathrm{{RMS}}(x) = \\frac{{x}}{{\\sqrt{{m + \\varepsilon}}}} \\cdot \\gamma$，其中 $\\varepsilon = {0}$。",
+    "conv_layernorm": "LayerNorm 逐行计算（第 $i$ 行）：$\\mu_i = \\frac{{1}}{{d}}\\sum_j x_{{ij}}$，总体方差 $\\sigma_i^2 = \\frac{{1}}{{d}}\\sum_j (x_{{ij}} - \\mu_i)^2$（除以 $d$，不是 $d-1$），$\\mathrm{{LN}}(x)_{{ij}} = \\frac{{x_{{ij}} - \\mu_i}}{{\\sqrt{{\\sigma_i^2 + \\varepsilon}}}} \\cdot \\gamma_j + \\beta_j$，其中 $\\varepsilon = {0}$。",
+    "conv_layernorm_nobeta": "LayerNorm 逐行计算（第 $i$ 行）：$\\mu_i = \\frac{{1}}{{d}}\\sum_j x_{{ij}}$，总体方差 $\\sigma_i^2 = \\frac{{1}}{{d}}\\sum_j (x_{{ij}} - \\mu_i)^2$（除以 $d$，不是 $d-1$），$\\mathrm{{LN}}(x)_{{ij}} = \\frac{{x_{{ij}} - \\mu_i}}{{\\sqrt{{\\sigma_i^2 + \\varepsilon}}}} \\cdot \\gamma_j$（没有 $\\beta$：这个 block 没有偏置），其中 $\\varepsilon = {0}$。",
+    "conv_rmsnorm": "RMSNorm 逐行计算（第 $i$ 行）：$m_i = \\frac{{1}}{{d}}\\sum_j x_{{ij}}^2$，$\\mathrm{{RMS}}(x)_{{ij}} = \\frac{{x_{{ij}}}}{{\\sqrt{{m_i + \\varepsilon}}}} \\cdot \\gamma_j$，其中 $\\varepsilon = {0}$。",
     "conv_post": "Post-LN 顺序：$H_1 = \\mathrm{{N}}_1(X + \\mathrm{{Attn}}(X))$，$H_2 = \\mathrm{{N}}_2(H_1 + \\mathrm{{FFN}}(H_1))$。",
     "conv_pre": "Pre-LN 顺序：$R_1 = X + \\mathrm{{Attn}}(\\mathrm{{N}}_1(X))$，$R_2 = R_1 + \\mathrm{{FFN}}(\\mathrm{{N}}_2(R_1))${0}。",
     "conv_final": "，最后 $Y = \\mathrm{{N}}_f(R_2)$",
@@ -303,13 +303,10 @@ from symblock.sheets.lang_cross import CROSS_EN, CROSS_MATH_ZH, CROSS_ZH  # noqa
 MATH_TEXT["zh"].update(CROSS_MATH_ZH)
 EN.update(CROSS_EN)
 ZH.update(CROSS_ZH)
-from symblock.sheets import lang_rope  # noqa: E402
-EN.update(lang_rope.EN)
-ZH.update(lang_rope.ZH)
-EN.update(lang_tiles.EN)   # the online softmax's tiles (sheets/work_tiles.py)
-ZH.update(lang_tiles.ZH)
-EN.update(lang_notebook.EN)   # the notebook's cells (sheets/notebook.py)
-ZH.update(lang_notebook.ZH)
+from symblock.sheets import lang_norm, lang_rope  # noqa: E402
+for part in (lang_rope, lang_tiles, lang_norm, lang_notebook):   # RoPE; tiles; version 1's norms; the notebook
+    EN.update(part.EN)
+    ZH.update(part.ZH)
 TEXTS = {"en": EN, "zh": ZH}
 assert set(EN) == set(ZH), sorted(set(EN) ^ set(ZH))
 
@@ -347,7 +344,7 @@ MODEL_EN = {
     "m.s.x": "The layer input: $X = E + \\mathrm{{PE}}$.",
     "m.s.cache.k": "The key cache after appending the new row $k$.",
     "m.s.cache.v": "The value cache after appending the new row $v$.",
-    "m.s.reused": "Which rows of $K_{{cache}}$ were reused from the prompt's pass? Write $1$ under each reused row "
+    "m.s.reused": "Which rows of $K_{{\\text{{cache}}}}$ were reused from the prompt's pass? Write $1$ under each reused row "
                   "and $0$ under the row computed in this step.",
     "m.s.scores": "Scores of head {h}: the new query (one row) against every row of the key cache.",
     "m.s.logits": "Logits of the new token: one per token of the vocabulary.",
@@ -359,12 +356,12 @@ MODEL_EN = {
     "m.w.pos_sin": "Position $p = {0}$ (counting from 0), entry by entry:",
     "m.w.cache": "The first {0} rows come from the cache unchanged; the new row is appended as row {1}:",
     "m.w.cache_one": "The first row comes from the cache unchanged; the new row is appended as row {1}:",
-    "m.w.reused": "Rows {0} of $K_{{cache}}$ were computed when the prompt was run and are read from "
+    "m.w.reused": "Rows {0} of $K_{{\\text{{cache}}}}$ were computed when the prompt was run and are read from "
                   "the cache; only row {1} (the new token's $k$) is computed in this step. The same holds for "
-                  "$V_{{cache}}$.",
-    "m.w.reused_one": "Row $1$ of $K_{{cache}}$ was computed when the prompt was run and is read from "
+                  "$V_{{\\text{{cache}}}}$.",
+    "m.w.reused_one": "Row $1$ of $K_{{\\text{{cache}}}}$ was computed when the prompt was run and is read from "
                       "the cache; only row {1} (the new token's $k$) is computed in this step. The same holds for "
-                      "$V_{{cache}}$.",
+                      "$V_{{\\text{{cache}}}}$.",
     "m.w.rows_two": "$1$ and $2$",
     "m.w.next_token": "The largest logit is entry {0} (counting from 0), so the next token is {1}:",
     "m.vocab": "vocabulary: {0}",
@@ -400,7 +397,7 @@ MODEL_ZH = {
     "m.s.x": "该层的输入：$X = E + \\mathrm{{PE}}$。",
     "m.s.cache.k": "追加新行 $k$ 之后的键缓存。",
     "m.s.cache.v": "追加新行 $v$ 之后的值缓存。",
-    "m.s.reused": "$K_{{cache}}$ 的哪些行是从提示那一轮直接复用的？复用的行下写 $1$，本步新算的行下写 $0$。",
+    "m.s.reused": "$K_{{\\text{{cache}}}}$ 的哪些行是从提示那一轮直接复用的？复用的行下写 $1$，本步新算的行下写 $0$。",
     "m.s.scores": "第 {h} 个头的分数：新的查询（一行）与键缓存的每一行做点积。",
     "m.s.logits": "新 token 的 logits：词表中每个 token 一个。",
     "m.s.probs": "概率：对 logits 做 softmax。",
@@ -411,10 +408,10 @@ MODEL_ZH = {
     "m.w.pos_sin": "位置 $p = {0}$（从 0 数起），逐项计算：",
     "m.w.cache": "前 {0} 行原样来自缓存；新行追加为第 {1} 行：",
     "m.w.cache_one": "第 1 行原样来自缓存；新行追加为第 {1} 行：",
-    "m.w.reused": "$K_{{cache}}$ 的第 {0} 行在运行提示时已经算好，直接从缓存读取；本步只计算第 {1} 行"
-                  "（新 token 的 $k$）。$V_{{cache}}$ 也一样。",
-    "m.w.reused_one": "$K_{{cache}}$ 的第 $1$ 行在运行提示时已经算好，直接从缓存读取；本步只计算第 {1} 行"
-                      "（新 token 的 $k$）。$V_{{cache}}$ 也一样。",
+    "m.w.reused": "$K_{{\\text{{cache}}}}$ 的第 {0} 行在运行提示时已经算好，直接从缓存读取；本步只计算第 {1} 行"
+                  "（新 token 的 $k$）。$V_{{\\text{{cache}}}}$ 也一样。",
+    "m.w.reused_one": "$K_{{\\text{{cache}}}}$ 的第 $1$ 行在运行提示时已经算好，直接从缓存读取；本步只计算第 {1} 行"
+                      "（新 token 的 $k$）。$V_{{\\text{{cache}}}}$ 也一样。",
     "m.w.rows_two": "$1$、$2$",
     "m.w.next_token": "最大的 logit 是第 {0} 项（从 0 数起），所以下一个 token 是 {1}：",
     "m.vocab": "词表：{0}",

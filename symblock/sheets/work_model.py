@@ -128,7 +128,7 @@ class DecoderBuilder(Builder):
     def cache_symbol(self, name: str) -> str:
         step = names.parse(name)
         if step.layer is not None and step.base in ("attn.k", "attn.v", "attn.k_rot"):
-            return f"{step.kind[0].upper()}{chr(39) * (step.base == 'attn.k_rot')}_{{cache}}"
+            return f"{step.kind[0].upper()}{chr(39) * (step.base == 'attn.k_rot')}_{{\\text{{cache}}}}"
         return self.symbol(name)
 
     # -- tasks
@@ -150,7 +150,7 @@ class DecoderBuilder(Builder):
         n = value.shape[1]
         return {"n": i, "name": name, "heading": self.t("task", i), "what": self.t("m.s.reused"),
                 "points": self.points(name), "rows": 1,
-                "formula": Safe(r"K_{cache} = \left[%s\right]" % r";\ ".join(
+                "formula": Safe(r"K_{\text{cache}} = \left[%s\right]" % r";\ ".join(
                     [r"K_{%d\cdot}" % k for k in range(1, n + 1)] if n <= 3 else [r"K_{1\cdot}", r"\dots", r"K_{%d\cdot}" % n])),
                 "shape": Safe(shape_tex(1, n)), "grid": Safe(f"\\text{{reused}} = {grid(1, n, 0)}"),
                 "work": [{"text": self.t("m.w.reused_one" if n == 2 else "m.w.reused", self._first_rows(n - 1), n),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from symblock.engine import exact
+from symblock.engine import exact, names
 from symblock.sheets.numbers import number_tex
 
 if TYPE_CHECKING:
@@ -18,7 +18,19 @@ MAX_ROWS = 6     # rows written out
 ROW_ENTRIES = 8  # entries of a normalised row written out (else the first ones and …)
 
 
+ROW_SYMBOLS = {"mean": (r"\mu", r"\mu_i"), "var": (r"\sigma^2", r"\sigma_i^2"), "ms": ("m", "m_i")}
+
+
 class NormWork:
+    @staticmethod
+    def row_statistic(step: Step, tex: str) -> str:
+        """A norm's mean, variance or mean square as it is worked, row by row: the formula's
+        left side takes the row i its right side sums over (μ_i = ¼ Σ_j X_ij); others as they are."""
+        sym = ROW_SYMBOLS.get(names.parse(step.name).stat or "")
+        if sym is None or not tex.startswith(f"{sym[0]} = "):
+            return tex
+        return sym[1] + tex[len(sym[0]):]
+
     def rows_block(self, lines: list[str]) -> list:
         return [(self.t("per_row"), None), (None, r"\begin{aligned} " + r" \\ ".join(lines) + r" \end{aligned}")]
 

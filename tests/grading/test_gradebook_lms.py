@@ -227,3 +227,46 @@ def test_two_files_given_one_student_id_are_flagged(klass, tmp_path, capsys):
     assert main(["grade", str(root / "set"), str(answers), "--roster", str(roster), "--out", str(tmp_path / "zh"),
                  "--lang", "zh"]) == 1
     assert "与 bo.yaml 的学号 s1001 相同" in (tmp_path / "zh" / "summary.md").read_text(encoding="utf-8")
+
+
+def test_a_file_not_graded_is_flagged_for_a_student_id_it_shares(klass, tmp_path, capsys):
+    """Nora's file has no id: it is not graded, but its row still carries Ada's student ID, so an LMS
+    import would put both rows on one student: both are flagged, the row not graded too."""
+    root, answers, _ = klass
+    mine = tmp_path / "answers"
+    mine.mkdir()
+    (mine / "ada.yaml").write_bytes((answers / "ada.yaml").read_bytes())
+    (mine / "nora.yaml").write_text("name: Nora\nstudent_id: s1001\nsteps:\n  resid1: null\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["grade", str(root / "set"), str(mine), "--out", str(tmp_path / "g")]) == 1
+    out = capsys.readouterr().out
+    assert "flagged: ada.yaml (Ada): same student ID s1001 as nora.yaml" in out, out
+    assert "flagged: nora.yaml (Nora): same student ID s1001 as ada.yaml" in out
+    book = {r["file"]: r for r in csv.DictReader(io.StringIO((tmp_path / "g" / "gradebook.csv").read_text(encoding="utf-8")))}
+    assert book["nora.yaml"]["status"].startswith("not graded: no id")
+    assert book["nora.yaml"]["flags"].startswith("same student ID s1001 as ada.yaml")
+    assert book["ada.yaml"]["flags"].startswith("same student ID s1001 as nora.yaml")
+    md = (tmp_path / "g" / "summary.md").read_text(encoding="utf-8")
+    assert "- nora.yaml (Nora): same student ID s1001 as ada.yaml" in md
+    assert "graded against their own ID (or not graded: see Not graded)" in md and "## Not graded" in md
+
+
+@pytest.mark.parametrize("lang, words", [
+    ("en", "same email ada@example.edu as bo.yaml (an LMS import matches both rows to one student)"),
+    ("zh", "与 bo.yaml 的邮箱 ada@example.edu 相同"),
+])
+def test_two_files_with_one_email_are_flagged(klass, tmp_path, capsys, lang, words):
+    """The roster gives Bo Ada's email (written in other case): Moodle, matching rows by email, would put
+    both grades on one student. Each file is flagged, naming the other; Cy's is not."""
+    root, answers, _ = klass
+    roster = tmp_path / "roster.csv"
+    roster.write_text("file,name,student_id,email\nbo.yaml,,s1002,Ada@Example.EDU\ncy.yaml,,s1003,cy@example.edu\n",
+                      encoding="utf-8")
+    capsys.readouterr()
+    assert main(["grade", str(root / "set"), str(answers), "--roster", str(roster), "--out", str(tmp_path / "g"),
+                 "--lang", lang]) == 1
+    book = {r["file"]: r for r in csv.DictReader(io.StringIO((tmp_path / "g" / "gradebook.csv").read_text(encoding="utf-8")))}
+    assert words in book["ada.yaml"]["flags"], book["ada.yaml"]["flags"]
+    assert "Ada@Example.EDU" in book["bo.yaml"]["flags"] and "ada.yaml" in book["bo.yaml"]["flags"]
+    assert book["cy.yaml"]["flags"] == ""
+    assert words in (tmp_path / "g" / "summary.md").read_text(encoding="utf-8")

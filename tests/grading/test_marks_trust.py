@@ -167,6 +167,39 @@ def test_check_marks_a_tie_rounded_half_to_even_correct(cli, spec_file, written)
     assert code == 1 and all(s["status"] != "wrong" for s in steps.values())
 
 
+# TIE_SPEC's norm1.mean row 2 is 1/4 (see above), exactly halfway at 1 place: 0.3 (half away from zero)
+# and 0.2 (half to even) are both right, and the report must say so, not just "expected 0.3".
+@pytest.mark.parametrize("lang, words", [
+    ("en", "expected 0.3 or 0.2 (= 1/4, exactly halfway: either rounding is right)  ok"),
+    ("zh", "应为 0.3 或 0.2 (= 1/4，恰好在两者正中：两种舍入都算对)  对"),
+])
+def test_check_all_says_that_both_roundings_of_a_tie_are_right(spec_file, capsys, lang, words):
+    spec = _write(spec_file, "spec.yaml", TIE_SPEC)
+    answers = _write(spec_file, "answers.yaml", "decimals: 1\nsteps:\n  norm1.mean: [null, [0.2]]\n")
+    main(["check", spec, answers, "--all", "--lang", lang])
+    line = next(x for x in capsys.readouterr().out.splitlines() if "0.2 " in x and ("col 1" in x or "第 1 列" in x))
+    assert line.strip().endswith(words), line
+
+
+def test_check_json_gives_a_ties_other_rounding_and_only_there(cli, spec_file):
+    code, steps = _check_json(cli, spec_file, "decimals: 3\nsteps:\n  norm1.mean: [null, [0.25]]\n", TIE_SPEC)
+    assert [e.get("tie") for e in steps["norm1.mean"]["entries"] if e["mark"] != "blank"] == [None]   # 0.250 is no tie at 3
+    code, steps = _check_json(cli, spec_file, "decimals: 1\nsteps:\n  norm1.mean: [null, [0.3]]\n", TIE_SPEC)
+    entry = steps["norm1.mean"]["entries"][1]
+    assert entry["expected"] == "0.3" and entry["tie"] == "0.2" and entry["mark"] == "correct"
+
+
+@pytest.mark.parametrize("value, places, other", [
+    ("25/16", 3, "1.562"), ("-25/16", 3, "-1.562"), ("1/8", 2, "0.12"), ("-1/8", 2, "-0.12"),
+    ("1/2000", 3, "0"), ("15626/10000", 3, None), ("1/3", 3, None), ("5/2", 0, "2")])
+def test_the_other_rounding_of_an_exact_tie(value, places, other):
+    """Half away from zero gives 1.563, 0.13, 0.001, 3; the other rounding is one unit nearer zero."""
+    from symblock.engine import exact
+    from symblock.grading.points import other_rounding
+    got = other_rounding(exact.real(Fraction(value)), places)
+    assert got == (None if other is None else Fraction(other))
+
+
 @pytest.mark.parametrize("lang, words", [
     ("en", "half away from zero; a number exactly halfway may be rounded either way"),
     ("zh", "四舍五入；恰好在两数正中的，向上或向下舍入都算对"),
@@ -337,3 +370,67 @@ def test_a_stored_answer_that_cannot_decide_its_rounding_leaves_it_to_the_drawn_
 def test_a_stored_minus_infinity_has_no_rounded_value():
     from symblock.exercises.variant import stored_rounded
     assert stored_rounded("-oo", 3, "answers.x[0][0]") is None
+
+
+# ---------------------------------------------------------------- a rounding slip carried on is charged once
+
+# resid1 = X + A: row 1 (0, 0, 1), mean 1/3, σ² = 2/9, σ = √2/3 = 0.471405 → 0.471; row 2 (0, 1, 1),
+# mean 2/3, the same σ. The student slips on σ₁ (0.472) and works on with it, keeping the mean 1/3
+# unrounded, as a calculator's memory does:
+#   norm1₁ = (−1/3, −1/3, 2/3) / 0.472 = (−0.706215, −0.706215, 1.412429) → −0.706, −0.706, 1.412
+#   (the truth is −0.707, −0.707, 1.414; from 0.333 and 0.472 as written, 1.413);
+#   ffn.hidden₁ = (7·n₀ + 2·n₂, n₁) = −2.118644 → −2.119, −0.706 (the truth −2.121; from the written
+#   −0.706 and 1.412, −2.118; with n₀ from the written mean, −2.114). Row 2 is the truth:
+#   norm1₂ = (−√2, √2/2, √2/2) → −1.414, 0.707, 0.707; ffn.hidden₂ = (−3√2·2 + √2, √2/2) → −8.485, 0.707.
+SLIP_SPEC = """\
+    dims: {seq_len: 2, d_model: 3, d_ff: 2, heads: 1}
+    weights:
+      W_1: [[7, 0], [0, 1], [2, 0]]
+    inputs:
+      X: [[1, 0, 0], [0, 1, 0]]
+    given:
+      attn.out: [[-1, 0, 1], [0, 0, 1]]
+    random: {seed: 1}
+    exercise:
+      ask: [norm1.mean, norm1.var, norm1.std, norm1, ffn.hidden]
+    """
+SLIP_CARRIED_ON = """\
+    decimals: 3
+    steps:
+      norm1.mean: [[0.333], [0.667]]
+      norm1.var: [[0.222], [0.222]]
+      norm1.std: [[0.472], [0.471]]
+      norm1: [[-0.706, -0.706, 1.412], [-1.414, 0.707, 0.707]]
+      ffn.hidden: [[-2.119, -0.706], [-8.485, 0.707]]
+    """
+
+
+def test_a_rounding_slip_worked_on_with_the_rest_unrounded_is_charged_once(cli, spec_file):
+    """The slip costs its own entry; the steps worked from it are right (they were slips too)."""
+    code, steps = _check_json(cli, spec_file, SLIP_CARRIED_ON, SLIP_SPEC)
+    assert code == 0
+    assert [e["mark"] for e in steps["norm1.std"]["entries"]] == ["slip", "correct"]
+    for name in ("norm1", "ffn.hidden"):
+        assert steps[name]["status"] == "correct", (name, steps[name])
+        assert {e["mark"] for e in steps[name]["entries"]} == {"correct"}
+    assert steps["norm1"]["entries"][2]["own"] == "1.412"   # what their own numbers give, said
+
+
+@pytest.mark.parametrize("carried", ["1", "1/2"])
+def test_grade_charges_a_rounding_slip_once(tmp_path, carried):
+    """σ: (1/2 + 1)/2 = 0.75; everything else full: 4.75 of 5, whatever --carried (no error is carried)."""
+    import csv
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(textwrap.dedent(SLIP_SPEC), encoding="utf-8")
+    assert main(["worksheet", str(spec), "--variants", "1", "--allow-repeats", "--format", "markdown",
+                 "--out", str(tmp_path / "set")]) == 0
+    ident = next((tmp_path / "set" / "students").iterdir()).name
+    (tmp_path / "answers").mkdir()
+    (tmp_path / "answers" / "ada.yaml").write_text(f"id: {ident}\nname: Ada\n" + textwrap.dedent(SLIP_CARRIED_ON),
+                                                   encoding="utf-8")
+    assert main(["grade", str(tmp_path / "set"), str(tmp_path / "answers"), "--carried", carried]) == 0
+    with open(tmp_path / "answers" / "graded" / "gradebook.csv", newline="", encoding="utf-8") as f:
+        row = next(csv.DictReader(f))
+    assert [row[s] for s in ("norm1.mean", "norm1.var", "norm1.std", "norm1", "ffn.hidden")] == \
+        ["1.00", "1.00", "0.75", "1.00", "1.00"]
+    assert row["total"] == "4.75"

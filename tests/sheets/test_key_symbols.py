@@ -219,3 +219,34 @@ def test_an_encoder_with_bias_false_shows_no_beta_in_its_embeddings_norm(tmp_pat
     assert "(its own $\\gamma$; no $\\beta$: the model has no biases)" in text
     assert "then scaled by $\\gamma$ (no $\\beta$)" in task(text, "norm_embed")
     assert "N_e = (X - \\mu) / \\sigma \\cdot \\gamma\n" in task(text, "norm_embed")
+
+
+@pytest.mark.parametrize("spec, lang, convention, formulas", [
+    ("pre-ln-causal-gelu", "en",
+     r"LayerNorm per row $i$: $\mu_i = \frac{1}{d}\sum_j x_{ij}$, population variance "
+     r"$\sigma_i^2 = \frac{1}{d}\sum_j (x_{ij} - \mu_i)^2$ (divide by $d$, not $d-1$), "
+     r"$\mathrm{LN}(x)_{ij} = \frac{x_{ij} - \mu_i}{\sqrt{\sigma_i^2 + \varepsilon}} \cdot \gamma_j + \beta_j$",
+     {"norm1.mean": r"\mu_i = \tfrac{1}{4} \textstyle\sum_j X_{ij}",
+      "norm1.var": r"\sigma_i^2 = \tfrac{1}{4} \textstyle\sum_j (X_{ij} - \mu_i)^2"}),
+    ("pre-ln-causal-gelu", "zh", r"LayerNorm 逐行计算（第 $i$ 行）：$\mu_i = \frac{1}{d}\sum_j x_{ij}$，总体方差 "
+     r"$\sigma_i^2 = \frac{1}{d}\sum_j (x_{ij} - \mu_i)^2$", {"norm1.mean": r"\mu_i = \tfrac{1}{4} \textstyle\sum_j X_{ij}"}),
+    ("rmsnorm-swiglu", "en", r"RMSNorm per row $i$: $m_i = \frac{1}{d}\sum_j x_{ij}^2$, "
+     r"$\mathrm{RMS}(x)_{ij} = \frac{x_{ij}}{\sqrt{m_i + \varepsilon}} \cdot \gamma_j$",
+     {"norm1.ms": r"m_i = \tfrac{1}{4} \textstyle\sum_j X_{ij}^2"}),
+])
+def test_a_norms_row_statistics_name_their_row(tmp_path, spec, lang, convention, formulas):
+    """The conventions and the tasks work a norm row by row, so μ, σ² and m carry the row i their
+    sums run over, as the working's μ_1, μ_2 do (they read μ = 1/d Σ_j x_j and μ = ¼ Σ_j X_ij), in
+    the LaTeX, Markdown and HTML alike; the answer is the column μ, unindexed."""
+    files = symblock.worksheet(spec, format=["latex", "markdown", "html"], lang=lang)
+    for name in ("key.tex", "key.md", "sheet.md"):
+        text = files[name]
+        assert convention in text, name
+        for formula in formulas.values():
+            assert formula in text, (name, formula)
+    for math in re.findall(r"\$([^$]+)\$", convention) + list(formulas.values()):   # HTML: each formula a span or div
+        assert f'class="math">{math}<' in files["key.html"] or f'class="math display">{math}<' in files["key.html"], math
+    md = files["key.md"]
+    first = next(iter(formulas))
+    assert task(md, first).count(formulas[first]) == 1
+    assert re.search(r"\n(\\mu|m) = \\begin\{bmatrix\}", task(md, first))   # the answer: the whole column

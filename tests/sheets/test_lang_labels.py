@@ -40,13 +40,13 @@ def test_sheet_and_key_of_a_causal_block_say_causal_mask(tmp_path, lang):
 def test_zh_sheet_states_the_causal_mask_and_the_population_variance(tmp_path):
     for name, text in sheets(tmp_path, "pre-ln-causal-gelu", "zh").items():
         assert "- 因果掩码：softmax 之前把 $j > i$ 的元素设为 $-\\infty$，它们的权重为 $0$。" in text, name
-        assert "总体方差 $\\sigma^2 = \\frac{1}{d}\\sum_j (x_j - \\mu)^2$（除以 $d$，不是 $d-1$）" in text, name
+        assert "总体方差 $\\sigma_i^2 = \\frac{1}{d}\\sum_j (x_{ij} - \\mu_i)^2$（除以 $d$，不是 $d-1$）" in text, name
         assert text.count("$X$ 每一行的总体方差。") == 1 and "样本方差" not in text, name
 
 
 def test_en_sheet_states_the_population_variance(tmp_path):
     for name, text in sheets(tmp_path, "pre-ln-causal-gelu", "en").items():
-        assert "population variance $\\sigma^2 = \\frac{1}{d}\\sum_j (x_j - \\mu)^2$ (divide by $d$, not $d-1$)" \
+        assert "population variance $\\sigma_i^2 = \\frac{1}{d}\\sum_j (x_{ij} - \\mu_i)^2$ (divide by $d$, not $d-1$)" \
             in text, name
         assert text.count("Population variance of each row of $X$.") == 1, name
         assert "sample variance" not in text.lower(), name

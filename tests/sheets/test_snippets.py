@@ -65,28 +65,79 @@ def test_forward_latex_says_the_input_once_and_marks_a_given_step(capsys):
     assert "R_1 = X + A\n" in out and "(given)" not in out.split("% resid1")[1]
 
 
+@pytest.mark.slow
 def test_forward_latex_breaks_a_long_formula_and_puts_the_decimals_below(capsys, tmp_path):
     """rope-gqa's attn.q_rot: RoPE's rule, its angle and pairs (some 170 characters, 240pt wider
     than an article's text) are broken at their top-level commas, never inside (x_a, x_b) or
-    (i, i + d_k/2); the exact Q' (sines and cosines) and its decimals are lines of their own."""
+    (i, i + d_k/2); the exact Q' (sines and cosines, 43pt wider than the text on one line) has
+    its columns over two lines, two and two, the bracket opened on the first and closed on the
+    second; its decimals are a line of their own. Every line fits: no overfull box."""
     out = snippet(capsys, "forward", "rope-gqa", "--format", "latex", "--step", "attn.q_rot")
-    formula, value = [block.split("\\begin{gather*}\n")[1].strip() for block in out.split("\\end{gather*}")[:2]]
+    formula = out.split("\\begin{gather*}\n")[1].split("\\end{gather*}")[0].strip()
     lines = formula.split(" \\\\\n")
     assert lines[0] == r"Q' = \mathrm{RoPE}(Q):" and len(lines) == 3 and all(len(x) < 90 for x in lines)
     assert lines[1].startswith(r"(x_a, x_b) \mapsto (x_a \cos\phi - x_b \sin\phi,\ x_b")
     assert lines[2].endswith(r"(a, b) = (i,\ i + d_k/2),\ \theta = 10000")
-    exact_line, decimals = value.split(" \\\\\n")
-    assert exact_line.startswith(r"Q' = \begin{bmatrix} 0 & 1 & 2 & 0 \\ \sin{\left(1 \right)}")
-    assert decimals.startswith(r"Q' \approx \begin{bmatrix} 0 & 1 & 2 & 0 \\ 0.8415 & -0.5403")   # sin 1, −cos 1
-    rule = out.split("% attn.q_rot\n")[1].split("\\end{gather*}")[0] + "\\end{gather*}"
-    compile_bare(tmp_path, rule)   # the rule's lines fit the page (one line was 240pt too wide)
-    compile_bare(tmp_path, out, name="all", overfull_ok=True)
+    value = out.split("\\begin{align*}\n")[1].split("\n\\end{align*}")[0]
+    first, second, decimals = value.split(" \\\\\n")
+    s1, c1, s2, c2 = r"\sin{\left(1 \right)}", r"\cos{\left(1 \right)}", r"\sin{\left(2 \right)}", r"\cos{\left(2 \right)}"
+    # Q's row 2 (0, −1, −1, 1) turned by 1 radian, row 3 (3, 2, 0, 2) by 2: pairs (1, 2), (3, 4)
+    assert first == (rf"Q' &= \left[\begin{{matrix}} 0 & 1 \\ {s1} & - {c1} \\ "
+                     rf"- 2 {s2} + 3 {c2} & 2 {c2} + 3 {s2} \end{{matrix}}\right.")
+    assert second == (rf"&\quad \left.\begin{{matrix}} 2 & 0 \\ - {s1} - {c1} & - {s1} + {c1} \\ "
+                      rf"- 2 {s2} & 2 {c2} \end{{matrix}}\right]")
+    assert decimals.startswith(r"Q' &\approx \begin{bmatrix} 0 & 1 & 2 & 0 \\ 0.8415 & -0.5403")   # sin 1, −cos 1
+    compile_bare(tmp_path, out)   # no overfull box: the exact Q' on one line was 43pt too wide
+
+
+@pytest.mark.slow
+def test_forward_latex_breaks_a_kv_cache_formula_before_its_remarks(capsys, tmp_path):
+    """A Llama's cache step: its rows, then its shape remark (one line was 44pt too wide)."""
+    out = snippet(capsys, "forward", "tiny-llama", "--format", "latex", "--step", "gen1.layer0.cache.k")
+    formula = out.split("\\begin{gather*}\n")[1].split("\n\\end{gather*}")[0]
+    rows, shape = formula.split(" \\\\\n")
+    assert rows.endswith(r"k']\ \text{(rows reused, one appended)}")
+    assert shape == r"(4 \times 2:\ 1 \text{ K/V head for } 2 \text{ query heads})"
+    compile_bare(tmp_path, out)
 
 
 def test_params_latex_formulas(capsys):
     out = snippet(capsys, "params", "--d-model", "32", "--heads", "4", "--format", "latex")
     assert r"P_{\text{attention}} &= 4 d^{2} + 4 d = 4 \cdot 32^{2} + 4 \cdot 32 = 4\,224" in out
     assert r"b_{Q} &= d = 32 \\" in out
+
+
+def test_params_latex_of_a_model_has_the_formulas_of_its_table(capsys):
+    """A model's snippet shows what its text table shows, formulas and all: tiny-gpt is a
+    5-token vocabulary, d = 4, 4 learned positions, two blocks of 4·4² + 2·4·8 + 2·4 = 136
+    (no biases: γ only), a final γ of 4 and a tied head; tiny-translate's layers are 4·d² + 2·d·f
+    + 2·d and 8·d² + 2·d·f + 3·d (nn.Transformer's, without biases)."""
+    out = snippet(capsys, "params", "tiny-gpt", "--format", "latex")
+    assert r"\text{token embedding }W_E &= \text{vocab} \cdot d = 5 \cdot 4 = 20 \\" in out
+    assert r"\text{positions }W_P &= \text{context} \cdot d = 4 \cdot 4 = 16 \\" in out
+    assert r"\text{2 blocks} &= 2 \cdot 136 = 272 \\" in out
+    assert r"\text{final norm} &= d = 4 \quad (\gamma) \\" in out
+    assert r"\text{head} &= 0 \quad \text{(tied to $W_E$: no parameters)} \\" in out
+    assert r"\text{total} &= 312" in out
+    assert "% one block: symblock params --d-model 4 --heads 2 --d-ff 8 --no-bias\n" in out   # a comment: -- stays --
+    out = snippet(capsys, "params", "tiny-translate", "--format", "latex")
+    assert r"\text{1 encoder layer} &= 1 \cdot (4 d^{2} + 2 d f + 2 d) = 136 \\" in out
+    assert r"\text{1 decoder layer} &= 1 \cdot (8 d^{2} + 2 d f + 3 d) = 204 \\" in out
+    assert r"\text{2 final norms} &= 2 d = 2 \cdot 4 = 8 \quad \text{(encoder, decoder)} \\" in out
+    out = snippet(capsys, "params", "tiny-bert", "--format", "latex")
+    assert r"\text{embedding norm} &= 2 d = 2 \cdot 4 = 8 \quad (\gamma, \beta) \\" in out
+    from dataclasses import replace
+    from symblock.calculus.transformer_params import count_transformer
+    separate = replace(count_transformer(8, 2, 16, 1, 1, vocab=10), separate=True).latex()   # src's own table
+    assert r"\text{source embedding }W_{E,\text{src}} &= \text{vocab} \cdot d = 10 \cdot 8 = 80 \\" in separate
+
+
+@pytest.mark.slow
+def test_params_latex_of_models_compiles_and_fits(tmp_path, capsys):
+    parts = [snippet(capsys, "params", spec, "--format", "latex") for spec in ("tiny-gpt", "tiny-llama", "tiny-bert", "tiny-translate")]
+    parts.append(snippet(capsys, "params", "--d-model", "512", "--heads", "8", "--encoder-layers", "6",
+                         "--decoder-layers", "6", "--vocab", "32000", "--context", "512", "--untied", "--format", "latex"))
+    compile_bare(tmp_path, "\n".join(parts))   # no overfull box
 
 
 @pytest.mark.slow

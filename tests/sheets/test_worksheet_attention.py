@@ -69,3 +69,17 @@ def test_readers_of_a_dropped_step_print_its_tilde():
     assert r"F = U W_2" not in key and r"O_0 = P_0 V_0" not in key
     plain = block.forward(spec.from_mapping({k: v for k, v in PADDED.items() if k != "dropout"}))
     assert plain["ffn.out"].latex == r"F = U W_2" and plain["attn.h0.out"].latex == r"O_0 = P_0 V_0"
+
+
+def test_a_batch_gives_its_inputs_apart(cli, tmp_path):
+    """padding-batch gives two input matrices side by side: each is named by its sequence,
+    X^{(b0)} and X^{(b1)} (as `derive` names them), in every format, ahead of the weights."""
+    assert cli("worksheet", "padding-batch", "--out", tmp_path, "--format", "latex,markdown,html").code == 0
+    b0 = r"X^{(b0)} = \begin{bmatrix} 1 & 0 & 2 & -1 \\ 0 & 1 & -1 & 2 \\ 2 & -1 & 0 & 1 \end{bmatrix}"
+    b1 = r"X^{(b1)} = \begin{bmatrix} 1 & 2 & 0 & -1 \\ -1 & 0 & 1 & 2 \\ 0 & 0 & 0 & 0 \end{bmatrix}"
+    for name in ("key.tex", "sheet.tex", "key.md", "sheet.md", "key.html", "sheet.html"):
+        text = (tmp_path / name).read_text(encoding="utf-8").replace("&amp;", "&")
+        assert f"{b0} ,\\qquad {b1}" in text, name     # the spec's inputs.X[0] and inputs.X[1]
+        labels = next(line for line in text.splitlines() if "b1.x" in line)   # the labels over the matrices
+        assert "X^{(b0)}" in labels and "X^{(b1)}" in labels and "X$" not in labels and "X<" not in labels, name
+        assert text.index("X^{(b1)} =") < text.index("W^{Q} ="), name

@@ -63,7 +63,7 @@ def test_every_worked_line_of_decoder_keys_follows_from_its_numbers(three):
         n, errs = check_key(key, ident)
         total += n
         errors += errs
-        assert "Rows $1$ and $2$ of $K_{cache}$ were" in key
+        assert r"Rows $1$ and $2$ of $K_{\text{cache}}$ were" in key
     assert not errors, "\n".join(errors[:10])
     assert total > 60
 
@@ -167,8 +167,8 @@ def test_special_tokens_print_with_angle_brackets_never_raw_html(tmp_path, capsy
 
 
 @pytest.mark.parametrize("prompt, formula, reused", [
-    (["the"], r"K_{cache} = \left[K_{1\cdot};\ K_{2\cdot}\right]", "Row $1$ of $K_{cache}$ was computed"),
-    (["the", "cat"], r"\left[K_{1\cdot};\ K_{2\cdot};\ K_{3\cdot}\right]", "Rows $1$ and $2$ of $K_{cache}$ were"),
+    (["the"], r"K_{\text{cache}} = \left[K_{1\cdot};\ K_{2\cdot}\right]", r"Row $1$ of $K_{\text{cache}}$ was computed"),
+    (["the", "cat"], r"\left[K_{1\cdot};\ K_{2\cdot};\ K_{3\cdot}\right]", r"Rows $1$ and $2$ of $K_{\text{cache}}$ were"),
     (["the", "cat", "sat", "mat"], r"\left[K_{1\cdot};\ \dots;\ K_{5\cdot}\right]", r"Rows $1, \dots, 4$ of"),
 ])
 def test_the_reused_rows_are_named_as_many_as_there_are(tmp_path, prompt, formula, reused):
@@ -192,3 +192,19 @@ def test_the_cross_attention_output_says_the_padded_memory_row_is_weighed_0(cli,
     assert cli("worksheet", "decoder-layer", "--format", "markdown", "--out", tmp_path).code == 0
     key = (tmp_path / "key.md").read_text(encoding="utf-8")
     assert "mixes the 3 value rows of the memory (1 of them padding, weighed 0)" in key and "mixes all 3" not in key
+
+
+def test_the_kv_cache_is_named_upright_everywhere(tmp_path, capsys):
+    """K_cache and V_cache take an upright subscript, as d_model and m_new do: `cache` is a word,
+    not the product c·a·c·h·e of italic symbols (sheet, key, HTML, forward's LaTeX, zh alike)."""
+    for lang in ("en", "zh"):
+        out = tmp_path / lang
+        assert main(["worksheet", "tiny-llama", "--lang", lang, "--format", "latex,markdown,html", "--out", str(out)]) == 0
+        for f in sorted(out.glob("*.*")):
+            text = f.read_text(encoding="utf-8")
+            assert "_{cache}" not in text, f.name
+            if f.name.startswith("key"):
+                assert r"K'_{\text{cache}}" in text or r"K_{\text{cache}}" in text, f.name
+    capsys.readouterr()
+    assert main(["forward", "tiny-gpt", "--format", "latex", "--step", "gen1.layer0.cache.v"]) == 0
+    assert capsys.readouterr().out.split("\n")[3].startswith(r"V_{\text{cache}} = [V_{\text{cache}};\ v]\ ")

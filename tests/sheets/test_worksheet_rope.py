@@ -97,7 +97,7 @@ def test_a_tiny_llama_decoder_key_turns_the_new_row_by_its_position():
     v = variant.build("t", forward_any(s), variant.Options("decoder"))
     key = documents(v, formats=["markdown"], places=3).files["key.md"]
     T = numeric_model.forward(s)
-    assert "Row 1 is at position $m = 3$" in key and r"K'_{cache}" in key
+    assert "Row 1 is at position $m = 3$" in key and r"K'_{\text{cache}}" in key
     assert float(given(key, r"\cos\Phi")[0][0]) == round(math.cos(3), 3)
     answers = key_answers_md(key)
     got = [parse_entry(c)[0] for c in matrices(answers["gen1.layer0.attn.q_rot"])[-1][0]]

@@ -54,6 +54,7 @@ SHRUNK = r"\typeout{SHRUNK \the\wd\fitbox: \detokenize{#1}}\resizebox"
 
 @pytest.mark.parametrize("spec_text", [
     "pre-ln-causal-gelu",                                 # 4-wide norm rows, four GELU terms
+    "rope-gqa",                                           # RoPE's rule, its angle and pairs (over lines)
     "random: {seed: 3, difficulty: hard}\n",              # norm2 with γ and β, GELU notes
     "random: {seed: 1, difficulty: medium}\n",
 ])
