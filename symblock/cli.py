@@ -14,7 +14,7 @@ import sys
 import traceback
 
 from symblock.errors import SpecError, UndecidableError, UsageError, excerpt, printable
-from symblock.commands.arguments import HelpFormatter, add_spec_argument, decimals, nonneg, tolerance
+from symblock.commands.arguments import HelpFormatter, Parser, add_spec_argument, decimals, nonneg, tolerance
 from symblock.options import DEFAULT_EXAMPLE, MAX_DECIMALS  # noqa: F401  (DEFAULT_EXAMPLE re-exported)
 
 ID_NOTE = f"default: {DEFAULT_EXAMPLE}; or the worksheet ID of a built-in's variant, e.g. preset-medium-v2.7"
@@ -156,7 +156,7 @@ def _command_word(argv: list[str]) -> str:
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The whole command line. `only`: the command about to run; the other modular commands are
     named with their one-line help but not imported (each costs its imports: ~0.1 s in all)."""
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="symblock",
         description="Work a Transformer block forward exactly (rationals, square roots, e^x), "
                     "check it numerically, and print every named step.",
@@ -254,7 +254,10 @@ def cmd_forward(args) -> int:
     steps = list(trace)
     if args.step:
         if args.step not in trace:
-            raise UsageError(f"--step: no step {excerpt(args.step)} in this block; " + _one_of(list(trace.names()), args.step))
+            from symblock.exercises import variant
+            source = args.spec if variant.is_built_in_id(args.spec) else trace.spec.source  # what was asked for
+            raise SpecError(source, "--step", f"no step {excerpt(args.step)} in this {trace.spec.form}; "
+                            + _one_of(list(trace.names()), args.step))
         steps = [trace[args.step]]
     if args.json:
         print(report.to_json(steps, None if args.step else report.generated(trace)))
@@ -274,7 +277,9 @@ def cmd_examples(args) -> int:
     names = spec.example_names()
     if args.show:
         if args.show not in names:
-            raise UsageError(f"--show: no example {excerpt(args.show)}; expected one of {', '.join(names)}")
+            from symblock.errors import did_you_mean
+            raise UsageError(f"--show: no example {excerpt(args.show)}; {did_you_mean(args.show, names)}"
+                             f"expected one of {', '.join(names)}")
         print(spec.example_text(args.show), end="")
         return 0
     for name in names:

@@ -27,8 +27,8 @@ class SpecError(ValueError):
     def __init__(self, source: str, where: str, message: str):
         if len(where) > 2 * EXCERPT:  # a field named by a long key the input made up
             where = where[:2 * EXCERPT] + "…"
-        if len(source) > 6 * EXCERPT:  # a file name past the system's limit
-            source = source[:6 * EXCERPT] + "…"
+        if len(source) > PATH_EXCERPT:  # a file name past the system's limit
+            source = source[:PATH_EXCERPT] + "…"
         self.source, self.where, self.message = source, where, message
         super().__init__(f"{source}: {where}: {message}" if where else f"{source}: {message}")
 
@@ -64,6 +64,7 @@ def printable(text: str) -> str:
 
 
 EXCERPT = 40  # characters of an input a message quotes
+PATH_EXCERPT = 6 * EXCERPT  # characters of a file's path: its name is at the end, so a path is quoted whole
 
 
 def excerpt(value: Any, limit: int = EXCERPT) -> str:
@@ -102,12 +103,16 @@ NEAR_LIMIT = 100  # characters of a name past which no near miss is looked for (
 
 def close_matches(asked: Any, known: Iterable[str], n: int = 1, cutoff: float = 0.6) -> list[str]:
     """The (at most `n`) names of `known` that `asked` is closest to by difflib's ratio, at least
-    `cutoff`, best first; none for a name too long to be a misspelling of any."""
+    `cutoff`, best first (a name that differs only in case first of all); none for a name too long
+    to be a misspelling of any."""
     text = str(asked)
     if len(text) > NEAR_LIMIT:
         return []
     import difflib
-    return difflib.get_close_matches(text, list(known), n=n, cutoff=cutoff)
+    known = [str(k) for k in known]
+    cased = [k for k in known if k.lower() == text.lower()]   # `Cat` of `cat` before `sat`, which difflib ties
+    near = difflib.get_close_matches(text, known, n=n, cutoff=cutoff)
+    return (cased + [k for k in near if k not in cased])[:n]
 
 
 def did_you_mean(asked: Any, known: Iterable[str]) -> str:

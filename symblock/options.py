@@ -40,3 +40,6 @@ MASK_FILLS = (
 # `params --format latex`, a key's long formula), in digits as engine/tex_width.py estimates them:
 # an article's 345pt text at 5.1pt a digit (the estimate's widest measured digit).
 LATEX_LINE = 66
+
+# other names a new user gives an output format (--format): offered as the format meant
+FORMAT_ALIASES = {"md": "markdown", "tex": "latex", "jupyter": "ipynb", "notebook": "ipynb", "canvas": "qti"}

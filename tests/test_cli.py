@@ -54,6 +54,20 @@ def test_forward_step_and_unknown_step(cli):
     assert code == 2 and "no step 'norm9'" in err and "norm1.std" in err
 
 
+def test_an_unknown_step_names_the_spec_it_is_not_in(cli, spec_file):
+    path = spec_file(spec.example_text("seed-post-ln"))
+    code, out, err = cli("forward", path, "--step", "norm1.sdt")
+    assert code == 2 and out == ""
+    assert err == (f"symblock: error: {path}: --step: no step 'norm1.sdt' in this block; did you mean norm1.std? "
+                   "expected one of x, attn.out, resid1, norm1.mean, norm1.var, norm1.std, norm1, ffn.hidden, "
+                   "ffn.act, ffn.out, resid2, norm2.mean, norm2.var, norm2.std, norm2, output\n")
+    code, _, err = cli("forward", "preset-medium-v2.7", "--step", "x9")   # a sheet's ID: the ID as typed
+    assert code == 2 and err.startswith("symblock: error: preset-medium-v2.7: --step: no step 'x9' in this block")
+    code, _, err = cli("forward", "tiny-gpt", "--step", "embd")
+    assert code == 2 and err.startswith("symblock: error: example:tiny-gpt: --step: no step 'embd' in this model; "
+                                        "did you mean embed?")
+
+
 def test_examples_list_and_show(cli):
     code, out, _ = cli("examples")
     assert code == 0
@@ -220,7 +234,7 @@ def test_a_long_id_of_another_spec_is_quoted_short(tmp_path, cli):
     path = tmp_path / "spec.yaml"
     path.write_text(SMALL, encoding="utf-8")
     code, out, err = cli("worksheet", str(path), "--id", "a" * 10_000 + ".1", "--out", str(tmp_path / "w"))
-    assert code == 2 and "was made from spec" in err and len(err) < 600
+    assert code == 2 and "names no spec" in err and len(err) < 600   # an ID of no spec at all: said so, short
 
 
 def test_a_tiny_space_gives_a_length_latex_reads(tmp_path, capsys):
@@ -357,3 +371,31 @@ def test_an_unknown_step_of_a_big_model_names_the_closest_steps_not_two_hundred(
     assert len(ran.err) < 400 and "gen2.layer0.norm3.std" not in ran.err
     small = cli("forward", "--step", "zzz")   # the seed block's 16 steps: all of them
     assert small.code == 2 and "expected one of x, attn.out, resid1" in small.err
+
+
+def test_staged_without_its_places_says_the_form_it_takes(cli, tmp_path):
+    code, _, err = cli("worksheet", "--out", tmp_path / "w", "--difficulty", "easy", "--staged", "attn.out")
+    assert code == 2 and err == "symblock: error: --staged: expected STEP:K, e.g. attn.out:3, got 'attn.out'\n"
+
+
+def test_derive_without_a_spec_names_its_tiny_block_in_errors(cli):
+    code, _, err = cli("derive", "--step", "norm1.sdt")
+    assert code == 2 and err.startswith("symblock: error: derive's tiny block (no SPEC): --step: no step "
+                                        "'norm1.sdt'; did you mean norm1.std?") and "<tiny>" not in err
+
+
+def test_check_with_spec_and_answers_swapped_says_the_order(cli, spec_file):
+    answers = spec_file("decimals: 3\nsteps:\n  norm1.std: [[0.901], [0.124], [0.43]]\n", "a.yaml")
+    code, _, err = cli("check", answers, "seed-post-ln")
+    assert code == 2 and err == (f"symblock: error: seed-post-ln: no such answers file (SPEC comes first: "
+                                 f"symblock check seed-post-ln {answers})\n")
+    assert cli("check", "seed-post-ln", answers).code == 0   # the order it says works
+
+
+def test_the_decoder_preset_on_a_block_names_where_it_was_asked(cli, spec_file, tmp_path):
+    said = "the decoder preset needs a model spec (a `model:` section, e.g. the example tiny-decoder); this spec is one block\n"
+    code, _, err = cli("worksheet", "seed-post-ln", "--preset", "decoder", "--out", tmp_path / "a")
+    assert code == 2 and err == "symblock: error: example:seed-post-ln: --preset: " + said   # it said exercise.preset
+    path = spec_file(spec.example_text("seed-post-ln") + "exercise: {preset: decoder}\n")
+    code, _, err = cli("worksheet", path, "--out", tmp_path / "b")
+    assert code == 2 and err == f"symblock: error: {path}: exercise.preset: " + said

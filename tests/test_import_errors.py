@@ -73,6 +73,17 @@ def test_a_good_folder_and_checkpoint_still_import(gpt2_folder, tmp_path, cli):
     assert cli("forward", tmp_path / "b.yaml").code == 0
 
 
+@pytest.mark.parametrize("name, said", [("my-gpt2", "my-gpt2': no such file or folder; expected a Hugging Face"),
+                                        ("spec.yaml", "spec.yaml': a file, not a .pt checkpoint; expected a Hugging Face")])
+def test_a_model_path_that_is_none_says_which(tmp_path, cli, name, said):
+    """The path is quoted whole (its name was cut off past 40 characters), and said to be missing or a
+    file of another kind (a typo of the folder's name read as if it were a folder of the wrong kind)."""
+    if name.endswith(".yaml"):
+        (tmp_path / name).write_text("dims: {}\n")
+    err = refused(cli("import", tmp_path / name, "--tokens", "1", "--out", tmp_path / "o.yml"), tmp_path / "o", said)
+    assert err.startswith(f"symblock: error: '{tmp_path / name}")
+
+
 def test_a_truncated_safetensors_file(gpt2_folder, tmp_path, cli):
     folder = gpt2_folder()
     weights = folder / "model.safetensors"

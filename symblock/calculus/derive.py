@@ -71,7 +71,7 @@ def symbols(base: str, r: int, c: int):
 def symbolic(spec_arg=None):
     """The spec (or TINY) with weights and inputs as symbols; the size limit is the engine's."""
     from symblock.engine import block, spec as specmod
-    s = specmod.from_mapping(TINY, "<tiny>") if spec_arg is None else (
+    s = specmod.from_mapping(TINY, "derive's tiny block (no SPEC)") if spec_arg is None else (
         specmod.load(spec_arg) if isinstance(spec_arg, str) else spec_arg)
     if s.given:
         name = str(s.source).removeprefix("example:")   # a built-in is edited as a copy

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from symblock.options import DEFAULT_EXAMPLE, MAX_DECIMALS
+from symblock.options import DEFAULT_EXAMPLE, FORMAT_ALIASES, MAX_DECIMALS
 
 
 def nonneg(text: str) -> int:
@@ -63,3 +63,27 @@ class HelpFormatter(argparse.HelpFormatter):
                 return "\n".join(indent + line for line in para.splitlines())
             return super(HelpFormatter, self)._fill_text(para, width, indent)
         return "\n\n".join(fill(para) for para in text.split("\n\n"))
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, whose refusals offer what a typo was meant to be: an option's choice
+    (`--preset atention`: attention) and an option of the command (`--varients`: --variants)."""
+
+    def error(self, message: str):
+        import re
+        from symblock.errors import close_matches
+        if (m := re.search(r"invalid choice: '(.*?)' \(choose from (.*)\)$", message)):
+            choices = re.findall(r"'([^']*)'", m.group(2))
+            alias = FORMAT_ALIASES.get(m.group(1).lower())   # `--format tex`: latex, not text
+            close = [alias] if alias in choices else close_matches(m.group(1), choices)
+            message += f"; did you mean {close[0]}?" if close else ""
+        super().error(message)
+
+    def parse_known_args(self, args=None, namespace=None):
+        ns, extras = super().parse_known_args(args, namespace)
+        from symblock.errors import close_matches
+        for extra in extras:   # a command's own options are known here, not where the extras are refused
+            close = close_matches(extra.split("=")[0], list(self._option_string_actions)) if extra.startswith("--") else []
+            if close:
+                self.error(f"unrecognized arguments: {' '.join(extras)} (did you mean {close[0]}?)")
+        return ns, extras

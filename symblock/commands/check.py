@@ -182,8 +182,11 @@ def _arguments(args, example_of, difficulty_of) -> tuple[str | None, str]:
         raise UsageError(f"{spec_arg}: this is a set's manifest, not a spec; leave SPEC out (`symblock check "
                          f"ANSWERS` finds the set an answers file sits in) or give the spec the set was drawn from")
     if answers_path != "-" and not Path(answers_path).exists():   # not the spec reader's "give a spec path"
-        raise UsageError(f"{answers_path}: no such answers file (the hand-worked answers: YAML, JSON or CSV; "
-                         "a set's blank ones are SET/students/<ID>/answers.yaml)")
+        swapped = spec_arg is not None and Path(spec_arg).is_file() and bool(
+            example_of(answers_path) or difficulty_of(answers_path))   # `check answers.yaml seed-post-ln`
+        raise UsageError(f"{answers_path}: no such answers file " + (
+            f"(SPEC comes first: symblock check {answers_path} {spec_arg})" if swapped else
+            "(the hand-worked answers: YAML, JSON or CSV; a set's blank ones are SET/students/<ID>/answers.yaml)"))
     return spec_arg, answers_path
 
 def _from_set(args, answers_path: str, ident: str | None, spec_arg: str | None):

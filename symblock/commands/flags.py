@@ -49,14 +49,14 @@ def overrides_from_args(args) -> dict:
     """The `random:` keys the flags set (validated later by parse_random, naming random.KEY)."""
     from symblock.errors import UsageError
 
-    def pair(text: str, flag: str, conv=int) -> list:
+    def pair(text: str, flag: str, conv=int, form: str = "LO:HI") -> list:
         lo, sep, hi = text.rpartition(":")
         try:
             if not sep:
                 raise ValueError
             return [conv(lo), conv(hi)]
         except ValueError:
-            raise UsageError(f"{flag}: expected LO:HI, got {text!r}") from None
+            raise UsageError(f"{flag}: expected {form}, got {text!r}") from None
     out: dict[str, Any] = {}
     if getattr(args, "difficulty", None):
         out["difficulty"] = args.difficulty
@@ -80,9 +80,9 @@ def overrides_from_args(args) -> dict:
     for name in getattr(args, "drop", None) or []:
         out[name] = False
     if getattr(args, "staged", None):
-        step, k = pair(args.staged, "--staged", str)
+        step, k = pair(args.staged, "--staged", str, "STEP:K, e.g. attn.out:3")
         if not k.isdigit() or len(k) > 6:
-            raise UsageError(f"--staged: expected STEP:K with K a whole number, got {args.staged!r}")
+            raise UsageError(f"--staged: expected STEP:K with K a whole number, e.g. attn.out:3, got {args.staged!r}")
         out["staged"] = {"step": step, "decimals": int(k)}
     if getattr(args, "max_draws", None) is not None:
         out["max_draws"] = args.max_draws

@@ -91,19 +91,28 @@ def _target(text: str | None, spec: BlockSpec) -> ExactMatrix | None:
         return None
     import os
     from symblock.engine import files, spec as specmod
-    source, raw = "--target", text
+    from symblock.errors import excerpt
+    # written inline, the matrix is named as the option of this spec's run ("SPEC: --target[0][1]: …");
+    # in a file, as that file's `target` ("t.yaml: target[0][1]: …"): each said once
+    source, field, raw = spec.source, "--target", text
     if os.path.exists(text):
-        source, raw = text, files.read_text(text, "a YAML or JSON file holding the target matrix")
+        source, field = text, "target"
+        raw = files.read_text(text, "a YAML or JSON file holding the target matrix")
+    elif text.lower().endswith((".yaml", ".yml", ".json")):
+        raise specmod.SpecError(spec.source, "--target", f"no file {excerpt(text)}; expected a matrix "
+                                "like [[1, 0], [0, 1]] or a YAML/JSON file holding one")
     try:
         data = files.parse(raw, source, json_syntax=text.lower().endswith(".json"))
     except specmod.SpecError as e:
+        if field == "target":   # a file: its own error (file, line) says it
+            raise
         where = f" ({e.where})" if e.where else ""
-        raise specmod.SpecError(source, "", f"expected a matrix like [[1, 0], [0, 1]] or a file "
+        raise specmod.SpecError(source, field, f"expected a matrix like [[1, 0], [0, 1]] or a file "
                                 f"holding one: {e.message}{where}") from None
     if isinstance(data, dict) and "target" in data:
         data = data["target"]
     n, d = spec.dims.seq_len * max(spec.dims.batch, 1), spec.dims.d_model  # a batch: outputs stacked
-    return specmod.parse_matrix(data, (n, d), source, "target")
+    return specmod.parse_matrix(data, (n, d), source, field)
 
 
 def run(args) -> int:

@@ -43,21 +43,24 @@ def run(args) -> int:
 
     import yaml
 
-    from symblock.errors import InternalError, SpecError, UsageError, excerpt
+    from symblock.errors import PATH_EXCERPT, InternalError, SpecError, UsageError, excerpt
     from symblock.exercises.generate import from_mapping
     from symblock.reference import checkpoint
     out = Path(args.out)
     if out.is_symlink() or out.is_dir():
-        raise UsageError(f"--out: {excerpt(str(out))} is a link or a folder; expected a file to write")
+        raise UsageError(f"--out: {excerpt(str(out), PATH_EXCERPT)} is a link or a folder; "
+                         "expected a file to write")
     if out.exists() and not args.force:
-        raise UsageError(f"--out: {excerpt(str(out))} already exists; use --force to overwrite, or another name")
+        raise UsageError(f"--out: {excerpt(str(out), PATH_EXCERPT)} already exists; use --force to overwrite, "
+                         "or another name")
     spec = checkpoint.read(args.model, args.tokens, args.generate)
     try:   # the readers refuse a malformed model by name; a spec that still does not load is their bug
         from_mapping(spec, str(out), allow_model=True)
     except SpecError as e:
-        raise InternalError(f"the spec read from {excerpt(str(args.model))} does not load ({e}); "
+        raise InternalError(f"the spec read from {excerpt(str(args.model), PATH_EXCERPT)} does not load ({e}); "
                             "nothing was written") from e
-    text = ("# written by `symblock import`: weights are the exact decimals of the model's float64 values\n"
+    text = ("# written by `symblock import`: weights are the exact decimals of the model's float64 values, "
+            "eps as its config writes it\n"
             + yaml.safe_dump(spec, sort_keys=False, allow_unicode=True, width=100))
     fd, tmp = tempfile.mkstemp(prefix=".symblock-", suffix=".yaml", dir=out.parent if str(out.parent) else ".")
     try:

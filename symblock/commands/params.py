@@ -115,6 +115,9 @@ def run(args: argparse.Namespace) -> int:
         else:
             if args.encoder:
                 raise ValueError("--encoder counts a model: give --layers and --vocab too")
+            if args.context or args.untied:   # else silently the block's count, as if they were not given
+                raise ValueError("--context and --untied count a model's positions and head: give --layers "
+                                 "and --vocab too")
             c = count(args.d_model, args.heads, args.d_ff, bias=args.bias, norm=args.norm,
                       activation=args.activation, final_norm=args.final_norm, seq_len=args.seq_len,
                       d_k=args.d_k, d_v=args.d_v, kv_heads=args.kv_heads,

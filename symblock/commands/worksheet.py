@@ -195,13 +195,17 @@ def _wrt(text: str | None) -> list[str] | None:
 
 
 def parse_formats(text: str) -> list[str]:
-    from symblock.errors import UsageError
+    from symblock.errors import UsageError, close_matches
+    from symblock.options import FORMAT_ALIASES
     from symblock.sheets.render import FORMATS
     fmts = [f.strip() for f in text.split(",") if f.strip()]
     bad = [f for f in fmts if f not in FORMATS]
     if bad or not fmts:
-        pdf = " (a PDF comes from the LaTeX: add --pdf)" if "pdf" in [f.lower() for f in bad] else ""
-        raise UsageError(f"--format: expected a comma-separated list of {', '.join(FORMATS)}, got {text!r}{pdf}")
+        b = bad[0].lower() if bad else ""   # a format's other name (md, jupyter), a typo or pdf
+        meant = FORMAT_ALIASES.get(b)
+        hint = (" (a PDF comes from the LaTeX: add --pdf)" if b == "pdf" else f" (did you mean {meant}?)" if meant
+                else f" (did you mean {close[0]}?)" if (close := close_matches(b, FORMATS)) else "")
+        raise UsageError(f"--format: expected a comma-separated list of {', '.join(FORMATS)}, got {text!r}{hint}")
     return list(dict.fromkeys(fmts))
 
 

@@ -3,9 +3,9 @@ got …`. Used by the spec loader and by every section parser that extends it (m
 random constraints), so that all of them word their errors alike."""
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
-from symblock.errors import SpecError, excerpt
+from symblock.errors import SpecError, close_matches, excerpt
 
 MAX_DIM = 512  # a typo guard for dims; the engine's cost limit (engine/cost.py) is the real one
 def kind_of(v: Any) -> str:
@@ -34,13 +34,29 @@ def check_text(value: Any, source: str, where: str) -> str:
     return value
 
 
+def near(value: Any, known: Iterable[str]) -> str:
+    """" (did you mean NAME?)" when a text `value` is a near miss of one of `known` (`dimz` of
+    `dims`, `Relu` of `relu`), else ""."""
+    close = close_matches(value, known) if isinstance(value, str) else []
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
 def check_keys(data: Mapping, allowed: tuple[str, ...], source: str, where: str) -> None:
     if not isinstance(data, dict):
         raise SpecError(source, where, f"expected a mapping, got {kind_of(data)}")
     for key in data:
         if key not in allowed:
             prefix = f"{where}." if where else ""
-            raise SpecError(source, f"{prefix}{key}", f"unknown key; expected one of {', '.join(allowed)}")
+            raise SpecError(source, f"{prefix}{key}", f"unknown key{near(key, allowed)}; "
+                                                      f"expected one of {', '.join(allowed)}")
+
+
+def choice(value: Any, choices: Sequence[str], source: str, where: str) -> Any:
+    """`value` when it is one of `choices`, else the error naming them (and the near miss)."""
+    if value not in choices:
+        raise SpecError(source, where, f"expected one of {', '.join(choices)}, got {kind_of(value)}"
+                        + near(value, choices))
+    return value
 
 
 def int_field(value: Any, source: str, where: str, lo: int = 1, hi: int | None = MAX_DIM) -> int:

@@ -12,7 +12,7 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Mapping, TypeGuard
 
-from symblock.engine.fields import bool_list
+from symblock.engine.fields import bool_list, check_keys
 from symblock.engine.matrix import ExactMatrix
 from symblock.engine.numbers import SpecScalar
 from symblock.errors import SpecError, did_you_mean
@@ -72,9 +72,7 @@ def structure(opts: Options, dims: Dims, inputs: Mapping, dropout: Any, source: 
         return opts
     if not isinstance(dropout, dict):
         raise SpecError(source, "dropout", f"expected a mapping {{p, masks}}, got {_what(dropout)}")
-    for key in dropout:
-        if key not in ("p", "masks"):
-            raise SpecError(source, f"dropout.{key}", "unknown key; expected one of p, masks")
+    check_keys(dropout, ("p", "masks"), source, "dropout")
     masks = dropout.get("masks")
     if not isinstance(masks, dict) or not masks:
         raise SpecError(source, "dropout.masks", "expected a mapping of step names to 0/1 matrices "

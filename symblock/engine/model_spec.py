@@ -20,6 +20,7 @@ from fractions import Fraction
 from typing import Any, Callable, Mapping, NoReturn, Union
 
 from symblock.engine import model_cost, model_norms, source_embedding, spec as specmod, unused
+from symblock.engine.fields import choice, near
 from symblock.engine.model_cost import with_length  # noqa: F401  (model_spec.with_length stays public)
 from symblock.engine.spec import BlockSpec, Matrix
 from symblock.engine.numbers import unknown_names
@@ -124,8 +125,9 @@ def _tokens(value: Any, vocab: tuple[str, ...], source: str, where: str) -> tupl
         elif isinstance(tok, int) and not isinstance(tok, bool) and 0 <= tok < len(vocab):
             out.append(tok)
         else:
-            raise SpecError(source, f"{where}[{i}]", f"expected a token of model.vocab "
-                                                     f"({', '.join(vocab)}) or its index, got {excerpt(tok)}")
+            listed = ", ".join(vocab) if len(vocab) <= 24 else f"{len(vocab)} tokens"   # never thousands
+            raise SpecError(source, f"{where}[{i}]", f"expected a token of model.vocab ({listed}) or its "
+                                                     f"index 0..{len(vocab) - 1}, got {excerpt(tok)}{near(tok, vocab)}")
     return tuple(out)
 
 
@@ -137,10 +139,7 @@ def _section(data: Mapping, key: str, source: str) -> dict:
 
 
 def _choice(m: Mapping, key: str, choices: tuple, default: str, source: str) -> str:
-    v = m.get(key, default)
-    if v not in choices:
-        raise SpecError(source, f"model.{key}", f"expected one of {', '.join(choices)}, got {excerpt(v)}")
-    return v
+    return choice(m.get(key, default), choices, source, f"model.{key}")
 
 
 def _flag(m: Mapping, key: str, default: bool, source: str) -> bool:

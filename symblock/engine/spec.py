@@ -20,7 +20,7 @@ from symblock.engine.matrix import ExactMatrix, Mat, SpecNumber
 from symblock.engine.numbers import ExactNumber, SpecScalar
 from symblock.engine.sources import (  # noqa: F401  (spec.read_spec, spec.example_names, ... stay public)
     block_example_names, example_names, example_text, read_mapping, read_spec)
-from symblock.engine.fields import check_keys, check_text, int_field, kind_of, title_field  # noqa: F401
+from symblock.engine.fields import check_keys, check_text, choice, int_field, kind_of, near, title_field  # noqa: F401
 from symblock.engine.random_section import (  # noqa: F401  (spec.draw, spec.RANDOM_KEYS, ... stay public)
     PLAIN_RANDOM, RANDOM_KEYS, draw, has_constraints, random_section)
 from symblock.errors import SpecError, did_you_mean  # noqa: F401  (re-exported: spec.SpecError is public)
@@ -145,7 +145,7 @@ def from_mapping(data: Mapping, source: str = "<spec>") -> BlockSpec:
     title, titles = title_field(data.get("title") or "", source)
     layout = data.get("layout", "math")
     if layout not in ("math", "torch"):
-        raise SpecError(source, "layout", f"expected math or torch, got {kind_of(layout)}")
+        raise SpecError(source, "layout", f"expected math or torch, got {kind_of(layout)}{near(layout, ('math', 'torch'))}")
     opts = _options(data.get("block") or {}, source)
     weights, inputs = _weights_section(data.get("weights") or {}, source), data.get("inputs") or {}
     check_keys(inputs, ("X", "key_padding_mask", "positions", *memory_mod.KEYS), source, "inputs")
@@ -230,6 +230,7 @@ def _exact(m: Iterable[Iterable[int | Fraction]]) -> Matrix:
 
 def _no_constraints(rnd: Any, source: str) -> None:
     if has_constraints(rnd):  # drawn until the constraints hold: exercises.generate
+        check_keys(rnd, RANDOM_KEYS, source, "random")   # a misspelt key is no constraint: said as unknown
         key = next(k for k in rnd if k not in PLAIN_RANDOM)
         raise SpecError(source, f"random.{key}", "a generation constraint: load this spec with "
                         "symblock.load (symblock.exercises.generate.load), which draws until it holds")
@@ -281,6 +282,12 @@ def _check_sign(name: str, m: Matrix, source: str) -> None:
             raise SpecError(source, f"given.{name}[{i}][0]", f"{what}; got {exact.text(v, 10**9)}")
 
 
+TRANSPOSED = {  # a W of the transposed shape, by the spec's layout
+    "math": ", its transpose: in layout: math (the default) W is (in, out), for y = x W; a matrix as "
+            "nn.Linear stores it, (out, in), needs `layout: torch`",
+    "torch": ", its transpose: with layout: torch, W is written as nn.Linear stores it, (out, in)"}
+
+
 def _params(weights: Mapping, dims: Dims, opts: Options, layout: str, given: set[str],
             rnd: tuple[int | None, int, int], source: str) -> dict[str, Matrix]:
     """The parameters the computed steps read: as given (math layout), defaulted (γ = 1, β = 0)
@@ -296,7 +303,12 @@ def _params(weights: Mapping, dims: Dims, opts: Options, layout: str, given: set
             if name not in need:
                 continue  # feeds only given steps: ignored, as docs/reference/spec.md says
             want = shape if (layout == "math" or is_vec) else (shape[1], shape[0])
-            m = parse_matrix(raw, want, source, f"weights.{name}", vector=is_vec)
+            try:
+                m = parse_matrix(raw, want, source, f"weights.{name}", vector=is_vec)
+            except SpecError as e:   # W as the other layout writes it: said, with the layout that reads it so
+                if is_vec or want[0] == want[1] or not e.message.endswith(f"got {want[1]}×{want[0]}"):
+                    raise
+                raise SpecError(source, e.where, e.message + TRANSPOSED[layout]) from None
             params[name] = m if (layout == "math" or is_vec) else m.T
         elif name in need:
             if name.endswith(".gamma"):
@@ -338,10 +350,7 @@ def _options(block: Any, source: str) -> Options:
     kw: dict[str, Any] = {}
     for key, choices in CHOICES.items():
         if key in block:
-            if block[key] not in choices:
-                raise SpecError(source, f"block.{key}", f"expected one of {', '.join(choices)}, "
-                                                        f"got {kind_of(block[key])}")
-            kw[key] = block[key]
+            kw[key] = choice(block[key], choices, source, f"block.{key}")
     for key in FLAGS:
         if key in block:
             if not isinstance(block[key], bool):

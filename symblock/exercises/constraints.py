@@ -7,6 +7,7 @@ from fractions import Fraction
 from typing import Any, Mapping
 
 from symblock.engine import parameters
+from symblock.engine.fields import near
 
 DIFFICULTIES = ("easy", "medium", "hard")
 FLAG_KEYS = ("integer_scores", "exact_scale", "no_degenerate_rows", "softmax_distinct", "distinct_mistakes")
@@ -112,7 +113,7 @@ def parse_random(rnd: Any, source: str) -> Constraints:
     if "difficulty" in rnd:
         if rnd["difficulty"] not in DIFFICULTIES:
             raise err(source, "random.difficulty", f"expected one of {', '.join(DIFFICULTIES)}, "
-                                                   f"got {rnd['difficulty']!r}")
+                                                   f"got {rnd['difficulty']!r}{near(rnd['difficulty'], DIFFICULTIES)}")
         kw["difficulty"] = rnd["difficulty"]
     kw["ranges"] = _ranges(rnd.get("ranges") or {}, source)
     for key in FLAG_KEYS:
@@ -181,7 +182,8 @@ def _ranges(ranges: Any, source: str) -> dict:
                *[p for p in all_param_keys() if parameters.parse(p).linear])
     for name in ranges:
         if name not in tensors:
-            raise err(source, f"random.ranges.{name}", f"unknown tensor; expected one of {', '.join(tensors)}")
+            raise err(source, f"random.ranges.{name}", f"unknown tensor{near(name, tensors)}; "
+                                                        f"expected one of {', '.join(tensors)}")
     return {k: _pair(v, source, f"random.ranges.{k}") for k, v in ranges.items()}
 
 

@@ -52,17 +52,18 @@ def reused_value(trace: Trace, layer: int) -> Mat:
     return Mat([[exact.real(1)] * (rows - 1) + [exact.real(0)]])
 
 
-def _one_block(spec: TracedSpec) -> None:
-    raise SpecError(spec.source, "exercise.preset", "the decoder preset needs a model spec (a `model:` "
+def _one_block(spec: TracedSpec, where: str) -> None:
+    raise SpecError(spec.source, where, "the decoder preset needs a model spec (a `model:` "
                     "section, e.g. the example tiny-decoder); this spec is one block")
 
 
-def require(spec: TracedSpec) -> None:
-    """The decoder preset needs a model with the KV cache and one generated token at least."""
-    {"block": _one_block, "model": _cached_model}[spec.form](spec)
+def require(spec: TracedSpec, where: str = "exercise.preset") -> None:
+    """The decoder preset needs a model with the KV cache and one generated token at least; `where`
+    names what asked for it (the spec's exercise.preset, or --preset)."""
+    {"block": _one_block, "model": _cached_model}[spec.form](spec, where)
 
 
-def _cached_model(spec: ModelSpec) -> None:
+def _cached_model(spec: ModelSpec, where: str) -> None:
     if spec.kind == "encoder":   # no generation: its answers are checked step by step (encoder_exercise)
         return
     # both settings named at once, and a sinusoidal table's own preset (it may be all that is meant)

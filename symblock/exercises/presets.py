@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from symblock.engine import names
+from symblock.engine import fields, names
 from symblock.engine.tiles import SIDE_KINDS
 from symblock.errors import SpecError, did_you_mean, excerpt
 
@@ -117,14 +117,14 @@ def choose(trace, preset: str | None = None, loss: str | None = None,
     src, ex = spec.source, dict(spec.exercise)
     for key in ex:
         if key not in EXERCISE_KEYS:
-            raise SpecError(src, f"exercise.{key}", f"unknown key; expected one of {', '.join(EXERCISE_KEYS)}")
+            raise SpecError(src, f"exercise.{key}", f"unknown key{fields.near(key, EXERCISE_KEYS)}; expected one of {', '.join(EXERCISE_KEYS)}")
     effective = preset if preset is not None else ex.get("preset", "full")
     if effective == decoder.POSITIONS:
         raise SpecError(src, "--preset" if preset is not None else "exercise.preset", "the positions preset "
                         "asks a model's sinusoidal position table: it needs a model spec (a `model:` section "
                         "with positions: sinusoidal); this spec is one block")
     if effective == decoder.PRESET:
-        decoder.require(spec)
+        decoder.require(spec, "--preset" if preset is not None else "exercise.preset")
     _require_part(spec, effective, "--preset" if preset is not None else "exercise.preset")
     if effective == "backprop":
         return with_points(choose_backprop(trace, ex, loss, wrt), ex.get("points"), src, trace)
@@ -153,7 +153,8 @@ def choose(trace, preset: str | None = None, loss: str | None = None,
     if preset is None:
         preset = ex.get("preset", "full")
         if preset not in PRESETS:
-            raise SpecError(src, "exercise.preset", f"expected one of {', '.join(PRESETS)}, got {excerpt(preset)}")
+            raise SpecError(src, "exercise.preset", f"expected one of {', '.join(PRESETS)}, "
+                                                    f"got {excerpt(preset)}{fields.near(preset, PRESETS)}")
         asked_raw = names_list("ask")
     else:
         asked_raw = []

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from symblock.errors import SpecError, excerpt
+from symblock.errors import SpecError, close_matches, did_you_mean, excerpt
 
 # the own block of each difficulty: its title (en, zh)
 DIFFICULTY_TITLES = {"easy": ("Exercise (easy)", "练习（简单）"), "medium": ("Exercise (medium)", "练习（中等）"),
@@ -48,6 +48,14 @@ def example_of(spec_arg: str) -> str | None:
     return None
 
 
+def _meant(text: str, examples) -> str:
+    """"did you mean the built-in example NAME? " of a SPEC that is no file but a near miss of an
+    example's name (`seed-post-lm`, `seed-post-ln.yaml`), else ""."""
+    stem = Path(text).stem if Path(text).suffix.lower() in (".yaml", ".yml", ".json") else text
+    close = close_matches(stem, examples)
+    return f"did you mean the built-in example {close[0]}? " if close else ""
+
+
 def read(spec_arg: str | Path) -> tuple[dict, str]:
     """The raw mapping of a SPEC and its source name (as messages name it)."""
     from symblock.engine import files
@@ -60,12 +68,14 @@ def read(spec_arg: str | Path) -> tuple[dict, str]:
     if name is not None:
         return read_mapping(f"{name}.yaml", example_text(name))[0], f"example:{name}"
     if text.startswith("example:") and not files.exists(Path(text)):
-        raise SpecError(text, "", f"no built-in example {excerpt(text[len('example:'):])}; expected one of "
-                        + ", ".join(example_names()))
+        asked = text[len('example:'):]
+        raise SpecError(text, "", f"no built-in example {excerpt(asked)}; " + did_you_mean(asked, example_names())
+                        + "expected one of " + ", ".join(example_names()))
     if text.startswith("preset:") and not files.exists(Path(text)):
-        raise SpecError(text, "", f"no difficulty {excerpt(text[len('preset:'):])}; preset:D takes D "
-                        + ", ".join(DIFFICULTY_TITLES))
+        asked = text[len('preset:'):]
+        raise SpecError(text, "", f"no difficulty {excerpt(asked)}; " + did_you_mean(asked, DIFFICULTY_TITLES)
+                        + "preset:D takes D " + ", ".join(DIFFICULTY_TITLES))
     if not files.exists(Path(text)):
-        raise SpecError(text, "", f"no such file; SPEC is {FORMS}")
+        raise SpecError(text, "", f"no such file; {_meant(text, example_names())}SPEC is {FORMS}")
     not_a_folder(text)
     return read_mapping(spec_arg)

@@ -175,13 +175,26 @@ def parse_id(ident: str, spec_arg: str | None, flag: str = "--id") -> tuple[str,
             hint = (" (a spec file's ID: give the file too, `symblock worksheet FILE --id ID` or `symblock check FILE "
                     "ANSWERS`; an answers file inside its set folder needs none)") \
                 if SPEC_FILE_TOKEN.fullmatch(token) else ""
-            raise UsageError(f"{flag}: no built-in example {excerpt(token)}{hint}")
+            raise UsageError(f"{flag}: no built-in example {excerpt(token)}{hint or _near_name(token)}")
         return token, seed
     have = spec_token(spec_arg)
+    if have != token and not SPEC_FILE_TOKEN.fullmatch(token) and token not in example_names() \
+            and not difficulty_of(token, "-"):   # a misspelt name, no spec's token at all
+        raise UsageError(f"{flag}: {excerpt(ident)} names no spec: {excerpt(token)} is no built-in example"
+                         f"{_near_name(token)} and no spec file's token (h…)")
     if have != token:
         raise UsageError(f"{flag}: {excerpt(ident)} was made from spec {excerpt(token)}, but {spec_arg} is {excerpt(have)} "
                          "(the file changed, or it is another spec)")
     return spec_arg, seed
+
+
+def _near_name(token: str) -> str:
+    """" (did you mean NAME?)" of an ID's `<spec>` near a built-in example's or a difficulty's name."""
+    from symblock.engine.spec import example_names
+    from symblock.errors import close_matches
+    from symblock.exercises.spec_arg import DIFFICULTY_TITLES
+    close = close_matches(token, [*example_names(), *(f"preset-{d}" for d in DIFFICULTY_TITLES)])
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def read(spec_arg: str, overrides: dict | None = None) -> tuple[dict, str]:

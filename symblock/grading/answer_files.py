@@ -160,6 +160,10 @@ def grid_rows(value: Any, shape: tuple[int, int], source: str, where: str) -> li
         elif len(value) == c and not all(blank(v) for v in value):
             raise SpecError(source, where, f"one row of {c} for a {r}×{c} step: say which, e.g. "
                                            f"{{row: 0, value: [...]}}")
+    if isinstance(value, list) and value and any(isinstance(row, list) for row in value):
+        for i, row in enumerate(value):   # rows, one of them not: that row is named, not "got a list"
+            if row is not None and not isinstance(row, list):
+                raise SpecError(source, f"{where}[{i}]", f"expected one row of {c} entries, got {kind_of(row)}")
     if not isinstance(value, list) or not value or not all(row is None or isinstance(row, list) for row in value):
         raise SpecError(source, where, f"expected a {r}×{c} matrix: a list of rows, e.g. "
                                        f"[[1, 2], [3, 4]], got {kind_of(value)}")

@@ -301,7 +301,7 @@ INPUT_ERRORS_ZH = (
     (r"no such step in this block; expected one of (.+)", "这个结构中没有这一步；应为以下之一：{0}"),
     (r"this step is not worked in this spec \(it only feeds a step the spec gives\), so there is nothing to "
      r"check it against", "这份 spec 不计算这一步（它只用于计算 spec 已给出的一步），没有可以对照的答案"),
-    (r"unknown key; expected one of (.+)", "未知的键；应为 {0} 之一"),
+    (r"unknown key; expected one of (.+)", "未知的键；应为 {0} 之一"), (r"unknown key \(did you mean (.+)\?\); expected one of (.+)", "未知的键（是不是想写 {0}？）；应为 {1} 之一"),
     (r"expected a number, a fraction or an exact expression such as (\"sqrt\(2\)/2\"), got (.+)",
      "应为一个数、分数或精确表达式（例如 {0}），实际是 {1}"),
     (r"expected text, got (.+)", "应为文字，实际是 {0}"),
@@ -320,6 +320,7 @@ INPUT_ERRORS_ZH = (
     (r"expected a finite number, got (.+)", "应为有限的数，实际是 {0}"),
     (r"cannot use (.+) exactly: (.+)", "无法精确地使用 {0}：{1}"),
     (r"expected a whole number (-?\d+)\.\.(-?\d+), got (.+)", "应为 {0}..{1} 的整数，实际是 {2}"),
+    (r"expected one of (.+), got (.+) \(did you mean (.+)\?\)", "应为 {0} 之一，实际是 {1}（是不是想写 {2}？）"),
     (r"expected one of (.+), got (.+)", "应为 {0} 之一，实际是 {1}"),
     (r"not a readable CSV table: (.+)", "不是可读的 CSV 表格：{0}"),
     (r"expected the header step,row,col,value \(or step;row;col;value, as a spreadsheet of a decimal-comma "

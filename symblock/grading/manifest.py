@@ -200,6 +200,11 @@ def read(set_dir, entries: bool = True) -> dict:
     from symblock.engine.spec import read_mapping
     from symblock.errors import UsageError
     path = find(Path(set_dir))
+    if path is None and Path(set_dir).is_file():   # the manifest itself, or another file, for the set's folder
+        folder = Path(set_dir).parent
+        set_of = (folder.parent if folder.name == "instructor" else folder) if Path(set_dir).name == NAME else None
+        raise UsageError(f"{set_dir}: a file; expected the set's folder" + (f" ({set_of})" if set_of else "")
+                         + ", written by `symblock worksheet --variants N`")
     if path is None:
         raise UsageError(f"{set_dir}: no {NAME} (expected a folder written by `symblock worksheet "
                          "--variants N`)")

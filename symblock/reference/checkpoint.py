@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from symblock.errors import SpecError, UsageError, excerpt
+from symblock.errors import PATH_EXCERPT, SpecError, UsageError, excerpt
 from symblock.reference import spec_from
 
 MAX_BYTES = 1 << 30        # a checkpoint worked exactly is tiny; a 1 GiB file is a mistake
@@ -26,16 +26,18 @@ def read(path: str | Path, tokens: list[int], generate: int = 0) -> dict:
         return _hugging_face(p, tokens, generate)
     if p.suffix == ".pt" and p.is_file():
         return _nanogpt(p, tokens, generate)
-    raise UsageError(f"{excerpt(str(p))}: expected a Hugging Face model folder (config.json and "
-                     "model.safetensors) or a nanoGPT ckpt.pt")
+    what = ("no such file or folder" if not p.exists() else "a file, not a .pt checkpoint" if p.is_file()
+            else "neither a folder nor a file")
+    raise UsageError(f"{excerpt(str(p), PATH_EXCERPT)}: {what}; expected a Hugging Face model folder "
+                     "(config.json and model.safetensors) or a nanoGPT ckpt.pt")
 
 
 def _size_ok(f: Path) -> Path:
     if f.is_symlink() or not f.is_file():
-        raise UsageError(f"{excerpt(str(f))}: expected a regular file")
+        raise UsageError(f"{excerpt(str(f), PATH_EXCERPT)}: expected a regular file")
     if f.stat().st_size > MAX_BYTES:
-        raise UsageError(f"{excerpt(str(f))}: {f.stat().st_size} bytes is over the {MAX_BYTES >> 20} MiB "
-                         "a model worked exactly can have")
+        raise UsageError(f"{excerpt(str(f), PATH_EXCERPT)}: {f.stat().st_size} bytes is over the "
+                         f"{MAX_BYTES >> 20} MiB a model worked exactly can have")
     return f
 
 
@@ -43,7 +45,7 @@ def _hugging_face(folder: Path, tokens: list[int], generate: int) -> dict:
     cfg_file, weights = folder / "config.json", folder / "model.safetensors"
     for f in (cfg_file, weights):
         if not f.exists():
-            raise UsageError(f"{excerpt(str(folder))}: no {f.name} (expected a save_pretrained folder)")
+            raise UsageError(f"{excerpt(str(folder), PATH_EXCERPT)}: no {f.name} (expected a save_pretrained folder)")
     try:
         config: dict[str, Any] = json.loads(_size_ok(cfg_file).read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:

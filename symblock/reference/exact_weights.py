@@ -1,5 +1,5 @@
-"""A model's numbers as a spec writes them: each float64 value as its exact decimal, matrices in
-math layout, a block's `weights:` and `inputs:` sections, and the refusal of what the block cannot
+"""A model's numbers as a spec writes them: each float64 weight as its exact decimal, a
+configuration's ε or θ as written (the shortest decimal of its float), matrices in math layout, a block's `weights:` and `inputs:` sections, and the refusal of what the block cannot
 express. The readers of spec_from.py and spec_from_llama.py share them."""
 from __future__ import annotations
 
@@ -39,6 +39,14 @@ def exact(x: float) -> str:
     """The exact decimal of a float64 value ("0.1000000000000000055511151231257827...")."""
     d = Decimal(float(x))
     return "0" if d == 0 else format(d, "f")   # no normalize(): it rounds to 28 digits
+
+
+def written(x: float) -> str:
+    """A configuration's number (LayerNorm's ε, RoPE's θ) as its author wrote it: the shortest decimal
+    that reads back as the same float ("1e-05", not the 1e-05 float's 71 digits), read exactly by
+    the spec (1e-05 = 1/100000)."""
+    text = repr(float(x))
+    return "0" if float(x) == 0 else text[:-2] if text.endswith(".0") else text
 
 
 def matrix(a) -> list:

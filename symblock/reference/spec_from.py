@@ -3,8 +3,9 @@ configuration and weights and returns the spec mapping whose exact forward is th
 on those inputs, so an author turns a tiny trained model into an exact worked example.
 
 Every weight is written as the exact decimal of its float64 value (a float32 weight widens without
-loss), so nothing is rounded on the way in: the exact forward and the object's float64 forward
-differ only by the object's own rounding. An option the block cannot express (dropout in training
+loss), and ε and RoPE's θ as the config writes them (1e-05, read as 1/100000), so nothing is
+rounded on the way in: the exact forward and the object's float64 forward differ only by the
+object's own rounding. An option the block cannot express (dropout in training
 mode, another attention scale, ALiBi, a parallel block, ...) is refused by name (`Unsupported`).
 The readers work on plain mappings (a config and a state dict of arrays), so a saved checkpoint
 (`symblock import`, checkpoint.py) and a live object take the same path.
@@ -19,7 +20,7 @@ from symblock.errors import excerpt
 from symblock.reference.checked import Checked, check_layer_count, check_tokens, declared, dims, number, whole
 from symblock.reference.checked import layers as layers_text
 from symblock.reference.exact_weights import (  # noqa: F401  (spec_from.exact, .Unsupported, ... too)
-    Source, Unsupported, arrays, as_array, block_weights, exact, host, inputs_of, matrix, refuse, vector)
+    Source, Unsupported, arrays, as_array, block_weights, exact, host, inputs_of, matrix, refuse, vector, written)
 
 
 # ---------------------------------------------------------------- torch.nn.TransformerEncoderLayer
@@ -53,7 +54,7 @@ def encoder_layer(layer, src, causal: bool = False, src_key_padding_mask=None) -
     return {"title": f"{name}(d_model={d}, nhead={heads}, dim_feedforward={d_ff})",
             "dims": {"seq_len": int(x.shape[-2]), "d_model": d, "d_ff": d_ff, "heads": heads},
             "block": {"norm_position": "pre" if layer.norm_first else "post", "norm": "layernorm",
-                      "eps": exact(layer.norm1.eps), "activation": act, "attention_scale": "sqrt_dk",
+                      "eps": written(layer.norm1.eps), "activation": act, "attention_scale": "sqrt_dk",
                       "causal": bool(causal), "bias": bias, "out_proj": True},
             "weights": weights, "inputs": inputs_of(x, as_array(src_key_padding_mask))}
 
@@ -87,7 +88,7 @@ def bert_layer(layer, hidden_states, attention_mask=None) -> dict:
             "dims": {"seq_len": int(x.shape[-2]), "d_model": d, "d_ff": int(s["intermediate.dense.weight"].shape[0]),
                      "heads": heads},
             "block": {"norm_position": "post", "norm": "layernorm",
-                      "eps": exact(layer.attention.output.LayerNorm.eps), "activation": act,
+                      "eps": written(layer.attention.output.LayerNorm.eps), "activation": act,
                       "attention_scale": "sqrt_dk", "causal": False, "bias": True, "out_proj": True},
             "weights": weights, "inputs": inputs_of(x, pad)}
 
@@ -154,7 +155,7 @@ def gpt(config: Mapping[str, Any], state: Mapping[str, np.ndarray], tokens, gene
                       "head": "tied" if tied else "untied", "final_norm": True, "prompt": tokens,
                       "generate": int(generate), "kv_cache": bool(kv_cache and generate)},
             "dims": {"d_model": d, "d_ff": d_ff, "heads": heads},
-            "block": {"norm_position": "pre", "norm": "layernorm", "eps": exact(eps),
+            "block": {"norm_position": "pre", "norm": "layernorm", "eps": written(eps),
                       "activation": act, "bias": bias,   # GPT-2's scale_attn_weights: false leaves the scores unscaled
                       "attention_scale": "none" if config.get("scale_attn_weights") is False else "sqrt_dk"},
             "weights": weights}

@@ -16,8 +16,8 @@ import numpy as np
 
 from symblock.errors import excerpt
 from symblock.reference.checked import Checked, check_layer_count, check_tokens, declared, dims, layers, number, whole
-from symblock.reference.exact_weights import (Source, Unsupported, as_array, block_weights, exact, matrix, refuse,
-                                              vector)
+from symblock.reference.exact_weights import (Source, Unsupported, as_array, block_weights, matrix, refuse,
+                                              vector, written)
 
 ACTIVATIONS = {"gelu": "gelu", "relu": "relu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
                "silu": "silu"}
@@ -74,7 +74,7 @@ def bert(config: Mapping[str, Any], state: Mapping[str, np.ndarray], input_ids, 
         model["key_padding_mask"] = pad
     return {"title": f"BertModel ({layers(n_layers)}, hidden {d}, {heads} heads, vocab {len(words)})", "model": model,
             "dims": {"d_model": d, "d_ff": d_ff, "heads": heads},
-            "block": {"norm_position": "post", "norm": "layernorm", "eps": exact(eps),
+            "block": {"norm_position": "post", "norm": "layernorm", "eps": written(eps),
                       "activation": act, "attention_scale": "sqrt_dk", "bias": True},
             "weights": weights}
 

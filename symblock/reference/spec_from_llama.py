@@ -9,7 +9,7 @@ import numpy as np
 
 from symblock.errors import excerpt
 from symblock.reference.checked import Checked, check_layer_count, check_tokens, declared, dims, layers, number, whole
-from symblock.reference.exact_weights import Source, Unsupported, as_array, block_weights, exact, matrix, vector
+from symblock.reference.exact_weights import Source, Unsupported, as_array, block_weights, matrix, vector, written
 
 
 def _rope_theta(config: Mapping[str, Any], src: Source) -> float:
@@ -73,9 +73,9 @@ def llama(config: Mapping[str, Any], state: Mapping[str, np.ndarray], tokens, ge
                       "head": "tied" if tied else "untied", "final_norm": True, "prompt": tokens,
                       "generate": int(generate), "kv_cache": bool(kv_cache and generate)},
             "dims": dims_,
-            "block": {"norm_position": "pre", "norm": "rmsnorm", "eps": exact(eps),
+            "block": {"norm_position": "pre", "norm": "rmsnorm", "eps": written(eps),
                       "activation": "swiglu", "attention_scale": "sqrt_dk", "bias": False,   # the biases it has are given
-                      "rope": {"theta": exact(theta), "style": "half"}},
+                      "rope": {"theta": written(theta), "style": "half"}},
             "weights": weights}
 
 

@@ -15,7 +15,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from symblock.reference.exact_weights import (
-    Unsupported, arrays, as_array, exact, host, inputs_of, matrix, refuse, vector)
+    Unsupported, arrays, as_array, host, inputs_of, matrix, refuse, vector, written)
 
 
 def _activation(layer, name: str) -> str:
@@ -77,7 +77,7 @@ def _block(layer, name: str, decoder: bool) -> dict:
         checks += _attention_checks(layer.multihead_attn, name)
     refuse(name, checks)
     return {"norm_position": "pre" if layer.norm_first else "post", "norm": "layernorm",
-            "eps": exact(layer.norm1.eps), "activation": _activation(layer, name), "attention_scale": "sqrt_dk",
+            "eps": written(layer.norm1.eps), "activation": _activation(layer, name), "attention_scale": "sqrt_dk",
             "bias": layer.linear1.bias is not None, "out_proj": True}
 
 

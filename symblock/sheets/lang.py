@@ -7,7 +7,7 @@ comes from here and is always escaped. `{0}`-style fields are filled with truste
 """
 from __future__ import annotations
 
-from symblock.sheets import lang_counts, lang_tiles
+from symblock.sheets import lang_counts, lang_notebook, lang_tiles
 
 LANGS = ("en", "zh")
 
@@ -143,7 +143,7 @@ EN = {
     "g.rows": "Every row: the local derivative at each entry (one more digit), then the product with the gradient coming back:",
     "g.colsum": "Sum the columns of $\\partial L / \\partial Y$ over the rows.",
     "conv_grad": "Gradients: $\\partial L / \\partial A$ has the shape of $A$; where $A$ feeds several steps, the contributions add up; $\\mathrm{{ReLU}}'(0) = 0$.",
-    # the HTML pages' controls (sheets/html.py) and the notebook's cells (sheets/notebook.py)
+    # the HTML pages' controls (sheets/html.py)
     "index_link": "all variants",
     "index_legend": "{0} variants, one per line: its worksheet ID, then a link to its worksheet",
     "index_legend_key": "{0} variants, one per line: its worksheet ID, then links to its worksheet and its answer key",
@@ -151,15 +151,6 @@ EN = {
     "save_yaml": "Save answers (YAML)",
     "save_json": "Save answers (JSON)",
     "save_blanks": "Saved. Tasks with empty entries:",
-    "nb_load": "The block of this sheet, rebuilt from its worksheet ID (exact values).",
-    "nb_spec": "for the ID of a spec file (h...), the path of that file",
-    "nb_answers": "Your answers: replace each None by a number ({0} decimal places), a fraction \"1/3\" or an exact form \"sqrt(2)/2\"; \"-inf\" for a masked score. A None left in a grid is a blank.",
-    "nb_check": "Check the asked steps: each is correct, wrong (with the mistake named), carried or missing.",
-    "nb_nothing": "Nothing to check yet: fill in a grid above and run this cell again.",
-    "nb_key": "After the exercise: the worked key, every step with its formula, exact value and decimal.",
-    "nb_steps": "steps",
-    "nb_asked": "The steps this sheet asks: only they count as missing.",
-    "nb_self_study": "For self-study: this notebook rebuilds the exact answers from the worksheet ID inside your own Python, so it cannot be a graded test; your instructor grades the answers file of a sheet.",
 }
 
 ZH = {
@@ -298,15 +289,6 @@ ZH = {
     "save_yaml": "保存答案（YAML）",
     "save_json": "保存答案（JSON）",
     "save_blanks": "已保存。还有空格的题目：",
-    "nb_load": "这张练习题的 block，由练习编号重新构建（精确值）。",
-    "nb_spec": "若练习编号来自 spec 文件（h...），填该文件的路径",
-    "nb_answers": "你的答案：把每个 None 换成一个数（{0} 位小数）、分数 \"1/3\" 或精确形式 \"sqrt(2)/2\"；被掩码的分数写 \"-inf\"。表格里留下的 None 算作空白。",
-    "nb_check": "检查所问的步骤：每一步是正确、错误（并指出错误类型）、沿用前面的错误，或未作答。",
-    "nb_nothing": "还没有可检查的内容：先在上面的表格里填写答案，再运行这个单元格。",
-    "nb_key": "做完之后：完整的参考答案，每一步的公式、精确值和小数。",
-    "nb_steps": "个步骤",
-    "nb_asked": "这张练习题所问的步骤：只有它们未作答时才算缺答。",
-    "nb_self_study": "仅供自学：这个笔记本在你自己的 Python 里由练习编号重建精确答案，所以不能用作计分的测验；计分的是练习题的答案文件，由老师评阅。",
 }
 
 # English words inside the formulas of the engine and of grad.py (`\text{...}`), per language
@@ -323,7 +305,7 @@ MATH_TEXT["zh"].update(CROSS_MATH_ZH)
 EN.update(CROSS_EN)
 ZH.update(CROSS_ZH)
 from symblock.sheets import lang_norm, lang_rope  # noqa: E402
-for part in (lang_rope, lang_tiles, lang_norm, lang_counts):   # RoPE; the online softmax's tiles; version 1's norms; lines that follow a count
+for part in (lang_rope, lang_tiles, lang_norm, lang_counts, lang_notebook):   # RoPE; tiles; version 1's norms; counts; the notebook
     EN.update(part.EN)
     ZH.update(part.ZH)
 TEXTS = {"en": EN, "zh": ZH}

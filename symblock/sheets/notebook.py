@@ -34,10 +34,20 @@ LOAD_VERSIONED = LOAD.replace(
     "variants.with_seed(*variants.read(spec_arg, variants.id_flags(ID, spec_arg, None)), seed)")
 
 
+# the ID of a sheet drawn from a spec file (h…) rebuilds only with that file, which may be private
+# (drawn with a secret): the cell asks for its path, and says in the sheet's language what to do
+# without it, instead of stopping on the command line's "--id" message
+NEEDS_SPEC = ("SPEC = None  # {t[nb_spec]}\n",
+              "SPEC = None  # {t[nb_spec_file]}\nif SPEC is None:\n    raise FileNotFoundError({private!r})\n")
+
+
 def load_cell(t, ident: str, steps) -> str:
     from symblock.exercises import variants
     versioned = variants.split_version(variants.split_id(ident)[0])[1] > 1
-    return (LOAD_VERSIONED if versioned else LOAD).format(t=t, ident=ident, steps=steps)
+    cell = LOAD_VERSIONED if versioned else LOAD
+    if variants.names_spec_file(ident):
+        cell = cell.replace(*NEEDS_SPEC)
+    return cell.format(t=t, ident=ident, steps=steps, private=t["nb_private"].format(ident=ident))
 
 
 ANSWERS = '''\

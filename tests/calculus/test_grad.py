@@ -417,7 +417,28 @@ def test_command_glue_matches_the_engine(capsys):
     assert grad_cli.LOSSES == grad.LOSSES
     assert main(["grad", "--loss", "mse", "--target", "[[1, 0], [0"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("symblock: error: --target: expected a matrix") and "Traceback" not in err
+    assert err.startswith("symblock: error: example:seed-post-ln: --target: expected a matrix") and "Traceback" not in err
+
+
+@pytest.mark.parametrize("target, said", [
+    ("[[1, 2]]", "S: --target: expected shape 3×2, got 1×2"),
+    ("[[1, a], [1, 2], [3, 4]]", "S: --target[0][1]: expected a number"),
+    ("oops", "S: --target: expected a matrix: a list of rows"),
+    ("missing.yaml", "S: --target: no file 'missing.yaml'; expected a matrix like [[1, 0], [0, 1]] or a YAML/JSON file"),
+])
+def test_a_bad_inline_target_names_the_spec_and_the_option_once(cli, spec_file, target, said):
+    path = spec_file(spec.example_text("seed-post-ln"))
+    code, out, err = cli("grad", path, "--loss", "mse", "--target", target)
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert err.startswith("symblock: error: " + said.replace("S", str(path), 1))
+    assert err.replace(str(path), "").count("target") == 1
+
+
+def test_a_bad_target_file_names_the_file_and_its_field_once(cli, tmp_path):
+    f = tmp_path / "t.yaml"
+    f.write_text("target: [[1, 0], [0, 1]]\n")
+    code, _, err = cli("grad", "--loss", "mse", "--target", f)
+    assert code == 2 and err == f"symblock: error: {f}: target: expected shape 3×2, got 2×2\n"
 
 
 def test_loss_line_shows_the_closed_form_only_when_short(capsys):

@@ -310,6 +310,10 @@ def test_cli_table(cli):
     (["--d-model", "8", "--heads", "-2"], "heads must be a positive integer, got -2"),
     (["--d-model", "8", "--heads", "2", "--d-ff", "0"], "d_ff must be a positive integer"),
     (["--d-model", "8", "--heads", "2", "--seq-len", "0"], "seq_len must be a positive integer"),
+    # model-only flags on a block count were ignored without a word (the block's table printed)
+    (["--d-model", "8", "--heads", "2", "--untied"], "--context and --untied count a model's positions and head: "
+                                                      "give --layers and --vocab too"),
+    (["--d-model", "8", "--heads", "2", "--context", "16"], "--context and --untied count a model's"),
 ])
 def test_cli_bad_values_exit_2(cli, argv, message):
     rc, out, err = cli("params", *argv + ["--json"])

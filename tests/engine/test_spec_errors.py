@@ -223,3 +223,18 @@ def test_a_spec_name_over_the_systems_limit_is_bad_input(tmp_path, capsys):
     code = main(["forward", str(tmp_path / ("a" * 300 + ".yaml"))])
     err = capsys.readouterr().err
     assert code == 2 and "File name too long" in err and "internal error" not in err and len(err) < 600
+
+
+@pytest.mark.parametrize("layout, w1, said", [
+    ("", "[[1, 0], [0, 1], [1, -1]]", "weights.W_1: expected shape 2×3, got 3×2, its transpose: in layout: math "
+                                      "(the default) W is (in, out), for y = x W; a matrix as nn.Linear stores it, "
+                                      "(out, in), needs `layout: torch`"),
+    ("layout: torch\n", "[[1, 0, 1], [0, 1, -1]]", "weights.W_1: expected shape 3×2, got 2×3, its transpose: with "
+                                                   "layout: torch, W is written as nn.Linear stores it, (out, in)"),
+    ("", "[[1, 0], [0, 1]]", "weights.W_1: expected shape 2×3, got 2×2"),   # no transpose: nothing more to say
+])
+def test_a_weight_written_in_the_other_layout_says_so(cli, spec_file, layout, w1, said):
+    text = spec.example_text("seed-post-ln").replace("W_1: [[1, 0, 1], [0, 1, -1]]", f"W_1: {w1}")
+    path = spec_file(layout + text)
+    code, _, err = cli("forward", path)
+    assert code == 2 and err == f"symblock: error: {path}: {said}\n", err

@@ -396,6 +396,9 @@ def test_masked_scores_with_minus_infinity(cli, spec_file):
     ("resid1: [[1, 2]]\nsteps:\n  output: [[1, 1], [1, 1], [1, 1]]\n", "a.yaml", "resid1", "a step goes under steps:"),
     ("email: [a, b]\nsteps:\n  output: [[1, 1], [1, 1], [1, 1]]\n", "a.yaml", "email", "student data: expected text"),
     ("steps:\n  resid1: [[1, 2], [3, [4]], [5, 6]]\n", "a.yaml", "steps.resid1[1][1]", "got a list"),
+    # one row of a matrix not a row: that row named, not "expected a 3×2 matrix ..., got a list"
+    ("steps:\n  resid1: [abc, [3, 4], [5, 6]]\n", "a.yaml", "steps.resid1[0]", "expected one row of 2 entries, got the text 'abc'"),
+    ("steps:\n  resid1: [[1, 2], {a: 1}, [5, 6]]\n", "a.yaml", "steps.resid1[1]", "expected one row of 2 entries, got a mapping"),
     ("decimals: 3\n", "a.yaml", "steps", "expected a mapping of step names"),
     ("steps: [resid1]\n", "a.yaml", "steps", "expected a mapping of step names"),
     ("steps:\n  resid1: [[1, 2]\n", "a.yaml", "line 3", "malformed YAML"),

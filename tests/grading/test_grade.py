@@ -382,6 +382,16 @@ def test_a_folder_with_no_answers_files_is_refused_not_an_empty_gradebook(klass,
     assert not out.exists()   # nothing written
 
 
+def test_the_manifest_given_for_the_set_folder_names_the_folder(klass, tmp_path, capsys):
+    """`grade SET/instructor/manifest.yaml ANSWERS` said the file had "no manifest.yaml"."""
+    manifest = klass["set"] / "instructor" / "manifest.yaml"
+    out = tmp_path / "graded"
+    assert main(["grade", str(manifest), str(klass["answers"]), "--out", str(out)]) == 2
+    assert capsys.readouterr().err == (f"symblock: error: {manifest}: a file; expected the set's folder "
+                                       f"({klass['set']}), written by `symblock worksheet --variants N`\n")
+    assert not out.exists()
+
+
 def test_a_re_commented_and_renamed_spec_keeps_its_ids(klass, tmp_path, capsys):
     """The ID hashes the parsed spec: comments, key order, quoting and the file name do not count."""
     ident = klass["manifest"]["variants"][0]["id"]

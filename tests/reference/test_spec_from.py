@@ -295,6 +295,31 @@ def test_import_a_nanogpt_checkpoint(tmp_path, capsys):
         want = model(torch.tensor([prompt]))[0][0].numpy()
     assert np.abs(got - want).max() < TOL
     assert yaml.safe_load(out.read_text())["model"]["prompt"] == prompt
+    assert "\n  eps: 1e-05\n" in out.read_text()     # nanoGPT's F.layer_norm(..., 1e-5), as it writes it
+
+
+def test_an_imported_config_number_is_written_as_its_config_writes_it(tmp_path, capsys):
+    """ε is 1e-05 in config.json: the spec says 1e-05 (read exactly as 1/100000), not the
+    71-digit decimal of the float nearest to it; the weights stay their floats' exact decimals."""
+    from fractions import Fraction
+    from symblock.engine import spec as specmod
+    model = gpt2(seed=11, layer_norm_epsilon=1e-5)
+    model.save_pretrained(tmp_path / "gpt2")
+    out = tmp_path / "tiny.yaml"
+    assert main(["import", str(tmp_path / "gpt2"), "--tokens", "1,5", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "\n  eps: 1e-05\n" in text and "0.0000100000000000000008" not in text
+    assert symblock.load(str(out)).options.eps == Fraction(1, 100000)
+    w = specmod.read_mapping(str(out), text)[0]["weights"]["W_E"][0][0]
+    assert Fraction(w) == Fraction(model.transformer.wte.weight[0, 0].item())
+
+
+def test_a_config_number_is_its_shortest_decimal():
+    from fractions import Fraction
+    from symblock.reference.exact_weights import written
+    assert [written(x) for x in (1e-5, 1e-12, 1e-6, 0.0, 10000.0, 500000.0, 0.1)] == \
+        ["1e-05", "1e-12", "1e-06", "0", "10000", "500000", "0.1"]
+    assert all(float(Fraction(written(x))) == x for x in (1e-5, 2.5e-7, 1 / 3))
 
 
 class Payload:

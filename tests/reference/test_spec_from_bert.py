@@ -45,6 +45,7 @@ def test_a_bert_model_with_padding_and_token_types(act):
         out = m(input_ids=ids, attention_mask=mask, token_type_ids=types, output_hidden_states=True)
     spec = spec_from(m, ids, attention_mask=mask, token_type_ids=types)
     assert spec["model"]["kind"] == "encoder" and spec["model"]["key_padding_mask"] == [False] * 3 + [True]
+    assert spec["block"]["eps"] == "1e-12"      # BERT's layer_norm_eps as its config writes it
     trace = symblock.forward(symblock.from_mapping(spec))
     keep = slice(0, 3)                 # a padded row's own output is anyone's: only the real tokens
     assert np.abs(np.array(trace["norm_embed"].value.floats()) - out.hidden_states[0][0].numpy()).max() < TOL

@@ -137,3 +137,31 @@ def test_first_cell_says_the_notebook_is_for_self_study_in_both_languages(tmp_pa
         nb = nbformat.read(_write(tmp_path / lang, "--lang", lang) / "notebook.ipynb", as_version=4)
         first = nb.cells[0].source.splitlines()[0]
         assert first.startswith("> ") and words in first, first
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lang, said", [("en", ("set SPEC in this cell", "private", "symblock check SPEC answers.yaml")),
+                                        ("zh", ("SPEC 设为该文件的路径", "私有的", "symblock check SPEC answers.yaml"))])
+def test_notebook_of_a_private_sheet_asks_for_its_spec_in_its_own_terms(tmp_path, lang, said):
+    """A sheet drawn from a spec file with a secret: its load cell, run as handed out, says to set SPEC
+    (the command line's `--id` and "no built-in example" mean nothing in a notebook) and that a private
+    spec is the instructor's to check, with the command that does; with SPEC set, the cell rebuilds it."""
+    spec = tmp_path / "class.yaml"
+    spec.write_text("dims: {seq_len: 2, d_model: 3, d_ff: 2, heads: 1}\n"
+                    "random: {seed: 3, difficulty: easy, secret: 'group B 7f3c'}\n")
+    out = _write(tmp_path, str(spec), "--variants", "2", "--lang", lang)
+    first = sorted(out.glob("students/*/notebook.ipynb"))[0]
+    ident = first.parent.name
+    nb = nbformat.read(first, as_version=4)
+    NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True).execute()
+    [error] = [o for o in nb.cells[1].outputs if o.output_type == "error"]
+    assert error.ename == "FileNotFoundError" and error.evalue.startswith(ident)
+    assert all(s in error.evalue for s in said), error.evalue
+    assert "--id" not in error.evalue and "built-in example '" not in error.evalue
+    # the hinted command checks the answers file handed out with the sheet (nothing answered: exit 1)
+    assert cli.main(["check", str(spec), str(first.parent / "answers.yaml")]) == 1
+    nb = nbformat.read(first, as_version=4)
+    nb.cells[1].source = nb.cells[1].source.replace("SPEC = None", f"SPEC = {str(spec)!r}")
+    nb.cells[4].source = nb.cells[4].source.replace("# trace", "print(trace['x'].value.latex())")
+    printed = _run(nb)[4].strip()
+    assert printed.startswith(r"\begin{bmatrix}") and f"X = {printed}" in nb.cells[0].source
