@@ -202,8 +202,7 @@ def blanks(step, w: dict, shown: int = 8) -> str | None:
     if not partly_blank(step):
         return None
     cells = [w["cell"].format(row=e.row + 1, col=e.col + 1) for e in step.entries if e.mark == "blank"]
-    more = ", …" if len(cells) > shown else ""
-    return w["blanks"].format(n=len(cells), cells=w["sep"].join(cells[:shown]) + more)
+    return w["blanks"].format(n=len(cells), cells=w["sep"].join(cells[:shown]) + (", …" if len(cells) > shown else ""))
 
 
 def words(lang: str = "en") -> dict:
@@ -243,8 +242,7 @@ FLAG_TEXT = {
 
 
 def describe(flag, lang: str = "en") -> str:
-    return FLAG_TEXT["zh" if lang == "zh" else "en"][flag.kind].format(other=flag.other, mine=flag.mine,
-                                                                   theirs=flag.theirs, value=flag.value)
+    return FLAG_TEXT["zh" if lang == "zh" else "en"][flag.kind].format(**vars(flag))   # other, mine, theirs, value
 
 
 # Why a file was not graded (gradebook.Rejected), in one form: the file and the name are printed

@@ -234,4 +234,4 @@ def test_a_rational_eps_is_printed_as_sympy_prints_it(tmp_path):
     from symblock.cli import main
     assert main(["worksheet", str(tmp_path / "s.yaml"), "--format", "markdown", "--out", str(tmp_path / "a")]) == 0
     key = (tmp_path / "a" / "key.md").read_text()   # in the conventions and in each σ row
-    assert r"\varepsilon = \frac{1}{100000}" in key and r"\sqrt{\sigma^2_{1} + \frac{1}{100000}}" in key
+    assert r"\varepsilon = 10^{-5}" in key and r"\sqrt{\sigma^2_{1} + 10^{-5}}" in key   # a power of ten as one
