@@ -289,14 +289,14 @@ def _mark_step(it, answer, own, honest, built_on, spec, chain, truth, memo, form
                 o = matched[i, j]   # what their own answers give (unrounded, or with their slips)
             if via_own and mark == CORRECT and built_on:
                 mark = CARRIED
-            right = mark in (CORRECT, CARRIED, ROUNDED)
-            er = EntryResult(i, j, e.text, known(show, t, e.places, EntryStyle(e)), right,
+            right, style = mark in (CORRECT, CARRIED, ROUNDED), EntryStyle(e)
+            er = EntryResult(i, j, e.text, known(show, t, e.places, style), right,
                              exact=known(closed_form, t) if forms or not right else None, mark=mark,
                              reason=getattr(e, "reason", None),
                              note=MASK_FILL if t is exact.NEG_INF and e.value is not t and right else None,
-                             tie=known(_tie, t, e.places, EntryStyle(e)))
-            if o is not None and show(o, e.places, EntryStyle(e)) != er.expected:
-                er.own = show(o, e.places, EntryStyle(e))
+                             tie=known(_tie, t, e.places, style) if t.is_rational else None)   # a tie is rational
+            if o is not None and show(o, e.places, style) != er.expected:
+                er.own = show(o, e.places, style)
             entries.append(er)
     marks = {er.mark for er in entries}
     rests = _rests_on(built_on, needed_own, own, entries)

@@ -210,6 +210,10 @@ def other_rounding(value, places: int) -> Fraction | None:
     `matches` accepts both); None off a tie."""
     if value is exact.NEG_INF or not value.is_rational:
         return None
+    if places >= 0:   # halfway at `places` iff 2·10^places·value is an odd whole number (most values: no)
+        twice = value.q * (2 * 10 ** places)
+        if twice.q != 1 or twice.p % 2 == 0:
+            return None
     q, r = Fraction(int(value.q.p), int(value.q.q)), Fraction(value.decimal(places))
     return 2 * q - r if 2 * abs(q - r) == Fraction(10) ** -places else None
 
