@@ -94,6 +94,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              '"flops_per_token", ...}')
 
 
+def _as_flag(message: str) -> str:
+    """A count's error in the terms of the command line: `d_ff must be …` says `--d-ff must be …`
+    (the counting functions name their Python arguments; here the user typed flags)."""
+    name, _, rest = message.partition(" ")
+    flags = {"d_model", "heads", "d_ff", "d_k", "d_v", "kv_heads", "layers", "vocab", "context", "seq_len",
+             "encoder_layers", "decoder_layers"}
+    return f"--{name.replace('_', '-')} {rest}" if name in flags and rest.startswith("must be") else message
+
+
 def run(args: argparse.Namespace) -> int:
     """Print the table (or JSON) for parsed arguments; 0 on success, 2 on a bad value."""
     try:
@@ -123,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
                       d_k=args.d_k, d_v=args.d_v, kv_heads=args.kv_heads,
                       cross_attention=args.cross_attention)
     except ValueError as e:
-        print(f"symblock params: error: {e}", file=sys.stderr)
+        print(f"symblock params: error: {_as_flag(str(e)) if args.spec is None else e}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(c.to_dict(), indent=2, ensure_ascii=False))
@@ -252,3 +261,4 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+

@@ -306,10 +306,10 @@ def test_cli_table(cli):
 
 @pytest.mark.parametrize("argv,message", [
     (["--d-model", "30", "--heads", "4"], "d_model = 30 is not divisible by heads = 4"),
-    (["--d-model", "0", "--heads", "1"], "d_model must be a positive integer, got 0"),
+    (["--d-model", "0", "--heads", "1"], "--d-model must be a positive integer, got 0"),
     (["--d-model", "8", "--heads", "-2"], "heads must be a positive integer, got -2"),
-    (["--d-model", "8", "--heads", "2", "--d-ff", "0"], "d_ff must be a positive integer"),
-    (["--d-model", "8", "--heads", "2", "--seq-len", "0"], "seq_len must be a positive integer"),
+    (["--d-model", "8", "--heads", "2", "--d-ff", "0"], "--d-ff must be a positive integer"),
+    (["--d-model", "8", "--heads", "2", "--seq-len", "0"], "--seq-len must be a positive integer"),
     # model-only flags on a block count were ignored without a word (the block's table printed)
     (["--d-model", "8", "--heads", "2", "--untied"], "--context and --untied count a model's positions and head: "
                                                       "give --layers and --vocab too"),
@@ -329,3 +329,15 @@ def test_module_entry_point_exit_code():
     assert bad.returncode == 2 and "not divisible" in bad.stderr and bad.stdout == ""
     ok = run("--d-model", "10", "--heads", "5", "--json")
     assert ok.returncode == 0 and json.loads(ok.stdout)["total"] == count(10, 5).total
+
+
+def test_a_bad_dimension_on_the_command_line_is_named_by_its_flag(cli):
+    """`params --d-ff 0` says `--d-ff must be …`: the flag the user typed, not the Python argument d_ff
+    (the API's own error keeps its argument's name)."""
+    for flags, said in ((["--d-ff", "0"], "--d-ff must be a positive integer, got 0"),
+                        (["--d-k", "0"], "--d-k must be a positive integer, got 0"),
+                        (["--layers", "0", "--vocab", "5"], "--layers must be a positive integer, got 0")):
+        rc, _, err = cli("params", "--d-model", "4", "--heads", "2", *flags)
+        assert rc == 2 and said in err and "d_" not in err.replace("d_model", ""), err
+    with pytest.raises(ValueError, match="^d_ff must be a positive integer"):
+        count(4, 2, 0)
