@@ -94,13 +94,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              '"flops_per_token", ...}')
 
 
-def _as_flag(message: str) -> str:
+def _as_flag(message: str, args: argparse.Namespace) -> str:
     """A count's error in the terms of the command line: `d_ff must be …` says `--d-ff must be …`
-    (the counting functions name their Python arguments; here the user typed flags)."""
+    (the counting functions name their Python arguments, which are the flags' dests here)."""
     name, _, rest = message.partition(" ")
-    flags = {"d_model", "heads", "d_ff", "d_k", "d_v", "kv_heads", "layers", "vocab", "context", "seq_len",
-             "encoder_layers", "decoder_layers"}
-    return f"--{name.replace('_', '-')} {rest}" if name in flags and rest.startswith("must be") else message
+    return f"--{name.replace('_', '-')} {rest}" if name in vars(args) and rest.startswith("must be") else message
 
 
 def run(args: argparse.Namespace) -> int:
@@ -132,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
                       d_k=args.d_k, d_v=args.d_v, kv_heads=args.kv_heads,
                       cross_attention=args.cross_attention)
     except ValueError as e:
-        print(f"symblock params: error: {_as_flag(str(e)) if args.spec is None else e}", file=sys.stderr)
+        print(f"symblock params: error: {_as_flag(str(e), args) if args.spec is None else e}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(c.to_dict(), indent=2, ensure_ascii=False))

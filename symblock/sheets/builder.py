@@ -43,6 +43,7 @@ class Builder(LinearWork, AttentionWork, CrossWork, NormWork, FfnWork, TileWork,
         self.trace, self.ex, self.places = trace, exercise, places
         self.spec, self.o, self.dims = trace.spec, trace.spec.options, trace.spec.dims
         self.T, self.lang = TEXTS[lang], lang
+        self.v1 = bool(getattr(self.spec, "v1_words", False))   # version 1: its words kept
 
     def math(self, tex: str) -> Safe:
         """A formula of the engine or of grad.py with its `\\text{...}` words in the sheet's language."""
@@ -119,8 +120,7 @@ class Builder(LinearWork, AttentionWork, CrossWork, NormWork, FfnWork, TileWork,
 
     def epsilon_tex(self) -> str:
         """ε as the sheet writes it: 10^{-5} for 1/100000 (version 1 wrote the fraction)."""
-        v1 = getattr(self.spec, "v1_words", False)
-        return (None if v1 else power_tex(self.o.eps)) or number_tex(self.o.eps)
+        return (None if self.v1 else power_tex(self.o.eps)) or number_tex(self.o.eps)
 
     def conventions(self) -> list[Safe]:
         d, o = self.dims, self.o
@@ -140,7 +140,7 @@ class Builder(LinearWork, AttentionWork, CrossWork, NormWork, FfnWork, TileWork,
                 rows = self.spec.key_padding_mask
                 keys = [", ".join(str(j + 1) for j, p in enumerate(r) if p) or "—" for r in rows]
                 key = "conv_padding_batch" if len(rows) > 1 else counted("conv_padding", sum(rows[0]), False)
-                out.append(self.t("conv_padding" if getattr(self.spec, "v1_words", False) else key,
+                out.append(self.t("conv_padding" if self.v1 else key,
                                   keys[0] if len(rows) == 1 else "; ".join(f"b{b}: {k}" for b, k in enumerate(keys))))
         out += self.cross_conventions(uses)
         if o.attention_tiles and any(kinds.of(n).name in SIDE_KINDS for n in self.ex.ask if n in self.trace):
@@ -148,7 +148,7 @@ class Builder(LinearWork, AttentionWork, CrossWork, NormWork, FfnWork, TileWork,
         if o.dropout and "dropout" in uses:
             out.append(self.t("conv_dropout", number_tex(self.spec.dropout_p)))
         if "norm" in uses:
-            v1 = "_v1" if getattr(self.spec, "v1_words", False) else ""   # version 1: μ without its row i
+            v1 = "_v1" if self.v1 else ""   # version 1: μ without its row i
             out.append(self.t(f"conv_{o.norm}" + ("_nobeta" if self.no_beta() else "") + v1, eps))
         if "order" in uses:
             if o.cross_attention:
@@ -202,7 +202,7 @@ class Builder(LinearWork, AttentionWork, CrossWork, NormWork, FfnWork, TileWork,
         text = self.t("describe", n=d.seq_len, d=d.d_model, f=d.d_ff, heads=heads, order=order,
                       norm=norm, act=act, mask=self.t("mask_on" if o.causal else "mask_pad" if o.padding
                                                       else "mask_off"))
-        causal = o.causal and not getattr(self.spec, "v1_words", False)   # whose mask it is (version 1: unsaid)
+        causal = o.causal and not self.v1   # whose mask it is (version 1: unsaid)
         return Safe(text + self.t("describe_cross_causal" if causal else "describe_cross", d.mem_len)) if o.cross_attention else text
 
     def data(self) -> list[dict]:
@@ -221,13 +221,13 @@ class Builder(LinearWork, AttentionWork, CrossWork, NormWork, FfnWork, TileWork,
 
     def is_input(self, step: Step) -> bool:
         """The input X, or (but in version 1's sheets) a batch's b0.x, b1.x, …: given first."""
-        return step.name == "x" or (not getattr(self.spec, "v1_words", False) and names.parse(step.name).base == "x")
+        return step.name == "x" or (not self.v1 and names.parse(step.name).base == "x")
 
     def input_symbol(self, step: Step) -> str:
         """X; a batch's inputs X^{(b0)}, X^{(b1)}, … (as `derive` names them), told apart where they
         are given side by side (version 1's sheets: X)."""
         batch = names.parse(step.name).batch
-        if batch is None or getattr(self.spec, "v1_words", False):
+        if batch is None or self.v1:
             return step_symbol(step)
         return param_symbol(f"b{batch}.X")
 
@@ -270,7 +270,7 @@ class Builder(LinearWork, AttentionWork, CrossWork, NormWork, FfnWork, TileWork,
         a line over lines (RoPE's rule, its angle and pairs), as `forward --format latex` breaks
         it, rather than scaled down to fit (version 1: as it was)."""
         tex = self.math(step.latex)
-        if getattr(self.spec, "v1_words", False):
+        if self.v1:
             return Safe(tex)
         lines = report.formula_lines(self.row_statistic(step, tex))
         return Safe(lines[0] if len(lines) == 1 else r"\begin{gathered} " + r" \\ ".join(lines) + r" \end{gathered}")
@@ -317,7 +317,7 @@ class Builder(LinearWork, AttentionWork, CrossWork, NormWork, FfnWork, TileWork,
 
     def work_concat(self, step: Step) -> list:
         """Each head's output and the columns it fills, in order."""
-        if getattr(self.spec, "v1_words", False):
+        if self.v1:
             return [(self.t("concat_v1"), None)]
         parts, col = [], 1
         for name in step.inputs:

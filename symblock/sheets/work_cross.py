@@ -43,7 +43,7 @@ class CrossWork:
         scale = self.t("conv_scale", d.d_head) if self.o.attention_scale == "sqrt_dk" else self.t("conv_noscale")
         # a decoder layer's memory padding, or an encoder-decoder's padded source (its memory's rows)
         padded = [str(j + 1) for j, p in enumerate(self.memory_padding()) if p]
-        pad = counted("conv_cross_pad", len(padded), getattr(self.spec, "v1_words", False))
+        pad = counted("conv_cross_pad", len(padded), self.v1)
         return [self.t("conv_cross", scale, self.memory_rows(), self.t(pad, ", ".join(padded)) if padded else "")]
 
     def memory_padding(self) -> tuple:
@@ -85,7 +85,7 @@ class CrossWork:
         pos = self.positions(*step.value.shape, m, row=step.value.shape[0] - 1)
         padded = sum(map(bool, self.memory_padding()))
         key = "cross_rows_padded" if padded else "cross_rows"
-        if step.value.shape[0] > 1 and not getattr(self.spec, "v1_words", False):   # version 1 kept "The row"
+        if step.value.shape[0] > 1 and not self.v1:   # version 1 kept "The row"
             key += "_entries" if len(pos) > 1 else "_entry"   # which row's entries: the last
         out.append((self.t(key, m, padded), None))
         return out + self.dot_entries(step, p.rows, v.T.rows, pos)

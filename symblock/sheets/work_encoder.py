@@ -45,7 +45,7 @@ class EncoderBuilder(DecoderBuilder):
             out.append(self.t("e.conv_embed_norm" + ("_nobeta" if self.no_beta(self.trace["norm_embed"]) else "")))
         padded = [str(i + 1) for i, p in enumerate(s.key_padding_mask) if p]
         if padded:
-            out.append(self.t(counted("e.conv_padding", len(padded), getattr(self.spec, "v1_words", False)), ", ".join(padded)))
+            out.append(self.t(counted("e.conv_padding", len(padded), self.v1), ", ".join(padded)))
         pad_lines = tuple(self.T[k].split("{")[0] for k in ("conv_padding", "conv_padding_one", "conv_padding_many", "conv_padding_batch"))
         return out + [c for c in self.block_conventions()[1:] if not c.startswith(pad_lines)]
 

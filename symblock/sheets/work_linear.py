@@ -105,7 +105,7 @@ class LinearWork:
             out.append(sub)
         n = self.dims.seq_len
         pos = self.positions(*step.value.shape, n, row=n - 1)  # the last row mixes every value row
-        last = n > 1 and not getattr(self.spec, "v1_words", False)   # version 1's keys keep their words
+        last = n > 1 and not self.v1   # version 1's keys keep their words
         out.append((self.t(("last_row_" if last else "first_") + ("entries" if len(pos) > 1 else "entry")), None))
         out += self.dot_entries(step, p.rows, v.T.rows, pos)
         return out

@@ -58,12 +58,12 @@ class RopeWork:
             r = self.o.rope
             pairs = r"(i,\ i + d_k/2)" if r.style == "half" else r"(2i,\ 2i + 1)"
             pos = ", ".join(str(m) for m in self.rope_positions())
-            from0 = "" if getattr(self.spec, "v1_words", False) else self.T["rope_from0"]   # version 1: unsaid
+            from0 = "" if self.v1 else self.T["rope_from0"]   # version 1: unsaid
             out.append(self.t("conv_rope", theta=rope._theta_tex(r.theta), pairs=pairs, pos=pos,
                               half=d.d_k // 2, from0=from0))
         if d.kv_heads != d.heads:
             reads = ", ".join(f"{h} \\to {kv_head(h, d)}" for h in range(d.heads))
-            key = counted("conv_groups", d.kv_heads, getattr(self.spec, "v1_words", False))
+            key = counted("conv_groups", d.kv_heads, self.v1)
             out.append(self.t(key, kv=d.kv_heads, group=d.group, reads=reads))
         return out
 
