@@ -68,6 +68,7 @@ class Class:
     manifest: dict
     graded: list[Graded]
     rejected: list[Rejected]
+    _stats: tuple | None = field(default=None, repr=False, compare=False)   # task_stats: (flags, rows)
 
     @property
     def asked(self) -> list[str]:
@@ -91,7 +92,14 @@ class Class:
     def task_stats(self) -> list[dict]:
         """Per asked step, over the `counted` files (shares as exact Fractions): mean points, the share
         of students wrong, the share of the class's entries left blank (`blank_share`: a step not
-        answered counts all its entries), the most frequent diagnoses."""
+        answered counts all its entries), the most frequent diagnoses. Worked once for the flags as
+        they stand (the summaries, plots and terminal lines each read it; flags are added after)."""
+        key = tuple(tuple(f.kind for f in g.flags) for g in self.graded)
+        if self._stats is None or self._stats[0] != key:
+            self._stats = key, self._task_stats()
+        return self._stats[1]
+
+    def _task_stats(self) -> list[dict]:
         counted = self.counted
         rows, named = [], [{x.name: x for x in reversed(g.result.steps)} for g in counted]   # the first of a name
         for s in self.asked:
