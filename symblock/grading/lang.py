@@ -412,11 +412,11 @@ def show(value, places: int | None, entry=None) -> str:
     if entry is not None and entry.whole and getattr(value, "q", None) is not None and value.q.q == 1:
         return str(int(value.q))   # a whole number written for a whole number (a 0/1 flag, a count): "1", not "1.000"
     if places is not None:
+        from symblock.engine import printed
         try:
-            d = value.decimal(places)
+            return printed.fixed(value, places)
         except exact.UndecidableError:  # a rounding tie: show more digits
             return value.digits(places + 3)
-        return f"{d:.{places}f}" if d != 0 else f"{0:.{places}f}"
     form = exact.text(value, 40)  # written from the graph: no SymPy expression per entry
     if form is not None and len(form) <= 40:
         return form

@@ -10,15 +10,13 @@ as data). So a wrong dL/d(ffn.out) carries into dL/d(ffn.act) exactly as a wrong
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import TYPE_CHECKING, Callable
 
-from symblock.engine import exact, names
+from symblock.engine import exact, names, printed
 from symblock.engine.matrix import Mat
 from symblock.engine.steps import step_shapes
 from symblock.grading import recompute
 from symblock.grading.mistakes import MODEL_CATALOGUE, diagnose
-from symblock.options import SCI_HIGH, SCI_LOW
 
 if TYPE_CHECKING:
     from symblock.engine.spec import BlockSpec
@@ -133,13 +131,12 @@ def as_printed(value: Mat, places: int | None) -> Mat:
 def _printed(e, places: int):
     if e is exact.NEG_INF:
         return e
-    r = exact.real(e)
-    if r.q is not None and (r.q * 10 ** places).q == 1:
+    q = printed.fraction(exact.real(e))
+    if q is not None and (q * 10 ** places).denominator == 1:
         return e   # an exact decimal of at most `places` places: printed as it is
-    a = r if r.sign() >= 0 else -r
-    if r.sign() == 0 or (a - exact.real(SCI_LOW)).sign() < 0 or (a - exact.real(SCI_HIGH)).sign() >= 0:
+    if exact.real(e).sign() == 0 or printed.is_scientific(e):
         return e
-    return exact.real(Fraction(r.decimal(places)))
+    return printed.rounded(e, places)
 
 
 def normalise(data: dict, spec) -> dict:

@@ -26,7 +26,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from symblock.engine import exact
+from symblock.engine import exact, printed
 from symblock.engine.matrix import Mat
 from symblock.grading import answers as answers_mod
 
@@ -218,9 +218,6 @@ def other_rounding(value, places: int) -> Fraction | None:
     return 2 * q - r if 2 * abs(q - r) == Fraction(10) ** -places else None
 
 
-MAX_EXACT_PLACES = 6    # as the sheets: a terminating decimal this short is printed exactly
-
-
 def accepted(trace: Trace, exercise: Exercise, places: int) -> dict[str, list[list[list[tuple[str, Fraction]]]]]:
     """{asked step: rows of entries, each a list of (12-place centre, credit), full credit first}:
     the centres are ranged ½·10⁻ᵈ either side (`places` d). A masked −∞ entry has no centre ([])."""
@@ -263,27 +260,13 @@ def _recompute(it, chain: dict) -> Mat:
 def _printed(mat: Mat, places: int, always: bool = False) -> Mat:
     """The numbers as the key prints them (exact when a short decimal, else rounded at `places`),
     or, `always`, as a student writes them: rounded at `places`."""
-    return Mat([[e if _plain(e) and not always or e is exact.NEG_INF else _round(e, places) for e in row]
+    return Mat([[e if printed.is_plain(e) and not always or e is exact.NEG_INF else _round(e, places) for e in row]
                 for row in mat.rows])
-
-
-def _plain(e) -> bool:
-    """A short terminating decimal, which the key prints exactly (as the sheets' numbers do)."""
-    if e is exact.NEG_INF or not e.is_rational:
-        return e is exact.NEG_INF
-    q = e.to_sympy()
-    scaled = Fraction(int(q.p), int(q.q)) * 10 ** MAX_EXACT_PLACES
-    return scaled.denominator == 1
-
-
-def _fixed(e, places: int) -> str:
-    d = exact.real(e).decimal(places)
-    return f"{abs(d) if d == 0 else d:.{places}f}"
 
 
 def _round(e, places: int):
     try:
-        return exact.from_sympy(Fraction(exact.real(e).decimal(places)))
+        return printed.rounded(e, places)
     except exact.UndecidableError:   # on a rounding tie to thousands of digits: either is fair
         return e
 
@@ -300,7 +283,7 @@ def _answers(values: list, places: int) -> list[tuple[str, Fraction]]:
     value's rounding (of both roundings of an exact tie) that no full-credit range already covers."""
     if values[0] is exact.NEG_INF:
         return []
-    fixed = _fixed
+    fixed = printed.fixed
     values = [v for v in values if v is not exact.NEG_INF]
     full = list(dict.fromkeys(fixed(v, 12) for v in values))
     unit, half = Decimal(1).scaleb(-places), Decimal(5).scaleb(-places - 1)

@@ -1,20 +1,18 @@
 """Numbers and symbols as the sheets print them: exact forms when short, rounded decimals
-otherwise, matrices, answer grids and the LaTeX symbols of steps and parameters."""
+otherwise, matrices, answer grids and the LaTeX symbols of steps and parameters. Which value
+is printed plainly and what its rounded decimal is are engine/printed's rule (grading reads
+sheets by it too); this module writes them as LaTeX."""
 from __future__ import annotations
 
-from decimal import Context, Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
-from flint import arb, fmpq
-
-from symblock import options
 from symblock.engine import exact, parameters
+from symblock.engine.printed import dec_value, fixed, fraction, is_plain, scientific, terminating
 
 if TYPE_CHECKING:
     from symblock.engine.block import Step
 
-MAX_EXACT_PLACES = 6        # a terminating decimal up to this many places is shown exactly
 MAX_EXACT_TEX = 26          # longer closed forms are shown as decimals with ≈
 OPERAND_DIGITS = 4          # an irrational operand is shown exactly with at most this many digits (√5/2)
 SUBSTITUTE_ENTRIES = 24     # show whole operand matrices when each has at most this many entries
@@ -25,31 +23,6 @@ class Safe(str):
 
 
 # ---------------------------------------------------------------- numbers
-
-def fraction(e) -> Fraction | None:
-    if e is exact.NEG_INF or not e.is_rational:
-        return None
-    return Fraction(int(e.q.p), int(e.q.q))   # from the fmpq itself: SymPy costs ~0.3 s to import
-
-
-def terminating(q: Fraction) -> str | None:
-    """The exact decimal text of q when it terminates within MAX_EXACT_PLACES places."""
-    scaled = q * 10 ** MAX_EXACT_PLACES
-    if scaled.denominator != 1:
-        return None
-    wide = Context(prec=scaled.numerator.bit_length() // 3 + 2)  # 28 digits would round 10**40 + 1
-    d = Decimal(scaled.numerator).scaleb(-MAX_EXACT_PLACES, wide).normalize(wide)
-    text = format(d, "f")
-    return "0" if text in ("-0", "0") else text
-
-
-def is_plain(e) -> bool:
-    """An integer, a short terminating decimal or −∞: exact and already a decimal."""
-    if e is exact.NEG_INF:
-        return True
-    q = fraction(e)
-    return q is not None and terminating(q) is not None
-
 
 def exact_tex(e) -> str | None:
     """A short exact form in LaTeX, or None when the value is best shown as a decimal."""
@@ -89,43 +62,6 @@ def number_tex(x) -> str:
     return sympy.latex(sympy.sympify(x))
 
 
-SCI_HIGH, SCI_LOW = options.SCI_HIGH, options.SCI_LOW   # outside [10⁻⁴, 10⁶): scientific notation
-
-
-def scientific(e, places: int) -> tuple[Decimal, int] | None:
-    """(mantissa rounded to `places` decimals, exponent) when |e| ≥ 10⁶ or 0 < |e| < 10⁻⁴."""
-    a = exact.real(e)
-    if _positional(a):
-        return None
-    if a.sign() == 0:
-        return None
-    a = a if a.sign() > 0 else -a
-    if (a - exact.real(SCI_HIGH)).sign() < 0 and (a - exact.real(SCI_LOW)).sign() >= 0:
-        return None
-    k = Decimal(a.digits(12)).adjusted()
-    for k in (k - 1, k, k + 1):   # the 12 digits fix the exponent up to the rounding of 9.99…
-        m = (exact.real(e) * exact.real(Fraction(10) ** -k)).decimal(places)
-        if 1 <= abs(m) < 10:
-            return m, k
-    raise AssertionError(f"no exponent for {a.digits(12)}")
-
-
-_LOW, _HIGH = fmpq(SCI_LOW.numerator, SCI_LOW.denominator), fmpq(SCI_HIGH)
-_LOW_BALL, _HIGH_BALL = arb(_LOW), arb(_HIGH)
-
-
-def _positional(a) -> bool:
-    """True when 10⁻⁴ ≤ |a| < 10⁶ is certain from the rational or the node's ball alone (the
-    usual case, decided without building a difference node and its ball for each bound); False
-    says only "not decided here"."""
-    if a.q is not None:
-        return bool(_LOW <= abs(a.q) < _HIGH)
-    if a is exact.NEG_INF:
-        return False
-    b = abs(a.ball)   # an Arb comparison holds only when it holds for every point of both balls
-    return bool(b >= _LOW_BALL and b < _HIGH_BALL)
-
-
 def dec_tex(e, places: int) -> str:
     """The rounded decimal; `1.235 \\times 10^{7}` when |e| ≥ 10⁶ or 0 < |e| < 10⁻⁴."""
     if e is exact.NEG_INF:
@@ -134,24 +70,6 @@ def dec_tex(e, places: int) -> str:
     if sci is not None:
         return rf"{sci[0]:.{places}f} \times 10^{{{sci[1]}}}"
     return fixed(e, places)
-
-
-def fixed(e, places: int) -> str:
-    """The rounded decimal, always positional (for the writers that grade: a number to parse)."""
-    if e is exact.NEG_INF:
-        return r"-\infty"
-    d = exact.real(e).decimal(places)
-    if d == 0:
-        d = abs(d)
-    return f"{d:.{places}f}"
-
-
-def dec_value(e, places: int):
-    """Exactly the number `dec_tex(e, places)` prints."""
-    sci = scientific(e, places)
-    if sci is not None:
-        return exact.real(Fraction(sci[0]) * Fraction(10) ** sci[1])
-    return exact.real(Fraction(exact.real(e).decimal(places)))
 
 
 class Shown:
