@@ -131,12 +131,13 @@ def as_printed(value: Mat, places: int | None) -> Mat:
 def _printed(e, places: int):
     if e is exact.NEG_INF:
         return e
-    q = printed.fraction(exact.real(e))
+    r = exact.real(e)
+    q = printed.fraction(r)
     if q is not None and (q * 10 ** places).denominator == 1:
         return e   # an exact decimal of at most `places` places: printed as it is
-    if exact.real(e).sign() == 0 or printed.is_scientific(e):
+    if r.sign() == 0 or printed.is_scientific(r):
         return e
-    return printed.rounded(e, places)
+    return printed.rounded(r, places)
 
 
 def normalise(data: dict, spec) -> dict:
