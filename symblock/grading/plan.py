@@ -120,8 +120,9 @@ def as_printed(value: Mat, places: int | None) -> Mat:
     """`value` with each entry as a sheet prints given data: rounded half away from zero to `places`;
     −∞, an exact entry of at most `places` decimals and a magnitude the sheet prints in scientific
     notation (outside [10⁻⁴, 10⁶), with its significant digits) unchanged. The same object when no
-    entry changes, or `places` is None (the places are not known)."""
-    if places is None:
+    entry changes, `places` is None (the places are not known), or every entry is plain: such a
+    matrix is printed exactly, with no rounded copy beside it (sheets.numbers.matrix_value)."""
+    if places is None or all(printed.is_plain(e) for row in value.rows for e in row):
         return value
     rows = [[_printed(e, places) for e in row] for row in value.rows]
     same = all(p is e for row, vrow in zip(rows, value.rows) for p, e in zip(row, vrow))

@@ -99,3 +99,53 @@ def test_given_data_are_read_at_the_sheets_places_when_a_file_raises_its_own(tmp
     with open(tmp_path / "g" / "gradebook.csv", newline="", encoding="utf-8") as f:
         row, = csv.DictReader(f)
     assert row["ffn.hidden"] == "1.00", row
+
+
+SHORT_GIVEN = """\
+dims: {seq_len: 2, d_model: 2, d_ff: 2, heads: 1}
+block: {norm_position: pre, norm: layernorm, eps: 0, activation: relu}
+weights:
+  W_Q: [[4, 0], [0, 1]]
+  W_K: [[1, 0], [0, 1]]
+  W_V: [[1, 0], [0, 1]]
+  W_O: [[1, 0], [0, 1]]
+  W_1: [[1, 0], [0, 1]]
+  W_2: [[1, 0], [0, 1]]
+inputs:
+  X: [[1, 0], [0, 1]]
+given:
+  norm1: [[0.12345, SECOND], [1, 0]]
+"""
+
+
+def q_status(tmp_path, capsys, second: str, q00: float, q01: float) -> tuple[str, str]:
+    tmp_path = tmp_path / str(len(list(tmp_path.iterdir())))   # a fresh folder for each call
+    tmp_path.mkdir()
+    spec = tmp_path / "s.yaml"
+    spec.write_text(SHORT_GIVEN.replace("SECOND", second), encoding="utf-8")
+    answers = tmp_path / "a.yaml"
+    answers.write_text(f"decimals: 3\nsteps:\n  attn.q: [[{q00}, {q01}], [4, 0]]\n", encoding="utf-8")
+    assert main(["worksheet", str(spec), "--format", "markdown", "--out", str(tmp_path / "ws")]) == 0
+    key = (tmp_path / "ws" / "key.md").read_text(encoding="utf-8")
+    main(["check", str(spec), str(answers), "--json"])
+    out = capsys.readouterr().out
+    steps = {s["name"]: s for s in json.loads(out[out.index("{"):])["steps"]}
+    return key, steps["attn.q"]["status"]
+
+
+def test_given_data_printed_exactly_are_read_exactly_not_at_the_sheets_places(tmp_path, capsys):
+    """N_1 = [[0.12345, 0.5], [1, 0]] is printed as it is on a 3-place sheet (every entry a short
+    decimal): Q = 4·0.12345 = 0.4938 ≈ 0.494, and 0.492 (from a 0.123 the sheet never showed) is wrong."""
+    key, status = q_status(tmp_path, capsys, "0.5", 0.494, 0.5)
+    assert r"N_1 = \begin{bmatrix} 0.12345 & 0.5 \\ 1 & 0 \end{bmatrix}" + "\n" in key
+    assert status == "correct"
+    assert q_status(tmp_path, capsys, "0.5", 0.492, 0.5)[1] == "wrong"
+
+
+def test_given_data_printed_with_their_decimals_are_read_as_those_decimals(tmp_path, capsys):
+    """With a 1/3 beside it the sheet prints N_1 exactly and ≈ at 3 places (0.123, 0.333): Q worked
+    from those printed decimals (4·0.123 = 0.492) is honest rounding, and so is the exact chain's 0.494."""
+    key, status = q_status(tmp_path, capsys, '"1/3"', 0.492, 0.333)
+    assert r"\approx \begin{bmatrix} 0.123 & 0.333 \\ 1.000 & 0.000 \end{bmatrix}" in key
+    assert status == "correct"
+    assert q_status(tmp_path, capsys, '"1/3"', 0.494, 0.333)[1] == "correct"
