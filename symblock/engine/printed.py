@@ -32,13 +32,14 @@ def fraction(e: Real) -> Fraction | None:
     return Fraction(int(e.q.p), int(e.q.q))   # from the fmpq itself: SymPy costs ~0.3 s to import
 
 
-def terminating(q: Fraction) -> str | None:
-    """The exact decimal text of q when it terminates within MAX_EXACT_PLACES places."""
-    scaled = q * 10 ** MAX_EXACT_PLACES
+def terminating(q: Fraction, places: int = MAX_EXACT_PLACES) -> str | None:
+    """The exact decimal text of q when it terminates within `places` places (a sheet's rule:
+    MAX_EXACT_PLACES)."""
+    scaled = q * 10 ** places
     if scaled.denominator != 1:
         return None
     wide = Context(prec=scaled.numerator.bit_length() // 3 + 2)  # 28 digits would round 10**40 + 1
-    d = Decimal(scaled.numerator).scaleb(-MAX_EXACT_PLACES, wide).normalize(wide)
+    d = Decimal(scaled.numerator).scaleb(-places, wide).normalize(wide)
     text = format(d, "f")
     return "0" if text in ("-0", "0") else text
 

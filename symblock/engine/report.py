@@ -8,7 +8,7 @@ import json
 import math
 from typing import Any, Callable, Iterable, cast
 
-from symblock.engine import exact, tex_width
+from symblock.engine import exact, printed, tex_width
 from symblock.engine.block import Step, Trace
 from symblock.engine.matrix import Entry, Mat
 from symblock.engine.model_spec import ModelSpec
@@ -188,15 +188,10 @@ def latex_matrix(cells: list[list[str]]) -> str:
     return r"\left[\begin{array}{" + "c" * cols + "} " + body + r" \end{array}\right]"
 
 
-def terminating(e: Entry, places: int = 6) -> str | None:
+def terminating(e: Entry, places: int = printed.MAX_EXACT_PLACES) -> str | None:
     """The exact decimal text of a rational entry that terminates within `places` places."""
-    from decimal import Decimal
-    from fractions import Fraction
-    q = Fraction(exact.to_sympy(e).p, exact.to_sympy(e).q) * 10 ** places
-    if q.denominator != 1:
-        return None
-    text = format(Decimal(q.numerator).scaleb(-places).normalize(), "f")
-    return "0" if text in ("0", "-0") else text
+    q = printed.fraction(e)
+    return None if q is None else printed.terminating(q, places)
 
 
 def latex_entry(e: Entry) -> str | None:

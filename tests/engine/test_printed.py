@@ -34,3 +34,18 @@ def test_sheets_and_grading_read_the_one_rule():
     for name in ("_plain", "_fixed", "MAX_EXACT_PLACES"):
         assert not hasattr(points, name)
     assert not hasattr(plan, "SCI_LOW")
+
+
+def test_forward_latex_prints_a_huge_integer_exactly(tmp_path, capsys):
+    """`forward --format latex` writes the exact decimal of 10⁴⁰ + 1, not the 28 digits of a default
+    decimal context (which printed 10⁴⁰), and a short decimal as it is."""
+    from symblock.cli import main
+    big = 10**40 + 1
+    spec = tmp_path / "big.yaml"
+    spec.write_text("dims: {seq_len: 2, d_model: 2, d_ff: 2, heads: 1}\n"
+                    "block: {norm_position: post, norm: layernorm, eps: 0, activation: relu}\n"
+                    f"inputs:\n  X: [[{big}, 0.125], [0, 1]]\nrandom: {{seed: 1, low: -1, high: 1}}\n",
+                    encoding="utf-8")
+    assert main(["forward", str(spec), "--format", "latex"]) == 0
+    out = capsys.readouterr().out
+    assert rf"X = \begin{{bmatrix}} {big} & 0.125 \\ 0 & 1 \end{{bmatrix}}" in out
