@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, NamedTuple
 
-from symblock.calculus.params import Counts, count, group
+from symblock.calculus.params import BadArgument, Counts, count, group
 
 
 @dataclass(frozen=True)
@@ -115,9 +115,9 @@ def count_model(vocab: int, d_model: int, heads: int, layers: int, d_ff: int | N
     per-head widths when they are not d_model/heads (`count`'s)."""
     for name, value in (("vocab", vocab), ("layers", layers)):
         if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+            raise BadArgument(name, f"must be a positive integer, got {value!r}")
     if isinstance(context, bool) or not isinstance(context, int) or context < 0:
-        raise ValueError(f"context must be a whole number >= 0, got {context!r}")
+        raise BadArgument("context", f"must be a whole number >= 0, got {context!r}")
     block = count(d_model, heads, d_ff, bias=bias, norm=norm, activation=activation, kv_heads=kv_heads,
                   extra=extra, out_proj=out_proj, d_k=d_k, d_v=d_v)
     per_norm = 2 * d_model if norm == "layernorm" and bias else d_model

@@ -306,14 +306,23 @@ def _aligned(header: tuple[str, ...], rows: list[tuple]) -> list[str]:
     return lines
 
 
+class BadArgument(ValueError):
+    """A count's argument out of its range: `arg` names the Python argument (which the command
+    line says as its flag), `expected` what it must be and what it got."""
+
+    def __init__(self, arg: str, expected: str):
+        super().__init__(f"{arg} {expected}")
+        self.arg, self.expected = arg, expected
+
+
 def _positive_int(name: str, value) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        raise BadArgument(name, f"must be a positive integer, got {value!r}")
     if value <= 0:
-        raise ValueError(f"{name} must be a positive integer, got {value}")
+        raise BadArgument(name, f"must be a positive integer, got {value}")
     if value > MAX_SIZE:
-        raise ValueError(f"{name} must be at most {MAX_SIZE:,} (10**9), got a number of "
-                         f"{len(str(value)) if value.bit_length() < 14000 else 'over 4000'} digits")
+        raise BadArgument(name, f"must be at most {MAX_SIZE:,} (10**9), got a number of "
+                          f"{len(str(value)) if value.bit_length() < 14000 else 'over 4000'} digits")
     return value
 
 
@@ -355,9 +364,9 @@ def _checked(d_model, heads, d_ff, seq_len, d_k, d_v, kv_heads, norm, activation
         raise ValueError(f"d_model = {d_model} is not divisible by heads = {heads} "
                          f"(each head gets d_model / heads columns)")
     if norm not in NORMS:
-        raise ValueError(f"norm must be one of {', '.join(NORMS)}, got {norm!r}")
+        raise BadArgument("norm", f"must be one of {', '.join(NORMS)}, got {norm!r}")
     if activation not in ACTIVATIONS:
-        raise ValueError(f"activation must be one of {', '.join(ACTIVATIONS)}, got {activation!r}")
+        raise BadArgument("activation", f"must be one of {', '.join(ACTIVATIONS)}, got {activation!r}")
     return d_model, heads, d_ff, seq_len, d_k, d_v, kv_heads, widths
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable
 
-from symblock.calculus.params import Counts, count
+from symblock.calculus.params import BadArgument, Counts, count
 
 if TYPE_CHECKING:
     from symblock.calculus.model_params import Row
@@ -127,7 +127,7 @@ def count_transformer(d_model: int = 512, heads: int = 8, d_ff: int = 2048, enco
     for name, n in (("encoder_layers", encoder_layers), ("decoder_layers", decoder_layers),
                     ("vocab", vocab), ("context", context)):
         if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-            raise ValueError(f"{name} must be a whole number >= 0, got {n!r}")
+            raise BadArgument(name, f"must be a whole number >= 0, got {n!r}")
     enc = count(d_model, heads, d_ff, bias=bias, norm=norm, activation=activation, extra=extra_encoder,
                 out_proj=out_proj, d_k=d_k, d_v=d_v)
     dec = count(d_model, heads, d_ff, bias=bias, norm=norm, activation=activation, cross_attention=True,

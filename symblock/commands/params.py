@@ -23,7 +23,7 @@ import argparse
 import json
 import sys
 
-from symblock.calculus.params import ACTIVATIONS, DEFAULT_SEQ_LEN, NORMS, count
+from symblock.calculus.params import ACTIVATIONS, DEFAULT_SEQ_LEN, NORMS, BadArgument, count
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -94,11 +94,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              '"flops_per_token", ...}')
 
 
-def _as_flag(message: str, args: argparse.Namespace) -> str:
+def _as_flag(e: ValueError, args: argparse.Namespace) -> str:
     """A count's error in the terms of the command line: `d_ff must be …` says `--d-ff must be …`
     (the counting functions name their Python arguments, which are the flags' dests here)."""
-    name, _, rest = message.partition(" ")
-    return f"--{name.replace('_', '-')} {rest}" if name in vars(args) and rest.startswith("must be") else message
+    if isinstance(e, BadArgument) and e.arg in vars(args):
+        return f"--{e.arg.replace('_', '-')} {e.expected}"
+    return str(e)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -130,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
                       d_k=args.d_k, d_v=args.d_v, kv_heads=args.kv_heads,
                       cross_attention=args.cross_attention)
     except ValueError as e:
-        print(f"symblock params: error: {_as_flag(str(e), args) if args.spec is None else e}", file=sys.stderr)
+        print(f"symblock params: error: {_as_flag(e, args) if args.spec is None else e}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(c.to_dict(), indent=2, ensure_ascii=False))
