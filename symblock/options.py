@@ -41,5 +41,10 @@ MASK_FILLS = (
 # an article's 345pt text at 5.1pt a digit (the estimate's widest measured digit).
 LATEX_LINE = 66
 
+# The width a key's worked line may take before it continues on the next (a sum of products, a
+# softmax row's tuples), in the same digits: a key's 483pt line (A4, 2 cm margins) holds 88 digits of
+# 11pt math, less 4 for the estimate, which reads a softmax row of fractions up to 3 digits short.
+KEY_LINE = 84
+
 # other names a new user gives an output format (--format): offered as the format meant
 FORMAT_ALIASES = {"md": "markdown", "tex": "latex", "jupyter": "ipynb", "notebook": "ipynb", "canvas": "qti"}

@@ -2,7 +2,9 @@
 decide where a display is broken, without running TeX. Measured against pdflatex on every
 matrix `forward --format latex` prints for the built-in examples, a digit of this count is
 3.8 to 5.1pt in a wide display (wide displays are what get broken), so a budget in digits at
-5.1pt each (options.LATEX_LINE) never lets a line overflow by much."""
+5.1pt each (options.LATEX_LINE) never lets a line overflow by much. A key's worked lines
+(softmax rows of fractions) were measured too: a comma is followed by a thin space, and
+brackets grow round a display fraction."""
 from __future__ import annotations
 
 import re
@@ -45,7 +47,10 @@ def _command(tex: str, name: str, i: int) -> tuple[float, int]:
         return width(a) + 1.6, i
     if name in ("left", "right"):
         d, i = _argument(tex, i)
-        return (0.0 if d == "." else 0.8), i
+        if d == ".":
+            return 0.0, i
+        inside = tex[i:tex.find("\\right", i)] if name == "left" else tex[tex.rfind("\\left", 0, i):i]
+        return (1.5 if "\\frac" in inside else 0.8), i   # grown round a display fraction
     if name == "begin":
         env, i = _argument(tex, i)
         if env == "array":
@@ -86,8 +91,10 @@ def width(tex: str) -> float:
             before = tex[:i].rstrip()
             unary = not before or before[-1] in "({[&=,"
             w += 1.6 if unary else 2.4
-        elif c in ".,":
+        elif c == ".":
             w += 0.5
+        elif c == ",":
+            w += 0.8   # a comma and the thin space math sets after it
         elif c in "()[]":
             w += 0.8
         elif c not in " }":

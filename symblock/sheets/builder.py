@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from symblock.engine import kinds, names, parameters, report
+from symblock.engine.tex_width import width
 from symblock.engine.tiles import SIDE_KINDS
+from symblock.options import KEY_LINE
 from symblock.sheets.lang import MATH_TEXT, TEXTS
 from symblock.sheets.lang_counts import counted
 from symblock.sheets.numbers import (Safe, dec_tex, exact_tex, grid, is_plain, matrix_value, number_tex, outcome, power_tex,
@@ -71,6 +73,11 @@ class Builder(LinearWork, AttentionWork, CrossWork, NormWork, FfnWork, TileWork,
         if all(s is None or s.exact for s in out):
             return out
         return [None if v is None else self.show(v, short=False) for v in values]
+
+    def fits(self, line: str) -> bool:
+        """Whether a worked line (up to its first row break) fits a key's line (options.KEY_LINE);
+        version 1's keys keep their lines as they were."""
+        return self.v1 or width(line.split(r"\\")[0]) <= KEY_LINE
 
     def note(self, aligned: bool) -> str:
         """The "(from exact values …)" note; in an aligned block on a row of its own."""

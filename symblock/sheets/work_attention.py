@@ -56,12 +56,19 @@ class AttentionWork:
         denom = exact.total([exact.exp(d.value) for d in diffs if d is not None])
         weights = [exact.ZERO if d is None else exact.exp(d.value) / denom for d in diffs]
         n = i + 1
-        return [rf"i = {n}:\ & \max_j = {m.tex}",
-                r"& \left(" + ", ".join(f"e^{{{a}}}" for a in args) + rf"\right) {rel} \left(" + ", ".join(ex_tex)
-                + r"\right)",
+        exps_line = (r"& \left(" + ", ".join(f"e^{{{a}}}" for a in args) + r"\right)",
+                     rf"{rel} \left(" + ", ".join(ex_tex) + r"\right)")
+        p_line = (rf"& {label} = \left(" + ", ".join(r"\frac{" + t + "}{" + tot.tex + "}" for t in ex_tex) + r"\right)",
+                  self.tuple_outcome(weights, list(true_row), exact_in, aligned=True))
+        first = rf"i = {n}:\ "
+        return [rf"{first}& \max_j = {m.tex}", self.continued(first, *exps_line),
                 r"& \textstyle\sum = " + " + ".join("0" if e is None else e.op for e in exps) + f" {sum_rel} {tot.tex}",
-                rf"& {label} = \left(" + ", ".join(r"\frac{" + t + "}{" + tot.tex + "}" for t in ex_tex)
-                + r"\right) " + self.tuple_outcome(weights, list(true_row), exact_in, aligned=True)]
+                self.continued(first, *p_line)]
+
+    def continued(self, column: str, left: str, right: str) -> str:
+        """`left right` on one aligned line, or `right` on the next when both do not fit a key's
+        line beside the aligned block's first `column`."""
+        return f"{left} {right}" if self.fits(f"{column}{left} {right}") else rf"{left} \\ &\quad {right}"
 
     def work_weights(self, step: Step, h: int) -> list:
         s = self.value(step.inputs[0])

@@ -9,12 +9,15 @@ from typing import TYPE_CHECKING
 
 from symblock.engine import exact
 from symblock.engine.steps import key_columns, kv_head, value_columns
+from symblock.engine.tex_width import width
+from symblock.options import KEY_LINE
 from symblock.sheets.numbers import SUBSTITUTE_ENTRIES, bmatrix, step_symbol
 
 if TYPE_CHECKING:
     from symblock.engine.block import Step
 
-TERMS_PER_LINE = 6   # a long sum of products continues on the next line
+TERMS_PER_LINE = 6   # a long sum of products continues on the next line (sooner when wide)
+PLUS, QUAD = width("a + b") - 2, width(r"\quad")   # a `+` (or `=`) between terms, a continued line's indent
 MAX_TERMS = 24       # longer sums are written with Σ (no operands printed)
 
 
@@ -49,9 +52,20 @@ class LinearWork:
             terms.append(sb.op)
             computed = computed + sb.value
             shown.append(sb)
-        chunks = [" + ".join(terms[k:k + TERMS_PER_LINE]) for k in range(0, len(terms), TERMS_PER_LINE)]
-        body = r" \\ &\quad + ".join(chunks)
-        return rf"{lhs} &= {body} " + self.outcome(computed, true, all(s.exact for s in shown), aligned=True)
+        result = self.outcome(computed, true, all(s.exact for s in shown), aligned=True)
+        room = None if self.v1 else KEY_LINE   # version 1's keys: TERMS_PER_LINE alone
+        sizes = [width(t) + PLUS for t in terms] + [width(result.split(r"\\")[0])]   # widths add up
+        lines: list[list[str]] = [[]]
+        used = width(lhs) + PLUS
+        for n, term in enumerate(terms):   # at most TERMS_PER_LINE a line, and as many as fit a key's line
+            more = sizes[n] + (sizes[-1] if n == len(terms) - 1 else 0)
+            if lines[-1] and (len(lines[-1]) == TERMS_PER_LINE or (room is not None and used + more > room)):
+                lines.append([])
+                used = QUAD + PLUS
+            lines[-1].append(term)
+            used += sizes[n]
+        body = r" \\ &\quad + ".join(" + ".join(chunk) for chunk in lines)
+        return rf"{lhs} &= {body} " + result
 
     def dot_entries(self, step: Step, a_rows, b_cols, positions, bias=None, lhs=None,
                     value=None) -> list[tuple[str | None, str]]:

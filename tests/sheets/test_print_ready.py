@@ -304,3 +304,22 @@ def test_scientific_notation_starts_exactly_at_its_bounds():
         for x, ref in cases:
             science = abs(ref) >= 10**6 or 0 < abs(ref) < Decimal(1) / 10**4
             assert (r"\times 10^" in dec_tex(x, 3)) == science, (ref, dec_tex(x, 3))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("example", ["tiny-translate", "tiny-llama"])
+def test_keys_wide_worked_lines_continue_on_the_next_line_instead_of_shrinking(tmp_path, example):
+    """A key's eight-wide softmax row and its six-term sums with wide decimals are broken over
+    lines, so that pdflatex prints every display at full size: `\\fitmath` scales a display down only
+    when it is wider than the line, and here it says so in the log."""
+    from symblock.cli import main
+    assert main(["worksheet", example, "--format", "latex", "--out", str(tmp_path / "ws")]) == 0
+    tex = tmp_path / "ws" / "key.tex"
+    text = tex.read_text(encoding="utf-8")
+    shrink = r"\ifdim\wd\fitbox>\linewidth\resizebox"
+    assert shrink in text
+    tex.write_text(text.replace(shrink, r"\ifdim\wd\fitbox>\linewidth\typeout{SHRUNK \the\wd\fitbox}\resizebox"),
+                   encoding="utf-8")
+    log = compile_tex(tex, "pdflatex")
+    assert "SHRUNK" not in log, re.findall(r"SHRUNK [\d.]+pt", log)
+    assert r"\\ &\quad + " in text or r"\right) \\ &\quad \approx" in text   # a line continued
