@@ -47,8 +47,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from symblock.grading import report
+    from symblock.grading import manifest, report
     from symblock.grading.report import one_line
+    manifest.locate(args.set_dir)   # a folder that holds no set is said first, not its --out
     out = Path(args.out) if args.out else Path(args.answers_dir) / "graded"
     if out.resolve() == Path(args.answers_dir).resolve():   # its gradebook would be read as an answers file next time
         from symblock.errors import UsageError

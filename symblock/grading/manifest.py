@@ -192,12 +192,9 @@ def is_manifest(path) -> bool:
     return "symblock_set" in keys and "spec_token" in keys
 
 
-def read(set_dir, entries: bool = True) -> dict:
-    """The manifest of a set directory, validated (every field `grade` and `check` use) and
-    unedited (its content hash holds). `entries=False`: the stored answers' entries are left to
-    `check_entries` (`grade --jobs`: each process checks its share of the variants)."""
+def locate(set_dir):
+    """The manifest file of a set directory (`find`), or a UsageError saying what SET_DIR is instead."""
     from pathlib import Path
-    from symblock.engine.spec import read_mapping
     from symblock.errors import UsageError
     path = find(Path(set_dir))
     if path is None and Path(set_dir).is_file():   # the manifest itself, or another file, for the set's folder
@@ -208,6 +205,15 @@ def read(set_dir, entries: bool = True) -> dict:
     if path is None:
         raise UsageError(f"{set_dir}: no {NAME} (expected a folder written by `symblock worksheet "
                          "--variants N`)")
+    return path
+
+
+def read(set_dir, entries: bool = True) -> dict:
+    """The manifest of a set directory, validated (every field `grade` and `check` use) and
+    unedited (its content hash holds). `entries=False`: the stored answers' entries are left to
+    `check_entries` (`grade --jobs`: each process checks its share of the variants)."""
+    from symblock.engine.spec import read_mapping
+    path = locate(set_dir)
     data, source = read_mapping(path)
     _validate(data, source)
     _check_digest(data, source)

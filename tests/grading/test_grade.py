@@ -371,6 +371,16 @@ def test_never_overwrites_without_force(klass, graded, capsys):
     assert main(["grade", str(klass["set"]), str(klass["answers"]), "--force"]) == 1
 
 
+def test_a_folder_that_holds_no_set_is_said_before_an_earlier_gradebook(klass, graded, tmp_path, capsys):
+    """`grade ANSWERS ANSWERS` (the set's folder mistyped) beside an earlier grading said `use --force`,
+    which would not have helped: the missing set is what is wrong."""
+    for set_dir in (klass["answers"], tmp_path / "no-such-set"):
+        assert main(["grade", str(set_dir), str(klass["answers"])]) == 2
+        err = capsys.readouterr().err
+        assert err == (f"symblock: error: {set_dir}: no manifest.yaml (expected a folder written by "
+                       "`symblock worksheet --variants N`)\n"), err
+
+
 def test_a_folder_with_no_answers_files_is_refused_not_an_empty_gradebook(klass, tmp_path, capsys):
     """The wrong folder (or answers not collected yet) must not look like a graded class."""
     (tmp_path / "answers").mkdir()
