@@ -229,8 +229,8 @@ def feedback_md(g, cls, credit, lang: str = "en") -> str:
             lines.append(f"- {w['rests'].format(names=', '.join(st.built_on))}")
         for code in st.diagnosis:
             lines.append(f"- {w['diagnosis'].format(code=code, explanation=explanation(code, lang))}")
-        if st.status == "wrong" and not st.diagnosis:
-            lines.append(f"- {w['no_diagnosis']}")
+        if st.status == "wrong" and not st.diagnosis and any(e.mark == "wrong" and e.reason is None for e in st.entries):
+            lines.append(f"- {w['no_diagnosis']}")   # numbers no mistake gives (not text that is no number)
         if st.status == "rounded":
             lines.append(f"- {w['rounded']}")
         reshaped = _reshaped(st)
@@ -326,7 +326,7 @@ def text(result, trace: Trace | None=None, every_entry: bool = False, lang: str 
             lines.append("      " + w["mask_fill" if len(fills) == 1 else "mask_fills"].format(given=fills[0], n=len(fills)))
         for code in s.diagnosis:
             lines.append("      " + w["diagnosis"].format(code=code, explanation=explanation(code, lang)))
-        if s.status == "wrong" and not s.diagnosis:
+        if s.status == "wrong" and not s.diagnosis and any(e.mark == "wrong" and e.reason is None for e in s.entries):
             lines.append("      " + w["no_diagnosis"])
     lines += [*counted_from(result.indexed, cited, w), ""]
     shown = Counter(_shown(s) for s in result.steps if s.asked or s.status != "missing")   # as result.count

@@ -497,6 +497,13 @@ def test_an_unreadable_entry_is_that_entry_wrong_and_the_rest_is_marked(cli, spe
     line = next(l for l in out.splitlines() if "row 2, col 2" in l)
     assert code == 1 and line.endswith(f"wrong  ({reason}" + ("" if "comma" not in reason else
                                                                 " (write the decimal with a point: 1234.5)") + ")")
+    assert "diagnosis" not in out   # an entry that is no number is no mistake the catalogue could name
+
+
+def test_a_wrong_number_beside_an_unreadable_entry_still_says_no_mistake_reproduces_it(cli, spec_file):
+    text = ("decimals: 3\nsteps:\n  resid1: [[2.401, 0.599], [1.504, abc], [2.576, 1.816]]\n")
+    code, out, _, _ = run(cli, spec_file, text)
+    assert code == 1 and "diagnosis: none of the catalogued mistakes reproduces these numbers" in out
 
 
 @pytest.mark.parametrize("value", ["1" * 1001, "1" * 5000])
