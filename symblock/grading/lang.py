@@ -76,8 +76,8 @@ EN = {
 
 ZH = {
     "status": {"correct": "正确", "wrong": "错误", "carried": "沿用", "missing": "未答",
-               "given": "已给", "rounded": "少位", "slip": "舍入"},
-    "mark": {"correct": "对", "carried": "沿用", "rounded": "少位", "slip": "舍入",
+               "given": "已给", "rounded": "少位", "slip": "小错"},
+    "mark": {"correct": "对", "carried": "沿用", "rounded": "少位", "slip": "小错",
              "wrong": "错", "blank": "空"},
     "header": "symblock 批改：{answers}，对照 {spec}",
     "decimals": "小数位数：{n}（多写位数的答案按所写位数评判）",

@@ -667,3 +667,12 @@ def test_a_slip_at_a_rounding_tie_is_one_unit_off_either_right_rounding(cli, spe
     step = next(s for s in json.loads(out)["steps"] if s["name"] == "norm1.var")
     assert step["entries"][1]["given"] == given and step["entries"][1]["exact"] == "25/16"
     assert step["entries"][1]["mark"] == mark and code == (1 if mark == "wrong" else 0)
+
+
+def test_in_chinese_a_rounding_slip_is_not_called_rounding(cli, spec_file):
+    """σ² = 0.811801 written 0.813: one unit off, a slip; in Chinese its label is 小错 (a small slip),
+    not 舍入 ("rounding"), which read as the status of an answer merely rounded to fewer places."""
+    code, out, _, _ = run(cli, spec_file, "decimals: 3\nsteps:\n  norm1.var: [[0.813], [0.0154], [0.185]]\n",
+                          "seed-post-ln", "answers.yaml", "--lang", "zh")
+    assert code == 0 and "  ~ 小错  norm1.var   舍入失误（末位差一个单位）" in out, out
+    assert "0.812 (= 811801/1000000)  小错" in out
