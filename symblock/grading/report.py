@@ -242,7 +242,7 @@ def feedback_md(g, cls, credit, lang: str = "en") -> str:
         for e in shown:
             own = w["own"].format(own=e.own) if e.own else ""
             lines.append("- " + w["entry"].format(row=e.row + 1, col=e.col + 1, given=md_text(e.given),
-                                                  expected=expected_text(e, w), own=own, mark=w["mark"][e.mark]).replace("  ", " ")
+                                                  expected=md_text(expected_text(e, w, _worth_showing(e))), own=own, mark=w["mark"][e.mark]).replace("  ", " ")
                          + md_text(why(e, lang)).replace("  ", " "))
         lines.append("")
     lines += [*counted_from(g.result.indexed, cited, w, ""), credit.statement(lang), ""]

@@ -299,6 +299,22 @@ def test_feedback_per_student_and_in_chinese(klass, graded):
     assert "全班小结" in (out / "summary.md").read_text(encoding="utf-8")
 
 
+def test_feedback_shows_an_entrys_closed_form_as_check_does(klass, graded, capsys):
+    """A feedback line's expected value is check's, its exact form included (`expected 0.375 (= 3/8)`):
+    the student's file said less than the checker about the same entry."""
+    closed = 0
+    for i in range(N):
+        fb = (klass["answers"] / "graded" / "feedback" / f"student{i:02d}.md").read_text(encoding="utf-8")
+        main(["check", str(klass["root"] / "spec.yaml"), str(klass["answers"] / f"student{i:02d}.yaml")])
+        out = capsys.readouterr().out
+        said = [line.split(" expected ", 1)[1].replace("\\*", "*").split(")")[0]   # Markdown: \\* is *
+                for line in fb.splitlines() if line.startswith("- row")]
+        checked = [line.split(" expected ", 1)[1].replace("  ", " ") for line in out.splitlines() if line.startswith("      row")]
+        assert all(any(c.startswith(x) for c in checked) for x in said), (i, said, checked)
+        closed += sum("(= " in x for x in said)
+    assert closed   # some entry's exact form is shown
+
+
 def test_a_rounded_task_names_its_docked_entries_as_a_slip_does(klass, graded, capsys):
     """The students who give the row means to 2 places (kind 3): each mean right only at the 2 places
     written (worked in NumPy, as the fixture credits it 9/10) is named by its row in the feedback, in
