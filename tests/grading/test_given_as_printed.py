@@ -104,15 +104,9 @@ def test_given_data_are_read_at_the_sheets_places_when_a_file_raises_its_own(tmp
 SHORT_GIVEN = """\
 dims: {seq_len: 2, d_model: 2, d_ff: 2, heads: 1}
 block: {norm_position: pre, norm: layernorm, eps: 0, activation: relu}
-weights:
-  W_Q: [[4, 0], [0, 1]]
-  W_K: [[1, 0], [0, 1]]
-  W_V: [[1, 0], [0, 1]]
-  W_O: [[1, 0], [0, 1]]
-  W_1: [[1, 0], [0, 1]]
-  W_2: [[1, 0], [0, 1]]
-inputs:
-  X: [[1, 0], [0, 1]]
+weights: {W_Q: [[4, 0], [0, 1]], W_K: [[1, 0], [0, 1]], W_V: [[1, 0], [0, 1]],
+          W_O: [[1, 0], [0, 1]], W_1: [[1, 0], [0, 1]], W_2: [[1, 0], [0, 1]]}
+inputs: {X: [[1, 0], [0, 1]]}
 given:
   norm1: [[0.12345, SECOND], [1, 0]]
 """
